@@ -1,0 +1,71 @@
+"""The couchids exception hierarchy.
+
+Bad input raises a :class:`InvalidInputError` (also a :class:`ValueError`); what the server
+decided raises one of the server-side classes. Every message says what was wrong and what is
+accepted.
+"""
+
+from __future__ import annotations
+
+
+class CouchidsError(Exception):
+    """Base class of every error couchids raises."""
+
+
+class InvalidInputError(CouchidsError, ValueError):
+    """An argument couchids cannot use."""
+
+
+class InvalidIdError(InvalidInputError):
+    """A string that is not an id of the expected form."""
+
+
+class AmbiguousIdError(InvalidIdError):
+    """An id that fits more than one form; pass ``reverse=``/``millisecond=`` to choose."""
+
+
+class InvalidTypeError(InvalidInputError):
+    """A document type that breaks the type rule."""
+
+
+class InvalidTimeError(InvalidInputError):
+    """A time that cannot be read or is outside the range an id can hold."""
+
+
+class InvalidArgumentError(InvalidInputError):
+    """Any other argument outside its accepted values."""
+
+
+class ServerError(CouchidsError):
+    """The server answered with an error; ``status`` is its HTTP status (0 when unreachable).
+
+    The ``ibmcloudant`` exception, when there is one, is chained as ``__cause__``.
+    """
+
+    def __init__(self, message: str, status: int = 0) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class DatabaseNotFoundError(ServerError):
+    """The database does not exist."""
+
+
+class UnauthorizedError(ServerError):
+    """The server refused the credentials (401) or the permission (403)."""
+
+
+class RateLimitedError(ServerError):
+    """The server still answered 429 after the client's retries ran out."""
+
+
+class ConflictError(CouchidsError):
+    """A different document already stands under the id being written."""
+
+    def __init__(self, message: str, doc_id: str) -> None:
+        super().__init__(message)
+        self.doc_id = doc_id
+
+
+class AllocationFailed(CouchidsError):
+    """Every candidate short id was taken."""

@@ -1,0 +1,211 @@
+"""Id forms: which of the id layouts a database uses, as one value.
+
+An :class:`IdForm` names a layout (kuuid in its modes, or UUIDv7) and does everything that
+depends on it: makes ids, checks and reads them strictly, and writes the key for a time, which
+is all the query code needs. Queries and typed id classes take a form; the presets below cover
+every kuuid and UUIDv7 generator.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from . import kuuid, v7
+from .base62 import decode as base62_decode
+from .base62 import encode_prefix
+from .constants import (
+    ALPHABET,
+    BLOCK_LEN,
+    DEFAULT_BLOCKS,
+    MAX_BLOCK,
+    MAX_BLOCKS,
+    MAX_PREFIX_VALUE,
+    MIN_BLOCKS,
+    MS_PER_SECOND,
+    PREFIX_LEN,
+    SHORT_BLOCKS,
+    V7_HEX_LEN,
+    V7_LEN,
+    V7_TIME_BITS,
+)
+from .errors import InvalidArgumentError, InvalidIdError
+from .times import MAX_MS, TimeLike
+
+Kind = Literal["kuuid", "v7", "v7s"]
+KINDS: tuple[Kind, ...] = ("kuuid", "v7", "v7s")
+
+_V7S = re.compile(r"[0-9a-f]{12}7[0-9a-f]{3}[89ab][0-9a-f]{15}")
+_V7 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
+_B62 = f"[{re.escape(ALPHABET)}]".replace("\\", "")
+
+
+@dataclass(frozen=True)
+class IdForm:
+    """One id layout.
+
+    Args:
+        kind: ``"kuuid"`` (8 base62 characters of time, then random blocks), ``"v7"`` (a
+            hyphenated UUIDv7) or ``"v7s"`` (a UUIDv7 as 32 hex characters).
+        reverse: kuuid only: newest-first ids.
+        millisecond: kuuid only: millisecond precision (UUIDv7 forms always have it).
+        random: kuuid only: the number of random blocks, 1-4 (2 for kuuid's short ids).
+
+    >>> IdForm(reverse=True) == KUUID_REVERSE
+    True
+    >>> V7S.millisecond
+    True
+    """
+
+    kind: Kind = "kuuid"
+    reverse: bool = False
+    millisecond: bool = False
+    random: int = DEFAULT_BLOCKS
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise InvalidArgumentError(f"kind={self.kind!r}: an id form is one of {KINDS}")
+        if isinstance(self.random, bool) or self.random not in range(MIN_BLOCKS, MAX_BLOCKS + 1):
+            raise InvalidArgumentError(
+                f"random={self.random!r}: the number of random blocks must be an int from "
+                f"{MIN_BLOCKS} to {MAX_BLOCKS}"
+            )
+        if self.kind != "kuuid":
+            if self.reverse or self.random != DEFAULT_BLOCKS:
+                raise InvalidArgumentError(
+                    f"{self.kind} ids have no reverse mode and no random blocks to choose"
+                )
+            object.__setattr__(self, "millisecond", True)
+        body = f"{_B62}{{{PREFIX_LEN}}}(?:[0-4]{_B62}{{{BLOCK_LEN - 1}}}){{{self.random}}}"
+        object.__setattr__(self, "_kuuid_pattern", re.compile(body))
+
+    def __str__(self) -> str:
+        if self.kind != "kuuid":
+            return self.kind
+        parts = ["kuuid"]
+        if self.random == SHORT_BLOCKS:
+            parts.append("short")
+        elif self.random != DEFAULT_BLOCKS:
+            parts.append(f"random{self.random}")
+        if self.millisecond:
+            parts.append("ms")
+        if self.reverse:
+            parts.append("reverse")
+        return "-".join(parts)
+
+    @property
+    def length(self) -> int:
+        """The length of an id of this form, without a type."""
+        if self.kind == "v7":
+            return V7_LEN
+        if self.kind == "v7s":
+            return V7_HEX_LEN
+        return PREFIX_LEN + self.random * BLOCK_LEN
+
+    @property
+    def unit_ms(self) -> int:
+        """The precision of the time in an id, in milliseconds (1000 or 1)."""
+        return 1 if self.millisecond else MS_PER_SECOND
+
+    @property
+    def max_unit(self) -> int:
+        """The latest time an id of this form can hold, in units of :attr:`unit_ms`."""
+        if self.kind == "kuuid" and self.millisecond:
+            return MAX_PREFIX_VALUE
+        return MAX_MS // self.unit_ms
+
+    def new(self, timestamp: TimeLike = None, *, type: str | None = None) -> str:
+        """Make an id of this form (see :func:`couchids.id` and :func:`couchids.v7`)."""
+        if self.kind == "v7":
+            return v7.v7(timestamp, type=type)
+        if self.kind == "v7s":
+            return v7.v7s(timestamp, type=type)
+        return kuuid.id(
+            timestamp,
+            type=type,
+            random=self.random,
+            reverse=self.reverse,
+            millisecond=self.millisecond,
+        )
+
+    def key(self, unit: int) -> str:
+        """The sortable text at the start of every id made at time ``unit``.
+
+        ``unit`` counts :attr:`unit_ms` from the epoch; for reverse kuuid ids this is the text
+        before the reversal is undone, so it falls as time rises.
+        """
+        if self.kind == "kuuid":
+            return encode_prefix(MAX_PREFIX_VALUE - unit if self.reverse else unit)
+        text = f"{unit:012x}"
+        return text if self.kind == "v7s" else f"{text[:8]}-{text[8:]}"
+
+    def key_fits(self, unit: int) -> bool:
+        """Whether :meth:`key` can write ``unit`` in the width of this form."""
+        if self.kind == "kuuid":
+            return 0 <= (MAX_PREFIX_VALUE - unit if self.reverse else unit) <= MAX_PREFIX_VALUE
+        return 0 <= unit < 1 << V7_TIME_BITS
+
+    def parse(self, body: str) -> int:
+        """Check that ``body`` (an id without its type) is of this form; return its time in ms.
+
+        Raises:
+            InvalidIdError: wrong length, a character outside the form's alphabet, a kuuid
+                block above ``2**32 - 1``, a wrong UUID version or variant, or a time past
+                9999-12-31.
+        """
+        if len(body) != self.length:
+            raise InvalidIdError(
+                f"{body!r} has {len(body)} characters; a {self} id has {self.length}"
+            )
+        if self.kind == "kuuid":
+            ms = self._parse_kuuid(body)
+        else:
+            pattern, what = (_V7, "8-4-4-4-12") if self.kind == "v7" else (_V7S, "32")
+            if pattern.fullmatch(body) is None:
+                raise InvalidIdError(
+                    f"{body!r} is not a {self.kind} id: {what} lowercase hex digits with "
+                    "version 7 and the RFC 9562 variant (8, 9, a or b)"
+                )
+            ms = int(body[:8] + body[9:13] if self.kind == "v7" else body[:12], 16)
+        if ms > MAX_MS:
+            raise InvalidIdError(f"{body!r} holds a time after 9999-12-31 ({self})")
+        return ms
+
+    def _parse_kuuid(self, body: str) -> int:
+        pattern: re.Pattern[str] = self.__dict__["_kuuid_pattern"]
+        if pattern.fullmatch(body) is None:
+            raise InvalidIdError(
+                f"{body!r} is not a {self} id: 8 base62 characters (0-9, A-Z, a-z) of time "
+                f"and {self.random} random block(s) of 6, each at most {MAX_BLOCK}"
+            )
+        for start in range(PREFIX_LEN, len(body), BLOCK_LEN):
+            if body[start : start + BLOCK_LEN] > MAX_BLOCK:
+                raise InvalidIdError(
+                    f"{body!r}: random block {body[start : start + BLOCK_LEN]!r} is above "
+                    f"{MAX_BLOCK} (2**32 - 1)"
+                )
+        value = base62_decode(body[:PREFIX_LEN])
+        return kuuid.prefix_time(value, reverse=self.reverse, millisecond=self.millisecond)
+
+
+KUUID = IdForm()
+KUUID_REVERSE = IdForm(reverse=True)
+KUUID_MS = IdForm(millisecond=True)
+KUUID_MS_REVERSE = IdForm(reverse=True, millisecond=True)
+SHORT = IdForm(random=SHORT_BLOCKS)
+SHORT_REVERSE = IdForm(random=SHORT_BLOCKS, reverse=True)
+V7 = IdForm("v7")
+V7S = IdForm("v7s")
+
+#: Every kuuid mode and block count, then the UUIDv7 forms: what :func:`couchids.decode` tries.
+ALL_FORMS: tuple[IdForm, ...] = (
+    *(
+        IdForm(random=blocks, reverse=reverse, millisecond=millisecond)
+        for blocks in range(MIN_BLOCKS, MAX_BLOCKS + 1)
+        for millisecond in (False, True)
+        for reverse in (False, True)
+    ),
+    V7,
+    V7S,
+)

@@ -1,0 +1,219 @@
+"""Queries on ``_all_docs``: the newest documents, and the documents of a time window.
+
+The key range comes from :mod:`couchids.keys`; this module sends it through the caller's
+``ibmcloudant`` client, keeps only rows whose id is of the requested form and type (never a
+design document, another type, or a foreign id that happens to sort inside the range), and
+pages with keyset paging: each page starts at the last id of the one before (CouchDB's
+``startkey`` is inclusive, so that row comes back and is dropped). Never ``skip``: rows shift
+under concurrent inserts and a large ``skip`` is slow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+from ibmcloudant.cloudant_v1 import CloudantV1
+
+from .errors import InvalidArgumentError, InvalidIdError, InvalidTimeError
+from .forms import KUUID, IdForm
+from .keys import KeyRange, window_keys
+from .server import call, is_partitioned
+from .times import MAX_MS, TimeLike, to_ms
+
+__all__ = ["DEFAULT_PAGE_SIZE", "PARTITION_QUERY_LIMIT", "latest", "window"]
+
+#: Rows a page of :func:`window` asks for by default.
+DEFAULT_PAGE_SIZE = 1000
+#: Cloudant answers at most this many rows to one partition query.
+PARTITION_QUERY_LIMIT = 2000
+#: After a first page of ``n`` rows that held foreign ids, :func:`latest` reads pages of this.
+_LATEST_REFILL = 100
+
+Row = dict[str, Any]
+Fetch = Callable[[str, int], list[Row]]
+
+
+def window(
+    client: CloudantV1,
+    db: str,
+    start: TimeLike,
+    end: TimeLike,
+    *,
+    type: str | None = None,
+    form: IdForm = KUUID,
+    newest_first: bool = True,
+    include_docs: bool = True,
+    page_size: int | None = None,
+) -> Iterator[Row]:
+    """Stream the documents whose id was made at a time ``t`` with ``start <= t < end``.
+
+    The same documents come back in either direction. Memory stays at two pages: while the
+    caller works through one page, the next is being fetched.
+
+    Args:
+        client: an ``ibmcloudant`` ``CloudantV1`` client.
+        db: the database name.
+        start, end: any time couchids accepts (``None`` is now); ``end`` is exclusive.
+        type: only ids ``type:<id>``; ``None`` for untyped ids only.
+        form: the id layout the database uses (:data:`couchids.KUUID` and friends).
+        newest_first: the order of the answer.
+        include_docs: yield documents; ``False`` yields ``_all_docs`` rows
+            (``{"id", "key", "value"}``).
+        page_size: rows per request (default 1000; at most 1999 for a partition query).
+
+    Raises:
+        InvalidTimeError: unreadable times, or ``end`` before ``start``.
+        InvalidTypeError: ``type`` breaks the type rule.
+        InvalidArgumentError: a bad ``page_size`` or ``form``.
+        ServerError: (subclasses ``DatabaseNotFoundError``, ``UnauthorizedError``,
+            ``RateLimitedError``) when the server fails, also in the middle of a stream.
+    """
+    start_ms, end_ms = to_ms(start), to_ms(end)
+    if end_ms < start_ms:
+        raise InvalidTimeError(
+            f"the window ends ({end!r}) before it starts ({start!r}); pass start <= end"
+        )
+    size = DEFAULT_PAGE_SIZE if page_size is None else _check_count("page_size", page_size, 1)
+    return _Scan(client, db, form, type, start_ms, end_ms, newest_first, include_docs).run(
+        size, size, prefetch=True
+    )
+
+
+def latest(
+    client: CloudantV1,
+    db: str,
+    n: int = 10,
+    *,
+    type: str | None = None,
+    form: IdForm = KUUID,
+    include_docs: bool = True,
+) -> list[Row]:
+    """The newest ``n`` documents (fewer if fewer exist), newest first.
+
+    One request once the client has seen the database, unless foreign ids sit among the
+    newest: those are skipped and do not shorten the answer.
+
+    Args: as :func:`window`; ``n`` is a non-negative int.
+
+    Raises: as :func:`window`.
+    """
+    _check_count("n", n, 0)
+    if n == 0:
+        return []
+    scan = _Scan(client, db, form, type, 0, MAX_MS + 1, True, include_docs)
+    out = []
+    for row in scan.run(n, max(n, _LATEST_REFILL), prefetch=False):
+        out.append(row)
+        if len(out) == n:
+            break
+    return out
+
+
+def _check_count(name: str, value: int, least: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise InvalidArgumentError(f"{name}={value!r}: must be an int >= {least}")
+    return value
+
+
+class _Scan:
+    """One query: the fixed options of its requests, and the rows they return."""
+
+    def __init__(
+        self,
+        client: CloudantV1,
+        db: str,
+        form: IdForm,
+        doc_type: str | None,
+        start_ms: int,
+        end_ms: int,
+        newest_first: bool,
+        include_docs: bool,
+    ) -> None:
+        if not isinstance(form, IdForm):
+            raise InvalidArgumentError(
+                f"form={form!r}: pass an IdForm such as couchids.KUUID or couchids.V7S"
+            )
+        self.client, self.db, self.form, self.doc_type = client, db, form, doc_type
+        self.start_ms, self.end_ms = start_ms, end_ms
+        self.include_docs = include_docs
+        self.keys: KeyRange | None = window_keys(form, doc_type, start_ms, end_ms)
+        self.newest_first = newest_first
+
+    def run(self, first_limit: int, next_limit: int, *, prefetch: bool) -> Iterator[Row]:
+        # Learning whether the database is partitioned also proves it exists, so an empty
+        # answer is never a missing database.
+        partition = self.doc_type if is_partitioned(self.client, self.db) else None
+        if partition is not None:
+            first_limit = min(first_limit, PARTITION_QUERY_LIMIT - 1)
+            next_limit = min(next_limit, PARTITION_QUERY_LIMIT - 1)
+        if self.keys is None:
+            return iter(())
+        first_key, fetch = self._fetcher(self.keys, partition)
+        return self._rows(fetch, first_key, first_limit, next_limit, prefetch)
+
+    def _fetcher(self, keys: KeyRange, partition: str | None) -> tuple[str, Fetch]:
+        """The key the scan starts at, and a function fetching a page from a key."""
+        first, last, descending = keys.bounds(newest_first=self.newest_first, form=self.form)
+        options = {
+            "db": self.db,
+            "end_key": last,
+            "descending": descending,
+            "include_docs": self.include_docs,
+        }
+
+        def fetch(start_key: str, limit: int) -> list[Row]:
+            if partition is None:
+                result = call(
+                    self.db,
+                    lambda: self.client.post_all_docs(start_key=start_key, limit=limit, **options),
+                )
+            else:
+                result = call(
+                    self.db,
+                    lambda: self.client.post_partition_all_docs(
+                        partition_key=partition, start_key=start_key, limit=limit, **options
+                    ),
+                )
+            rows: list[Row] = result["rows"]
+            return rows
+
+        return first, fetch
+
+    def _rows(
+        self, fetch: Fetch, first_key: str, first_limit: int, next_limit: int, prefetch: bool
+    ) -> Iterator[Row]:
+        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="couchids-page")
+        try:
+            pending: Future[list[Row]] | None = executor.submit(fetch, first_key, first_limit)
+            limit, after = first_limit, None
+            while pending is not None:
+                rows = pending.result()
+                more = len(rows) == limit
+                if after is not None and rows and rows[0]["id"] == after:
+                    rows = rows[1:]
+                # A full page may have more after it: the next starts at its last id.
+                after = rows[-1]["id"] if more and rows else None
+                limit = next_limit + 1
+                pending = None
+                if after is not None and prefetch:
+                    pending = executor.submit(fetch, after, limit)
+                for row in rows:
+                    if self._wanted(row["id"]):
+                        yield row["doc"] if self.include_docs else row
+                if after is not None and not prefetch:
+                    pending = executor.submit(fetch, after, limit)
+        finally:
+            executor.shutdown(wait=False, cancel_futures=True)
+
+    def _wanted(self, doc_id: str) -> bool:
+        assert self.keys is not None
+        prefix = self.keys.prefix
+        if not doc_id.startswith(prefix):
+            return False
+        try:
+            t = self.form.parse(doc_id[len(prefix) :])
+        except InvalidIdError:
+            return False
+        return self.start_ms <= t < self.end_ms

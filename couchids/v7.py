@@ -1,0 +1,129 @@
+"""UUIDv7 ids as kuuid 3 makes them: ``v7()`` hyphenated, ``v7s()`` as 32 hex characters.
+
+Layout (RFC 9562, section 5.7): 48 bits of Unix milliseconds, the version ``7``, 12 bits
+``rand_a``, the variant ``10``, 62 bits ``rand_b``. kuuid 3 puts a counter that starts at 0
+in ``rand_a``; it overflows into a 33-character id after 4096 ids in one millisecond.
+couchids instead treats ``rand_a`` and ``rand_b`` as one 74-bit number (RFC 9562's
+"monotonic random", method 2): the first id of a millisecond takes a random value below
+``2**73``; each later id of the same millisecond adds a random step of 1 to ``2**32``. So ids
+strictly increase within a process however many are made per millisecond, and the length
+never changes.
+
+- For the current time, a clock that steps back is held at the last millisecond used, and a
+  millisecond whose 74 bits run out moves on to the next (both allowed by RFC 9562 6.2).
+- An explicit ``timestamp`` always encodes exactly that millisecond; ids for a timestamp
+  seen among the last ``RECENT`` distinct milliseconds continue its sequence.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+
+from .constants import V7_RANDOM_BITS, V7_TIME_BITS, V7_VERSION
+from .doctypes import type_prefix
+from .errors import InvalidTimeError
+from .times import TimeLike, now_ms, to_datetime, to_ms
+
+__all__ = ["v7", "v7s"]
+
+RECENT = 1024
+_RANDOM_LIMIT = 1 << V7_RANDOM_BITS
+_FIRST_BITS = V7_RANDOM_BITS - 1  # headroom: a sequence can take 2**41 steps before it ends
+_STEP_BITS = 32
+_RAND_B_BITS = 62
+_RAND_B_MASK = (1 << _RAND_B_BITS) - 1
+_MAX_MS = (1 << V7_TIME_BITS) - 1
+
+
+class _Sequencer:
+    """The last 74-bit value used for each recent millisecond, shared by the threads."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self._lock = threading.Lock()
+        self._recent: OrderedDict[int, int] = OrderedDict()
+        self._clock_ms = 0
+
+    def next(self, explicit_ms: int | None) -> tuple[int, int]:
+        """The millisecond and 74-bit value of a new id."""
+        noise = int.from_bytes(os.urandom(10), "big")
+        with self._lock:
+            ms = max(now_ms(), self._clock_ms) if explicit_ms is None else explicit_ms
+            value = self._after(ms, noise)
+            if value is None:
+                if explicit_ms is not None:
+                    raise InvalidTimeError(
+                        f"no UUIDv7 is left for {to_datetime(ms).isoformat()}: its 74 random "
+                        "bits ran out"
+                    )
+                ms += 1
+                value = self._after(ms, noise)
+                assert value is not None  # a millisecond not used before always has room
+            if explicit_ms is None:
+                self._clock_ms = ms
+            self._recent[ms] = value
+            self._recent.move_to_end(ms)
+            if len(self._recent) > RECENT:
+                self._recent.popitem(last=False)
+            return ms, value
+
+    def _after(self, ms: int, noise: int) -> int | None:
+        last = self._recent.get(ms)
+        if last is None:
+            return noise >> (80 - _FIRST_BITS)
+        value = last + 1 + (noise & ((1 << _STEP_BITS) - 1))
+        return value if value < _RANDOM_LIMIT else None
+
+
+_SEQUENCER = _Sequencer()
+os.register_at_fork(after_in_child=_SEQUENCER.reset)
+
+
+def _hex(timestamp: TimeLike) -> str:
+    explicit = None if timestamp is None else to_ms(timestamp)
+    if explicit is not None and explicit > _MAX_MS:
+        raise InvalidTimeError(f"{timestamp!r} is past the 48-bit time of a UUIDv7")
+    ms, value = _SEQUENCER.next(explicit)
+    number = (
+        (ms << 80)
+        | (V7_VERSION << 76)
+        | ((value >> _RAND_B_BITS) << 64)
+        | (0b10 << _RAND_B_BITS)
+        | (value & _RAND_B_MASK)
+    )
+    return f"{number:032x}"
+
+
+def v7s(timestamp: TimeLike = None, *, type: str | None = None) -> str:
+    """A UUIDv7 as 32 lowercase hex characters (kuuid 3's ``v7s``).
+
+    Args:
+        timestamp: when the id is made (default now); see :func:`couchids.times.to_ms`.
+        type: document type written before the id as ``type:``.
+
+    Raises:
+        InvalidTimeError: bad ``timestamp``.
+        InvalidTypeError: ``type`` breaks the type rule.
+
+    >>> v7s(0)[:13]
+    '0000000000007'
+    """
+    text = _hex(timestamp)
+    return text if type is None else type_prefix(type) + text
+
+
+def v7(timestamp: TimeLike = None, *, type: str | None = None) -> str:
+    """A UUIDv7 in its 36-character hyphenated form (kuuid 3's ``v7``).
+
+    Takes the same arguments as :func:`v7s`.
+
+    >>> v7("2024-01-01")[:15]
+    '018cc251-f400-7'
+    """
+    h = _hex(timestamp)
+    text = f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    return text if type is None else type_prefix(type) + text
