@@ -24,9 +24,23 @@ def check_type(doc_type: str) -> str:
     return doc_type
 
 
-@lru_cache(maxsize=1024)
 def type_prefix(doc_type: str | None) -> str:
-    """The text an id of this type starts with: ``"user:"``, or ``""`` for no type."""
+    """The text an id of this type starts with: ``"user:"``, or ``""`` for no type.
+
+    Raises:
+        InvalidTypeError: ``doc_type`` breaks the type rule.
+
+    >>> type_prefix("user"), type_prefix(None)
+    ('user:', '')
+    """
     if doc_type is None:
         return ""
+    if not isinstance(doc_type, str):
+        # Checked before the cache, which would raise TypeError for an unhashable value.
+        check_type(doc_type)
+    return _checked_prefix(doc_type)
+
+
+@lru_cache(maxsize=1024)
+def _checked_prefix(doc_type: str) -> str:
     return check_type(doc_type) + TYPE_SEPARATOR
