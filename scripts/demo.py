@@ -1,0 +1,107 @@
+"""The couchids demo: sortable ids, the newest documents and a window by type, on a real server.
+
+Run it with ``./scripts/demo``, which starts a local PouchDB Server and sets ``CLOUDANT_URL``
+for it. To run it against your own CouchDB or Cloudant instead, set the ``ibmcloudant``
+variables yourself (``CLOUDANT_URL``, and ``CLOUDANT_AUTH_TYPE`` with
+``CLOUDANT_USERNAME``/``CLOUDANT_PASSWORD`` or ``CLOUDANT_APIKEY``) before ``./scripts/demo``.
+It creates (and afterwards deletes) a database called ``couchids-demo``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from datetime import UTC, datetime, timedelta
+
+from ibm_cloud_sdk_core import ApiException
+from ibmcloudant.cloudant_v1 import CloudantV1
+
+import couchids
+
+DB = "couchids-demo"
+TYPES = ("order", "user", "click")
+
+
+def show(title: str) -> None:
+    print(f"\n== {title}")
+
+
+def main() -> None:
+    client = CloudantV1.new_instance()
+    try:
+        client.delete_database(db=DB)
+    except ApiException as exc:
+        if exc.status_code != 404:
+            raise
+    client.put_database(db=DB)
+    try:
+        run(client)
+    finally:
+        client.delete_database(db=DB)
+
+
+def run(client: CloudantV1) -> None:
+    now = datetime.now(UTC)
+    rng = random.Random(7)
+
+    show("Ids sort by time; a type goes in front")
+    for make in (couchids.id, couchids.idms, couchids.idr, couchids.v7s):
+        print(f"{make.__name__:>5}: {make(type='order')}")
+
+    show("Writing 300 documents spread over the last 3 days (bulk_create, idempotent)")
+    docs = []
+    for _ in range(300):
+        made = now - timedelta(seconds=rng.randrange(3 * 24 * 3600))
+        doc_type = rng.choice(TYPES)
+        docs.append(
+            {
+                "_id": couchids.id(made, type=doc_type),
+                "kind": doc_type,
+                "amount": rng.randrange(1, 500),
+                "made": made.isoformat(timespec="seconds"),
+            }
+        )
+    results = couchids.bulk_create(client, DB, docs)
+    print(f"stored {sum(not r.duplicate for r in results)} documents")
+    again = couchids.bulk_create(client, DB, docs)
+    print(f"writing them again stores {sum(not r.duplicate for r in again)} more (retries are safe)")
+    one = couchids.create(client, DB, {"kind": "user", "name": "ada"}, type="user")
+    print(f"create() gave {one.id}")
+    short = couchids.create_short(client, DB, {"title": "hello"})
+    print(f"create_short() gave {short.id}")
+
+    show("The 5 newest orders (one request to _all_docs, no index)")
+    for doc in couchids.latest(client, DB, 5, type="order"):
+        print(f"{doc['_id']}  {doc['made']}  amount={doc['amount']}")
+
+    show("Clicks in the last 6 hours, oldest first")
+    clicks = couchids.window(
+        client, DB, now - timedelta(hours=6), now, type="click", newest_first=False
+    )
+    for doc in clicks:
+        print(f"{doc['_id']}  {doc['made']}")
+
+    show("Decoding an id")
+    decoded = couchids.decode(one.id)
+    print(
+        json.dumps(
+            {
+                "id": decoded.id,
+                "type": decoded.type,
+                "timestamp": decoded.timestamp.isoformat(),
+                "form": str(decoded.form),
+            },
+            indent=2,
+        )
+    )
+
+    show("Try it against your own server")
+    print(
+        "Set CLOUDANT_URL (and CLOUDANT_AUTH_TYPE=basic with CLOUDANT_USERNAME/CLOUDANT_PASSWORD,\n"
+        "or iam with CLOUDANT_APIKEY), then run ./scripts/demo again; or use the command line:\n"
+        f"  couchids latest {DB} -n 5 --type order"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,33 @@
+"""Every ``python`` block of README.md runs, in order, in one namespace, against the local server."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+BLOCK = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
+
+
+def python_blocks() -> list[str]:
+    return BLOCK.findall(README.read_text(encoding="utf-8"))
+
+
+def test_readme_has_examples() -> None:
+    assert len(python_blocks()) >= 8
+
+
+def test_readme_examples_run(couch_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLOUDANT_URL", couch_url)
+    monkeypatch.setenv("CLOUDANT_AUTH_TYPE", "noauth")
+    namespace: dict[str, object] = {"__name__": "readme"}
+    try:
+        for number, block in enumerate(python_blocks(), 1):
+            code = compile(block, f"README.md python block {number}", "exec")
+            exec(code, namespace)
+    finally:
+        client = namespace.get("client")
+        if client is not None:
+            client.delete_database(db="shop")  # type: ignore[attr-defined]
