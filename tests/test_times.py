@@ -1,0 +1,155 @@
+"""Reading times (couchids/times.py): what is accepted, what each is worth, what is refused."""
+
+from __future__ import annotations
+
+import calendar
+import decimal
+import re
+import time
+from datetime import UTC, date, datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from couchids import InvalidInputError, InvalidTimeError
+from couchids.times import MAX_MS, to_datetime, to_ms
+
+
+def utc_ms(
+    year: int, month: int, day: int, hour: int = 0, minute: int = 0, second: int = 0, ms: int = 0
+) -> int:
+    """Epoch ms computed without the code under test (calendar.timegm)."""
+    return calendar.timegm((year, month, day, hour, minute, second, 0, 0, 0)) * 1000 + ms
+
+
+ACCEPTED = [
+    (0, 0),
+    (999, 999),
+    (1000, 1000),
+    (1514764800000, utc_ms(2018, 1, 1)),
+    ("1970-01-01T00:00:00.000Z", 0),
+    ("1970-01-01T00:00:01Z", 1000),
+    ("2018-01-01", utc_ms(2018, 1, 1)),
+    (" 2018-01-01 ", utc_ms(2018, 1, 1)),
+    ("2018-01-01T00:00:00.000Z", utc_ms(2018, 1, 1)),
+    ("2018-07-20T10:10:34.234Z", utc_ms(2018, 7, 20, 10, 10, 34, ms=234)),
+    ("2018-07-20T10:10:34.234", utc_ms(2018, 7, 20, 10, 10, 34, ms=234)),  # no offset: UTC
+    ("2018-07-20T12:10:34.234+02:00", utc_ms(2018, 7, 20, 10, 10, 34, ms=234)),
+    ("2018-07-20 10:10:34.234999Z", utc_ms(2018, 7, 20, 10, 10, 34, ms=234)),  # µs dropped
+    ("9999-12-31T23:59:59.999Z", MAX_MS),
+    (date(2018, 1, 1), utc_ms(2018, 1, 1)),
+    (datetime(2018, 7, 20, 10, 10, 34, 234567), utc_ms(2018, 7, 20, 10, 10, 34, ms=234)),
+    (datetime(2018, 7, 20, 10, 10, 34, tzinfo=UTC), utc_ms(2018, 7, 20, 10, 10, 34)),
+    (
+        datetime(2018, 7, 20, 5, 10, 34, tzinfo=timezone(timedelta(hours=-5))),
+        utc_ms(2018, 7, 20, 10, 10, 34),
+    ),
+    (datetime(9999, 12, 31, 23, 59, 59, 999999), MAX_MS),
+]
+
+
+@pytest.mark.parametrize(("value", "expected"), ACCEPTED, ids=repr)
+def test_accepted_times(value: Any, expected: int) -> None:
+    assert to_ms(value) == expected
+
+
+def test_max_ms_is_the_last_millisecond_of_9999() -> None:
+    assert utc_ms(9999, 12, 31, 23, 59, 59, ms=999) == MAX_MS
+
+
+def test_none_is_now() -> None:
+    before = time.time_ns() // 1_000_000
+    got = to_ms(None)
+    after = time.time_ns() // 1_000_000
+    assert before <= got <= after
+
+
+BEFORE_1970 = [
+    -1,
+    -1000,
+    "1969-12-31T23:59:59.999Z",
+    "1970-01-01T00:30:00+01:00",  # 1969 in UTC
+    datetime(1969, 12, 31, 23, 59, 59),
+    date(1969, 12, 31),
+]
+
+
+@pytest.mark.parametrize("value", BEFORE_1970, ids=repr)
+def test_times_before_1970_are_refused(value: Any) -> None:
+    with pytest.raises(InvalidTimeError, match="before 1970-01-01T00:00:00Z; ids start at 1970"):
+        to_ms(value)
+
+
+@pytest.mark.parametrize("value", [MAX_MS + 1, 10**15, 2**63], ids=repr)
+def test_times_past_9999_are_refused(value: int) -> None:
+    with pytest.raises(InvalidTimeError, match=r"after 9999-12-31T23:59:59\.999Z"):
+        to_ms(value)
+
+
+@pytest.mark.parametrize(
+    "text", ["", "   ", "yesterday", "2018-13-01", "2018-02-30", "01/02/2018", "2018-01-01T25:00"]
+)
+def test_unparseable_strings_are_refused_with_an_example(text: str) -> None:
+    with pytest.raises(InvalidTimeError) as info:
+        to_ms(text)
+    message = str(info.value)
+    assert repr(text) in message
+    assert "ISO-8601" in message and "2024-05-01" in message
+
+
+@pytest.mark.parametrize("value", [1.0, 1514764800.0, 1514764800000.5, float("nan")], ids=repr)
+def test_floats_are_refused_as_ambiguous_units(value: Any) -> None:
+    with pytest.raises(InvalidTimeError, match="float, which could mean seconds or milliseconds"):
+        to_ms(value)
+
+
+@pytest.mark.parametrize("value", [True, False], ids=repr)
+def test_bools_are_not_epoch_ms(value: bool) -> None:
+    with pytest.raises(InvalidTimeError, match=f"{value!r} is not a time; accepted:"):
+        to_ms(value)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [b"2018-01-01", [2018, 1, 1], (2018,), {"t": 1}, decimal.Decimal(5), object()],
+    ids=lambda v: type(v).__name__,
+)
+def test_other_types_are_refused_naming_the_type(value: Any) -> None:
+    with pytest.raises(InvalidTimeError) as info:
+        to_ms(value)
+    message = str(info.value)
+    assert type(value).__name__ in message
+    assert "accepted:" in message and "ISO-8601" in message
+
+
+def test_time_errors_are_value_errors() -> None:
+    # Callers that already catch ValueError for bad input keep working.
+    with pytest.raises(ValueError):
+        to_ms("nope")
+    assert issubclass(InvalidTimeError, InvalidInputError)
+
+
+@given(st.integers(min_value=0, max_value=MAX_MS))
+def test_to_datetime_round_trips(ms: int) -> None:
+    dt = to_datetime(ms)
+    assert dt.tzinfo is not None and dt.utcoffset() == timedelta(0)
+    assert to_ms(dt) == ms
+    assert to_ms(dt.isoformat()) == ms
+    # calendar.timegm is an independent reading of the same instant.
+    assert calendar.timegm(dt.utctimetuple()) == ms // 1000
+
+
+@given(st.datetimes(min_value=datetime(1970, 1, 1), max_value=datetime(9999, 12, 31)))
+def test_naive_datetimes_are_utc(dt: datetime) -> None:
+    expected = calendar.timegm(dt.timetuple()) * 1000 + dt.microsecond // 1000
+    assert to_ms(dt) == expected
+    assert to_ms(dt.replace(tzinfo=UTC)) == expected
+
+
+def test_error_messages_name_the_accepted_kinds() -> None:
+    with pytest.raises(InvalidTimeError) as info:
+        to_ms([1])  # type: ignore[arg-type]
+    for kind in ("datetime", "date", "ISO-8601", "epoch milliseconds", "None for now"):
+        assert re.search(re.escape(kind), str(info.value))
