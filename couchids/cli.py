@@ -1,0 +1,560 @@
+"""The ``couchids`` command: make and read ids, and export documents by the time in their ids.
+
+``couchids new`` and ``couchids decode`` work offline; ``couchids latest`` and
+``couchids window`` read a database through an ``ibmcloudant`` client configured the standard
+way (``CLOUDANT_URL``, ``CLOUDANT_AUTH_TYPE``, ...). Every failure is one line on stderr, with
+every credential of the configuration (password, API key, the user:password of a URL) masked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import timedelta
+from typing import Any, NoReturn, TextIO
+
+from ibm_cloud_sdk_core import read_external_sources
+from ibmcloudant.cloudant_v1 import CloudantV1
+
+from . import __version__
+from .constants import DEFAULT_BLOCKS, SHORT_BLOCKS
+from .decode import DecodedId, decode
+from .errors import InvalidInputError, InvalidTimeError, ServerError
+from .forms import V7, V7S, IdForm
+from .query import latest, window
+from .times import now_ms, to_ms
+
+__all__ = [
+    "EXIT_BAD_INPUT",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_SERVER",
+    "main",
+    "parse_time",
+    "redact",
+]
+
+EXIT_OK = 0
+#: The server failed: unreachable, refused the credentials, no such database, rate limited.
+EXIT_SERVER = 1
+#: Bad usage or input (an id, time, type or flag), or no server configured.
+EXIT_BAD_INPUT = 2
+#: The conventional status of a program stopped by Ctrl-C (128 + SIGINT).
+EXIT_INTERRUPTED = 130
+
+#: ``window`` updates its progress line on a terminal every this many documents.
+PROGRESS_EVERY = 1000
+
+_AGO = re.compile(r"(\d+)([smhdw])")
+_UNITS = {
+    "s": timedelta(seconds=1),
+    "m": timedelta(minutes=1),
+    "h": timedelta(hours=1),
+    "d": timedelta(days=1),
+    "w": timedelta(weeks=1),
+}
+TIME_HELP = (
+    "an ISO-8601 date or time (2024-05-01, 2024-05-01T12:30:00Z; no offset means UTC),\n"
+    "'now', or a time ago: a whole number of s, m (minutes), h, d or w, such as 90m, 24h, 7d, 2w"
+)
+
+_SERVER_SETUP = (
+    "set CLOUDANT_URL (such as http://127.0.0.1:5984) and CLOUDANT_AUTH_TYPE: noauth for a "
+    "server without authentication, basic or couchdb_session with CLOUDANT_USERNAME and "
+    "CLOUDANT_PASSWORD, or iam with CLOUDANT_APIKEY"
+)
+#: Configuration keys (``CLOUDANT_<key>``) whose values are secrets.
+_SECRET_KEYS = ("PASSWORD", "APIKEY", "BEARER_TOKEN", "CLIENT_SECRET")
+_URL_USERINFO = re.compile(r"//([^/?#]*)@")
+
+
+def parse_time(text: str, now: int) -> int:
+    """Read a command-line time as epoch milliseconds.
+
+    Takes what :func:`couchids.times.to_ms` reads from a string (ISO-8601), ``now``, or a time
+    ago: a whole number and a unit, ``s``, ``m`` (minutes), ``h``, ``d`` or ``w``.
+
+    Args:
+        text: the time as typed.
+        now: the current time in epoch milliseconds, which times ago count back from.
+
+    Raises:
+        InvalidTimeError: anything else, or a time before 1970.
+
+    >>> parse_time("24h", now=to_ms("2024-05-02"))
+    1714521600000
+    >>> parse_time("2024-05-01", now=0)
+    1714521600000
+    """
+    spoken = text.strip().lower()
+    if spoken == "now":
+        return now
+    ago = _AGO.fullmatch(spoken)
+    if ago is None:
+        try:
+            return to_ms(text)
+        except InvalidTimeError as exc:
+            if "ISO-8601" in str(exc):
+                raise InvalidTimeError(
+                    f"{text!r} is not a time: give {' '.join(TIME_HELP.split())}"
+                ) from None
+            raise
+    span = int(ago[1]) * _UNITS[ago[2]]
+    ms = now - span // timedelta(milliseconds=1)
+    if ms < 0:
+        raise InvalidTimeError(f"{text!r} before now is before 1970; ids start at 1970")
+    return ms
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``couchids`` command with ``argv`` (default ``sys.argv[1:]``); return its status.
+
+    >>> main(["new", "--at", "2018-01-01", "--type", "user"])  # doctest: +ELLIPSIS
+    user:001eVnWK...
+    0
+    """
+    try:
+        try:
+            args = _parser().parse_args(argv)
+        except SystemExit as exc:  # --help and --version
+            return exc.code if isinstance(exc.code, int) else EXIT_OK
+        command: Callable[[argparse.Namespace], int] = args.run
+        return command(args)
+    except _UsageError as exc:
+        return _fail(str(exc), EXIT_BAD_INPUT)
+    except InvalidInputError as exc:
+        return _fail(str(exc), EXIT_BAD_INPUT)
+    except ServerError as exc:
+        hint = ""
+        if exc.status == 0:
+            hint = f"; check CLOUDANT_URL ({_safe_url()}) and that the server is up"
+        return _fail(f"{exc}{hint}", EXIT_SERVER)
+    except BrokenPipeError:
+        # The reader stopped early (`couchids window ... | head`): that is its choice, not an
+        # error. Point stdout at /dev/null so the flush at exit does not fail a second time.
+        _silence_stdout()
+        return EXIT_OK
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+
+
+# -- commands ---------------------------------------------------------------------------------
+
+
+def _new(args: argparse.Namespace) -> int:
+    form = _form(args)
+    at = None if args.at is None else parse_time(args.at, now_ms())
+    out = sys.stdout
+    for _ in range(args.n):
+        out.write(form.new(at, type=args.type) + "\n")
+    return EXIT_OK
+
+
+def _decode(args: argparse.Namespace) -> int:
+    ids: Iterable[str] = args.ids or (line.strip() for line in sys.stdin if line.strip())
+    out, status = sys.stdout, EXIT_OK
+    for doc_id in ids:
+        try:
+            decoded = decode(doc_id, reverse=args.reverse, millisecond=args.ms)
+        except InvalidInputError as exc:
+            # Report this id and go on: one bad line must not hide the others' answers.
+            out.flush()
+            _fail(str(exc), EXIT_BAD_INPUT)
+            status = EXIT_BAD_INPUT
+            continue
+        out.write(_json(_decoded(decoded)) + "\n")
+    return status
+
+
+def _latest(args: argparse.Namespace) -> int:
+    form = _form(args)
+    client = _connect()
+    docs = latest(client, _db(args.db), args.n, type=args.type, form=form)
+    out = sys.stdout
+    for doc in docs:
+        out.write(_json(doc) + "\n")
+    return EXIT_OK
+
+
+def _window(args: argparse.Namespace) -> int:
+    form = _form(args)
+    now = now_ms()
+    start = parse_time(args.since, now)
+    end = now if args.until is None else parse_time(args.until, now)
+    client = _connect()
+    out = sys.stdout
+    progress = _Progress(sys.stderr)
+    rows = window(
+        client,
+        _db(args.db),
+        start,
+        end,
+        type=args.type,
+        form=form,
+        newest_first=not args.oldest_first,
+        include_docs=not args.ids_only,
+        page_size=args.page_size,
+    )
+    try:
+        for count, row in enumerate(rows, 1):
+            out.write((row["id"] if args.ids_only else _json(row)) + "\n")
+            progress.update(count)
+    finally:
+        progress.clear()
+        _close(rows)
+    return EXIT_OK
+
+
+# -- the server -------------------------------------------------------------------------------
+
+
+def _connect() -> CloudantV1:
+    """A client from ibmcloudant's standard configuration, or one line saying what to set."""
+    config = _cloudant_config()
+    if not config.get("URL"):
+        raise _UsageError(f"no server is configured: {_SERVER_SETUP}")
+    auth_type = config.get("AUTH_TYPE") or config.get("AUTHTYPE")
+    try:
+        return CloudantV1.new_instance()
+    except ValueError as exc:
+        if not auth_type and not config.get("APIKEY"):
+            # ibmcloudant's default then is container authentication (IBM Cloud containers),
+            # which fails everywhere else with a message about IAM profiles.
+            raise _UsageError(
+                f"CLOUDANT_AUTH_TYPE is not set, so ibmcloudant chose container "
+                f"authentication, which failed ({exc}); {_SERVER_SETUP}"
+            ) from None
+        raise _UsageError(
+            f"ibmcloudant could not set up authentication of type {auth_type!r} ({exc}); "
+            f"{_SERVER_SETUP}"
+        ) from None
+
+
+def _cloudant_config() -> dict[str, str]:
+    # The same sources, in the same order, that CloudantV1.new_instance() reads: a credentials
+    # file, CLOUDANT_* variables, VCAP_SERVICES.
+    config: dict[str, str] = read_external_sources(CloudantV1.DEFAULT_SERVICE_NAME)
+    return config
+
+
+def _secrets() -> list[str]:
+    """Every credential in the configuration, longest first (so none is half replaced)."""
+    config = _cloudant_config()
+    found = [config.get(key) or "" for key in _SECRET_KEYS]
+    userinfo = _URL_USERINFO.search(config.get("URL") or "")
+    if userinfo is not None:
+        found.append(userinfo[1])
+        found.append(userinfo[1].partition(":")[2])
+    return sorted({secret for secret in found if secret}, key=len, reverse=True)
+
+
+def _safe_url() -> str:
+    url = _cloudant_config().get("URL") or ""
+    return _URL_USERINFO.sub("//***@", url)
+
+
+def redact(message: str, secrets: Iterable[str]) -> str:
+    """``message`` with every one of ``secrets`` replaced by ``***``.
+
+    >>> redact("could not reach http://bob:pw@db.local", ["bob:pw", "pw"])
+    'could not reach http://***@db.local'
+    """
+    for secret in secrets:
+        message = message.replace(secret, "***")
+    return message
+
+
+def _db(name: str) -> str:
+    if not name:
+        raise _UsageError("the database name is empty")
+    return name
+
+
+def _close(rows: Iterator[Any]) -> None:
+    # Stop the query's prefetch thread now rather than when the generator is collected.
+    close = getattr(rows, "close", None)
+    if close is not None:
+        close()
+
+
+# -- output -----------------------------------------------------------------------------------
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _decoded(decoded: DecodedId) -> dict[str, Any]:
+    timespec = "milliseconds" if decoded.millisecond else "seconds"
+    return {
+        "id": decoded.id,
+        "type": decoded.type,
+        "timestamp": decoded.timestamp.isoformat(timespec=timespec).replace("+00:00", "Z"),
+        "form": str(decoded.form),
+        "kind": decoded.form.kind,
+        "reverse": decoded.reverse,
+        "millisecond": decoded.millisecond,
+    }
+
+
+class _Progress:
+    """A count of exported documents, in place on a terminal's stderr; nothing elsewhere."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.active = stream.isatty()
+        self.shown = False
+
+    def update(self, count: int) -> None:
+        if self.active and count % PROGRESS_EVERY == 0:
+            self.stream.write(f"\rcouchids: {count:,} documents")
+            self.stream.flush()
+            self.shown = True
+
+    def clear(self) -> None:
+        if self.shown:
+            # Carriage return, then erase to the end of the line.
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self.shown = False
+
+
+def _fail(message: str, status: int) -> int:
+    # One line, whatever the message holds: a reason from a server may contain newlines.
+    line = " ".join(redact(message, _safe_secrets()).split())
+    print(f"couchids: error: {line}", file=sys.stderr)
+    return status
+
+
+def _safe_secrets() -> list[str]:
+    try:
+        return _secrets()
+    except Exception:  # a broken credentials file must not hide the error being reported
+        return []
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        # Not a real file (tests capture stdout): nothing will be flushed to a closed pipe.
+        pass
+
+
+# -- arguments --------------------------------------------------------------------------------
+
+
+class _UsageError(Exception):
+    """A command line couchids cannot run: the message is the one line shown."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        # One line, not argparse's usage block: the --help of the command has the rest.
+        raise _UsageError(f"{message} (see '{self.prog} --help')")
+
+
+def _count(least: int) -> Callable[[str], int]:
+    def read(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = least - 1
+        if value < least:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= {least}")
+        return value
+
+    return read
+
+
+def _form(args: argparse.Namespace) -> IdForm:
+    if args.v7 or args.v7s:
+        used = [
+            flag
+            for flag, on in (
+                ("--reverse", args.reverse),
+                ("--ms", args.ms),
+                ("--short", args.short),
+            )
+            if on
+        ]
+        if used:
+            raise _UsageError(
+                f"{'--v7' if args.v7 else '--v7s'} cannot be combined with {', '.join(used)}: "
+                "UUIDv7 ids always sort oldest first, hold milliseconds and have no random "
+                "blocks to choose"
+            )
+        return V7 if args.v7 else V7S
+    return IdForm(
+        random=SHORT_BLOCKS if args.short else DEFAULT_BLOCKS,
+        reverse=args.reverse,
+        millisecond=args.ms,
+    )
+
+
+def _form_flags(parser: argparse.ArgumentParser, verb: str) -> None:
+    group = parser.add_argument_group(f"id form ({verb}; default: forward kuuid ids in seconds)")
+    group.add_argument("--reverse", action="store_true", help="reverse kuuid ids (newest first)")
+    group.add_argument("--ms", action="store_true", help="kuuid ids with millisecond time")
+    group.add_argument("--short", action="store_true", help="short kuuid ids (2 random blocks)")
+    v7 = group.add_mutually_exclusive_group()
+    v7.add_argument("--v7", action="store_true", help="UUIDv7 ids, 8-4-4-4-12 hex")
+    v7.add_argument("--v7s", action="store_true", help="UUIDv7 ids, 32 hex characters")
+
+
+EPILOG = f"""\
+server (latest, window): ibmcloudant's standard configuration, such as
+  CLOUDANT_URL=http://127.0.0.1:5984 CLOUDANT_AUTH_TYPE=noauth
+  CLOUDANT_AUTH_TYPE=basic (or couchdb_session) with CLOUDANT_USERNAME, CLOUDANT_PASSWORD
+  CLOUDANT_AUTH_TYPE=iam with CLOUDANT_APIKEY
+  CLOUDANT_ENABLE_RETRIES=true to retry 429 and 5xx answers
+
+exit status:
+  {EXIT_OK}  success (also when the reader of the output stops early, as `| head` does)
+  {EXIT_SERVER}  the server failed: unreachable, wrong credentials, no such database, rate limited
+  {EXIT_BAD_INPUT}  bad usage or input (an id, time, type or flag), or no server configured
+
+examples:
+  couchids new --type user -n 3
+  couchids decode user:001eVnWK1bu9mX3BsHnX0mhxvQ1ba2Xn
+  couchids latest orders -n 5 --type order
+  couchids window orders --since 24h --type order > last-day.jsonl
+"""
+
+NEW_EPILOG = f"""\
+examples:
+  couchids new                                 one kuuid id made now
+  couchids new --type user -n 3                three ids user:<id>
+  couchids new --at 2018-01-01 -n 3            three ids of 2018-01-01T00:00:00Z (001eVnWK...)
+  couchids new --reverse --ms --at 90m         a reverse millisecond id of 90 minutes ago
+  couchids new --v7s --type order              order:<UUIDv7 as 32 hex characters>
+
+TIME is {TIME_HELP}.
+"""
+
+DECODE_EPILOG = """\
+Prints one JSON object per id: id, type, timestamp (ISO-8601 UTC), form (such as
+kuuid-ms-reverse, short, v7s), kind (kuuid, v7, v7s), reverse, millisecond. A kuuid id does
+not say which mode made it: the reading with a time in 2000-2100 is taken; --reverse/--forward
+and --ms/--seconds say it for ids outside those years. A bad id is reported on stderr and the
+others are still decoded; the exit status is then 2.
+
+examples:
+  couchids decode user:001eVnWK1bu9mX3BsHnX0mhxvQ1ba2Xn
+  couchids new -n 5 | couchids decode
+  couchids decode --reverse --ms event:zVoTNH9x36r2uF3AKyIb2v3nRd4RAIm7
+"""
+
+LATEST_EPILOG = """\
+Prints the newest N documents as JSON lines, newest first. Only ids of the given form and type
+count: other documents in the database are skipped.
+
+examples:
+  couchids latest orders
+  couchids latest orders -n 3 --type order
+  couchids latest events -n 20 --ms --reverse
+"""
+
+WINDOW_EPILOG = f"""\
+Prints every document whose id was made at a time t with SINCE <= t < UNTIL, as JSON lines,
+newest first (or with --ids-only just the ids). On a terminal a count on stderr shows the
+progress of long exports.
+
+TIME is {TIME_HELP}.
+
+examples:
+  couchids window orders --since 24h --type order > last-day.jsonl
+  couchids window orders --since 2024-05-01 --until 2024-06-01 --oldest-first
+  couchids window events --since 7d --ids-only --v7s | wc -l
+"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    raw = argparse.RawDescriptionHelpFormatter
+    parser = _Parser(
+        prog="couchids",
+        description="Time-sortable CouchDB/Cloudant document ids, kuuid-compatible.",
+        epilog=EPILOG,
+        formatter_class=raw,
+    )
+    parser.add_argument("--version", action="version", version=f"couchids {__version__}")
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
+
+    new = commands.add_parser(
+        "new",
+        help="make ids",
+        description="Make ids, one per line.",
+        epilog=NEW_EPILOG,
+        formatter_class=raw,
+    )
+    new.add_argument("--type", metavar="T", help="document type: ids T:<id>")
+    new.add_argument("-n", type=_count(0), default=1, metavar="N", help="how many (default 1)")
+    new.add_argument("--at", metavar="TIME", help="the time in the ids (default now)")
+    _form_flags(new, "of the ids made")
+    new.set_defaults(run=_new)
+
+    dec = commands.add_parser(
+        "decode",
+        help="read the type, time and form of ids",
+        description="Read ids given as arguments, or one per line on stdin.",
+        epilog=DECODE_EPILOG,
+        formatter_class=raw,
+    )
+    dec.add_argument("ids", nargs="*", metavar="ID", help="ids (default: read stdin)")
+    direction = dec.add_mutually_exclusive_group()
+    direction.add_argument(
+        "--reverse",
+        dest="reverse",
+        action="store_const",
+        const=True,
+        help="only reverse kuuid readings",
+    )
+    direction.add_argument(
+        "--forward", dest="reverse", action="store_const", const=False, help="only forward readings"
+    )
+    precision = dec.add_mutually_exclusive_group()
+    precision.add_argument(
+        "--ms", dest="ms", action="store_const", const=True, help="only millisecond readings"
+    )
+    precision.add_argument(
+        "--seconds", dest="ms", action="store_const", const=False, help="only second readings"
+    )
+    dec.set_defaults(run=_decode)
+
+    lat = commands.add_parser(
+        "latest",
+        help="print the newest documents of a database",
+        description="Print the newest documents of a database, as JSON lines.",
+        epilog=LATEST_EPILOG,
+        formatter_class=raw,
+    )
+    lat.add_argument("db", metavar="DB", help="database name")
+    lat.add_argument("-n", type=_count(0), default=10, metavar="N", help="how many (default 10)")
+    lat.add_argument("--type", metavar="T", help="only ids T:<id> (default: untyped ids)")
+    _form_flags(lat, "of the ids in DB")
+    lat.set_defaults(run=_latest)
+
+    win = commands.add_parser(
+        "window",
+        help="export the documents made in a time window",
+        description="Export the documents whose ids were made in a time window, as JSON lines.",
+        epilog=WINDOW_EPILOG,
+        formatter_class=raw,
+    )
+    win.add_argument("db", metavar="DB", help="database name")
+    win.add_argument("--since", required=True, metavar="TIME", help="start (inclusive)")
+    win.add_argument("--until", metavar="TIME", help="end (exclusive; default now)")
+    win.add_argument("--type", metavar="T", help="only ids T:<id> (default: untyped ids)")
+    win.add_argument("--oldest-first", action="store_true", help="oldest first")
+    win.add_argument("--ids-only", action="store_true", help="print ids, not documents")
+    win.add_argument(
+        "--page-size", type=_count(1), metavar="N", help="rows per request (default 1000)"
+    )
+    _form_flags(win, "of the ids in DB")
+    win.set_defaults(run=_window)
+    return parser
