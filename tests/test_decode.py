@@ -1,0 +1,301 @@
+"""Reading ids back (couchids/decode.py): round trips in every form, and every kind of bad id."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import couchids
+from couchids import AmbiguousIdError, IdForm, InvalidIdError, decode
+from couchids.forms import ALL_FORMS
+from couchids.times import MAX_MS, to_datetime
+
+LAST_MS_PREFIX = 62**8 - 1
+Y2000 = 946684800000
+Y2100 = 4102444800000
+
+
+def top_ms(form: IdForm) -> int:
+    """The latest time an id of ``form`` can be made for."""
+    return LAST_MS_PREFIX if form.kind == "kuuid" and form.millisecond else MAX_MS
+
+
+def at_precision(ms: int, form: IdForm) -> datetime:
+    return to_datetime(ms - ms % (1 if form.millisecond else 1000))
+
+
+EDGE_TIMES = [0, 999, 1000, 62**5 * 1000, 62**6, 62**7, Y2000 - 1, Y2000, Y2100 - 1, Y2100]
+
+
+@st.composite
+def forms_and_times(draw: st.DrawFn) -> tuple[IdForm, int, str | None]:
+    form = draw(st.sampled_from(ALL_FORMS))
+    ms = draw(
+        st.one_of(
+            st.integers(min_value=0, max_value=top_ms(form)),
+            st.integers(min_value=Y2000, max_value=Y2100 - 1),
+            st.sampled_from(EDGE_TIMES),
+        )
+    )
+    doc_type = draw(st.sampled_from([None, "user", "a-b_c", "x" * 64]))
+    return form, ms, doc_type
+
+
+@given(forms_and_times())
+def test_decode_of_make_gives_the_time_at_the_ids_precision(
+    case: tuple[IdForm, int, str | None],
+) -> None:
+    form, ms, doc_type = case
+    doc_id = form.new(ms, type=doc_type)
+    expected = at_precision(ms, form)
+
+    flagged = decode(doc_id, reverse=form.reverse, millisecond=form.millisecond)
+    assert (flagged.form, flagged.timestamp, flagged.type, flagged.id) == (
+        form,
+        expected,
+        doc_type,
+        doc_id,
+    )
+    assert flagged.timestamp.tzinfo is UTC
+    assert (flagged.reverse, flagged.millisecond) == (form.reverse, form.millisecond)
+
+    if form.kind != "kuuid" or Y2000 <= ms < Y2100:
+        # UUIDv7 forms carry their layout; a kuuid mode is inferred inside 2000-2100.
+        plain = decode(doc_id)
+        assert (plain.form, plain.timestamp, plain.type) == (form, expected, doc_type)
+    else:
+        # Outside 2000-2100 a lone mode still decodes: when only one kuuid reading is valid
+        # it is taken, otherwise the error asks for the flags.
+        try:
+            plain = decode(doc_id)
+        except InvalidIdError as exc:
+            assert "pass reverse= and millisecond=" in str(exc)
+        else:
+            assert (plain.form, plain.timestamp) == (form, expected)
+
+
+@pytest.mark.parametrize("form", ALL_FORMS, ids=str)
+def test_every_form_decodes_now_without_flags(form: IdForm) -> None:
+    made = [form.new() for _ in range(20)]
+    for doc_id in made:
+        assert decode(doc_id).form == form
+
+
+def test_docstring_example_and_kuuid_published_id() -> None:
+    decoded = decode("user:001eVnWK1bu9mX3BsHnX0mhxvQ1ba2Xn")
+    assert decoded.type == "user"
+    assert decoded.timestamp == datetime(2018, 1, 1, tzinfo=UTC)
+    assert decoded.form == couchids.KUUID
+
+
+WRONG_LENGTH = [
+    "",
+    "a",
+    "001eVnWK",
+    "001eVnWK4gfFC",
+    "001eVnWK4gfFC30",
+    "0" * 33,
+    "0" * 35,
+    "0" * 37,
+]
+
+
+@pytest.mark.parametrize("doc_id", WRONG_LENGTH)
+def test_wrong_lengths(doc_id: str) -> None:
+    with pytest.raises(InvalidIdError) as info:
+        decode(doc_id)
+    message = str(info.value)
+    assert f"this one has {len(doc_id)}" in message
+    assert "14, 20, 26 or 32 characters" in message and "v7 id 36" in message
+
+
+GOOD_KUUID = "001eVnWK1bu9mX3BsHnX0mhxvQ1ba2Xn"
+
+
+@pytest.mark.parametrize(
+    "doc_id",
+    [
+        "001eVnW!" + GOOD_KUUID[8:],
+        "001eVn-K" + GOOD_KUUID[8:],
+        "001eVn K" + GOOD_KUUID[8:],
+        GOOD_KUUID[:31] + "_",
+        GOOD_KUUID[:20] + "é" + GOOD_KUUID[21:],
+    ],
+)
+def test_bad_characters(doc_id: str) -> None:
+    with pytest.raises(InvalidIdError, match=r"8 base62 characters \(0-9, A-Z, a-z\)"):
+        decode(doc_id)
+
+
+@pytest.mark.parametrize("position", range(4))
+@pytest.mark.parametrize("block", ["4gfFC4", "4gfFD0", "4gfG00", "4h0000", "4zzzzz"])
+def test_blocks_above_2_to_the_32_are_refused(position: int, block: str) -> None:
+    start = 8 + 6 * position
+    doc_id = GOOD_KUUID[:start] + block + GOOD_KUUID[start + 6 :]
+    with pytest.raises(InvalidIdError, match=f"random block '{block}' is above 4gfFC3"):
+        decode(doc_id)
+
+
+@pytest.mark.parametrize("lead", ["5", "9", "A", "z"])
+def test_blocks_with_a_lead_above_4_are_refused(lead: str) -> None:
+    doc_id = GOOD_KUUID[:14] + lead + GOOD_KUUID[15:]
+    with pytest.raises(InvalidIdError, match="each at most 4gfFC3"):
+        decode(doc_id)
+
+
+def test_largest_block_is_accepted() -> None:
+    doc_id = GOOD_KUUID[:8] + "4gfFC3" * 4
+    assert decode(doc_id).timestamp == datetime(2018, 1, 1, tzinfo=UTC)
+
+
+GOOD_V7S = "018cc251f4007abc8def0123456789ab"
+GOOD_V7 = "018cc251-f400-7abc-8def-0123456789ab"
+
+
+def test_hand_made_uuid7_decode() -> None:
+    assert decode(GOOD_V7S).form == couchids.V7S
+    assert decode(GOOD_V7).form == couchids.V7
+    assert decode(GOOD_V7).timestamp == datetime(2024, 1, 1, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    "doc_id",
+    [
+        GOOD_V7[:14] + "4" + GOOD_V7[15:],  # version 4
+        GOOD_V7[:14] + "8" + GOOD_V7[15:],
+        GOOD_V7[:19] + "c" + GOOD_V7[20:],  # variant 110
+        GOOD_V7[:19] + "7" + GOOD_V7[20:],  # variant 0
+        GOOD_V7.upper(),
+        GOOD_V7[:9] + "F400" + GOOD_V7[13:],
+        GOOD_V7.replace("-", "_"),
+        GOOD_V7[:8] + GOOD_V7[9:] + "0",  # hyphen moved
+        "{" + GOOD_V7[1:-1] + "}",
+    ],
+)
+def test_malformed_v7(doc_id: str) -> None:
+    with pytest.raises(InvalidIdError, match="version 7 and the RFC 9562 variant"):
+        decode(doc_id)
+
+
+@pytest.mark.parametrize(
+    "doc_id",
+    [
+        GOOD_V7S[:12] + "4" + GOOD_V7S[13:],
+        GOOD_V7S[:16] + "c" + GOOD_V7S[17:],
+        GOOD_V7S[:16] + "0" + GOOD_V7S[17:],
+        GOOD_V7S.upper(),
+        GOOD_V7S[:20] + "G" + GOOD_V7S[21:],
+    ],
+)
+def test_malformed_v7s_names_both_readings(doc_id: str) -> None:
+    with pytest.raises(InvalidIdError) as info:
+        decode(doc_id)
+    message = str(info.value)
+    # 32 characters could have been meant as either: the message says why neither fits.
+    assert "is not a v7s id: 32 lowercase hex digits" in message
+    assert "is not a kuuid id" in message
+
+
+def test_uuid7_past_9999_is_refused() -> None:
+    doc_id = "ffffffffffff7abc8def0123456789ab"
+    with pytest.raises(InvalidIdError, match="time after 9999-12-31"):
+        decode(doc_id)
+
+
+@pytest.mark.parametrize("doc_type", ["_x", "", "a b", "é", "x" * 65])
+def test_bad_type_part(doc_type: str) -> None:
+    doc_id = f"{doc_type}:{GOOD_KUUID}"
+    with pytest.raises(InvalidIdError) as info:
+        decode(doc_id)
+    message = str(info.value)
+    assert repr(doc_id) in message and "is not a valid document type" in message
+
+
+def test_only_the_first_colon_splits_the_type() -> None:
+    with pytest.raises(InvalidIdError, match="this one has 34"):
+        decode("a:b:" + GOOD_KUUID)
+
+
+@pytest.mark.parametrize("value", [None, 5, b"001eVnWK1bu9mX3BsHnX0mhxvQ1ba2Xn", ["x"]])
+def test_non_strings(value: Any) -> None:
+    with pytest.raises(InvalidIdError, match="ids are strings"):
+        decode(value)
+
+
+OUTSIDE = [
+    ("1970-01-01T00:00:00Z", couchids.KUUID),
+    ("1999-12-31T23:59:59Z", couchids.KUUID),
+    ("2150-06-01T00:00:00Z", couchids.KUUID),
+    ("2150-06-01T00:00:00Z", couchids.SHORT_REVERSE),
+    ("1980-01-01T00:00:00.123Z", couchids.KUUID_MS),
+    ("2300-01-01T00:00:00.123Z", couchids.KUUID_MS_REVERSE),
+]
+
+
+@pytest.mark.parametrize(("timestamp", "form"), OUTSIDE, ids=repr)
+def test_ids_outside_2000_2100_need_flags(timestamp: str, form: IdForm) -> None:
+    doc_id = form.new(timestamp)
+    with pytest.raises(InvalidIdError, match="pass reverse= and millisecond="):
+        decode(doc_id)
+    decoded = decode(doc_id, reverse=form.reverse, millisecond=form.millisecond)
+    assert decoded.form == form
+    assert decoded.timestamp == datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+
+
+def test_a_second_prefix_past_9999_is_refused_with_flags() -> None:
+    doc_id = "zzzzzzzz" + GOOD_KUUID[8:]
+    # Its readings: 8888 (ms), 1970 (reverse), 1970 (reverse ms) and past 9999 (seconds).
+    with pytest.raises(InvalidIdError, match="no reading of this id has a time between 2000"):
+        decode(doc_id)
+    with pytest.raises(InvalidIdError, match="time after 9999-12-31"):
+        decode(doc_id, reverse=False, millisecond=False)
+
+
+def test_flags_that_fit_no_reading() -> None:
+    doc_id = couchids.id("2018-01-01")
+    # Read as a millisecond id it is 1970: possible with flags, it is what was asked for.
+    decoded = decode(doc_id, reverse=False, millisecond=True)
+    assert decoded.timestamp.year == 1970
+    with pytest.raises(InvalidIdError, match="pass reverse= and millisecond="):
+        decode(doc_id, millisecond=True)
+
+
+@given(
+    st.integers(min_value=Y2000, max_value=Y2100 - 1),
+    st.sampled_from([f for f in ALL_FORMS if f.kind == "kuuid"]),
+)
+def test_kuuid_modes_never_overlap_inside_2000_2100(ms: int, form: IdForm) -> None:
+    # The four readings of one prefix fall in disjoint year ranges, so a flagless decode of an
+    # id made in 2000-2100 always finds exactly its own mode and never raises AmbiguousIdError.
+    doc_id = form.new(ms)
+    try:
+        decoded = decode(doc_id)
+    except AmbiguousIdError:  # pragma: no cover - the failure this test looks for
+        pytest.fail(f"{doc_id} ({form}) was ambiguous")
+    assert decoded.form == form
+
+
+def v7s_that_reads_as_kuuid(ms: int) -> str:
+    """A valid v7s id whose characters 8, 14, 20 and 26 are 0-4, so it is a kuuid id too."""
+    text = f"{ms:012x}7" + "1" + "23" + "9" + "000" + "2" + "abcde" + "3" + "00000"
+    assert len(text) == 32
+    return text
+
+
+@pytest.mark.parametrize("when", ["2150-01-01T00:00:00.000Z", "2024-01-01T00:00:00.000Z"])
+def test_v7s_that_also_passes_as_kuuid_reads_as_v7s(when: str) -> None:
+    ms = couchids.times.to_ms(when)
+    ms -= ms % 2**16  # character 8 (bits 12-15 of the time) becomes 0
+    doc_id = v7s_that_reads_as_kuuid(ms)
+    # Both layouts accept it ...
+    assert couchids.KUUID_MS.parse(doc_id) >= 0
+    assert couchids.V7S.parse(doc_id) == ms
+    # ... and the UUIDv7 reading is taken, with or without the flags that fit both.
+    for flags in ({}, {"reverse": False, "millisecond": True}):
+        decoded = decode(doc_id, **flags)
+        assert decoded.form == couchids.V7S
+        assert decoded.timestamp == to_datetime(ms)
