@@ -7,6 +7,12 @@ accepted.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .write import WriteResult
+
 
 class CouchidsError(Exception):
     """Base class of every error couchids raises."""
@@ -69,3 +75,22 @@ class ConflictError(CouchidsError):
 
 class AllocationFailed(CouchidsError):
     """Every candidate short id was taken."""
+
+
+class BulkWriteError(CouchidsError):
+    """Some documents of a bulk write were not stored.
+
+    Raised only after every batch was attempted. ``results`` holds one
+    :class:`~couchids.write.WriteResult` per input document, in input order: the stored ones
+    with their ``rev``, the failed ones with their ``error`` (a :class:`ConflictError` or a
+    :class:`ServerError`).
+    """
+
+    def __init__(self, message: str, results: Sequence[WriteResult]) -> None:
+        super().__init__(message)
+        self.results = list(results)
+
+    @property
+    def failed(self) -> list[WriteResult]:
+        """The results that carry an ``error``, in input order."""
+        return [result for result in self.results if result.error is not None]

@@ -1,0 +1,175 @@
+"""Typed id classes: a ``UserId`` that a type checker tells apart from an ``OrderId``.
+
+Each class names a document type and an id form::
+
+    class UserId(TypedId, type="user"): ...
+    class OrderId(TypedId, type="order", form=V7S): ...
+
+Instances are ``str`` subclasses holding the whole id (``"user:<id>"``), so ``json.dumps``,
+``ibmcloudant`` and every string API take them unchanged, and ``==``/``hash`` are those of the
+string. Each type belongs to one class: :meth:`TypedId.parse` finds the class from the type
+before the colon.
+"""
+
+from __future__ import annotations
+
+import builtins
+import threading
+from datetime import datetime
+from typing import Any, ClassVar, Self
+
+from .constants import TYPE_SEPARATOR
+from .decode import DecodedId
+from .doctypes import check_type
+from .errors import InvalidIdError, InvalidTypeError
+from .forms import KUUID, IdForm
+from .times import TimeLike, to_datetime
+
+__all__ = ["TypedId"]
+
+_registry: dict[str, builtins.type[TypedId]] = {}
+_registry_lock = threading.Lock()
+
+
+class TypedId(str):
+    """Base class of typed ids; subclass it with a document type (and optionally a form).
+
+    ``class UserId(TypedId, type="user", form=KUUID)`` registers ``UserId`` for ids
+    ``user:<id>`` of the given form (default :data:`couchids.KUUID`). A subclass without
+    ``type`` is an abstract base that only sets the form for its own subclasses. Each type may
+    belong to one class; redefining a class of the same module and name (re-running a notebook
+    cell) replaces it.
+
+    Raises (at class creation):
+        InvalidTypeError: ``type`` breaks the type rule, or another class already has it.
+        TypeError: a subclass of a concrete id class gives no ``type`` of its own.
+
+    >>> from couchids import V7S
+    >>> class AccountId(TypedId, type="account"): ...
+    >>> class InvoiceId(TypedId, type="invoice", form=V7S): ...
+    >>> a = AccountId.new("2024-05-01T12:00:00Z")
+    >>> a.startswith("account:"), a.timestamp.isoformat()
+    (True, '2024-05-01T12:00:00+00:00')
+    >>> AccountId(str(a)) == a, type(TypedId.parse(str(a))).__name__
+    (True, 'AccountId')
+    """
+
+    #: The document type of this class's ids; ``None`` on abstract bases.
+    doc_type: ClassVar[str | None] = None
+    #: The id form after the ``type:``.
+    form: ClassVar[IdForm] = KUUID
+
+    def __init_subclass__(
+        cls, *, type: str | None = None, form: IdForm | None = None, **kwargs: Any
+    ) -> None:
+        super().__init_subclass__(**kwargs)
+        if form is not None:
+            if not isinstance(form, IdForm):
+                raise TypeError(f"{cls.__name__}: form={form!r} is not a couchids IdForm")
+            cls.form = form
+        if type is None:
+            if cls.doc_type is not None:
+                raise TypeError(
+                    f"{cls.__name__} subclasses {cls.doc_type!r} id class "
+                    f"{_name(_registry[cls.doc_type])}: give it a type of its own"
+                )
+            return
+        cls.doc_type = check_type(type)
+        with _registry_lock:
+            other = _registry.get(type)
+            if other is not None and _name(other) != _name(cls):
+                raise InvalidTypeError(
+                    f"type {type!r} is already used by {_name(other)}; each document type "
+                    f"belongs to one id class, so {_name(cls)} needs another"
+                )
+            _registry[type] = cls
+
+    def __new__(cls, value: str) -> Self:
+        """Wrap and check an existing id string (use :meth:`new` to make one).
+
+        Raises:
+            InvalidIdError: ``value`` is not ``<type>:<id of this class's form>``.
+        """
+        if cls.doc_type is None:
+            raise TypeError(
+                f"{cls.__name__} is an abstract id class (no type); use TypedId.parse(value) "
+                "or a subclass with a type"
+            )
+        if not isinstance(value, str):
+            raise InvalidIdError(f"{value!r} is not a {cls.__name__}: ids are strings")
+        prefix = cls.doc_type + TYPE_SEPARATOR
+        if not value.startswith(prefix):
+            found, sep, _ = value.partition(TYPE_SEPARATOR)
+            what = f"type {found!r}" if sep else "no type"
+            raise InvalidIdError(
+                f"{value!r} is not a {cls.__name__}: it has {what}, a {cls.__name__} starts "
+                f"with {prefix!r}"
+            )
+        try:
+            cls.form.parse(value[len(prefix) :])
+        except InvalidIdError as exc:
+            raise InvalidIdError(f"{value!r} is not a {cls.__name__}: {exc}") from None
+        return super().__new__(cls, value)
+
+    @classmethod
+    def new(cls, timestamp: TimeLike = None) -> Self:
+        """Make a new id of this class for ``timestamp`` (default now).
+
+        >>> class CartId(TypedId, type="cart"): ...
+        >>> CartId.new("2024-01-01").decoded.timestamp.year
+        2024
+        """
+        if cls.doc_type is None:
+            raise TypeError(f"{cls.__name__} is an abstract id class (no type): it makes no ids")
+        # The form makes a valid id, so skip the check __new__ does on outside strings.
+        return str.__new__(cls, cls.form.new(timestamp, type=cls.doc_type))
+
+    @classmethod
+    def parse(cls, value: str) -> Self:
+        """Wrap ``value`` in the class registered for its type.
+
+        On ``TypedId`` this accepts any registered type; on a subclass, only that class's.
+
+        Raises:
+            InvalidIdError: no type, an unknown type (the message lists the known ones), a
+                body not of the class's form, or a class other than the one called on.
+
+        >>> class ShipmentId(TypedId, type="shipment"): ...
+        >>> sid = TypedId.parse(str(ShipmentId.new()))
+        >>> isinstance(sid, ShipmentId)
+        True
+        """
+        if not isinstance(value, str):
+            raise InvalidIdError(f"{value!r} is not an id: ids are strings")
+        doc_type, sep, _ = value.partition(TYPE_SEPARATOR)
+        with _registry_lock:
+            known = dict(_registry)
+        target = known.get(doc_type) if sep else None
+        if target is None:
+            what = f"unknown type {doc_type!r}" if sep else "no type"
+            raise InvalidIdError(
+                f"{value!r} has {what}; known id types: {', '.join(sorted(known)) or 'none'}"
+            )
+        if not issubclass(target, cls):
+            raise InvalidIdError(f"{value!r} is an id of {target.__name__}, not of {cls.__name__}")
+        return target(value)
+
+    @property
+    def timestamp(self) -> datetime:
+        """When the id was made, aware UTC, at the precision of the form."""
+        return to_datetime(self.form.parse(self._body()))
+
+    @property
+    def decoded(self) -> DecodedId:
+        """The id's type, time and form, as :func:`couchids.decode` gives them."""
+        return DecodedId(id=str(self), type=self.doc_type, timestamp=self.timestamp, form=self.form)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self)!r})"
+
+    def _body(self) -> str:
+        return self[len(self.doc_type or "") + len(TYPE_SEPARATOR) :]
+
+
+def _name(cls: builtins.type[Any]) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
