@@ -66,7 +66,11 @@ class IdForm:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise InvalidArgumentError(f"kind={self.kind!r}: an id form is one of {KINDS}")
-        if isinstance(self.random, bool) or self.random not in range(MIN_BLOCKS, MAX_BLOCKS + 1):
+        if (
+            isinstance(self.random, bool)
+            or not isinstance(self.random, int)  # 2.0 would pass the range test below
+            or self.random not in range(MIN_BLOCKS, MAX_BLOCKS + 1)
+        ):
             raise InvalidArgumentError(
                 f"random={self.random!r}: the number of random blocks must be an int from "
                 f"{MIN_BLOCKS} to {MAX_BLOCKS}"
