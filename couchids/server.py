@@ -7,6 +7,7 @@ Every request goes through the caller's ``CloudantV1`` client, so authentication
 
 from __future__ import annotations
 
+import re
 import threading
 import weakref
 from collections.abc import Callable
@@ -15,6 +16,7 @@ from typing import Any
 import requests
 from ibm_cloud_sdk_core import ApiException
 from ibmcloudant.cloudant_v1 import CloudantV1
+from urllib3.exceptions import MaxRetryError, ResponseError
 
 from .errors import (
     DatabaseNotFoundError,
@@ -28,12 +30,36 @@ from .errors import (
 #: but retrying them is safe for the same reason.
 TRANSIENT_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 
+# When the client's retries (``enable_retries()``) run out on an error status, urllib3 raises
+# ``MaxRetryError(reason=ResponseError("too many 429 error responses"))`` and requests wraps
+# it in ``RetryError``: the last status survives only in that message, written from this
+# template.
+_RETRY_STATUS = re.compile(
+    re.escape(ResponseError.SPECIFIC_ERROR).replace(re.escape("{status_code}"), r"(\d{3})")
+)
+
+
+def status_of(exc: BaseException) -> int:
+    """The HTTP status a failed request ended with; 0 when no answer came back.
+
+    Reads the status of an ``ApiException``, and of the ``RetryError`` the client raises
+    when its retries run out on an error status.
+    """
+    if isinstance(exc, ApiException):
+        return int(exc.status_code or 0)
+    if isinstance(exc, requests.exceptions.RetryError):
+        cause = exc.args[0] if exc.args else None
+        reason = cause.reason if isinstance(cause, MaxRetryError) else cause
+        found = _RETRY_STATUS.search(str(reason))
+        return int(found.group(1)) if found else 0
+    return 0
+
 
 def server_error(exc: Exception, db: str) -> ServerError:
     """The couchids exception for a failure of a request about database ``db``."""
-    if isinstance(exc, ApiException):
-        status = int(exc.status_code or 0)
-        reason = exc.message or "no reason given"
+    status = status_of(exc)
+    if status:
+        reason = (exc.message if isinstance(exc, ApiException) else str(exc)) or "no reason given"
         if status == 404:
             return DatabaseNotFoundError(
                 f"database {db!r} does not exist (or the document path is wrong): {reason}",
@@ -57,8 +83,8 @@ def server_error(exc: Exception, db: str) -> ServerError:
 
 def is_transient(exc: BaseException) -> bool:
     """Whether ``exc`` may have lost the answer to a request that was carried out."""
-    if isinstance(exc, ApiException):
-        return int(exc.status_code or 0) in TRANSIENT_STATUSES
+    if isinstance(exc, ApiException | requests.exceptions.RetryError):
+        return status_of(exc) in TRANSIENT_STATUSES
     return isinstance(exc, requests.ConnectionError | requests.Timeout)
 
 
