@@ -1,0 +1,386 @@
+"""The exact HTTP requests of couchids.query, pinned with ``responses`` (nothing leaves the
+process), and what PouchDB Server cannot show: partitioned databases, 429s, 401s, 500s.
+Behaviour against a real server is proven in tests/test_query.py.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import responses
+from ibm_cloud_sdk_core.authenticators import NoAuthAuthenticator
+from ibmcloudant.cloudant_v1 import CloudantV1
+
+import couchids
+from couchids import (
+    KUUID,
+    KUUID_REVERSE,
+    V7S,
+    DatabaseNotFoundError,
+    InvalidArgumentError,
+    InvalidTimeError,
+    RateLimitedError,
+    ServerError,
+    UnauthorizedError,
+)
+from couchids.forms import IdForm
+
+URL = "http://127.0.0.1:5984"
+ALL_DOCS = f"{URL}/db/_all_docs"
+PARTITION_ALL_DOCS = f"{URL}/db/_partition/user/_all_docs"
+# kuuid 1.0.3 publishes prefix("2018-01-01T00:00:00Z") == "001eVnWK": the second after it is
+# "001eVnWL", and prefixReverse of the same second is "zzyLUCTf" (see shared/vectors).
+NEW_YEAR = 1_514_764_800_000
+NEW_YEAR_KEY, NEXT_SECOND_KEY = "001eVnWK", "001eVnWL"
+
+
+@pytest.fixture
+def http() -> Iterator[responses.RequestsMock]:
+    with responses.RequestsMock(assert_all_requests_are_fired=True) as mock:
+        yield mock
+
+
+@pytest.fixture
+def client() -> CloudantV1:
+    service = CloudantV1(authenticator=NoAuthAuthenticator())
+    service.set_service_url(URL)
+    return service
+
+
+def body(call: Any) -> dict[str, Any]:
+    """The JSON a request sent (ibmcloudant gzips request bodies by default)."""
+    raw = call.request.body
+    if call.request.headers.get("content-encoding") == "gzip":
+        raw = gzip.decompress(raw)
+    parsed: dict[str, Any] = json.loads(raw)
+    return parsed
+
+
+def posts(http: responses.RequestsMock) -> list[dict[str, Any]]:
+    return [body(c) for c in http.calls if c.request.method == "POST"]
+
+
+def row(doc_id: str) -> dict[str, Any]:
+    return {
+        "id": doc_id,
+        "key": doc_id,
+        "value": {"rev": "1-a"},
+        "doc": {"_id": doc_id, "_rev": "1-a"},
+    }
+
+
+def database(http: responses.RequestsMock, *, partitioned: bool = False) -> None:
+    props = {"partitioned": True} if partitioned else {}
+    http.get(f"{URL}/db", json={"db_name": "db", "doc_count": 0, "props": props})
+
+
+def ids_between(form: IdForm, start: int, count: int, doc_type: str | None = "user") -> list[str]:
+    """``count`` ids of one millisecond apart, in ``_all_docs`` order."""
+    return sorted(form.new(start + i, type=doc_type) for i in range(count))
+
+
+def test_a_window_sends_its_keys_direction_and_limit(
+    http: responses.RequestsMock, client: CloudantV1
+) -> None:
+    database(http)
+    http.post(ALL_DOCS, json={"total_rows": 0, "offset": 0, "rows": []})
+    got = list(couchids.window(client, "db", NEW_YEAR, NEW_YEAR + 1000, type="user", page_size=50))
+    assert got == []
+    assert posts(http) == [
+        {
+            "start_key": "user:" + NEXT_SECOND_KEY,
+            "end_key": "user:" + NEW_YEAR_KEY,
+            "descending": True,
+            "include_docs": True,
+            "limit": 50,
+        }
+    ]
+    assert http.calls[1].request.headers["content-type"] == "application/json"
+
+
+@pytest.mark.parametrize(
+    ("form", "newest_first", "descending"),
+    [(KUUID, True, True), (KUUID, False, False), (KUUID_REVERSE, True, False)],
+)
+def test_the_direction_follows_the_form(
+    http: responses.RequestsMock,
+    client: CloudantV1,
+    form: IdForm,
+    newest_first: bool,
+    descending: bool,
+) -> None:
+    database(http)
+    http.post(ALL_DOCS, json={"rows": []})
+    list(
+        couchids.window(
+            client, "db", NEW_YEAR, NEW_YEAR + 1000, form=form, newest_first=newest_first
+        )
+    )
+    [sent] = posts(http)
+    assert sent["descending"] is descending
+    assert sent["limit"] == couchids.query.DEFAULT_PAGE_SIZE
+    # The high key is sent first when descending; a reverse id's key for this second is the
+    # one kuuid publishes for prefixReverse.
+    if form is KUUID_REVERSE:
+        assert sent["start_key"] == "zzyLUCTf"
+    assert (sent["start_key"] > sent["end_key"]) is descending
+
+
+def test_rows_only_when_docs_are_not_asked_for(
+    http: responses.RequestsMock, client: CloudantV1
+) -> None:
+    database(http)
+    ids = ids_between(KUUID_REVERSE, NEW_YEAR, 3)
+    http.post(ALL_DOCS, json={"rows": [row(i) for i in ids]})
+    got = list(
+        couchids.window(
+            client,
+            "db",
+            NEW_YEAR,
+            NEW_YEAR + 1000,
+            type="user",
+            form=KUUID_REVERSE,
+            include_docs=False,
+        )
+    )
+    assert posts(http)[0]["include_docs"] is False
+    assert got == [row(i) for i in ids]
+
+
+def test_the_next_page_starts_at_the_last_id_and_asks_one_more(
+    http: responses.RequestsMock, client: CloudantV1
+) -> None:
+    database(http)
+    ids = ids_between(V7S, NEW_YEAR, 7)
+    # Ascending: pages of 3, each later page repeating the previous page's last row.
+    http.post(ALL_DOCS, json={"rows": [row(i) for i in ids[0:3]]})
+    http.post(ALL_DOCS, json={"rows": [row(i) for i in ids[2:6]]})
+    http.post(ALL_DOCS, json={"rows": [row(i) for i in ids[5:7]]})
+    got = couchids.window(
+        client,
+        "db",
+        NEW_YEAR,
+        NEW_YEAR + 1000,
+        type="user",
+        form=V7S,
+        newest_first=False,
+        page_size=3,
+    )
+    assert [d["_id"] for d in got] == ids
+    sent = posts(http)
+    assert [(s["start_key"], s["limit"]) for s in sent[1:]] == [(ids[2], 4), (ids[5], 4)]
+    # The far end of the range is the same on every page.
+    assert len({s["end_key"] for s in sent}) == 1
+    assert {s["descending"] for s in sent} == {False}
+
+
+def test_a_short_page_ends_the_scan(http: responses.RequestsMock, client: CloudantV1) -> None:
+    database(http)
+    ids = ids_between(KUUID, NEW_YEAR, 2)
+    http.post(ALL_DOCS, json={"rows": [row(i) for i in ids]})
+    got = list(couchids.window(client, "db", NEW_YEAR, NEW_YEAR + 1000, type="user", page_size=3))
+    assert len(got) == 2
+    assert len(posts(http)) == 1
+
+
+def test_a_typed_query_on_a_partitioned_database_asks_its_partition(
+    http: responses.RequestsMock, client: CloudantV1
+) -> None:
+    database(http, partitioned=True)
+    ids = ids_between(KUUID, NEW_YEAR, 2)
+    http.post(PARTITION_ALL_DOCS, json={"rows": [row(i) for i in reversed(ids)]})
+    http.post(PARTITION_ALL_DOCS, json={"rows": []})
+    http.post(ALL_DOCS, json={"rows": []})
+    newest = couchids.latest(client, "db", 5, type="user")
+    assert [d["_id"] for d in newest] == ids[::-1]
+    assert list(couchids.window(client, "db", NEW_YEAR, NEW_YEAR + 1000, type="user")) == []
+    # Untyped ids live outside every partition: the global index is the only place to look.
+    assert couchids.latest(client, "db", 5) == []
+    paths = [c.request.path_url for c in http.calls]
+    assert paths == [
+        "/db",
+        "/db/_partition/user/_all_docs",
+        "/db/_partition/user/_all_docs",
+        "/db/_all_docs",
+    ]
+    # Keys are full ids in partition queries too.
+    assert posts(http)[1]["start_key"] == "user:" + NEXT_SECOND_KEY
+
+
+def test_the_database_is_looked_up_once_per_client(
+    http: responses.RequestsMock, client: CloudantV1
+) -> None:
+    database(http)
+    http.post(ALL_DOCS, json={"rows": []})
+    for _ in range(3):
+        couchids.latest(client, "db", 2, type="user")
+    list(couchids.window(client, "db", NEW_YEAR, NEW_YEAR + 1000))
+    assert [c.request.method for c in http.calls] == ["GET", "POST", "POST", "POST", "POST"]
+    other = CloudantV1(authenticator=NoAuthAuthenticator())
+    other.set_service_url(URL)
+    couchids.latest(other, "db", 2, type="user")
+    assert [c.request.method for c in http.calls[5:]] == ["GET", "POST"]
+
+
+@pytest.mark.parametrize("page_size", [1998, 1999, 2000, 5000])
+def test_partition_requests_never_ask_for_more_than_2000_rows(
+    http: responses.RequestsMock, client: CloudantV1, page_size: int
+) -> None:
+    database(http, partitioned=True)
+    ids = ids_between(KUUID_REVERSE, NEW_YEAR - 5000, 2001)  # never more than 2000 per answer
+
+    def answer(request: Any) -> tuple[int, dict[str, str], str]:
+        sent = json.loads(gzip.decompress(request.body))
+        assert sent["limit"] <= couchids.query.PARTITION_QUERY_LIMIT
+        first = ids.index(sent["start_key"]) if sent["start_key"] in ids else 0
+        page = ids[first : first + sent["limit"]]
+        return 200, {}, json.dumps({"rows": list(map(row, page))})
+
+    http.add_callback(
+        responses.POST, PARTITION_ALL_DOCS, callback=answer, content_type="application/json"
+    )
+    got = list(
+        couchids.window(
+            client, "db", 0, NEW_YEAR, type="user", form=KUUID_REVERSE, page_size=page_size
+        )
+    )
+    assert len(got) == len(ids)
+    limits = [s["limit"] for s in posts(http)]
+    assert max(limits) <= 2000
+    assert len(limits) >= 2
+    assert limits[0] == min(page_size, 1999)
+
+
+def test_an_untyped_query_on_a_partitioned_database_uses_the_global_index(
+    http: responses.RequestsMock, client: CloudantV1
+) -> None:
+    database(http, partitioned=True)
+    ids = ids_between(KUUID, NEW_YEAR, 2, doc_type=None)
+    http.post(ALL_DOCS, json={"rows": [row(i) for i in reversed(ids)]})
+    got = couchids.window(client, "db", NEW_YEAR, NEW_YEAR + 1000, page_size=5000)
+    assert [d["_id"] for d in got] == ids[::-1]
+    # No partition cap applies to the global index.
+    assert posts(http)[0]["limit"] == 5000
+
+
+def test_a_429_is_retried_when_the_client_retries(
+    http: responses.RequestsMock, client: CloudantV1
+) -> None:
+    client.enable_retries(max_retries=2, retry_interval=0.01)
+    database(http)
+    ids = ids_between(KUUID, NEW_YEAR, 1)
+    http.post(ALL_DOCS, status=429, json={"error": "too_many_requests", "reason": "slow down"})
+    http.post(ALL_DOCS, json={"rows": [row(i) for i in ids]})
+    assert [d["_id"] for d in couchids.latest(client, "db", 1, type="user")] == ids
+    assert len(posts(http)) == 2
+
+
+def test_429s_past_the_retries_raise_rate_limited(
+    http: responses.RequestsMock, client: CloudantV1
+) -> None:
+    client.enable_retries(max_retries=2, retry_interval=0.01)
+    database(http)
+    http.post(ALL_DOCS, status=429, json={"error": "too_many_requests", "reason": "slow down"})
+    with pytest.raises(RateLimitedError) as caught:
+        couchids.latest(client, "db", 1, type="user")
+    assert caught.value.status == 429
+    assert caught.value.__cause__ is not None
+    assert len(posts(http)) == 3
+
+
+def test_a_429_without_client_retries_raises_rate_limited(
+    http: responses.RequestsMock, client: CloudantV1
+) -> None:
+    database(http)
+    http.post(ALL_DOCS, status=429, json={"error": "too_many_requests", "reason": "slow down"})
+    with pytest.raises(RateLimitedError):
+        couchids.latest(client, "db", 1, type="user")
+    assert len(posts(http)) == 1
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_refused_credentials_raise_unauthorized(
+    http: responses.RequestsMock, client: CloudantV1, status: int
+) -> None:
+    http.get(f"{URL}/db", status=status, json={"error": "unauthorized", "reason": "no"})
+    with pytest.raises(UnauthorizedError) as caught:
+        couchids.latest(client, "db", 1)
+    assert caught.value.status == status
+
+
+def test_a_missing_database_raises_not_found_before_any_row(
+    http: responses.RequestsMock, client: CloudantV1
+) -> None:
+    http.get(
+        f"{URL}/db", status=404, json={"error": "not_found", "reason": "Database does not exist."}
+    )
+    with pytest.raises(DatabaseNotFoundError):
+        couchids.window(client, "db", NEW_YEAR, NEW_YEAR + 1000)
+    # Not cached as "unpartitioned": the next call asks again.
+    http.get(
+        f"{URL}/db", status=404, json={"error": "not_found", "reason": "Database does not exist."}
+    )
+    with pytest.raises(DatabaseNotFoundError):
+        couchids.latest(client, "db")
+
+
+def test_a_server_error_on_a_later_page_is_raised_from_the_stream(
+    http: responses.RequestsMock, client: CloudantV1
+) -> None:
+    database(http)
+    ids = ids_between(KUUID, NEW_YEAR, 3)[::-1]
+    http.post(ALL_DOCS, json={"rows": [row(i) for i in ids]})
+    http.post(ALL_DOCS, status=500, json={"error": "unknown_error", "reason": "function_clause"})
+    stream = couchids.window(client, "db", NEW_YEAR, NEW_YEAR + 1000, type="user", page_size=3)
+    got = []
+    with pytest.raises(ServerError) as caught:
+        for doc in stream:
+            got.append(doc["_id"])
+    assert got == ids
+    assert caught.value.status == 500
+    assert type(caught.value) is ServerError
+
+
+def test_latest_makes_one_request_once_warm(
+    http: responses.RequestsMock, client: CloudantV1
+) -> None:
+    database(http)
+    ids = ids_between(KUUID, NEW_YEAR, 10)[::-1]
+    http.post(ALL_DOCS, json={"rows": [row(i) for i in ids]})
+    couchids.latest(client, "db", 10, type="user")
+    before = len(http.calls)
+    assert [d["_id"] for d in couchids.latest(client, "db", 10, type="user")] == ids
+    assert len(http.calls) - before == 1
+    assert posts(http)[-1]["limit"] == 10
+
+
+def test_latest_reads_on_past_foreign_ids(http: responses.RequestsMock, client: CloudantV1) -> None:
+    database(http)
+    ids = ids_between(KUUID, NEW_YEAR, 3)[::-1]
+    stubs = ["user:" + NEXT_SECOND_KEY, "user:notakuuid"]
+    http.post(ALL_DOCS, json={"rows": [row(i) for i in [*stubs, ids[0]]]})
+    http.post(ALL_DOCS, json={"rows": [row(i) for i in ids]})
+    got = couchids.latest(client, "db", 3, type="user")
+    assert [d["_id"] for d in got] == ids
+    first, second = posts(http)
+    assert first["limit"] == 3
+    assert second["start_key"] == ids[0]
+    assert second["limit"] == couchids.query._LATEST_REFILL + 1
+
+
+def test_bad_arguments_send_nothing(client: CloudantV1) -> None:
+    with responses.RequestsMock() as http:
+        with pytest.raises(InvalidTimeError):
+            couchids.window(client, "db", NEW_YEAR + 1, NEW_YEAR)
+        with pytest.raises(InvalidArgumentError):
+            couchids.window(client, "db", NEW_YEAR, NEW_YEAR + 1, page_size=0)
+        with pytest.raises(InvalidArgumentError):
+            couchids.latest(client, "db", -1)
+        with pytest.raises(InvalidArgumentError):
+            couchids.latest(client, "db", True)
+        assert couchids.latest(client, "db", 0) == []
+        assert len(http.calls) == 0
