@@ -14,7 +14,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, NoReturn, TextIO
 
 from ibm_cloud_sdk_core import read_external_sources
@@ -96,13 +96,13 @@ def parse_time(text: str, now: int) -> int:
     ago = _AGO.fullmatch(spoken)
     if ago is None:
         try:
-            return to_ms(text)
-        except InvalidTimeError as exc:
-            if "ISO-8601" in str(exc):
-                raise InvalidTimeError(
-                    f"{text!r} is not a time: give {' '.join(TIME_HELP.split())}"
-                ) from None
-            raise
+            datetime.fromisoformat(text.strip())
+        except ValueError:
+            raise InvalidTimeError(
+                f"{text!r} is not a time: give {' '.join(TIME_HELP.split())}"
+            ) from None
+        # to_ms reads it the same way, and refuses times before 1970 or after 9999.
+        return to_ms(text)
     span = int(ago[1]) * _UNITS[ago[2]]
     ms = now - span // timedelta(milliseconds=1)
     if ms < 0:
@@ -155,6 +155,11 @@ def _new(args: argparse.Namespace) -> int:
 
 
 def _decode(args: argparse.Namespace) -> int:
+    if not args.ids and sys.stdin.isatty():
+        # Waiting for ids to be typed looks like a hang: say what the command wants instead.
+        raise _UsageError(
+            "give ids as arguments, or one per line on stdin (see 'couchids decode --help')"
+        )
     ids: Iterable[str] = args.ids or (line.strip() for line in sys.stdin if line.strip())
     out, status = sys.stdout, EXIT_OK
     for doc_id in ids:

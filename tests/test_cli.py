@@ -92,6 +92,11 @@ def server(couch_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
     return couch_url
 
 
+class FakeTerminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
 def closed_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
@@ -320,6 +325,15 @@ def test_decode_reads_stdin_when_given_no_ids(run: Any, monkeypatch: pytest.Monk
     ]
 
 
+def test_decode_without_ids_on_a_terminal_says_what_it_wants(
+    run: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "stdin", FakeTerminal(KUUID_2018_USER + "\n"))
+    result = run("decode")
+    assert result.code == EXIT_BAD_INPUT and result.out == ""
+    assert "stdin" in result.error_line()
+
+
 def test_decode_reports_each_bad_id_and_decodes_the_rest(run: Any) -> None:
     result = run("decode", "not-an-id", KUUID_2018_USER, "_bad:001eVnWK1bu9mX3BsHnX0mhxvQ1ba2Xn")
     assert result.code == EXIT_BAD_INPUT
@@ -430,11 +444,6 @@ def test_window_relative_times(run: Any, server: str, client: CloudantV1, db: st
         "window", db, "--since", "2w", "--until", "2h", "--type", "log", "--v7s", "--ids-only"
     )
     assert older.lines == [d["_id"] for d in newest_first(docs) if d["made"] < now - 2 * HOUR_MS]
-
-
-class FakeTerminal(io.StringIO):
-    def isatty(self) -> bool:
-        return True
 
 
 def test_window_progress_on_a_terminal_only(
