@@ -1,0 +1,144 @@
+"""The local server (scripts/localserver.py, PouchDB Server) does what the integration tests need.
+
+Also pins the PouchDB Server 4.2.0 behaviours that differ from CouchDB, so a change of server
+version that alters them is noticed.
+"""
+
+from __future__ import annotations
+
+import os
+import urllib.request
+from pathlib import Path
+
+import pytest
+from ibm_cloud_sdk_core import ApiException
+from ibmcloudant.cloudant_v1 import CloudantV1
+from localserver import LocalServer, LocalServerError
+
+
+def ids(result: dict[str, object]) -> list[str]:
+    rows = result["rows"]
+    assert isinstance(rows, list)
+    return [row["id"] for row in rows]
+
+
+@pytest.fixture
+def abcde(client: CloudantV1, db: str) -> str:
+    client.post_bulk_docs(
+        db=db, bulk_docs={"docs": [{"_id": i, "n": n} for n, i in enumerate("abcde")]}
+    )
+    return db
+
+
+def test_fixtures_are_marked_integration(request: pytest.FixtureRequest, db: str) -> None:
+    assert request.node.get_closest_marker("integration") is not None
+
+
+def test_server_answers_on_loopback(client: CloudantV1, couch_url: str) -> None:
+    assert couch_url.startswith("http://127.0.0.1:")
+    info = client.get_server_information().get_result()
+    assert info["express-pouchdb"] == "Welcome!"
+
+
+def test_create_then_409_on_recreate(client: CloudantV1, db: str) -> None:
+    created = client.put_document(db=db, doc_id="a", document={"v": 1}).get_result()
+    assert created["ok"] is True
+
+    with pytest.raises(ApiException) as conflict:
+        client.put_document(db=db, doc_id="a", document={"v": 2})
+    assert conflict.value.status_code == 409
+
+    assert client.get_document(db=db, doc_id="a").get_result()["v"] == 1
+    assert client.get_database_information(db=db).get_result()["doc_count"] == 1
+
+
+def test_bulk_docs_reports_each_row(client: CloudantV1, abcde: str) -> None:
+    response = client.post_bulk_docs(db=abcde, bulk_docs={"docs": [{"_id": "a"}, {"_id": "f"}]})
+    assert response.get_status_code() == 201  # even though one row failed
+    first, second = response.get_result()
+    assert first["id"] == "a" and first["error"] == "conflict"
+    assert second["id"] == "f" and second["ok"] is True
+
+
+def test_all_docs_start_key_end_key(client: CloudantV1, abcde: str) -> None:
+    # ibmcloudant sends these as "start_key"/"end_key" in a POST body.
+    result = client.post_all_docs(db=abcde, start_key="b", end_key="d").get_result()
+    assert ids(result) == ["b", "c", "d"]
+
+    exclusive = client.post_all_docs(db=abcde, start_key="b", end_key="d", inclusive_end=False)
+    assert ids(exclusive.get_result()) == ["b", "c"]
+
+
+def test_all_docs_descending_swaps_the_keys(client: CloudantV1, abcde: str) -> None:
+    newest_first = client.post_all_docs(db=abcde, start_key="d", end_key="b", descending=True)
+    assert ids(newest_first.get_result()) == ["d", "c", "b"]
+
+    exclusive = client.post_all_docs(
+        db=abcde, start_key="d", end_key="b", descending=True, inclusive_end=False
+    )
+    assert ids(exclusive.get_result()) == ["d", "c"]
+
+    # Keys in ascending order with descending=true: an empty 200, as CouchDB answers.
+    wrong_order = client.post_all_docs(db=abcde, start_key="b", end_key="d", descending=True)
+    assert ids(wrong_order.get_result()) == []
+
+
+def test_all_docs_limit_and_include_docs(client: CloudantV1, abcde: str) -> None:
+    result = client.post_all_docs(db=abcde, start_key="b", limit=2, include_docs=True).get_result()
+    assert ids(result) == ["b", "c"]
+    assert [row["doc"]["n"] for row in result["rows"]] == [1, 2]
+    assert result["total_rows"] == 5
+
+    last_two = client.post_all_docs(db=abcde, descending=True, limit=2).get_result()
+    assert ids(last_two) == ["e", "d"]
+
+
+def test_all_docs_orders_ascii_ids_bytewise(client: CloudantV1, db: str) -> None:
+    mixed = ["a", "B", "_design/x", "~", ":", "0", "user:1", "user;"]
+    client.post_bulk_docs(db=db, bulk_docs={"docs": [{"_id": i} for i in mixed]})
+    listed = ids(client.post_all_docs(db=db).get_result())
+    assert listed == sorted(mixed, key=lambda i: i.encode())
+
+
+def test_quirk_offset_is_always_zero(client: CloudantV1, abcde: str) -> None:
+    # CouchDB would answer offset 2 (rows before "c"); PouchDB Server answers `skip` (0).
+    assert client.post_all_docs(db=abcde, start_key="c").get_result()["offset"] == 0
+
+
+def test_quirk_open_ended_scan_stops_at_xff(client: CloudantV1, db: str) -> None:
+    # PouchDB's leveldb layer ends an open-ended scan at "\xff": ids above it are only listed
+    # when a key bounds that end explicitly. CouchDB lists them all. kuuid ids are ASCII.
+    high = ["\u0100", "\ufff0", "\U0001f600"]
+    client.post_bulk_docs(db=db, bulk_docs={"docs": [{"_id": i} for i in ["a", "\xe9", *high]]})
+    assert ids(client.post_all_docs(db=db).get_result()) == ["a", "\xe9"]
+    assert ids(client.post_all_docs(db=db, descending=True).get_result()) == ["\xe9", "a"]
+
+    bounded = client.post_all_docs(db=db, start_key="\xe9", end_key="\uffff\uffff").get_result()
+    # JavaScript (UTF-16 code unit) order: the astral emoji sorts before U+FFF0, whereas
+    # CouchDB (UTF-8 bytes) sorts it last.
+    assert ids(bounded) == ["\xe9", "\u0100", "\U0001f600", "\ufff0"]
+    # A NUL inside an id is stored and ordered like any other character.
+    client.put_document(db=db, doc_id="a\x00b", document={})
+    nul = client.post_all_docs(db=db, start_key="a", end_key="a\x00\uffff").get_result()
+    assert ids(nul) == ["a", "a\x00b"]
+
+
+def test_missing_install_is_a_clear_error(tmp_path: Path) -> None:
+    with (
+        pytest.raises(LocalServerError, match="scripts/bootstrap"),
+        LocalServer(node_modules=tmp_path),
+    ):
+        pass
+
+
+def test_exit_ends_the_server_process_group() -> None:
+    with LocalServer() as server:
+        url, pid = server.url, server.pid
+        assert pid is not None
+        direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        with direct.open(url + "/", timeout=5) as response:
+            assert response.status == 200
+    with pytest.raises(ProcessLookupError):
+        os.killpg(pid, 0)
+    with pytest.raises(LocalServerError):
+        _ = server.url
