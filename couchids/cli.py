@@ -444,7 +444,7 @@ TIME is {TIME_HELP}.
 
 DECODE_EPILOG = """\
 Prints one JSON object per id: id, type, timestamp (ISO-8601 UTC), form (such as
-kuuid-ms-reverse, short, v7s), kind (kuuid, v7, v7s), reverse, millisecond. A kuuid id does
+kuuid-ms-reverse, kuuid-short, v7s), kind (kuuid, v7, v7s), reverse, millisecond. A kuuid id does
 not say which mode made it: the reading with a time in 2000-2100 is taken; --reverse/--forward
 and --ms/--seconds say it for ids outside those years. A bad id is reported on stderr and the
 others are still decoded; the exit status is then 2.
