@@ -8,6 +8,7 @@ from .decode import DecodedId, decode
 from .errors import (
     AllocationFailed,
     AmbiguousIdError,
+    BulkWriteError,
     ConflictError,
     CouchidsError,
     DatabaseNotFoundError,
@@ -45,7 +46,10 @@ from .kuuid import (
     rand,
 )
 from .query import latest, window
+from .short import create_short
+from .typed import TypedId
 from .v7 import v7, v7s
+from .write import WriteResult, bulk_create, create
 
 __version__ = "0.1.0"
 
@@ -60,6 +64,7 @@ __all__ = [
     "V7S",
     "AllocationFailed",
     "AmbiguousIdError",
+    "BulkWriteError",
     "ConflictError",
     "CouchidsError",
     "DatabaseNotFoundError",
@@ -72,8 +77,13 @@ __all__ = [
     "InvalidTypeError",
     "RateLimitedError",
     "ServerError",
+    "TypedId",
     "UnauthorizedError",
+    "WriteResult",
     "__version__",
+    "bulk_create",
+    "create",
+    "create_short",
     "decode",
     "id",
     "idms",

@@ -403,19 +403,19 @@ class _Batch:
             lambda: self.client.post_bulk_docs(db=self.db, bulk_docs=io.BytesIO(body)),
             self.policy,
         )
-        if not isinstance(rows, list) or len(rows) != len(pending):
+        # Rows are matched by id, not position: PouchDB Server lists failed rows first. The ids
+        # of one call are distinct, so each has exactly one row.
+        by_id = {row.get("id"): row for row in rows} if isinstance(rows, list) else {}
+        missing = [self.ids[i] for i in pending if self.ids[i] not in by_id]
+        if missing:
             raise ServerError(
-                f"_bulk_docs on {self.db!r} answered {rows!r:.200} for {len(pending)} "
-                "documents; expected one row per document"
+                f"_bulk_docs on {self.db!r} answered no row for {len(missing)} of "
+                f"{len(pending)} documents (first {missing[0]!r}): {rows!r:.200}"
             )
         conflicted = []
-        for index, row in zip(pending, rows, strict=True):
+        for index in pending:
             doc_id = self.ids[index]
-            if row.get("id") != doc_id:
-                raise ServerError(
-                    f"_bulk_docs on {self.db!r} answered a row for {row.get('id')!r} where "
-                    f"{doc_id!r} was expected"
-                )
+            row = by_id[doc_id]
             error = row.get("error")
             if error is None:
                 self.results[index] = WriteResult(doc_id, row["rev"])
@@ -433,14 +433,17 @@ class _Batch:
             lambda: self.client.post_all_docs(db=self.db, keys=keys, include_docs=True),
             self.policy,
         )
-        rows = answer.get("rows", [])
-        if len(rows) != len(keys):
+        by_key = {row.get("key"): row for row in answer.get("rows", [])}
+        missing = [key for key in keys if key not in by_key]
+        if missing:
             raise ServerError(
-                f"_all_docs on {self.db!r} answered {len(rows)} rows for {len(keys)} keys"
+                f"_all_docs on {self.db!r} answered no row for {len(missing)} of {len(keys)} "
+                f"keys (first {missing[0]!r})"
             )
         again = []
-        for index, row in zip(conflicted, rows, strict=True):
+        for index in conflicted:
             doc_id = self.ids[index]
+            row = by_key[doc_id]
             stored = row.get("doc")
             if stored is None:
                 # Not found or deleted since the 409: the id is free again.

@@ -1,0 +1,258 @@
+"""Short daily ids: ``YYMMDD-<nonce>``, such as ``260107-bc``, allocated without collisions.
+
+The nonce is 2 letters (400 ids a day), then 3 (8000) when 10 random 2-letter tries found no
+free id, drawn from letters that spell no words and cannot be misread
+(:data:`~couchids.constants.SHORT_ID_ALPHABET`).
+
+Allocation uses CouchDB itself: ``PUT`` without ``_rev`` creates the document only if the id
+is free (else 409). A cluster can still accept two first writes of one id on different nodes,
+which become conflicting revisions with one deterministic winner, so each write stores a random
+token (field :data:`ALLOC_FIELD`) and reads the document back: only the writer whose token is
+in the winning revision owns the id; a loser deletes its own losing revision and tries another
+nonce. Nothing of another writer is ever overwritten or deleted.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import secrets
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final, Protocol, runtime_checkable
+
+from ibmcloudant.cloudant_v1 import CloudantV1
+
+from .constants import SHORT_ID_ALPHABET, SHORT_ID_DATE_FORMAT
+from .errors import AllocationFailed, InvalidArgumentError
+from .times import TimeLike, to_datetime, to_ms
+from .write import (
+    CONFLICT,
+    DEFAULT_BACKOFF,
+    DEFAULT_RETRIES,
+    JSON,
+    MISSING,
+    WriteResult,
+    _RetryPolicy,
+    send,
+)
+
+__all__ = [
+    "ALLOC_FIELD",
+    "NONCE_ATTEMPTS",
+    "SHORT_ID",
+    "create_short",
+    "format_day",
+    "random_nonce",
+]
+
+#: The field of a stored document that holds the token of the write that allocated its id.
+ALLOC_FIELD: Final = "couchids_alloc"
+#: ``(nonce length, tries)``, in order: 10 tries of 2 letters, then 10 of 3.
+NONCE_ATTEMPTS: Final = ((2, 10), (3, 10))
+#: Every short id matches this (``SHORT_ID.fullmatch(doc_id)``).
+SHORT_ID: Final = re.compile(
+    rf"[0-9]{{6}}-[{SHORT_ID_ALPHABET}]{{{NONCE_ATTEMPTS[0][0]},{NONCE_ATTEMPTS[-1][0]}}}"
+)
+
+_system_random = secrets.SystemRandom()
+
+
+@runtime_checkable
+class SupportsChoice(Protocol):
+    """A random source with ``choice``, such as ``random.Random(seed)``."""
+
+    def choice(self, seq: Sequence[str]) -> str: ...
+
+
+#: A random source for nonces: an object with ``choice`` (one call per letter), or a callable
+#: that takes the nonce length and returns a whole nonce.
+NonceSource = SupportsChoice | Callable[[int], str]
+
+
+def format_day(now: TimeLike = None) -> str:
+    """The ``YYMMDD`` of the UTC date of ``now`` (default: the current time).
+
+    >>> format_day("2026-01-07T23:59:59Z"), format_day("2026-01-07T23:30:00-01:00")
+    ('260107', '260108')
+    """
+    return to_datetime(to_ms(now)).strftime(SHORT_ID_DATE_FORMAT)
+
+
+def random_nonce(length: int, rng: NonceSource | None = None) -> str:
+    """A nonce of ``length`` letters from the short-id alphabet.
+
+    Args:
+        length: letters in the nonce (at least 1).
+        rng: the random source (see :data:`NonceSource`); default the operating system's
+            cryptographic generator (``secrets``), so nonces cannot be predicted.
+
+    Raises:
+        InvalidArgumentError: a bad ``length``, or a callable ``rng`` returned something other
+            than ``length`` letters of the alphabet.
+
+    >>> import random
+    >>> nonce = random_nonce(3, random.Random(7))
+    >>> len(nonce), set(nonce) <= set("bcdfghjkmnpqrstvwxyz")
+    (3, True)
+    """
+    if isinstance(length, bool) or not isinstance(length, int) or length < 1:
+        raise InvalidArgumentError(f"length={length!r}: a nonce has an int >= 1 of letters")
+    source: NonceSource = _system_random if rng is None else rng
+    if isinstance(source, SupportsChoice):
+        return "".join(source.choice(SHORT_ID_ALPHABET) for _ in range(length))
+    if not callable(source):
+        raise InvalidArgumentError(
+            f"rng={rng!r}: pass an object with .choice (such as random.Random) or a callable "
+            "taking the nonce length"
+        )
+    nonce = source(length)
+    if (
+        not isinstance(nonce, str)
+        or len(nonce) != length
+        or not set(nonce) <= set(SHORT_ID_ALPHABET)
+    ):
+        raise InvalidArgumentError(
+            f"rng returned {nonce!r} for a {length}-letter nonce; a nonce is {length} letters "
+            f"of {SHORT_ID_ALPHABET!r}"
+        )
+    return nonce
+
+
+def create_short(
+    client: CloudantV1,
+    db: str,
+    doc: Mapping[str, Any],
+    *,
+    now: TimeLike = None,
+    rng: NonceSource | None = None,
+    retries: int = DEFAULT_RETRIES,
+    backoff: float = DEFAULT_BACKOFF,
+) -> WriteResult:
+    """Store a new document under a free short id ``YYMMDD-<nonce>`` of the UTC day of ``now``.
+
+    Tries 10 random 2-letter nonces, then 10 of 3 letters. The stored document is ``doc`` plus
+    the field ``couchids_alloc``, a random token that proves which write owns the id (keep or
+    drop it in later updates; couchids reads it only while allocating). ``doc`` itself is not
+    changed: the id is in the result. A lost answer is retried with the same id and token, so
+    the document is stored once; if the retry meets the first write, the result has
+    ``duplicate=True``.
+
+    Args:
+        client: an ``ibmcloudant`` ``CloudantV1`` client.
+        db: the database name.
+        doc: the document, a JSON object without ``_id``, ``_rev`` or ``couchids_alloc``.
+        now: the time whose UTC date starts the id (default the current time).
+        rng: the random source for nonces (see :func:`random_nonce`); default ``secrets``.
+        retries, backoff: as for :func:`couchids.create`.
+
+    Returns:
+        :class:`~couchids.WriteResult` with ``id``, ``rev`` and ``duplicate``.
+
+    Raises:
+        AllocationFailed: all 20 tries met taken ids; nothing was stored.
+        InvalidArgumentError: ``doc`` is not a JSON object or has ``_id``, ``_rev`` or
+            ``couchids_alloc``, or a setting is out of range.
+        ServerError: as for :func:`couchids.create`.
+
+    >>> result = create_short(client, "posts", {"title": "hello"})  # doctest: +SKIP
+    >>> result.id  # doctest: +SKIP
+    '260107-bc'
+    """
+    policy = _RetryPolicy.checked(retries, backoff)
+    if not isinstance(doc, Mapping):
+        raise InvalidArgumentError(
+            f"the document is a {type(doc).__name__}; a document is a JSON object (a dict)"
+        )
+    for field in ("_id", "_rev", ALLOC_FIELD):
+        if field in doc:
+            raise InvalidArgumentError(
+                f"the document has {field!r}: create_short chooses the id and the allocation "
+                "token itself and only creates new documents"
+            )
+    try:
+        json.dumps(doc, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidArgumentError(f"the document is not JSON: {exc}") from None
+    day = format_day(now)
+    tried: list[str] = []
+    for length, tries in NONCE_ATTEMPTS:
+        for _ in range(tries):
+            doc_id = f"{day}-{random_nonce(length, rng)}"
+            tried.append(doc_id)
+            result = _Claim(client, db, doc_id, doc, policy).run()
+            if result is not None:
+                return result
+    raise AllocationFailed(
+        f"no free short id for {day} in {db!r}: all {len(tried)} tries "
+        f"({', '.join(f'{t} of {n} letters' for n, t in NONCE_ATTEMPTS)}) met taken ids, "
+        f"the last {tried[-1]!r}; nothing was stored"
+    )
+
+
+class _Claim:
+    """One candidate id: write it with a fresh token, then check who owns it."""
+
+    def __init__(
+        self,
+        client: CloudantV1,
+        db: str,
+        doc_id: str,
+        doc: Mapping[str, Any],
+        policy: _RetryPolicy,
+    ) -> None:
+        self.client, self.db, self.doc_id, self.policy = client, db, doc_id, policy
+        self.token = secrets.token_hex(16)
+        self.payload = json.dumps({**doc, ALLOC_FIELD: self.token}, separators=(",", ":"))
+
+    def run(self) -> WriteResult | None:
+        """The result if this write owns the id; ``None`` if the id belongs to another."""
+        answer = send(self.db, self._put, self.policy, expect=(CONFLICT,))
+        # On 409 our rev is unknown: an earlier attempt may have stored it before its answer
+        # was lost. The token in the stored document tells.
+        our_rev = None if answer is CONFLICT else str(answer["rev"])
+        stored = self._get()
+        if stored is MISSING:
+            # Stored and then deleted by someone else, or freed after our 409: either way this
+            # id is not ours to keep; another nonce is simpler than a second race.
+            return None
+        if stored.get(ALLOC_FIELD) == self.token:
+            return WriteResult(self.doc_id, stored["_rev"], duplicate=our_rev is None)
+        self._drop_losing_revision(our_rev, stored.get("_conflicts", []))
+        return None
+
+    def _put(self) -> Any:
+        return self.client.put_document(
+            db=self.db,
+            doc_id=self.doc_id,
+            document=io.BytesIO(self.payload.encode()),
+            content_type=JSON,
+        )
+
+    def _get(self, rev: str | None = None) -> Any:
+        return send(
+            self.db,
+            lambda: self.client.get_document(
+                db=self.db, doc_id=self.doc_id, conflicts=rev is None, rev=rev
+            ),
+            self.policy,
+            expect=(MISSING,),
+        )
+
+    def _drop_losing_revision(self, our_rev: str | None, conflicts: list[str]) -> None:
+        """Delete our revision if the cluster kept it as a losing conflict; never another's."""
+        if our_rev is None:
+            for rev in conflicts:
+                stored = self._get(rev)
+                if stored is not MISSING and stored.get(ALLOC_FIELD) == self.token:
+                    our_rev = rev
+                    break
+        if our_rev is None or our_rev not in conflicts:
+            return
+        send(
+            self.db,
+            lambda: self.client.delete_document(db=self.db, doc_id=self.doc_id, rev=our_rev),
+            self.policy,
+            # Someone (or an earlier attempt of ours whose answer was lost) already deleted it.
+            expect=(CONFLICT, MISSING),
+        )

@@ -1,0 +1,245 @@
+"""A loopback HTTP proxy that loses answers on purpose, for testing retries against a real server.
+
+The proxy forwards every request to the upstream server (the local PouchDB Server). Told to,
+it makes the next N matching requests fail in one of four ways:
+
+- ``"503-after"``: forward the request (the server carries it out), then answer 503;
+- ``"drop-after"``: forward the request, then close the connection without answering;
+- ``"503-before"``/``"drop-before"``: the same without forwarding (the request is lost).
+
+The ``-after`` modes are the hard case for a writer: the write happened, the answer did not
+arrive. Every request and what the proxy did with it is kept in :attr:`FaultProxy.log`.
+
+    with FaultProxy(couch_url) as proxy:
+        proxy.fail("503-after", method="PUT", times=1)
+        client.set_service_url(proxy.url)
+"""
+
+from __future__ import annotations
+
+import http.client
+import re
+import threading
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from ibm_cloud_sdk_core.authenticators import NoAuthAuthenticator
+from ibmcloudant.cloudant_v1 import CloudantV1
+
+Mode = Literal["503-after", "drop-after", "503-before", "drop-before"]
+MODES: tuple[Mode, ...] = ("503-after", "drop-after", "503-before", "drop-before")
+
+# Headers that belong to one connection, not to the message (RFC 9110 section 7.6.1); the
+# proxy sets its own framing.
+_HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "content-length",
+        "host",
+    }
+)
+_UNAVAILABLE = b'{"error":"service_unavailable","reason":"answer lost by the test proxy"}'
+
+
+@dataclass
+class _Rule:
+    mode: Mode
+    method: str
+    path: re.Pattern[str] | None
+    remaining: int
+    #: Matching requests still to let through before failing.
+    skip: int
+
+    def matches(self, method: str, path: str) -> bool:
+        return (
+            self.remaining > 0
+            and method == self.method
+            and (self.path is None or self.path.search(path) is not None)
+        )
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One request the proxy saw: its method, path and what happened (``"forwarded"`` or a mode)."""
+
+    method: str
+    path: str
+    outcome: str
+
+
+class FaultProxy:
+    """A threaded proxy on a free port of 127.0.0.1 in front of ``upstream`` (an http URL)."""
+
+    def __init__(self, upstream: str) -> None:
+        parts = urlsplit(upstream)
+        if parts.scheme != "http" or parts.hostname not in ("127.0.0.1", "localhost"):
+            raise ValueError(f"the test proxy forwards to loopback http only, not {upstream!r}")
+        self.upstream_host = parts.hostname
+        self.upstream_port = parts.port or 80
+        self.log: list[Entry] = []
+        self._rules: list[_Rule] = []
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        """The proxy's base URL, e.g. ``http://127.0.0.1:50123``."""
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def __enter__(self) -> FaultProxy:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()
+
+    def fail(
+        self,
+        mode: Mode,
+        *,
+        method: str,
+        path: str | None = None,
+        times: int = 1,
+        after: int = 0,
+    ) -> None:
+        """Make ``times`` requests with ``method`` (and a path matching the regex ``path``, if
+        given) fail in ``mode``, after letting the next ``after`` such requests through."""
+        if mode not in MODES:
+            raise ValueError(f"mode={mode!r}: one of {MODES}")
+        pattern = re.compile(path) if path is not None else None
+        with self._lock:
+            self._rules.append(_Rule(mode, method.upper(), pattern, times, after))
+
+    def pending(self) -> int:
+        """How many planned failures have not happened yet."""
+        with self._lock:
+            return sum(rule.remaining for rule in self._rules)
+
+    def requests(self, method: str, path: str | None = None) -> list[Entry]:
+        """The logged requests with ``method`` (and ``path`` matching the regex, if given)."""
+        with self._lock:
+            return [
+                entry
+                for entry in self.log
+                if entry.method == method and (path is None or re.search(path, entry.path))
+            ]
+
+    def _decide(self, method: str, path: str) -> Mode | None:
+        with self._lock:
+            for rule in self._rules:
+                if rule.matches(method, path):
+                    if rule.skip > 0:
+                        rule.skip -= 1
+                        return None
+                    rule.remaining -= 1
+                    return rule.mode
+            return None
+
+    def _record(self, method: str, path: str, outcome: str) -> None:
+        with self._lock:
+            self.log.append(Entry(method, path, outcome))
+
+
+def _handler_for(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        # Keep-alive, like the real server: the SDK reuses its connections.
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass  # keep test output clean; the proxy's own log records every request
+
+        def do_GET(self) -> None:
+            self._relay()
+
+        do_PUT = do_POST = do_DELETE = do_HEAD = do_COPY = do_GET
+
+        def _relay(self) -> None:
+            body = self._read_body()
+            mode = proxy._decide(self.command, self.path)
+            if mode is None or mode.endswith("-after"):
+                status, headers, answer = self._forward(body)
+            if mode is None:
+                proxy._record(self.command, self.path, "forwarded")
+                self._answer(status, headers, answer)
+                return
+            proxy._record(self.command, self.path, mode)
+            if mode.startswith("drop"):
+                # No status line at all: the client sees the connection close under it.
+                self.close_connection = True
+                return
+            self._answer(503, [("Content-Type", "application/json")], _UNAVAILABLE)
+
+        def _read_body(self) -> bytes:
+            if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+                # The SDK streams gzip-compressed bodies in chunks (RFC 9112 section 7.1).
+                chunks = []
+                while True:
+                    size = int(self.rfile.readline().split(b";")[0].strip(), 16)
+                    if size == 0:
+                        while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                            pass  # trailer fields
+                        return b"".join(chunks)
+                    chunks.append(self.rfile.read(size))
+                    self.rfile.readline()
+            length = int(self.headers.get("Content-Length") or 0)
+            return self.rfile.read(length) if length else b""
+
+        def _forward(self, body: bytes) -> tuple[int, list[tuple[str, str]], bytes]:
+            headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP}
+            headers["Content-Length"] = str(len(body))
+            # A new upstream connection per request: a kept-alive one that the server closed
+            # while idle would need a resend, and a resent write could be carried out twice.
+            upstream = http.client.HTTPConnection(
+                proxy.upstream_host, proxy.upstream_port, timeout=120
+            )
+            try:
+                upstream.request(self.command, self.path, body=body, headers=headers)
+                response = upstream.getresponse()
+                return response.status, response.getheaders(), response.read()
+            finally:
+                upstream.close()
+
+        def _answer(self, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
+            self.send_response(status)
+            for name, value in headers:
+                if name.lower() not in _HOP_BY_HOP:
+                    self.send_header(name, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+
+    return Handler
+
+
+def client_for(url: str) -> CloudantV1:
+    """An ibmcloudant client without authentication for ``url`` (the proxy's or the server's)."""
+    service = CloudantV1(authenticator=NoAuthAuthenticator())
+    service.set_service_url(url)
+    return service
+
+
+def all_docs(client: CloudantV1, db: str) -> dict[str, dict[str, Any]]:
+    """Every document of ``db`` (design documents included), by id, read straight from it."""
+    rows = client.post_all_docs(db=db, include_docs=True).get_result()["rows"]
+    return {row["id"]: row["doc"] for row in rows}

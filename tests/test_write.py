@@ -1,0 +1,435 @@
+"""create and bulk_create: each document stored exactly once, never overwritten.
+
+Fault tests put tests/faultproxy.py between the client and the real local server: the write
+reaches the server, and its answer is replaced by a 503 or lost with the connection.
+"""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import json
+import re
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import pytest
+import requests
+import responses
+from faultproxy import FaultProxy, all_docs, client_for
+from ibm_cloud_sdk_core import ApiException
+from ibmcloudant.cloudant_v1 import CloudantV1
+from localserver import free_port
+
+from couchids import (
+    KUUID_MS,
+    V7S,
+    BulkWriteError,
+    ConflictError,
+    DatabaseNotFoundError,
+    InvalidArgumentError,
+    InvalidTypeError,
+    ServerError,
+    UnauthorizedError,
+    WriteResult,
+    bulk_create,
+    create,
+    decode,
+)
+from couchids.write import MAX_RETRY_AFTER, _RetryPolicy
+
+WHEN = datetime(2024, 5, 1, 12, 30, 15, tzinfo=UTC)
+
+
+@pytest.fixture
+def proxy(couch_url: str) -> Iterator[FaultProxy]:
+    with FaultProxy(couch_url) as running:
+        yield running
+
+
+@pytest.fixture
+def via_proxy(proxy: FaultProxy) -> CloudantV1:
+    """A client whose requests all pass through the fault proxy."""
+    return client_for(proxy.url)
+
+
+def update_seq(client: CloudantV1, db: str) -> object:
+    return client.get_database_information(db=db).get_result()["update_seq"]
+
+
+# --- create -------------------------------------------------------------------------------
+
+
+def test_create_stores_the_document_under_a_new_id_of_the_type_and_time(
+    client: CloudantV1, db: str
+) -> None:
+    doc = {"name": "Ada", "tags": ["a", "b"], "nested": {"n": 1}}
+    before = copy.deepcopy(doc)
+    result = create(client, db, doc, type="user", timestamp=WHEN)
+    assert doc == before, "the caller's document is not changed"
+    decoded = decode(result.id)
+    assert (decoded.type, decoded.timestamp, str(decoded.form)) == ("user", WHEN, "kuuid")
+    stored = client.get_document(db=db, doc_id=result.id).get_result()
+    assert stored == {**doc, "_id": result.id, "_rev": result.rev}
+    assert result.rev is not None and result.rev.startswith("1-")
+    assert (result.duplicate, result.ok) == (False, True)
+
+
+def test_create_uses_the_form(client: CloudantV1, db: str) -> None:
+    result = create(client, db, {}, type="order", timestamp=WHEN, form=V7S)
+    assert str(decode(result.id).form) == "v7s"
+    assert decode(result.id).timestamp == WHEN
+
+
+def test_ids_of_successive_creates_sort_by_time(client: CloudantV1, db: str) -> None:
+    times = ["2024-01-01T00:00:01Z", "2023-12-31T23:59:59Z", "2024-06-01T00:00:00Z"]
+    ids = {t: create(client, db, {"t": t}, timestamp=t).id for t in times}
+    assert sorted(ids, key=ids.__getitem__) == sorted(times)
+
+
+def test_an_own_id_is_kept(client: CloudantV1, db: str) -> None:
+    result = create(client, db, {"_id": "user:ada", "x": 1}, type="user")
+    assert result.id == "user:ada"
+    assert client.get_document(db=db, doc_id="user:ada").get_result()["x"] == 1
+
+
+def test_an_own_id_matching_type_and_time_is_accepted(client: CloudantV1, db: str) -> None:
+    own = KUUID_MS.new(WHEN, type="user")
+    result = create(client, db, {"_id": own}, type="user", timestamp=WHEN, form=KUUID_MS)
+    assert result.id == own
+
+
+@pytest.mark.parametrize(
+    ("doc", "kwargs", "words"),
+    [
+        ({"_id": "order:x"}, {"type": "user"}, "not of type 'user'"),
+        ({"_id": "x"}, {"type": "user"}, "not of type 'user'"),
+        (
+            {"_id": KUUID_MS.new("2020-01-01", type="user")},
+            {"timestamp": WHEN, "form": KUUID_MS},
+            "another time",
+        ),
+        ({"_id": "user:not-an-id"}, {"timestamp": WHEN}, "cannot be checked"),
+        ({"_id": "_design/x"}, {}, "not starting with '_'"),
+        ({"_id": ""}, {}, "non-empty string"),
+        ({"_id": 7}, {}, "non-empty string"),
+        ({"_rev": "1-abc"}, {}, "never overwrites"),
+        ({"x": {1, 2}}, {}, "not JSON"),
+        ({"x": float("nan")}, {}, "not JSON"),
+    ],
+)
+def test_create_refuses_documents_it_cannot_store_safely(
+    client: CloudantV1, db: str, doc: dict[str, object], kwargs: dict[str, object], words: str
+) -> None:
+    seq = update_seq(client, db)
+    with pytest.raises(InvalidArgumentError, match=re.escape(words)):
+        create(client, db, doc, **kwargs)  # type: ignore[arg-type]
+    assert update_seq(client, db) == seq, "nothing was written"
+
+
+@pytest.mark.parametrize("doc", [["a"], "text", None])
+def test_create_refuses_what_is_not_a_json_object(client: CloudantV1, db: str, doc: object) -> None:
+    with pytest.raises(InvalidArgumentError, match="JSON object"):
+        create(client, db, doc)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "words"),
+    [({"retries": -1}, "retries=-1"), ({"retries": 1.5}, "retries="), ({"backoff": -1}, "backoff")],
+)
+def test_create_refuses_bad_retry_settings(
+    client: CloudantV1, db: str, kwargs: dict[str, object], words: str
+) -> None:
+    with pytest.raises(InvalidArgumentError, match=re.escape(words)):
+        create(client, db, {}, **kwargs)  # type: ignore[arg-type]
+
+
+def test_create_refuses_a_bad_type(client: CloudantV1, db: str) -> None:
+    with pytest.raises(InvalidTypeError):
+        create(client, db, {}, type="bad type")
+
+
+def test_writing_the_same_document_again_is_a_duplicate_not_a_second_copy(
+    client: CloudantV1, db: str
+) -> None:
+    first = create(client, db, {"_id": "user:ada", "n": 1.0, "list": [1, 2]})
+    again = create(client, db, {"_id": "user:ada", "n": 1.0, "list": [1, 2]})
+    assert again == WriteResult("user:ada", first.rev, duplicate=True)
+    assert list(all_docs(client, db)) == ["user:ada"]
+
+
+def test_a_different_document_under_the_id_is_a_conflict_and_changes_nothing(
+    client: CloudantV1, db: str
+) -> None:
+    first = create(client, db, {"_id": "user:ada", "n": 1})
+    with pytest.raises(ConflictError, match="user:ada") as caught:
+        create(client, db, {"_id": "user:ada", "n": 2})
+    assert caught.value.doc_id == "user:ada"
+    stored = client.get_document(db=db, doc_id="user:ada").get_result()
+    assert stored == {"_id": "user:ada", "_rev": first.rev, "n": 1}
+
+
+@pytest.mark.parametrize("mode", ["503-after", "drop-after"])
+def test_a_lost_answer_after_the_server_stored_it_is_retried_and_stored_once(
+    client: CloudantV1, via_proxy: CloudantV1, proxy: FaultProxy, db: str, mode: str
+) -> None:
+    proxy.fail(mode, method="PUT", path=f"^/{db}/")  # type: ignore[arg-type]
+    result = create(via_proxy, db, {"n": 1}, type="user")
+    assert proxy.pending() == 0, "the answer was really lost"
+    stored = all_docs(client, db)
+    assert list(stored) == [result.id]
+    assert stored[result.id] == {"_id": result.id, "_rev": result.rev, "n": 1}
+    assert result.rev is not None and result.rev.startswith("1-"), "written once"
+    assert result.duplicate is True, "the first attempt stored it"
+    puts = proxy.requests("PUT", f"^/{db}/")
+    assert [e.outcome for e in puts] == [mode, "forwarded"]
+    assert len({e.path for e in puts}) == 1, "the retry used the same id"
+
+
+@pytest.mark.parametrize("mode", ["503-before", "drop-before"])
+def test_a_request_lost_before_the_server_is_retried_and_stored_once(
+    client: CloudantV1, via_proxy: CloudantV1, proxy: FaultProxy, db: str, mode: str
+) -> None:
+    proxy.fail(mode, method="PUT", path=f"^/{db}/", times=2)  # type: ignore[arg-type]
+    result = create(via_proxy, db, {"n": 1})
+    assert proxy.pending() == 0
+    assert list(all_docs(client, db)) == [result.id]
+    assert result.duplicate is False, "no earlier attempt reached the server"
+
+
+def test_a_lost_answer_on_an_existing_different_document_is_still_a_conflict(
+    client: CloudantV1, via_proxy: CloudantV1, proxy: FaultProxy, db: str
+) -> None:
+    first = create(client, db, {"_id": "user:ada", "n": 1})
+    seq = update_seq(client, db)
+    proxy.fail("503-after", method="PUT", path=f"^/{db}/")
+    with pytest.raises(ConflictError, match="user:ada"):
+        create(via_proxy, db, {"_id": "user:ada", "n": 2})
+    assert client.get_document(db=db, doc_id="user:ada").get_result() == {
+        "_id": "user:ada",
+        "_rev": first.rev,
+        "n": 1,
+    }
+    assert update_seq(client, db) == seq
+
+
+def test_the_retries_run_out_with_a_server_error_and_nothing_stored(
+    client: CloudantV1, via_proxy: CloudantV1, proxy: FaultProxy, db: str
+) -> None:
+    proxy.fail("503-before", method="PUT", path=f"^/{db}/", times=3)
+    with pytest.raises(ServerError, match="503") as caught:
+        create(via_proxy, db, {"n": 1}, retries=2, backoff=0)
+    assert caught.value.status == 503
+    assert isinstance(caught.value.__cause__, ApiException)
+    assert len(proxy.requests("PUT")) == 3, "the first attempt and two retries"
+    assert all_docs(client, db) == {}
+
+
+def test_a_missing_database_is_raised_at_once(
+    via_proxy: CloudantV1, proxy: FaultProxy, db: str
+) -> None:
+    with pytest.raises(DatabaseNotFoundError, match=f"{db}_gone"):
+        create(via_proxy, f"{db}_gone", {"n": 1})
+    assert len(proxy.requests("PUT")) == 1, "not retried"
+
+
+def test_an_unreachable_server_is_a_server_error_with_status_0() -> None:
+    nobody = client_for(f"http://127.0.0.1:{free_port()}")
+    with pytest.raises(ServerError, match="could not reach") as caught:
+        create(nobody, "db", {}, retries=1, backoff=0)
+    assert caught.value.status == 0
+    assert isinstance(caught.value.__cause__, requests.ConnectionError)
+
+
+@responses.activate
+def test_create_sends_one_put_without_rev_and_honours_a_429() -> None:
+    url = re.compile(r"http://couch\.test/orders/user%3A\w+$")
+    responses.put(
+        url, status=429, json={"error": "too_many_requests"}, headers={"Retry-After": "0"}
+    )
+    responses.put(url, status=201, json={"ok": True, "id": "x", "rev": "1-a"})
+    result = create(client_for("http://couch.test"), "orders", {"n": 1}, type="user")
+    assert result.rev == "1-a"
+    assert len(responses.calls) == 2
+    for call in responses.calls:
+        request = call.request
+        assert request.method == "PUT"
+        assert "rev=" not in (request.url or "")
+        body = request.body
+        raw = body.read() if hasattr(body, "read") else body
+        # Cloudant's SDK compresses request bodies by default.
+        assert request.headers["content-encoding"] == "gzip"
+        assert json.loads(gzip.decompress(raw)) == {"n": 1}
+    first, second = (c.request.url for c in responses.calls)
+    assert first == second, "the retry keeps the id"
+
+
+def test_retry_after_is_obeyed_up_to_a_cap() -> None:
+    policy = _RetryPolicy.checked(3, 0.05)
+
+    def rate_limited(after: str) -> ApiException:
+        answer = requests.Response()
+        answer.status_code = 429
+        answer.headers["Retry-After"] = after
+        return ApiException(429, http_response=answer)
+
+    assert policy.delay(rate_limited("3"), 0) == 3.0
+    assert policy.delay(rate_limited("100000"), 0) == MAX_RETRY_AFTER
+    # Not seconds: the ordinary backoff, 0.05 s halved at most by jitter.
+    assert 0.025 <= policy.delay(rate_limited("Wed, 21 Oct 2015 07:28:00 GMT"), 0) <= 0.05
+    assert 0.1 <= policy.delay(requests.ConnectionError(), 2) <= 0.2
+
+
+# --- bulk_create --------------------------------------------------------------------------
+
+
+def stored_in_order(client: CloudantV1, db: str, results: list[WriteResult]) -> list[dict]:
+    keys = [r.id for r in results]
+    rows = client.post_all_docs(db=db, keys=keys, include_docs=True).get_result()["rows"]
+    return [row["doc"] for row in rows]
+
+
+def test_bulk_create_stores_every_document_in_batches_in_input_order(
+    client: CloudantV1, via_proxy: CloudantV1, proxy: FaultProxy, db: str
+) -> None:
+    docs = [{"n": i} for i in range(1201)]
+    before = copy.deepcopy(docs)
+    results = bulk_create(via_proxy, db, docs, type="event", batch_size=500)
+    assert docs == before, "the caller's documents are not changed"
+    assert len(proxy.requests("POST", "_bulk_docs")) == 3
+    assert len({r.id for r in results}) == 1201
+    assert all(decode(r.id).type == "event" and not r.duplicate and r.ok for r in results)
+    stored = stored_in_order(client, db, results)
+    assert [d["n"] for d in stored] == list(range(1201))
+    assert [d["_rev"] for d in stored] == [r.rev for r in results]
+    assert len(all_docs(client, db)) == 1201
+
+
+def test_bulk_create_of_nothing_sends_nothing(
+    via_proxy: CloudantV1, proxy: FaultProxy, db: str
+) -> None:
+    assert bulk_create(via_proxy, db, []) == []
+    assert proxy.log == []
+
+
+@pytest.mark.parametrize("mode", ["503-after", "drop-after"])
+def test_a_batch_whose_answer_was_lost_is_stored_once(
+    client: CloudantV1, via_proxy: CloudantV1, proxy: FaultProxy, db: str, mode: str
+) -> None:
+    docs = [{"n": i} for i in range(25)]
+    # The second of three batches loses its answer after the server stored it.
+    proxy.fail(mode, method="POST", path="_bulk_docs", after=1)  # type: ignore[arg-type]
+    results = bulk_create(via_proxy, db, docs, batch_size=10)
+    posts = proxy.requests("POST", "_bulk_docs")
+    assert [e.outcome for e in posts] == ["forwarded", mode, "forwarded", "forwarded"]
+    assert [r.duplicate for r in results] == [False] * 10 + [True] * 10 + [False] * 5
+    assert all(r.ok for r in results)
+    stored = stored_in_order(client, db, results)
+    assert [d["n"] for d in stored] == list(range(25))
+    assert [d["_rev"] for d in stored] == [r.rev for r in results]
+    assert all(r.rev is not None and r.rev.startswith("1-") for r in results)
+    assert len(all_docs(client, db)) == 25, "nothing stored twice"
+
+
+def test_bulk_conflicts_are_reported_after_every_batch_and_change_nothing(
+    client: CloudantV1, via_proxy: CloudantV1, proxy: FaultProxy, db: str
+) -> None:
+    taken = create(client, db, {"_id": "user:taken", "n": "theirs"})
+    same = create(client, db, {"_id": "user:same", "n": "same"})
+    docs = [{"n": i} for i in range(6)]
+    docs.insert(1, {"_id": "user:taken", "n": "ours"})
+    docs.insert(5, {"_id": "user:same", "n": "same"})
+    proxy.fail("503-after", method="POST", path="_bulk_docs")  # a lost answer on top
+    with pytest.raises(BulkWriteError, match="1 of 8 documents were not stored") as caught:
+        bulk_create(via_proxy, db, docs, batch_size=3)
+    results = caught.value.results
+    assert [r.id for r in caught.value.failed] == ["user:taken"]
+    error = results[1].error
+    assert isinstance(error, ConflictError) and error.doc_id == "user:taken"
+    assert results[5] == WriteResult("user:same", same.rev, duplicate=True)
+    assert client.get_document(db=db, doc_id="user:taken").get_result() == {
+        "_id": "user:taken",
+        "_rev": taken.rev,
+        "n": "theirs",
+    }
+    stored = all_docs(client, db)
+    assert len(stored) == 8, "six new documents and the two that stood there"
+    others = [r for i, r in enumerate(results) if i not in (1, 5)]
+    assert sorted(stored[r.id]["n"] for r in others) == list(range(6))
+
+
+def test_rows_the_server_refuses_are_reported_per_document(client: CloudantV1, db: str) -> None:
+    client.put_design_document(
+        db=db,
+        ddoc="rules",
+        design_document={
+            "validate_doc_update": "function (doc) {"
+            " if (doc.bad) { throw({forbidden: 'no bad documents'}); } }"
+        },
+    )
+    docs = [{"n": 0}, {"n": 1, "bad": True}, {"n": 2}]
+    with pytest.raises(BulkWriteError, match="no bad documents") as caught:
+        bulk_create(client, db, docs)
+    results = caught.value.results
+    assert [r.ok for r in results] == [True, False, True]
+    error = results[1].error
+    assert isinstance(error, UnauthorizedError) and error.status == 403
+    assert results[1].rev is None
+    stored = all_docs(client, db)
+    assert {results[0].id, results[2].id, "_design/rules"} == set(stored)
+
+
+def test_duplicate_ids_in_the_input_are_refused_before_anything_is_sent(
+    via_proxy: CloudantV1, proxy: FaultProxy, db: str
+) -> None:
+    docs = [{"n": i} for i in range(700)] + [{"_id": "a"}, {"n": "x"}, {"_id": "a"}]
+    with pytest.raises(InvalidArgumentError, match=r"documents 700 and 702 both have _id 'a'"):
+        bulk_create(via_proxy, db, docs, batch_size=100)
+    assert proxy.log == []
+
+
+@pytest.mark.parametrize(
+    ("bad", "words"),
+    [
+        ({"x": object()}, "document 600 is not JSON"),
+        ({"_rev": "1-a"}, "document 600 has a _rev"),
+        ("text", "document 600 is a str"),
+    ],
+)
+def test_a_bad_document_stops_the_call_before_anything_is_sent(
+    via_proxy: CloudantV1, proxy: FaultProxy, db: str, bad: object, words: str
+) -> None:
+    docs: list[object] = [{"n": i} for i in range(600)] + [bad]
+    with pytest.raises(InvalidArgumentError, match=words):
+        bulk_create(via_proxy, db, docs, batch_size=100)  # type: ignore[arg-type]
+    assert proxy.log == []
+
+
+@pytest.mark.parametrize(("docs", "size"), [({"n": 1}, 10), ([{}], 0), ([{}], True)])
+def test_bulk_create_refuses_bad_arguments(
+    client: CloudantV1, db: str, docs: object, size: int
+) -> None:
+    with pytest.raises(InvalidArgumentError):
+        bulk_create(client, db, docs, batch_size=size)  # type: ignore[arg-type]
+
+
+def test_a_whole_request_failure_is_raised_as_its_server_error(client: CloudantV1, db: str) -> None:
+    with pytest.raises(DatabaseNotFoundError):
+        bulk_create(client, f"{db}_gone", [{"n": 1}])
+
+
+def test_a_bulk_call_rerun_with_own_ids_reports_duplicates(
+    client: CloudantV1, via_proxy: CloudantV1, proxy: FaultProxy, db: str
+) -> None:
+    docs = [{"_id": V7S.new(type="job"), "n": i} for i in range(30)]
+    # After two batches the server stops answering: the call fails with 20 documents stored.
+    proxy.fail("503-before", method="POST", path="_bulk_docs", after=2, times=100)
+    with pytest.raises(ServerError, match="503"):
+        bulk_create(via_proxy, db, docs, batch_size=10, retries=1, backoff=0)
+    assert len(all_docs(client, db)) == 20
+    # Running the whole call again stores each document once.
+    rerun = bulk_create(client, db, docs, batch_size=10)
+    assert [r.duplicate for r in rerun] == [True] * 20 + [False] * 10
+    stored = all_docs(client, db)
+    assert [stored[d["_id"]]["n"] for d in docs] == list(range(30))
+    assert all(stored[r.id]["_rev"] == r.rev and r.rev.startswith("1-") for r in rerun)
