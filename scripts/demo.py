@@ -64,7 +64,9 @@ def run(client: CloudantV1) -> None:
     results = couchids.bulk_create(client, DB, docs)
     print(f"stored {sum(not r.duplicate for r in results)} documents")
     again = couchids.bulk_create(client, DB, docs)
-    print(f"writing them again stores {sum(not r.duplicate for r in again)} more (retries are safe)")
+    print(
+        f"writing them again stores {sum(not r.duplicate for r in again)} more (retries are safe)"
+    )
     one = couchids.create(client, DB, {"kind": "user", "name": "ada"}, type="user")
     print(f"create() gave {one.id}")
     short = couchids.create_short(client, DB, {"title": "hello"})

@@ -1,4 +1,4 @@
-"""Every ``python`` block of README.md runs, in order, in one namespace, against the local server."""
+"""Every ``python`` block of README.md runs in order, in one namespace, on the local server."""
 
 from __future__ import annotations
 
