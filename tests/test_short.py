@@ -1,0 +1,340 @@
+"""Short daily ids: the helpers, and create_short against the local server.
+
+Races between writers on one CouchDB node end in 409s; the cluster case (two first writes of one
+id kept as conflicting revisions) is produced for real by writing a rival revision with
+``new_edits=false``, which is how replication stores revisions.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import random
+import re
+import threading
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+import requests
+from faultproxy import FaultProxy, all_docs, client_for
+from ibmcloudant.cloudant_v1 import CloudantV1
+
+from couchids import AllocationFailed, InvalidArgumentError, bulk_create, create_short
+from couchids.constants import SHORT_ID_ALPHABET
+from couchids.short import ALLOC_FIELD, SHORT_ID, format_day, random_nonce
+
+NOW = datetime(2026, 1, 7, 15, 4, 5, tzinfo=UTC)
+DAY = "260107"
+
+
+@pytest.fixture
+def proxy(couch_url: str) -> Iterator[FaultProxy]:
+    with FaultProxy(couch_url) as running:
+        yield running
+
+
+def scripted(*nonces: str) -> Callable[[int], str]:
+    """An rng that returns ``nonces`` in order, then keeps returning the last one."""
+    queue = list(nonces)
+
+    def next_nonce(length: int) -> str:
+        nonce = queue.pop(0) if len(queue) > 1 else queue[0]
+        assert len(nonce) == length, f"the test expected a {len(nonce)}-letter try"
+        return nonce
+
+    return next_nonce
+
+
+def db_state(client: CloudantV1, db: str) -> tuple[object, dict[str, Any]]:
+    """The update sequence and every document: equal before and after means nothing written."""
+    seq = client.get_database_information(db=db).get_result()["update_seq"]
+    return seq, all_docs(client, db)
+
+
+# --- helpers ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("now", "day"),
+    [
+        (datetime(2026, 1, 7, 0, 0, tzinfo=UTC), "260107"),
+        (datetime(2026, 1, 7, 23, 59, 59, 999999, tzinfo=UTC), "260107"),
+        (datetime(1999, 12, 31, 12), "991231"),  # naive means UTC
+        (datetime(2026, 1, 7, 23, 30, tzinfo=timezone(timedelta(hours=-2))), "260108"),
+        (datetime(2026, 1, 8, 1, 30, tzinfo=timezone(timedelta(hours=5))), "260107"),
+        ("2024-02-29", "240229"),
+        (0, "700101"),
+        (1_767_744_000_000, "260107"),  # 2026-01-07T00:00:00Z in epoch ms
+    ],
+)
+def test_format_day_is_the_utc_date(now: Any, day: str) -> None:
+    assert format_day(now) == day
+
+
+def test_format_day_defaults_to_today() -> None:
+    before = datetime.now(UTC).strftime("%y%m%d")
+    day = format_day()
+    after = datetime.now(UTC).strftime("%y%m%d")
+    assert day in (before, after)
+
+
+@pytest.mark.parametrize("length", [1, 2, 3, 8])
+def test_random_nonce_has_the_length_and_only_safe_letters(length: int) -> None:
+    for _ in range(200):
+        nonce = random_nonce(length)
+        assert len(nonce) == length
+        assert set(nonce) <= set("bcdfghjkmnpqrstvwxyz")
+
+
+def test_random_nonce_uses_every_letter_of_the_alphabet() -> None:
+    seen = {random_nonce(1) for _ in range(2000)}
+    assert seen == set(SHORT_ID_ALPHABET)
+
+
+def test_random_nonce_draws_each_letter_from_the_given_random_source() -> None:
+    expected = random.Random(42)
+    letters = "".join(expected.choice(SHORT_ID_ALPHABET) for _ in range(3))
+    assert random_nonce(3, random.Random(42)) == letters
+
+
+@pytest.mark.parametrize(("rng", "words"), [(lambda n: "ba", "returned 'ba'"), (7, "rng=7")])
+def test_random_nonce_refuses_bad_sources(rng: Any, words: str) -> None:
+    with pytest.raises(InvalidArgumentError, match=re.escape(words)):
+        random_nonce(2, rng)
+
+
+@pytest.mark.parametrize("length", [0, -1, True, 2.0])
+def test_random_nonce_refuses_bad_lengths(length: Any) -> None:
+    with pytest.raises(InvalidArgumentError, match="length="):
+        random_nonce(length)
+
+
+@pytest.mark.parametrize(
+    ("text", "matches"),
+    [
+        ("260107-bc", True),
+        ("260107-bcf", True),
+        ("260107-b", False),
+        ("260107-bcdf", False),
+        ("260107-ab", False),  # a is not in the alphabet
+        ("26017-bc", False),
+        ("260107_bc", False),
+    ],
+)
+def test_short_id_pattern(text: str, matches: bool) -> None:
+    assert (SHORT_ID.fullmatch(text) is not None) is matches
+
+
+# --- create_short -------------------------------------------------------------------------
+
+
+def test_create_short_stores_the_document_under_a_two_letter_id_of_the_day(
+    client: CloudantV1, db: str
+) -> None:
+    doc = {"title": "hello", "tags": ["x"]}
+    before = copy.deepcopy(doc)
+    result = create_short(client, db, doc, now=NOW)
+    assert doc == before, "the caller's document is not changed"
+    assert re.fullmatch(rf"{DAY}-[{SHORT_ID_ALPHABET}]{{2}}", result.id)
+    assert result.duplicate is False
+    stored = client.get_document(db=db, doc_id=result.id).get_result()
+    token = stored.pop(ALLOC_FIELD)
+    assert re.fullmatch(r"[0-9a-f]{32}", token)
+    assert stored == {**doc, "_id": result.id, "_rev": result.rev}
+
+
+def test_create_short_tries_another_nonce_when_the_id_is_taken(client: CloudantV1, db: str) -> None:
+    taken = client.put_document(db=db, doc_id=f"{DAY}-bc", document={"theirs": 1}).get_result()
+    result = create_short(client, db, {"ours": 1}, now=NOW, rng=scripted("bc", "bd"))
+    assert result.id == f"{DAY}-bd"
+    assert client.get_document(db=db, doc_id=f"{DAY}-bc").get_result() == {
+        "_id": f"{DAY}-bc",
+        "_rev": taken["rev"],
+        "theirs": 1,
+    }
+
+
+@pytest.mark.parametrize("mode", ["503-after", "drop-after"])
+def test_a_lost_answer_is_retried_with_the_same_id_and_stored_once(
+    client: CloudantV1, proxy: FaultProxy, db: str, mode: str
+) -> None:
+    proxy.fail(mode, method="PUT", path=f"^/{db}/")  # type: ignore[arg-type]
+    result = create_short(client_for(proxy.url), db, {"n": 1}, now=NOW)
+    assert proxy.pending() == 0
+    puts = proxy.requests("PUT", f"^/{db}/")
+    assert [e.outcome for e in puts] == [mode, "forwarded"]
+    assert len({e.path for e in puts}) == 1, "the retry used the same id"
+    assert result.duplicate is True
+    stored = all_docs(client, db)
+    assert list(stored) == [result.id]
+    assert stored[result.id]["_rev"] == result.rev and result.rev.startswith("1-")
+
+
+def test_forty_concurrent_writers_get_two_hundred_distinct_ids(
+    couch_url: str, client: CloudantV1, db: str
+) -> None:
+    results: dict[tuple[int, int], str] = {}
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+    start = threading.Barrier(40)
+
+    def writer(number: int) -> None:
+        own = client_for(couch_url)
+        start.wait()
+        try:
+            for seq in range(5):
+                result = create_short(own, db, {"writer": number, "seq": seq}, now=NOW)
+                with lock:
+                    results[(number, seq)] = result.id
+        except BaseException as exc:  # reported below, with the test's own assertion
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(40)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert len(results) == 200
+    assert len(set(results.values())) == 200, "every id is distinct"
+    stored = all_docs(client, db)
+    assert len(stored) == 200
+    for (number, seq), doc_id in results.items():
+        assert SHORT_ID.fullmatch(doc_id) and doc_id.startswith(f"{DAY}-")
+        doc = stored[doc_id]
+        assert (doc["writer"], doc["seq"]) == (number, seq), "every document intact"
+        assert doc["_rev"].startswith("1-"), "none overwritten"
+
+
+def fill_two_letter_ids(client: CloudantV1, db: str) -> None:
+    ids = [f"{DAY}-{a}{b}" for a, b in itertools.product(SHORT_ID_ALPHABET, repeat=2)]
+    bulk_create(client, db, [{"_id": doc_id, "filler": True} for doc_id in ids])
+    assert len(all_docs(client, db)) == 400
+
+
+def test_when_every_two_letter_id_is_taken_a_three_letter_id_is_made(
+    client: CloudantV1, db: str
+) -> None:
+    fill_two_letter_ids(client, db)
+    result = create_short(client, db, {"n": 1}, now=NOW)
+    assert re.fullmatch(rf"{DAY}-[{SHORT_ID_ALPHABET}]{{3}}", result.id)
+    stored = all_docs(client, db)
+    assert len(stored) == 401
+    assert all(doc.get("filler") for doc_id, doc in stored.items() if doc_id != result.id)
+    # Another day still has every two-letter id free.
+    tomorrow = create_short(client, db, {"n": 2}, now=NOW + timedelta(days=1))
+    assert re.fullmatch(rf"260108-[{SHORT_ID_ALPHABET}]{{2}}", tomorrow.id)
+
+
+def test_allocation_fails_when_every_try_is_taken_and_leaves_nothing_behind(
+    client: CloudantV1, db: str
+) -> None:
+    for doc_id in (f"{DAY}-bb", f"{DAY}-bbb"):
+        client.put_document(db=db, doc_id=doc_id, document={"theirs": doc_id})
+    before = db_state(client, db)
+    tries: list[int] = []
+
+    def only_taken(length: int) -> str:
+        tries.append(length)
+        return "b" * length
+
+    with pytest.raises(AllocationFailed, match=f"no free short id for {DAY}"):
+        create_short(client, db, {"n": 1}, now=NOW, rng=only_taken)
+    assert tries == [2] * 10 + [3] * 10
+    assert db_state(client, db) == before
+
+
+def test_allocation_fails_when_the_day_is_full(client: CloudantV1, db: str) -> None:
+    fill_two_letter_ids(client, db)
+    three = [f"{DAY}-{n}" for n in ("bbb", "bbc")]
+    bulk_create(client, db, [{"_id": doc_id, "filler": True} for doc_id in three])
+    before = db_state(client, db)
+    taken_three = itertools.cycle(three)
+
+    def rng(length: int) -> str:
+        # Any two-letter id is taken; three-letter tries meet the two taken ones.
+        return random_nonce(2) if length == 2 else next(taken_three)[-3:]
+
+    with pytest.raises(AllocationFailed):
+        create_short(client, db, {"n": 1}, now=NOW, rng=rng)
+    assert db_state(client, db) == before
+
+
+class RivalWriter(CloudantV1):  # type: ignore[misc]
+    """A client whose first PUT is followed by a rival first write of the same id elsewhere
+    in the cluster, replicated in as a conflicting revision ``rival_rev``."""
+
+    def __init__(self, url: str, rival_rev: str) -> None:
+        super().__init__(authenticator=client_for(url).authenticator)
+        self.set_service_url(url)
+        self.rival_rev = rival_rev
+        self.raced: str | None = None
+
+    def put_document(self, **kwargs: Any) -> Any:
+        answer = super().put_document(**kwargs)
+        if self.raced is None:
+            self.raced = kwargs["doc_id"]
+            rival = {"_id": self.raced, "_rev": self.rival_rev, ALLOC_FIELD: "rival"}
+            self.post_bulk_docs(db=kwargs["db"], bulk_docs={"docs": [rival], "new_edits": False})
+        return answer
+
+
+def test_a_writer_that_loses_a_cluster_race_deletes_its_revision_and_moves_on(
+    couch_url: str, client: CloudantV1, db: str
+) -> None:
+    # The highest revision hash wins among revisions of one generation.
+    racing = RivalWriter(couch_url, "1-" + "f" * 32)
+    result = create_short(racing, db, {"n": 1}, now=NOW, rng=scripted("bc", "bd"))
+    assert racing.raced == f"{DAY}-bc"
+    assert result.id == f"{DAY}-bd"
+    lost = client.get_document(
+        db=db, doc_id=f"{DAY}-bc", conflicts=True, deleted_conflicts=True
+    ).get_result()
+    assert lost[ALLOC_FIELD] == "rival" and lost["_rev"] == "1-" + "f" * 32
+    assert "_conflicts" not in lost, "our losing revision is gone"
+    # The leaves of the revision tree: the rival's, and ours ended by a deletion.
+    leaves = requests.get(
+        f"{couch_url}/{db}/{DAY}-bc",
+        params={"open_revs": "all"},
+        headers={"Accept": "application/json"},
+        timeout=30,
+    ).json()
+    assert sorted(
+        (leaf["ok"]["_rev"][:2], leaf["ok"].get("_deleted", False)) for leaf in leaves
+    ) == [
+        ("1-", False),
+        ("2-", True),
+    ]
+    assert client.get_document(db=db, doc_id=result.id).get_result()["n"] == 1
+
+
+def test_a_writer_that_wins_a_cluster_race_keeps_the_id_and_leaves_the_rival_alone(
+    couch_url: str, client: CloudantV1, db: str
+) -> None:
+    racing = RivalWriter(couch_url, "1-" + "0" * 32)
+    result = create_short(racing, db, {"n": 1}, now=NOW, rng=scripted("bc"))
+    assert result.id == racing.raced == f"{DAY}-bc"
+    stored = client.get_document(db=db, doc_id=result.id, conflicts=True).get_result()
+    assert stored["n"] == 1 and stored["_rev"] == result.rev
+    assert stored["_conflicts"] == ["1-" + "0" * 32], "another writer's revision is not ours"
+
+
+@pytest.mark.parametrize(
+    ("doc", "words"),
+    [
+        ({"_id": "x"}, "'_id'"),
+        ({"_rev": "1-a"}, "'_rev'"),
+        ({ALLOC_FIELD: "t"}, ALLOC_FIELD),
+        ({"x": {1}}, "not JSON"),
+        (["x"], "JSON object"),
+    ],
+)
+def test_create_short_refuses_documents_it_would_have_to_change(
+    client: CloudantV1, db: str, doc: Any, words: str
+) -> None:
+    before = db_state(client, db)
+    with pytest.raises(InvalidArgumentError, match=re.escape(words)):
+        create_short(client, db, doc, now=NOW)
+    assert db_state(client, db) == before
