@@ -8,8 +8,9 @@ blocks are made a batch at a time with byte-level operations that run in C:
    ``4 * 62`` maps to ``byte % 62``; the rest are dropped), so each character is uniform;
 2. each block's first character is drawn uniformly from ``0-4`` the same way, giving a uniform
    number in ``[0, 5 * 62**5)``;
-3. blocks above ``4gfFC3`` (``2**32 - 1``) are dropped, which leaves each surviving block
-   uniform in ``[0, 2**32)``: exactly the distribution kuuid draws from.
+3. suffixes of four blocks with any block above ``4gfFC3`` (``2**32 - 1``) are dropped, which
+   leaves each block of a surviving suffix uniform in ``[0, 2**32)``: exactly the distribution
+   kuuid draws from.
 
 The pool is per process: a forked child drops what it inherited, so it never repeats its
 parent's blocks.
@@ -19,10 +20,13 @@ from __future__ import annotations
 
 import os
 import re
+import struct
 import threading
 from collections.abc import Iterator
+from itertools import compress
+from operator import not_
 
-from .constants import ALPHABET, BLOCK_LEN, MAX_BLOCKS
+from .constants import ALPHABET, BLOCK_LEN, MAX_BLOCK, MAX_BLOCKS
 
 _DIGITS = ALPHABET.encode()
 _BASE62_LIMIT = 4 * 62  # the largest multiple of 62 that fits in a byte
@@ -32,16 +36,16 @@ _LEAD_LIMIT = 255  # the largest multiple of 5 that fits in a byte
 _TO_LEAD = bytes(_DIGITS[b % 5] if b < _LEAD_LIMIT else 0 for b in range(256))
 _NOT_LEAD = bytes([255])
 
-# One alternative per possible block: group 1 captures a block <= "4gfFC3", an invalid block
-# matches the bare ".{6}" and contributes an empty group. Every alternative is 6 characters
-# long, so matching stays aligned to block boundaries.
-_BLOCKS = re.compile(
-    rb"((?:[0-3].{5}"
-    rb"|4(?:[0-9A-Za-f].{4}|g(?:[0-9A-Za-e].{3}|f(?:[0-9A-E].{2}|F(?:[0-9AB].|C[0-3]))))))"
-    rb"|.{6}",
-    re.DOTALL,
-)
-_SUFFIX = re.compile(f".{{{BLOCK_LEN * MAX_BLOCKS}}}", re.DOTALL)
+# Which blocks could be above 4gfFC3, found for a whole batch at once by byte operations:
+# per block, its lead is '4' (0xFF mask) AND its second character is 'g' (1) or above (2).
+# A block scored 0 is valid, 2 is invalid, 1 ("4g...") needs the full comparison; 1 in 300
+# blocks is a "4g" block, so that comparison runs in Python rarely.
+_LEAD_IS_4 = bytes(0xFF if b == ord("4") else 0 for b in range(256))
+_SECOND_RISK = bytes(2 if b > ord("g") else 1 if b == ord("g") else 0 for b in range(256))
+_SUFFIX_LEN = BLOCK_LEN * MAX_BLOCKS
+_SUFFIX = re.compile(f".{{{_SUFFIX_LEN}}}", re.DOTALL)
+# A suffix's four risk bytes read as one 4-byte word: zero means all four blocks are valid.
+assert struct.calcsize("I") == MAX_BLOCKS
 
 BATCH_BLOCKS = 4096
 
@@ -57,14 +61,38 @@ def _uniform(count: int, table: bytes, rejected: bytes, limit: int) -> bytes:
 
 
 def _make_suffixes(blocks: int = BATCH_BLOCKS) -> list[str]:
-    """A batch of random 24-character suffixes: four valid blocks each."""
-    raw = bytearray(blocks * BLOCK_LEN)
-    raw[0::BLOCK_LEN] = _uniform(blocks, _TO_LEAD, _NOT_LEAD, _LEAD_LIMIT)
-    rest = _uniform(blocks * (BLOCK_LEN - 1), _TO_BASE62, _NOT_BASE62, _BASE62_LIMIT)
+    """A batch of random 24-character suffixes: four valid blocks each.
+
+    A suffix is kept only if all four of its blocks are valid. The blocks are independent, so
+    each block of a kept suffix is still uniform over the valid blocks, i.e. over ``[0, 2**32)``.
+    """
+    count = blocks // MAX_BLOCKS * MAX_BLOCKS
+    raw = bytearray(count * BLOCK_LEN)
+    leads = _uniform(count, _TO_LEAD, _NOT_LEAD, _LEAD_LIMIT)
+    raw[0::BLOCK_LEN] = leads
+    rest = _uniform(count * (BLOCK_LEN - 1), _TO_BASE62, _NOT_BASE62, _BASE62_LIMIT)
     for i in range(1, BLOCK_LEN):
-        raw[i::BLOCK_LEN] = rest[(i - 1) * blocks : i * blocks]
-    valid = b"".join(_BLOCKS.findall(raw))
-    return _SUFFIX.findall(valid.decode("ascii"))
+        raw[i::BLOCK_LEN] = rest[(i - 1) * count : i * count]
+    risk = (
+        int.from_bytes(leads.translate(_LEAD_IS_4), "big")
+        & int.from_bytes(raw[1::BLOCK_LEN].translate(_SECOND_RISK), "big")
+    ).to_bytes(count, "big")
+    suffixes = _SUFFIX.findall(raw.decode("ascii"))
+    kept = list(compress(suffixes, map(not_, memoryview(risk).cast("I"))))
+    # The rare suffixes with a "4g" block and no block known to be invalid: compare exactly.
+    checked = set()
+    at = risk.find(1)
+    while at != -1:
+        index = at // MAX_BLOCKS
+        if index not in checked:
+            checked.add(index)
+            suffix = suffixes[index]
+            if 2 not in risk[index * MAX_BLOCKS : (index + 1) * MAX_BLOCKS] and all(
+                suffix[j : j + BLOCK_LEN] <= MAX_BLOCK for j in range(0, _SUFFIX_LEN, BLOCK_LEN)
+            ):
+                kept.append(suffix)
+        at = risk.find(1, at + 1)
+    return kept
 
 
 class SuffixPool:

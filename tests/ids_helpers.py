@@ -57,6 +57,9 @@ LEAD_PROBABILITIES = [62**5 / UINT32] * 4 + [(UINT32 - 4 * 62**5) / UINT32]
 #: Last character: value % 62 over a uniform uint32, counted exactly.
 LAST_PROBABILITIES = [(UINT32 // 62 + (r < UINT32 % 62)) / UINT32 for r in range(62)]
 HIGH_BINS = 64  # value >> 26: each bin is exactly 1/64 of the uint32 range
+#: Blocks from "4g0000" up: the only ones whose validity needs more than two characters.
+TOP_START = base62_decode("4g0000")
+TOP_PROBABILITIES = [(UINT32 - TOP_START) / UINT32, TOP_START / UINT32]
 
 
 def block_statistics(values: Iterable[int]) -> dict[str, tuple[float, float]]:
@@ -64,10 +67,12 @@ def block_statistics(values: Iterable[int]) -> dict[str, tuple[float, float]]:
     lead: Counter[int] = Counter()
     last: Counter[int] = Counter()
     high: Counter[int] = Counter()
+    top = 0
     for v in values:
         lead[v // 62**5] += 1
         last[v % 62] += 1
         high[v >> 26] += 1
+        top += v >= TOP_START
     return {
         "lead character": (
             chi_square([lead[d] for d in range(5)], LEAD_PROBABILITIES),
@@ -80,6 +85,10 @@ def block_statistics(values: Iterable[int]) -> dict[str, tuple[float, float]]:
         "high 6 bits": (
             chi_square([high[b] for b in range(HIGH_BINS)], [1 / HIGH_BINS] * HIGH_BINS),
             chi_square_bound(HIGH_BINS - 1),
+        ),
+        "4g0000 and above": (
+            chi_square([top, sum(lead.values()) - top], TOP_PROBABILITIES),
+            chi_square_bound(1),
         ),
     }
 
