@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 
 from .constants import V7_RANDOM_BITS, V7_TIME_BITS, V7_VERSION
 from .doctypes import type_prefix
@@ -31,14 +32,19 @@ __all__ = ["v7", "v7s"]
 RECENT = 1024
 _RANDOM_LIMIT = 1 << V7_RANDOM_BITS
 _FIRST_BITS = V7_RANDOM_BITS - 1  # headroom: a sequence can take 2**41 steps before it ends
-_STEP_BITS = 32
+_STEP_MASK = (1 << 32) - 1
+_BATCH_WORDS = 512
 _RAND_B_BITS = 62
 _RAND_B_MASK = (1 << _RAND_B_BITS) - 1
 _MAX_MS = (1 << V7_TIME_BITS) - 1
 
 
 class _Sequencer:
-    """The last 74-bit value used for each recent millisecond, shared by the threads."""
+    """The last 74-bit value used for each recent millisecond, shared by the threads.
+
+    Randomness comes from ``os.urandom`` a batch of 64-bit words at a time (one system call
+    per batch rather than per id); a forked child drops the batch it inherited.
+    """
 
     def __init__(self) -> None:
         self.reset()
@@ -47,13 +53,22 @@ class _Sequencer:
         self._lock = threading.Lock()
         self._recent: OrderedDict[int, int] = OrderedDict()
         self._clock_ms = 0
+        self._words: Iterator[int] = iter(())
+
+    def _word(self) -> int:
+        """A random 64-bit integer (called under the lock)."""
+        word = next(self._words, None)
+        if word is None:
+            self._words = iter(memoryview(os.urandom(8 * _BATCH_WORDS)).cast("Q"))
+            word = next(self._words)
+        return word
 
     def next(self, explicit_ms: int | None) -> tuple[int, int]:
         """The millisecond and 74-bit value of a new id."""
-        noise = int.from_bytes(os.urandom(10), "big")
         with self._lock:
+            # A clock that stepped back is held at the last millisecond used.
             ms = max(now_ms(), self._clock_ms) if explicit_ms is None else explicit_ms
-            value = self._after(ms, noise)
+            value = self._after(ms)
             if value is None:
                 if explicit_ms is not None:
                     raise InvalidTimeError(
@@ -61,21 +76,28 @@ class _Sequencer:
                         "bits ran out"
                     )
                 ms += 1
-                value = self._after(ms, noise)
-                assert value is not None  # a millisecond not used before always has room
+                value = self._after(ms)
+                if value is None:  # only if explicit ids used up the next millisecond too
+                    raise InvalidTimeError(
+                        f"no UUIDv7 is left for {to_datetime(ms).isoformat()} or the "
+                        "millisecond before: their 74 random bits ran out"
+                    )
             if explicit_ms is None:
                 self._clock_ms = ms
-            self._recent[ms] = value
-            self._recent.move_to_end(ms)
-            if len(self._recent) > RECENT:
-                self._recent.popitem(last=False)
+            recent = self._recent
+            recent[ms] = value
+            recent.move_to_end(ms)
+            if len(recent) > RECENT:
+                recent.popitem(last=False)
             return ms, value
 
-    def _after(self, ms: int, noise: int) -> int | None:
+    def _after(self, ms: int) -> int | None:
+        """The next value for ``ms``, or ``None`` when its 74 bits are used up."""
         last = self._recent.get(ms)
         if last is None:
-            return noise >> (80 - _FIRST_BITS)
-        value = last + 1 + (noise & ((1 << _STEP_BITS) - 1))
+            # Below 2**73, which leaves room for 2**41 steps before the 74 bits run out.
+            return ((self._word() << 64) | self._word()) >> (128 - _FIRST_BITS)
+        value = last + 1 + (self._word() & _STEP_MASK)
         return value if value < _RANDOM_LIMIT else None
 
 

@@ -30,6 +30,11 @@ def child_rand(conn: Connection, count: int) -> None:
     conn.close()
 
 
+def child_v7s(conn: Connection, timestamp: int, count: int) -> None:
+    conn.send([couchids.v7s(timestamp) for _ in range(count)])
+    conn.close()
+
+
 def test_no_duplicates_across_processes_and_threads() -> None:
     # The parent fills its pool and its UUIDv7 sequence first, so every child inherits both.
     parent_before = make_ids()
@@ -77,3 +82,18 @@ def test_child_forked_after_the_parent_drew_does_not_replay_the_parent() -> None
     assert len(child_draws) == 3_000
     # Without the at-fork hook both would hand out the same inherited suffixes, in order.
     assert not set(child_draws) & set(parent_after)
+
+
+def test_child_forked_after_the_parent_made_v7s_does_not_replay_the_parent() -> None:
+    t = 1_700_000_000_123
+    couchids.v7s(t)  # the parent now has a sequence for t and a batch of random words
+    recv, send = FORK.Pipe(duplex=False)
+    child = FORK.Process(target=child_v7s, args=(send, t, 2_000))
+    child.start()
+    parent_after = [couchids.v7s(t) for _ in range(2_000)]
+    child_made = recv.recv()
+    child.join(timeout=60)
+    assert child.exitcode == 0
+    # Same millisecond on both sides: only fresh randomness in the child keeps them apart.
+    assert {m[:12] for m in child_made} == {m[:12] for m in parent_after} == {f"{t:012x}"}
+    assert not set(child_made) & set(parent_after)
