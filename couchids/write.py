@@ -212,11 +212,10 @@ def bulk_create(
             f"docs must be an iterable of documents (e.g. a list of dicts), not one {_kind(docs)}"
         )
     ids: list[str] = []
-    payloads: list[bytes] = []
+    bodies: list[dict[str, Any]] = []
     where: dict[str, int] = {}
     for index, doc in enumerate(docs):
-        label = f"document {index}"
-        doc_id = _assign_id(doc, type, None, form, label)
+        doc_id = _assign_id(doc, type, None, form, f"document {index}")
         if doc_id in where:
             raise InvalidArgumentError(
                 f"documents {where[doc_id]} and {index} both have _id {doc_id!r}; "
@@ -224,12 +223,16 @@ def bulk_create(
             )
         where[doc_id] = index
         ids.append(doc_id)
-        payloads.append(_encode({**doc, "_id": doc_id}, label))
+        bodies.append({**doc, "_id": doc_id})
+    # Every batch is encoded before the first is sent, so a document that is not JSON stops
+    # the call with nothing written.
+    batches = [
+        (range(start, min(start + batch_size, len(ids))), _encode_batch(bodies, start, batch_size))
+        for start in range(0, len(ids), batch_size)
+    ]
     results: list[WriteResult | None] = [None] * len(ids)
-    for start in range(0, len(ids), batch_size):
-        _Batch(client, db, ids, payloads, results, policy).write(
-            range(start, min(start + batch_size, len(ids)))
-        )
+    for indexes, encoded in batches:
+        _Batch(client, db, ids, bodies, results, policy).write(indexes, encoded)
     done = [result for result in results if result is not None]
     assert len(done) == len(ids), "every document of every batch has a result"
     failed = [result for result in done if result.error is not None]
@@ -336,7 +339,7 @@ def write_new(
         if stored is MISSING:
             # Deleted between our 409 and the read: the id is free again, so write again.
             continue
-        if same_content(payload, stored):
+        if same_content(json.loads(payload), stored):
             return WriteResult(doc_id, stored["_rev"], duplicate=True)
         raise _conflict(db, doc_id, stored)
     raise ConflictError(
@@ -346,9 +349,8 @@ def write_new(
     )
 
 
-def same_content(payload: bytes, stored: Mapping[str, Any]) -> bool:
-    """Whether ``stored`` holds the JSON object ``payload``, ignoring ``_id`` and ``_rev``."""
-    ours = json.loads(payload)
+def same_content(ours: Mapping[str, Any], stored: Mapping[str, Any]) -> bool:
+    """Whether ``stored`` holds ``ours`` (as read back from JSON), ignoring ``_id``/``_rev``."""
     return {k: v for k, v in ours.items() if k not in _META} == {
         k: v for k, v in stored.items() if k not in _META
     }
@@ -370,20 +372,22 @@ class _Batch:
         client: CloudantV1,
         db: str,
         ids: list[str],
-        payloads: list[bytes],
+        bodies: list[dict[str, Any]],
         results: list[WriteResult | None],
         policy: _RetryPolicy,
     ) -> None:
-        self.client, self.db, self.ids, self.payloads = client, db, ids, payloads
+        self.client, self.db, self.ids, self.bodies = client, db, ids, bodies
         self.results, self.policy = results, policy
 
-    def write(self, indexes: Iterable[int]) -> None:
+    def write(self, indexes: range, encoded: bytes) -> None:
+        """Write the documents ``indexes``, whose ``_bulk_docs`` body is ``encoded``."""
         pending = list(indexes)
         for _ in range(self.policy.retries + 1):
-            conflicted = self._send(pending)
+            conflicted = self._send(pending, encoded)
             pending = self._resolve(conflicted) if conflicted else []
             if not pending:
                 return
+            encoded = _encode_batch([self.bodies[i] for i in pending], 0, len(pending))
         for index in pending:
             self.results[index] = WriteResult(
                 self.ids[index],
@@ -395,9 +399,8 @@ class _Batch:
                 ),
             )
 
-    def _send(self, pending: list[int]) -> list[int]:
+    def _send(self, pending: list[int], body: bytes) -> list[int]:
         """Write the ``pending`` documents; return those that met an existing id."""
-        body = b'{"docs":[' + b",".join(self.payloads[i] for i in pending) + b"]}"
         rows = send(
             self.db,
             lambda: self.client.post_bulk_docs(db=self.db, bulk_docs=io.BytesIO(body)),
@@ -448,7 +451,7 @@ class _Batch:
             if stored is None:
                 # Not found or deleted since the 409: the id is free again.
                 again.append(index)
-            elif same_content(self.payloads[index], stored):
+            elif same_content(_as_json(self.bodies[index]), stored):
                 self.results[index] = WriteResult(doc_id, stored["_rev"], duplicate=True)
             else:
                 self.results[index] = WriteResult(
@@ -519,6 +522,23 @@ def _kind(value: object) -> str:
 
 def _without_id(doc: Doc) -> dict[str, Any]:
     return {k: v for k, v in doc.items() if k != "_id"}
+
+
+def _encode_batch(bodies: list[dict[str, Any]], start: int, size: int) -> bytes:
+    batch = bodies[start : start + size]
+    try:
+        # One dumps per batch is about twice as fast as one per document.
+        text = json.dumps(batch, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError):
+        for offset, body in enumerate(batch):
+            _encode(body, f"document {start + offset}")
+        raise
+    return b'{"docs":' + text.encode() + b"}"
+
+
+def _as_json(body: Mapping[str, Any]) -> Any:
+    """``body`` as the server stores it: through a JSON round trip (tuples become lists...)."""
+    return json.loads(json.dumps(body))
 
 
 def _encode(body: Mapping[str, Any], label: str) -> bytes:

@@ -1,0 +1,119 @@
+"""How much bulk_create costs over a raw ``_bulk_docs`` write of the same documents.
+
+Starts the local server (scripts/localserver.py), then in interleaved rounds writes 20,000
+documents into a fresh database twice: with ``couchids.bulk_create`` (ids assigned, bodies
+checked, rows checked) and with ``client.post_bulk_docs`` on the same documents with ids made
+beforehand, in batches of the same size. Prints the best time of each and their ratio.
+
+    .venv/bin/python bench/bench_bulk.py [--docs 20000] [--rounds 7] [--batch-size 500]
+
+Always exits 0: the PASS/MISS line is for a reader, not a gate (timings vary between machines).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ibm_cloud_sdk_core.authenticators import NoAuthAuthenticator
+from ibmcloudant.cloudant_v1 import CloudantV1
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+from localserver import LocalServer
+
+from couchids import KUUID, bulk_create
+
+TARGET = 1.2
+
+
+def make_docs(count: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "event",
+            "n": i,
+            "name": f"event number {i}",
+            "tags": ["bench", "bulk", str(i % 7)],
+            "payload": {"ok": i % 2 == 0, "score": i * 0.5},
+        }
+        for i in range(count)
+    ]
+
+
+def timed(client: CloudantV1, write: Callable[[str], object]) -> float:
+    db = f"bench_{uuid.uuid4().hex}"
+    client.put_database(db=db)
+    try:
+        start = time.perf_counter()
+        write(db)
+        elapsed = time.perf_counter() - start
+        count = client.get_database_information(db=db).get_result()["doc_count"]
+        return elapsed if count else float("nan")
+    finally:
+        client.delete_database(db=db)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--docs", type=int, default=20_000)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--batch-size", type=int, default=500)
+    args = parser.parse_args(argv)
+    docs = make_docs(args.docs)
+    size = args.batch_size
+
+    with LocalServer() as server:
+        client = CloudantV1(authenticator=NoAuthAuthenticator())
+        client.set_service_url(server.url)
+
+        def with_couchids(db: str) -> None:
+            results = bulk_create(client, db, docs, type="event", batch_size=size)
+            assert len(results) == len(docs)
+
+        def raw(db: str) -> None:
+            with_ids = raw_docs[db_round[0]]
+            for start in range(0, len(with_ids), size):
+                rows = client.post_bulk_docs(
+                    db=db, bulk_docs={"docs": with_ids[start : start + size]}
+                ).get_result()
+                assert not any("error" in row for row in rows)
+
+        # Ids for the raw writes are made before the clock starts, one set per round.
+        raw_docs = [
+            [{**doc, "_id": KUUID.new(type="event")} for doc in docs] for _ in range(args.rounds)
+        ]
+        db_round = [0]
+        # A warm-up of each, so neither pays for the server's first allocations.
+        timed(client, lambda db: bulk_create(client, db, docs[:size], batch_size=size))
+        timed(client, lambda db: client.post_bulk_docs(db=db, bulk_docs={"docs": docs[:size]}))
+
+        ours: list[float] = []
+        theirs: list[float] = []
+        for round_number in range(args.rounds):
+            db_round[0] = round_number
+            # Alternate which goes first, so drift in the server favours neither.
+            pair = [(ours, with_couchids), (theirs, raw)]
+            for times, write in pair if round_number % 2 == 0 else reversed(pair):
+                times.append(timed(client, write))
+            print(
+                f"round {round_number + 1}: bulk_create {ours[-1]:.3f}s, "
+                f"raw _bulk_docs {theirs[-1]:.3f}s",
+                flush=True,
+            )
+
+    ratio = min(ours) / min(theirs)
+    print(
+        f"{args.docs} documents in batches of {size}: bulk_create {min(ours):.3f}s, "
+        f"raw _bulk_docs {min(theirs):.3f}s (best of {args.rounds})"
+    )
+    verdict = "PASS" if ratio <= TARGET else "MISS"
+    print(f"ratio bulk_create / raw = {ratio:.3f} (target <= {TARGET}): {verdict}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
