@@ -1,0 +1,465 @@
+"""couchids.latest and couchids.window against the local server (PouchDB Server), compared
+with ground truth kept while inserting: which form, type and time every id was made with.
+
+The shared database mixes every id form, types that are prefixes of one another
+(``use``/``user``/``users``), untyped ids, ids made by the real kuuid package in Node, and
+noise that sorts inside the key ranges (stubs, design documents, foreign forms).
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from typing import Any
+
+import pytest
+from ibm_cloud_sdk_core.authenticators import NoAuthAuthenticator
+from ibmcloudant.cloudant_v1 import CloudantV1
+from kuuid_node import KuuidNode
+
+import couchids
+from couchids import (
+    KUUID,
+    KUUID_MS,
+    KUUID_MS_REVERSE,
+    KUUID_REVERSE,
+    SHORT,
+    SHORT_REVERSE,
+    V7,
+    V7S,
+    DatabaseNotFoundError,
+    InvalidTimeError,
+)
+from couchids.forms import IdForm
+from couchids.times import TimeLike
+
+FORMS = (KUUID, KUUID_REVERSE, KUUID_MS, KUUID_MS_REVERSE, SHORT, SHORT_REVERSE, V7, V7S)
+TYPES = ("user", "users", "use", None)
+#: kuuid's functions and the form of the ids each makes.
+KUUID_FUNCTIONS = {
+    "id": KUUID,
+    "idr": KUUID_REVERSE,
+    "idms": KUUID_MS,
+    "idmsr": KUUID_MS_REVERSE,
+    "ids": SHORT,
+    "idsr": SHORT_REVERSE,
+}
+T0 = 1_700_000_000_000  # 2023-11-14T22:13:20Z, on a second edge
+SECOND, DAY, WEEK = 1000, 86_400_000, 7 * 86_400_000
+FAR_FUTURE = 4_000_000_000_000
+#: Windows relative to T0: one millisecond at and after a second edge, across an edge,
+#: one second, a second without its edge, seconds, days, weeks, and everything recent.
+WINDOWS = (
+    (0, 1),
+    (1, 2),
+    (999, 1001),
+    (0, SECOND),
+    (1, SECOND),
+    (500, 4500),
+    (-DAY, DAY),
+    (-3 * WEEK, 4 * WEEK),
+    (-52 * WEEK, FAR_FUTURE - T0),
+)
+PAGE = 16
+#: The page size of the page-boundary table.
+PAGE_N = 4
+
+
+@dataclass(frozen=True)
+class Made:
+    """What an id was made as: the ground truth the queries are checked against."""
+
+    id: str
+    form: IdForm
+    type: str | None
+    ms: int
+    by_kuuid: bool = False
+
+    @property
+    def time(self) -> int:
+        """The time the id holds: ``ms`` at the form's precision."""
+        return self.ms - self.ms % self.form.unit_ms
+
+
+def service(url: str) -> CloudantV1:
+    client = CloudantV1(authenticator=NoAuthAuthenticator())
+    client.set_service_url(url)
+    return client
+
+
+def insert(client: CloudantV1, db: str, ids: list[str]) -> None:
+    """Create one small document per id with ``_bulk_docs``, in batches."""
+    for start in range(0, len(ids), 2000):
+        docs = [{"_id": i, "n": n} for n, i in enumerate(ids[start : start + 2000], start)]
+        result = client.post_bulk_docs(db=db, bulk_docs={"docs": docs}).get_result()
+        failed = [r for r in result if "error" in r]
+        assert not failed, failed[:3]
+
+
+def times(rng: random.Random) -> list[int]:
+    """Ids at, just after and just before second edges, crowded into a few seconds, and
+    spread over weeks either side of T0."""
+    edges = [T0 + k * SECOND + d for k in range(5) for d in (0, 1, 999)]
+    crowded = [T0 + rng.randrange(10 * SECOND) for _ in range(8)]
+    spread = [T0 + rng.randrange(-2 * WEEK, 3 * WEEK) for _ in range(12)]
+    return edges + crowded + spread
+
+
+def noise(form: IdForm) -> list[str]:
+    """Ids that sort inside some range of ``form`` but are none of its ids."""
+    unit = T0 // form.unit_ms
+    key = form.key(unit)
+    return [
+        "user:" + key,  # the key itself: as long as a prefix, no id
+        "user:" + form.key(unit + 1),  # the bound an inclusive end would return
+        key,
+        key + "-not-an-id",
+        f"{key}:{form.new(T0)}",  # a type that looks like an untyped key
+        "user:" + key + "x" * (form.length - len(key)),  # right length, wrong alphabet
+    ]
+
+
+@dataclass
+class Mixed:
+    client: CloudantV1
+    db: str
+    made: list[Made]
+
+    def truth(self, form: IdForm, doc_type: str | None, start: int, end: int) -> set[str]:
+        return {
+            m.id
+            for m in self.made
+            if m.form == form and m.type == doc_type and start <= m.time < end
+        }
+
+    def time_of(self, doc_id: str) -> int:
+        return self.by_id[doc_id].time
+
+    @property
+    def by_id(self) -> dict[str, Made]:
+        return {m.id: m for m in self.made}
+
+
+@pytest.fixture(scope="module")
+def mixed(couch_url: str, kuuid_node: KuuidNode) -> Iterator[Mixed]:
+    client = service(couch_url)
+    db = f"test_query_{uuid.uuid4().hex}"
+    client.put_database(db=db)
+    rng = random.Random(20240501)
+    made: list[Made] = []
+    for form in FORMS:
+        for doc_type in TYPES:
+            made += [Made(form.new(t, type=doc_type), form, doc_type, t) for t in times(rng)]
+    # Ids from kuuid itself, untyped and with a type written in front as a Node app would.
+    calls = [(fn, t) for fn in KUUID_FUNCTIONS for t in times(rng)[::2]]
+    from_node = kuuid_node.make(calls)
+    for n, ((fn, t), doc_id) in enumerate(zip(calls, from_node, strict=True)):
+        doc_type = "user" if n % 2 else None
+        prefixed = doc_id if doc_type is None else f"{doc_type}:{doc_id}"
+        made.append(Made(prefixed, KUUID_FUNCTIONS[fn], doc_type, t, by_kuuid=True))
+    foreign = ["_design/x", "_design/user", "user:admin", "user:notakuuid", "users:admin"]
+    # Forms that share keys (KUUID and SHORT) share their stubs: keep one of each.
+    foreign = list(dict.fromkeys(foreign + [i for form in FORMS for i in noise(form)]))
+    ids = [m.id for m in made] + foreign
+    assert len(set(ids)) == len(ids)
+    insert(client, db, ids)
+    yield Mixed(client, db, made)
+    client.delete_database(db=db)
+
+
+@pytest.mark.parametrize("form", FORMS, ids=str)
+def test_window_returns_exactly_the_ids_made_in_it(mixed: Mixed, form: IdForm) -> None:
+    found_by_kuuid = 0
+    for low, high in WINDOWS:
+        start, end = T0 + low, T0 + high
+        for doc_type in TYPES:
+            truth = mixed.truth(form, doc_type, start, end)
+            newest = [
+                d["_id"]
+                for d in couchids.window(
+                    mixed.client, mixed.db, start, end, type=doc_type, form=form, page_size=PAGE
+                )
+            ]
+            oldest = [
+                r["id"]
+                for r in couchids.window(
+                    mixed.client,
+                    mixed.db,
+                    start,
+                    end,
+                    type=doc_type,
+                    form=form,
+                    newest_first=False,
+                    include_docs=False,
+                )
+            ]
+            where = (str(form), doc_type, low, high)
+            assert len(newest) == len(set(newest)), where
+            assert set(newest) == truth, where
+            assert oldest == newest[::-1], where
+            stamps = [mixed.time_of(i) for i in newest]
+            assert stamps == sorted(stamps, reverse=True), where
+            found_by_kuuid += sum(mixed.by_id[i].by_kuuid for i in newest)
+    # Something of every kind was found, or the comparisons above prove little.
+    assert found_by_kuuid > 0 or form.kind != "kuuid"
+
+
+@pytest.mark.parametrize("form", FORMS, ids=str)
+def test_windows_without_an_id_time_are_empty(mixed: Mixed, form: IdForm) -> None:
+    # Inside one second, off its edge: ids of second precision hold none of these times.
+    got = list(couchids.window(mixed.client, mixed.db, T0 + 1, T0 + SECOND, type="user", form=form))
+    if form.millisecond:
+        assert {d["_id"] for d in got} == mixed.truth(form, "user", T0 + 1, T0 + SECOND)
+        assert got
+    else:
+        assert got == []
+    assert list(couchids.window(mixed.client, mixed.db, T0, T0, type="user", form=form)) == []
+
+
+def neighbours(form: IdForm) -> list[IdForm]:
+    """Other forms whose ids can never read as ids of ``form`` (another length)."""
+    if form.kind == "kuuid":
+        return [V7, SHORT if form.random == 4 else KUUID]
+    return [V7S if form.kind == "v7" else V7, SHORT]
+
+
+@pytest.mark.parametrize("form", FORMS, ids=str)
+def test_latest_is_the_newest_of_the_ground_truth(
+    client: CloudantV1, db: str, form: IdForm
+) -> None:
+    """In a database of one form per length (kuuid modes of one length read each other's ids
+    as times in 1970 or after 8800; see the next test), with types that are prefixes of one
+    another, untyped ids and noise."""
+    rng = random.Random(str(form))
+    made = [
+        Made(form.new(t, type=doc_type), form, doc_type, t)
+        for doc_type in TYPES
+        for t in times(rng)
+    ]
+    others = [
+        f.new(t, type=doc_type)
+        for f in neighbours(form)
+        for doc_type in TYPES
+        for t in (T0, T0 + WEEK)
+    ]
+    insert(client, db, [m.id for m in made] + others + noise(form) + ["_design/x", "user:admin"])
+    for doc_type in TYPES:
+        mine = [m for m in made if m.type == doc_type]
+        newest_times = sorted((m.time for m in mine), reverse=True)
+        time_of = {m.id: m.time for m in mine}
+        everything = [
+            d["_id"] for d in couchids.window(client, db, 0, FAR_FUTURE, type=doc_type, form=form)
+        ]
+        assert set(everything) == set(time_of)
+        for n in (1, 2, 17, len(mine) - 1, len(mine), len(mine) + 5):
+            got = [d["_id"] for d in couchids.latest(client, db, n, type=doc_type, form=form)]
+            assert len(got) == min(n, len(mine))
+            assert set(got) <= set(time_of)
+            assert [time_of[i] for i in got] == newest_times[:n]
+            assert got == everything[:n]
+
+
+@pytest.mark.parametrize(
+    ("stored", "read_as", "year"),
+    [(KUUID_REVERSE, KUUID_MS, 8000), (KUUID_MS, KUUID_MS_REVERSE, 8000), (KUUID, KUUID_MS, 1970)],
+    ids=str,
+)
+def test_millisecond_kuuid_queries_read_other_modes_as_distant_times(
+    client: CloudantV1, db: str, stored: IdForm, read_as: IdForm, year: int
+) -> None:
+    """kuuid ids do not say their mode: a 32-character id of one mode is also a valid id of
+    the millisecond modes, at a time in 1970 or after the year 8000. Keep one mode per type."""
+    mine = read_as.new(T0, type="user")
+    foreign = stored.new(T0, type="user")
+    insert(client, db, [mine, foreign])
+    newest = [d["_id"] for d in couchids.latest(client, db, 2, type="user", form=read_as)]
+    assert set(newest) == {mine, foreign}
+    assert newest.index(foreign) == (0 if year > 2000 else 1)
+    recent = couchids.window(client, db, T0 - DAY, T0 + DAY, type="user", form=read_as)
+    assert [d["_id"] for d in recent] == [mine]
+
+
+def test_latest_rows_without_docs(mixed: Mixed) -> None:
+    rows = couchids.latest(mixed.client, mixed.db, 3, type="use", include_docs=False)
+    assert [set(r) for r in rows] == [{"id", "key", "value"}] * 3
+    assert all(r["id"] == r["key"] and r["value"]["rev"].startswith("1-") for r in rows)
+
+
+def in_range_noise(form: IdForm, ms: int) -> list[str]:
+    """Rows that sort among the ids of ``form`` made at ``ms`` but are none of them: an id of
+    the same keys and fewer random blocks, and the key followed by the lowest and highest
+    printable characters."""
+    key = "user:" + form.key(ms // form.unit_ms)
+    rows = [key + "!", key + "~"]
+    if form.kind == "kuuid":
+        rows.append(
+            IdForm(reverse=form.reverse, millisecond=form.millisecond, random=2).new(
+                ms, type="user"
+            )
+        )
+    return rows
+
+
+@pytest.mark.parametrize("form", [KUUID, KUUID_REVERSE, V7S], ids=str)
+@pytest.mark.parametrize("count", [0, 1, PAGE_N - 1, PAGE_N, PAGE_N + 1, 3 * PAGE_N + 1])
+def test_page_boundaries(client: CloudantV1, db: str, form: IdForm, count: int) -> None:
+    """For page size n: 0, 1, n-1, n, n+1 and 3n+1 matching rows, with rows that sort in
+    the range but are filtered on and around every page edge."""
+    start, end = T0, T0 + 20 * SECOND
+    # Each id and the time it holds (cut to the form's precision).
+    made = {form.new(start + k * 997, type="user"): start + k * 997 for k in range(count)}
+    held = {i: ms - ms % form.unit_ms for i, ms in made.items()}
+    between = [row for ms in [start, *made.values()] for row in in_range_noise(form, ms)]
+    between = list(dict.fromkeys(between))  # ids made in one second share their stubs
+    outside = [form.new(start - 1, type="user"), form.new(end + SECOND, type="user")]
+    insert(client, db, [*made, *between, *outside])
+    for newest_first in (True, False):
+        got = [
+            d["_id"]
+            for d in couchids.window(
+                client,
+                db,
+                start,
+                end,
+                type="user",
+                form=form,
+                newest_first=newest_first,
+                page_size=PAGE_N,
+            )
+        ]
+        assert len(got) == len(set(got)) == count
+        assert set(got) == set(made)
+        stamps = [held[i] for i in got]
+        assert stamps == sorted(stamps, reverse=newest_first)
+    newest = [d["_id"] for d in couchids.latest(client, db, count + 1, type="user", form=form)]
+    # The id made after the window is the newest of all.
+    assert newest[0] == outside[1]
+    assert set(newest[1:]) == set(made)
+    assert [held[i] for i in newest[1:]] == sorted(held.values(), reverse=True)
+
+
+@pytest.mark.parametrize("form", [KUUID, KUUID_REVERSE, V7], ids=str)
+def test_foreign_ids_among_the_newest_do_not_shorten_latest(
+    client: CloudantV1, db: str, form: IdForm
+) -> None:
+    real = [form.new(T0 + k * SECOND, type="user") for k in range(5)]
+    # Newer than every real id, and sorting before them newest-first: ids of another form
+    # with the same keys, stubs, and a foreign id at the very top of the type's range.
+    other = SHORT if form.kind == "kuuid" else V7S
+    newer = [other.new(T0 + 10 * SECOND + k, type="user") for k in range(150)]
+    newer += ["user:" + form.key((T0 + 20 * SECOND) // form.unit_ms), "user:zzzz", "user:~"]
+    insert(client, db, real + newer)
+    for n in (1, 3, 5):
+        got = [d["_id"] for d in couchids.latest(client, db, n, type="user", form=form)]
+        assert got == sorted(real, reverse=not form.reverse)[:n]
+    assert len(couchids.latest(client, db, 10, type="user", form=form)) == 5
+
+
+@pytest.mark.parametrize("form", [V7S, KUUID_MS], ids=str)
+def test_untyped_latest_passes_over_typed_ids(client: CloudantV1, db: str, form: IdForm) -> None:
+    """Untyped millisecond keys run to the top of the index, above design documents and
+    most typed ids: latest must read past them, never return them."""
+    untyped = [form.new(T0 + k) for k in range(3)]
+    typed = [form.new(T0 + 10 + k, type=t) for k in range(40) for t in ("a", "b", "user")]
+    insert(client, db, [*untyped, *typed, "_design/x", "_design/y"])
+    got = [d["_id"] for d in couchids.latest(client, db, 5, form=form)]
+    assert got == sorted(untyped, reverse=True)
+
+
+@pytest.mark.parametrize("newest_first", [True, False])
+def test_paging_while_documents_are_added(client: CloudantV1, db: str, newest_first: bool) -> None:
+    """Documents added between pages: every document there at the start comes back once."""
+    rng = random.Random(7)
+    start, end = T0, T0 + 200 * SECOND
+    existing = [KUUID.new(start + k * 1500, type="user") for k in range(60)]
+    insert(client, db, existing)
+    got: list[str] = []
+    added: list[str] = []
+    for doc in couchids.window(
+        client, db, start, end, type="user", page_size=5, newest_first=newest_first
+    ):
+        got.append(doc["_id"])
+        if len(got) % 5 == 0:
+            # Around the cursor, behind it, ahead of it, and outside the window.
+            near = KUUID.parse(doc["_id"][5:])
+            fresh = [
+                KUUID.new(near, type="user"),
+                KUUID.new(start + rng.randrange(200 * SECOND), type="user"),
+                KUUID.new(start + rng.randrange(200 * SECOND), type="user"),
+                KUUID.new(end + SECOND, type="user"),
+            ]
+            insert(client, db, fresh)
+            added += fresh
+    assert len(got) == len(set(got))
+    assert set(existing) <= set(got)
+    assert set(got) <= set(existing) | set(added)
+    stamps = [KUUID.parse(i[5:]) for i in got]
+    assert stamps == sorted(stamps, reverse=newest_first)
+
+
+def test_a_database_deleted_mid_stream_raises_from_the_stream(
+    couch_url: str, client: CloudantV1
+) -> None:
+    db = f"test_gone_{uuid.uuid4().hex}"
+    client.put_database(db=db)
+    insert(client, db, [KUUID.new(T0 + k * SECOND, type="user") for k in range(30)])
+    # PouchDB Server answers a request that races the deletion of its database with an empty
+    # 200 (and a fresh database), which no client can tell from "no more rows": delete only
+    # once the page fetched ahead has come back, so the next request surely follows it.
+    answered = threading.Semaphore(0)
+    post_all_docs = client.post_all_docs
+
+    def counted(**options: Any) -> Any:
+        try:
+            return post_all_docs(**options)
+        finally:
+            answered.release()
+
+    client.post_all_docs = counted
+    stream = couchids.window(client, db, T0, T0 + 60 * SECOND, type="user", page_size=3)
+    got = [next(stream)["_id"]]
+    for _ in range(2):  # the first page and the one fetched while it is read
+        assert answered.acquire(timeout=30)
+    client.delete_database(db=db)
+    with pytest.raises(DatabaseNotFoundError):
+        for doc in stream:
+            got.append(doc["_id"])
+    # The rows already fetched came out, then the error: never a quietly short answer.
+    assert len(got) == 6
+
+
+def test_a_missing_database_raises_instead_of_answering_nothing(client: CloudantV1) -> None:
+    missing = f"test_missing_{uuid.uuid4().hex}"
+    with pytest.raises(DatabaseNotFoundError):
+        couchids.latest(client, missing)
+    with pytest.raises(DatabaseNotFoundError):
+        couchids.window(client, missing, T0, T0 + SECOND, type="user")
+    # Even a window no id can fall in checks the database first.
+    with pytest.raises(DatabaseNotFoundError):
+        couchids.window(client, missing, T0 + 1, T0 + 2)
+
+
+def test_a_window_that_ends_before_it_starts_is_refused(client: CloudantV1, db: str) -> None:
+    with pytest.raises(InvalidTimeError):
+        couchids.window(client, db, T0 + 1, T0)
+    with pytest.raises(InvalidTimeError):
+        couchids.window(client, db, "2024-01-02", "2024-01-01")
+
+
+def test_windows_accept_every_kind_of_time(client: CloudantV1, db: str) -> None:
+    ids = [KUUID.new("2024-05-01T12:00:00Z", type="user"), KUUID.new("2024-05-02T00:00:00Z")]
+    insert(client, db, ids)
+    spans: list[tuple[TimeLike, TimeLike]] = [
+        ("2024-05-01", "2024-05-02"),
+        (date(2024, 5, 1), date(2024, 5, 2)),
+        (datetime(2024, 5, 1, tzinfo=UTC), datetime(2024, 5, 1, 12, 0, 1)),
+        (1_714_521_600_000, 1_714_608_000_000),
+    ]
+    for start, end in spans:
+        got = [d["_id"] for d in couchids.window(client, db, start, end, type="user")]
+        assert got == ids[:1], (start, end)
+    assert [d["_id"] for d in couchids.window(client, db, "2024-05-02", None)] == ids[1:]
