@@ -27,14 +27,14 @@ from .constants import SHORT_ID_ALPHABET, SHORT_ID_DATE_FORMAT
 from .errors import AllocationFailed, InvalidArgumentError
 from .times import TimeLike, to_datetime, to_ms
 from .write import (
-    CONFLICT,
+    _CONFLICT,
+    _MISSING,
     DEFAULT_BACKOFF,
     DEFAULT_RETRIES,
     JSON,
-    MISSING,
     WriteResult,
+    _request,
     _RetryPolicy,
-    send,
 )
 
 __all__ = [
@@ -207,12 +207,12 @@ class _Claim:
 
     def run(self) -> WriteResult | None:
         """The result if this write owns the id; ``None`` if the id belongs to another."""
-        answer = send(self.db, self._put, self.policy, expect=(CONFLICT,))
+        answer = _request(self.db, self._put, self.policy, expect=(_CONFLICT,))
         # On 409 our rev is unknown: an earlier attempt may have stored it before its answer
         # was lost. The token in the stored document tells.
-        our_rev = None if answer is CONFLICT else str(answer["rev"])
+        our_rev = None if answer is _CONFLICT else str(answer["rev"])
         stored = self._get()
-        if stored is MISSING:
+        if stored is _MISSING:
             # Stored and then deleted by someone else, or freed after our 409: either way this
             # id is not ours to keep; another nonce is simpler than a second race.
             return None
@@ -230,13 +230,13 @@ class _Claim:
         )
 
     def _get(self, rev: str | None = None) -> Any:
-        return send(
+        return _request(
             self.db,
             lambda: self.client.get_document(
                 db=self.db, doc_id=self.doc_id, conflicts=rev is None, rev=rev
             ),
             self.policy,
-            expect=(MISSING,),
+            expect=(_MISSING,),
         )
 
     def _drop_losing_revision(self, our_rev: str | None, conflicts: list[str]) -> None:
@@ -244,15 +244,15 @@ class _Claim:
         if our_rev is None:
             for rev in conflicts:
                 stored = self._get(rev)
-                if stored is not MISSING and stored.get(ALLOC_FIELD) == self.token:
+                if stored is not _MISSING and stored.get(ALLOC_FIELD) == self.token:
                     our_rev = rev
                     break
         if our_rev is None or our_rev not in conflicts:
             return
-        send(
+        _request(
             self.db,
             lambda: self.client.delete_document(db=self.db, doc_id=self.doc_id, rev=our_rev),
             self.policy,
             # Someone (or an earlier attempt of ours whose answer was lost) already deleted it.
-            expect=(CONFLICT, MISSING),
+            expect=(_CONFLICT, _MISSING),
         )

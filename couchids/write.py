@@ -155,7 +155,7 @@ def create(
     policy = _RetryPolicy.checked(retries, backoff)
     doc_id = _assign_id(doc, type, timestamp, form, "the document")
     payload = _encode(_without_id(doc), "the document")
-    return write_new(client, db, doc_id, payload, policy)
+    return _write_new(client, db, doc_id, payload, policy)
 
 
 def bulk_create(
@@ -275,7 +275,7 @@ class _RetryPolicy:
 
 
 class _Status:
-    """Answers :func:`send` returns instead of raising, when the caller asks for them."""
+    """Answers :func:`_request` returns instead of raising, when the caller asks for them."""
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -285,12 +285,12 @@ class _Status:
 
 
 #: The server answered 409 Conflict.
-CONFLICT: Final = _Status("CONFLICT")
+_CONFLICT: Final = _Status("CONFLICT")
 #: The server answered 404 Not Found.
-MISSING: Final = _Status("MISSING")
+_MISSING: Final = _Status("MISSING")
 
 
-def send(
+def _request(
     db: str,
     request: Callable[[], Any],
     policy: _RetryPolicy,
@@ -299,7 +299,7 @@ def send(
 ) -> Any:
     """Run an ``ibmcloudant`` call, retrying lost answers; return its JSON result.
 
-    A 409 or 404 comes back as :data:`CONFLICT` / :data:`MISSING` when listed in ``expect``;
+    A 409 or 404 comes back as :data:`_CONFLICT` / :data:`_MISSING` when listed in ``expect``;
     every other failure raises the mapped :class:`~couchids.ServerError`.
     """
     attempt = 0
@@ -308,17 +308,17 @@ def send(
             return request().get_result()
         except (ApiException, requests.RequestException) as exc:
             status = int(exc.status_code or 0) if isinstance(exc, ApiException) else 0
-            if status == 409 and CONFLICT in expect:
-                return CONFLICT
-            if status == 404 and MISSING in expect:
-                return MISSING
+            if status == 409 and _CONFLICT in expect:
+                return _CONFLICT
+            if status == 404 and _MISSING in expect:
+                return _MISSING
             if attempt >= policy.retries or not is_transient(exc):
                 raise server_error(exc, db) from exc
             time.sleep(policy.delay(exc, attempt))
             attempt += 1
 
 
-def write_new(
+def _write_new(
     client: CloudantV1, db: str, doc_id: str, payload: bytes, policy: _RetryPolicy
 ) -> WriteResult:
     """PUT ``payload`` under ``doc_id`` if the id is free; resolve a 409 by reading back."""
@@ -330,16 +330,16 @@ def write_new(
         )
 
     for _ in range(policy.retries + 1):
-        answer = send(db, put, policy, expect=(CONFLICT,))
-        if answer is not CONFLICT:
+        answer = _request(db, put, policy, expect=(_CONFLICT,))
+        if answer is not _CONFLICT:
             return WriteResult(doc_id, answer["rev"], duplicate=False)
-        stored = send(
-            db, lambda: client.get_document(db=db, doc_id=doc_id), policy, expect=(MISSING,)
+        stored = _request(
+            db, lambda: client.get_document(db=db, doc_id=doc_id), policy, expect=(_MISSING,)
         )
-        if stored is MISSING:
+        if stored is _MISSING:
             # Deleted between our 409 and the read: the id is free again, so write again.
             continue
-        if same_content(json.loads(payload), stored):
+        if _same_content(json.loads(payload), stored):
             return WriteResult(doc_id, stored["_rev"], duplicate=True)
         raise _conflict(db, doc_id, stored)
     raise ConflictError(
@@ -349,7 +349,7 @@ def write_new(
     )
 
 
-def same_content(ours: Mapping[str, Any], stored: Mapping[str, Any]) -> bool:
+def _same_content(ours: Mapping[str, Any], stored: Mapping[str, Any]) -> bool:
     """Whether ``stored`` holds ``ours`` (as read back from JSON), ignoring ``_id``/``_rev``."""
     return {k: v for k, v in ours.items() if k not in _META} == {
         k: v for k, v in stored.items() if k not in _META
@@ -401,7 +401,7 @@ class _Batch:
 
     def _send(self, pending: list[int], body: bytes) -> list[int]:
         """Write the ``pending`` documents; return those that met an existing id."""
-        rows = send(
+        rows = _request(
             self.db,
             lambda: self.client.post_bulk_docs(db=self.db, bulk_docs=io.BytesIO(body)),
             self.policy,
@@ -431,7 +431,7 @@ class _Batch:
     def _resolve(self, conflicted: list[int]) -> list[int]:
         """Read the conflicted ids back; return those that vanished and must be sent again."""
         keys = [self.ids[i] for i in conflicted]
-        answer = send(
+        answer = _request(
             self.db,
             lambda: self.client.post_all_docs(db=self.db, keys=keys, include_docs=True),
             self.policy,
@@ -451,7 +451,7 @@ class _Batch:
             if stored is None:
                 # Not found or deleted since the 409: the id is free again.
                 again.append(index)
-            elif same_content(_as_json(self.bodies[index]), stored):
+            elif _same_content(_as_json(self.bodies[index]), stored):
                 self.results[index] = WriteResult(doc_id, stored["_rev"], duplicate=True)
             else:
                 self.results[index] = WriteResult(
