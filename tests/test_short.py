@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import requests
 from faultproxy import FaultProxy, all_docs, client_for
+from ibm_cloud_sdk_core.authenticators import NoAuthAuthenticator
 from ibmcloudant.cloudant_v1 import CloudantV1
 
 from couchids import AllocationFailed, InvalidArgumentError, bulk_create, create_short
@@ -267,7 +268,7 @@ class RivalWriter(CloudantV1):  # type: ignore[misc]
     in the cluster, replicated in as a conflicting revision ``rival_rev``."""
 
     def __init__(self, url: str, rival_rev: str) -> None:
-        super().__init__(authenticator=client_for(url).authenticator)
+        super().__init__(authenticator=NoAuthAuthenticator())
         self.set_service_url(url)
         self.rival_rev = rival_rev
         self.raced: str | None = None
