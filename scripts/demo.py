@@ -101,7 +101,7 @@ def run(client: CloudantV1) -> None:
     print(
         "Set CLOUDANT_URL (and CLOUDANT_AUTH_TYPE=basic with CLOUDANT_USERNAME/CLOUDANT_PASSWORD,\n"
         "or iam with CLOUDANT_APIKEY), then run ./scripts/demo again; or use the command line:\n"
-        f"  couchids latest {DB} -n 5 --type order"
+        "  couchids latest YOUR_DB -n 5 --type order"
     )
 
 
