@@ -7,7 +7,6 @@ queries and writes that use them on the primary index, ``_all_docs``.
 from .decode import DecodedId, decode
 from .errors import (
     AllocationFailed,
-    AmbiguousIdError,
     BulkWriteError,
     ConflictError,
     CouchidsError,
@@ -63,7 +62,6 @@ __all__ = [
     "V7",
     "V7S",
     "AllocationFailed",
-    "AmbiguousIdError",
     "BulkWriteError",
     "ConflictError",
     "CouchidsError",

@@ -26,10 +26,6 @@ class InvalidIdError(InvalidInputError):
     """A string that is not an id of the expected form."""
 
 
-class AmbiguousIdError(InvalidIdError):
-    """An id that fits more than one form; pass ``reverse=``/``millisecond=`` to choose."""
-
-
 class InvalidTypeError(InvalidInputError):
     """A document type that breaks the type rule."""
 

@@ -10,12 +10,14 @@ under concurrent inserts and a large ``skip`` is slow.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ibmcloudant.cloudant_v1 import CloudantV1
 
+from .constants import ALPHABET, MAX_BLOCK, PREFIX_LEN
 from .errors import InvalidArgumentError, InvalidIdError, InvalidTimeError
 from .forms import KUUID, IdForm
 from .keys import KeyRange, window_keys
@@ -33,6 +35,7 @@ _LATEST_REFILL = 100
 
 Row = dict[str, Any]
 Fetch = Callable[[str, int], list[Row]]
+Match = Callable[[str], bool]
 
 
 def window(
@@ -140,6 +143,7 @@ class _Scan:
         self.include_docs = include_docs
         self.keys: KeyRange | None = window_keys(form, doc_type, start_ms, end_ms)
         self.newest_first = newest_first
+        self._wanted = _matcher(form, self.keys.prefix if self.keys else "")
 
     def run(self, first_limit: int, next_limit: int, *, prefetch: bool) -> Iterator[Row]:
         # Learning whether the database is partitioned also proves it exists, so an empty
@@ -184,36 +188,73 @@ class _Scan:
     def _rows(
         self, fetch: Fetch, first_key: str, first_limit: int, next_limit: int, prefetch: bool
     ) -> Iterator[Row]:
-        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="couchids-page")
+        executor = (
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix="couchids-page")
+            if prefetch
+            else None
+        )
         try:
-            pending: Future[list[Row]] | None = executor.submit(fetch, first_key, first_limit)
-            limit, after = first_limit, None
-            while pending is not None:
-                rows = pending.result()
+            key: str | None = first_key
+            limit = first_limit
+            pending = executor.submit(fetch, first_key, limit) if executor else None
+            after = None
+            wanted = self._wanted
+            while key is not None:
+                rows = pending.result() if pending is not None else fetch(key, limit)
                 more = len(rows) == limit
                 if after is not None and rows and rows[0]["id"] == after:
                     rows = rows[1:]
                 # A full page may have more after it: the next starts at its last id.
-                after = rows[-1]["id"] if more and rows else None
+                after = key = rows[-1]["id"] if more and rows else None
                 limit = next_limit + 1
                 pending = None
-                if after is not None and prefetch:
-                    pending = executor.submit(fetch, after, limit)
-                for row in rows:
-                    if self._wanted(row["id"]):
-                        yield row["doc"] if self.include_docs else row
-                if after is not None and not prefetch:
-                    pending = executor.submit(fetch, after, limit)
+                if key is not None and executor is not None:
+                    pending = executor.submit(fetch, key, limit)
+                if self.include_docs:
+                    for row in rows:
+                        if wanted(row["id"]):
+                            yield row["doc"]
+                else:
+                    for row in rows:
+                        if wanted(row["id"]):
+                            yield row
         finally:
-            executor.shutdown(wait=False, cancel_futures=True)
+            if executor is not None:
+                executor.shutdown(wait=False, cancel_futures=True)
 
-    def _wanted(self, doc_id: str) -> bool:
-        assert self.keys is not None
-        prefix = self.keys.prefix
+
+def _below(bound: str) -> str:
+    """A regex for strings of ``len(bound)`` base62 characters that are at most ``bound``."""
+    alternatives = [re.escape(bound)]
+    for i, char in enumerate(bound):
+        smaller = ALPHABET[: ALPHABET.index(char)]
+        if smaller:
+            rest = len(bound) - i - 1
+            alternatives.append(f"{re.escape(bound[:i])}[{smaller}][0-9A-Za-z]{{{rest}}}")
+    return "(?:" + "|".join(alternatives) + ")"
+
+
+def _matcher(form: IdForm, prefix: str) -> Match:
+    """Whether a row's id is ``prefix`` followed by an id of ``form``.
+
+    Rows come from the window's exact key range, and an id of the form inside that range
+    holds a time inside the window (tests/test_keys.py proves it for every form), so the
+    id's time need not be decoded again. For kuuid forms one regex does the work of
+    :meth:`IdForm.parse` (alphabet, length, every block at most ``2**32 - 1``): the filter runs
+    on every row of a stream.
+    """
+    if form.kind == "kuuid":
+        body = f"[0-9A-Za-z]{{{PREFIX_LEN}}}{_below(MAX_BLOCK)}{{{form.random}}}"
+        pattern = re.compile(re.escape(prefix) + body)
+        return lambda doc_id: pattern.fullmatch(doc_id) is not None
+
+    def parses(doc_id: str) -> bool:
         if not doc_id.startswith(prefix):
             return False
         try:
-            t = self.form.parse(doc_id[len(prefix) :])
+            form.parse(doc_id[len(prefix) :])
         except InvalidIdError:
             return False
-        return self.start_ms <= t < self.end_ms
+        return True
+
+    return parses

@@ -22,7 +22,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 
-from .constants import V7_RANDOM_BITS, V7_TIME_BITS, V7_VERSION
+from .constants import V7_RANDOM_BITS, V7_VERSION
 from .doctypes import type_prefix
 from .errors import InvalidTimeError
 from .times import TimeLike, now_ms, to_datetime, to_ms
@@ -36,7 +36,6 @@ _STEP_MASK = (1 << 32) - 1
 _BATCH_WORDS = 512
 _RAND_B_BITS = 62
 _RAND_B_MASK = (1 << _RAND_B_BITS) - 1
-_MAX_MS = (1 << V7_TIME_BITS) - 1
 
 
 class _Sequencer:
@@ -107,8 +106,6 @@ os.register_at_fork(after_in_child=_SEQUENCER.reset)
 
 def _hex(timestamp: TimeLike) -> str:
     explicit = None if timestamp is None else to_ms(timestamp)
-    if explicit is not None and explicit > _MAX_MS:
-        raise InvalidTimeError(f"{timestamp!r} is past the 48-bit time of a UUIDv7")
     ms, value = _SEQUENCER.next(explicit)
     number = (
         (ms << 80)
