@@ -60,7 +60,7 @@ def decode(
     kuuid id's mode cannot be read from it, so it is inferred: of the readings that
     ``reverse``/``millisecond`` allow, the one whose time lies in 2000-2100 is taken. Pass both
     flags to read ids from outside those years. A 32-character id that is a valid UUIDv7 is
-    read as one even when it also passes as a kuuid id.
+    read as one, although it may also fit the kuuid pattern (see :meth:`IdForm.parse`).
 
     Raises:
         InvalidIdError: no form fits, none fits with a time in 2000-2100, or the type before
@@ -92,14 +92,6 @@ def decode(
             errors.append((form, str(exc)))
     if not readings:
         raise InvalidIdError(_no_form(doc_id, body, errors))
-    if len(readings) > 1:
-        # About one v7s id in a hundred also passes as a 4-block kuuid id (its characters 8,
-        # 14, 20 and 26 happen to be 0-4), and no flag tells the two apart. The reverse mistake
-        # needs some twenty random base62 characters all to be lowercase hex (odds near
-        # 1e-12), so the UUIDv7 reading is the right one.
-        uuid_readings = [r for r in readings if r[0].kind != "kuuid"]
-        if uuid_readings:
-            readings = uuid_readings
     if len(readings) > 1:
         # The readings of one kuuid prefix lie centuries apart, so at most one of them falls
         # in 2000-2100 (tests/test_decode.py checks this for every mode).

@@ -155,8 +155,8 @@ class IdForm:
 
         Raises:
             InvalidIdError: wrong length, a character outside the form's alphabet, a kuuid
-                block above ``2**32 - 1``, a wrong UUID version or variant, or a time past
-                9999-12-31.
+                block above ``2**32 - 1``, a wrong UUID version or variant, a time past
+                9999-12-31, or (for 4-block kuuid forms) a string that is a valid v7s id.
         """
         if len(body) != self.length:
             raise InvalidIdError(
@@ -183,6 +183,11 @@ class IdForm:
                 f"{body!r} is not a {self} id: 8 base62 characters (0-9, A-Z, a-z) of time "
                 f"and {self.random} random block(s) of 6, each at most {MAX_BLOCK}"
             )
+        # About one v7s id in a hundred also fits the 4-block kuuid pattern (its characters 8,
+        # 14, 20 and 26 happen to be 0-4), while a kuuid id fits v7s with odds near 1e-12: such
+        # a string is a UUIDv7, so a database mixing the two never shows one as the other.
+        if len(body) == V7_HEX_LEN and _V7S.fullmatch(body) is not None:
+            raise InvalidIdError(f"{body!r} is a v7s id (a UUIDv7), not a {self} id")
         for start in range(PREFIX_LEN, len(body), BLOCK_LEN):
             if body[start : start + BLOCK_LEN] > MAX_BLOCK:
                 raise InvalidIdError(
