@@ -34,8 +34,12 @@ from couchids import (
     DatabaseNotFoundError,
     InvalidTimeError,
 )
-from couchids.forms import IdForm
-from couchids.times import TimeLike
+from couchids.constants import ALPHABET
+from couchids.errors import InvalidIdError
+from couchids.forms import ALL_FORMS, IdForm
+from couchids.keys import window_keys
+from couchids.query import _matcher
+from couchids.times import MAX_MS, TimeLike
 
 FORMS = (KUUID, KUUID_REVERSE, KUUID_MS, KUUID_MS_REVERSE, SHORT, SHORT_REVERSE, V7, V7S)
 TYPES = ("user", "users", "use", None)
@@ -463,3 +467,43 @@ def test_windows_accept_every_kind_of_time(client: CloudantV1, db: str) -> None:
         got = [d["_id"] for d in couchids.window(client, db, start, end, type="user")]
         assert got == ids[:1], (start, end)
     assert [d["_id"] for d in couchids.window(client, db, "2024-05-02", None)] == ids[1:]
+
+
+def mutations(doc_id: str, rng: random.Random) -> list[str]:
+    """``doc_id`` and strings one edit away from it."""
+    at = rng.randrange(len(doc_id))
+    char = rng.choice(ALPHABET + "-:_!~{")
+    return [
+        doc_id,
+        doc_id[:at] + char + doc_id[at + 1 :],
+        doc_id[:at] + doc_id[at + 1 :],
+        doc_id + char,
+        doc_id[:-6] + "4gfFC4",  # a block just above 2**32 - 1
+        doc_id[:-6] + "4gfFC3",
+    ]
+
+
+@pytest.mark.parametrize("form", ALL_FORMS, ids=str)
+@pytest.mark.parametrize("doc_type", ["user", None])
+def test_the_row_filter_agrees_with_parse(form: IdForm, doc_type: str | None) -> None:
+    """The query keeps a row of its key range exactly when its id is the type's prefix and
+    an id of the form (what :meth:`IdForm.parse` accepts)."""
+    keys = window_keys(form, doc_type, 0, MAX_MS + 1)
+    assert keys is not None
+    wanted = _matcher(form, keys.prefix)
+    rng = random.Random(str(form))
+    checked = rejected = 0
+    for _ in range(400):
+        made = form.new(rng.randrange(min(MAX_MS, form.max_unit * form.unit_ms)), type=doc_type)
+        for candidate in mutations(made, rng):
+            if not keys.low <= candidate <= keys.high:  # the server returns no other rows
+                continue
+            try:
+                ok = candidate.startswith(keys.prefix)
+                form.parse(candidate[len(keys.prefix) :])
+            except InvalidIdError:
+                ok = False
+            assert wanted(candidate) == ok, candidate
+            checked += 1
+            rejected += not ok
+    assert checked > 1000 and rejected > 100
