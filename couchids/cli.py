@@ -25,7 +25,7 @@ from .constants import DEFAULT_BLOCKS, SHORT_BLOCKS
 from .decode import DecodedId, decode
 from .errors import InvalidInputError, InvalidTimeError, ServerError
 from .forms import V7, V7S, IdForm
-from .query import latest, window
+from .query import DEFAULT_PAGE_SIZE, latest, window
 from .times import now_ms, to_ms
 
 __all__ = [
@@ -558,7 +558,10 @@ def _parser() -> argparse.ArgumentParser:
     win.add_argument("--oldest-first", action="store_true", help="oldest first")
     win.add_argument("--ids-only", action="store_true", help="print ids, not documents")
     win.add_argument(
-        "--page-size", type=_count(1), metavar="N", help="rows per request (default 1000)"
+        "--page-size",
+        type=_count(1),
+        metavar="N",
+        help=f"rows per request (default {DEFAULT_PAGE_SIZE})",
     )
     _form_flags(win, "of the ids in DB")
     win.set_defaults(run=_window)

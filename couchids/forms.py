@@ -36,9 +36,25 @@ from .times import MAX_MS, TimeLike
 Kind = Literal["kuuid", "v7", "v7s"]
 KINDS: tuple[Kind, ...] = ("kuuid", "v7", "v7s")
 
-_V7S = re.compile(r"[0-9a-f]{12}7[0-9a-f]{3}[89ab][0-9a-f]{15}")
-_V7 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
-_B62 = f"[{re.escape(ALPHABET)}]".replace("\\", "")
+_V7S_TEXT = r"[0-9a-f]{12}7[0-9a-f]{3}[89ab][0-9a-f]{15}"
+_V7_TEXT = r"[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"
+_V7S = re.compile(_V7S_TEXT)
+_B62 = "[0-9A-Za-z]"
+
+
+def _at_most(bound: str) -> str:
+    """A regex for the base62 strings of ``len(bound)`` characters that are at most ``bound``."""
+    alternatives = [re.escape(bound)]
+    for i, char in enumerate(bound):
+        smaller = ALPHABET[: ALPHABET.index(char)]
+        if smaller:
+            rest = len(bound) - i - 1
+            alternatives.append(f"{re.escape(bound[:i])}[{smaller}]{_B62}{{{rest}}}")
+    return "(?:" + "|".join(alternatives) + ")"
+
+
+#: A random block: 6 base62 characters holding at most ``2**32 - 1``.
+_BLOCK = _at_most(MAX_BLOCK)
 
 
 @dataclass(frozen=True)
@@ -81,8 +97,7 @@ class IdForm:
                     f"{self.kind} ids have no reverse mode and no random blocks to choose"
                 )
             object.__setattr__(self, "millisecond", True)
-        body = f"{_B62}{{{PREFIX_LEN}}}(?:[0-4]{_B62}{{{BLOCK_LEN - 1}}}){{{self.random}}}"
-        object.__setattr__(self, "_kuuid_pattern", re.compile(body))
+        object.__setattr__(self, "_pattern", self.id_pattern())
 
     def __str__(self) -> str:
         if self.kind != "kuuid":
@@ -150,6 +165,25 @@ class IdForm:
             return 0 <= (MAX_PREFIX_VALUE - unit if self.reverse else unit) <= MAX_PREFIX_VALUE
         return 0 <= unit < 1 << V7_TIME_BITS
 
+    def id_pattern(self, prefix: str = "") -> re.Pattern[str]:
+        """A regex whose ``fullmatch`` accepts ``prefix`` followed by an id of this form.
+
+        It checks everything :meth:`parse` does but the 9999-12-31 limit of UUIDv7 times,
+        which the key range of a query already keeps to; queries filter every row with it.
+        """
+        if self.kind == "v7":
+            body = _V7_TEXT
+        elif self.kind == "v7s":
+            body = _V7S_TEXT
+        else:
+            # About one v7s id in a hundred also fits the 4-block kuuid pattern (its characters
+            # 8, 14, 20 and 26 happen to be 0-4), while a kuuid id fits v7s with odds near
+            # 1e-12: such a string is a UUIDv7, so a database mixing the two never shows one
+            # as the other.
+            not_v7s = rf"(?!{_V7S_TEXT}\Z)" if self.length == V7_HEX_LEN else ""
+            body = f"{not_v7s}{_B62}{{{PREFIX_LEN}}}{_BLOCK}{{{self.random}}}"
+        return re.compile(re.escape(prefix) + body)
+
     def parse(self, body: str) -> int:
         """Check that ``body`` (an id without its type) is of this form; return its time in ms.
 
@@ -162,40 +196,39 @@ class IdForm:
             raise InvalidIdError(
                 f"{body!r} has {len(body)} characters; a {self} id has {self.length}"
             )
+        pattern: re.Pattern[str] = self.__dict__["_pattern"]
+        if pattern.fullmatch(body) is None:
+            raise InvalidIdError(self._complaint(body))
         if self.kind == "kuuid":
-            ms = self._parse_kuuid(body)
+            value = base62_decode(body[:PREFIX_LEN])
+            ms = kuuid.prefix_time(value, reverse=self.reverse, millisecond=self.millisecond)
         else:
-            pattern, what = (_V7, "8-4-4-4-12") if self.kind == "v7" else (_V7S, "32")
-            if pattern.fullmatch(body) is None:
-                raise InvalidIdError(
-                    f"{body!r} is not a {self.kind} id: {what} lowercase hex digits with "
-                    "version 7 and the RFC 9562 variant (8, 9, a or b)"
-                )
             ms = int(body[:8] + body[9:13] if self.kind == "v7" else body[:12], 16)
         if ms > MAX_MS:
             raise InvalidIdError(f"{body!r} holds a time after 9999-12-31 ({self})")
         return ms
 
-    def _parse_kuuid(self, body: str) -> int:
-        pattern: re.Pattern[str] = self.__dict__["_kuuid_pattern"]
-        if pattern.fullmatch(body) is None:
-            raise InvalidIdError(
-                f"{body!r} is not a {self} id: 8 base62 characters (0-9, A-Z, a-z) of time "
-                f"and {self.random} random block(s) of 6, each at most {MAX_BLOCK}"
+    def _complaint(self, body: str) -> str:
+        """What is wrong with ``body``, of the right length, that the pattern refused."""
+        if self.kind != "kuuid":
+            what = "8-4-4-4-12" if self.kind == "v7" else "32"
+            return (
+                f"{body!r} is not a {self.kind} id: {what} lowercase hex digits with "
+                "version 7 and the RFC 9562 variant (8, 9, a or b)"
             )
-        # About one v7s id in a hundred also fits the 4-block kuuid pattern (its characters 8,
-        # 14, 20 and 26 happen to be 0-4), while a kuuid id fits v7s with odds near 1e-12: such
-        # a string is a UUIDv7, so a database mixing the two never shows one as the other.
-        if len(body) == V7_HEX_LEN and _V7S.fullmatch(body) is not None:
-            raise InvalidIdError(f"{body!r} is a v7s id (a UUIDv7), not a {self} id")
-        for start in range(PREFIX_LEN, len(body), BLOCK_LEN):
-            if body[start : start + BLOCK_LEN] > MAX_BLOCK:
-                raise InvalidIdError(
-                    f"{body!r}: random block {body[start : start + BLOCK_LEN]!r} is above "
-                    f"{MAX_BLOCK} (2**32 - 1)"
-                )
-        value = base62_decode(body[:PREFIX_LEN])
-        return kuuid.prefix_time(value, reverse=self.reverse, millisecond=self.millisecond)
+        if _V7S.fullmatch(body) is not None:
+            return f"{body!r} is a v7s id (a UUIDv7), not a {self} id"
+        if all(ch in ALPHABET for ch in body):
+            blocks = (body[i : i + BLOCK_LEN] for i in range(PREFIX_LEN, len(body), BLOCK_LEN))
+            high = next(block for block in blocks if block > MAX_BLOCK)
+            return (
+                f"{body!r} is not a {self} id: random block {high!r} is above {MAX_BLOCK} "
+                "(2**32 - 1)"
+            )
+        return (
+            f"{body!r} is not a {self} id: 8 base62 characters (0-9, A-Z, a-z) of time "
+            f"and {self.random} random block(s) of 6, each at most {MAX_BLOCK}"
+        )
 
 
 KUUID = IdForm()

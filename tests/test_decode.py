@@ -146,7 +146,7 @@ def test_blocks_above_2_to_the_32_are_refused(position: int, block: str) -> None
 @pytest.mark.parametrize("lead", ["5", "9", "A", "z"])
 def test_blocks_with_a_lead_above_4_are_refused(lead: str) -> None:
     doc_id = GOOD_KUUID[:14] + lead + GOOD_KUUID[15:]
-    with pytest.raises(InvalidIdError, match="each at most 4gfFC3"):
+    with pytest.raises(InvalidIdError, match=f"random block '{lead}.{{5}}' is above 4gfFC3"):
         decode(doc_id)
 
 

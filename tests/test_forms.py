@@ -140,7 +140,7 @@ def test_max_unit_can_be_made() -> None:
         (couchids.KUUID, "001eVnWK1bu9mX", "has 14 characters; a kuuid id has 32"),
         (couchids.SHORT, "001eVnWK1bu9mX3BsHn!", "8 base62 characters"),
         (couchids.SHORT, "001eVnWK1bu9mX4gfFC4", "random block '4gfFC4' is above 4gfFC3"),
-        (IdForm(random=1), "001eVnWK5bu9mX", "each at most 4gfFC3"),
+        (IdForm(random=1), "001eVnWK5bu9mX", "random block '5bu9mX' is above 4gfFC3"),
         (couchids.KUUID, "zzzzzzzz" + "0" * 24, "time after 9999-12-31"),
         (couchids.V7S, "018cc251f4004abc8def0123456789ab", "version 7"),
         (couchids.V7, "018cc251-f400-7abc-cdef-0123456789ab", "variant"),

@@ -503,7 +503,7 @@ def test_the_row_filter_agrees_with_parse(form: IdForm, doc_type: str | None) ->
                 form.parse(candidate[len(keys.prefix) :])
             except InvalidIdError:
                 ok = False
-            assert wanted(candidate) == ok, candidate
+            assert bool(wanted(candidate)) == ok, candidate
             checked += 1
             rejected += not ok
     assert checked > 1000 and rejected > 100
