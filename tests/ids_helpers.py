@@ -8,9 +8,12 @@ distribution, such as a lead character uniform over 0-4 or a modulo bias.
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
 
 from couchids.base62 import decode as base62_decode
 from couchids.constants import ALPHABET
@@ -100,3 +103,14 @@ def failed_statistics(values: Iterable[int]) -> list[str]:
         for name, (stat, bound) in block_statistics(values).items()
         if stat > bound
     ]
+
+
+#: kuuid's recorded known answers, copied into the repo so the suite stands alone (they were
+#: first recorded in ../shared/vectors; test_kuuid_crosscheck checks the copies still match).
+VECTORS = Path(__file__).resolve().parent / "vectors"
+
+
+def load_vectors(name: str) -> dict[str, Any]:
+    """One recorded vector file, ``kuuid-legacy.json`` or ``kuuid-v7.json``."""
+    loaded: dict[str, Any] = json.loads((VECTORS / name).read_text(encoding="utf-8"))
+    return loaded

@@ -6,12 +6,10 @@ Python compares ``str`` by code point, which for the ASCII ids here is the raw b
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
+from ids_helpers import load_vectors
 
 from couchids.constants import TYPE_PATTERN
 from couchids.forms import (
@@ -31,7 +29,6 @@ from couchids.times import MAX_MS
 
 PRESETS = (KUUID, KUUID_REVERSE, KUUID_MS, KUUID_MS_REVERSE, SHORT, SHORT_REVERSE, V7, V7S)
 SECOND_FORMS = tuple(f for f in ALL_FORMS if not f.millisecond)
-VECTORS = Path(__file__).resolve().parents[2] / "shared" / "vectors"
 
 forms = st.sampled_from(ALL_FORMS)
 types = st.one_of(
@@ -305,8 +302,8 @@ def test_bounds_put_the_wanted_end_first(form: IdForm, newest_first: bool) -> No
 @pytest.mark.parametrize("form", PRESETS, ids=str)
 def test_key_ranges_hold_ids_made_by_kuuid_itself(form: IdForm) -> None:
     """Ids from the real kuuid (known answers) fall in the range of the second they were made."""
-    legacy = json.loads((VECTORS / "kuuid-legacy.json").read_text())["cases"]
-    v7 = json.loads((VECTORS / "kuuid-v7.json").read_text())["cases"]
+    legacy = load_vectors("kuuid-legacy.json")["cases"]
+    v7 = load_vectors("kuuid-v7.json")["cases"]
     field = {
         KUUID: "id",
         KUUID_REVERSE: "idr",

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ids_helpers import blocks_of, check_block, failed_statistics
+from ids_helpers import VECTORS, blocks_of, check_block, failed_statistics, load_vectors
 from kuuid_node import KuuidNode
 
 import couchids
@@ -21,9 +21,7 @@ from couchids import IdForm, decode
 from couchids.times import to_datetime, to_ms
 
 REPO = Path(__file__).resolve().parents[1]
-# The vectors are copied into the repo so the suite stands alone; ../shared/vectors is where
-# they were first recorded, beside the repository.
-VECTOR_DIRS = [REPO / "tests" / "vectors", REPO.parent / "shared" / "vectors"]
+SHARED_VECTORS = REPO.parent / "shared" / "vectors"
 
 LAST_MS_PREFIX = 62**8 - 1
 YEAR_8000 = to_ms("8000-01-01")
@@ -43,15 +41,6 @@ PREFIXES = {
     "prefix_reverse": couchids.prefix_reverse,
     "prefix_reverse_ms": couchids.prefix_reverse_ms,
 }
-
-
-def load_vectors(name: str) -> dict[str, Any]:
-    for directory in VECTOR_DIRS:
-        path = directory / name
-        if path.is_file():
-            loaded: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-            return loaded
-    pytest.fail(f"{name} not found in any of {[str(d) for d in VECTOR_DIRS]}")
 
 
 def edge_timestamps() -> list[int | str]:
@@ -218,9 +207,9 @@ def test_v7_vectors() -> None:
 
 
 def test_in_repo_vectors_match_the_shared_copy() -> None:
-    shared = VECTOR_DIRS[1]
+    shared = SHARED_VECTORS
     if not shared.is_dir():
         pytest.skip(f"{shared} is not beside this checkout; the in-repo copy is used alone")
     for name in ("kuuid-legacy.json", "kuuid-v7.json"):
-        in_repo = json.loads((VECTOR_DIRS[0] / name).read_text(encoding="utf-8"))
+        in_repo = json.loads((VECTORS / name).read_text(encoding="utf-8"))
         assert in_repo == json.loads((shared / name).read_text(encoding="utf-8")), name
