@@ -78,7 +78,19 @@ def server_error(exc: Exception, db: str) -> ServerError:
                 status,
             )
         return ServerError(f"the server answered HTTP {status} for {db!r}: {reason}", status)
-    return ServerError(f"could not reach the server for {db!r}: {type(exc).__name__}: {exc}")
+    return ServerError(f"could not reach the server for {db!r}: {_network_reason(exc)}")
+
+
+# requests wraps the socket error in two layers of urllib3 text; its errno line is the news.
+_ERRNO = re.compile(r"\[Errno -?\d+\] ([^'\")]+)")
+
+
+def _network_reason(exc: Exception) -> str:
+    """The short cause of a network failure, such as ``Connection refused``."""
+    found = _ERRNO.search(str(exc))
+    if found:
+        return found.group(1).strip()
+    return f"{type(exc).__name__}: {exc}"
 
 
 def is_transient(exc: BaseException) -> bool:
