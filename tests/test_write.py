@@ -235,7 +235,8 @@ def test_a_missing_database_is_raised_at_once(
 
 def test_an_unreachable_server_is_a_server_error_with_status_0() -> None:
     nobody = client_for(f"http://127.0.0.1:{free_port()}")
-    with pytest.raises(ServerError, match="could not reach the server for 'db': Connection refused$") as caught:
+    refused = "could not reach the server for 'db': Connection refused$"
+    with pytest.raises(ServerError, match=refused) as caught:
         create(nobody, "db", {}, retries=1, backoff=0)
     assert caught.value.status == 0
     assert isinstance(caught.value.__cause__, requests.ConnectionError)
