@@ -155,7 +155,6 @@ class _Scan:
                 f"form={form!r}: pass an IdForm such as couchids.KUUID or couchids.V7S"
             )
         self.client, self.db, self.form, self.doc_type = client, db, form, doc_type
-        self.start_ms, self.end_ms = start_ms, end_ms
         self.include_docs = include_docs
         self.keys: KeyRange | None = window_keys(form, doc_type, start_ms, end_ms)
         self.newest_first = newest_first
