@@ -1,28 +1,40 @@
-"""A throwaway CouchDB-compatible server on loopback, for tests and the demo.
+"""Throwaway CouchDB-compatible servers on loopback, for tests, benches and the demo.
 
-Apache CouchDB is not installable from the package registries our machines reach, so this starts
-PouchDB Server (npm ``pouchdb-server``, pinned in ``node/package-lock.json``) in memory on a free
-port of 127.0.0.1. Install it first with ``scripts/bootstrap``.
+Three kinds, each started on free ports of 127.0.0.1 and stopped with the ``with`` block:
 
-Use it as a context manager::
+- ``pouchdb`` (:class:`LocalServer`): PouchDB Server (npm ``pouchdb-server``, pinned in
+  ``node/package-lock.json``), in memory. Installed by ``scripts/bootstrap``; the default.
+- ``couchdb`` (:class:`CouchDBNode`): one Apache CouchDB node.
+- ``cluster`` (:class:`CouchDBCluster`): three Apache CouchDB nodes joined into one cluster
+  (n=3), each of which can be paused (SIGSTOP) and resumed, for fault tests.
 
-    with LocalServer() as server:
-        client.set_service_url(server.url)
+Apache CouchDB is not on the package registries, so the two CouchDB kinds need a *launcher*:
+an executable named by ``COUCHIDS_COUCHDB`` that understands ``LAUNCHER run PORT DIR USER:PASS``
+(one node in the foreground) and ``LAUNCHER cluster P1,P2,P3 DIR USER:PASS`` (prints ``ready``
+once joined; each node's pid in ``DIR/nodeN/pid``). couchids' CI passes one that builds
+CouchDB 3.4.3 from source. To test against a CouchDB you already run (a container, a package,
+Cloudant), set ``COUCHIDS_TEST_URL`` instead; see the README.
+
+Use one as a context manager::
+
+    with start("couchdb") as server:
+        client.set_service_url(server.url)   # the URL carries the admin credentials
 
 or from a shell::
 
-    python scripts/localserver.py                 # serve in the foreground; Ctrl-C stops it
-    python scripts/localserver.py -- CMD ARGS...  # run CMD with CLOUDANT_URL set, then stop
+    python scripts/localserver.py                         # PouchDB in the foreground
+    python scripts/localserver.py --server cluster -- CMD  # run CMD with CLOUDANT_URL set
 
-The server runs with its working directory in a private temporary directory, because PouchDB
-Server writes ``log.txt`` and ``config.json`` into it; nothing lands in the repository.
-It runs in its own process group, and leaving the context ends the whole group.
+Each server runs in a private temporary directory (PouchDB Server writes ``log.txt`` and
+``config.json`` into its working directory) and in its own process group; leaving the block
+ends the whole group and removes the directory.
 """
 
 from __future__ import annotations
 
 import argparse
 import atexit
+import base64
 import json
 import os
 import shutil
@@ -36,11 +48,19 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 from types import TracebackType
+from typing import Literal, Self
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 REPO = Path(__file__).resolve().parent.parent
 NODE_MODULES = REPO / "node" / "node_modules"
 SERVER_SCRIPT = Path("pouchdb-server") / "bin" / "pouchdb-server"
 HOST = "127.0.0.1"
+#: The environment variable that names the CouchDB launcher (see the module docstring).
+LAUNCHER_VARIABLE = "COUCHIDS_COUCHDB"
+#: The admin the CouchDB kinds are started with (loopback only, thrown away with the server).
+COUCHDB_ADMIN = ("admin", "pass")
+Kind = Literal["pouchdb", "couchdb", "cluster"]
+KINDS: tuple[Kind, ...] = ("pouchdb", "couchdb", "cluster")
 # Port choice races with other processes; PouchDB Server does not exit when its port is taken,
 # it logs this and keeps running, so we watch for it and try another port.
 PORT_IN_USE = "is already in use"
@@ -63,29 +83,14 @@ def free_port() -> int:
         return port
 
 
-class LocalServer:
-    """PouchDB Server, in memory, on a free loopback port, for the life of a ``with`` block.
+class _Process:
+    """A server process in its own process group and temporary directory."""
 
-    Args:
-        timeout: seconds to wait for the server to answer ``GET /``.
-        port: a fixed port instead of a free one.
-        node_modules: where ``npm ci`` installed pouchdb-server (default ``node/node_modules``).
+    #: What the log tail in error messages is called.
+    name = "server"
 
-    Raises:
-        LocalServerError: on entry, if pouchdb-server is not installed, exits early, or does not
-            answer within ``timeout``; the message ends with the tail of the server's log.
-    """
-
-    def __init__(
-        self,
-        *,
-        timeout: float = 60.0,
-        port: int | None = None,
-        node_modules: Path = NODE_MODULES,
-    ) -> None:
+    def __init__(self, *, timeout: float) -> None:
         self.timeout = timeout
-        self._fixed_port = port
-        self._script = node_modules / SERVER_SCRIPT
         self._process: subprocess.Popen[bytes] | None = None
         self._workdir: Path | None = None
         self._url: str | None = None
@@ -94,7 +99,7 @@ class LocalServer:
     def url(self) -> str:
         """Base URL without a trailing slash, e.g. ``http://127.0.0.1:54321``."""
         if self._url is None:
-            raise LocalServerError("the local server is not running; use it in a `with` block")
+            raise LocalServerError(f"the {self.name} is not running; use it in a `with` block")
         return self._url
 
     @property
@@ -102,7 +107,7 @@ class LocalServer:
         """Process id of the server (also its process group id), or None when stopped."""
         return self._process.pid if self._process else None
 
-    def __enter__(self) -> LocalServer:
+    def __enter__(self) -> Self:
         self.start()
         return self
 
@@ -116,31 +121,7 @@ class LocalServer:
 
     def start(self) -> str:
         """Start the server and wait until it answers; return its URL."""
-        if self._url is not None:
-            return self._url
-        node = shutil.which("node")
-        if not self._script.is_file() or node is None:
-            missing = "node" if node is None else str(self._script)
-            raise LocalServerError(
-                f"PouchDB Server is not installed ({missing} not found). "
-                "Run scripts/bootstrap, which runs `npm ci` in node/."
-            )
-        self._workdir = Path(tempfile.mkdtemp(prefix="couchids-pouchdb-"))
-        atexit.register(self.stop)
-        try:
-            for _ in range(PORT_ATTEMPTS):
-                port = self._fixed_port or free_port()
-                self._spawn(node, port)
-                if self._wait_until_ready(port):
-                    self._url = f"http://{HOST}:{port}"
-                    return self._url
-                self._kill_group()
-                if self._fixed_port:
-                    break
-            raise self._error(f"port {port} is already in use")
-        except BaseException:
-            self.stop()
-            raise
+        raise NotImplementedError
 
     def stop(self) -> None:
         """Terminate the server's process group and remove its working directory."""
@@ -154,7 +135,7 @@ class LocalServer:
     def wait(self) -> int:
         """Block until the server exits on its own; return its exit status."""
         if self._process is None:
-            raise LocalServerError("the local server is not running")
+            raise LocalServerError(f"the {self.name} is not running")
         return self._process.wait()
 
     def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
@@ -167,23 +148,17 @@ class LocalServer:
             return ""
         return "\n".join(text.splitlines()[-lines:])
 
-    def _spawn(self, node: str, port: int) -> None:
+    def _prepare(self, prefix: str) -> Path:
+        self._workdir = Path(tempfile.mkdtemp(prefix=prefix))
+        atexit.register(self.stop)
+        return self._workdir
+
+    def _spawn(self, argv: list[str]) -> None:
         assert self._workdir is not None
         # A fresh log per attempt, so a retry does not see the previous attempt's messages.
         with open(self._workdir / "server.out", "wb") as out:
             self._process = subprocess.Popen(
-                [
-                    node,
-                    str(self._script),
-                    "--in-memory",
-                    "--host",
-                    HOST,
-                    "--port",
-                    str(port),
-                    "--config",
-                    str(self._workdir / "config.json"),
-                    "--no-color",
-                ],
+                argv,
                 cwd=self._workdir,
                 stdin=subprocess.DEVNULL,
                 stdout=out,
@@ -191,30 +166,20 @@ class LocalServer:
                 start_new_session=True,
             )
 
-    def _wait_until_ready(self, port: int) -> bool:
-        """True once the server answers; False if its port was taken. Raises on death/timeout."""
+    def _check_alive(self) -> None:
         assert self._process is not None
-        deadline = time.monotonic() + self.timeout
-        while time.monotonic() < deadline:
-            code = self._process.poll()
-            if code is not None:
-                raise self._error(f"pouchdb-server exited with status {code} before answering")
-            log = self.log_tail()
-            if PORT_IN_USE in log:
-                return False
-            # Our own process logs this line only once it has bound the port, so an answer
-            # from some other server on the same port is not mistaken for ours.
-            if f"has started on http://{HOST}:{port}/" in log and _answers(port):
-                return True
-            time.sleep(0.1)
-        raise self._error(f"pouchdb-server did not answer GET / within {self.timeout:g}s")
+        code = self._process.poll()
+        if code is not None:
+            raise self._error(f"the {self.name} exited with status {code} before answering")
 
     def _kill_group(self) -> None:
         process, self._process = self._process, None
         if process is None:
             return
-        for sig, grace in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+        for sig, grace in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
             try:
+                # A paused node ignores SIGTERM until it runs again.
+                os.killpg(process.pid, signal.SIGCONT)
                 os.killpg(process.pid, sig)
             except ProcessLookupError:
                 break
@@ -226,28 +191,281 @@ class LocalServer:
 
     def _error(self, message: str) -> LocalServerError:
         return LocalServerError(
-            f"{message}.\n--- last lines of the pouchdb-server log ---\n{self.log_tail()}"
+            f"{message}.\n--- last lines of the {self.name} log ---\n{self.log_tail()}"
         )
 
 
-def _answers(port: int) -> bool:
+class LocalServer(_Process):
+    """PouchDB Server, in memory, on a free loopback port, for the life of a ``with`` block.
+
+    Args:
+        timeout: seconds to wait for the server to answer ``GET /``.
+        port: a fixed port instead of a free one.
+        node_modules: where ``npm ci`` installed pouchdb-server (default ``node/node_modules``).
+
+    Raises:
+        LocalServerError: on entry, if pouchdb-server is not installed, exits early, or does not
+            answer within ``timeout``; the message ends with the tail of the server's log.
+    """
+
+    kind: Kind = "pouchdb"
+    name = "pouchdb-server"
+
+    def __init__(
+        self,
+        *,
+        timeout: float = 60.0,
+        port: int | None = None,
+        node_modules: Path = NODE_MODULES,
+    ) -> None:
+        super().__init__(timeout=timeout)
+        self._fixed_port = port
+        self._script = node_modules / SERVER_SCRIPT
+
+    def start(self) -> str:
+        if self._url is not None:
+            return self._url
+        node = shutil.which("node")
+        if not self._script.is_file() or node is None:
+            missing = "node" if node is None else str(self._script)
+            raise LocalServerError(
+                f"PouchDB Server is not installed ({missing} not found). "
+                "Run scripts/bootstrap, which runs `npm ci` in node/."
+            )
+        workdir = self._prepare("couchids-pouchdb-")
+        try:
+            for _ in range(PORT_ATTEMPTS):
+                port = self._fixed_port or free_port()
+                self._spawn(
+                    [
+                        node,
+                        str(self._script),
+                        "--in-memory",
+                        "--host",
+                        HOST,
+                        "--port",
+                        str(port),
+                        "--config",
+                        str(workdir / "config.json"),
+                        "--no-color",
+                    ]
+                )
+                if self._wait_until_ready(port):
+                    self._url = f"http://{HOST}:{port}"
+                    return self._url
+                self._kill_group()
+                if self._fixed_port:
+                    break
+            raise self._error(f"port {port} is already in use")
+        except BaseException:
+            self.stop()
+            raise
+
+    def _wait_until_ready(self, port: int) -> bool:
+        """True once the server answers; False if its port was taken. Raises on death/timeout."""
+        deadline = time.monotonic() + self.timeout
+        while time.monotonic() < deadline:
+            self._check_alive()
+            log = self.log_tail()
+            if PORT_IN_USE in log:
+                return False
+            # Our own process logs this line only once it has bound the port, so an answer
+            # from some other server on the same port is not mistaken for ours.
+            if f"has started on http://{HOST}:{port}/" in log and _answers(port):
+                return True
+            time.sleep(0.1)
+        raise self._error(f"pouchdb-server did not answer GET / within {self.timeout:g}s")
+
+
+def couchdb_launcher() -> Path:
+    """The CouchDB launcher named by ``COUCHIDS_COUCHDB``.
+
+    Raises:
+        LocalServerError: the variable is unset or names no executable file.
+    """
+    value = os.environ.get(LAUNCHER_VARIABLE, "")
+    path = Path(value).resolve() if value else None
+    if path is None or not path.is_file() or not os.access(path, os.X_OK):
+        raise LocalServerError(
+            f"{LAUNCHER_VARIABLE}={value!r} names no executable CouchDB launcher; point it at "
+            "one that understands `run PORT DIR USER:PASS` and `cluster P1,P2,P3 DIR USER:PASS` "
+            "(see scripts/localserver.py), or set COUCHIDS_TEST_URL to a CouchDB you run"
+        )
+    return path
+
+
+class CouchDBNode(_Process):
+    """One Apache CouchDB node on a free loopback port, started through the launcher.
+
+    :attr:`url` carries the admin credentials (``http://admin:pass@127.0.0.1:PORT``), which
+    ``requests`` sends as basic authentication.
+
+    Args:
+        timeout: seconds to wait for the node to answer (the first start may build CouchDB).
+        launcher: the launcher (default: :func:`couchdb_launcher`).
+    """
+
+    kind: Kind = "couchdb"
+    name = "couchdb"
+
+    def __init__(self, *, timeout: float = 900.0, launcher: Path | None = None) -> None:
+        super().__init__(timeout=timeout)
+        self._launcher = launcher
+
+    def start(self) -> str:
+        if self._url is not None:
+            return self._url
+        launcher = self._launcher or couchdb_launcher()
+        workdir = self._prepare("couchids-couchdb-")
+        try:
+            port = free_port()
+            self._spawn([str(launcher), "run", str(port), str(workdir / "node"), _admin()])
+            url = _admin_url(port)
+            deadline = time.monotonic() + self.timeout
+            while not _answers(port, auth=True):
+                self._check_alive()
+                if time.monotonic() > deadline:
+                    raise self._error(f"CouchDB did not answer within {self.timeout:g}s")
+                time.sleep(0.2)
+            self._url = url
+            return url
+        except BaseException:
+            self.stop()
+            raise
+
+
+class CouchDBCluster(_Process):
+    """Three Apache CouchDB nodes joined into one cluster (n=3) on free loopback ports.
+
+    :attr:`url` is the first node's; :attr:`node_urls` has all three (each with the admin
+    credentials). :meth:`pause` and :meth:`resume` stop and continue one node's process.
+    """
+
+    kind: Kind = "cluster"
+    name = "couchdb cluster"
+
+    def __init__(self, *, timeout: float = 900.0, launcher: Path | None = None) -> None:
+        super().__init__(timeout=timeout)
+        self._launcher = launcher
+        self.node_urls: list[str] = []
+
+    def start(self) -> str:
+        if self._url is not None:
+            return self._url
+        launcher = self._launcher or couchdb_launcher()
+        workdir = self._prepare("couchids-cluster-")
+        try:
+            ports = _free_ports(3)
+            self._spawn(
+                [
+                    str(launcher),
+                    "cluster",
+                    ",".join(map(str, ports)),
+                    str(workdir / "nodes"),
+                    _admin(),
+                ]
+            )
+            deadline = time.monotonic() + self.timeout
+            while "ready" not in self.log_tail().split():
+                self._check_alive()
+                if time.monotonic() > deadline:
+                    raise self._error(f"the cluster was not ready within {self.timeout:g}s")
+                time.sleep(0.2)
+            self.node_urls = [_admin_url(port) for port in ports]
+            self._url = self.node_urls[0]
+            return self._url
+        except BaseException:
+            self.stop()
+            raise
+
+    def node_pid(self, node: int) -> int:
+        """The Erlang VM's pid of node ``node`` (0, 1 or 2)."""
+        assert self._workdir is not None, "the cluster is not running"
+        return int((self._workdir / "nodes" / f"node{node + 1}" / "pid").read_text())
+
+    def pause(self, node: int) -> None:
+        """Stop node ``node``'s process (SIGSTOP): it holds its connections and answers nothing."""
+        os.kill(self.node_pid(node), signal.SIGSTOP)
+
+    def resume(self, node: int) -> None:
+        """Let a paused node run again (SIGCONT)."""
+        os.kill(self.node_pid(node), signal.SIGCONT)
+
+
+Server = LocalServer | CouchDBNode | CouchDBCluster
+
+
+def start(kind: Kind) -> Server:
+    """A server of ``kind`` (not yet started: use it in a ``with`` block)."""
+    if kind == "pouchdb":
+        return LocalServer()
+    if kind == "couchdb":
+        return CouchDBNode()
+    if kind == "cluster":
+        return CouchDBCluster()
+    raise LocalServerError(f"no server kind {kind!r}; one of {', '.join(KINDS)}")
+
+
+def _admin() -> str:
+    return ":".join(COUCHDB_ADMIN)
+
+
+def _admin_url(port: int) -> str:
+    return f"http://{_admin()}@{HOST}:{port}"
+
+
+def _free_ports(count: int) -> list[int]:
+    ports: set[int] = set()
+    while len(ports) < count:
+        ports.add(free_port())
+    return sorted(ports)
+
+
+def _answers(port: int, *, auth: bool = False) -> bool:
+    request = urllib.request.Request(
+        f"http://{HOST}:{port}/_up" if auth else f"http://{HOST}:{port}/"
+    )
+    if auth:
+        token = base64.b64encode(_admin().encode()).decode()
+        request.add_header("Authorization", f"Basic {token}")
     try:
-        with _direct.open(f"http://{HOST}:{port}/", timeout=2) as response:
+        with _direct.open(request, timeout=2) as response:
             return isinstance(json.load(response), dict)
     except (OSError, ValueError, urllib.error.URLError):
         return False
 
 
+def client_environment(url: str) -> dict[str, str]:
+    """``CLOUDANT_*`` variables for a server at ``url``: basic authentication when the URL
+    carries credentials (they go to ``CLOUDANT_USERNAME``/``PASSWORD``), else none."""
+    parts = urlsplit(url)
+    if parts.username is None:
+        return {"CLOUDANT_URL": url, "CLOUDANT_AUTH_TYPE": "noauth"}
+    host = f"{parts.hostname}:{parts.port}" if parts.port else str(parts.hostname)
+    return {
+        "CLOUDANT_URL": urlunsplit((parts.scheme, host, parts.path, "", "")),
+        "CLOUDANT_AUTH_TYPE": "basic",
+        "CLOUDANT_USERNAME": unquote(parts.username),
+        "CLOUDANT_PASSWORD": unquote(parts.password or ""),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        description="Start PouchDB Server in memory on loopback (the tests' local server)."
+        description="Start a throwaway CouchDB-compatible server on loopback (the tests' servers)."
     )
-    parser.add_argument("--port", type=int, help="port to use (default: a free one)")
+    parser.add_argument(
+        "--server",
+        choices=KINDS,
+        default="pouchdb",
+        help="pouchdb (default), or couchdb/cluster through the launcher in $COUCHIDS_COUCHDB",
+    )
     parser.add_argument(
         "command",
         nargs=argparse.REMAINDER,
-        help="after --: a command to run with CLOUDANT_URL and CLOUDANT_AUTH_TYPE=noauth set; "
-        "the server stops when it ends and its exit status is returned",
+        help="after --: a command to run with CLOUDANT_URL and CLOUDANT_AUTH_TYPE (and, for "
+        "CouchDB, CLOUDANT_USERNAME/PASSWORD) set; the server stops when it ends and its exit "
+        "status is returned",
     )
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -256,14 +474,15 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     try:
-        with LocalServer(port=args.port) as server:
+        with start(args.server) as server:
+            env = client_environment(server.url)
             if command:
-                env = {**os.environ, "CLOUDANT_URL": server.url, "CLOUDANT_AUTH_TYPE": "noauth"}
-                return subprocess.call(command, env=env)
-            print(server.url, flush=True)
-            print("PouchDB Server is running; press Ctrl-C to stop it.", file=sys.stderr)
+                return subprocess.call(command, env={**os.environ, **env})
+            for name, value in env.items():
+                print(f"{name}={value}", flush=True)
+            print(f"The {server.name} is running; press Ctrl-C to stop it.", file=sys.stderr)
             code = server.wait()
-            print(f"pouchdb-server exited ({code}):\n{server.log_tail()}", file=sys.stderr)
+            print(f"{server.name} exited ({code}):\n{server.log_tail()}", file=sys.stderr)
             return 1
     except KeyboardInterrupt:
         return 0

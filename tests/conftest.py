@@ -1,57 +1,179 @@
-"""Shared fixtures: the local CouchDB-compatible server, a client for it, and the kuuid bridge.
+"""Shared fixtures: the servers the integration tests run against, a client, and kuuid.
 
-Any test that uses ``couch_url`` (directly or through ``client``/``db``) is marked
-``integration``. Integration tests are never skipped: if the server cannot start they error.
+Every test that uses ``couch_url`` (directly or through ``client``/``db``) is an integration
+test: it runs once against each configured server, and its id names the server
+(``test_x[couchdb]``). The servers come from the environment:
+
+- ``COUCHIDS_TEST_SERVERS``: a comma-separated list of ``pouchdb``, ``couchdb``, ``cluster`` and
+  ``url``. Default: ``pouchdb``, plus ``couchdb,cluster`` when ``COUCHIDS_COUCHDB`` names a
+  CouchDB launcher, plus ``url`` when ``COUCHIDS_TEST_URL`` is set.
+- ``COUCHIDS_COUCHDB``: the launcher that starts Apache CouchDB nodes (scripts/localserver.py).
+- ``COUCHIDS_TEST_URL``: a CouchDB or Cloudant you run, e.g. ``http://admin:pass@127.0.0.1:5984``
+  (it is used as an Apache CouchDB; tests create and delete databases named ``test_...``).
+
+A test that depends on one server's behaviour says so with ``@pytest.mark.needs(...)``: it runs
+only on servers with every named trait (``pouchdb``; ``couchdb``, which a user's URL and the
+cluster have too; ``cluster``, the local 3-node cluster whose nodes can be paused). When no
+configured server has them the test is skipped with the reason, except under ``CI=true``, where
+it fails: CI runs every server and skips nothing.
 """
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import pytest
+from faultproxy import FaultProxy, client_for
 from ibm_cloud_sdk_core import ApiException
-from ibm_cloud_sdk_core.authenticators import NoAuthAuthenticator
 from ibmcloudant.cloudant_v1 import CloudantV1
 from kuuid_node import KuuidNode
-from localserver import LocalServer
+from localserver import KINDS, LAUNCHER_VARIABLE, CouchDBCluster, Server, start
+
+SERVERS_VARIABLE = "COUCHIDS_TEST_SERVERS"
+URL_VARIABLE = "COUCHIDS_TEST_URL"
+#: What each server kind has, for ``@pytest.mark.needs``.
+TRAITS = {
+    "pouchdb": {"pouchdb"},
+    "couchdb": {"couchdb"},
+    "cluster": {"couchdb", "cluster"},
+    "url": {"couchdb"},
+}
+
+
+@dataclass
+class UserServer:
+    """The CouchDB named by ``COUCHIDS_TEST_URL``, run by the user."""
+
+    url: str
+    kind: str = "url"
+
+
+def configured_servers() -> list[str]:
+    names = os.environ.get(SERVERS_VARIABLE, "").replace(" ", "")
+    if names:
+        chosen = names.split(",")
+    else:
+        chosen = ["pouchdb"]
+        if os.environ.get(LAUNCHER_VARIABLE):
+            chosen += ["couchdb", "cluster"]
+        if os.environ.get(URL_VARIABLE):
+            chosen.append("url")
+    unknown = [name for name in chosen if name not in TRAITS]
+    if unknown:
+        raise pytest.UsageError(
+            f"{SERVERS_VARIABLE}: unknown server {unknown[0]!r}; use {', '.join(TRAITS)}"
+        )
+    return list(dict.fromkeys(chosen))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "needs(*traits): run only on servers with these traits (see conftest.py)"
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "couch_server" not in metafunc.fixturenames:
+        return
+    needed = set()
+    for marker in metafunc.definition.iter_markers("needs"):
+        needed.update(marker.args)
+    unknown = needed - set().union(*TRAITS.values())
+    if unknown:
+        raise pytest.UsageError(f"{metafunc.definition.nodeid}: unknown trait {unknown}")
+    servers = [name for name in configured_servers() if needed <= TRAITS[name]]
+    if not servers:
+        # Not configured here: the fixture skips it (or fails it under CI) with the reason.
+        servers = [next(kind for kind in (*KINDS, "url") if needed <= TRAITS[kind])]
+    metafunc.parametrize("couch_server", servers, indirect=True, scope="session")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if "couch_url" in getattr(item, "fixturenames", ()):
+        if "couch_server" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.integration)
 
 
 @pytest.fixture(scope="session")
-def couch_url() -> Iterator[str]:
-    """URL of one PouchDB Server for the whole session, started on first use."""
-    with LocalServer() as server:
-        yield server.url
+def couch_server(request: pytest.FixtureRequest) -> Iterator[Server | UserServer]:
+    """One server of the kind the test is parametrised with, for the whole session."""
+    name: str = request.param
+    if name not in configured_servers():
+        reason = (
+            f"needs a {name} server, which is not configured: set {SERVERS_VARIABLE} "
+            f"(and {LAUNCHER_VARIABLE} or {URL_VARIABLE}); see tests/conftest.py"
+        )
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    if name == "url":
+        yield UserServer(os.environ[URL_VARIABLE].rstrip("/"))
+        return
+    with start(name) as server:  # type: ignore[arg-type]
+        yield server
+
+
+@pytest.fixture(scope="session")
+def couch_url(couch_server: Server | UserServer) -> Iterator[str]:
+    """Base URL of the server under test; it carries the credentials when there are any.
+
+    On the local cluster it is a proxy that writes to every copy (``w=3``, see
+    :class:`~faultproxy.FaultProxy`), so that tests read their own writes; the cluster's own
+    tests talk to its nodes directly (:attr:`~localserver.CouchDBCluster.node_urls`).
+    """
+    if not isinstance(couch_server, CouchDBCluster):
+        yield couch_server.url
+        return
+    with FaultProxy(couch_server.url, every_copy=True) as proxy:
+        yield proxy.url
+
+
+@pytest.fixture(scope="session")
+def cluster(couch_server: Server | UserServer) -> CouchDBCluster:
+    """The local 3-node cluster (tests using it are marked ``needs("cluster")``)."""
+    assert isinstance(couch_server, CouchDBCluster), "mark the test @pytest.mark.needs('cluster')"
+    return couch_server
 
 
 @pytest.fixture
 def client(couch_url: str) -> CloudantV1:
-    """An ibmcloudant client for the local server (no authentication)."""
-    service = CloudantV1(authenticator=NoAuthAuthenticator())
-    service.set_service_url(couch_url)
-    # Loopback only: never send test traffic through a proxy named in the environment.
-    service.set_http_config({"proxies": {"http": None, "https": None}})
-    return service
+    """An ibmcloudant client for the server under test."""
+    return client_for(couch_url)
 
 
-@pytest.fixture
-def db(client: CloudantV1) -> Iterator[str]:
-    """Name of a fresh, empty database, deleted after the test."""
+def fresh_database(client: CloudantV1, **options: object) -> str:
+    """Create a database with a unique name (``options`` such as ``partitioned=True``)."""
     # CouchDB database names must start with a lower-case letter: ^[a-z][a-z0-9_$()+/-]*$
     name = f"test_{uuid.uuid4().hex}"
-    client.put_database(db=name)
-    yield name
+    client.put_database(db=name, **options)
+    return name
+
+
+def drop_database(client: CloudantV1, name: str) -> None:
     try:
         client.delete_database(db=name)
     except ApiException as error:
         if error.status_code != 404:  # the test may have deleted it itself
             raise
+
+
+@pytest.fixture
+def db(client: CloudantV1) -> Iterator[str]:
+    """Name of a fresh, empty database, deleted after the test."""
+    name = fresh_database(client)
+    yield name
+    drop_database(client, name)
+
+
+@pytest.fixture
+def partitioned_db(client: CloudantV1) -> Iterator[str]:
+    """Name of a fresh, empty partitioned database (CouchDB 3 and Cloudant only)."""
+    name = fresh_database(client, partitioned=True)
+    yield name
+    drop_database(client, name)
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,6 @@
 """A loopback HTTP proxy that loses answers on purpose, for testing retries against a real server.
 
-The proxy forwards every request to the upstream server (the local PouchDB Server). Told to,
+The proxy forwards every request to the upstream server (a local test server). Told to,
 it makes the next N matching requests fail in one of four ways:
 
 - ``"503-after"``: forward the request (the server carries it out), then answer 503;
@@ -17,6 +17,7 @@ arrive. Every request and what the proxy did with it is kept in :attr:`FaultProx
 
 from __future__ import annotations
 
+import base64
 import http.client
 import re
 import threading
@@ -78,14 +79,27 @@ class Entry:
 
 
 class FaultProxy:
-    """A threaded proxy on a free port of 127.0.0.1 in front of ``upstream`` (an http URL)."""
+    """A threaded proxy on a free port of 127.0.0.1 in front of ``upstream`` (an http URL).
 
-    def __init__(self, upstream: str) -> None:
+    With ``every_copy=True`` each document write (``PUT``/``DELETE`` of a document,
+    ``_bulk_docs``) is sent with ``w=3``, so a 3-node cluster answers only once every copy has
+    it: a read that follows, whichever copy answers it, sees the write.
+    """
+
+    def __init__(self, upstream: str, *, every_copy: bool = False) -> None:
+        self.every_copy = every_copy
         parts = urlsplit(upstream)
         if parts.scheme != "http" or parts.hostname not in ("127.0.0.1", "localhost"):
             raise ValueError(f"the test proxy forwards to loopback http only, not {upstream!r}")
         self.upstream_host = parts.hostname
         self.upstream_port = parts.port or 80
+        # The upstream's credentials (a CouchDB's admin) go on every forwarded request, so a
+        # client of the proxy needs none.
+        self.upstream_auth = (
+            "Basic " + base64.b64encode(f"{parts.username}:{parts.password}".encode()).decode()
+            if parts.username is not None
+            else None
+        )
         self.log: list[Entry] = []
         self._rules: list[_Rule] = []
         self._lock = threading.Lock()
@@ -207,17 +221,24 @@ def _handler_for(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
         def _forward(self, body: bytes) -> tuple[int, list[tuple[str, str]], bytes]:
             headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP}
             headers["Content-Length"] = str(len(body))
+            if proxy.upstream_auth is not None:
+                headers["Authorization"] = proxy.upstream_auth
             # A new upstream connection per request: a kept-alive one that the server closed
             # while idle would need a resend, and a resent write could be carried out twice.
             upstream = http.client.HTTPConnection(
                 proxy.upstream_host, proxy.upstream_port, timeout=120
             )
             try:
-                upstream.request(self.command, self.path, body=body, headers=headers)
+                upstream.request(self.command, self._upstream_path(), body=body, headers=headers)
                 response = upstream.getresponse()
                 return response.status, response.getheaders(), response.read()
             finally:
                 upstream.close()
+
+        def _upstream_path(self) -> str:
+            if not proxy.every_copy or not _is_document_write(self.command, self.path):
+                return self.path
+            return self.path + ("&" if "?" in self.path else "?") + "w=3"
 
         def _answer(self, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
             self.send_response(status)
@@ -232,11 +253,30 @@ def _handler_for(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+def _is_document_write(method: str, path: str) -> bool:
+    segments = urlsplit(path).path.strip("/").split("/")
+    if method in ("PUT", "DELETE"):
+        return len(segments) >= 2  # not a whole database
+    return method == "POST" and (len(segments) == 1 or segments[-1] == "_bulk_docs")
+
+
 def client_for(url: str) -> CloudantV1:
-    """An ibmcloudant client without authentication for ``url`` (the proxy's or the server's)."""
+    """An ibmcloudant client for ``url`` (the proxy's or a server's), without an authenticator:
+    credentials in the URL (``http://admin:pass@...``) are sent by requests itself."""
     service = CloudantV1(authenticator=NoAuthAuthenticator())
     service.set_service_url(url)
+    # Loopback only: never send test traffic through a proxy named in the environment.
+    service.set_http_config({"proxies": {"http": None, "https": None}})
     return service
+
+
+def update_count(client: CloudantV1, db: str) -> int:
+    """How many updates ``db`` has seen: equal before and after means nothing was written.
+
+    On a cluster ``update_seq`` is a string whose opaque tail depends on which copies answered;
+    its leading number is the sum of the shards' update counts."""
+    seq = client.get_database_information(db=db).get_result()["update_seq"]
+    return int(str(seq).split("-")[0])
 
 
 def all_docs(client: CloudantV1, db: str) -> dict[str, dict[str, Any]]:

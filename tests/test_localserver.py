@@ -1,7 +1,7 @@
-"""The local server (scripts/localserver.py, PouchDB Server) does what the integration tests need.
+"""The test servers (scripts/localserver.py) do what the integration tests need.
 
-Also pins the PouchDB Server 4.2.0 behaviours that differ from CouchDB, so a change of server
-version that alters them is noticed.
+Also pins the PouchDB Server 4.2.0 behaviours that differ from CouchDB, and the CouchDB
+behaviours couchids relies on, so a change of server version that alters them is noticed.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from ibm_cloud_sdk_core import ApiException
 from ibmcloudant.cloudant_v1 import CloudantV1
-from localserver import LocalServer, LocalServerError
+from localserver import CouchDBCluster, LocalServer, LocalServerError
 
 
 def ids(result: dict[str, object]) -> list[str]:
@@ -34,10 +34,32 @@ def test_fixtures_are_marked_integration(request: pytest.FixtureRequest, db: str
     assert request.node.get_closest_marker("integration") is not None
 
 
-def test_server_answers_on_loopback(client: CloudantV1, couch_url: str) -> None:
-    assert couch_url.startswith("http://127.0.0.1:")
+def test_server_answers(client: CloudantV1, couch_url: str) -> None:
     info = client.get_server_information().get_result()
-    assert info["express-pouchdb"] == "Welcome!"
+    assert info.get("couchdb") == "Welcome" or info.get("express-pouchdb") == "Welcome!"
+
+
+@pytest.mark.needs("pouchdb")
+def test_pouchdb_runs_on_loopback(client: CloudantV1, couch_url: str) -> None:
+    assert couch_url.startswith("http://127.0.0.1:")
+    assert client.get_server_information().get_result()["express-pouchdb"] == "Welcome!"
+
+
+@pytest.mark.needs("couchdb")
+def test_couchdb_is_apache_couchdb_3(client: CloudantV1) -> None:
+    info = client.get_server_information().get_result()
+    assert info["couchdb"] == "Welcome"
+    assert info["version"].startswith("3.")
+
+
+@pytest.mark.needs("cluster")
+def test_the_cluster_has_three_joined_nodes_and_three_copies(
+    client: CloudantV1, cluster: CouchDBCluster, db: str
+) -> None:
+    membership = client.get_membership_information().get_result()
+    assert len(membership["cluster_nodes"]) == len(membership["all_nodes"]) == 3
+    assert len(cluster.node_urls) == 3
+    assert client.get_database_information(db=db).get_result()["cluster"]["n"] == 3
 
 
 def test_create_then_409_on_recreate(client: CloudantV1, db: str) -> None:
@@ -100,11 +122,29 @@ def test_all_docs_orders_ascii_ids_bytewise(client: CloudantV1, db: str) -> None
     assert listed == sorted(mixed, key=lambda i: i.encode())
 
 
+@pytest.mark.needs("pouchdb")
 def test_quirk_offset_is_always_zero(client: CloudantV1, abcde: str) -> None:
     # CouchDB would answer offset 2 (rows before "c"); PouchDB Server answers `skip` (0).
     assert client.post_all_docs(db=abcde, start_key="c").get_result()["offset"] == 0
 
 
+@pytest.mark.needs("couchdb")
+def test_couchdb_offset_counts_the_rows_before_the_start_key(
+    client: CloudantV1, abcde: str
+) -> None:
+    for key, before in [("a", 0), ("c", 2), ("cc", 3), ("z", 5)]:
+        answer = client.post_all_docs(db=abcde, start_key=key, limit=0).get_result()
+        assert (answer["offset"], answer["rows"]) == (before, [])
+
+
+@pytest.mark.needs("couchdb")
+def test_couchdb_lists_every_id_in_utf8_byte_order(client: CloudantV1, db: str) -> None:
+    every = ["a", "\xe9", "\u0100", "\ufff0", "\U0001f600"]
+    client.post_bulk_docs(db=db, bulk_docs={"docs": [{"_id": i} for i in every]})
+    assert ids(client.post_all_docs(db=db).get_result()) == sorted(every, key=str.encode)
+
+
+@pytest.mark.needs("pouchdb")
 def test_quirk_open_ended_scan_stops_at_xff(client: CloudantV1, db: str) -> None:
     # PouchDB's leveldb layer ends an open-ended scan at "\xff": ids above it are only listed
     # when a key bounds that end explicitly. CouchDB lists them all. kuuid ids are ASCII.

@@ -17,7 +17,7 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 import pytest
-from ibm_cloud_sdk_core.authenticators import NoAuthAuthenticator
+from faultproxy import client_for
 from ibmcloudant.cloudant_v1 import CloudantV1
 from kuuid_node import KuuidNode
 
@@ -89,12 +89,6 @@ class Made:
         return self.ms - self.ms % self.form.unit_ms
 
 
-def service(url: str) -> CloudantV1:
-    client = CloudantV1(authenticator=NoAuthAuthenticator())
-    client.set_service_url(url)
-    return client
-
-
 def insert(client: CloudantV1, db: str, ids: list[str]) -> None:
     """Create one small document per id with ``_bulk_docs``, in batches."""
     for start in range(0, len(ids), 2000):
@@ -150,7 +144,7 @@ class Mixed:
 
 @pytest.fixture(scope="module")
 def mixed(couch_url: str, kuuid_node: KuuidNode) -> Iterator[Mixed]:
-    client = service(couch_url)
+    client = client_for(couch_url)
     db = f"test_query_{uuid.uuid4().hex}"
     client.put_database(db=db)
     rng = random.Random(20240501)

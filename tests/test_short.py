@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 import requests
-from faultproxy import FaultProxy, all_docs, client_for
+from faultproxy import FaultProxy, all_docs, client_for, update_count
 from ibm_cloud_sdk_core.authenticators import NoAuthAuthenticator
 from ibmcloudant.cloudant_v1 import CloudantV1
 
@@ -49,9 +49,8 @@ def scripted(*nonces: str) -> Callable[[int], str]:
 
 
 def db_state(client: CloudantV1, db: str) -> tuple[object, dict[str, Any]]:
-    """The update sequence and every document: equal before and after means nothing written."""
-    seq = client.get_database_information(db=db).get_result()["update_seq"]
-    return seq, all_docs(client, db)
+    """The update count and every document: equal before and after means nothing written."""
+    return update_count(client, db), all_docs(client, db)
 
 
 # --- helpers ------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 import pytest
 import requests
 import responses
-from faultproxy import FaultProxy, all_docs, client_for
+from faultproxy import FaultProxy, all_docs, client_for, update_count
 from ibm_cloud_sdk_core import ApiException
 from ibmcloudant.cloudant_v1 import CloudantV1
 from localserver import free_port
@@ -51,10 +51,6 @@ def proxy(couch_url: str) -> Iterator[FaultProxy]:
 def via_proxy(proxy: FaultProxy) -> CloudantV1:
     """A client whose requests all pass through the fault proxy."""
     return client_for(proxy.url)
-
-
-def update_seq(client: CloudantV1, db: str) -> object:
-    return client.get_database_information(db=db).get_result()["update_seq"]
 
 
 # --- create -------------------------------------------------------------------------------
@@ -121,10 +117,10 @@ def test_an_own_id_matching_type_and_time_is_accepted(client: CloudantV1, db: st
 def test_create_refuses_documents_it_cannot_store_safely(
     client: CloudantV1, db: str, doc: dict[str, object], kwargs: dict[str, object], words: str
 ) -> None:
-    seq = update_seq(client, db)
+    seq = update_count(client, db)
     with pytest.raises(InvalidArgumentError, match=re.escape(words)):
         create(client, db, doc, **kwargs)  # type: ignore[arg-type]
-    assert update_seq(client, db) == seq, "nothing was written"
+    assert update_count(client, db) == seq, "nothing was written"
 
 
 @pytest.mark.parametrize("doc", [["a"], "text", None])
@@ -201,7 +197,7 @@ def test_a_lost_answer_on_an_existing_different_document_is_still_a_conflict(
     client: CloudantV1, via_proxy: CloudantV1, proxy: FaultProxy, db: str
 ) -> None:
     first = create(client, db, {"_id": "user:ada", "n": 1})
-    seq = update_seq(client, db)
+    seq = update_count(client, db)
     proxy.fail("503-after", method="PUT", path=f"^/{db}/")
     with pytest.raises(ConflictError, match="user:ada"):
         create(via_proxy, db, {"_id": "user:ada", "n": 2})
@@ -210,7 +206,7 @@ def test_a_lost_answer_on_an_existing_different_document_is_still_a_conflict(
         "_rev": first.rev,
         "n": 1,
     }
-    assert update_seq(client, db) == seq
+    assert update_count(client, db) == seq
 
 
 def test_the_retries_run_out_with_a_server_error_and_nothing_stored(
