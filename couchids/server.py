@@ -1,5 +1,6 @@
-"""Talking to the server through ``ibmcloudant``: errors as couchids exceptions, and what
-couchids learns about a database once per client.
+"""Talking to the server through ``ibmcloudant``: every request couchids sends goes through
+here. Errors become couchids exceptions, lost answers are retried (:func:`request`), and what
+couchids learns about a database is asked once per client (:func:`database_facts`).
 
 Every request goes through the caller's ``CloudantV1`` client, so authentication, retries
 (``enable_retries()`` or ``CLOUDANT_ENABLE_RETRIES``) and timeouts are the client's own.
@@ -7,11 +8,14 @@ Every request goes through the caller's ``CloudantV1`` client, so authentication
 
 from __future__ import annotations
 
+import random
 import re
 import threading
+import time
 import weakref
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Final
 
 import requests
 from ibm_cloud_sdk_core import ApiException
@@ -20,10 +24,21 @@ from urllib3.exceptions import MaxRetryError, ResponseError
 
 from .errors import (
     DatabaseNotFoundError,
+    InvalidArgumentError,
     RateLimitedError,
     ServerError,
     UnauthorizedError,
 )
+
+#: Seconds before the first retry; each later retry waits twice as long (with jitter).
+DEFAULT_BACKOFF: Final = 0.05
+#: Retries after a lost answer, on top of the first attempt.
+DEFAULT_RETRIES: Final = 4
+#: The longest wait between two attempts, whatever the backoff.
+MAX_BACKOFF: Final = 2.0
+#: The longest ``Retry-After`` (seconds) a 429 answer is obeyed for.
+MAX_RETRY_AFTER: Final = 30.0
+JSON: Final = "application/json"
 
 #: Failures after which the request may or may not have been carried out: a write retries
 #: these with the same id. 408 and 429 are answers to a request that was not carried out,
@@ -113,18 +128,194 @@ def call(db: str, request: Callable[[], Any]) -> Any:
         raise server_error(exc, db) from exc
 
 
-_partitioned: weakref.WeakKeyDictionary[CloudantV1, dict[str, bool]] = weakref.WeakKeyDictionary()
-_partitioned_lock = threading.Lock()
+@dataclass(frozen=True, slots=True)
+class DatabaseFacts:
+    """What couchids needs to know about a database, asked once per client and database.
+
+    Attributes:
+        partitioned: whether it is a partitioned database.
+        copies: how many copies the server keeps of each document (CouchDB's ``n``; 1 for a
+            server that does not say, such as a single node or PouchDB Server).
+    """
+
+    partitioned: bool
+    copies: int
+
+
+_facts: weakref.WeakKeyDictionary[CloudantV1, dict[str, DatabaseFacts]] = (
+    weakref.WeakKeyDictionary()
+)
+_facts_lock = threading.Lock()
+
+
+def database_facts(client: CloudantV1, db: str) -> DatabaseFacts:
+    """The :class:`DatabaseFacts` of ``db``, from one ``GET /{db}`` per client and database."""
+    with _facts_lock:
+        known = _facts.get(client, {}).get(db)
+    if known is not None:
+        return known
+    info = call(db, lambda: client.get_database_information(db=db))
+    copies = (info.get("cluster") or {}).get("n", 1)
+    facts = DatabaseFacts(
+        partitioned=bool((info.get("props") or {}).get("partitioned", False)),
+        copies=copies if isinstance(copies, int) and copies >= 1 else 1,
+    )
+    with _facts_lock:
+        _facts.setdefault(client, {})[db] = facts
+    return facts
 
 
 def is_partitioned(client: CloudantV1, db: str) -> bool:
     """Whether ``db`` is a partitioned database, asked once per client and database."""
-    with _partitioned_lock:
-        known = _partitioned.get(client, {}).get(db)
-    if known is not None:
-        return known
-    info = call(db, lambda: client.get_database_information(db=db))
-    answer = bool(info.get("props", {}).get("partitioned", False))
-    with _partitioned_lock:
-        _partitioned.setdefault(client, {})[db] = answer
-    return answer
+    return database_facts(client, db).partitioned
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often, and after how long, a request whose answer was lost is sent again."""
+
+    retries: int
+    backoff: float
+
+    @classmethod
+    def checked(cls, retries: int, backoff: float) -> RetryPolicy:
+        """The policy for the public arguments ``retries`` and ``backoff``, checked."""
+        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+            raise InvalidArgumentError(f"retries={retries!r}: must be an int >= 0")
+        if (
+            isinstance(backoff, bool)
+            or not isinstance(backoff, int | float)
+            or not 0 <= backoff <= MAX_BACKOFF
+        ):
+            raise InvalidArgumentError(
+                f"backoff={backoff!r}: must be a number of seconds from 0 to {MAX_BACKOFF:g}"
+            )
+        return cls(retries, float(backoff))
+
+    def delay(self, exc: BaseException, attempt: int) -> float:
+        """Seconds to wait before retry number ``attempt + 1``."""
+        after = _retry_after(exc)
+        if after is not None:
+            return min(after, MAX_RETRY_AFTER)
+        # Jitter spreads out writers that lost their answers at the same moment.
+        return min(MAX_BACKOFF, self.backoff * 2.0**attempt) * random.uniform(0.5, 1.0)
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """A successful answer: its HTTP status (a write's 201 or 202 matters) and its JSON."""
+
+    status: int
+    body: Any
+
+
+class Refusal:
+    """Answers :func:`request` returns instead of raising, when the caller asks for them."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+#: The server answered 409 Conflict.
+CONFLICT: Final = Refusal("CONFLICT")
+#: The server answered 404 Not Found.
+MISSING: Final = Refusal("MISSING")
+
+
+def request(
+    db: str,
+    send: Callable[[], Any],
+    policy: RetryPolicy,
+    *,
+    expect: tuple[Refusal, ...] = (),
+) -> Any:
+    """Run an ``ibmcloudant`` call, retrying lost answers; return its :class:`Reply`.
+
+    A 409 or 404 comes back as :data:`CONFLICT` / :data:`MISSING` when listed in ``expect``;
+    every other failure raises the mapped :class:`~couchids.ServerError`.
+    """
+    attempt = 0
+    while True:
+        try:
+            response = send()
+            return Reply(int(response.get_status_code() or 0), response.get_result())
+        except (ApiException, requests.RequestException) as exc:
+            status = status_of(exc) if isinstance(exc, ApiException) else 0
+            if status == 409 and CONFLICT in expect:
+                return CONFLICT
+            if status == 404 and MISSING in expect:
+                return MISSING
+            if attempt >= policy.retries or not is_transient(exc):
+                raise server_error(exc, db) from exc
+            time.sleep(policy.delay(exc, attempt))
+            attempt += 1
+
+
+def live_leaves(
+    client: CloudantV1, db: str, doc_id: str, policy: RetryPolicy
+) -> list[dict[str, Any]]:
+    """Every live (not deleted) leaf revision of ``doc_id``, read from every copy.
+
+    ``GET /{db}/{doc_id}?open_revs=all&r=N`` with ``N`` the database's copies: a revision held
+    by only one copy (a cluster write that reached fewer copies than a quorum, or two first
+    writes of one id that reached different copies) is seen as long as that copy answers. An
+    empty list means no copy that answered holds a live revision.
+    """
+    copies = database_facts(client, db).copies
+    path = "/{}/{}".format(*client.encode_path_vars(db, doc_id))
+
+    def send() -> Any:
+        prepared = client.prepare_request(
+            method="GET",
+            url=path,
+            headers={"Accept": JSON},
+            params={"open_revs": "all", "r": copies},
+        )
+        return client.send(prepared)
+
+    reply = request(db, send, policy, expect=(MISSING,))
+    if reply is MISSING:
+        return []
+    if not isinstance(reply.body, list):
+        raise ServerError(f"open_revs=all for {doc_id!r} in {db!r} answered {reply.body!r:.200}")
+    leaves = [entry.get("ok") for entry in reply.body if isinstance(entry, dict)]
+    return [leaf for leaf in leaves if isinstance(leaf, dict) and not leaf.get("_deleted")]
+
+
+def delete_revision(
+    client: CloudantV1, db: str, doc_id: str, rev: str, policy: RetryPolicy
+) -> None:
+    """Delete revision ``rev`` of ``doc_id`` (one couchids wrote itself).
+
+    A 409 or 404 means it is deleted already (an earlier attempt whose answer was lost).
+    """
+    request(
+        db,
+        lambda: client.delete_document(db=db, doc_id=doc_id, rev=rev),
+        policy,
+        expect=(CONFLICT, MISSING),
+    )
+
+
+def winner(leaves: list[dict[str, Any]]) -> dict[str, Any]:
+    """The leaf CouchDB shows as the document: the longest history, then the highest rev."""
+
+    def rank(leaf: dict[str, Any]) -> tuple[int, str]:
+        pos, _, digest = str(leaf["_rev"]).partition("-")
+        return (int(pos) if pos.isdigit() else 0, digest)
+
+    return max(leaves, key=rank)
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    if not isinstance(exc, ApiException) or exc.status_code != 429 or exc.http_response is None:
+        return None
+    value = exc.http_response.headers.get("Retry-After")
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        # An HTTP date instead of seconds: fall back to the backoff.
+        return None

@@ -5,11 +5,30 @@ free id, drawn from letters that spell no words and cannot be misread
 (:data:`~couchids.constants.SHORT_ID_ALPHABET`).
 
 Allocation uses CouchDB itself: ``PUT`` without ``_rev`` creates the document only if the id
-is free (else 409). A cluster can still accept two first writes of one id on different nodes,
-which become conflicting revisions with one deterministic winner, so each write stores a random
-token (field :data:`ALLOC_FIELD`) and reads the document back: only the writer whose token is
-in the winning revision owns the id; a loser deletes its own losing revision and tries another
-nonce. Nothing of another writer is ever overwritten or deleted.
+is free (else 409). On a cluster each of the ``n`` copies decides that alone, so two writers of
+one new id that reach different copies first can both be accepted; their revisions then become
+conflicting leaves, and the deterministic winner need not be the one a quorum took. So:
+
+**A writer owns its id exactly when its PUT is answered ``201 Created``.** CouchDB answers 201
+only when a write quorum of copies (a majority, ``n // 2 + 1``) took the write, and a copy takes
+a first write only when it holds no live revision of the id, so two writers can never both get
+201 for one id: two majorities of one set of copies share a copy.
+
+Every other outcome gives the id up, and the writer tries another nonce:
+
+- ``202 Accepted`` (fewer copies than a quorum took it: the others refused, or did not answer
+  in time): the writer deletes its own revision again.
+- ``409 Conflict``: taken. If it is our own earlier attempt whose answer was lost, which copies
+  took it cannot be known any more: the writer finds its revision among the leaves of every
+  copy by the random token it stored (field :data:`ALLOC_FIELD`) and deletes it. (With one copy
+  — a single node, PouchDB Server — that attempt was accepted whole, and the id is kept.)
+
+So a claimed id holds exactly one live revision, the owner's: the revisions a writer gave up
+are deleted, never another writer's. The guarantee needs what CouchDB and Cloudant do by
+default: a 201 only after a majority of copies took the write. It weakens on a server made to
+answer 201 from fewer copies (a ``w`` below a majority), and when a writer whose answer was lost
+cannot reach the copy holding its revision to delete it (the revision then stays as a conflict
+until removed by hand; its token tells which write left it).
 """
 
 from __future__ import annotations
@@ -25,17 +44,19 @@ from ibmcloudant.cloudant_v1 import CloudantV1
 
 from .constants import SHORT_ID_ALPHABET, SHORT_ID_DATE_FORMAT
 from .errors import AllocationFailed, InvalidArgumentError
-from .times import TimeLike, to_datetime, to_ms
-from .write import (
-    _CONFLICT,
-    _MISSING,
+from .server import (
+    CONFLICT,
     DEFAULT_BACKOFF,
     DEFAULT_RETRIES,
     JSON,
-    WriteResult,
-    _request,
-    _RetryPolicy,
+    RetryPolicy,
+    database_facts,
+    delete_revision,
+    live_leaves,
+    request,
 )
+from .times import TimeLike, to_datetime, to_ms
+from .write import WriteResult
 
 __all__ = [
     "ALLOC_FIELD",
@@ -131,12 +152,13 @@ def create_short(
 ) -> WriteResult:
     """Store a new document under a free short id ``YYMMDD-<nonce>`` of the UTC day of ``now``.
 
-    Tries 10 random 2-letter nonces, then 10 of 3 letters. The stored document is ``doc`` plus
-    the field ``couchids_alloc``, a random token that proves which write owns the id (keep or
-    drop it in later updates; couchids reads it only while allocating). ``doc`` itself is not
-    changed: the id is in the result. A lost answer is retried with the same id and token, so
-    the document is stored once; if the retry meets the first write, the result has
-    ``duplicate=True``.
+    Tries 10 random 2-letter nonces, then 10 of 3 letters; the module docstring says how an id
+    is claimed so that two writers never own one, on a cluster too. The stored document is
+    ``doc`` plus the field ``couchids_alloc``, a random token that tells which write stored it
+    (keep or drop it in later updates; couchids reads it only while allocating). ``doc`` itself
+    is not changed: the id is in the result. A lost answer is retried with the same id and
+    token, so the document is stored once; on a single copy a retry that meets its own first
+    write keeps that id (``duplicate=True``), on a cluster it gives the id up and tries another.
 
     Args:
         client: an ``ibmcloudant`` ``CloudantV1`` client.
@@ -150,7 +172,8 @@ def create_short(
         :class:`~couchids.WriteResult` with ``id``, ``rev`` and ``duplicate``.
 
     Raises:
-        AllocationFailed: all 20 tries met taken ids; nothing was stored.
+        AllocationFailed: none of the 20 tries could be claimed (taken ids, or, on a cluster,
+            writes fewer copies than a quorum took); nothing was stored.
         InvalidArgumentError: ``doc`` is not a JSON object or has ``_id``, ``_rev`` or
             ``couchids_alloc``, or a setting is out of range.
         ServerError: as for :func:`couchids.create`.
@@ -159,7 +182,7 @@ def create_short(
     >>> result.id  # doctest: +SKIP
     '260107-bc'
     """
-    policy = _RetryPolicy.checked(retries, backoff)
+    policy = RetryPolicy.checked(retries, backoff)
     if not isinstance(doc, Mapping):
         raise InvalidArgumentError(
             f"the document is a {type(doc).__name__}; a document is a JSON object (a dict)"
@@ -176,22 +199,31 @@ def create_short(
         raise InvalidArgumentError(f"the document is not JSON: {exc}") from None
     day = format_day(now)
     tried: list[str] = []
+    unconfirmed = 0
     for length, tries in NONCE_ATTEMPTS:
         for _ in range(tries):
             doc_id = f"{day}-{random_nonce(length, rng)}"
             tried.append(doc_id)
-            result = _Claim(client, db, doc_id, doc, policy).run()
+            claim = _Claim(client, db, doc_id, doc, policy)
+            result = claim.run()
             if result is not None:
                 return result
+            unconfirmed += claim.gave_up
+    doubt = (
+        f" ({unconfirmed} of them stored without a quorum of copies confirming them, and given up: is a "
+        "node of the cluster down or lagging?)"
+        if unconfirmed
+        else ""
+    )
     raise AllocationFailed(
-        f"no free short id for {day} in {db!r}: all {len(tried)} tries "
-        f"({', '.join(f'{t} of {n} letters' for n, t in NONCE_ATTEMPTS)}) met taken ids, "
-        f"the last {tried[-1]!r}; nothing was stored"
+        f"no free short id for {day} in {db!r}: none of {len(tried)} tries "
+        f"({', '.join(f'{t} of {n} letters' for n, t in NONCE_ATTEMPTS)}) could be claimed"
+        f"{doubt}, the last {tried[-1]!r}; nothing was stored"
     )
 
 
 class _Claim:
-    """One candidate id: write it with a fresh token, then check who owns it."""
+    """One candidate id: write it with a fresh token; keep it only on a 201."""
 
     def __init__(
         self,
@@ -199,26 +231,30 @@ class _Claim:
         db: str,
         doc_id: str,
         doc: Mapping[str, Any],
-        policy: _RetryPolicy,
+        policy: RetryPolicy,
     ) -> None:
         self.client, self.db, self.doc_id, self.policy = client, db, doc_id, policy
         self.token = secrets.token_hex(16)
         self.payload = json.dumps({**doc, ALLOC_FIELD: self.token}, separators=(",", ":"))
+        #: Whether this try stored a revision and deleted it again.
+        self.gave_up = False
 
     def run(self) -> WriteResult | None:
-        """The result if this write owns the id; ``None`` if the id belongs to another."""
-        answer = _request(self.db, self._put, self.policy, expect=(_CONFLICT,))
-        # On 409 our rev is unknown: an earlier attempt may have stored it before its answer
-        # was lost. The token in the stored document tells.
-        our_rev = None if answer is _CONFLICT else str(answer["rev"])
-        stored = self._get()
-        if stored is _MISSING:
-            # Stored and then deleted by someone else, or freed after our 409: either way this
-            # id is not ours to keep; another nonce is simpler than a second race.
-            return None
-        if stored.get(ALLOC_FIELD) == self.token:
-            return WriteResult(self.doc_id, stored["_rev"], duplicate=our_rev is None)
-        self._drop_losing_revision(our_rev, stored.get("_conflicts", []))
+        """The result if this write owns the id; ``None`` if it gave the id up."""
+        answer = request(self.db, self._put, self.policy, expect=(CONFLICT,))
+        if answer is not CONFLICT:
+            if answer.status != 202:
+                return WriteResult(self.doc_id, str(answer.body["rev"]))
+            ours = [str(answer.body["rev"])]
+        else:
+            leaves = live_leaves(self.client, self.db, self.doc_id, self.policy)
+            ours = [str(leaf["_rev"]) for leaf in leaves if leaf.get(ALLOC_FIELD) == self.token]
+            if ours and len(leaves) == 1 and database_facts(self.client, self.db).copies == 1:
+                # Our earlier attempt, whose answer was lost, was taken by the only copy.
+                return WriteResult(self.doc_id, ours[0], duplicate=True)
+        for rev in ours:
+            delete_revision(self.client, self.db, self.doc_id, rev, self.policy)
+        self.gave_up = bool(ours)
         return None
 
     def _put(self) -> Any:
@@ -227,32 +263,4 @@ class _Claim:
             doc_id=self.doc_id,
             document=io.BytesIO(self.payload.encode()),
             content_type=JSON,
-        )
-
-    def _get(self, rev: str | None = None) -> Any:
-        return _request(
-            self.db,
-            lambda: self.client.get_document(
-                db=self.db, doc_id=self.doc_id, conflicts=rev is None, rev=rev
-            ),
-            self.policy,
-            expect=(_MISSING,),
-        )
-
-    def _drop_losing_revision(self, our_rev: str | None, conflicts: list[str]) -> None:
-        """Delete our revision if the cluster kept it as a losing conflict; never another's."""
-        if our_rev is None:
-            for rev in conflicts:
-                stored = self._get(rev)
-                if stored is not _MISSING and stored.get(ALLOC_FIELD) == self.token:
-                    our_rev = rev
-                    break
-        if our_rev is None or our_rev not in conflicts:
-            return
-        _request(
-            self.db,
-            lambda: self.client.delete_document(db=self.db, doc_id=self.doc_id, rev=our_rev),
-            self.policy,
-            # Someone (or an earlier attempt of ours whose answer was lost) already deleted it.
-            expect=(_CONFLICT, _MISSING),
         )

@@ -16,16 +16,13 @@ from __future__ import annotations
 
 import io
 import json
-import random
-import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-import requests
-from ibm_cloud_sdk_core import ApiException
 from ibmcloudant.cloudant_v1 import CloudantV1
 
+from .content import same_content
 from .decode import split_type
 from .doctypes import type_prefix
 from .errors import (
@@ -38,7 +35,17 @@ from .errors import (
     UnauthorizedError,
 )
 from .forms import KUUID, IdForm
-from .server import is_transient, server_error
+from .server import (
+    CONFLICT,
+    DEFAULT_BACKOFF,
+    DEFAULT_RETRIES,
+    JSON,
+    RetryPolicy,
+    delete_revision,
+    live_leaves,
+    request,
+    winner,
+)
 from .times import TimeLike, to_ms
 
 __all__ = [
@@ -50,20 +57,8 @@ __all__ = [
     "create",
 ]
 
-#: Retries after a lost answer, on top of the first attempt.
-DEFAULT_RETRIES: Final = 4
-#: Seconds before the first retry; each later retry waits twice as long (with jitter).
-DEFAULT_BACKOFF: Final = 0.05
-#: The longest wait between two attempts, whatever the backoff.
-MAX_BACKOFF: Final = 2.0
-#: The longest ``Retry-After`` (seconds) a 429 answer is obeyed for.
-MAX_RETRY_AFTER: Final = 30.0
 #: Documents per ``_bulk_docs`` request.
 DEFAULT_BATCH_SIZE: Final = 500
-
-JSON: Final = "application/json"
-#: Fields of a stored document that are not its content.
-_META: Final = frozenset({"_id", "_rev"})
 
 #: What CouchDB answers a single-document write with, for each ``_bulk_docs`` row error.
 _ROW_STATUS: Final = {
@@ -152,7 +147,7 @@ def create(
     >>> result.id, result.duplicate  # doctest: +SKIP
     ('order:001xUbdD1RZ8cs0WUopX3WJ9DN1zkRze', False)
     """
-    policy = _RetryPolicy.checked(retries, backoff)
+    policy = RetryPolicy.checked(retries, backoff)
     doc_id = _assign_id(doc, type, timestamp, form, "the document")
     payload = _encode(_without_id(doc), "the document")
     return _write_new(client, db, doc_id, payload, policy)
@@ -204,7 +199,7 @@ def bulk_create(
     >>> [r.id[:6] for r in results]  # doctest: +SKIP
     ['event:', 'event:']
     """
-    policy = _RetryPolicy.checked(retries, backoff)
+    policy = RetryPolicy.checked(retries, backoff)
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise InvalidArgumentError(f"batch_size={batch_size!r}: must be an int >= 1")
     if isinstance(docs, Mapping | str | bytes):
@@ -246,82 +241,10 @@ def bulk_create(
     return done
 
 
-@dataclass(frozen=True)
-class _RetryPolicy:
-    retries: int
-    backoff: float
-
-    @classmethod
-    def checked(cls, retries: int, backoff: float) -> _RetryPolicy:
-        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
-            raise InvalidArgumentError(f"retries={retries!r}: must be an int >= 0")
-        if (
-            isinstance(backoff, bool)
-            or not isinstance(backoff, int | float)
-            or not 0 <= backoff <= MAX_BACKOFF
-        ):
-            raise InvalidArgumentError(
-                f"backoff={backoff!r}: must be a number of seconds from 0 to {MAX_BACKOFF:g}"
-            )
-        return cls(retries, float(backoff))
-
-    def delay(self, exc: BaseException, attempt: int) -> float:
-        """Seconds to wait before retry number ``attempt + 1``."""
-        after = _retry_after(exc)
-        if after is not None:
-            return min(after, MAX_RETRY_AFTER)
-        # Jitter spreads out writers that lost their answers at the same moment.
-        return min(MAX_BACKOFF, self.backoff * 2.0**attempt) * random.uniform(0.5, 1.0)
-
-
-class _Status:
-    """Answers :func:`_request` returns instead of raising, when the caller asks for them."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __repr__(self) -> str:
-        return self.name
-
-
-#: The server answered 409 Conflict.
-_CONFLICT: Final = _Status("CONFLICT")
-#: The server answered 404 Not Found.
-_MISSING: Final = _Status("MISSING")
-
-
-def _request(
-    db: str,
-    request: Callable[[], Any],
-    policy: _RetryPolicy,
-    *,
-    expect: tuple[_Status, ...] = (),
-) -> Any:
-    """Run an ``ibmcloudant`` call, retrying lost answers; return its JSON result.
-
-    A 409 or 404 comes back as :data:`_CONFLICT` / :data:`_MISSING` when listed in ``expect``;
-    every other failure raises the mapped :class:`~couchids.ServerError`.
-    """
-    attempt = 0
-    while True:
-        try:
-            return request().get_result()
-        except (ApiException, requests.RequestException) as exc:
-            status = int(exc.status_code or 0) if isinstance(exc, ApiException) else 0
-            if status == 409 and _CONFLICT in expect:
-                return _CONFLICT
-            if status == 404 and _MISSING in expect:
-                return _MISSING
-            if attempt >= policy.retries or not is_transient(exc):
-                raise server_error(exc, db) from exc
-            time.sleep(policy.delay(exc, attempt))
-            attempt += 1
-
-
 def _write_new(
-    client: CloudantV1, db: str, doc_id: str, payload: bytes, policy: _RetryPolicy
+    client: CloudantV1, db: str, doc_id: str, payload: bytes, policy: RetryPolicy
 ) -> WriteResult:
-    """PUT ``payload`` under ``doc_id`` if the id is free; resolve a 409 by reading back."""
+    """PUT ``payload`` under ``doc_id`` if the id is free; settle a 409 or 202 by reading back."""
 
     def put() -> Any:
         # A fresh stream per attempt: a retried request must send the body again.
@@ -329,19 +252,21 @@ def _write_new(
             db=db, doc_id=doc_id, document=io.BytesIO(payload), content_type=JSON
         )
 
+    ours = json.loads(payload)
     for _ in range(policy.retries + 1):
-        answer = _request(db, put, policy, expect=(_CONFLICT,))
-        if answer is not _CONFLICT:
-            return WriteResult(doc_id, answer["rev"], duplicate=False)
-        stored = _request(
-            db, lambda: client.get_document(db=db, doc_id=doc_id), policy, expect=(_MISSING,)
-        )
-        if stored is _MISSING:
-            # Deleted between our 409 and the read: the id is free again, so write again.
+        answer = request(db, put, policy, expect=(CONFLICT,))
+        if answer is not CONFLICT and answer.status != 202:
+            return WriteResult(doc_id, answer.body["rev"])
+        our_rev = None if answer is CONFLICT else str(answer.body["rev"])
+        leaves = live_leaves(client, db, doc_id, policy)
+        if our_rev is not None and all(leaf["_rev"] == our_rev for leaf in leaves):
+            # 202 and no other revision on any copy that answered: stored. (A read that
+            # reached only copies our write has not reached yet shows nothing: still stored.)
+            return WriteResult(doc_id, our_rev)
+        if not leaves:
+            # 409, then nothing there: deleted by someone else since, so the id is free again.
             continue
-        if _same_content(json.loads(payload), stored):
-            return WriteResult(doc_id, stored["_rev"], duplicate=True)
-        raise _conflict(db, doc_id, stored)
+        return _settle(client, db, doc_id, ours, leaves, policy)
     raise ConflictError(
         f"document {doc_id!r} in {db!r} was created and deleted by someone else "
         f"{policy.retries + 1} times while couchids tried to store it; nothing was stored",
@@ -349,17 +274,52 @@ def _write_new(
     )
 
 
-def _same_content(ours: Mapping[str, Any], stored: Mapping[str, Any]) -> bool:
-    """Whether ``stored`` holds ``ours`` (as read back from JSON), ignoring ``_id``/``_rev``."""
-    return {k: v for k, v in ours.items() if k not in _META} == {
-        k: v for k, v in stored.items() if k not in _META
-    }
+def _settle(
+    client: CloudantV1,
+    db: str,
+    doc_id: str,
+    ours: Mapping[str, Any],
+    leaves: list[dict[str, Any]],
+    policy: RetryPolicy,
+) -> WriteResult:
+    """Resolve an id whose live revisions are ``leaves``, after a 409 or a 202.
+
+    Returns the stored result (``duplicate=True``) when only our content stands there; raises
+    :class:`~couchids.ConflictError` when a different document does. Revisions holding our
+    content beside another revision are deleted, so couchids leaves no conflict behind.
+    """
+    mine = [leaf for leaf in leaves if same_content(ours, leaf)]
+    other = [leaf for leaf in leaves if not same_content(ours, leaf)]
+    if other:
+        withdrawn = _withdraw(client, db, doc_id, mine, policy)
+        raise _conflict(db, doc_id, winner(other), withdrawn=withdrawn)
+    kept = winner(mine)
+    _withdraw(client, db, doc_id, [leaf for leaf in mine if leaf is not kept], policy)
+    return WriteResult(doc_id, kept["_rev"], duplicate=True)
 
 
-def _conflict(db: str, doc_id: str, stored: Mapping[str, Any]) -> ConflictError:
+def _withdraw(
+    client: CloudantV1, db: str, doc_id: str, leaves: list[dict[str, Any]], policy: RetryPolicy
+) -> int:
+    """Delete these leaf revisions (couchids' own); return how many there were."""
+    for leaf in leaves:
+        delete_revision(client, db, doc_id, str(leaf["_rev"]), policy)
+    return len(leaves)
+
+
+def _conflict(
+    db: str, doc_id: str, stored: Mapping[str, Any], *, withdrawn: int = 0
+) -> ConflictError:
+    if withdrawn:
+        done = (
+            f"some copies had taken this document too, and couchids deleted those {withdrawn} "
+            "revision(s) again, so the stored document is unchanged and this one is not stored"
+        )
+    else:
+        done = "couchids never overwrites, so nothing was written"
     return ConflictError(
-        f"a different document already has id {doc_id!r} in {db!r} (rev {stored.get('_rev')}); "
-        "couchids never overwrites, so nothing was written",
+        f"a different document already has id {doc_id!r} in {db!r} "
+        f"(rev {stored.get('_rev')}); {done}",
         doc_id,
     )
 
@@ -374,7 +334,7 @@ class _Batch:
         ids: list[str],
         bodies: list[dict[str, Any]],
         results: list[WriteResult | None],
-        policy: _RetryPolicy,
+        policy: RetryPolicy,
     ) -> None:
         self.client, self.db, self.ids, self.bodies = client, db, ids, bodies
         self.results, self.policy = results, policy
@@ -401,11 +361,12 @@ class _Batch:
 
     def _send(self, pending: list[int], body: bytes) -> list[int]:
         """Write the ``pending`` documents; return those that met an existing id."""
-        rows = _request(
+        reply = request(
             self.db,
             lambda: self.client.post_bulk_docs(db=self.db, bulk_docs=io.BytesIO(body)),
             self.policy,
         )
+        rows = reply.body
         # Rows are matched by id, not position: PouchDB Server lists failed rows first. The ids
         # of one call are distinct, so each has exactly one row.
         by_id = {row.get("id"): row for row in rows} if isinstance(rows, list) else {}
@@ -420,7 +381,10 @@ class _Batch:
             doc_id = self.ids[index]
             row = by_id[doc_id]
             error = row.get("error")
-            if error is None:
+            if error is None and reply.status == 202:
+                # Fewer copies than a quorum took the batch: check each document as create does.
+                self.results[index] = self._checked(index, str(row["rev"]))
+            elif error is None:
                 self.results[index] = WriteResult(doc_id, row["rev"])
             elif error == "conflict":
                 conflicted.append(index)
@@ -431,11 +395,13 @@ class _Batch:
     def _resolve(self, conflicted: list[int]) -> list[int]:
         """Read the conflicted ids back; return those that vanished and must be sent again."""
         keys = [self.ids[i] for i in conflicted]
-        answer = _request(
+        answer = request(
             self.db,
-            lambda: self.client.post_all_docs(db=self.db, keys=keys, include_docs=True),
+            lambda: self.client.post_all_docs(
+                db=self.db, keys=keys, include_docs=True, conflicts=True
+            ),
             self.policy,
-        )
+        ).body
         by_key = {row.get("key"): row for row in answer.get("rows", [])}
         missing = [key for key in keys if key not in by_key]
         if missing:
@@ -451,13 +417,37 @@ class _Batch:
             if stored is None:
                 # Not found or deleted since the 409: the id is free again.
                 again.append(index)
-            elif _same_content(_as_json(self.bodies[index]), stored):
-                self.results[index] = WriteResult(doc_id, stored["_rev"], duplicate=True)
+            elif stored.get("_conflicts") or not same_content(self._ours(index), stored):
+                # Not simply our earlier write: look at every revision on every copy.
+                self.results[index] = self._checked(index, None)
             else:
-                self.results[index] = WriteResult(
-                    doc_id, None, error=_conflict(self.db, doc_id, stored)
-                )
+                self.results[index] = WriteResult(doc_id, stored["_rev"], duplicate=True)
         return again
+
+    def _ours(self, index: int) -> Any:
+        """Document ``index`` as the server stores it: through a JSON round trip."""
+        return json.loads(json.dumps(self.bodies[index]))
+
+    def _checked(self, index: int, our_rev: str | None) -> WriteResult:
+        """Settle document ``index`` from its leaves on every copy, as :func:`create` does."""
+        doc_id = self.ids[index]
+        leaves = live_leaves(self.client, self.db, doc_id, self.policy)
+        if our_rev is not None and all(leaf["_rev"] == our_rev for leaf in leaves):
+            return WriteResult(doc_id, our_rev)
+        if not leaves:
+            return WriteResult(
+                doc_id,
+                None,
+                error=ConflictError(
+                    f"document {doc_id!r} in {self.db!r} was deleted by someone else while "
+                    "couchids checked it; it is not stored, and writing it again stores it",
+                    doc_id,
+                ),
+            )
+        try:
+            return _settle(self.client, self.db, doc_id, self._ours(index), leaves, self.policy)
+        except ConflictError as error:
+            return WriteResult(doc_id, None, error=error)
 
 
 def _row_error(db: str, row: Mapping[str, Any]) -> ServerError:
@@ -536,25 +526,9 @@ def _encode_batch(bodies: list[dict[str, Any]], start: int, size: int) -> bytes:
     return b'{"docs":' + text.encode() + b"}"
 
 
-def _as_json(body: Mapping[str, Any]) -> Any:
-    """``body`` as the server stores it: through a JSON round trip (tuples become lists...)."""
-    return json.loads(json.dumps(body))
-
-
 def _encode(body: Mapping[str, Any], label: str) -> bytes:
     try:
         # allow_nan=False: NaN and Infinity are not JSON, and CouchDB refuses them.
         return json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
     except (TypeError, ValueError) as exc:
         raise InvalidArgumentError(f"{label} is not JSON: {exc}") from None
-
-
-def _retry_after(exc: BaseException) -> float | None:
-    if not isinstance(exc, ApiException) or exc.status_code != 429 or exc.http_response is None:
-        return None
-    value = exc.http_response.headers.get("Retry-After")
-    try:
-        return max(0.0, float(value)) if value is not None else None
-    except ValueError:
-        # An HTTP date instead of seconds: fall back to the backoff.
-        return None

@@ -8,7 +8,10 @@ it makes the next N matching requests fail in one of four ways:
 - ``"503-before"``/``"drop-before"``: the same without forwarding (the request is lost).
 
 The ``-after`` modes are the hard case for a writer: the write happened, the answer did not
-arrive. Every request and what the proxy did with it is kept in :attr:`FaultProxy.log`.
+arrive. Two more play a cluster on a single server: ``"202-after"`` forwards and turns the
+server's 201 into ``202 Accepted`` (a write fewer copies than a quorum took), and
+``"404-before"`` answers 404 without forwarding (a read that reached a copy the write has not
+reached yet). Every request and what the proxy did with it is kept in :attr:`FaultProxy.log`.
 
     with FaultProxy(couch_url) as proxy:
         proxy.fail("503-after", method="PUT", times=1)
@@ -30,8 +33,15 @@ from urllib.parse import urlsplit
 from ibm_cloud_sdk_core.authenticators import NoAuthAuthenticator
 from ibmcloudant.cloudant_v1 import CloudantV1
 
-Mode = Literal["503-after", "drop-after", "503-before", "drop-before"]
-MODES: tuple[Mode, ...] = ("503-after", "drop-after", "503-before", "drop-before")
+Mode = Literal["503-after", "drop-after", "503-before", "drop-before", "202-after", "404-before"]
+MODES: tuple[Mode, ...] = (
+    "503-after",
+    "drop-after",
+    "503-before",
+    "drop-before",
+    "202-after",
+    "404-before",
+)
 
 # Headers that belong to one connection, not to the message (RFC 9110 section 7.6.1); the
 # proxy sets its own framing.
@@ -49,6 +59,7 @@ _HOP_BY_HOP = frozenset(
         "host",
     }
 )
+_NOT_FOUND = b'{"error":"not_found","reason":"missing (the test proxy)"}'
 _UNAVAILABLE = b'{"error":"service_unavailable","reason":"answer lost by the test proxy"}'
 
 
@@ -197,6 +208,12 @@ def _handler_for(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
                 self._answer(status, headers, answer)
                 return
             proxy._record(self.command, self.path, mode)
+            if mode == "202-after":
+                self._answer(202 if status == 201 else status, headers, answer)
+                return
+            if mode == "404-before":
+                self._answer(404, [("Content-Type", "application/json")], _NOT_FOUND)
+                return
             if mode.startswith("drop"):
                 # No status line at all: the client sees the connection close under it.
                 self.close_connection = True

@@ -36,7 +36,7 @@ from couchids import (
     create,
     decode,
 )
-from couchids.write import MAX_RETRY_AFTER, _RetryPolicy
+from couchids.server import MAX_RETRY_AFTER, RetryPolicy
 
 WHEN = datetime(2024, 5, 1, 12, 30, 15, tzinfo=UTC)
 
@@ -262,7 +262,7 @@ def test_create_sends_one_put_without_rev_and_honours_a_429() -> None:
 
 
 def test_retry_after_is_obeyed_up_to_a_cap() -> None:
-    policy = _RetryPolicy.checked(3, 0.05)
+    policy = RetryPolicy.checked(3, 0.05)
 
     def rate_limited(after: str) -> ApiException:
         answer = requests.Response()
@@ -430,3 +430,153 @@ def test_a_bulk_call_rerun_with_own_ids_reports_duplicates(
     stored = all_docs(client, db)
     assert [stored[d["_id"]]["n"] for d in docs] == list(range(30))
     assert all(stored[r.id]["_rev"] == r.rev and r.rev.startswith("1-") for r in rerun)
+
+
+# --- the same content, and answers a cluster gives ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("stored", "ours"),
+    [
+        ({"paid": True}, {"paid": 1}),
+        ({"paid": 1}, {"paid": True}),
+        ({"paid": False}, {"paid": 0}),
+        ({"n": "1"}, {"n": 1}),
+        ({"n": None}, {"n": 0}),
+        ({"a": {"b": [1, True]}}, {"a": {"b": [1, 1]}}),
+        ({"a": {"b": [1, 2]}}, {"a": {"b": [2, 1]}}),
+        ({"a": {"b": 1}}, {"a": {"b": 1, "c": None}}),
+        ({"a": []}, {"a": {}}),
+    ],
+)
+def test_a_stored_document_of_other_json_types_is_a_conflict_not_a_duplicate(
+    client: CloudantV1, db: str, stored: dict[str, object], ours: dict[str, object]
+) -> None:
+    client.put_document(db=db, doc_id="order:1", document=stored)
+    before = all_docs(client, db)
+    with pytest.raises(ConflictError, match="a different document already has id 'order:1'"):
+        create(client, db, {"_id": "order:1", **ours})
+    assert all_docs(client, db) == before
+
+
+@pytest.mark.parametrize(
+    ("stored", "ours"),
+    [
+        (
+            {"a": 1, "b": {"x": [1, {"y": None}], "z": "s"}},
+            {"b": {"z": "s", "x": [1, {"y": None}]}, "a": 1},
+        ),
+        ({"n": 1}, {"n": 1.0}),
+        ({"t": [1, 2]}, {"t": (1, 2)}),
+    ],
+)
+def test_the_same_json_in_another_key_order_or_number_spelling_is_a_duplicate(
+    client: CloudantV1, db: str, stored: dict[str, object], ours: dict[str, object]
+) -> None:
+    rev = client.put_document(db=db, doc_id="order:1", document=stored).get_result()["rev"]
+    assert create(client, db, {"_id": "order:1", **ours}) == WriteResult(
+        "order:1", rev, duplicate=True
+    )
+
+
+HELLO = {"hello.txt": {"content_type": "text/plain", "data": "aGVsbG8gd29ybGQ="}}
+
+
+def test_a_retried_create_with_attachments_is_stored_once(
+    proxy: FaultProxy, via_proxy: CloudantV1, client: CloudantV1, db: str
+) -> None:
+    proxy.fail("503-after", method="PUT", times=1)
+    result = create(via_proxy, db, {"n": 1, "_attachments": HELLO}, type="file")
+    assert result.duplicate is True
+    assert [e.outcome for e in proxy.requests("PUT")] == ["503-after", "forwarded"]
+    stored = client.get_document(db=db, doc_id=result.id, attachments=True).get_result()
+    assert stored["_attachments"]["hello.txt"]["data"] == HELLO["hello.txt"]["data"]
+    assert list(all_docs(client, db)) == [result.id]
+
+
+@pytest.mark.parametrize(
+    "attachments",
+    [
+        {"hello.txt": {"content_type": "text/plain", "data": "aGVsbG8gV09STEQ="}},
+        {"hello.txt": {"content_type": "text/html", "data": "aGVsbG8gd29ybGQ="}},
+        {"other.txt": {"content_type": "text/plain", "data": "aGVsbG8gd29ybGQ="}},
+        None,
+    ],
+)
+def test_other_attachments_under_the_id_are_a_conflict(
+    client: CloudantV1, db: str, attachments: dict[str, object] | None
+) -> None:
+    create(client, db, {"_id": "file:1", "n": 1, "_attachments": HELLO})
+    ours: dict[str, object] = {"_id": "file:1", "n": 1}
+    if attachments is not None:
+        ours["_attachments"] = attachments
+    with pytest.raises(ConflictError):
+        create(client, db, ours)
+
+
+def test_a_202_is_a_stored_write(
+    proxy: FaultProxy, via_proxy: CloudantV1, client: CloudantV1, db: str
+) -> None:
+    proxy.fail("202-after", method="PUT", times=1)
+    result = create(via_proxy, db, {"n": 1}, type="order")
+    assert result.duplicate is False
+    assert client.get_document(db=db, doc_id=result.id).get_result()["_rev"] == result.rev
+    # The 202 was checked against every copy's leaves.
+    checks = proxy.requests("GET", "open_revs")
+    assert [e.path.split("?")[1].split("&r=")[0] for e in checks] == ["open_revs=all"]
+
+
+def test_a_202_followed_by_a_404_read_back_is_still_stored(
+    proxy: FaultProxy, via_proxy: CloudantV1, client: CloudantV1, db: str
+) -> None:
+    # The read reached a copy the write had not reached: that never means "not stored".
+    proxy.fail("202-after", method="PUT", times=1)
+    proxy.fail("404-before", method="GET", path="open_revs", times=1)
+    result = create(via_proxy, db, {"n": 1}, type="order")
+    assert result == WriteResult(result.id, result.rev, duplicate=False)
+    assert list(all_docs(client, db)) == [result.id]
+    assert [e.outcome for e in proxy.requests("PUT")] == ["202-after"], "not written twice"
+
+
+def test_a_202_beside_a_different_document_is_withdrawn_and_a_conflict(
+    client: CloudantV1, db: str
+) -> None:
+    theirs = {"_id": "order:1", "_rev": "1-" + "f" * 32, "theirs": True}
+    outcome = create_via_lagging_copy(client, db, {"_id": "order:1", "ours": True}, theirs)
+    assert outcome == "conflict"
+    stored = client.get_document(db=db, doc_id="order:1", conflicts=True).get_result()
+    assert stored["theirs"] is True and "_conflicts" not in stored, "no conflict left behind"
+
+
+def test_a_202_beside_the_same_document_keeps_one_and_reports_a_duplicate(
+    client: CloudantV1, db: str
+) -> None:
+    twin = {"_id": "order:1", "_rev": "1-" + "f" * 32, "same": True}
+    outcome = create_via_lagging_copy(client, db, {"_id": "order:1", "same": True}, twin)
+    assert outcome == "duplicate"
+    stored = client.get_document(db=db, doc_id="order:1", conflicts=True).get_result()
+    assert stored["_rev"] == twin["_rev"] and "_conflicts" not in stored
+
+
+def create_via_lagging_copy(
+    client: CloudantV1, db: str, doc: dict[str, object], other: dict[str, object]
+) -> str:
+    """``create`` as a copy that lagged behind sees it: the PUT is answered 202, and ``other``,
+    which the other copies held under the id, then arrives beside it as a conflicting revision
+    (written with ``new_edits=false``, as replication writes)."""
+    with FaultProxy(client.service_url) as lagging:
+        lagging.fail("202-after", method="PUT", times=1)
+        lagging_client = client_for(lagging.url)
+        original = lagging_client.put_document
+
+        def put_then_replicate(**kwargs: object) -> object:
+            answer = original(**kwargs)
+            client.post_bulk_docs(db=db, bulk_docs={"docs": [other], "new_edits": False})
+            return answer
+
+        lagging_client.put_document = put_then_replicate
+        try:
+            result = create(lagging_client, db, doc)
+        except ConflictError:
+            return "conflict"
+        return "duplicate" if result.duplicate else "stored"
