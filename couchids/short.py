@@ -18,10 +18,11 @@ Every other outcome gives the id up, and the writer tries another nonce:
 
 - ``202 Accepted`` (fewer copies than a quorum took it: the others refused, or did not answer
   in time): the writer deletes its own revision again.
-- ``409 Conflict``: taken. If it is our own earlier attempt whose answer was lost, which copies
-  took it cannot be known any more: the writer finds its revision among the leaves of every
-  copy by the random token it stored (field :data:`ALLOC_FIELD`) and deletes it. (With one copy
-  — a single node, PouchDB Server — that attempt was accepted whole, and the id is kept.)
+- ``409 Conflict``: taken. A copy that lagged behind may still have taken our write while the
+  majority refused it, and a retry after a lost answer may meet our own earlier attempt: the
+  writer looks for its revision among the leaves of every copy, by the random token it stored
+  (field :data:`ALLOC_FIELD`), and deletes it. (With one copy — a single node, PouchDB Server —
+  an earlier attempt that is there was accepted whole, and the id is kept.)
 
 So a claimed id holds exactly one live revision, the owner's: the revisions a writer gave up
 are deleted, never another writer's. The guarantee needs what CouchDB and Cloudant do by
@@ -210,8 +211,8 @@ def create_short(
                 return result
             unconfirmed += claim.gave_up
     doubt = (
-        f" ({unconfirmed} of them stored without a quorum of copies confirming them, and given up: is a "
-        "node of the cluster down or lagging?)"
+        f" ({unconfirmed} of them stored without a quorum of copies confirming them, and "
+        "given up: is a node of the cluster down or lagging?)"
         if unconfirmed
         else ""
     )
@@ -247,6 +248,8 @@ class _Claim:
                 return WriteResult(self.doc_id, str(answer.body["rev"]))
             ours = [str(answer.body["rev"])]
         else:
+            # Even a 409 may leave our revision on a copy that lagged behind (the majority
+            # refused it, that copy took it), as may an earlier attempt whose answer was lost.
             leaves = live_leaves(self.client, self.db, self.doc_id, self.policy)
             ours = [str(leaf["_rev"]) for leaf in leaves if leaf.get(ALLOC_FIELD) == self.token]
             if ours and len(leaves) == 1 and database_facts(self.client, self.db).copies == 1:
