@@ -1,11 +1,13 @@
 """How much bulk_create costs over a raw ``_bulk_docs`` write of the same documents.
 
-Starts the local server (scripts/localserver.py), then in interleaved rounds writes 20,000
-documents into a fresh database twice: with ``couchids.bulk_create`` (ids assigned, bodies
-checked, rows checked) and with ``client.post_bulk_docs`` on the same documents with ids made
-beforehand, in batches of the same size. Prints the best time of each and their ratio.
+Starts a test server (scripts/localserver.py: PouchDB Server, or with ``COUCHIDS_COUCHDB`` set
+an Apache CouchDB node or 3-node cluster), then in interleaved rounds writes 20,000 documents
+into a fresh database twice: with ``couchids.bulk_create`` (ids assigned, bodies checked, rows
+checked) and with ``client.post_bulk_docs`` on the same documents with ids made beforehand, in
+batches of the same size. Prints the median and best time of each and their ratios.
 
-    .venv/bin/python bench/bench_bulk.py [--docs 20000] [--rounds 7] [--batch-size 500]
+    .venv/bin/python bench/bench_bulk.py [--server pouchdb|couchdb|cluster] [--docs 20000]
+                                         [--rounds 7] [--batch-size 500]
 
 Always exits 0: the PASS/MISS line is for a reader, not a gate (timings vary between machines).
 """
@@ -13,6 +15,7 @@ Always exits 0: the PASS/MISS line is for a reader, not a gate (timings vary bet
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import time
 import uuid
@@ -24,7 +27,7 @@ from ibm_cloud_sdk_core.authenticators import NoAuthAuthenticator
 from ibmcloudant.cloudant_v1 import CloudantV1
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-from localserver import LocalServer
+from localserver import KINDS, start
 
 from couchids import KUUID, bulk_create
 
@@ -62,11 +65,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--docs", type=int, default=20_000)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--batch-size", type=int, default=500)
+    parser.add_argument("--server", choices=KINDS, default="pouchdb")
     args = parser.parse_args(argv)
     docs = make_docs(args.docs)
     size = args.batch_size
 
-    with LocalServer() as server:
+    with start(args.server) as server:
         client = CloudantV1(authenticator=NoAuthAuthenticator())
         client.set_service_url(server.url)
 
@@ -105,13 +109,17 @@ def main(argv: list[str] | None = None) -> int:
                 flush=True,
             )
 
-    ratio = min(ours) / min(theirs)
+    ratio = statistics.median(ours) / statistics.median(theirs)
     print(
-        f"{args.docs} documents in batches of {size}: bulk_create {min(ours):.3f}s, "
-        f"raw _bulk_docs {min(theirs):.3f}s (best of {args.rounds})"
+        f"{args.server}: {args.docs} documents in batches of {size}: bulk_create median "
+        f"{statistics.median(ours):.3f}s (best {min(ours):.3f}s), raw _bulk_docs median "
+        f"{statistics.median(theirs):.3f}s (best {min(theirs):.3f}s), {args.rounds} rounds"
     )
     verdict = "PASS" if ratio <= TARGET else "MISS"
-    print(f"ratio bulk_create / raw = {ratio:.3f} (target <= {TARGET}): {verdict}")
+    print(
+        f"ratio bulk_create / raw = {ratio:.3f} of medians, {min(ours) / min(theirs):.3f} of "
+        f"bests (target <= {TARGET}): {verdict}"
+    )
     return 0
 
 
