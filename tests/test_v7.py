@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import itertools
+import sys
 import threading
 import uuid
 from typing import Any
@@ -91,27 +92,41 @@ def test_repeated_explicit_timestamp_strictly_increases() -> None:
         assert_uuid7(m, 1614834367089)
 
 
-def test_threads_see_strictly_increasing_ids() -> None:
-    # Each id is appended under the same lock it is made under, so the list is in the order
-    # the ids were made across all threads.
-    lock = threading.Lock()
-    made: list[str] = []
+@pytest.mark.parametrize(
+    "timestamp", ["2021-03-04T05:06:07.089Z", None], ids=["one-explicit-millisecond", "now"]
+)
+def test_threads_get_distinct_increasing_ids_from_the_sequencer_lock_alone(
+    timestamp: str | None,
+) -> None:
+    """Threads that make ids at once, with no lock of their own: every id is new and each
+    thread's ids strictly increase. A tiny switch interval makes the threads interleave inside
+    the sequencer: without its lock, threads sharing one explicit millisecond see their ids
+    fall every time (100 runs of 100), threads on the clock most times."""
+    workers, each = 8, 20_000
+    made: list[list[str]] = [[] for _ in range(workers)]
+    ready = threading.Barrier(workers)
 
-    def work(explicit: Any) -> None:
-        for _ in range(3_000):
-            with lock:
-                made.append(v7s(explicit))
+    def work(out: list[str]) -> None:
+        ready.wait()
+        for _ in range(each):
+            out.append(v7s(timestamp))
 
-    threads = [threading.Thread(target=work, args=(t,)) for t in (None, None, None, 1_000)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    now_made = [m for m in made if not m.startswith(f"{1000:012x}")]
-    explicit_made = [m for m in made if m.startswith(f"{1000:012x}")]
-    assert len(now_made) == 9_000 and len(explicit_made) == 3_000
-    assert strictly_increasing(now_made)
-    assert strictly_increasing(explicit_made)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=work, args=(out,)) for out in made]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+    finally:
+        sys.setswitchinterval(interval)
+    every = [m for out in made for m in out]
+    assert len(set(every)) == len(every) == workers * each
+    for out in made:
+        assert strictly_increasing(out)
+    if timestamp is not None:
+        assert {m[:12] for m in every} == {v7s(timestamp)[:12]}
 
 
 def test_threads_without_a_shared_lock_never_collide() -> None:
