@@ -272,7 +272,8 @@ def live_leaves(
             method="GET",
             url=path,
             headers={"Accept": JSON},
-            params={"open_revs": "all", "r": copies},
+            # Attachment data too: a compressed one's digest is not the MD5 of its bytes.
+            params={"open_revs": "all", "r": copies, "attachments": "true"},
         )
         return client.send(prepared)
 
