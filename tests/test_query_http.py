@@ -1,6 +1,10 @@
 """The exact HTTP requests of couchids.query, pinned with ``responses`` (nothing leaves the
-process), and what PouchDB Server cannot show: partitioned databases, 429s, 401s, 500s.
-Behaviour against a real server is proven in tests/test_query.py.
+process), and what a real server cannot be made to show: the limits a partition query asks
+for at the edges of Cloudant's 2000-row cap, 429s, 401s, 500s.
+
+Behaviour against a real server is proven elsewhere: in tests/test_query.py on every test
+server, and for partitioned databases (typed queries read their partition and stay under the
+cap, untyped ones read the global index) in tests/test_partitioned.py on CouchDB.
 """
 
 from __future__ import annotations
@@ -78,9 +82,9 @@ def database(http: responses.RequestsMock, *, partitioned: bool = False) -> None
     http.get(f"{URL}/db", json={"db_name": "db", "doc_count": 0, "props": props})
 
 
-def ids_between(form: IdForm, start: int, count: int, doc_type: str | None = "user") -> list[str]:
-    """``count`` ids of one millisecond apart, in ``_all_docs`` order."""
-    return sorted(form.new(start + i, type=doc_type) for i in range(count))
+def ids_between(form: IdForm, start: int, count: int) -> list[str]:
+    """``count`` ids of type ``user`` one millisecond apart, in ``_all_docs`` order."""
+    return sorted(form.new(start + i, type="user") for i in range(count))
 
 
 def test_a_window_sends_its_keys_direction_and_limit(
@@ -187,30 +191,6 @@ def test_a_short_page_ends_the_scan(http: responses.RequestsMock, client: Clouda
     assert len(posts(http)) == 1
 
 
-def test_a_typed_query_on_a_partitioned_database_asks_its_partition(
-    http: responses.RequestsMock, client: CloudantV1
-) -> None:
-    database(http, partitioned=True)
-    ids = ids_between(KUUID, NEW_YEAR, 2)
-    http.post(PARTITION_ALL_DOCS, json={"rows": [row(i) for i in reversed(ids)]})
-    http.post(PARTITION_ALL_DOCS, json={"rows": []})
-    http.post(ALL_DOCS, json={"rows": []})
-    newest = couchids.latest(client, "db", 5, type="user")
-    assert [d["_id"] for d in newest] == ids[::-1]
-    assert list(couchids.window(client, "db", NEW_YEAR, NEW_YEAR + 1000, type="user")) == []
-    # Untyped ids live outside every partition: the global index is the only place to look.
-    assert couchids.latest(client, "db", 5) == []
-    paths = [c.request.path_url for c in http.calls]
-    assert paths == [
-        "/db",
-        "/db/_partition/user/_all_docs",
-        "/db/_partition/user/_all_docs",
-        "/db/_all_docs",
-    ]
-    # Keys are full ids in partition queries too.
-    assert posts(http)[1]["start_key"] == "user:" + NEXT_SECOND_KEY
-
-
 def test_the_database_is_looked_up_once_per_client(
     http: responses.RequestsMock, client: CloudantV1
 ) -> None:
@@ -253,18 +233,6 @@ def test_partition_requests_never_ask_for_more_than_2000_rows(
     assert max(limits) <= 2000
     assert len(limits) >= 2
     assert limits[0] == min(page_size, 1999)
-
-
-def test_an_untyped_query_on_a_partitioned_database_uses_the_global_index(
-    http: responses.RequestsMock, client: CloudantV1
-) -> None:
-    database(http, partitioned=True)
-    ids = ids_between(KUUID, NEW_YEAR, 2, doc_type=None)
-    http.post(ALL_DOCS, json={"rows": [row(i) for i in reversed(ids)]})
-    got = couchids.window(client, "db", NEW_YEAR, NEW_YEAR + 1000, page_size=5000)
-    assert [d["_id"] for d in got] == ids[::-1]
-    # No partition cap applies to the global index.
-    assert posts(http)[0]["limit"] == 5000
 
 
 def test_a_429_is_retried_when_the_client_retries(
