@@ -1,7 +1,7 @@
 """A loopback HTTP proxy that loses answers on purpose, for testing retries against a real server.
 
 The proxy forwards every request to the upstream server (a local test server). Told to,
-it makes the next N matching requests fail in one of four ways:
+it makes the next N matching requests fail in one of these ways:
 
 - ``"503-after"``: forward the request (the server carries it out), then answer 503;
 - ``"drop-after"``: forward the request, then close the connection without answering;
@@ -9,9 +9,11 @@ it makes the next N matching requests fail in one of four ways:
 
 The ``-after`` modes are the hard case for a writer: the write happened, the answer did not
 arrive. Two more play a cluster on a single server: ``"202-after"`` forwards and turns the
-server's 201 into ``202 Accepted`` (a write fewer copies than a quorum took), and
-``"404-before"`` answers 404 without forwarding (a read that reached a copy the write has not
-reached yet). Every request and what the proxy did with it is kept in :attr:`FaultProxy.log`.
+server's 201 into ``202 Accepted`` (a write fewer copies than a quorum took), ``"409-after"``
+forwards and answers ``409 Conflict`` (the majority refused the write, but a copy that lagged
+behind took it), and ``"404-before"`` answers 404 without forwarding (a read that reached a
+copy the write has not reached yet). Every request and what the proxy did with it is kept in
+:attr:`FaultProxy.log`.
 
     with FaultProxy(couch_url) as proxy:
         proxy.fail("503-after", method="PUT", times=1)
@@ -33,15 +35,19 @@ from urllib.parse import urlsplit
 from ibm_cloud_sdk_core.authenticators import NoAuthAuthenticator
 from ibmcloudant.cloudant_v1 import CloudantV1
 
-Mode = Literal["503-after", "drop-after", "503-before", "drop-before", "202-after", "404-before"]
+Mode = Literal[
+    "503-after", "drop-after", "503-before", "drop-before", "202-after", "409-after", "404-before"
+]
 MODES: tuple[Mode, ...] = (
     "503-after",
     "drop-after",
     "503-before",
     "drop-before",
     "202-after",
+    "409-after",
     "404-before",
 )
+_CONFLICT = b'{"error":"conflict","reason":"Document update conflict. (the test proxy)"}'
 
 # Headers that belong to one connection, not to the message (RFC 9110 section 7.6.1); the
 # proxy sets its own framing.
@@ -210,6 +216,9 @@ def _handler_for(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
             proxy._record(self.command, self.path, mode)
             if mode == "202-after":
                 self._answer(202 if status == 201 else status, headers, answer)
+                return
+            if mode == "409-after":
+                self._answer(409, [("Content-Type", "application/json")], _CONFLICT)
                 return
             if mode == "404-before":
                 self._answer(404, [("Content-Type", "application/json")], _NOT_FOUND)

@@ -1,7 +1,9 @@
 """Writes on a real 3-node CouchDB cluster (n=3), healthy and with one node paused.
 
 Writers talk to different nodes with CouchDB's default quorum (no ``w=3`` here). A node is
-paused with SIGSTOP for a few seconds and resumed with SIGCONT while they write.
+paused with SIGSTOP while they write and resumed with SIGCONT: once for a few seconds, once for
+90 s, past the cluster's failure detection (Erlang's net tick, 60 s), so that the others count
+it as gone and it comes back behind them.
 
 Every check reads each id's leaf revisions from all three copies (``open_revs=all&r=3``).
 """
@@ -24,7 +26,7 @@ import requests
 from faultproxy import client_for
 from localserver import CouchDBCluster
 
-from couchids import CouchidsError, create_short
+from couchids import ConflictError, CouchidsError, create, create_short
 from couchids.constants import SHORT_ID_ALPHABET
 from couchids.short import ALLOC_FIELD, random_nonce
 
@@ -213,3 +215,41 @@ def test_writers_stay_exclusive_while_a_node_pauses_briefly(
     outcome = run_writers(cluster, cluster_db, 4, free[:4], during=pause_node_three)
     counts = check_every_claim(cluster, cluster_db, outcome)
     assert counts["stored"] > 0
+
+
+def test_writers_stay_exclusive_while_a_node_is_paused_past_failure_detection(
+    cluster: CouchDBCluster, cluster_db: str
+) -> None:
+    free = take_most_two_letter_ids(cluster, cluster_db, free=30)
+    held = f"held-{uuid.uuid4().hex}"
+    through_lagging: list[object] = []
+
+    def pause_node_three_for_90_s() -> None:
+        time.sleep(0.5)
+        with paused(cluster, 2):
+            time.sleep(5)
+            # A document node three never sees before it comes back.
+            answer = requests.put(
+                f"{cluster.node_urls[0]}/{cluster_db}/{held}", json={"paid": True}, timeout=120
+            )
+            assert answer.status_code in (201, 202), answer.text
+            time.sleep(85)
+        # At once, through the node that is behind: a different document under that id.
+        try:
+            through_lagging.append(
+                create(client_for(cluster.node_urls[2]), cluster_db, {"_id": held, "paid": 1})
+            )
+        except CouchidsError as error:
+            through_lagging.append(error)
+
+    outcome = run_writers(cluster, cluster_db, 3, free[:3], during=pause_node_three_for_90_s)
+    counts = check_every_claim(cluster, cluster_db, outcome)
+    assert counts["stored"] > 0
+    # Never reported as stored: a conflict, or an error that says the write is unconfirmed.
+    [answer] = through_lagging
+    assert isinstance(answer, CouchidsError), f"a different document reported stored: {answer}"
+    if not isinstance(answer, ConflictError):
+        assert "confirm" in str(answer), str(answer)
+    assert live(cluster.node_urls[0], cluster_db, held) == [
+        {"_id": held, "_rev": live(cluster.node_urls[0], cluster_db, held)[0]["_rev"], "paid": True}
+    ], "the stored document alone, nothing of ours beside it"

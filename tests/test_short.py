@@ -286,6 +286,47 @@ def test_a_write_fewer_copies_than_a_quorum_took_is_given_up_and_deleted(
     assert [leaf["ok"].get("_deleted", False) for leaf in leaves] == [True]
 
 
+def test_a_202_beside_another_writers_revision_gives_the_id_up_and_leaves_theirs(
+    proxy: FaultProxy, client: CloudantV1, db: str
+) -> None:
+    # Two writers of one new id whose revisions reached different copies first: each is
+    # answered 202, and the id holds both revisions as conflicting leaves. Neither may own it.
+    proxy.fail("202-after", method="PUT", times=1)
+    own = client_for(proxy.url)
+    original = own.put_document
+    rival = {"_id": f"{DAY}-bc", "_rev": "1-" + "f" * 32, ALLOC_FIELD: "rival"}
+
+    def put_beside_rival(**kwargs: Any) -> Any:
+        answer = original(**kwargs)
+        if kwargs["doc_id"] == rival["_id"]:
+            client.post_bulk_docs(db=db, bulk_docs={"docs": [rival], "new_edits": False})
+        return answer
+
+    own.put_document = put_beside_rival
+    result = create_short(own, db, {"n": 1}, now=NOW, rng=scripted("bc", "bd"))
+    assert result.id == f"{DAY}-bd"
+    standing = client.get_document(db=db, doc_id=rival["_id"], conflicts=True).get_result()
+    assert standing[ALLOC_FIELD] == "rival" and "_conflicts" not in standing, "ours deleted"
+    assert [d.get("n") for d in all_docs(client, db).values()] == [None, 1]
+
+
+def test_a_409_that_hides_our_own_revision_never_stores_the_document_twice(
+    proxy: FaultProxy, client: CloudantV1, db: str
+) -> None:
+    # The majority refused our write but a copy took it (here: the server took it, the
+    # answer says 409). Moving on to another nonce without a look would store it twice.
+    proxy.fail("409-after", method="PUT", times=1)
+    result = create_short(client_for(proxy.url), db, {"n": 1}, now=NOW, rng=scripted("bc", "bd"))
+    stored = {doc_id: doc for doc_id, doc in all_docs(client, db).items() if doc.get("n") == 1}
+    assert list(stored) == [result.id], "stored exactly once, under the id returned"
+    if database_facts(client, db).copies == 1:
+        # One copy took the write whole: the id is ours, and the retry says so.
+        assert (result.id, result.duplicate) == (f"{DAY}-bc", True)
+    else:
+        # Some copies lack it; it was deleted again and another id claimed.
+        assert (result.id, result.duplicate) == (f"{DAY}-bd", False)
+
+
 def test_a_201_owns_the_id_even_when_a_minority_revision_replicates_in_later(
     couch_url: str, client: CloudantV1, db: str
 ) -> None:

@@ -1,0 +1,109 @@
+"""Claiming a new id on CouchDB so that two writers never both own it, on a cluster too.
+
+``PUT`` without ``_rev`` creates a document only if the id is free (else 409). On a cluster each
+of the ``n`` copies decides that alone, so two writers of one new id that reach different copies
+first can both be accepted; their revisions then become conflicting leaves, and the
+deterministic winner need not be the one a quorum took. So:
+
+**A writer owns an id exactly when its PUT is answered ``201 Created``.** CouchDB answers 201
+only when a write quorum of copies (a majority, ``n // 2 + 1``) took the write, and a copy takes
+a first write only when it holds no live revision of the id, so two writers can never both get
+201 for one id: two majorities of one set of copies share a copy.
+
+Every other outcome gives the id up:
+
+- ``202 Accepted`` (fewer copies than a quorum took it: the others refused, or did not answer
+  in time): the writer deletes its own revision again.
+- ``409 Conflict``: taken. A copy that lagged behind may still have taken our write while the
+  majority refused it, and a retry after a lost answer may meet our own earlier attempt: the
+  writer looks for its revision among the leaves of every copy, by the random token it stored
+  (field :data:`ALLOC_FIELD`), and deletes it. (With one copy — a single node, PouchDB Server —
+  an earlier attempt that is there was accepted whole, and the id is kept.)
+
+So a claimed id holds exactly one live revision, the owner's: the revisions a writer gave up
+are deleted, never another writer's. The guarantee needs what CouchDB and Cloudant do by
+default: a 201 only after a majority of copies took the write. It weakens on a server made to
+answer 201 from fewer copies (a ``w`` below a majority), and when a writer whose answer was lost
+cannot reach the copy holding its revision to delete it (the revision then stays as a conflict
+until removed by hand; its token tells which write left it).
+
+Short daily ids (:mod:`couchids.short`) and sequence blocks (:mod:`couchids.sequence`) are
+claimed this way.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import secrets
+from collections.abc import Mapping
+from typing import Any, Final
+
+from ibmcloudant.cloudant_v1 import CloudantV1
+
+from .server import (
+    CONFLICT,
+    JSON,
+    RetryPolicy,
+    database_facts,
+    delete_revision,
+    live_leaves,
+    request,
+)
+from .write import WriteResult
+
+__all__ = ["ALLOC_FIELD", "Claim"]
+
+#: The field of a stored document that holds the token of the write that claimed its id.
+ALLOC_FIELD: Final = "couchids_alloc"
+
+
+class Claim:
+    """One try at a new id: write the document with a fresh token; keep the id only on a 201.
+
+    >>> claim = Claim(client, "db", "260107-bc", {"n": 1}, RetryPolicy())  # doctest: +SKIP
+    >>> claim.run()  # doctest: +SKIP
+    WriteResult(id='260107-bc', rev='1-...', duplicate=False)
+    """
+
+    def __init__(
+        self,
+        client: CloudantV1,
+        db: str,
+        doc_id: str,
+        doc: Mapping[str, Any],
+        policy: RetryPolicy,
+    ) -> None:
+        self.client, self.db, self.doc_id, self.policy = client, db, doc_id, policy
+        self.token = secrets.token_hex(16)
+        self.payload = json.dumps({**doc, ALLOC_FIELD: self.token}, separators=(",", ":"))
+        #: Whether this try stored a revision and deleted it again.
+        self.gave_up = False
+
+    def run(self) -> WriteResult | None:
+        """The result if this write owns the id; ``None`` if it gave the id up."""
+        answer = request(self.db, self._put, self.policy, expect=(CONFLICT,))
+        if answer is not CONFLICT:
+            if answer.status != 202:
+                return WriteResult(self.doc_id, str(answer.body["rev"]))
+            ours = [str(answer.body["rev"])]
+        else:
+            # Even a 409 may leave our revision on a copy that lagged behind (the majority
+            # refused it, that copy took it), as may an earlier attempt whose answer was lost.
+            leaves = live_leaves(self.client, self.db, self.doc_id, self.policy)
+            ours = [str(leaf["_rev"]) for leaf in leaves if leaf.get(ALLOC_FIELD) == self.token]
+            if ours and len(leaves) == 1 and database_facts(self.client, self.db).copies == 1:
+                # Our earlier attempt, whose answer was lost, was taken by the only copy.
+                return WriteResult(self.doc_id, ours[0], duplicate=True)
+        for rev in ours:
+            delete_revision(self.client, self.db, self.doc_id, rev, self.policy)
+        self.gave_up = bool(ours)
+        return None
+
+    def _put(self) -> Any:
+        return self.client.put_document(
+            db=self.db,
+            doc_id=self.doc_id,
+            document=io.BytesIO(self.payload.encode()),
+            content_type=JSON,
+        )
