@@ -45,6 +45,7 @@ from .kuuid import (
     rand,
 )
 from .query import latest, window
+from .sequence import Sequence
 from .short import create_short
 from .typed import TypedId
 from .v7 import v7, v7s
@@ -74,6 +75,7 @@ __all__ = [
     "InvalidTimeError",
     "InvalidTypeError",
     "RateLimitedError",
+    "Sequence",
     "ServerError",
     "TypedId",
     "UnauthorizedError",
