@@ -31,6 +31,7 @@ from .forms import (
     V7S,
     IdForm,
 )
+from .keyed import keyed_id
 from .kuuid import (
     id,
     idms,
@@ -89,6 +90,7 @@ __all__ = [
     "idr",
     "ids",
     "idsr",
+    "keyed_id",
     "latest",
     "prefix",
     "prefix_ms",
