@@ -49,7 +49,7 @@ from .query import latest, window
 from .short import create_short
 from .typed import TypedId
 from .v7 import v7, v7s
-from .write import WriteResult, bulk_create, create
+from .write import WriteResult, bulk_create, bulk_create_iter, create
 
 __version__ = "0.1.0"
 
@@ -81,6 +81,7 @@ __all__ = [
     "WriteResult",
     "__version__",
     "bulk_create",
+    "bulk_create_iter",
     "create",
     "create_short",
     "decode",
