@@ -108,7 +108,7 @@ def random_nonce(length: int, rng: NonceSource | None = None) -> str:
 
     Args:
         length: letters in the nonce (at least 1).
-        rng: the random source (see :data:`NonceSource`); default the operating system's
+        rng: the random source (see :type:`NonceSource`); default the operating system's
             cryptographic generator (``secrets``), so nonces cannot be predicted.
 
     Raises:
@@ -169,7 +169,8 @@ def create_short(
         doc: the document, a JSON object without ``_id``, ``couchids_alloc`` or a top-level
             ``_`` field other than ``_attachments``.
         now: the time whose UTC date starts the id (default the current time).
-        rng: the random source for nonces (see :func:`random_nonce`); default ``secrets``.
+        rng: the random source for nonces (see :func:`~couchids.short.random_nonce`);
+            default ``secrets``.
         retries, backoff: as for :func:`couchids.create`.
 
     Returns:

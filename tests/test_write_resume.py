@@ -170,7 +170,10 @@ def test_a_keyed_job_killed_at_a_random_point_and_run_again_stores_each_document
     states = [line.split()[1] for line in lines]
     assert len(lines) == count, f"seed {seed}"
     assert states.count("error") == 0, f"seed {seed}"
-    assert states.count("duplicate") == before, f"seed {seed}: what the killed run stored"
+    # The killed run's last _bulk_docs request may still be carried out after the kill (the
+    # server does not stop when the client dies): it too comes back as duplicates.
+    assert before <= states.count("duplicate") <= before + 500, f"seed {seed}"
+    assert states.count("new") == count - states.count("duplicate"), f"seed {seed}"
     stored = all_docs(client, db)
     assert len(stored) == count, f"seed {seed}: each document once"
     assert {line.split()[0] for line in lines} == set(stored)
