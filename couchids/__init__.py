@@ -31,6 +31,7 @@ from .forms import (
     V7S,
     IdForm,
 )
+from .keyed import keyed_id
 from .kuuid import (
     id,
     idms,
@@ -49,7 +50,7 @@ from .sequence import Sequence
 from .short import create_short
 from .typed import TypedId
 from .v7 import v7, v7s
-from .write import WriteResult, bulk_create, create
+from .write import WriteResult, bulk_create, bulk_create_iter, create
 
 __version__ = "0.1.0"
 
@@ -82,6 +83,7 @@ __all__ = [
     "WriteResult",
     "__version__",
     "bulk_create",
+    "bulk_create_iter",
     "create",
     "create_short",
     "decode",
@@ -91,6 +93,7 @@ __all__ = [
     "idr",
     "ids",
     "idsr",
+    "keyed_id",
     "latest",
     "prefix",
     "prefix_ms",

@@ -44,6 +44,7 @@ from ibmcloudant.cloudant_v1 import CloudantV1
 from .server import (
     CONFLICT,
     JSON,
+    Attempts,
     RetryPolicy,
     database_facts,
     delete_revision,
@@ -79,10 +80,16 @@ class Claim:
         self.payload = json.dumps({**doc, ALLOC_FIELD: self.token}, separators=(",", ":"))
         #: Whether this try stored a revision and deleted it again.
         self.gave_up = False
+        #: What the failed attempts of the PUT tell; whether the PUT was answered at all.
+        self.attempts = Attempts()
+        self.answered = False
 
     def run(self) -> WriteResult | None:
         """The result if this write owns the id; ``None`` if it gave the id up."""
-        answer = request(self.db, self._put, self.policy, expect=(CONFLICT,))
+        answer = request(
+            self.db, self._put, self.policy, expect=(CONFLICT,), attempts=self.attempts
+        )
+        self.answered = True
         if answer is not CONFLICT:
             if answer.status != 202:
                 return WriteResult(self.doc_id, str(answer.body["rev"]))

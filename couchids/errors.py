@@ -15,7 +15,24 @@ if TYPE_CHECKING:
 
 
 class CouchidsError(Exception):
-    """Base class of every error couchids raises."""
+    """Base class of every error couchids raises.
+
+    Writes (:func:`~couchids.create`, :func:`~couchids.bulk_create`,
+    :func:`~couchids.create_short`) set these on every error raised once an id was chosen, and
+    their message says the same in words:
+
+    Attributes:
+        doc_id: the id being written, or ``None`` (before an id was chosen; bulk writes).
+        stored: ``False``: the document is not stored. ``True``: it is. ``None``: it may have
+            been (an answer was lost); writing it again under the same id (or key) finds out
+            and never stores it twice.
+        results: bulk writes: a :class:`~couchids.WriteResult` for every document handled
+            before the error, each with its id (see :func:`~couchids.bulk_create`).
+    """
+
+    doc_id: str | None = None
+    stored: bool | None = False
+    results: Sequence[WriteResult] = ()
 
 
 class InvalidInputError(CouchidsError, ValueError):

@@ -24,8 +24,8 @@ from .times import MAX_MS, TimeLike, to_ms
 
 __all__ = ["DEFAULT_PAGE_SIZE", "PARTITION_QUERY_LIMIT", "latest", "window"]
 
-#: Rows a page of :func:`window` asks for by default. Two pages are held at a time, so this
-#: bounds memory; fewer, larger requests cost less per row (bench/bench_query.py: at 2000 a
+#: Rows a page of :func:`~couchids.window` asks for by default. Two pages are held at a time,
+#: so this bounds memory; fewer, larger requests cost less per row (bench/bench_query.py: at 2000 a
 #: 50,000-document window takes about as long as one unpaged request, in a fifteenth of its
 #: memory).
 DEFAULT_PAGE_SIZE = 2000
@@ -68,7 +68,7 @@ def window(
         newest_first: the order of the answer.
         include_docs: yield documents; ``False`` yields ``_all_docs`` rows
             (``{"id", "key", "value"}``).
-        page_size: rows per request (default :data:`DEFAULT_PAGE_SIZE`, 2000); a
+        page_size: rows per request (default :data:`~couchids.query.DEFAULT_PAGE_SIZE`, 2000); a
             partition query asks for at most 1999, so that no request's ``limit`` (the next
             pages ask for one more row) exceeds Cloudant's 2000.
 

@@ -20,7 +20,7 @@ from typing import Any, Final
 import requests
 from ibm_cloud_sdk_core import ApiException
 from ibmcloudant.cloudant_v1 import CloudantV1
-from urllib3.exceptions import MaxRetryError, ResponseError
+from urllib3.exceptions import MaxRetryError, NewConnectionError, ResponseError
 
 from .errors import (
     DatabaseNotFoundError,
@@ -108,6 +108,31 @@ def _network_reason(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+def may_have_run(exc: BaseException) -> bool:
+    """Whether the server may have carried out a request that failed with ``exc``.
+
+    A 5xx or a lost answer (a timeout, a connection dropped after sending) may follow a
+    request the server carried out; a 4xx refusal (429 included) and a connection that was
+    never made (refused, unresolvable, a connect timeout) may not.
+    """
+    if isinstance(exc, requests.exceptions.ConnectTimeout):
+        return False
+    if isinstance(exc, requests.ConnectionError):
+        cause = exc.args[0] if exc.args else None
+        reason = cause.reason if isinstance(cause, MaxRetryError) else cause
+        return not isinstance(reason, NewConnectionError)
+    status = status_of(exc)
+    return status == 0 or status >= 500
+
+
+@dataclass
+class Attempts:
+    """What the failed attempts of some requests tell about the server's side of them."""
+
+    #: Whether any of them may have been carried out (see :func:`may_have_run`).
+    maybe_carried_out: bool = False
+
+
 def is_transient(exc: BaseException) -> bool:
     """Whether ``exc`` may have lost the answer to a request that was carried out."""
     if isinstance(exc, ApiException | requests.exceptions.RetryError):
@@ -192,8 +217,8 @@ class RetryPolicy:
             )
         return cls(retries, float(backoff))
 
-    def delay(self, exc: BaseException, attempt: int) -> float:
-        """Seconds to wait before retry number ``attempt + 1``."""
+    def delay(self, exc: BaseException | None, attempt: int) -> float:
+        """Seconds to wait before retry number ``attempt + 1`` (``exc``: the failure, if any)."""
         after = _retry_after(exc)
         if after is not None:
             return min(after, MAX_RETRY_AFTER)
@@ -231,11 +256,13 @@ def request(
     policy: RetryPolicy,
     *,
     expect: tuple[Refusal, ...] = (),
+    attempts: Attempts | None = None,
 ) -> Any:
     """Run an ``ibmcloudant`` call, retrying lost answers; return its :class:`Reply`.
 
     A 409 or 404 comes back as :data:`CONFLICT` / :data:`MISSING` when listed in ``expect``;
-    every other failure raises the mapped :class:`~couchids.ServerError`.
+    every other failure raises the mapped :class:`~couchids.ServerError`. ``attempts``, when
+    given, learns whether a failed attempt may have been carried out.
     """
     attempt = 0
     while True:
@@ -244,6 +271,8 @@ def request(
             return Reply(int(response.get_status_code() or 0), response.get_result())
         except (ApiException, requests.RequestException) as exc:
             status = status_of(exc) if isinstance(exc, ApiException) else 0
+            if attempts is not None and may_have_run(exc):
+                attempts.maybe_carried_out = True
             if status == 409 and CONFLICT in expect:
                 return CONFLICT
             if status == 404 and MISSING in expect:
@@ -311,7 +340,7 @@ def winner(leaves: list[dict[str, Any]]) -> dict[str, Any]:
     return max(leaves, key=rank)
 
 
-def _retry_after(exc: BaseException) -> float | None:
+def _retry_after(exc: BaseException | None) -> float | None:
     if not isinstance(exc, ApiException) or exc.status_code != 429 or exc.http_response is None:
         return None
     value = exc.http_response.headers.get("Retry-After")

@@ -22,10 +22,11 @@ from ibmcloudant.cloudant_v1 import CloudantV1
 
 from .claim import ALLOC_FIELD, Claim
 from .constants import SHORT_ID_ALPHABET, SHORT_ID_DATE_FORMAT
-from .errors import AllocationFailed, InvalidArgumentError
+from .document import check_new
+from .errors import AllocationFailed, InvalidArgumentError, ServerError
 from .server import DEFAULT_BACKOFF, DEFAULT_RETRIES, RetryPolicy
 from .times import TimeLike, to_datetime, to_ms
-from .write import WriteResult
+from .write import WriteResult, written
 
 __all__ = [
     "ALLOC_FIELD",
@@ -72,7 +73,7 @@ def random_nonce(length: int, rng: NonceSource | None = None) -> str:
 
     Args:
         length: letters in the nonce (at least 1).
-        rng: the random source (see :data:`NonceSource`); default the operating system's
+        rng: the random source (see :type:`NonceSource`); default the operating system's
             cryptographic generator (``secrets``), so nonces cannot be predicted.
 
     Raises:
@@ -130,9 +131,11 @@ def create_short(
     Args:
         client: an ``ibmcloudant`` ``CloudantV1`` client.
         db: the database name.
-        doc: the document, a JSON object without ``_id``, ``_rev`` or ``couchids_alloc``.
+        doc: the document, a JSON object without ``_id``, ``couchids_alloc`` or a top-level
+            ``_`` field other than ``_attachments``.
         now: the time whose UTC date starts the id (default the current time).
-        rng: the random source for nonces (see :func:`random_nonce`); default ``secrets``.
+        rng: the random source for nonces (see :func:`~couchids.short.random_nonce`);
+            default ``secrets``.
         retries, backoff: as for :func:`couchids.create`.
 
     Returns:
@@ -141,25 +144,21 @@ def create_short(
     Raises:
         AllocationFailed: none of the 20 tries could be claimed (taken ids, or, on a cluster,
             writes fewer copies than a quorum took); nothing was stored.
-        InvalidArgumentError: ``doc`` is not a JSON object or has ``_id``, ``_rev`` or
-            ``couchids_alloc``, or a setting is out of range.
-        ServerError: as for :func:`couchids.create`.
+        InvalidArgumentError: ``doc`` is not a JSON object or has ``_id``, ``_rev``,
+            ``_deleted`` or ``couchids_alloc``, or a setting is out of range.
+        ServerError: as for :func:`couchids.create`, with the id of the try that failed in
+            ``doc_id`` and ``stored`` saying whether it may have been stored (with its token).
 
     >>> result = create_short(client, "posts", {"title": "hello"})  # doctest: +SKIP
     >>> result.id  # doctest: +SKIP
     '260107-bc'
     """
     policy = RetryPolicy.checked(retries, backoff)
-    if not isinstance(doc, Mapping):
+    check_new(doc, "the document", own_id=False)
+    if ALLOC_FIELD in doc:
         raise InvalidArgumentError(
-            f"the document is a {type(doc).__name__}; a document is a JSON object (a dict)"
+            f"the document has {ALLOC_FIELD!r}: create_short sets the allocation token itself"
         )
-    for field in ("_id", "_rev", ALLOC_FIELD):
-        if field in doc:
-            raise InvalidArgumentError(
-                f"the document has {field!r}: create_short chooses the id and the allocation "
-                "token itself and only creates new documents"
-            )
     try:
         json.dumps(doc, allow_nan=False)
     except (TypeError, ValueError) as exc:
@@ -172,7 +171,13 @@ def create_short(
             doc_id = f"{day}-{random_nonce(length, rng)}"
             tried.append(doc_id)
             claim = Claim(client, db, doc_id, doc, policy)
-            result = claim.run()
+            try:
+                result = claim.run()
+            except ServerError as exc:
+                # The revision a lost answer may have left carries this try's token.
+                maybe = claim.attempts.maybe_carried_out or claim.answered
+                written(exc, doc_id, None if maybe else False)
+                raise
             if result is not None:
                 return result
             unconfirmed += claim.gave_up

@@ -27,7 +27,7 @@ from .doctypes import type_prefix
 from .errors import InvalidTimeError
 from .times import TimeLike, now_ms, to_datetime, to_ms
 
-__all__ = ["v7", "v7s"]
+__all__ = ["v7", "v7_hex", "v7s"]
 
 RECENT = 1024
 _RANDOM_LIMIT = 1 << V7_RANDOM_BITS
@@ -106,7 +106,15 @@ os.register_at_fork(after_in_child=_SEQUENCER.reset)
 
 def _hex(timestamp: TimeLike) -> str:
     explicit = None if timestamp is None else to_ms(timestamp)
-    ms, value = _SEQUENCER.next(explicit)
+    return v7_hex(*_SEQUENCER.next(explicit))
+
+
+def v7_hex(ms: int, value: int) -> str:
+    """The 32 hex digits of the UUIDv7 of millisecond ``ms`` whose 74 other bits are ``value``.
+
+    >>> v7_hex(0, 0)
+    '00000000000070008000000000000000'
+    """
     number = (
         (ms << 80)
         | (V7_VERSION << 76)

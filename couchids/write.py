@@ -1,4 +1,4 @@
-"""Writing new documents under sortable ids, safely under retries.
+"""Writing new documents under sortable ids, safely under retries and re-runs.
 
 The id is chosen before the first request, so a retry after a lost answer (a dropped
 connection, a timeout, a 5xx or 429) sends the same id again. CouchDB creates a document
@@ -8,6 +8,12 @@ document: the same content means the earlier attempt stored it (``duplicate=True
 content is a :class:`~couchids.ConflictError`. Nothing is ever overwritten: couchids never sends
 a ``_rev``.
 
+A whole job run again after a crash is safe the same way when every document's id is known
+before the job starts: its own ``_id``, or an idempotency key (``key=``) and the document's own
+time, from which :func:`~couchids.keyed_id` derives the id. Every error raised once an id was
+chosen carries it (``doc_id``, or ``results`` for bulk writes) and says whether the document
+may have been stored (``stored``; see :class:`~couchids.CouchidsError`).
+
 Documents are compared as JSON: the caller's document after a JSON round trip against the
 stored one, both without ``_id`` and ``_rev``.
 """
@@ -16,8 +22,10 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any, Final
 
 from ibmcloudant.cloudant_v1 import CloudantV1
@@ -25,21 +33,25 @@ from ibmcloudant.cloudant_v1 import CloudantV1
 from .content import same_content
 from .decode import split_type
 from .doctypes import type_prefix
+from .document import check_new
 from .errors import (
     BulkWriteError,
     ConflictError,
     CouchidsError,
     InvalidArgumentError,
     InvalidInputError,
+    RateLimitedError,
     ServerError,
     UnauthorizedError,
 )
 from .forms import KUUID, IdForm
+from .keyed import keyed_id
 from .server import (
     CONFLICT,
     DEFAULT_BACKOFF,
     DEFAULT_RETRIES,
     JSON,
+    Attempts,
     RetryPolicy,
     delete_revision,
     live_leaves,
@@ -54,6 +66,7 @@ __all__ = [
     "DEFAULT_RETRIES",
     "WriteResult",
     "bulk_create",
+    "bulk_create_iter",
     "create",
 ]
 
@@ -68,6 +81,8 @@ _ROW_STATUS: Final = {
     "doc_validation": 400,
     "illegal_docid": 400,
 }
+#: The row error of a ``_bulk_docs`` answer for a document the server had no capacity for.
+_RATE_LIMITED: Final = "too_many_requests"
 
 Doc = Mapping[str, Any]
 
@@ -81,9 +96,9 @@ class WriteResult:
         rev: its revision as stored (``None`` when ``error`` is set).
         duplicate: ``True`` when the document was already stored, with the same content, before
             the request that succeeded: by an earlier attempt whose answer was lost, or by an
-            earlier call that wrote the same ``_id``. Either way it is stored exactly once.
-        error: only in :func:`bulk_create` results (inside :class:`~couchids.BulkWriteError`):
-            why this document was not stored.
+            earlier call that wrote the same ``_id`` (or key). Either way it is stored once.
+        error: only in bulk results: why this document was not stored (its ``stored`` says
+            whether it may have been all the same; see :class:`~couchids.CouchidsError`).
 
     >>> WriteResult("user:001", "1-abc").ok
     True
@@ -100,6 +115,27 @@ class WriteResult:
         return self.error is None
 
 
+def written(exc: CouchidsError, doc_id: str | None, stored: bool | None) -> CouchidsError:
+    """``exc`` with what became of the document it was writing, in its attributes and message.
+
+    ``doc_id`` is ``None`` for an error about many documents (their ids are in ``results``).
+    """
+    exc.doc_id, exc.stored = doc_id, stored
+    what = f"document {doc_id!r}" if doc_id is not None else "these documents"
+    if stored is None:
+        fate = (
+            f"{what} may have been stored (an answer was lost): write it again under the same "
+            "id or key to find out, which never stores it twice"
+        )
+    elif stored:
+        fate = f"{what} is stored"
+    else:
+        fate = f"{what} was not stored"
+    if exc.args and isinstance(exc.args[0], str):
+        exc.args = (f"{exc.args[0]}; {fate}", *exc.args[1:])
+    return exc
+
+
 def create(
     client: CloudantV1,
     db: str,
@@ -107,25 +143,35 @@ def create(
     *,
     type: str | None = None,
     timestamp: TimeLike = None,
+    key: str | None = None,
     form: IdForm = KUUID,
     retries: int = DEFAULT_RETRIES,
     backoff: float = DEFAULT_BACKOFF,
 ) -> WriteResult:
     """Store a new document under a new sortable id, exactly once even when retried.
 
-    The id is ``form.new(timestamp, type=type)``, or the document's own ``_id`` if it has one.
-    A lost answer (connection error, timeout, 5xx, 429) is retried with the same id after a
-    short backoff (a 429's ``Retry-After`` is obeyed, up to 30 s); a 409 is resolved by reading
-    the stored document back. ``doc`` itself is not changed: the id is in the result.
+    The id is ``form.new(timestamp, type=type)``; with ``key``, the id that key names at
+    ``timestamp`` (:func:`~couchids.keyed_id`); or the document's own ``_id``. A lost answer
+    (connection error, timeout, 5xx, 429) is retried with the same id after a short backoff
+    (a 429's ``Retry-After`` is obeyed, up to 30 s); a 409 is resolved by reading the stored
+    document back. ``doc`` itself is not changed: the id is in the result.
+
+    With a key, running the same call again (after a crash, in a re-run of a whole job) finds
+    the document stored and returns it with ``duplicate=True``, or raises
+    :class:`~couchids.ConflictError` when different content stands under the id.
 
     Args:
         client: an ``ibmcloudant`` ``CloudantV1`` client.
         db: the database name.
-        doc: the document, a JSON object; without ``_rev`` (this never updates).
+        doc: the document, a JSON object; of the top-level ``_`` fields only ``_id`` and
+            ``_attachments`` (see :mod:`couchids.document`).
         type: the document type (``user`` makes ``user:<id>``). With an own ``_id``, the id
             must have this type.
-        timestamp: the time in the id (default now). With an own ``_id``, the id must be of
-            ``form`` and hold this time at the form's precision.
+        timestamp: the time in the id (default now; required with ``key``, and then the
+            document's own time, the same on every run). With an own ``_id``, the id must be
+            of ``form`` and hold this time at the form's precision.
+        key: an idempotency key naming the document, such as ``"settle:table-7:hand-42"``;
+            not with an own ``_id``.
         form: the id layout (:data:`couchids.KUUID` and friends).
         retries: attempts after the first when the answer is lost.
         backoff: seconds before the first retry, doubling for each later one.
@@ -135,22 +181,32 @@ def create(
 
     Raises:
         ConflictError: a document with different content already has the id; nothing changed.
-        InvalidArgumentError: ``doc`` is not a JSON object, has ``_rev``, has an ``_id`` that
-            is not a string, starts with ``_`` or contradicts ``type``/``timestamp``, or the
-            retry settings are out of range.
+        InvalidArgumentError: ``doc`` is not a JSON object, has ``_rev``, ``_deleted`` or
+            another ``_`` field CouchDB would refuse, an ``_id`` that is not a string, starts
+            with ``_`` or contradicts ``type``/``timestamp``/``key``; a bad ``key``; retry
+            settings out of range. Nothing is sent.
         InvalidTypeError, InvalidTimeError: a bad ``type`` or ``timestamp``.
         ServerError: ``DatabaseNotFoundError``, ``UnauthorizedError``, ``RateLimitedError``
             or ``ServerError`` itself for a refusal, at once, or for lost answers once the
-            retries run out.
+            retries run out. Its ``doc_id`` is the id, and ``stored`` (and the message) says
+            whether the document may have been stored.
 
     >>> result = create(client, "orders", {"total": 12}, type="order")  # doctest: +SKIP
     >>> result.id, result.duplicate  # doctest: +SKIP
     ('order:001xUbdD1RZ8cs0WUopX3WJ9DN1zkRze', False)
+    >>> create(client, "hands", {"won": 40}, type="settlement",  # doctest: +SKIP
+    ...        key="settle:table-7:hand-42", timestamp="2024-05-01T12:00:00Z").id
+    'settlement:001s28cy2KTC774XfdSt1Y265q4Zu951'
     """
     policy = RetryPolicy.checked(retries, backoff)
-    doc_id = _assign_id(doc, type, timestamp, form, "the document")
+    check_new(doc, "the document")
+    doc_id = _assign_id(doc, type, timestamp, key, form, "the document")
     payload = _encode(_without_id(doc), "the document")
     return _write_new(client, db, doc_id, payload, policy)
+
+
+KeyOf = Callable[[Doc], str]
+TimeOf = Callable[[Doc], TimeLike]
 
 
 def bulk_create(
@@ -160,29 +216,30 @@ def bulk_create(
     *,
     type: str | None = None,
     form: IdForm = KUUID,
+    key: KeyOf | None = None,
+    timestamp: TimeOf | None = None,
     batch_size: int = DEFAULT_BATCH_SIZE,
     retries: int = DEFAULT_RETRIES,
     backoff: float = DEFAULT_BACKOFF,
 ) -> list[WriteResult]:
     """Store many new documents through ``_bulk_docs``, each exactly once even when retried.
 
-    Every document gets its id (its own ``_id``, or ``form.new(type=type)``) and is checked
-    before the first request, so a bad document stops the call before anything is written. A
-    batch whose answer is lost is sent again with the same ids; rows that meet their own
-    earlier write (409) are read back in one ``_all_docs`` request per batch and compared, as
-    in :func:`create`. ``docs`` are not changed: the ids are in the results.
-
-    Rows that fail (a different document under the id, a validation refusal) do not stop the
-    other batches: once all were attempted, :class:`~couchids.BulkWriteError` is raised with
-    every result. A failure of a whole request (missing database, refused credentials, a
-    server that stays unreachable) is raised at once as its :class:`~couchids.ServerError`;
-    earlier batches stay stored. To be able to run such a call again without storing documents
-    twice, give the documents ``_id`` s first (``dict(doc, _id=form.new(type=...))``): a second
-    run then reports the stored ones as duplicates.
+    Returns every result at the end, as a list, and raises
+    :class:`~couchids.BulkWriteError` when some documents were not stored. The documents
+    themselves are read a batch at a time (see :func:`bulk_create_iter`, which this collects),
+    so only the results stay in memory: about 250 bytes a document. For jobs of millions of
+    documents, or to act on results while the job runs, iterate :func:`bulk_create_iter`
+    instead.
 
     Args:
         client, db, type, form, retries, backoff: as for :func:`create`.
-        docs: the documents (JSON objects without ``_rev``).
+        docs: the documents, any iterable (a generator too), each a JSON object as for
+            :func:`create`.
+        key: a function giving each document's idempotency key (its id is then
+            :func:`~couchids.keyed_id` of the key and its time); documents must not have
+            ``_id``. With keys, running the whole call again writes nothing twice.
+        timestamp: a function giving each document's own time, for its id; required with
+            ``key``. Default: the time the id is made.
         batch_size: documents per ``_bulk_docs`` request.
 
     Returns:
@@ -190,55 +247,213 @@ def bulk_create(
 
     Raises:
         BulkWriteError: some documents were not stored (``.results``, ``.failed``).
-        InvalidArgumentError: a document is not a JSON object, has ``_rev`` or a bad ``_id``,
-            two documents have the same ``_id``, or a setting is out of range; nothing is sent.
-        ServerError: a whole request failed (see above).
+        InvalidArgumentError: a document cannot be stored (see :func:`create`), ``key`` or
+            ``timestamp`` failed for one, or a setting is out of range; raised before that
+            document's batch is sent. Its ``results`` hold the documents of earlier batches,
+            which are stored.
+        ServerError: a whole request failed (a missing database, refused credentials, a server
+            that stays unreachable). Its ``results`` hold every document handled: the earlier
+            ones stored, those of the failed batch with the error, whose ``stored`` says
+            whether they may have been stored.
 
-    >>> docs = [{"n": 1}, {"n": 2}]
-    >>> results = bulk_create(client, "events", docs, type="event")  # doctest: +SKIP
-    >>> [r.id[:6] for r in results]  # doctest: +SKIP
-    ['event:', 'event:']
+    >>> hands = [{"hand": 42, "at": "2024-05-01T12:00:00Z", "won": 40}]
+    >>> results = bulk_create(client, "hands", hands, type="settlement",  # doctest: +SKIP
+    ...     key=lambda d: f"settle:table-7:hand-{d['hand']}", timestamp=lambda d: d["at"])
+    >>> [r.id for r in results]  # doctest: +SKIP
+    ['settlement:001s28cy2KTC774XfdSt1Y265q4Zu951']
+    """
+    stream = bulk_create_iter(
+        client,
+        db,
+        docs,
+        type=type,
+        form=form,
+        key=key,
+        timestamp=timestamp,
+        batch_size=batch_size,
+        retries=retries,
+        backoff=backoff,
+    )
+    done: list[WriteResult] = []
+    failed = 0
+    try:
+        for result in stream:
+            done.append(result)
+            failed += result.error is not None
+    except CouchidsError as exc:
+        if done:
+            exc.results = [*done, *exc.results]
+            exc.args = (
+                f"{exc.args[0]}; {len(done)} documents before it were handled first "
+                f"({len(done) - failed} stored), with their results in .results",
+                *exc.args[1:],
+            )
+        raise
+    if failed:
+        shown = "; ".join([f"{r.id}: {r.error}" for r in done if r.error is not None][:3])
+        more = f" (and {failed - 3} more)" if failed > 3 else ""
+        raise BulkWriteError(
+            f"{failed} of {len(done)} documents were not stored in {db!r}: {shown}{more}",
+            done,
+        )
+    return done
+
+
+def bulk_create_iter(
+    client: CloudantV1,
+    db: str,
+    docs: Iterable[Doc],
+    *,
+    type: str | None = None,
+    form: IdForm = KUUID,
+    key: KeyOf | None = None,
+    timestamp: TimeOf | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    retries: int = DEFAULT_RETRIES,
+    backoff: float = DEFAULT_BACKOFF,
+) -> Iterator[WriteResult]:
+    """Store many new documents through ``_bulk_docs``, yielding each result as its batch ends.
+
+    Memory stays bounded by ``batch_size``, whatever the number of documents: ``docs`` is read
+    one batch at a time, each batch is checked, sent and settled, and its results are yielded
+    in input order before the next batch is read. So the results of a job can be logged or
+    counted while it runs; :func:`bulk_create` is this, collected into a list.
+    (A separate iterator rather than a streaming ``bulk_create``: the list and the
+    :class:`~couchids.BulkWriteError` at the end stay as they were, and a caller who wants the
+    stream says so.)
+
+    Each document gets its id (its own ``_id``, the id of its ``key``, or
+    ``form.new(timestamp(doc), type=type)``). A batch whose answer is lost is sent again with
+    the same ids; rows that meet an existing id (409) are read back in one ``_all_docs``
+    request and compared as in :func:`create`: the same content is a duplicate, other content a
+    :class:`~couchids.ConflictError` in that row's result. A document whose id repeats an
+    earlier one's (in the input, or in a database the job wrote before) is settled the same
+    way. Rows the server answers ``too_many_requests`` are sent again, with the backoff, up to
+    ``retries`` times. A row that fails does not stop the others: its result carries the
+    ``error``; nothing is raised for it.
+
+    Args:
+        client, db, type, form, key, timestamp, batch_size, retries, backoff: as for
+            :func:`bulk_create`.
+        docs: the documents, any iterable; read lazily, one batch at a time.
+
+    Yields:
+        One :class:`WriteResult` per document, in input order, a batch at a time.
+
+    Raises:
+        InvalidArgumentError: a bad setting (at the call), or a document that cannot be stored
+            (when its batch is read; nothing of that batch is sent).
+        ServerError: a whole request failed; ``results`` holds the failed batch's documents,
+            each with the error, whose ``stored`` says whether they may have been stored.
+
+    >>> docs = ({"n": n} for n in range(1_000_000))
+    >>> for result in bulk_create_iter(client, "events", docs):  # doctest: +SKIP
+    ...     log.write(f"{result.id} {result.ok}\\n")
     """
     policy = RetryPolicy.checked(retries, backoff)
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise InvalidArgumentError(f"batch_size={batch_size!r}: must be an int >= 1")
-    if isinstance(docs, Mapping | str | bytes):
+    if isinstance(docs, Mapping | str | bytes) or not isinstance(docs, Iterable):
         raise InvalidArgumentError(
             f"docs must be an iterable of documents (e.g. a list of dicts), not one {_kind(docs)}"
         )
-    ids: list[str] = []
-    bodies: list[dict[str, Any]] = []
-    where: dict[str, int] = {}
-    for index, doc in enumerate(docs):
-        doc_id = _assign_id(doc, type, None, form, f"document {index}")
-        if doc_id in where:
+    if not isinstance(form, IdForm):
+        raise InvalidArgumentError(f"form={form!r} is not a couchids IdForm such as KUUID")
+    for name, function in (("key", key), ("timestamp", timestamp)):
+        if function is not None and not callable(function):
             raise InvalidArgumentError(
-                f"documents {where[doc_id]} and {index} both have _id {doc_id!r}; "
-                "each document of a bulk write needs its own id"
+                f"{name}={function!r}: pass a function that takes a document "
+                f"(e.g. lambda doc: doc['{name}'])"
             )
-        where[doc_id] = index
-        ids.append(doc_id)
-        bodies.append({**doc, "_id": doc_id})
-    # Every batch is encoded before the first is sent, so a document that is not JSON stops
-    # the call with nothing written.
-    batches = [
-        (range(start, min(start + batch_size, len(ids))), _encode_batch(bodies, start, batch_size))
-        for start in range(0, len(ids), batch_size)
-    ]
-    results: list[WriteResult | None] = [None] * len(ids)
-    for indexes, encoded in batches:
-        _Batch(client, db, ids, bodies, results, policy).write(indexes, encoded)
-    done = [result for result in results if result is not None]
-    assert len(done) == len(ids), "every document of every batch has a result"
-    failed = [result for result in done if result.error is not None]
-    if failed:
-        shown = "; ".join(f"{r.id}: {r.error}" for r in failed[:3])
-        more = f" (and {len(failed) - 3} more)" if len(failed) > 3 else ""
-        raise BulkWriteError(
-            f"{len(failed)} of {len(done)} documents were not stored in {db!r}: {shown}{more}",
-            done,
+    if key is not None and timestamp is None:
+        raise InvalidArgumentError(
+            "key= needs timestamp=, a function giving each document's own time: a keyed id "
+            "holds that time, which must be the same when the job runs again"
         )
-    return done
+    if type is not None:
+        type_prefix(type)
+    ids = _Ids(type, form, key, timestamp)
+    return _stream(client, db, iter(docs), ids, batch_size, policy)
+
+
+@dataclass(frozen=True)
+class _Ids:
+    """How a bulk write gives each document its id."""
+
+    doc_type: str | None
+    form: IdForm
+    key: KeyOf | None
+    time_of: TimeOf | None
+
+    def assign(self, doc: Any, label: str) -> str:
+        check_new(doc, label)
+        if self.time_of is None:
+            return _assign_id(doc, self.doc_type, None, None, self.form, label)
+        when = _call(self.time_of, doc, "timestamp", label)
+        doc_key = None if self.key is None else _call(self.key, doc, "key", label)
+        try:
+            return _assign_id(doc, self.doc_type, when, doc_key, self.form, label)
+        except InvalidInputError as exc:
+            if str(exc).startswith(label):
+                raise
+            raise type(exc)(f"{label}: {exc}") from None
+
+
+def _call(function: Callable[[Doc], Any], doc: Doc, name: str, label: str) -> Any:
+    try:
+        return function(doc)
+    except Exception as exc:
+        raise InvalidArgumentError(
+            f"{name}= failed for {label}: {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def _stream(
+    client: CloudantV1,
+    db: str,
+    docs: Iterator[Doc],
+    ids: _Ids,
+    batch_size: int,
+    policy: RetryPolicy,
+) -> Iterator[WriteResult]:
+    for batch_ids, bodies, encoded in _batches(docs, ids, batch_size):
+        yield from _Batch(client, db, batch_ids, bodies, policy).write(encoded)
+
+
+def _batches(
+    docs: Iterator[Doc], ids: _Ids, batch_size: int
+) -> Iterator[tuple[list[str], list[dict[str, Any]], bytes]]:
+    """Batches of at most ``batch_size`` documents, each with distinct ids, encoded.
+
+    A document whose id is already in the batch starts the next one: ``_bulk_docs`` answers
+    one row per id, and the later document then meets the earlier as an existing id.
+    """
+    index = 0
+    carried: tuple[str, dict[str, Any]] | None = None
+    while True:
+        batch_ids: list[str] = []
+        bodies: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        first = index - (carried is not None)
+        if carried is not None:
+            batch_ids.append(carried[0])
+            bodies.append(carried[1])
+            seen.add(carried[0])
+            carried = None
+        for doc in islice(docs, batch_size - len(bodies)):
+            label = f"document {index}"
+            doc_id = ids.assign(doc, label)
+            index += 1
+            body = {**doc, "_id": doc_id}
+            if doc_id in seen:
+                carried = (doc_id, body)
+                break
+            seen.add(doc_id)
+            batch_ids.append(doc_id)
+            bodies.append(body)
+        if not bodies:
+            return
+        yield batch_ids, bodies, _encode_batch(bodies, first)
 
 
 def _write_new(
@@ -253,20 +468,31 @@ def _write_new(
         )
 
     ours = json.loads(payload)
+    attempts = Attempts()
     for _ in range(policy.retries + 1):
-        answer = request(db, put, policy, expect=(CONFLICT,))
+        try:
+            answer = request(db, put, policy, expect=(CONFLICT,), attempts=attempts)
+        except ServerError as exc:
+            written(exc, doc_id, None if attempts.maybe_carried_out else False)
+            raise
         if answer is not CONFLICT and answer.status != 202:
             return WriteResult(doc_id, answer.body["rev"])
         our_rev = None if answer is CONFLICT else str(answer.body["rev"])
-        leaves = live_leaves(client, db, doc_id, policy)
-        if our_rev is not None and all(leaf["_rev"] == our_rev for leaf in leaves):
-            # 202 and no other revision on any copy that answered: stored. (A read that
-            # reached only copies our write has not reached yet shows nothing: still stored.)
-            return WriteResult(doc_id, our_rev)
-        if not leaves:
-            # 409, then nothing there: deleted by someone else since, so the id is free again.
-            continue
-        return _settle(client, db, doc_id, ours, leaves, policy)
+        try:
+            leaves = live_leaves(client, db, doc_id, policy)
+            if our_rev is not None and all(leaf["_rev"] == our_rev for leaf in leaves):
+                # 202 and no other revision on any copy that answered: stored. (A read that
+                # reached only copies our write has not reached yet shows nothing: still
+                # stored.)
+                return WriteResult(doc_id, our_rev)
+            if not leaves:
+                # 409, then nothing there: deleted by someone else since, so the id is free.
+                continue
+            return _settle(client, db, doc_id, ours, leaves, policy)
+        except ServerError as exc:
+            # A 202 stored it on some copy; after a 409 the stored document may be ours.
+            written(exc, doc_id, True if our_rev is not None else None)
+            raise
     raise ConflictError(
         f"document {doc_id!r} in {db!r} was created and deleted by someone else "
         f"{policy.retries + 1} times while couchids tried to store it; nothing was stored",
@@ -325,7 +551,7 @@ def _conflict(
 
 
 class _Batch:
-    """One ``_bulk_docs`` batch: send, retry lost answers, resolve the rows that met a 409."""
+    """One ``_bulk_docs`` batch: send, retry lost answers and rate-limited rows, resolve 409s."""
 
     def __init__(
         self,
@@ -333,42 +559,70 @@ class _Batch:
         db: str,
         ids: list[str],
         bodies: list[dict[str, Any]],
-        results: list[WriteResult | None],
         policy: RetryPolicy,
     ) -> None:
         self.client, self.db, self.ids, self.bodies = client, db, ids, bodies
-        self.results, self.policy = results, policy
+        self.policy = policy
+        self.results: list[WriteResult | None] = [None] * len(ids)
+        self.attempts = Attempts()
 
-    def write(self, indexes: range, encoded: bytes) -> None:
-        """Write the documents ``indexes``, whose ``_bulk_docs`` body is ``encoded``."""
-        pending = list(indexes)
-        for _ in range(self.policy.retries + 1):
-            conflicted = self._send(pending, encoded)
-            pending = self._resolve(conflicted) if conflicted else []
+    def write(self, encoded: bytes) -> list[WriteResult]:
+        """Write the batch, whose ``_bulk_docs`` body is ``encoded``; return its results."""
+        try:
+            self._write(encoded)
+        except ServerError as exc:
+            # Rows settled before the failure keep their results; the others share the error.
+            sent = self.attempts.maybe_carried_out or any(r is not None for r in self.results)
+            written(exc, None, None if sent else False)
+            exc.results = [
+                result if result is not None else WriteResult(doc_id, None, error=exc)
+                for doc_id, result in zip(self.ids, self.results, strict=True)
+            ]
+            raise
+        done = [result for result in self.results if result is not None]
+        assert len(done) == len(self.ids), "every document of the batch has a result"
+        return done
+
+    def _write(self, encoded: bytes) -> None:
+        pending = list(range(len(self.ids)))
+        for attempt in range(self.policy.retries + 1):
+            conflicted, limited = self._send(pending, encoded)
+            pending = [*self._resolve(conflicted), *limited] if conflicted else limited
             if not pending:
                 return
-            encoded = _encode_batch([self.bodies[i] for i in pending], 0, len(pending))
+            if limited:
+                time.sleep(self.policy.delay(None, attempt))
+            pending.sort()
+            encoded = _encode_batch([self.bodies[i] for i in pending], 0)
         for index in pending:
-            self.results[index] = WriteResult(
-                self.ids[index],
-                None,
-                error=ConflictError(
-                    f"document {self.ids[index]!r} in {self.db!r} was created and deleted by "
-                    "someone else on every attempt; it was not stored",
-                    self.ids[index],
-                ),
-            )
+            doc_id = self.ids[index]
+            if index in limited:
+                error: CouchidsError = RateLimitedError(
+                    f"the server answered too_many_requests for document {doc_id!r} in "
+                    f"{self.db!r} {self.policy.retries + 1} times",
+                    429,
+                )
+                written(error, doc_id, False)
+            else:
+                error = ConflictError(
+                    f"document {doc_id!r} in {self.db!r} was created and deleted by someone "
+                    "else on every attempt; it was not stored",
+                    doc_id,
+                )
+            self.results[index] = WriteResult(doc_id, None, error=error)
 
-    def _send(self, pending: list[int], body: bytes) -> list[int]:
-        """Write the ``pending`` documents; return those that met an existing id."""
+    def _send(self, pending: list[int], body: bytes) -> tuple[list[int], list[int]]:
+        """Write the ``pending`` documents; return those that met an existing id, and those
+        the server had no capacity for (``too_many_requests``)."""
         reply = request(
             self.db,
             lambda: self.client.post_bulk_docs(db=self.db, bulk_docs=io.BytesIO(body)),
             self.policy,
+            attempts=self.attempts,
         )
         rows = reply.body
         # Rows are matched by id, not position: PouchDB Server lists failed rows first. The ids
-        # of one call are distinct, so each has exactly one row.
+        # of one batch are distinct, so each has exactly one row.
         by_id = {row.get("id"): row for row in rows} if isinstance(rows, list) else {}
         missing = [self.ids[i] for i in pending if self.ids[i] not in by_id]
         if missing:
@@ -376,7 +630,7 @@ class _Batch:
                 f"_bulk_docs on {self.db!r} answered no row for {len(missing)} of "
                 f"{len(pending)} documents (first {missing[0]!r}): {rows!r:.200}"
             )
-        conflicted = []
+        conflicted, limited = [], []
         for index in pending:
             doc_id = self.ids[index]
             row = by_id[doc_id]
@@ -388,9 +642,13 @@ class _Batch:
                 self.results[index] = WriteResult(doc_id, row["rev"])
             elif error == "conflict":
                 conflicted.append(index)
+            elif error == _RATE_LIMITED:
+                limited.append(index)
             else:
-                self.results[index] = WriteResult(doc_id, None, error=_row_error(self.db, row))
-        return conflicted
+                self.results[index] = WriteResult(
+                    doc_id, None, error=written(_row_error(self.db, row), doc_id, False)
+                )
+        return conflicted, limited
 
     def _resolve(self, conflicted: list[int]) -> list[int]:
         """Read the conflicted ids back; return those that vanished and must be sent again."""
@@ -435,15 +693,12 @@ class _Batch:
         if our_rev is not None and all(leaf["_rev"] == our_rev for leaf in leaves):
             return WriteResult(doc_id, our_rev)
         if not leaves:
-            return WriteResult(
+            error = ConflictError(
+                f"document {doc_id!r} in {self.db!r} was deleted by someone else while "
+                "couchids checked it; it is not stored, and writing it again stores it",
                 doc_id,
-                None,
-                error=ConflictError(
-                    f"document {doc_id!r} in {self.db!r} was deleted by someone else while "
-                    "couchids checked it; it is not stored, and writing it again stores it",
-                    doc_id,
-                ),
             )
+            return WriteResult(doc_id, None, error=error)
         try:
             return _settle(self.client, self.db, doc_id, self._ours(index), leaves, self.policy)
         except ConflictError as error:
@@ -460,20 +715,23 @@ def _row_error(db: str, row: Mapping[str, Any]) -> ServerError:
 
 
 def _assign_id(
-    doc: Doc, doc_type: str | None, timestamp: TimeLike, form: IdForm, label: str
+    doc: Doc,
+    doc_type: str | None,
+    timestamp: TimeLike,
+    key: str | None,
+    form: IdForm,
+    label: str,
 ) -> str:
-    if not isinstance(doc, Mapping):
-        raise InvalidArgumentError(
-            f"{label} is a {_kind(doc)}; a document is a JSON object (a dict)"
-        )
-    if "_rev" in doc:
-        raise InvalidArgumentError(
-            f"{label} has a _rev ({doc['_rev']!r}): couchids only creates new documents and "
-            "never overwrites; update existing ones with client.put_document"
-        )
+    """The id of ``doc`` (checked by :func:`~couchids.document.check_new` already)."""
     if not isinstance(form, IdForm):
         raise InvalidArgumentError(f"form={form!r} is not a couchids IdForm such as KUUID")
     own = doc.get("_id")
+    if key is not None:
+        if own is not None:
+            raise InvalidArgumentError(
+                f"{label} has _id {own!r} and a key: both would name its id; drop one"
+            )
+        return keyed_id(key, timestamp, type=doc_type, form=form)
     if own is None:
         return form.new(timestamp, type=doc_type)
     if not isinstance(own, str) or not own or own.startswith("_"):
@@ -514,14 +772,14 @@ def _without_id(doc: Doc) -> dict[str, Any]:
     return {k: v for k, v in doc.items() if k != "_id"}
 
 
-def _encode_batch(bodies: list[dict[str, Any]], start: int, size: int) -> bytes:
-    batch = bodies[start : start + size]
+def _encode_batch(bodies: list[dict[str, Any]], first: int) -> bytes:
+    """The ``_bulk_docs`` body of ``bodies``, the first of which is input document ``first``."""
     try:
         # One dumps per batch is about twice as fast as one per document.
-        text = json.dumps(batch, separators=(",", ":"), allow_nan=False)
+        text = json.dumps(bodies, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError):
-        for offset, body in enumerate(batch):
-            _encode(body, f"document {start + offset}")
+        for offset, body in enumerate(bodies):
+            _encode(body, f"document {first + offset}")
         raise
     return b'{"docs":' + text.encode() + b"}"
 

@@ -19,6 +19,18 @@ def test_readme_has_examples() -> None:
     assert len(python_blocks()) >= 8
 
 
+def test_the_quickstart_is_ten_lines_at_the_top() -> None:
+    text = README.read_text(encoding="utf-8")
+    first_section = text.split("\n## ", 2)[1]
+    assert first_section.startswith("Quickstart\n")
+    console, python = re.findall(r"^```\w+\n(.*?)^```", first_section, re.DOTALL | re.MULTILINE)
+    assert "pip install" in console
+    assert python == python_blocks()[0], "it runs first, in test_readme_examples_run"
+    assert len((console + python).strip().splitlines()) <= 10
+    for step in ("couchids.id(", "couchids.create(", "couchids.latest("):
+        assert step in python
+
+
 def test_readme_examples_run(couch_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CLOUDANT_URL", couch_url)
     monkeypatch.setenv("CLOUDANT_AUTH_TYPE", "noauth")
@@ -30,4 +42,5 @@ def test_readme_examples_run(couch_url: str, monkeypatch: pytest.MonkeyPatch) ->
     finally:
         client = namespace.get("client")
         if client is not None:
-            client.delete_database(db="shop")  # type: ignore[attr-defined]
+            for db in ("quickstart", "shop"):
+                client.delete_database(db=db)  # type: ignore[attr-defined]

@@ -355,8 +355,8 @@ def test_a_201_owns_the_id_even_when_a_minority_revision_replicates_in_later(
 @pytest.mark.parametrize(
     ("doc", "words"),
     [
-        ({"_id": "x"}, "'_id'"),
-        ({"_rev": "1-a"}, "'_rev'"),
+        ({"_id": "x"}, "a _id"),
+        ({"_rev": "1-a"}, "a _rev"),
         ({ALLOC_FIELD: "t"}, ALLOC_FIELD),
         ({"x": {1}}, "not JSON"),
         (["x"], "JSON object"),

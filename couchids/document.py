@@ -1,0 +1,73 @@
+"""What a new document may hold, checked before anything is sent (pure; no I/O).
+
+CouchDB reserves top-level fields that start with ``_``. In a document it is given, it reads
+``_id``, ``_rev``, ``_attachments``, ``_deleted`` and ``_revisions`` as instructions, ignores
+what a read adds (``_conflicts``, ``_revs_info``, ...), and refuses any other ``_`` field with
+``doc_validation: Bad special document member`` (``couch_doc:transfer_fields`` in CouchDB 3).
+A new document couchids creates may carry only ``_id`` and ``_attachments``: ``_rev`` would
+make the write an update, ``_deleted: true`` would store a deleted document (a tombstone), and
+``_revisions`` would graft a revision history onto it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from .errors import InvalidArgumentError
+
+__all__ = ["NEW_DOC_FIELDS", "check_new"]
+
+#: The ``_`` fields a new document may have.
+NEW_DOC_FIELDS: Final = frozenset({"_id", "_attachments"})
+
+_WHY: Final = {
+    "_rev": "couchids only creates new documents and never overwrites; update existing ones "
+    "with client.put_document",
+    "_deleted": "it would store a deleted document (a tombstone), not a new one",
+    "_revisions": "it would graft a revision history onto a new document",
+}
+
+
+def check_new(doc: object, label: str, *, own_id: bool = True) -> Mapping[str, Any]:
+    """Return ``doc`` if it can be created as a new document; raise otherwise.
+
+    Args:
+        doc: the document as the caller gave it.
+        label: how messages name it (``"the document"``, ``"document 7"``).
+        own_id: whether it may carry its own ``_id``.
+
+    Raises:
+        InvalidArgumentError: ``doc`` is not a JSON object (a ``Mapping``), has a key that is
+            not a string, or a top-level ``_`` field other than :data:`NEW_DOC_FIELDS`
+            (``_id`` too, when ``own_id`` is false).
+
+    >>> check_new({"n": 1, "_attachments": {}}, "the document")
+    {'n': 1, '_attachments': {}}
+    >>> check_new({"_deleted": True}, "document 3")
+    Traceback (most recent call last):
+    ...
+    couchids.errors.InvalidArgumentError: document 3 has a _deleted (True): it would store a deleted document (a tombstone), not a new one
+    """  # noqa: E501
+    if not isinstance(doc, Mapping):
+        raise InvalidArgumentError(
+            f"{label} is a {type(doc).__name__}; a document is a JSON object (a dict)"
+        )
+    for field in doc:
+        if not isinstance(field, str):
+            raise InvalidArgumentError(
+                f"{label} has the key {field!r}; the keys of a JSON object are strings"
+            )
+        allowed = field in NEW_DOC_FIELDS and (own_id or field != "_id")
+        if allowed or not field.startswith("_"):
+            continue
+        if field == "_id":
+            why = "this write chooses the id itself"
+        else:
+            why = _WHY.get(
+                field,
+                "CouchDB reserves top-level fields starting with '_' (a new document may have "
+                "only _id and _attachments) and refuses the others; rename the field",
+            )
+        raise InvalidArgumentError(f"{label} has a {field} ({doc[field]!r:.60}): {why}")
+    return doc

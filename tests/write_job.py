@@ -1,0 +1,63 @@
+"""A write job for the resume tests, run as its own process (so that it can be killed).
+
+    python tests/write_job.py URL DB COUNT [--memory]
+
+Stores COUNT settlement documents, made by a generator as they are read, with
+``bulk_create_iter``, each under the id of its idempotency key and its own time, and prints one
+line per result as its batch completes: ``<id> <new|duplicate|error>``. With ``--memory`` it
+prints only the number of results and the peak resident memory of the call above the
+process's peak just before it, in KiB.
+"""
+
+from __future__ import annotations
+
+import resource
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+from faultproxy import client_for
+
+import couchids
+
+START_MS = 1_714_564_800_000  # 2024-05-01T12:00:00Z
+
+
+def hands(count: int) -> Iterator[dict[str, Any]]:
+    """The job's input, made as it is read: the same documents on every run."""
+    for n in range(count):
+        yield {
+            "table": n % 7,
+            "hand": n,
+            "at": START_MS + n * 250,
+            "won": n % 100,
+            "player": f"player-{n:08d}@example.invalid",
+        }
+
+
+def main() -> int:
+    url, db, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    client = client_for(url)
+    options: dict[str, Any] = {
+        "type": "settlement",
+        "form": couchids.KUUID_MS,
+        "key": lambda doc: f"settle:table-{doc['table']}:hand-{doc['hand']}",
+        "timestamp": lambda doc: doc["at"],
+    }
+    if "--memory" in sys.argv:
+        couchids.bulk_create(client, db, hands(1000), **options)  # warm up the client
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        stored = sum(r.ok for r in couchids.bulk_create_iter(client, db, hands(count), **options))
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        print(stored, peak - before, flush=True)
+        return 0
+    out = sys.stdout
+    for result in couchids.bulk_create_iter(client, db, hands(count), **options):
+        state = "error" if result.error else "duplicate" if result.duplicate else "new"
+        out.write(f"{result.id} {state}\n")
+        out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
