@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from . import radix
 from .constants import ALPHABET, BASE, PREFIX_LEN
 
 _PAIR = BASE * BASE
@@ -16,11 +17,7 @@ def encode(value: int, width: int) -> str:
     """Encode ``0 <= value < 62**width`` as exactly ``width`` characters, zero-padded."""
     if not 0 <= value < BASE**width:
         raise ValueError(f"{value} does not fit in {width} base62 characters")
-    chars = []
-    for _ in range(width):
-        value, digit = divmod(value, BASE)
-        chars.append(ALPHABET[digit])
-    return "".join(reversed(chars))
+    return radix.encode(value, width, ALPHABET)
 
 
 @lru_cache(maxsize=512)
