@@ -4,6 +4,8 @@ Ids compatible byte for byte with the kuuid npm package (and kuuid 3's UUIDv7 fo
 queries and writes that use them on the primary index, ``_all_docs``.
 """
 
+from .base36 import BASE36_V7
+from .couchid import COUCH_RANDOM, UTC_RANDOM, UtcIdForm
 from .decode import DecodedId, decode
 from .errors import (
     AllocationFailed,
@@ -30,6 +32,8 @@ from .forms import (
     V7,
     V7S,
     IdForm,
+    KuuidForm,
+    form_named,
 )
 from .keyed import keyed_id
 from .kuuid import (
@@ -46,21 +50,33 @@ from .kuuid import (
     rand,
 )
 from .query import latest, window
+from .seq import SEQ10, SEQ36
 from .sequence import Sequence
 from .short import create_short
+from .tid62 import TID62
 from .typed import TypedId
+from .ulid import ULID
+from .uuid464 import UUID464
 from .v7 import v7, v7s
 from .write import WriteResult, bulk_create, bulk_create_iter, create
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "BASE36_V7",
+    "COUCH_RANDOM",
     "KUUID",
     "KUUID_MS",
     "KUUID_MS_REVERSE",
     "KUUID_REVERSE",
+    "SEQ10",
+    "SEQ36",
     "SHORT",
     "SHORT_REVERSE",
+    "TID62",
+    "ULID",
+    "UTC_RANDOM",
+    "UUID464",
     "V7",
     "V7S",
     "AllocationFailed",
@@ -75,11 +91,13 @@ __all__ = [
     "InvalidInputError",
     "InvalidTimeError",
     "InvalidTypeError",
+    "KuuidForm",
     "RateLimitedError",
     "Sequence",
     "ServerError",
     "TypedId",
     "UnauthorizedError",
+    "UtcIdForm",
     "WriteResult",
     "__version__",
     "bulk_create",
@@ -87,6 +105,7 @@ __all__ = [
     "create",
     "create_short",
     "decode",
+    "form_named",
     "id",
     "idms",
     "idmsr",

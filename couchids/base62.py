@@ -4,23 +4,19 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from . import radix
 from .constants import ALPHABET, BASE, PREFIX_LEN
 
 _PAIR = BASE * BASE
 # Two characters a lookup: an 8-character prefix is four table reads instead of eight divisions.
 _PAIRS = tuple(a + b for a in ALPHABET for b in ALPHABET)
-_VALUES = {c: i for i, c in enumerate(ALPHABET)}
 
 
 def encode(value: int, width: int) -> str:
     """Encode ``0 <= value < 62**width`` as exactly ``width`` characters, zero-padded."""
     if not 0 <= value < BASE**width:
         raise ValueError(f"{value} does not fit in {width} base62 characters")
-    chars = []
-    for _ in range(width):
-        value, digit = divmod(value, BASE)
-        chars.append(ALPHABET[digit])
-    return "".join(reversed(chars))
+    return radix.encode(value, width, ALPHABET)
 
 
 @lru_cache(maxsize=512)
@@ -39,10 +35,8 @@ def encode_prefix(value: int) -> str:
 
 def decode(text: str) -> int:
     """Decode base62 ``text``; raises ``ValueError`` naming the first character outside it."""
-    value = 0
-    for ch in text:
-        digit = _VALUES.get(ch)
-        if digit is None:
-            raise ValueError(f"{ch!r} is not a base62 character (0-9, A-Z, a-z)")
-        value = value * BASE + digit
-    return value
+    try:
+        return radix.decode(text, ALPHABET)
+    except ValueError:
+        bad = next(ch for ch in text if ch not in ALPHABET)
+        raise ValueError(f"{bad!r} is not a base62 character (0-9, A-Z, a-z)") from None

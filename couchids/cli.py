@@ -24,7 +24,7 @@ from . import __version__
 from .constants import DEFAULT_BLOCKS, SHORT_BLOCKS
 from .decode import DecodedId, decode
 from .errors import InvalidInputError, InvalidTimeError, ServerError
-from .forms import V7, V7S, IdForm
+from .forms import V7, V7S, IdForm, KuuidForm
 from .query import DEFAULT_PAGE_SIZE, latest, window
 from .times import now_ms, to_ms
 
@@ -294,11 +294,17 @@ def _json(value: Any) -> str:
 
 
 def _decoded(decoded: DecodedId) -> dict[str, Any]:
-    timespec = "milliseconds" if decoded.millisecond else "seconds"
+    precision = decoded.form.precision_us
+    timespec = (
+        "microseconds" if precision < 1000 else "milliseconds" if precision < 10**6 else "seconds"
+    )
+    when = decoded.timestamp
     return {
         "id": decoded.id,
         "type": decoded.type,
-        "timestamp": decoded.timestamp.isoformat(timespec=timespec).replace("+00:00", "Z"),
+        "timestamp": None
+        if when is None
+        else when.isoformat(timespec=timespec).replace("+00:00", "Z"),
         "form": str(decoded.form),
         "kind": decoded.form.kind,
         "reverse": decoded.reverse,
@@ -395,7 +401,7 @@ def _form(args: argparse.Namespace) -> IdForm:
                 "blocks to choose"
             )
         return V7 if args.v7 else V7S
-    return IdForm(
+    return KuuidForm(
         random=SHORT_BLOCKS if args.short else DEFAULT_BLOCKS,
         reverse=args.reverse,
         millisecond=args.ms,

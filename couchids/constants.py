@@ -38,3 +38,41 @@ SHORT_ID_ALPHABET: Final = "bcdfghjkmnpqrstvwxyz"
 SHORT_ID_DATE_FORMAT: Final = "%y%m%d"
 
 MS_PER_SECOND: Final = 1000
+US_PER_MS: Final = 1000
+
+#: What may join a type and an id: ``user:<id>`` (kuuid's, and what Cloudant partitions need),
+#: ``user-<id>`` (the SimpleDB id specification) and ``acct_<id>`` (typed base36 UUIDv7 ids).
+SEPARATORS: Final = (":", "-", "_")
+
+#: tid62: 4 bytes of seconds since 2020-01-01T00:00:00Z, then 8 random bytes, read as one
+#: 96-bit number and written as 17 base62 characters.
+TID62_LEN: Final = 17
+TID62_EPOCH_S: Final = 1_577_836_800
+TID62_TIME_BITS: Final = 32
+TID62_RANDOM_BITS: Final = 64
+
+#: ULID: 48 bits of Unix milliseconds and 80 random bits, 26 characters of Crockford base32.
+ULID_ALPHABET: Final = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+ULID_LEN: Final = 26
+ULID_TIME_LEN: Final = 10
+ULID_RANDOM_BITS: Final = 80
+
+#: A UUID (128 bits) in lower-case base36, zero-padded: CouchDB's ``base_36`` uuid format.
+BASE36_ALPHABET: Final = "0123456789abcdefghijklmnopqrstuvwxyz"
+BASE36_UUID_LEN: Final = 25
+UUID_BITS: Final = 128
+
+#: CouchDB's ``utc_random``/``utc_id``: 14 hex digits of microseconds since 1970.
+UTC_TIME_LEN: Final = 14
+UTC_RANDOM_LEN: Final = 18
+HEX_DIGITS: Final = "0123456789abcdef"
+#: CouchDB's ``random`` and ``sequential`` uuids: 32 hex digits holding no time.
+COUCH_HEX_LEN: Final = 32
+
+#: uuid464: a UUID as 22 characters of unpadded base64url.
+BASE64URL_ALPHABET: Final = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+UUID464_LEN: Final = 22
+
+#: seq10 / seq36: zero-padded ordinals, 10 decimal digits or 7 base36 characters.
+SEQ10_LEN: Final = 10
+SEQ36_LEN: Final = 7

@@ -44,3 +44,33 @@ def type_prefix(doc_type: str | None) -> str:
 @lru_cache(maxsize=1024)
 def _checked_prefix(doc_type: str) -> str:
     return check_type(doc_type) + TYPE_SEPARATOR
+
+
+def scope_prefix(scope: str | None, separator: str) -> str:
+    """The text ids of ``scope`` start with: ``scope + separator``, or ``""`` for ``None``.
+
+    A scope is a type, or a composite such as ``sensor-260:reading`` (a partition, a colon
+    and a type, as CouchDB's partition guide writes them): every part between colons follows
+    the type rule.
+
+    Raises:
+        InvalidTypeError: a part breaks the type rule.
+
+    >>> scope_prefix("sensor-260:reading", "-")
+    'sensor-260:reading-'
+    """
+    if scope is None:
+        return ""
+    if not isinstance(scope, str):
+        check_type(scope)
+    return _checked_scope(scope, separator)
+
+
+@lru_cache(maxsize=1024)
+def _checked_scope(scope: str, separator: str) -> str:
+    for part in scope.split(TYPE_SEPARATOR):
+        if _TYPE.fullmatch(part) is None:
+            raise InvalidTypeError(
+                f"{scope!r} is not a valid document type or 'partition:type' scope: {RULE}"
+            )
+    return scope + separator

@@ -1,9 +1,11 @@
-"""Id forms: which of the id layouts a database uses, as one value.
+"""Id forms: which of the id layouts a database uses, as one value, and the presets.
 
-An :class:`IdForm` names a layout (kuuid in its modes, or UUIDv7) and does everything that
-depends on it: makes ids, checks and reads them strictly, and writes the key for a time, which
-is all the query code needs. Queries and typed id classes take a form; the presets below cover
-every kuuid and UUIDv7 generator.
+An :class:`~couchids.idform.IdForm` names a layout and does everything that depends on it:
+makes ids, checks and reads them strictly, and writes the key for a time, which is all the
+query code needs. This module holds kuuid's layouts (:class:`KuuidForm`: kuuid in its modes,
+and kuuid 3's UUIDv7 forms) and gathers every preset, of every form module, in
+:data:`ALL_FORMS` (what :func:`couchids.decode` tries) and ``NAMED_FORMS`` (what the
+command line's ``--form`` takes).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from . import kuuid, v7
+from .base36 import BASE36_V7, BASE36_V7_UNPADDED
 from .base62 import decode as base62_decode
 from .base62 import encode_prefix
 from .constants import (
@@ -26,12 +29,29 @@ from .constants import (
     MS_PER_SECOND,
     PREFIX_LEN,
     SHORT_BLOCKS,
+    US_PER_MS,
     V7_HEX_LEN,
     V7_LEN,
     V7_TIME_BITS,
 )
+from .couchid import COUCH_RANDOM, UTC_RANDOM, UtcIdForm
 from .errors import InvalidArgumentError, InvalidIdError
+from .idform import IdForm, at_most_pattern
+from .seq import SEQ10, SEQ36
+from .tid62 import TID62
 from .times import MAX_MS, TimeLike
+from .ulid import ULID
+from .uuid464 import UUID464
+
+__all__ = [
+    "ALL_FORMS",
+    "KUUID_FORMS",
+    "NAMED_FORMS",
+    "IdForm",
+    "KuuidForm",
+    "UtcIdForm",
+    "form_named",
+]
 
 Kind = Literal["kuuid", "v7", "v7s"]
 KINDS: tuple[Kind, ...] = ("kuuid", "v7", "v7s")
@@ -42,24 +62,13 @@ _V7S = re.compile(_V7S_TEXT)
 _B62 = "[0-9A-Za-z]"
 
 
-def _at_most(bound: str) -> str:
-    """A regex for the base62 strings of ``len(bound)`` characters that are at most ``bound``."""
-    alternatives = [re.escape(bound)]
-    for i, char in enumerate(bound):
-        smaller = ALPHABET[: ALPHABET.index(char)]
-        if smaller:
-            rest = len(bound) - i - 1
-            alternatives.append(f"{re.escape(bound[:i])}[{smaller}]{_B62}{{{rest}}}")
-    return "(?:" + "|".join(alternatives) + ")"
-
-
 #: A random block: 6 base62 characters holding at most ``2**32 - 1``.
-_BLOCK = _at_most(MAX_BLOCK)
+_BLOCK = at_most_pattern(MAX_BLOCK, ALPHABET)
 
 
 @dataclass(frozen=True)
-class IdForm:
-    """One id layout.
+class KuuidForm(IdForm):
+    """The layouts of the kuuid package: kuuid ids in their modes, and kuuid 3's UUIDv7s.
 
     Args:
         kind: ``"kuuid"`` (8 base62 characters of time, then random blocks), ``"v7"`` (a
@@ -68,7 +77,7 @@ class IdForm:
         millisecond: kuuid only: millisecond precision (UUIDv7 forms always have it).
         random: kuuid only: the number of random blocks, 1-4 (2 for kuuid's short ids).
 
-    >>> IdForm(reverse=True) == KUUID_REVERSE
+    >>> KuuidForm(reverse=True) == IdForm(reverse=True) == KUUID_REVERSE
     True
     >>> V7S.millisecond
     True
@@ -80,24 +89,20 @@ class IdForm:
     random: int = DEFAULT_BLOCKS
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.kind not in KINDS:
-            raise InvalidArgumentError(f"kind={self.kind!r}: an id form is one of {KINDS}")
-        if (
-            isinstance(self.random, bool)
-            or not isinstance(self.random, int)  # 2.0 would pass the range test below
-            or self.random not in range(MIN_BLOCKS, MAX_BLOCKS + 1)
-        ):
             raise InvalidArgumentError(
-                f"random={self.random!r}: the number of random blocks must be an int from "
-                f"{MIN_BLOCKS} to {MAX_BLOCKS}"
+                f"kind={self.kind!r}: a kuuid form is one of {KINDS}; other layouts have "
+                "presets of their own (couchids.TID62, couchids.ULID, ...)"
             )
+        kuuid.check_blocks(self.random)
         if self.kind != "kuuid":
             if self.reverse or self.random != DEFAULT_BLOCKS:
                 raise InvalidArgumentError(
                     f"{self.kind} ids have no reverse mode and no random blocks to choose"
                 )
             object.__setattr__(self, "millisecond", True)
-        object.__setattr__(self, "_pattern", self.id_pattern())
+        object.__setattr__(self, "_pattern", re.compile(self.body_pattern()))
 
     def __str__(self) -> str:
         if self.kind != "kuuid":
@@ -112,6 +117,10 @@ class IdForm:
         if self.reverse:
             parts.append("reverse")
         return "-".join(parts)
+
+    @property
+    def structured(self) -> bool:
+        return self.kind != "kuuid"
 
     @property
     def length(self) -> int:
@@ -137,16 +146,14 @@ class IdForm:
     def new(self, timestamp: TimeLike = None, *, type: str | None = None) -> str:
         """Make an id of this form (see :func:`couchids.id` and :func:`couchids.v7`)."""
         if self.kind == "v7":
-            return v7.v7(timestamp, type=type)
-        if self.kind == "v7s":
-            return v7.v7s(timestamp, type=type)
-        return kuuid.id(
-            timestamp,
-            type=type,
-            random=self.random,
-            reverse=self.reverse,
-            millisecond=self.millisecond,
-        )
+            body = v7.v7(timestamp)
+        elif self.kind == "v7s":
+            body = v7.v7s(timestamp)
+        else:
+            body = kuuid.id(
+                timestamp, random=self.random, reverse=self.reverse, millisecond=self.millisecond
+            )
+        return body if type is None else self.type_prefix(type) + body
 
     def key(self, unit: int) -> str:
         """The sortable text at the start of every id made at time ``unit``.
@@ -165,12 +172,9 @@ class IdForm:
             return 0 <= (MAX_PREFIX_VALUE - unit if self.reverse else unit) <= MAX_PREFIX_VALUE
         return 0 <= unit < 1 << V7_TIME_BITS
 
-    def id_pattern(self, prefix: str = "") -> re.Pattern[str]:
-        """A regex whose ``fullmatch`` accepts ``prefix`` followed by an id of this form.
-
-        It checks everything :meth:`parse` does but the 9999-12-31 limit of UUIDv7 times,
-        which the key range of a query already keeps to; queries filter every row with it.
-        """
+    def body_pattern(self) -> str:
+        """The regex of a body; it checks everything :meth:`read` does but the 9999-12-31
+        limit of UUIDv7 times, which the key range of a query already keeps to."""
         if self.kind == "v7":
             body = _V7_TEXT
         elif self.kind == "v7s":
@@ -182,20 +186,18 @@ class IdForm:
             # as the other.
             not_v7s = rf"(?!{_V7S_TEXT}\Z)" if self.length == V7_HEX_LEN else ""
             body = f"{not_v7s}{_B62}{{{PREFIX_LEN}}}{_BLOCK}{{{self.random}}}"
-        return re.compile(re.escape(prefix) + body)
+        return body
 
-    def parse(self, body: str) -> int:
-        """Check that ``body`` (an id without its type) is of this form; return its time in ms.
+    def read(self, body: str) -> int:
+        """Check that ``body`` (an id without its type) is of this form; return its time in µs.
 
         Raises:
             InvalidIdError: wrong length, a character outside the form's alphabet, a kuuid
                 block above ``2**32 - 1``, a wrong UUID version or variant, a time past
                 9999-12-31, or (for 4-block kuuid forms) a string that is a valid v7s id.
         """
-        if len(body) != self.length:
-            raise InvalidIdError(
-                f"{body!r} has {len(body)} characters; a {self} id has {self.length}"
-            )
+        if not isinstance(body, str) or len(body) != self.length:
+            raise self.wrong_length(body)
         pattern: re.Pattern[str] = self.__dict__["_pattern"]
         if pattern.fullmatch(body) is None:
             raise InvalidIdError(self._complaint(body))
@@ -206,7 +208,7 @@ class IdForm:
             ms = int(body[:8] + body[9:13] if self.kind == "v7" else body[:12], 16)
         if ms > MAX_MS:
             raise InvalidIdError(f"{body!r} holds a time after 9999-12-31 ({self})")
-        return ms
+        return ms * US_PER_MS
 
     def _complaint(self, body: str) -> str:
         """What is wrong with ``body``, of the right length, that the pattern refused."""
@@ -231,19 +233,21 @@ class IdForm:
         )
 
 
-KUUID = IdForm()
-KUUID_REVERSE = IdForm(reverse=True)
-KUUID_MS = IdForm(millisecond=True)
-KUUID_MS_REVERSE = IdForm(reverse=True, millisecond=True)
-SHORT = IdForm(random=SHORT_BLOCKS)
-SHORT_REVERSE = IdForm(random=SHORT_BLOCKS, reverse=True)
-V7 = IdForm("v7")
-V7S = IdForm("v7s")
+KUUID = KuuidForm()
+KUUID_REVERSE = KuuidForm(reverse=True)
+KUUID_MS = KuuidForm(millisecond=True)
+KUUID_MS_REVERSE = KuuidForm(reverse=True, millisecond=True)
+SHORT = KuuidForm(random=SHORT_BLOCKS)
+SHORT_REVERSE = KuuidForm(random=SHORT_BLOCKS, reverse=True)
+#: kuuid 3's ``v7``, and CouchDB's ``uuid_v7`` in its ``rfc9562`` format.
+V7 = KuuidForm("v7")
+#: kuuid 3's ``v7s``, and CouchDB's ``uuid_v7`` in its default ``base_16`` format.
+V7S = KuuidForm("v7s")
 
-#: Every kuuid mode and block count, then the UUIDv7 forms: what :func:`couchids.decode` tries.
-ALL_FORMS: tuple[IdForm, ...] = (
+#: Every kuuid mode and block count, then kuuid 3's UUIDv7 forms.
+KUUID_FORMS: tuple[KuuidForm, ...] = (
     *(
-        IdForm(random=blocks, reverse=reverse, millisecond=millisecond)
+        KuuidForm(random=blocks, reverse=reverse, millisecond=millisecond)
         for blocks in range(MIN_BLOCKS, MAX_BLOCKS + 1)
         for millisecond in (False, True)
         for reverse in (False, True)
@@ -251,3 +255,60 @@ ALL_FORMS: tuple[IdForm, ...] = (
     V7,
     V7S,
 )
+
+#: :data:`KUUID_FORMS`, then every other preset: what :func:`couchids.decode` tries.
+#: ``utc_id`` needs its suffix, and CouchDB's ``random`` ids are any 32 hex digits (as every
+#: v7s and utc_random id is), so only ``decode(..., form=...)`` reads those two.
+ALL_FORMS: tuple[IdForm, ...] = (
+    *KUUID_FORMS,
+    TID62,
+    BASE36_V7,
+    BASE36_V7_UNPADDED,
+    UTC_RANDOM,
+    ULID,
+    UUID464,
+    SEQ10,
+    SEQ36,
+)
+
+#: The forms the command line names (``--form NAME``), by name.
+NAMED_FORMS: dict[str, IdForm] = {
+    str(form): form
+    for form in (
+        KUUID,
+        KUUID_REVERSE,
+        KUUID_MS,
+        KUUID_MS_REVERSE,
+        SHORT,
+        SHORT_REVERSE,
+        V7,
+        V7S,
+        TID62,
+        BASE36_V7,
+        UTC_RANDOM,
+        ULID,
+        UUID464,
+        SEQ10,
+        SEQ36,
+        COUCH_RANDOM,
+    )
+}
+
+
+def form_named(name: str) -> IdForm:
+    """The form a name stands for: a name of ``NAMED_FORMS``, or ``utc_id:<suffix>``.
+
+    Raises:
+        InvalidArgumentError: an unknown name (the message lists the known ones).
+
+    >>> form_named("tid62") is TID62, str(form_named("utc_id:-node1"))
+    (True, 'utc_id')
+    """
+    if name.startswith("utc_id:"):
+        return UtcIdForm(name[len("utc_id:") :])
+    form = NAMED_FORMS.get(name)
+    if form is None:
+        raise InvalidArgumentError(
+            f"{name!r} is not an id form; known: {', '.join(NAMED_FORMS)}, utc_id:<suffix>"
+        )
+    return form

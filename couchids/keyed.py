@@ -26,9 +26,9 @@ from typing import Final
 
 from .base62 import encode, encode_prefix
 from .constants import BLOCK_BITS, BLOCK_LEN, V7_RANDOM_BITS
-from .doctypes import type_prefix
 from .errors import InvalidArgumentError
-from .forms import KUUID, IdForm
+from .forms import KUUID, KuuidForm
+from .idform import IdForm
 from .kuuid import prefix_value
 from .times import TimeLike, to_ms
 from .v7 import v7_hex
@@ -75,10 +75,13 @@ def keyed_id(
             "a keyed id needs the document's own time (timestamp=): 'now' differs on a re-run, "
             "and so would the id"
         )
-    if not isinstance(form, IdForm):
-        raise InvalidArgumentError(f"form={form!r} is not a couchids IdForm such as KUUID")
+    if not isinstance(form, KuuidForm):
+        raise InvalidArgumentError(
+            f"form={form!r}: keyed ids are made in the kuuid and UUIDv7 forms (KUUID and its "
+            "modes, V7, V7S)"
+        )
     ms = to_ms(timestamp)
-    head = type_prefix(type)
+    head = form.type_prefix(type)
     try:
         data = key.encode("utf-8")
     except UnicodeEncodeError as exc:

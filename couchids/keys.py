@@ -5,25 +5,26 @@ length and sorts by its time text, so "ids of type T made in [start, end)" is on
 key range. The rules it follows (see CouchDB's ``_all_docs`` documentation):
 
 - The range is computed exactly and sent with the default ``inclusive_end=true``; the only
-  string the inclusive end adds is the bare bound itself, which is never a valid id of the
-  form (too short), so callers filter it out with every other foreign id. couchids never
-  leans on ``inclusive_end=false`` (CouchDB issue 2156).
+  string the inclusive end adds is the bare bound itself. For most forms that is never a
+  valid id (too short, or a UUID without its version); for tid62 it could be one (a tid62
+  whose 64 random bits are all zero), so callers drop the high bound by name
+  (:meth:`KeyRange.excludes`). couchids never leans on ``inclusive_end=false`` (CouchDB
+  issue 2156).
 - With ``descending=true`` the direction applies first: ``startkey`` is the high key.
 - The exclusive upper bound of everything starting with ``user:`` is ``user;`` (the next
-  byte), as CouchDB itself uses for partitions; ``"\\ufff0"`` is only a convention.
+  byte), as CouchDB itself uses for partitions; ``"\\ufff0"`` is only a convention. The same
+  holds for the ``user-`` (``user.``) and ``acct_`` (``acct```) conventions, so ``user`` never
+  reaches into ``users``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .constants import TYPE_SEPARATOR
-from .doctypes import type_prefix
-from .forms import IdForm
+from .errors import InvalidArgumentError
+from .idform import IdForm
 
-#: The byte after ``:``: ``"user;"`` is above every ``"user:..."`` id.
-_AFTER_SEPARATOR = chr(ord(TYPE_SEPARATOR) + 1)
-#: Above every base62 or hex character: the end of an untyped range.
+#: Above every character of every sortable form's alphabet: the end of an untyped range.
 _AFTER_ALPHABET = "{"
 
 
@@ -35,6 +36,10 @@ class KeyRange:
     high: str
     #: The text every wanted id starts with (``"user:"``, or ``""``).
     prefix: str
+
+    def excludes(self, doc_id: str) -> bool:
+        """Whether ``doc_id`` is the high bound itself, which ``inclusive_end`` lets in."""
+        return doc_id == self.high
 
     def bounds(self, *, newest_first: bool, form: IdForm) -> tuple[str, str, bool]:
         """``(startkey, endkey, descending)`` for a request in the wanted time order.
@@ -56,19 +61,27 @@ def window_keys(form: IdForm, doc_type: str | None, start_ms: int, end_ms: int) 
     ``start_ms <= t < end_ms``; ``None`` when no id can (for example a window inside one
     second for second-precision ids).
 
+    ``doc_type`` may be a composite scope (``sensor-260:reading``); the form's separator
+    follows it.
+
+    Raises:
+        InvalidArgumentError: the form's ids do not sort by time (uuid464) or hold none.
+        InvalidTypeError: ``doc_type`` breaks the type rule.
+
     >>> from couchids.forms import KUUID
     >>> window_keys(KUUID, "user", 1514764800000, 1514764801000)
     KeyRange(low='user:001eVnWK', high='user:001eVnWL', prefix='user:')
     """
-    prefix = type_prefix(doc_type)
+    check_time_form(form)
+    prefix = form.type_prefix(doc_type)
     unit = form.unit_ms
     # An id's time is its unit counted down, so t >= start means unit >= ceil(start/unit)
     # and t < end means unit < ceil(end/unit).
-    first = _ceil_div(max(start_ms, 0), unit)
+    first = max(_ceil_div(max(start_ms, 0), unit), form.min_unit)
     stop = min(_ceil_div(end_ms, unit), form.max_unit + 1)
     if first >= stop:
         return None
-    top = prefix[:-1] + _AFTER_SEPARATOR if prefix else _AFTER_ALPHABET
+    top = prefix[:-1] + chr(ord(prefix[-1]) + 1) if prefix else _AFTER_ALPHABET
     if form.reverse:
         # Keys fall as time rises: the latest time has the lowest key, and the key just above
         # the earliest time's is that of the unit before it.
@@ -78,3 +91,29 @@ def window_keys(form: IdForm, doc_type: str | None, start_ms: int, end_ms: int) 
         low = prefix + form.key(first)
         high = prefix + form.key(stop) if form.key_fits(stop) else top
     return KeyRange(low=low, high=high, prefix=prefix)
+
+
+def check_time_form(form: IdForm) -> IdForm:
+    """Return ``form`` if its ids sort by time in ``_all_docs``, so a time query can use it.
+
+    Raises:
+        InvalidArgumentError: not an :class:`IdForm`, or a form without sortable time.
+
+    >>> from couchids import UUID464
+    >>> check_time_form(UUID464)
+    Traceback (most recent call last):
+    ...
+    couchids.errors.InvalidArgumentError: uuid464 ids cannot be queried by time: ...
+    """
+    if not isinstance(form, IdForm):
+        raise InvalidArgumentError(
+            f"form={form!r}: pass an IdForm such as couchids.KUUID, couchids.TID62 or couchids.ULID"
+        )
+    if not form.has_time:
+        raise InvalidArgumentError(f"{form} ids cannot be queried by time: they hold no time")
+    if not form.sortable:
+        raise InvalidArgumentError(
+            f"{form} ids cannot be queried by time: they do not sort by time in _all_docs "
+            "(base64url's alphabet is not in byte order)"
+        )
+    return form

@@ -2,8 +2,10 @@
 
 Byte-for-byte the format of the kuuid npm package (``kuuid.id()``, ``idr``, ``ids``, ``idsr``,
 ``idms``, ``idmsr``, ``prefix*``, ``rand``), so Node and Python programs can share a database.
-Two deliberate differences from kuuid: ``timestamp=0`` means the epoch (kuuid reads ``0`` as
-"now"), and out-of-range arguments raise instead of falling back to defaults.
+Deliberate differences from kuuid: ``timestamp=0`` means the epoch (kuuid reads ``0`` as
+"now"); out-of-range arguments raise instead of falling back to defaults; and an ISO string
+without an offset (``"2024-05-01T12:00"``) is UTC here, where kuuid's ``new Date()`` reads it
+as local time.
 """
 
 from __future__ import annotations
@@ -92,7 +94,17 @@ def prefix_reverse_ms(timestamp: TimeLike = None) -> str:
     return prefix(timestamp, reverse=True, millisecond=True)
 
 
-def _check_blocks(blocks: int) -> None:
+def check_blocks(blocks: int) -> int:
+    """Return ``blocks`` if it is an int from 1 to 4 (not a bool or a float such as ``4.0``).
+
+    The one check of a number of random blocks, for :func:`id` and :class:`couchids.IdForm`.
+
+    Raises:
+        InvalidArgumentError: anything else.
+
+    >>> check_blocks(2)
+    2
+    """
     if (
         isinstance(blocks, bool)
         or not isinstance(blocks, int)
@@ -102,6 +114,7 @@ def _check_blocks(blocks: int) -> None:
             f"random={blocks!r}: the number of random blocks must be an int from "
             f"{MIN_BLOCKS} to {MAX_BLOCKS}"
         )
+    return blocks
 
 
 def rand(blocks: int = DEFAULT_BLOCKS) -> str:
@@ -113,7 +126,7 @@ def rand(blocks: int = DEFAULT_BLOCKS) -> str:
     >>> len(rand(2))
     12
     """
-    _check_blocks(blocks)
+    check_blocks(blocks)
     suffix = POOL.take()
     return suffix if blocks == MAX_BLOCKS else suffix[: blocks * BLOCK_LEN]
 
@@ -144,8 +157,8 @@ def id(
     >>> doc_id[:13], len(doc_id)
     ('user:001eVnWK', 37)
     """
-    if random != DEFAULT_BLOCKS:
-        _check_blocks(random)
+    if random != DEFAULT_BLOCKS or random.__class__ is not int:  # 4.0 == 4, but is refused
+        check_blocks(random)
     ms = now_ms() if timestamp is None else to_ms(timestamp)
     head = encode_prefix(prefix_value(ms, reverse=reverse, millisecond=millisecond))
     suffix = POOL.take()

@@ -16,9 +16,10 @@ from typing import Any
 
 from ibmcloudant.cloudant_v1 import CloudantV1
 
+from .constants import TYPE_SEPARATOR
 from .errors import InvalidArgumentError, InvalidTimeError
 from .forms import KUUID, IdForm
-from .keys import KeyRange, window_keys
+from .keys import KeyRange, check_time_form, window_keys
 from .server import call, is_partitioned
 from .times import MAX_MS, TimeLike, to_ms
 
@@ -150,20 +151,19 @@ class _Scan:
         newest_first: bool,
         include_docs: bool,
     ) -> None:
-        if not isinstance(form, IdForm):
-            raise InvalidArgumentError(
-                f"form={form!r}: pass an IdForm such as couchids.KUUID or couchids.V7S"
-            )
+        check_time_form(form)
         self.client, self.db, self.form, self.doc_type = client, db, form, doc_type
         self.include_docs = include_docs
         self.keys: KeyRange | None = window_keys(form, doc_type, start_ms, end_ms)
         self.newest_first = newest_first
-        self._wanted = _matcher(form, self.keys.prefix if self.keys else "")
+        self._wanted = _matcher(form, self.keys)
 
     def run(self, first_limit: int, next_limit: int, *, prefetch: bool) -> Iterator[Row]:
         # Learning whether the database is partitioned also proves it exists, so an empty
         # answer is never a missing database.
-        partition = self.doc_type if is_partitioned(self.client, self.db) else None
+        partition = None
+        if is_partitioned(self.client, self.db) and self.keys is not None:
+            partition = partition_of(self.keys.prefix)
         if partition is not None:
             first_limit = min(first_limit, PARTITION_QUERY_LIMIT - 1)
             next_limit = min(next_limit, PARTITION_QUERY_LIMIT - 1)
@@ -238,11 +238,27 @@ class _Scan:
                 executor.shutdown(wait=False, cancel_futures=True)
 
 
-def _matcher(form: IdForm, prefix: str) -> Match:
-    """Whether a row's id is ``prefix`` followed by an id of ``form``.
+def _matcher(form: IdForm, keys: KeyRange | None) -> Match:
+    """Whether a row's id is the range's prefix followed by an id of ``form``.
 
     Rows come from the window's exact key range, and an id of the form inside that range
     holds a time inside the window (tests/test_keys.py proves it for every form), so the
-    id's time need not be decoded again: one regex per row does.
+    id's time need not be decoded again: one regex per row does, and the range's high bound
+    itself, which ``inclusive_end`` lets in, is dropped.
     """
-    return form.id_pattern(prefix).fullmatch
+    if keys is None:
+        return form.matcher("")
+    wanted, high = form.matcher(keys.prefix), keys.high
+    return lambda doc_id: doc_id != high and wanted(doc_id)
+
+
+def partition_of(prefix: str) -> str | None:
+    """The partition ids starting with ``prefix`` live in: the part before the first colon,
+    or ``None`` when the prefix has no colon (such ids cannot be in a partitioned database,
+    so the query reads the global index).
+
+    >>> partition_of("sensor-260:reading-"), partition_of("user:"), partition_of("user-")
+    ('sensor-260', 'user', None)
+    """
+    partition, colon, _ = prefix.partition(TYPE_SEPARATOR)
+    return partition if colon and partition else None

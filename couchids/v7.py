@@ -13,6 +13,11 @@ never changes.
   millisecond whose 74 bits run out moves on to the next (both allowed by RFC 9562 6.2).
 - An explicit ``timestamp`` always encodes exactly that millisecond; ids for a timestamp
   seen among the last ``RECENT`` distinct milliseconds continue its sequence.
+- The clock's own millisecond is kept apart from those, so however many explicit times are
+  used, ids made for the current time keep strictly increasing.
+
+:func:`uuid7_int` gives the same UUIDv7 as a 128-bit number, for the forms that write it in
+another alphabet (base36, ULID).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from .constants import V7_RANDOM_BITS, V7_VERSION
 from .doctypes import type_prefix
@@ -38,20 +43,31 @@ _RAND_B_BITS = 62
 _RAND_B_MASK = (1 << _RAND_B_BITS) - 1
 
 
-class _Sequencer:
-    """The last 74-bit value used for each recent millisecond, shared by the threads.
+class Sequencer:
+    """The last 74-bit value used for the clock's millisecond and for each recent explicit one,
+    shared by the threads.
 
     Randomness comes from ``os.urandom`` a batch of 64-bit words at a time (one system call
     per batch rather than per id); a forked child drops the batch it inherited.
+
+    Args:
+        clock: the current time in epoch milliseconds (tests pass a frozen one).
+
+    >>> seq = Sequencer(clock=lambda: 5)
+    >>> [ms for ms, _ in (seq.next(None), seq.next(7), seq.next(None))]
+    [5, 7, 5]
     """
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], int] = now_ms) -> None:
+        self._clock = clock
         self.reset()
 
     def reset(self) -> None:
+        """Forget every sequence and the random words held (after a fork)."""
         self._lock = threading.Lock()
         self._recent: OrderedDict[int, int] = OrderedDict()
         self._clock_ms = 0
+        self._clock_value = -1
         self._words: Iterator[int] = iter(())
 
     def _word(self) -> int:
@@ -66,7 +82,7 @@ class _Sequencer:
         """The millisecond and 74-bit value of a new id."""
         with self._lock:
             # A clock that stepped back is held at the last millisecond used.
-            ms = max(now_ms(), self._clock_ms) if explicit_ms is None else explicit_ms
+            ms = max(self._clock(), self._clock_ms) if explicit_ms is None else explicit_ms
             value = self._after(ms)
             if value is None:
                 if explicit_ms is not None:
@@ -82,31 +98,39 @@ class _Sequencer:
                         "millisecond before: their 74 random bits ran out"
                     )
             if explicit_ms is None:
-                self._clock_ms = ms
-            recent = self._recent
-            recent[ms] = value
-            recent.move_to_end(ms)
-            if len(recent) > RECENT:
-                recent.popitem(last=False)
+                self._clock_ms, self._clock_value = ms, value
+            else:
+                recent = self._recent
+                recent[ms] = value
+                recent.move_to_end(ms)
+                if len(recent) > RECENT:
+                    recent.popitem(last=False)
             return ms, value
 
     def _after(self, ms: int) -> int | None:
         """The next value for ``ms``, or ``None`` when its 74 bits are used up."""
-        last = self._recent.get(ms)
-        if last is None:
+        last = self._recent.get(ms, -1)
+        if ms == self._clock_ms and self._clock_value > last:
+            last = self._clock_value
+        if last < 0:
             # Below 2**73, which leaves room for 2**41 steps before the 74 bits run out.
             return ((self._word() << 64) | self._word()) >> (128 - _FIRST_BITS)
         value = last + 1 + (self._word() & _STEP_MASK)
         return value if value < _RANDOM_LIMIT else None
 
 
-_SEQUENCER = _Sequencer()
-os.register_at_fork(after_in_child=_SEQUENCER.reset)
+SEQUENCER = Sequencer()
+os.register_at_fork(after_in_child=SEQUENCER.reset)
 
 
-def _hex(timestamp: TimeLike) -> str:
+def uuid7_int(timestamp: TimeLike = None, *, sequencer: Sequencer = SEQUENCER) -> int:
+    """A new UUIDv7 as a 128-bit number, in the sequence :func:`v7` and :func:`v7s` share.
+
+    >>> uuid7_int(0) >> 76
+    7
+    """
     explicit = None if timestamp is None else to_ms(timestamp)
-    return v7_hex(*_SEQUENCER.next(explicit))
+    return _compose(*sequencer.next(explicit))
 
 
 def v7_hex(ms: int, value: int) -> str:
@@ -115,14 +139,21 @@ def v7_hex(ms: int, value: int) -> str:
     >>> v7_hex(0, 0)
     '00000000000070008000000000000000'
     """
-    number = (
+    return f"{_compose(ms, value):032x}"
+
+
+def _compose(ms: int, value: int) -> int:
+    return (
         (ms << 80)
         | (V7_VERSION << 76)
         | ((value >> _RAND_B_BITS) << 64)
         | (0b10 << _RAND_B_BITS)
         | (value & _RAND_B_MASK)
     )
-    return f"{number:032x}"
+
+
+def _hex(timestamp: TimeLike) -> str:
+    return f"{uuid7_int(timestamp):032x}"
 
 
 def v7s(timestamp: TimeLike = None, *, type: str | None = None) -> str:

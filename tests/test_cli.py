@@ -489,7 +489,7 @@ def test_window_progress_on_a_terminal_only(
         (["window", "db", "--since", "1h", "--v7", "--reverse"], "--reverse"),
         (["new", "-n", "-1"], "-n"),
         (["new", "--type", "_design"], "'_design'"),
-        (["new", "--type", "a:b"], "'a:b'"),
+        (["new", "--type", "a::b"], "'a::b'"),
         (["new", "--at", "yesterday"], "'yesterday'"),
         (["new", "--at", "1969-07-20"], "1970"),
         (["window", "db"], "--since"),

@@ -95,7 +95,7 @@ def test_keyed_ids_decode_to_their_time(key: str, ms: int) -> None:
         (("k", None), {}, InvalidArgumentError, "own time"),
         (("k", 1.5), {}, InvalidTimeError, "float"),
         (("k", WHEN), {"type": "_x"}, InvalidTypeError, "not a valid document type"),
-        (("k", WHEN), {"form": "kuuid"}, InvalidArgumentError, "IdForm"),
+        (("k", WHEN), {"form": "kuuid"}, InvalidArgumentError, "kuuid and UUIDv7 forms"),
     ],
 )
 def test_keyed_id_refuses_bad_arguments(

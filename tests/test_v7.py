@@ -163,11 +163,10 @@ class FakeClock:
         return self.ms
 
 
-def test_clock_stepping_back_holds_the_last_millisecond(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_clock_stepping_back_holds_the_last_millisecond() -> None:
     # A private sequencer, so the process-wide one never sees the fake clock.
     clock = FakeClock(5_000)
-    monkeypatch.setattr(v7_module, "now_ms", clock)
-    seq = v7_module._Sequencer()
+    seq = v7_module.Sequencer(clock=clock)
     ms1, value1 = seq.next(None)
     clock.ms = 4_000  # the clock steps back a second
     ms2, value2 = seq.next(None)
@@ -177,10 +176,9 @@ def test_clock_stepping_back_holds_the_last_millisecond(monkeypatch: pytest.Monk
     assert seq.next(None)[0] == 6_000
 
 
-def test_exhausted_millisecond(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_exhausted_millisecond() -> None:
     clock = FakeClock(5_000)
-    monkeypatch.setattr(v7_module, "now_ms", clock)
-    seq = v7_module._Sequencer()
+    seq = v7_module.Sequencer(clock=clock)
     seq.next(None)
     seq._recent[5_000] = (1 << 74) - 1  # as if the 74 bits of this millisecond were used up
     # For the current time, the next millisecond is taken (RFC 9562 allows it) ...
@@ -193,8 +191,27 @@ def test_exhausted_millisecond(monkeypatch: pytest.MonkeyPatch) -> None:
         seq.next(7_000)
 
 
+def test_clock_sequence_survives_many_explicit_times() -> None:
+    # More explicit milliseconds than the sequencer remembers must not evict the clock's own
+    # sequence: ids for "now" in one frozen millisecond keep strictly increasing.
+    seq = v7_module.Sequencer(clock=FakeClock(5_000))
+    before = [seq.next(None) for _ in range(3)]
+    for ms in range(10_000, 10_000 + 2 * v7_module.RECENT):
+        seq.next(ms)
+    after = [seq.next(None) for _ in range(3)]
+    values = [value for ms, value in before + after]
+    assert {ms for ms, _ in before + after} == {5_000}
+    assert values == sorted(values) and len(set(values)) == len(values)
+
+
+def test_explicit_time_of_the_clock_millisecond_continues_its_sequence() -> None:
+    seq = v7_module.Sequencer(clock=FakeClock(5_000))
+    values = [seq.next(None)[1], seq.next(5_000)[1], seq.next(None)[1], seq.next(5_000)[1]]
+    assert values == sorted(values) and len(set(values)) == 4
+
+
 def test_first_value_of_a_millisecond_leaves_headroom() -> None:
-    seq = v7_module._Sequencer()
+    seq = v7_module.Sequencer()
     for _ in range(200):
         _, value = seq.next(123_456_789)
         assert value < 1 << 74

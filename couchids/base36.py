@@ -1,0 +1,129 @@
+"""UUIDv7s in base36: the typed ids of the Identifiers article, and CouchDB's ``base_36`` format.
+
+The 128-bit UUIDv7 (:mod:`couchids.v7`) written as a lower-case base36 number (``0-9a-z``,
+in byte order), zero-padded to 25 characters: the width of ``2**128 - 1``, and exactly what
+CouchDB's ``[uuids] format = base_36`` makes. Fixed width makes ids sort by their
+millisecond in ``_all_docs``, and the text reads the same in any case.
+
+The article's ``BaseID`` writes the number without padding. For every time from 1986 to 2556
+that is 24 characters: one ``0`` short of the padded form. :data:`BASE36_V7_UNPADDED` reads
+those (and :func:`couchids.decode` recognises them by their length); it sorts by time too,
+but only among 24-character ids, so a database should hold one width. couchids makes only
+the padded form.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from . import radix
+from .constants import BASE36_ALPHABET, BASE36_UUID_LEN, UUID_BITS, V7_TIME_BITS, V7_VERSION
+from .errors import InvalidArgumentError, InvalidIdError
+from .idform import IdForm, at_most_pattern
+from .times import MAX_MS, TimeLike
+from .v7 import uuid7_int
+
+__all__ = ["BASE36_V7", "BASE36_V7_UNPADDED", "Base36V7Form", "uuid7_time"]
+
+_TIME_SHIFT = UUID_BITS - V7_TIME_BITS
+_MAX_TEXT = radix.encode((1 << UUID_BITS) - 1, BASE36_UUID_LEN, BASE36_ALPHABET)
+
+
+def uuid7_time(value: int) -> int | None:
+    """The milliseconds of a 128-bit UUIDv7, or ``None`` if ``value`` is not one (version 7,
+    variant ``10``, a time up to 9999-12-31).
+
+    >>> uuid7_time(0x018CC251F400_7000_8000_000000000000)
+    1704067200000
+    """
+    if (value >> 76) & 0xF != V7_VERSION or (value >> 62) & 0b11 != 0b10:
+        return None
+    ms = value >> _TIME_SHIFT
+    return ms if ms <= MAX_MS else None
+
+
+@dataclass(frozen=True)
+class Base36V7Form(IdForm):
+    """A UUIDv7 as lower-case base36: 25 characters (padded), or 24 as the article writes it.
+
+    >>> body = BASE36_V7.new("2024-01-01")
+    >>> len(body), BASE36_V7.parse(body)
+    (25, 1704067200000)
+    """
+
+    padded: bool = True
+
+    @property
+    def kind(self) -> str:
+        return "base36_v7" if self.padded else "base36_v7_unpadded"
+
+    @property
+    def structured(self) -> bool:
+        return True
+
+    @property
+    def length(self) -> int:
+        return BASE36_UUID_LEN if self.padded else BASE36_UUID_LEN - 1
+
+    @property
+    def max_unit(self) -> int:
+        return min(MAX_MS, (int(len(BASE36_ALPHABET) ** self.length) - 1) >> _TIME_SHIFT)
+
+    def new(self, timestamp: TimeLike = None, *, type: str | None = None) -> str:
+        if not self.padded:
+            raise InvalidArgumentError(
+                "couchids makes base36 UUIDv7s padded to 25 characters (BASE36_V7), which "
+                "sort by time for every time; the unpadded form is read, not made"
+            )
+        body = radix.encode(uuid7_int(timestamp), BASE36_UUID_LEN, BASE36_ALPHABET)
+        return body if type is None else self.type_prefix(type) + body
+
+    def key(self, unit: int) -> str:
+        return radix.encode(unit << _TIME_SHIFT, self.length, BASE36_ALPHABET)
+
+    def body_pattern(self) -> str:
+        if self.padded:
+            return at_most_pattern(_MAX_TEXT, BASE36_ALPHABET)
+        return f"[1-9a-z][0-9a-z]{{{self.length - 1}}}"
+
+    def matcher(self, prefix: str = "") -> Callable[[str], bool]:
+        """The regex cannot see the version and variant bits of a base36 number: read them."""
+        pattern = self.id_pattern(prefix).fullmatch
+        start = len(prefix)
+
+        def match(doc_id: str) -> bool:
+            return (
+                pattern(doc_id) is not None
+                and uuid7_time(int(doc_id[start:], len(BASE36_ALPHABET))) is not None
+            )
+
+        return match
+
+    def read(self, body: str) -> int:
+        if not isinstance(body, str) or len(body) != self.length:
+            raise self.wrong_length(body)
+        if any(ch not in BASE36_ALPHABET for ch in body):
+            raise InvalidIdError(
+                f"{body!r} is not a {self} id: lower-case base36 characters (0-9, a-z)"
+            )
+        if self.padded and body > _MAX_TEXT:
+            raise InvalidIdError(f"{body!r} is not a {self} id: above 2**128 - 1")
+        if not self.padded and body[0] == "0":
+            raise InvalidIdError(
+                f"{body!r} is not a {self} id: an unpadded number has no leading 0"
+            )
+        ms = uuid7_time(radix.decode(body, BASE36_ALPHABET))
+        if ms is None:
+            raise InvalidIdError(
+                f"{body!r} is not a {self} id: the number is not a UUIDv7 (version 7, "
+                "the RFC 9562 variant, a time up to 9999-12-31)"
+            )
+        return ms * 1000
+
+
+#: UUIDv7s as 25 lower-case base36 characters (CouchDB's ``uuid_v7`` ``base_36`` format).
+BASE36_V7 = Base36V7Form()
+#: The same, unpadded (24 characters for times from 1986 to 2556), as the Identifiers article
+#: writes them: read and queried, never made.
+BASE36_V7_UNPADDED = Base36V7Form(padded=False)

@@ -1,0 +1,219 @@
+"""The ids CouchDB makes itself, for a document posted without ``_id`` (``[uuids] algorithm``).
+
+- ``utc_random``: 14 hex digits of microseconds since 1970, then 18 random hex digits (32 in
+  all); :data:`UTC_RANDOM`. Microsecond precision.
+- ``utc_id``: the same 14 hex digits, then the server's ``[uuids] utc_id_suffix``;
+  :class:`UtcIdForm` takes the suffix (``UtcIdForm("-node1")``).
+- ``uuid_v7`` (CouchDB 3.5.1+): its ``base_16`` format is :data:`couchids.V7S`, ``rfc9562`` is
+  :data:`couchids.V7` and ``base_36`` is :data:`couchids.BASE36_V7`.
+- ``random`` and ``sequential``: 32 hex digits that hold no time; :data:`COUCH_RANDOM` reads
+  them and says so.
+
+Like CouchDB, ids made here for the current time strictly increase within a process: a
+microsecond not after the last one used becomes the last one plus one.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+
+from .constants import COUCH_HEX_LEN, HEX_DIGITS, US_PER_MS, UTC_RANDOM_LEN, UTC_TIME_LEN
+from .errors import InvalidArgumentError, InvalidIdError, InvalidTimeError
+from .idform import IdForm
+from .times import EPOCH, MAX_MS, TimeLike, to_ms
+
+__all__ = ["COUCH_RANDOM", "UTC_RANDOM", "CouchRandomForm", "UtcIdForm", "UtcRandomForm"]
+
+_MAX_US = 16**UTC_TIME_LEN - 1
+_LAST_US = min(_MAX_US, MAX_MS * US_PER_MS + US_PER_MS - 1)
+_TIME = f"[0-9a-f]{{{UTC_TIME_LEN}}}"
+_HEX_RULE = "lower-case hex digits (0-9, a-f)"
+
+
+class _MicroClock:
+    """Microseconds that strictly increase within the process, as CouchDB's utc ids do."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self._lock = threading.Lock()
+        self._last = 0
+
+    def next(self) -> int:
+        with self._lock:
+            self._last = max(time.time_ns() // 1000, self._last + 1)
+            return self._last
+
+
+_CLOCK = _MicroClock()
+os.register_at_fork(after_in_child=_CLOCK.reset)
+
+
+def _micros(timestamp: TimeLike) -> int:
+    us = _CLOCK.next() if timestamp is None else to_ms(timestamp) * US_PER_MS
+    if us > _LAST_US:
+        raise InvalidTimeError(
+            f"{timestamp!r} is past the last microsecond 14 hex digits hold "
+            f"({EPOCH + timedelta(microseconds=_LAST_US)})"
+        )
+    return us
+
+
+@dataclass(frozen=True)
+class _UtcForm(IdForm):
+    """14 hex digits of microseconds, then a tail each subclass defines."""
+
+    @property
+    def max_unit(self) -> int:
+        return _LAST_US // US_PER_MS
+
+    @property
+    def precision_us(self) -> int:
+        return 1
+
+    def key(self, unit: int) -> str:
+        return f"{unit * US_PER_MS:014x}"
+
+    def _read_time(self, body: str) -> int:
+        if not isinstance(body, str) or len(body) != self.length:
+            raise self.wrong_length(body)
+        if re.fullmatch(self.body_pattern(), body) is None:
+            raise InvalidIdError(f"{body!r} is not a {self} id: {self.rule()}")
+        us = int(body[:UTC_TIME_LEN], 16)
+        if us > _LAST_US:
+            raise InvalidIdError(f"{body!r} holds a time after 9999-12-31 ({self})")
+        return us
+
+    def rule(self) -> str:
+        """What an id of this form is, for messages."""
+        return f"{UTC_TIME_LEN} {_HEX_RULE} of microseconds since 1970, then {self._tail()}"
+
+    def _tail(self) -> str:
+        return ""
+
+
+@dataclass(frozen=True)
+class UtcRandomForm(_UtcForm):
+    """CouchDB's ``utc_random``: microseconds in 14 hex digits, then 18 random hex digits.
+
+    >>> UTC_RANDOM.parse(UTC_RANDOM.new("2024-01-01T00:00:00.123Z"))
+    1704067200123
+    """
+
+    kind = "utc_random"
+
+    @property
+    def loose(self) -> bool:
+        return True
+
+    @property
+    def length(self) -> int:
+        return UTC_TIME_LEN + UTC_RANDOM_LEN
+
+    def new(self, timestamp: TimeLike = None, *, type: str | None = None) -> str:
+        body = f"{_micros(timestamp):014x}" + os.urandom(UTC_RANDOM_LEN // 2).hex()
+        return body if type is None else self.type_prefix(type) + body
+
+    def body_pattern(self) -> str:
+        return f"{_TIME}[0-9a-f]{{{UTC_RANDOM_LEN}}}"
+
+    def read(self, body: str) -> int:
+        return self._read_time(body)
+
+    def _tail(self) -> str:
+        return f"{UTC_RANDOM_LEN} random hex digits"
+
+
+@dataclass(frozen=True)
+class UtcIdForm(_UtcForm):
+    """CouchDB's ``utc_id``: microseconds in 14 hex digits, then a fixed ``suffix`` (the
+    server's ``[uuids] utc_id_suffix``).
+
+    Raises:
+        InvalidArgumentError: a suffix that is not a string of printable ASCII.
+
+    >>> form = UtcIdForm("-node1")
+    >>> form.new("2024-01-01")
+    '060dd710212000-node1'
+    """
+
+    suffix: str = ""
+    kind = "utc_id"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not isinstance(self.suffix, str) or not all(" " < ch < "\x7f" for ch in self.suffix):
+            raise InvalidArgumentError(
+                f"suffix={self.suffix!r}: a utc_id suffix is printable ASCII without spaces"
+            )
+
+    @property
+    def length(self) -> int:
+        return UTC_TIME_LEN + len(self.suffix)
+
+    def new(self, timestamp: TimeLike = None, *, type: str | None = None) -> str:
+        body = f"{_micros(timestamp):014x}{self.suffix}"
+        return body if type is None else self.type_prefix(type) + body
+
+    def body_pattern(self) -> str:
+        return _TIME + re.escape(self.suffix)
+
+    def read(self, body: str) -> int:
+        return self._read_time(body)
+
+    def _tail(self) -> str:
+        return f"the suffix {self.suffix!r}"
+
+
+@dataclass(frozen=True)
+class CouchRandomForm(IdForm):
+    """CouchDB's ``random`` and ``sequential`` uuids: 32 hex digits that hold no time.
+
+    >>> COUCH_RANDOM.read("4e17c12963f4bee0e6ec90da54804894") is None
+    True
+    """
+
+    kind = "couch_random"
+
+    @property
+    def has_time(self) -> bool:
+        return False
+
+    @property
+    def length(self) -> int:
+        return COUCH_HEX_LEN
+
+    @property
+    def max_unit(self) -> int:
+        return -1
+
+    def new(self, timestamp: TimeLike = None, *, type: str | None = None) -> str:
+        if timestamp is not None:
+            raise InvalidArgumentError("couch_random ids hold no time: pass no timestamp")
+        body = os.urandom(COUCH_HEX_LEN // 2).hex()
+        return body if type is None else self.type_prefix(type) + body
+
+    def key(self, unit: int) -> str:
+        raise InvalidArgumentError("couch_random ids hold no time, so no time has a key")
+
+    def body_pattern(self) -> str:
+        return f"[0-9a-f]{{{COUCH_HEX_LEN}}}"
+
+    def read(self, body: str) -> None:
+        if not isinstance(body, str) or len(body) != COUCH_HEX_LEN:
+            raise self.wrong_length(body)
+        if any(ch not in HEX_DIGITS for ch in body):
+            raise InvalidIdError(f"{body!r} is not a couch_random id: 32 {_HEX_RULE}")
+        return None
+
+
+#: CouchDB's ``utc_random`` ids.
+UTC_RANDOM = UtcRandomForm()
+#: CouchDB's ``random`` and ``sequential`` ids (no time).
+COUCH_RANDOM = CouchRandomForm()

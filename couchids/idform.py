@@ -1,0 +1,233 @@
+"""What every id form does: the one description that ids, decoding, keys, queries and typed ids use.
+
+An id form is a fixed-width layout of an id's body (the part after an optional prefix such
+as ``user:``). Each form is a frozen dataclass subclassing :class:`IdForm`, in a module of its
+own (:mod:`couchids.forms` for kuuid's layouts, :mod:`couchids.tid62`, :mod:`couchids.ulid`,
+:mod:`couchids.base36`, :mod:`couchids.couchid`, :mod:`couchids.uuid464`, :mod:`couchids.seq`),
+and implements five things:
+
+- :meth:`IdForm.new`: make an id for a time;
+- :meth:`IdForm.read`: check a body strictly and return the time it holds, in microseconds
+  (``None`` for forms that hold no time);
+- :meth:`IdForm.key` / :meth:`IdForm.key_fits`: the text that every id made at (or after) a
+  time sorts at or above, which is all :mod:`couchids.keys` needs for an exact key range;
+- :meth:`IdForm.id_pattern`: one regex per form, which checks an id as :meth:`IdForm.read` does
+  (but for time limits that key ranges already keep to), used to filter query rows.
+
+Times in the key arithmetic count :attr:`IdForm.unit_ms` milliseconds (1000 for forms that
+hold seconds, 1 for the rest: a window's bounds are milliseconds, so a key for a millisecond
+is exact for microsecond ids too); :attr:`IdForm.precision_us` is what decoding gives back.
+
+Prefixes: an id of a form may start with ``<type><separator>``; the separator is the form's
+(``:`` by default; ``-`` and ``_`` for the conventions ``user-<id>`` and ``acct_<id>``), set
+with :meth:`IdForm.with_separator`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Self
+
+from .constants import MS_PER_SECOND, SEPARATORS, TYPE_SEPARATOR, US_PER_MS
+from .errors import InvalidArgumentError, InvalidIdError
+from .times import TimeLike
+
+__all__ = ["IdForm", "at_most_pattern"]
+
+
+def at_most_pattern(bound: str, alphabet: str) -> str:
+    """A regex for the strings of ``len(bound)`` characters of ``alphabet`` (in byte order)
+    that are at most ``bound``.
+
+    >>> re.fullmatch(at_most_pattern("19", "0123456789"), "20") is None
+    True
+    """
+    any_char = f"[{re.escape(alphabet)}]"
+    alternatives = [re.escape(bound)]
+    for i, char in enumerate(bound):
+        smaller = alphabet[: alphabet.index(char)]
+        if smaller:
+            rest = len(bound) - i - 1
+            alternatives.append(f"{re.escape(bound[:i])}[{re.escape(smaller)}]{any_char}{{{rest}}}")
+    return "(?:" + "|".join(alternatives) + ")"
+
+
+@dataclass(frozen=True)
+class IdForm(ABC):
+    """One id layout: makes ids, reads them strictly, and writes the key of a time.
+
+    Subclasses are frozen dataclasses, so forms compare and hash by value. Calling
+    ``IdForm(...)`` itself builds a kuuid-family form (``IdForm(reverse=True)`` is
+    :data:`couchids.KUUID_REVERSE`), as it did before the other forms existed.
+
+    >>> from couchids import TID62
+    >>> TID62.length, TID62.unit_ms
+    (17, 1000)
+    >>> TID62.with_separator("-").new("2025-01-01", type="user")[:5]
+    'user-'
+    """
+
+    #: What goes between a type and the id: ``:`` (``user:<id>``), ``-`` or ``_``.
+    separator: str = field(default=TYPE_SEPARATOR, kw_only=True)
+
+    @property
+    def kind(self) -> str:
+        """A short name of the layout, such as ``"kuuid"``, ``"tid62"`` or ``"ulid"``."""
+        return ""
+
+    @property
+    def reverse(self) -> bool:
+        """Newest-first ids: later times have smaller keys."""
+        return False
+
+    @property
+    def has_time(self) -> bool:
+        """Whether the ids hold a time at all."""
+        return True
+
+    @property
+    def structured(self) -> bool:
+        """Whether a string of the form's alphabet fits it only by chance (UUID version and
+        variant bits): :func:`couchids.decode` then prefers this reading to looser ones."""
+        return False
+
+    @property
+    def loose(self) -> bool:
+        """Whether nearly every string of the form's alphabet is an id of it with some time
+        (CouchDB's hex ``utc_random``): :func:`couchids.decode` then takes its reading only
+        for a time in 2000-2100, or when asked with ``form=``."""
+        return False
+
+    @property
+    def sortable(self) -> bool:
+        """Whether ids sort by time in ``_all_docs`` byte order, so a time query is a range."""
+        return self.has_time
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        if cls is IdForm:
+            from .forms import KuuidForm  # the kuuid family lives with kuuid's presets
+
+            return KuuidForm(*args, **kwargs)
+        return super().__new__(cls)
+
+    def __post_init__(self) -> None:
+        if self.separator not in SEPARATORS:
+            raise InvalidArgumentError(
+                f"separator={self.separator!r}: a type and an id are joined by one of "
+                f"{', '.join(map(repr, SEPARATORS))}"
+            )
+
+    def with_separator(self, separator: str) -> Self:
+        """This form with ids written ``<type><separator><id>``.
+
+        Raises:
+            InvalidArgumentError: ``separator`` is not ``:``, ``-`` or ``_``.
+
+        >>> from couchids import BASE36_V7
+        >>> BASE36_V7.with_separator("_").separator
+        '_'
+        """
+        return dataclasses.replace(self, separator=separator)
+
+    # -- what each form defines -----------------------------------------------------------
+
+    @property
+    @abstractmethod
+    def length(self) -> int:
+        """The length of an id of this form, without a type."""
+
+    @property
+    def unit_ms(self) -> int:
+        """The milliseconds one step of :meth:`key` counts (1000 or 1)."""
+        return 1
+
+    @property
+    def precision_us(self) -> int:
+        """The precision of the time in an id, in microseconds."""
+        return self.unit_ms * US_PER_MS
+
+    @property
+    def millisecond(self) -> bool:
+        """Whether the time is finer than seconds."""
+        return self.precision_us < MS_PER_SECOND * US_PER_MS
+
+    @property
+    def min_unit(self) -> int:
+        """The earliest time an id of this form can hold, in units of :attr:`unit_ms`."""
+        return 0
+
+    @property
+    @abstractmethod
+    def max_unit(self) -> int:
+        """The latest time an id of this form can hold, in units of :attr:`unit_ms`."""
+
+    @abstractmethod
+    def new(self, timestamp: TimeLike = None, *, type: str | None = None) -> str:
+        """Make an id of this form for ``timestamp`` (default now), after ``type`` and the
+        separator when a type is given."""
+
+    @abstractmethod
+    def key(self, unit: int) -> str:
+        """The text every id made at time ``unit`` sorts at or above, and every id made
+        before it below (reverse forms: the other way round)."""
+
+    def key_fits(self, unit: int) -> bool:
+        """Whether :meth:`key` can write ``unit`` in the width of this form."""
+        return self.min_unit <= unit <= self.max_unit
+
+    @abstractmethod
+    def body_pattern(self) -> str:
+        """A regex (text) for the body of an id of this form."""
+
+    @abstractmethod
+    def read(self, body: str) -> int | None:
+        """Check that ``body`` (an id without its type) is of this form; return the time it
+        holds in microseconds since 1970, or ``None`` if it holds none.
+
+        Raises:
+            InvalidIdError: ``body`` is not an id of this form; the message says why.
+        """
+
+    # -- what follows from it --------------------------------------------------------------
+
+    def id_pattern(self, prefix: str = "") -> re.Pattern[str]:
+        """A regex whose ``fullmatch`` accepts ``prefix`` followed by an id of this form."""
+        return re.compile(re.escape(prefix) + self.body_pattern())
+
+    def matcher(self, prefix: str = "") -> Callable[[str], bool]:
+        """Whether a whole id is ``prefix`` followed by an id of this form: the filter of query
+        rows (forms whose regex cannot check everything add to it)."""
+        pattern = self.id_pattern(prefix).fullmatch
+        return lambda doc_id: pattern(doc_id) is not None
+
+    def parse(self, body: str) -> int:
+        """Check ``body`` as :meth:`IdForm.read` does; return its time in ms (rounded down).
+
+        Raises:
+            InvalidIdError: ``body`` is not of this form, or the form holds no time.
+        """
+        us = self.read(body)
+        if us is None:
+            raise InvalidIdError(f"{body!r} is a {self} id, which holds no time")
+        return us // US_PER_MS
+
+    def type_prefix(self, doc_type: str | None) -> str:
+        """The text an id of ``doc_type`` starts with: ``type + separator``, or ``""``.
+
+        Raises:
+            InvalidTypeError: ``doc_type`` breaks the type rule.
+        """
+        from .doctypes import scope_prefix
+
+        return scope_prefix(doc_type, self.separator)
+
+    def __str__(self) -> str:
+        return self.kind
+
+    def wrong_length(self, body: str) -> InvalidIdError:
+        """The error for a body of the wrong length."""
+        return InvalidIdError(f"{body!r} has {len(body)} characters; a {self} id has {self.length}")

@@ -1,0 +1,116 @@
+"""seq10 / seq36: zero-padded ordinals (the SimpleDB id specification).
+
+``seq10`` writes an ordinal as 10 decimal digits, ``seq36`` as 7 lower-case base36
+characters; both are fixed width in an alphabet in byte order, so ids sort by ordinal in
+``_all_docs``. They hold no time, so time queries refuse them. An ordinal needs state to be
+handed out; this module is the pure part (write, read and check an ordinal), which an
+allocator that keeps its counter in the database builds on: ``form.encode(n)`` writes the
+body of ordinal ``n``, ``form.ordinal(body)`` reads it back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import radix
+from .constants import BASE36_ALPHABET, SEQ10_LEN, SEQ36_LEN
+from .errors import InvalidArgumentError, InvalidIdError
+from .idform import IdForm
+from .times import TimeLike
+
+__all__ = ["SEQ10", "SEQ36", "SeqForm"]
+
+_DIGITS = "0123456789"
+
+
+@dataclass(frozen=True)
+class SeqForm(IdForm):
+    """Ordinals in a fixed width: ``base=10`` (seq10) or ``base=36`` (seq36).
+
+    >>> SEQ10.encode(42), SEQ36.encode(42), SEQ36.ordinal("0000016")
+    ('0000000042', '0000016', 42)
+    """
+
+    base: int = 10
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.base not in (10, 36) or isinstance(self.base, bool):
+            raise InvalidArgumentError(f"base={self.base!r}: seq ids are base 10 or 36")
+
+    @property
+    def kind(self) -> str:
+        return f"seq{self.base}"
+
+    @property
+    def has_time(self) -> bool:
+        return False
+
+    @property
+    def alphabet(self) -> str:
+        """The characters of a body, in byte order."""
+        return _DIGITS if self.base == 10 else BASE36_ALPHABET
+
+    @property
+    def length(self) -> int:
+        return SEQ10_LEN if self.base == 10 else SEQ36_LEN
+
+    @property
+    def max_ordinal(self) -> int:
+        """The largest ordinal the width holds."""
+        return int(self.base**self.length) - 1
+
+    @property
+    def max_unit(self) -> int:
+        return -1
+
+    def encode(self, ordinal: int) -> str:
+        """The body of ordinal ``ordinal``: zero-padded to the form's width.
+
+        Raises:
+            InvalidArgumentError: not an int from 0 to :attr:`max_ordinal`.
+        """
+        if (
+            isinstance(ordinal, bool)
+            or not isinstance(ordinal, int)
+            or not 0 <= ordinal <= self.max_ordinal
+        ):
+            raise InvalidArgumentError(
+                f"{ordinal!r}: a {self} ordinal is an int from 0 to {self.max_ordinal}"
+            )
+        return radix.encode(ordinal, self.length, self.alphabet)
+
+    def ordinal(self, body: str) -> int:
+        """The ordinal a body holds, checked as :meth:`read` does."""
+        self.read(body)
+        return radix.decode(body, self.alphabet)
+
+    def new(self, timestamp: TimeLike = None, *, type: str | None = None) -> str:
+        raise InvalidArgumentError(
+            f"{self} ids are ordinals that need a counter: write one with "
+            f"{self.kind.upper()}.encode(n), or take it from an allocator that keeps the "
+            "counter in the database"
+        )
+
+    def key(self, unit: int) -> str:
+        raise InvalidArgumentError(f"{self} ids hold no time, so no time has a key")
+
+    def body_pattern(self) -> str:
+        return f"[0-9]{{{SEQ10_LEN}}}" if self.base == 10 else f"[0-9a-z]{{{SEQ36_LEN}}}"
+
+    def read(self, body: str) -> None:
+        """Check ``body``; an ordinal holds no time, so this returns ``None``."""
+        if not isinstance(body, str) or len(body) != self.length:
+            raise self.wrong_length(body)
+        if any(ch not in self.alphabet for ch in body):
+            what = (
+                "decimal digits" if self.base == 10 else "lower-case base36 characters (0-9, a-z)"
+            )
+            raise InvalidIdError(f"{body!r} is not a {self} id: {self.length} {what}")
+        return None
+
+
+#: Ordinals as 10 decimal digits.
+SEQ10 = SeqForm(10)
+#: Ordinals as 7 lower-case base36 characters.
+SEQ36 = SeqForm(36)

@@ -1,0 +1,102 @@
+"""tid62: the default id of the SimpleDB id specification.
+
+Layout: 12 bytes read as one big-endian number, ``seconds << 64 | random``: 4 bytes of seconds
+since 2020-01-01T00:00:00Z, then 8 bytes from the operating system's CSPRNG; written as 17
+base62 characters (``0-9A-Za-z``, zero-padded). The alphabet is in byte order and the width
+fixed, so ids sort by their second in ``_all_docs``. Times run from 2020-01-01 to
+2156-02-07T06:28:15Z (``2**32 - 1`` seconds later); anything else is an error.
+
+The specification writes prefixed ids ``user-<tid62>``: use ``TID62.with_separator("-")``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from . import radix
+from .constants import (
+    ALPHABET,
+    MS_PER_SECOND,
+    TID62_EPOCH_S,
+    TID62_LEN,
+    TID62_RANDOM_BITS,
+    TID62_TIME_BITS,
+    US_PER_MS,
+)
+from .errors import InvalidIdError, InvalidTimeError
+from .idform import IdForm, at_most_pattern
+from .times import TimeLike, now_ms, to_datetime, to_ms
+
+__all__ = ["TID62", "Tid62Form"]
+
+_LAST_S = TID62_EPOCH_S + (1 << TID62_TIME_BITS) - 1
+_MAX_TEXT = radix.encode((1 << (TID62_TIME_BITS + TID62_RANDOM_BITS)) - 1, TID62_LEN, ALPHABET)
+_BODY = at_most_pattern(_MAX_TEXT, ALPHABET)
+
+
+@dataclass(frozen=True)
+class Tid62Form(IdForm):
+    """17 base62 characters: seconds since 2020 and 64 random bits (the specification's tid62).
+
+    >>> TID62.new("2025-12-30T12:00:00Z")[:6]
+    '04XVaY'
+    >>> TID62.parse("04XVaYIDfO3SmYAds")
+    1767096000000
+    """
+
+    kind = "tid62"
+
+    @property
+    def length(self) -> int:
+        return TID62_LEN
+
+    @property
+    def unit_ms(self) -> int:
+        return MS_PER_SECOND
+
+    @property
+    def min_unit(self) -> int:
+        return TID62_EPOCH_S
+
+    @property
+    def max_unit(self) -> int:
+        return _LAST_S
+
+    def new(self, timestamp: TimeLike = None, *, type: str | None = None) -> str:
+        seconds = (now_ms() if timestamp is None else to_ms(timestamp)) // MS_PER_SECOND
+        if not TID62_EPOCH_S <= seconds <= _LAST_S:
+            raise InvalidTimeError(
+                f"{to_datetime(seconds * MS_PER_SECOND).isoformat()} is outside the tid62 "
+                f"runway: tid62 ids hold times from {to_datetime(TID62_EPOCH_S * 1000)} to "
+                f"{to_datetime(_LAST_S * 1000)}"
+            )
+        value = ((seconds - TID62_EPOCH_S) << TID62_RANDOM_BITS) | int.from_bytes(os.urandom(8))
+        body = radix.encode(value, TID62_LEN, ALPHABET)
+        return body if type is None else self.type_prefix(type) + body
+
+    def key(self, unit: int) -> str:
+        return radix.encode((unit - TID62_EPOCH_S) << TID62_RANDOM_BITS, TID62_LEN, ALPHABET)
+
+    def body_pattern(self) -> str:
+        return _BODY
+
+    def read(self, body: str) -> int:
+        if not isinstance(body, str) or len(body) != TID62_LEN:
+            raise self.wrong_length(body)
+        try:
+            value = radix.decode(body, ALPHABET)
+        except ValueError:
+            raise InvalidIdError(
+                f"{body!r} is not a tid62 id: 17 base62 characters (0-9, A-Z, a-z)"
+            ) from None
+        if body > _MAX_TEXT:
+            raise InvalidIdError(
+                f"{body!r} is not a tid62 id: above {_MAX_TEXT}, the largest 12-byte number"
+            )
+        seconds = TID62_EPOCH_S + (value >> TID62_RANDOM_BITS)
+        return seconds * MS_PER_SECOND * US_PER_MS
+
+
+#: tid62 ids (seconds since 2020 and 64 random bits, 17 base62 characters).
+TID62 = Tid62Form()

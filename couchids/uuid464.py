@@ -1,0 +1,92 @@
+"""uuid464: a UUID as 22 characters of unpadded base64url (the SimpleDB id specification).
+
+The specification means random (version 4) UUIDs, which hold no time. A UUIDv7 written this
+way does, and :meth:`Uuid464Form.read` gives it back; but base64url's alphabet
+(``A-Z a-z 0-9 - _``) is not in byte order, so uuid464 ids never sort by time in
+``_all_docs``, and time queries on them are refused.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+import uuid
+from dataclasses import dataclass
+
+from .base36 import uuid7_time
+from .constants import US_PER_MS, UUID464_LEN
+from .errors import InvalidArgumentError, InvalidIdError
+from .idform import IdForm
+from .times import TimeLike
+
+__all__ = ["UUID464", "Uuid464Form"]
+
+_CHAR = "[A-Za-z0-9_-]"
+#: 22 characters hold 132 bits: the last character carries 2 bits and 4 zero bits.
+_BODY = f"{_CHAR}{{{UUID464_LEN - 1}}}[AQgw]"
+_PATTERN = re.compile(_BODY)
+
+
+@dataclass(frozen=True)
+class Uuid464Form(IdForm):
+    """A UUID (version 4 when made here) as 22 base64url characters, without padding.
+
+    >>> UUID464.read("AYzCUfQAcACAAAAAAAAAAA")
+    1704067200000000
+    >>> len(UUID464.new()), UUID464.sortable
+    (22, False)
+    """
+
+    kind = "uuid464"
+
+    @property
+    def sortable(self) -> bool:
+        return False
+
+    @property
+    def length(self) -> int:
+        return UUID464_LEN
+
+    @property
+    def max_unit(self) -> int:
+        return -1
+
+    def new(self, timestamp: TimeLike = None, *, type: str | None = None) -> str:
+        if timestamp is not None:
+            raise InvalidArgumentError(
+                "uuid464 ids are random UUIDs (version 4) and hold no time: pass no timestamp"
+            )
+        body = base64.urlsafe_b64encode(uuid.uuid4().bytes)[:UUID464_LEN].decode("ascii")
+        return body if type is None else self.type_prefix(type) + body
+
+    def key(self, unit: int) -> str:
+        raise InvalidArgumentError(
+            "uuid464 ids do not sort by time in _all_docs (base64url's alphabet is not in "
+            "byte order), so no time has a key"
+        )
+
+    def body_pattern(self) -> str:
+        return _BODY
+
+    def read(self, body: str) -> int | None:
+        """The time of a UUIDv7 inside, in microseconds; ``None`` for other UUIDs."""
+        if not isinstance(body, str) or len(body) != UUID464_LEN:
+            raise self.wrong_length(body)
+        raw = b""
+        if _PATTERN.fullmatch(body) is not None:
+            try:
+                raw = base64.urlsafe_b64decode(body + "==")
+            except (binascii.Error, ValueError):
+                raw = b""
+        if len(raw) != 16:
+            raise InvalidIdError(
+                f"{body!r} is not a uuid464 id: 22 base64url characters (A-Z, a-z, 0-9, -, _) "
+                "holding 16 bytes, the last one A, Q, g or w"
+            )
+        ms = uuid7_time(int.from_bytes(raw))
+        return None if ms is None else ms * US_PER_MS
+
+
+#: UUIDs as 22 base64url characters (no time unless the UUID is a UUIDv7; never sortable).
+UUID464 = Uuid464Form()

@@ -1,0 +1,191 @@
+"""Queries on every time form (couchids/query.py with the forms of couchids/idform.py), on real
+servers: ground truth by construction, with noise, under ':', '-' and '_' prefixes, composite
+partition prefixes, and a database whose ids CouchDB made itself."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+
+import pytest
+import requests
+from ibmcloudant.cloudant_v1 import CloudantV1
+
+import couchids
+from couchids import (
+    BASE36_V7,
+    TID62,
+    ULID,
+    UTC_RANDOM,
+    UUID464,
+    V7,
+    V7S,
+    IdForm,
+    InvalidArgumentError,
+    decode,
+)
+from couchids.couchid import COUCH_RANDOM
+from couchids.times import to_ms
+
+T0 = to_ms("2024-03-01T12:00:00Z")
+SECOND = 1000
+FORMS = [TID62, BASE36_V7, UTC_RANDOM, ULID, V7, V7S]
+#: (separator, scope): the prefix conventions and a composite partition prefix.
+SCOPES = [(":", None), (":", "user"), ("-", "user"), ("_", "acct"), ("-", "sensor-260:reading")]
+
+
+def insert(client: CloudantV1, db: str, ids: list[str]) -> None:
+    docs = [{"_id": doc_id, "n": i} for i, doc_id in enumerate(ids)]
+    result = client.post_bulk_docs(db=db, bulk_docs={"docs": docs}).get_result()
+    assert all("error" not in row for row in result), result
+
+
+def noise(form: IdForm, ms: int) -> list[str]:
+    """Ids a query of ``user`` / ``acct`` must never return, many inside its key ranges."""
+    out = [
+        f"_design/{form}",
+        "users:" + form.new(ms),
+        "users-" + form.new(ms),
+        "acct2_" + form.new(ms),
+        "user:" + COUCH_RANDOM.new().upper(),
+        "sensor-260:readings-" + form.new(ms),
+        f"zzz{form}",
+        f"user-{form}" + "~" * form.length,
+    ]
+    out.append("user:" + UUID464.new())
+    return out
+
+
+def make_all(
+    client: CloudantV1, db: str, form: IdForm
+) -> dict[tuple[str, str | None], dict[str, int]]:
+    """``form`` under every scope, at random times around T0, with noise, in one database.
+
+    One form a database: a utc_random id passes as a v7s id one time in 64 (and then holds a
+    time near 2180), so a database mixing them cannot be queried as either alone.
+    """
+    rng = random.Random(7)
+    truth: dict[tuple[str, str | None], dict[str, int]] = {}
+    ids: list[str] = []
+    for sep, scope in SCOPES:
+        typed = form.with_separator(sep)
+        group: dict[str, int] = {}
+        for _ in range(12):
+            ms = T0 + rng.randrange(-60 * SECOND, 60 * SECOND)
+            group[typed.new(ms, type=scope)] = ms - ms % form.unit_ms
+        truth[(sep, scope)] = group
+        ids += group
+    insert(client, db, ids + noise(form, T0))
+    return truth
+
+
+@pytest.mark.parametrize("form", FORMS, ids=str)
+def test_windows_and_latest_per_form_and_prefix(client: CloudantV1, db: str, form: IdForm) -> None:
+    made = make_all(client, db, form)
+    for sep, scope in SCOPES:
+        typed = form.with_separator(sep)
+        group = made[(sep, scope)]
+        for start, end in ((T0 - 20 * SECOND, T0 + 15 * SECOND), (T0 - 90 * SECOND, T0)):
+            want = sorted((i for i, t in group.items() if start <= t < end), key=group.__getitem__)
+            got = [
+                doc["_id"]
+                for doc in couchids.window(
+                    client, db, start, end, type=scope, form=typed, newest_first=False
+                )
+            ]
+            assert len(got) == len(want) and set(got) == set(want), (typed, scope)
+            # Ids of one time unit may come in either order; times never go backwards.
+            assert [group[i] for i in got] == sorted(group[i] for i in got)
+        newest = couchids.latest(client, db, 5, type=scope, form=typed, include_docs=False)
+        expected = sorted(group.values(), reverse=True)[:5]
+        assert [group[row["id"]] for row in newest] == expected
+
+
+@pytest.mark.needs("couchdb")
+def test_partitioned_database_routes_by_the_part_before_the_colon(
+    client: CloudantV1, partitioned_db: str
+) -> None:
+    db = partitioned_db
+    form = ULID.with_separator("-")
+    group = {
+        form.new(T0 + i * SECOND, type="sensor-260:reading"): T0 + i * SECOND for i in range(9)
+    }
+    other = [form.new(T0 + i * SECOND, type="sensor-261:reading") for i in range(5)]
+    insert(client, db, [*group, *other, "sensor-260:readings-" + ULID.new(T0)])
+    got = [
+        row["id"]
+        for row in couchids.window(
+            client,
+            db,
+            T0,
+            T0 + 5 * SECOND,
+            type="sensor-260:reading",
+            form=form,
+            include_docs=False,
+        )
+    ]
+    assert got == sorted((i for i, t in group.items() if t < T0 + 5 * SECOND), reverse=True)
+
+
+def test_uuid464_time_queries_are_refused(client: CloudantV1, db: str) -> None:
+    with pytest.raises(InvalidArgumentError, match="do not sort by time"):
+        couchids.latest(client, db, 3, form=UUID464)
+    with pytest.raises(InvalidArgumentError, match="hold no time"):
+        couchids.window(client, db, T0, T0 + 1, form=couchids.SEQ10)
+
+
+# -- ids CouchDB made itself ---------------------------------------------------------------
+
+
+def set_config(url: str, section: str, key: str, value: str) -> str:
+    """Set a node's config value through ``_node/_local/_config``; return the old value."""
+    answer = requests.put(
+        f"{url}/_node/_local/_config/{section}/{key}", data=json.dumps(value), timeout=30
+    )
+    answer.raise_for_status()
+    old: str = answer.json()
+    return old
+
+
+@pytest.mark.needs("couchdb")
+@pytest.mark.parametrize("algorithm", ["utc_random", "utc_id"])
+def test_a_database_of_ids_couchdb_made(
+    client: CloudantV1, db: str, couch_url: str, algorithm: str
+) -> None:
+    set_config(couch_url, "uuids", "utc_id_suffix", "-n1")
+    old_algorithm = set_config(couch_url, "uuids", "algorithm", algorithm)
+    try:
+        form = UTC_RANDOM if algorithm == "utc_random" else couchids.UtcIdForm("-n1")
+        made: dict[str, int] = {}
+        for i in range(30):
+            before = time.time_ns() // 1000
+            doc_id = client.post_document(db=db, document={"i": i}).get_result()["id"]
+            after = time.time_ns() // 1000
+            decoded = decode(doc_id, form=form)
+            assert decoded.timestamp is not None
+            us = form.read(doc_id)
+            assert us is not None
+            # Loopback: the server's clock is this machine's (utc ids count up by one
+            # microsecond when many come in one microsecond, hence the slack).
+            assert before - 2_000_000 <= us <= after + 2_000_000, (doc_id, before, after)
+            made[doc_id] = us // 1000
+            if algorithm == "utc_random":
+                assert decode(doc_id).form == UTC_RANDOM
+        uuids = requests.get(f"{couch_url}/_uuids?count=5", timeout=30).json()["uuids"]
+        now_us = time.time_ns() // 1000
+        for text in uuids:
+            us = form.read(text)
+            assert us is not None and abs(us - now_us) < 5_000_000
+        insert(client, db, ["_design/x", "zzz", "00000000000000-n2"])
+        ordered = sorted(made, key=lambda i: (made[i], i))
+        start, end = made[ordered[5]], made[ordered[20]]
+        got = [
+            row["id"]
+            for row in couchids.window(client, db, start, end, form=form, include_docs=False)
+        ]
+        assert sorted(got) == sorted(i for i, t in made.items() if start <= t < end)
+        newest = couchids.latest(client, db, 3, form=form, include_docs=False)
+        assert [row["id"] for row in newest] == sorted(made, reverse=True)[:3]
+    finally:
+        set_config(couch_url, "uuids", "algorithm", old_algorithm or "sequential")
