@@ -4,6 +4,7 @@ Ids compatible byte for byte with the kuuid npm package (and kuuid 3's UUIDv7 fo
 queries and writes that use them on the primary index, ``_all_docs``.
 """
 
+from .count import Bucket, count, histogram
 from .decode import DecodedId, decode
 from .errors import (
     AllocationFailed,
@@ -45,6 +46,7 @@ from .kuuid import (
     rand,
 )
 from .query import latest, window
+from .scan import Checkpoint
 from .short import create_short
 from .typed import TypedId
 from .v7 import v7, v7s
@@ -62,7 +64,9 @@ __all__ = [
     "V7",
     "V7S",
     "AllocationFailed",
+    "Bucket",
     "BulkWriteError",
+    "Checkpoint",
     "ConflictError",
     "CouchidsError",
     "DatabaseNotFoundError",
@@ -80,9 +84,11 @@ __all__ = [
     "WriteResult",
     "__version__",
     "bulk_create",
+    "count",
     "create",
     "create_short",
     "decode",
+    "histogram",
     "id",
     "idms",
     "idmsr",
