@@ -4,7 +4,7 @@ Ids compatible byte for byte with the kuuid npm package (and kuuid 3's UUIDv7 fo
 queries and writes that use them on the primary index, ``_all_docs``.
 """
 
-from .count import Bucket, count, histogram
+from .counting import Bucket, count, histogram
 from .decode import DecodedId, decode
 from .errors import (
     AllocationFailed,
@@ -21,6 +21,8 @@ from .errors import (
     ServerError,
     UnauthorizedError,
 )
+from .expiry import ExpireReport, expire
+from .exporting import ArchiveReport, archive, export
 from .forms import (
     KUUID,
     KUUID_MS,
@@ -64,6 +66,7 @@ __all__ = [
     "V7",
     "V7S",
     "AllocationFailed",
+    "ArchiveReport",
     "Bucket",
     "BulkWriteError",
     "Checkpoint",
@@ -71,6 +74,7 @@ __all__ = [
     "CouchidsError",
     "DatabaseNotFoundError",
     "DecodedId",
+    "ExpireReport",
     "IdForm",
     "InvalidArgumentError",
     "InvalidIdError",
@@ -83,11 +87,14 @@ __all__ = [
     "UnauthorizedError",
     "WriteResult",
     "__version__",
+    "archive",
     "bulk_create",
     "count",
     "create",
     "create_short",
     "decode",
+    "expire",
+    "export",
     "histogram",
     "id",
     "idms",

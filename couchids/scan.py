@@ -84,11 +84,13 @@ def range_pages(
     after: str | None = None,
     include_docs: bool = False,
     page_size: int = DEFAULT_PAGE_SIZE,
+    attachments: bool = False,
 ) -> Iterator[list[Row]]:
     """Pages of the rows with ``keys.low <= id < keys.high``, oldest id time first.
 
     ``after`` (an id the caller finished) resumes just past it. In a partitioned database a
-    typed range is read from its partition alone. The database's existence is checked first,
+    typed range is read from its partition alone. ``attachments`` includes attachment data
+    in the documents. The database's existence is checked first,
     so an empty range is never a missing database.
 
     Raises:
@@ -109,6 +111,8 @@ def range_pages(
         "descending": descending,
         "include_docs": include_docs,
     }
+    if attachments:
+        options["attachments"] = True
     while True:
 
         def send(start_key: str = key, size: int = limit) -> Any:

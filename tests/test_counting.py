@@ -33,7 +33,7 @@ from couchids import (
     InvalidArgumentError,
     InvalidTimeError,
 )
-from couchids.count import bucket_edges, counts_by_offset, parse_every
+from couchids.counting import bucket_edges, counts_by_offset, parse_every
 from couchids.times import to_ms
 
 FORMS = (KUUID, KUUID_REVERSE, KUUID_MS, KUUID_MS_REVERSE, SHORT, SHORT_REVERSE, V7, V7S)
