@@ -23,6 +23,7 @@ from .errors import (
 )
 from .expiry import ExpireReport, expire
 from .exporting import ArchiveReport, archive, export
+from .following import follow
 from .forms import (
     KUUID,
     KUUID_MS,
@@ -95,6 +96,7 @@ __all__ = [
     "decode",
     "expire",
     "export",
+    "follow",
     "histogram",
     "id",
     "idms",
