@@ -49,6 +49,7 @@ from .kuuid import (
     rand,
 )
 from .query import latest, window
+from .rekeying import RekeyReport, rekey
 from .scan import Checkpoint
 from .short import create_short
 from .typed import TypedId
@@ -83,6 +84,7 @@ __all__ = [
     "InvalidTimeError",
     "InvalidTypeError",
     "RateLimitedError",
+    "RekeyReport",
     "ServerError",
     "TypedId",
     "UnauthorizedError",
@@ -110,6 +112,7 @@ __all__ = [
     "prefix_reverse",
     "prefix_reverse_ms",
     "rand",
+    "rekey",
     "v7",
     "v7s",
     "window",
