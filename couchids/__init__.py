@@ -6,6 +6,7 @@ queries and writes that use them on the primary index, ``_all_docs``.
 
 from .base36 import BASE36_V7
 from .couchid import COUCH_RANDOM, UTC_RANDOM, UtcIdForm
+from .counting import Bucket, count, histogram
 from .decode import DecodedId, decode
 from .errors import (
     AllocationFailed,
@@ -22,6 +23,9 @@ from .errors import (
     ServerError,
     UnauthorizedError,
 )
+from .expiry import ExpireReport, expire
+from .exporting import ArchiveReport, archive, export
+from .following import follow
 from .forms import (
     KUUID,
     KUUID_MS,
@@ -50,6 +54,8 @@ from .kuuid import (
     rand,
 )
 from .query import latest, window
+from .rekeying import RekeyReport, rekey
+from .scan import Checkpoint
 from .seq import SEQ10, SEQ36
 from .sequence import Sequence
 from .short import create_short
@@ -80,11 +86,15 @@ __all__ = [
     "V7",
     "V7S",
     "AllocationFailed",
+    "ArchiveReport",
+    "Bucket",
     "BulkWriteError",
+    "Checkpoint",
     "ConflictError",
     "CouchidsError",
     "DatabaseNotFoundError",
     "DecodedId",
+    "ExpireReport",
     "IdForm",
     "InvalidArgumentError",
     "InvalidIdError",
@@ -93,6 +103,7 @@ __all__ = [
     "InvalidTypeError",
     "KuuidForm",
     "RateLimitedError",
+    "RekeyReport",
     "Sequence",
     "ServerError",
     "TypedId",
@@ -100,12 +111,18 @@ __all__ = [
     "UtcIdForm",
     "WriteResult",
     "__version__",
+    "archive",
     "bulk_create",
     "bulk_create_iter",
+    "count",
     "create",
     "create_short",
     "decode",
+    "expire",
+    "export",
+    "follow",
     "form_named",
+    "histogram",
     "id",
     "idms",
     "idmsr",
@@ -119,6 +136,7 @@ __all__ = [
     "prefix_reverse",
     "prefix_reverse_ms",
     "rand",
+    "rekey",
     "v7",
     "v7s",
     "window",

@@ -21,6 +21,7 @@ from ibm_cloud_sdk_core import read_external_sources
 from ibmcloudant.cloudant_v1 import CloudantV1
 
 from . import __version__
+from .cli_lifecycle import Tools, add_commands
 from .constants import DEFAULT_BLOCKS, SHORT_BLOCKS
 from .decode import DecodedId, decode
 from .errors import InvalidInputError, InvalidTimeError, ServerError
@@ -571,4 +572,5 @@ def _parser() -> argparse.ArgumentParser:
     )
     _form_flags(win, "of the ids in DB")
     win.set_defaults(run=_window)
+    add_commands(commands, Tools(_connect, _form, _form_flags, parse_time))
     return parser

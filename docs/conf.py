@@ -21,5 +21,5 @@ html_theme = "alabaster"
 # network): the ibmcloudant client, the standard library's abstract types, type aliases.
 nitpick_ignore_regex = [
     ("py:class", r"(ibmcloudant|ibm_cloud_sdk_core)\..*|CloudantV1"),
-    ("py:class", r"(collections\.abc|typing|datetime|re)\..*"),
+    ("py:class", r"(collections\.abc|typing|datetime|re)\..*|timedelta|Format|list\[tuple\[str"),
 ]

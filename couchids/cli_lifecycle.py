@@ -1,0 +1,339 @@
+"""The ``couchids`` subcommands of the data lifecycle: count, histogram, expire, export, tail
+and rekey. :mod:`couchids.cli` adds them to its parser with :func:`add_commands`.
+
+Long runs show a progress bar (``tqdm``) with a rate and an ETA on a terminal's stderr and
+nothing when stderr is not a terminal; Ctrl-C stops them cleanly with the resume point printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ibmcloudant.cloudant_v1 import CloudantV1
+from tqdm import tqdm
+
+from .counting import count, histogram
+from .errors import InvalidArgumentError
+from .expiry import ExpireReport, expire
+from .exporting import export
+from .following import follow
+from .forms import IdForm
+from .rekeying import RekeyReport, rekey
+from .scan import Checkpoint
+from .times import now_ms
+
+__all__ = ["EXIT_INTERRUPTED", "SPARKS", "Tools", "add_commands", "sparkline"]
+
+EXIT_INTERRUPTED = 130
+#: Eight heights of a sparkline.
+SPARKS = "▁▂▃▄▅▆▇█"
+_BAR_WIDTH = 40
+
+
+@dataclass(frozen=True)
+class Tools:
+    """What the subcommands take from :mod:`couchids.cli`: the client, the id form, times."""
+
+    connect: Callable[[], CloudantV1]
+    form: Callable[[argparse.Namespace], IdForm]
+    form_flags: Callable[[argparse.ArgumentParser, str], None]
+    parse_time: Callable[[str, int], int]
+
+
+def sparkline(values: list[int]) -> str:
+    """One character per value, its height proportional to the value.
+
+    >>> sparkline([0, 1, 2, 4, 8])
+    '▁▁▂▄█'
+    """
+    top = max(values, default=0)
+    if top == 0:
+        return SPARKS[0] * len(values)
+    return "".join(SPARKS[min(len(SPARKS) - 1, v * (len(SPARKS) - 1) // top)] for v in values)
+
+
+def add_commands(commands: Any, tools: Tools) -> None:
+    """Add the lifecycle subcommands to ``commands`` (argparse subparsers)."""
+    raw = argparse.RawDescriptionHelpFormatter
+
+    def window_args(parser: argparse.ArgumentParser, *, until: bool = True) -> None:
+        parser.add_argument("db", metavar="DB", help="database name")
+        parser.add_argument("--since", required=True, metavar="TIME", help="start (inclusive)")
+        if until:
+            parser.add_argument("--until", metavar="TIME", help="end (exclusive; default now)")
+        parser.add_argument("--type", metavar="T", help="only ids T:<id> (default: untyped)")
+        tools.form_flags(parser, "of the ids in DB")
+
+    def times(args: argparse.Namespace) -> tuple[int, int]:
+        now = now_ms()
+        end = now if args.until is None else tools.parse_time(args.until, now)
+        return tools.parse_time(args.since, now), end
+
+    def run_count(args: argparse.Namespace) -> int:
+        start, end = times(args)
+        n = count(
+            tools.connect(),
+            args.db,
+            start,
+            end,
+            type=args.type,
+            form=tools.form(args),
+            exact=args.exact,
+        )
+        print(n)
+        return 0
+
+    def run_histogram(args: argparse.Namespace) -> int:
+        start, end = times(args)
+        buckets = histogram(
+            tools.connect(),
+            args.db,
+            start,
+            end,
+            every=args.every,
+            type=args.type,
+            form=tools.form(args),
+            exact=args.exact,
+        )
+        out = sys.stdout
+        if args.format == "json":
+            for b in buckets:
+                row = {"start": _iso(b.start), "end": _iso(b.end), "count": b.count}
+                out.write(json.dumps(row) + "\n")
+        elif args.format == "csv":
+            table = csv.writer(out)
+            table.writerow(["start", "end", "count"])
+            table.writerows([_iso(b.start), _iso(b.end), b.count] for b in buckets)
+        elif args.format == "spark":
+            out.write(sparkline([b.count for b in buckets]) + "\n")
+        else:
+            top = max((b.count for b in buckets), default=0) or 1
+            for b in buckets:
+                bar = "█" * round(b.count * _BAR_WIDTH / top)
+                out.write(f"{_iso(b.start)}  {b.count:>8}  {bar}\n")
+        return 0
+
+    def run_expire(args: argparse.Namespace) -> int:
+        before = tools.parse_time(args.before, now_ms())
+        client, form = tools.connect(), tools.form(args)
+        mark = Checkpoint(last_id=args.after)
+        total = count(client, args.db, 0, before, type=args.type, form=form)
+        bar = _bar(total, "deleting" if args.yes else "checking")
+
+        def progress(report: ExpireReport) -> None:
+            bar.update(report.checkpoint.done - bar.n)
+
+        try:
+            report = expire(
+                client,
+                args.db,
+                before,
+                type=args.type,
+                form=form,
+                dry_run=not args.yes,
+                purge=args.purge,
+                checkpoint=mark,
+                on_progress=progress,
+            )
+        except KeyboardInterrupt:
+            return _interrupted(bar, mark)
+        bar.close()
+        if report.dry_run:
+            print(f"would delete {report.matched} documents (dry run; --yes deletes them)")
+        else:
+            print(f"deleted {report.deleted}, already gone {report.gone}, purged {report.purged}")
+        for doc_id in report.conflicts:
+            print(f"couchids: changed meanwhile, kept: {doc_id}", file=sys.stderr)
+        for doc_id, reason in report.failed:
+            print(f"couchids: refused: {doc_id}: {reason}", file=sys.stderr)
+        return 1 if report.conflicts or report.failed else 0
+
+    def run_export(args: argparse.Namespace) -> int:
+        start, end = times(args)
+        client, form = tools.connect(), tools.form(args)
+        fields = [f.strip() for f in args.csv.split(",")] if args.csv else None
+        mark = Checkpoint(last_id=args.after)
+        bar = _bar(None, "exporting")
+        try:
+            export(
+                client,
+                args.db,
+                start,
+                end,
+                sys.stdout,
+                type=args.type,
+                form=form,
+                format="csv" if fields else "ndjson",
+                fields=fields,
+                checkpoint=mark,
+                on_progress=lambda m: bar.update(m.done - bar.n),
+            )
+        except KeyboardInterrupt:
+            sys.stdout.flush()
+            return _interrupted(bar, mark)
+        bar.close()
+        return 0
+
+    def run_tail(args: argparse.Namespace) -> int:
+        client, form = tools.connect(), tools.form(args)
+        mark = Checkpoint(since=args.since)
+        out = sys.stdout
+        try:
+            for doc in follow(
+                client, args.db, type=args.type, form=form, checkpoint=mark, wait=args.follow
+            ):
+                out.write(json.dumps(doc, separators=(",", ":")) + "\n")
+                out.flush()
+        except KeyboardInterrupt:
+            print(f"couchids: stopped; continue with --since {mark.since}", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        return 0
+
+    def run_rekey(args: argparse.Namespace) -> int:
+        secret = os.environ.get(args.key_env)
+        if not secret:
+            raise InvalidArgumentError(
+                f"set {args.key_env} to the secret of the new ids' random part (keep it to re-run)"
+            )
+        client, form = tools.connect(), tools.form(args)
+        mark = Checkpoint(last_id=args.after)
+        bar = _bar(None, "copying")
+
+        def progress(report: RekeyReport) -> None:
+            bar.update(report.checkpoint.done - bar.n)
+
+        try:
+            with open(args.mapping, "a", encoding="utf-8") as mapping:
+                report = rekey(
+                    client,
+                    args.source,
+                    args.target,
+                    key=secret,
+                    time_field=args.time_field,
+                    type=args.type,
+                    form=form,
+                    mapping=mapping,
+                    checkpoint=mark,
+                    on_progress=progress,
+                )
+        except KeyboardInterrupt:
+            return _interrupted(bar, mark)
+        bar.close()
+        print(
+            f"copied {report.copied}, already there {report.duplicates}, "
+            f"skipped {len(report.skipped)}, refused {len(report.failed)}"
+        )
+        for doc_id, reason in report.skipped + report.failed:
+            print(f"couchids: not copied: {doc_id}: {reason}", file=sys.stderr)
+        return 1 if report.failed else 0
+
+    p = commands.add_parser(
+        "count",
+        help="count the documents made in a time window",
+        description="Print the number of documents made in a window.",
+        formatter_class=raw,
+    )
+    window_args(p)
+    p.add_argument("--exact", action="store_true", help="scan; leave foreign ids out")
+    p.set_defaults(run=run_count)
+
+    p = commands.add_parser(
+        "histogram",
+        help="count documents per hour, day, ...",
+        description="Counts per bucket, aligned to UTC.",
+        formatter_class=raw,
+    )
+    window_args(p)
+    p.add_argument("--every", default="1h", help="bucket width: 15m, 1h, 1d, 1w (default 1h)")
+    p.add_argument("--format", choices=("bars", "spark", "csv", "json"), default="bars")
+    p.add_argument("--exact", action="store_true", help="scan; leave foreign ids out")
+    p.set_defaults(run=run_histogram)
+
+    p = commands.add_parser(
+        "expire",
+        help="delete the documents of a type made before a time",
+        description="Dry run unless --yes.",
+        formatter_class=raw,
+    )
+    p.add_argument("db", metavar="DB", help="database name")
+    p.add_argument("--before", required=True, metavar="TIME", help="delete what is older")
+    p.add_argument("--type", metavar="T", required=True, help="the document type")
+    p.add_argument("--yes", action="store_true", help="delete (default: a dry run)")
+    p.add_argument("--purge", action="store_true", help="then purge (CouchDB only)")
+    p.add_argument("--after", metavar="ID", help="resume after this id")
+    tools.form_flags(p, "of the ids in DB")
+    p.set_defaults(run=run_expire)
+
+    p = commands.add_parser(
+        "export",
+        help="export a window as NDJSON or CSV, resumably",
+        description="Oldest first; --after ID resumes.",
+        formatter_class=raw,
+    )
+    window_args(p)
+    p.add_argument("--csv", metavar="FIELDS", help="CSV of these comma-separated fields")
+    p.add_argument("--after", metavar="ID", help="resume after this id")
+    p.set_defaults(run=run_export)
+
+    p = commands.add_parser(
+        "tail",
+        help="print new documents of a type as they arrive",
+        description="JSON lines from _changes.",
+        formatter_class=raw,
+    )
+    p.add_argument("db", metavar="DB", help="database name")
+    p.add_argument("--type", metavar="T", help="only ids T:<id> (default: untyped)")
+    p.add_argument("-f", "--follow", action="store_true", help="keep waiting for more")
+    p.add_argument("--since", default="now", help="a _changes sequence, 0, or now (default)")
+    tools.form_flags(p, "of the ids in DB")
+    p.set_defaults(run=run_tail)
+
+    p = commands.add_parser(
+        "rekey",
+        help="copy a database to time-sortable ids",
+        description="Resumable, idempotent; the source is only read.",
+        formatter_class=raw,
+    )
+    p.add_argument("source", metavar="SOURCE", help="database to read")
+    p.add_argument("target", metavar="TARGET", help="existing database to write")
+    p.add_argument("--time-field", metavar="F", help="field with the time (default: utc_random id)")
+    p.add_argument("--type", metavar="T", help="type of the new ids")
+    p.add_argument(
+        "--key-env",
+        default="COUCHIDS_REKEY_KEY",
+        metavar="VAR",
+        help="environment variable holding the secret (default COUCHIDS_REKEY_KEY)",
+    )
+    p.add_argument(
+        "--mapping",
+        default="rekey-mapping.ndjson",
+        metavar="FILE",
+        help="old-to-new ids are appended here",
+    )
+    p.add_argument("--after", metavar="ID", help="resume after this source id")
+    tools.form_flags(p, "of the new ids")
+    p.set_defaults(run=run_rekey)
+
+
+def _iso(moment: Any) -> str:
+    return str(moment.isoformat().replace("+00:00", "Z"))
+
+
+def _bar(total: int | None, what: str) -> Any:
+    return tqdm(
+        total=total, desc=what, unit="doc", file=sys.stderr, disable=not sys.stderr.isatty()
+    )
+
+
+def _interrupted(bar: Any, mark: Checkpoint) -> int:
+    bar.close()
+    where = f"--after {mark.last_id}" if mark.last_id else "the same command"
+    print(f"couchids: stopped after {mark.done} documents; resume with {where}", file=sys.stderr)
+    return EXIT_INTERRUPTED

@@ -1,0 +1,325 @@
+"""Counting the documents of a time window, and a histogram of counts per time bucket.
+
+On CouchDB (and Cloudant) ``_all_docs?limit=0&startkey=K`` answers ``offset``, the number of
+rows before ``K`` (on a cluster, summed over the shards), so the ids in a key range number
+``offset(high) - offset(low)``: two small requests whatever the size of the window.
+PouchDB Server's ``offset`` is always 0, so there the ids are scanned (``_all_docs`` pages
+without documents).
+
+**Foreign ids.** The fast count counts every id in the window's key range, not only ids of
+the form: a document named ``user:001eVnWK-notes`` sits among ``user:`` kuuid ids of that
+second and is counted, and an untyped range that runs to the top of the index also holds
+``_design/`` documents. Typed ranges never hold design documents or other types. Where such
+ids may exist, ``exact=True`` scans and counts only ids of the form (it costs a read of the
+window's ids). Without ``exact`` the scan on PouchDB Server counts the same ids the offsets
+would.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import re
+import threading
+import weakref
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Final, Literal
+
+from ibmcloudant.cloudant_v1 import CloudantV1
+
+from .errors import InvalidArgumentError, InvalidTimeError, ServerError
+from .forms import KUUID, IdForm
+from .keys import KeyRange, window_keys
+from .scan import READ_POLICY, range_pages
+from .server import database_facts, request
+from .times import TimeLike, to_datetime, to_ms
+
+__all__ = [
+    "DEFAULT_WORKERS",
+    "Bucket",
+    "bucket_edges",
+    "count",
+    "counts_by_offset",
+    "histogram",
+    "parse_every",
+    "server_kind",
+]
+
+ServerKind = Literal["couchdb", "cloudant", "pouchdb", "other"]
+
+#: Offset requests :func:`histogram` has in flight at once.
+DEFAULT_WORKERS: Final = 8
+
+_EVERY = re.compile(r"(\d+)\s*(ms|s|m|h|d|w)")
+_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
+
+
+@dataclass(frozen=True)
+class Bucket:
+    """The documents made in ``start <= t < end``: ``count`` of them."""
+
+    start: datetime
+    end: datetime
+    count: int
+
+
+def parse_every(every: str | timedelta) -> int:
+    """The bucket width in milliseconds: ``"1h"``, ``"15m"``, ``"1d"``, ``"1w"`` or a timedelta.
+
+    Raises:
+        InvalidArgumentError: anything else, or a width under one millisecond.
+
+    >>> parse_every("1h"), parse_every(timedelta(days=1))
+    (3600000, 86400000)
+    """
+    if isinstance(every, timedelta):
+        ms = every // timedelta(milliseconds=1)
+    elif isinstance(every, str) and (found := _EVERY.fullmatch(every.strip().lower())):
+        ms = int(found[1]) * _UNIT_MS[found[2]]
+    else:
+        raise InvalidArgumentError(
+            f"every={every!r}: give a timedelta or a whole number with a unit, such as "
+            "'30s', '15m', '1h', '1d' or '1w'"
+        )
+    if ms < 1:
+        raise InvalidArgumentError(f"every={every!r}: a bucket is at least one millisecond")
+    return ms
+
+
+def bucket_edges(start_ms: int, end_ms: int, every_ms: int) -> list[int]:
+    """The edges of buckets of ``every_ms`` covering ``[start_ms, end_ms)``, aligned to UTC.
+
+    Inner edges are multiples of ``every_ms`` since 1970-01-01T00:00Z (whole hours, UTC
+    midnights); the first and last edges are ``start_ms`` and ``end_ms`` themselves.
+
+    >>> bucket_edges(90, 310, 100)
+    [90, 100, 200, 300, 310]
+    >>> bucket_edges(100, 100, 100)
+    [100]
+    """
+    first = (start_ms // every_ms + 1) * every_ms
+    return [start_ms, *range(first, end_ms, every_ms), end_ms] if end_ms > start_ms else [start_ms]
+
+
+_kinds: weakref.WeakKeyDictionary[CloudantV1, ServerKind] = weakref.WeakKeyDictionary()
+_kinds_lock = threading.Lock()
+
+
+def server_kind(client: CloudantV1) -> ServerKind:
+    """Which server the client talks to, from its welcome (``GET /``), asked once per client.
+
+    ``"pouchdb"`` (PouchDB Server says ``"express-pouchdb"``), ``"cloudant"`` (a
+    ``"couchdb"`` welcome whose vendor is IBM Cloudant), ``"couchdb"`` (any other
+    ``"couchdb"`` welcome) or ``"other"``.
+    """
+    with _kinds_lock:
+        known = _kinds.get(client)
+    if known is not None:
+        return known
+    welcome = request("the server", client.get_server_information, READ_POLICY).body
+    kind: ServerKind = "other"
+    if isinstance(welcome, dict):
+        vendor = str((welcome.get("vendor") or {}).get("name", "")).lower()
+        if "express-pouchdb" in welcome:
+            kind = "pouchdb"
+        elif "couchdb" in welcome:
+            kind = "cloudant" if "cloudant" in vendor else "couchdb"
+    with _kinds_lock:
+        _kinds[client] = kind
+    return kind
+
+
+def counts_by_offset(client: CloudantV1) -> bool:
+    """Whether the server's ``_all_docs`` ``offset`` counts the rows before the start key.
+
+    True for Apache CouchDB and Cloudant, False for PouchDB Server (whose offset is always
+    0) and servers that do not say what they are.
+    """
+    return server_kind(client) in ("couchdb", "cloudant")
+
+
+def count(
+    client: CloudantV1,
+    db: str,
+    start: TimeLike,
+    end: TimeLike,
+    *,
+    type: str | None = None,
+    form: IdForm = KUUID,
+    exact: bool = False,
+) -> int:
+    """The number of documents whose id holds a time ``t`` with ``start <= t < end``.
+
+    On CouchDB and Cloudant this is two ``limit=0`` requests whatever the window holds
+    (plus, once per client, ``GET /`` and ``GET /{db}``); on PouchDB Server a scan of the
+    window's ids. See the module notes on foreign ids.
+
+    Args:
+        client: an ``ibmcloudant`` ``CloudantV1`` client.
+        db: the database name.
+        start, end: any time couchids accepts; ``end`` is exclusive.
+        type: only ids ``type:<id>``; ``None`` for untyped ids.
+        form: the id layout of the database.
+        exact: scan the ids and count only ids of ``form`` (foreign ids in the range left
+            out).
+
+    Raises:
+        InvalidTimeError: unreadable times, or ``end`` before ``start``.
+        InvalidTypeError: a bad ``type``.
+        ServerError: (and subclasses) the server failed; a missing database is
+            ``DatabaseNotFoundError``, never 0.
+
+    Example::
+
+        couchids.count(client, "orders", "2024-05-01", "2024-06-01", type="order")
+    """
+    start_ms, end_ms = _window(start, end)
+    _check_form(form)
+    keys = window_keys(form, type, start_ms, end_ms)
+    database_facts(client, db)  # a missing database raises, even for an empty window
+    if keys is None:
+        return 0
+    if not exact and counts_by_offset(client):
+        offsets = _offsets(client, db, [keys.low, keys.high], 1)
+        return _difference(db, offsets, keys)
+    return sum(_scan_counts(client, db, [keys], form, type, exact))
+
+
+def histogram(
+    client: CloudantV1,
+    db: str,
+    start: TimeLike,
+    end: TimeLike,
+    *,
+    every: str | timedelta = "1h",
+    type: str | None = None,
+    form: IdForm = KUUID,
+    exact: bool = False,
+    workers: int = DEFAULT_WORKERS,
+) -> list[Bucket]:
+    """Counts per bucket of ``every``, aligned to UTC, covering ``[start, end)``.
+
+    Inner bucket edges fall on multiples of ``every`` since 1970-01-01T00:00Z (whole hours,
+    UTC midnights); the first bucket starts at ``start`` and the last ends at ``end``. On
+    CouchDB and Cloudant it costs one ``limit=0`` request per bucket edge, ``workers`` at a
+    time; on PouchDB Server (or with ``exact``) one scan of the window's ids.
+
+    Args:
+        client, db, start, end, type, form, exact: as for :func:`count`.
+        every: the bucket width: ``"1h"``, ``"1d"``, ``"15m"``, ``"1w"`` or a timedelta.
+        workers: offset requests in flight at once.
+
+    Raises:
+        InvalidArgumentError: a bad ``every`` or ``workers``; and what :func:`count` raises.
+
+    Example::
+
+        for bucket in couchids.histogram(client, "orders", "2024-05-01", "2024-05-08",
+                                         every="1d", type="order"):
+            print(bucket.start.date(), bucket.count)
+    """
+    start_ms, end_ms = _window(start, end)
+    _check_form(form)
+    every_ms = parse_every(every)
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise InvalidArgumentError(f"workers={workers!r}: must be an int >= 1")
+    edges = bucket_edges(start_ms, end_ms, every_ms)
+    spans = list(itertools.pairwise(edges))
+    ranges = [window_keys(form, type, a, b) for a, b in spans]
+    database_facts(client, db)
+    present = [keys for keys in ranges if keys is not None]
+    if not present:
+        counts = [0] * len(spans)
+    elif not exact and counts_by_offset(client):
+        wanted = sorted({key for keys in present for key in (keys.low, keys.high)})
+        offsets = _offsets(client, db, wanted, workers)
+        counts = [0 if keys is None else _difference(db, offsets, keys) for keys in ranges]
+    else:
+        found = iter(_scan_counts(client, db, present, form, type, exact))
+        counts = [0 if keys is None else next(found) for keys in ranges]
+    return [
+        Bucket(to_datetime(a), to_datetime(b), n) for (a, b), n in zip(spans, counts, strict=True)
+    ]
+
+
+def _window(start: TimeLike, end: TimeLike) -> tuple[int, int]:
+    start_ms, end_ms = to_ms(start), to_ms(end)
+    if end_ms < start_ms:
+        raise InvalidTimeError(
+            f"the window ends ({end!r}) before it starts ({start!r}); pass start <= end"
+        )
+    return start_ms, end_ms
+
+
+def _check_form(form: object) -> None:
+    if not isinstance(form, IdForm):
+        raise InvalidArgumentError(
+            f"form={form!r}: pass an IdForm such as couchids.KUUID or couchids.V7S"
+        )
+
+
+def _offsets(client: CloudantV1, db: str, keys: list[str], workers: int) -> dict[str, int]:
+    """``offset`` for each key: the number of ids below it."""
+
+    def offset(key: str) -> int:
+        body = request(
+            db, lambda: client.post_all_docs(db=db, start_key=key, limit=0), READ_POLICY
+        ).body
+        value = body.get("offset") if isinstance(body, dict) else None
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ServerError(
+                f"_all_docs of {db!r} answered no row offset ({value!r}); count with exact=True"
+            )
+        return value
+
+    if workers == 1 or len(keys) == 1:
+        return {key: offset(key) for key in keys}
+    with ThreadPoolExecutor(max_workers=min(workers, len(keys))) as pool:
+        return dict(zip(keys, pool.map(offset, keys), strict=True))
+
+
+def _difference(db: str, offsets: dict[str, int], keys: KeyRange) -> int:
+    counted = offsets[keys.high] - offsets[keys.low]
+    if counted < 0:
+        # Documents added between the two requests cannot make this negative; a server whose
+        # offset is not a row count can.
+        raise ServerError(
+            f"_all_docs of {db!r} answered offsets that do not count rows "
+            f"({offsets[keys.low]} then {offsets[keys.high]}); count with exact=True"
+        )
+    return counted
+
+
+def _scan_counts(
+    client: CloudantV1,
+    db: str,
+    ranges: list[KeyRange],
+    form: IdForm,
+    doc_type: str | None,
+    exact: bool,
+) -> list[int]:
+    """Counts of the ids in each of ``ranges`` (adjacent key ranges), from one scan."""
+    ordered = sorted(range(len(ranges)), key=lambda i: ranges[i].low)
+    lows = [ranges[i].low for i in ordered]
+    whole = KeyRange(
+        low=min(keys.low for keys in ranges),
+        high=max(keys.high for keys in ranges),
+        prefix=ranges[0].prefix,
+    )
+    wanted = form.id_pattern(whole.prefix).fullmatch
+    counts = [0] * len(ranges)
+    for page in range_pages(client, db, whole, form, doc_type=doc_type):
+        for doc_id in _ids(page):
+            if exact and wanted(doc_id) is None:
+                continue
+            slot = bisect.bisect_right(lows, doc_id) - 1
+            if slot >= 0 and doc_id < ranges[ordered[slot]].high:
+                counts[ordered[slot]] += 1
+    return counts
+
+
+def _ids(page: Iterable[dict[str, Any]]) -> Iterable[str]:
+    return (row["id"] for row in page)

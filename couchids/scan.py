@@ -1,0 +1,134 @@
+"""Reading a key range of ``_all_docs`` page by page, in time order, from a resume point.
+
+The lifecycle operations (count, expire, export, archive, rekey) all walk one key range of
+the primary index and must be able to stop and continue: each page starts at the last id of
+the one before (CouchDB's ``startkey`` is inclusive, so that row comes back and is dropped),
+and a caller that remembers the last id it finished continues from there with ``after``.
+Rows come back unfiltered: what counts as a wanted id is the caller's choice.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from typing import Any, Final
+
+from ibmcloudant.cloudant_v1 import CloudantV1
+
+from .errors import InvalidArgumentError
+from .forms import IdForm
+from .keys import KeyRange
+from .query import DEFAULT_PAGE_SIZE, PARTITION_QUERY_LIMIT
+from .server import DEFAULT_BACKOFF, DEFAULT_RETRIES, RetryPolicy, database_facts, request
+
+__all__ = ["READ_POLICY", "Checkpoint", "check_size", "range_pages"]
+
+#: Reads are safe to repeat: a lost answer is asked again.
+READ_POLICY: Final = RetryPolicy(DEFAULT_RETRIES, DEFAULT_BACKOFF)
+
+Row = dict[str, Any]
+
+
+@dataclass
+class Checkpoint:
+    """Where a long operation got to; persist it (:meth:`to_json`) to continue after a stop.
+
+    Attributes:
+        last_id: the last id the operation finished (export, expire, archive, rekey).
+        since: the ``_changes`` sequence :func:`couchids.follow` continues from.
+        done: how many documents it handled so far.
+
+    >>> Checkpoint.from_json(Checkpoint("user:001", None, 3).to_json())
+    Checkpoint(last_id='user:001', since=None, done=3)
+    """
+
+    last_id: str | None = None
+    since: str | None = None
+    done: int = 0
+
+    def to_json(self) -> str:
+        """The checkpoint as one line of JSON."""
+        return json.dumps(asdict(self), separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> Checkpoint:
+        """Read what :meth:`to_json` wrote.
+
+        Raises:
+            InvalidArgumentError: ``text`` is not such a checkpoint.
+        """
+        try:
+            data = json.loads(text)
+            return cls(data.get("last_id"), data.get("since"), int(data.get("done", 0)))
+        except (ValueError, TypeError, AttributeError):
+            raise InvalidArgumentError(
+                f"{text!r:.80} is not a couchids checkpoint (JSON with last_id, since, done)"
+            ) from None
+
+
+def check_size(name: str, value: int, least: int = 1) -> int:
+    """``value`` if it is an int of at least ``least``, else :class:`InvalidArgumentError`."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise InvalidArgumentError(f"{name}={value!r}: must be an int >= {least}")
+    return value
+
+
+def range_pages(
+    client: CloudantV1,
+    db: str,
+    keys: KeyRange,
+    form: IdForm,
+    *,
+    doc_type: str | None,
+    after: str | None = None,
+    include_docs: bool = False,
+    page_size: int = DEFAULT_PAGE_SIZE,
+    attachments: bool = False,
+) -> Iterator[list[Row]]:
+    """Pages of the rows with ``keys.low <= id < keys.high``, oldest id time first.
+
+    ``after`` (an id the caller finished) resumes just past it. In a partitioned database a
+    typed range is read from its partition alone. ``attachments`` includes attachment data
+    in the documents. The database's existence is checked first,
+    so an empty range is never a missing database.
+
+    Raises:
+        ServerError: (and subclasses) when a request fails after the retries.
+    """
+    partition = doc_type if doc_type and database_facts(client, db).partitioned else None
+    if partition is not None:
+        page_size = min(page_size, PARTITION_QUERY_LIMIT - 1)
+    first, last, descending = keys.bounds(newest_first=False, form=form)
+    key = first if after is None else after
+    skip = {keys.high} if after is None else {keys.high, after}
+    # The first request of a fresh scan wants every row; later ones get back the row they
+    # start at, and ask for one more.
+    limit = page_size if after is None else page_size + 1
+    options: dict[str, Any] = {
+        "db": db,
+        "end_key": last,
+        "descending": descending,
+        "include_docs": include_docs,
+    }
+    if attachments:
+        options["attachments"] = True
+    while True:
+
+        def send(start_key: str = key, size: int = limit) -> Any:
+            if partition is None:
+                return client.post_all_docs(start_key=start_key, limit=size, **options)
+            return client.post_partition_all_docs(
+                partition_key=partition, start_key=start_key, limit=size, **options
+            )
+
+        rows: list[Row] = request(db, send, READ_POLICY).body["rows"]
+        full = len(rows) == limit
+        page = [row for row in rows if row["id"] not in skip]
+        if page:
+            yield page
+        if not full or not rows:
+            return
+        key = rows[-1]["id"]
+        skip = {keys.high, key}
+        limit = page_size + 1

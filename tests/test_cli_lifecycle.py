@@ -1,0 +1,103 @@
+"""The lifecycle subcommands of ``couchids``, run through main() against the local server."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from faultproxy import all_docs
+from ibmcloudant.cloudant_v1 import CloudantV1
+from test_expiry import populate
+
+from couchids import KUUID
+from couchids.cli import main
+
+SINCE, UNTIL = "2024-04-30T12:00:00Z", "2024-05-02T12:00:00Z"
+
+
+@pytest.fixture
+def server(couch_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLOUDANT_URL", couch_url)
+    monkeypatch.setenv("CLOUDANT_AUTH_TYPE", "noauth")
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    status = main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_count_histogram_export_expire(
+    server: None, client: CloudantV1, db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    doomed = populate(client, db, KUUID, 60)
+    status, out, _ = run(capsys, "count", db, "--since", SINCE, "--until", UNTIL, "--type", "ord")
+    total = int(out)
+    assert status == 0 and total > len(doomed)
+    status, out, _ = run(
+        capsys,
+        "histogram",
+        db,
+        "--since",
+        SINCE,
+        "--until",
+        UNTIL,
+        "--type",
+        "ord",
+        "--every",
+        "1d",
+        "--format",
+        "json",
+    )
+    days = [json.loads(line) for line in out.splitlines()]
+    assert status == 0 and sum(d["count"] for d in days) == total and len(days) == 3
+    status, out, _ = run(
+        capsys,
+        "histogram",
+        db,
+        "--since",
+        SINCE,
+        "--until",
+        UNTIL,
+        "--type",
+        "ord",
+        "--format",
+        "csv",
+        "--exact",
+    )
+    assert out.splitlines()[0] == "start,end,count" and len(out.splitlines()) == 49
+    status, out, err = run(
+        capsys, "export", db, "--since", SINCE, "--until", UNTIL, "--type", "ord"
+    )
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert status == 0 and err == ""  # no progress bar when not on a terminal
+    half = lines[len(lines) // 2]["_id"]
+    status, rest, _ = run(
+        capsys, "export", db, "--since", SINCE, "--until", UNTIL, "--type", "ord", "--after", half
+    )
+    assert [json.loads(line) for line in rest.splitlines()] == lines[len(lines) // 2 + 1 :]
+    before = set(all_docs(client, db))
+    status, out, _ = run(capsys, "expire", db, "--before", "2024-05-01T12:00:00Z", "--type", "ord")
+    assert status == 0 and f"would delete {len(doomed)}" in out
+    assert set(all_docs(client, db)) == before
+    status, out, _ = run(
+        capsys, "expire", db, "--before", "2024-05-01T12:00:00Z", "--type", "ord", "--yes"
+    )
+    assert status == 0 and f"deleted {len(doomed)}" in out
+    assert set(all_docs(client, db)) == before - doomed
+
+
+def test_tail_prints_the_type_as_json_lines(
+    server: None, client: CloudantV1, db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    populate(client, db, KUUID, 61)
+    status, out, _ = run(capsys, "tail", db, "--type", "ord", "--since", "0")
+    ids = [json.loads(line)["_id"] for line in out.splitlines()]
+    assert status == 0 and ids and all(i.startswith("ord:") for i in ids)
+
+
+def test_failures_are_one_line(server: None, capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = run(capsys, "count", "test_missing_db", "--since", "1d", "--type", "x")
+    assert status == 1 and err.count("\n") == 1 and "does not exist" in err
+    status, _, err = run(capsys, "histogram", "x", "--since", "1d", "--every", "soon")
+    assert status == 2 and err.count("\n") == 1

@@ -1,0 +1,124 @@
+"""couchids.export and couchids.archive: a window, oldest first, resumable row for row."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import random
+
+import pytest
+from faultproxy import FaultProxy, all_docs, client_for
+from ibmcloudant.cloudant_v1 import CloudantV1
+from test_expiry import BEFORE, HOUR, populate
+
+import couchids
+from couchids import KUUID, KUUID_REVERSE, V7, V7S, Checkpoint, IdForm, InvalidArgumentError
+
+FORMS = (KUUID, KUUID_REVERSE, V7, V7S)
+START, END = BEFORE - 24 * HOUR, BEFORE + 24 * HOUR
+
+
+class Broken(Exception):
+    pass
+
+
+class FailingOut(io.StringIO):
+    """A stream that fails at its ``fail_at``-th write, before writing it."""
+
+    def __init__(self, fail_at: int) -> None:
+        super().__init__()
+        self.writes, self.fail_at = 0, fail_at
+
+    def write(self, text: str) -> int:
+        self.writes += 1
+        if self.writes == self.fail_at:
+            raise Broken
+        return super().write(text)
+
+
+def reference(client: CloudantV1, db: str, form: IdForm) -> list[str]:
+    rows = couchids.window(
+        client, db, START, END, type="ord", form=form, newest_first=False, include_docs=False
+    )
+    return [row["id"] for row in rows]
+
+
+@pytest.mark.parametrize("form", FORMS, ids=str)
+def test_export_is_the_window_oldest_first(client: CloudantV1, db: str, form: IdForm) -> None:
+    populate(client, db, form, 21)
+    out = io.StringIO()
+    mark = couchids.export(client, db, START, END, out, type="ord", form=form, page_size=7)
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert [doc["_id"] for doc in lines] == reference(client, db, form)
+    assert len(lines) > 20 and mark.done == len(lines) and mark.last_id == lines[-1]["_id"]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_resumed_export_equals_an_uninterrupted_one(
+    client: CloudantV1, db: str, seed: int
+) -> None:
+    form = FORMS[seed % len(FORMS)]
+    populate(client, db, form, 30 + seed)
+    fmt = "csv" if seed % 2 else "ndjson"
+    fields = ["_id", "n"] if fmt == "csv" else None
+    whole = io.StringIO()
+    couchids.export(client, db, START, END, whole, type="ord", form=form, format=fmt, fields=fields)
+    rows = len(whole.getvalue().splitlines())
+    out = FailingOut(random.Random(seed).randrange(2, rows))
+    mark = Checkpoint()
+    options = {"type": "ord", "form": form, "format": fmt, "fields": fields, "page_size": 4}
+    with pytest.raises(Broken):
+        couchids.export(client, db, START, END, out, checkpoint=mark, **options)  # type: ignore[arg-type]
+    stopped = Checkpoint.from_json(mark.to_json())
+    couchids.export(client, db, START, END, out, checkpoint=stopped, **options)  # type: ignore[arg-type]
+    assert out.getvalue() == whole.getvalue()
+    if fmt == "csv":
+        table = list(csv.reader(io.StringIO(whole.getvalue())))
+        assert table[0] == ["_id", "n"] and table[1][1].isdigit()
+
+
+def test_export_rides_out_lost_answers(couch_url: str, db: str) -> None:
+    setup = client_for(couch_url)
+    populate(setup, db, KUUID, 40)
+    with FaultProxy(couch_url) as proxy:
+        client = client_for(proxy.url)
+        proxy.fail("503-before", method="POST", path="_all_docs", times=2, after=1)
+        out = io.StringIO()
+        couchids.export(client, db, START, END, out, type="ord", page_size=10)
+        assert proxy.pending() == 0
+    ids = [json.loads(line)["_id"] for line in out.getvalue().splitlines()]
+    assert ids == reference(setup, db, KUUID)
+
+
+def test_csv_needs_fields(client: CloudantV1, db: str) -> None:
+    with pytest.raises(InvalidArgumentError, match="fields"):
+        couchids.export(client, db, START, END, io.StringIO(), format="csv")
+    with pytest.raises(InvalidArgumentError, match="format"):
+        couchids.export(client, db, START, END, io.StringIO(), format="xml")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("form", [KUUID, KUUID_REVERSE], ids=str)
+def test_archive_copies_then_expires_exactly_the_window(
+    client: CloudantV1, db: str, form: IdForm
+) -> None:
+    populate(client, db, form, 50)
+    target = db + "_archive"
+    client.put_database(db=target)
+    try:
+        wanted = set(reference(client, db, form))
+        before = all_docs(client, db)
+        report = couchids.archive(client, db, target, START, END, type="ord", form=form)
+        assert report.copied == len(wanted) and report.failed == []
+        copied = all_docs(client, target)
+        assert copied == {i: before[i] for i in wanted}
+        again = couchids.archive(client, db, target, START, END, type="ord", form=form)
+        assert again.copied == len(wanted) and all_docs(client, target) == copied
+        gone = couchids.archive(
+            client, db, target, START, END, type="ord", form=form, expire=True, page_size=6
+        )
+        assert gone.expired.deleted == len(wanted) and gone.expired.conflicts == []
+        assert all_docs(client, db) == {i: d for i, d in before.items() if i not in wanted}
+        assert all_docs(client, target) == copied
+    finally:
+        client.delete_database(db=target)

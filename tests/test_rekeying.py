@@ -1,0 +1,113 @@
+"""couchids.rekey: one target document per source document, at the right time, also after an
+interrupted first run; the source untouched."""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+import uuid
+
+import pytest
+from faultproxy import all_docs
+from ibmcloudant.cloudant_v1 import CloudantV1
+
+import couchids
+from couchids import KUUID, KUUID_MS_REVERSE, V7, V7S, Checkpoint, IdForm, decode
+from couchids.rekeying import derived_id
+from couchids.times import to_ms
+
+KEY = b"test secret"
+T0 = to_ms("2024-05-01")
+
+
+class Stop(Exception):
+    pass
+
+
+def sources(client: CloudantV1, db: str, seed: int) -> dict[str, int]:
+    """Documents with random ids and a ``created`` field; return id -> time (ms)."""
+    rng = random.Random(seed)
+    made = {}
+    docs = []
+    for n in range(57):
+        ms = T0 + rng.randrange(30 * 86_400_000)
+        created: object = ms if n % 2 else "2024-05-01T00:00:00Z"
+        if n % 2 == 0:
+            created = couchids.times.to_datetime(ms).isoformat()
+        doc_id = uuid.UUID(int=rng.getrandbits(128)).hex
+        made[doc_id] = ms
+        docs.append({"_id": doc_id, "created": created, "n": n})
+    docs.append({"_id": "no-time", "n": -1})
+    docs.append({"_id": "_design/app", "views": {}})
+    client.post_bulk_docs(db=db, bulk_docs={"docs": docs}).get_result()
+    return made
+
+
+@pytest.mark.parametrize("form", [KUUID, KUUID_MS_REVERSE, V7, V7S], ids=str)
+def test_rekey_after_an_interrupted_first_run(client: CloudantV1, db: str, form: IdForm) -> None:
+    made = sources(client, db, hash(str(form)) % 1000)
+    before = all_docs(client, db)
+    target = db + "_rekeyed"
+    client.put_database(db=target)
+    try:
+        mapping = io.StringIO()
+        mark = Checkpoint()
+
+        def stop(report: couchids.RekeyReport) -> None:
+            if report.checkpoint.done >= 20:
+                raise Stop
+
+        options = {"key": KEY, "time_field": "created", "type": "order", "form": form}
+        with pytest.raises(Stop):
+            couchids.rekey(
+                client,
+                db,
+                target,
+                mapping=mapping,
+                checkpoint=mark,
+                batch_size=9,
+                on_progress=stop,
+                **options,  # type: ignore[arg-type]
+            )
+        # A run from the start (not resumed) stores nothing twice either.
+        report = couchids.rekey(client, db, target, mapping=mapping, batch_size=9, **options)  # type: ignore[arg-type]
+        assert report.duplicates >= 20 and report.copied + report.duplicates == len(made)
+        assert report.skipped == [("no-time", "no field 'created'")]
+        stored = all_docs(client, target)
+        pairs = {
+            json.loads(line)["old"]: json.loads(line)["new"]
+            for line in mapping.getvalue().splitlines()
+        }
+        assert set(pairs) == set(made) and set(stored) == set(pairs.values())
+        for old, new in pairs.items():
+            decoded = decode(new)
+            assert decoded.type == "order" and decoded.form == form
+            expected = made[old] - made[old] % form.unit_ms
+            assert to_ms(decoded.timestamp) == expected
+            assert stored[new]["n"] == before[old]["n"]
+        assert all_docs(client, db) == before
+    finally:
+        client.delete_database(db=target)
+
+
+def test_utc_random_ids_give_their_own_time(client: CloudantV1, db: str) -> None:
+    micros = T0 * 1000 + 123_456
+    source = f"{micros:014x}" + "ab" * 9
+    client.put_document(db=db, doc_id=source, document={"x": 1})
+    target = db + "_rekeyed"
+    client.put_database(db=target)
+    try:
+        couchids.rekey(client, db, target, key=KEY, type="e")
+        (new,) = all_docs(client, target)
+        assert new == derived_id(KUUID, T0 + 123, source, KEY, type="e")
+        assert to_ms(decode(new).timestamp) == T0
+    finally:
+        client.delete_database(db=target)
+
+
+def test_derived_ids_depend_on_the_key_and_the_source_id() -> None:
+    one = derived_id(V7S, T0, "a", KEY, type=None)
+    assert one == derived_id(V7S, T0, "a", KEY, type=None)
+    assert one != derived_id(V7S, T0, "b", KEY, type=None)
+    assert one != derived_id(V7S, T0, "a", b"other", type=None)
