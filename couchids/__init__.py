@@ -18,6 +18,7 @@ from .errors import (
     InvalidTypeError,
     RateLimitedError,
     ServerError,
+    ServerTimeoutError,
     UnauthorizedError,
 )
 from .forms import (
@@ -75,6 +76,7 @@ __all__ = [
     "InvalidTypeError",
     "RateLimitedError",
     "ServerError",
+    "ServerTimeoutError",
     "TypedId",
     "UnauthorizedError",
     "WriteResult",

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from .constants import TYPE_SEPARATOR
 from .doctypes import check_type
-from .errors import InvalidIdError, InvalidTypeError
+from .errors import InvalidArgumentError, InvalidIdError, InvalidTypeError
 from .forms import ALL_FORMS, IdForm
 from .times import to_datetime
 
@@ -65,6 +65,7 @@ def decode(
     Raises:
         InvalidIdError: no form fits, none fits with a time in 2000-2100, or the type before
             the colon breaks the type rule (the string is then not an id).
+        InvalidArgumentError: ``reverse`` or ``millisecond`` is not a bool or ``None``.
 
     >>> d = decode("user:001eVnWK1bu9mX3BsHnX0mhxvQ1ba2Xn")
     >>> d.type, d.timestamp.isoformat(), str(d.form)
@@ -72,6 +73,9 @@ def decode(
     """
     if not isinstance(doc_id, str):
         raise InvalidIdError(f"{doc_id!r} is not an id: ids are strings")
+    for name, flag in (("reverse", reverse), ("millisecond", millisecond)):
+        if flag is not None and not isinstance(flag, bool):
+            raise InvalidArgumentError(f"{name}={flag!r}: must be True, False or None")
     try:
         doc_type, body = split_type(doc_id)
     except InvalidTypeError as exc:

@@ -82,6 +82,9 @@ class IdForm:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise InvalidArgumentError(f"kind={self.kind!r}: an id form is one of {KINDS}")
+        for name in ("reverse", "millisecond"):
+            if not isinstance(getattr(self, name), bool):
+                raise InvalidArgumentError(f"{name}={getattr(self, name)!r}: must be True or False")
         if (
             isinstance(self.random, bool)
             or not isinstance(self.random, int)  # 2.0 would pass the range test below

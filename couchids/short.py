@@ -49,12 +49,16 @@ from .server import (
     CONFLICT,
     DEFAULT_BACKOFF,
     DEFAULT_RETRIES,
+    DEFAULT_TIMEOUT,
     JSON,
     RetryPolicy,
+    check_client,
+    check_db,
     database_facts,
     delete_revision,
     live_leaves,
     request,
+    revision,
 )
 from .times import TimeLike, to_datetime, to_ms
 from .write import WriteResult
@@ -150,6 +154,7 @@ def create_short(
     rng: NonceSource | None = None,
     retries: int = DEFAULT_RETRIES,
     backoff: float = DEFAULT_BACKOFF,
+    timeout: float | None = DEFAULT_TIMEOUT,
 ) -> WriteResult:
     """Store a new document under a free short id ``YYMMDD-<nonce>`` of the UTC day of ``now``.
 
@@ -168,6 +173,8 @@ def create_short(
         now: the time whose UTC date starts the id (default the current time).
         rng: the random source for nonces (see :func:`random_nonce`); default ``secrets``.
         retries, backoff: as for :func:`couchids.create`.
+        timeout: seconds the whole call may take, every try and retry included (default 60);
+            ``None`` leaves each request to the client's own timeouts.
 
     Returns:
         :class:`~couchids.WriteResult` with ``id``, ``rev`` and ``duplicate``.
@@ -176,14 +183,16 @@ def create_short(
         AllocationFailed: none of the 20 tries could be claimed (taken ids, or, on a cluster,
             writes fewer copies than a quorum took); nothing was stored.
         InvalidArgumentError: ``doc`` is not a JSON object or has ``_id``, ``_rev`` or
-            ``couchids_alloc``, or a setting is out of range.
+            ``couchids_alloc``, a setting is out of range, ``client`` is not a ``CloudantV1``
+            or ``db`` not a database name.
         ServerError: as for :func:`couchids.create`.
 
     >>> result = create_short(client, "posts", {"title": "hello"})  # doctest: +SKIP
     >>> result.id  # doctest: +SKIP
     '260107-bc'
     """
-    policy = RetryPolicy.checked(retries, backoff)
+    policy = RetryPolicy.checked(retries, backoff, timeout, "create_short")
+    client, db = check_client(client), check_db(db)
     if not isinstance(doc, Mapping):
         raise InvalidArgumentError(
             f"the document is a {type(doc).__name__}; a document is a JSON object (a dict)"
@@ -245,14 +254,18 @@ class _Claim:
         answer = request(self.db, self._put, self.policy, expect=(CONFLICT,))
         if answer is not CONFLICT:
             if answer.status != 202:
-                return WriteResult(self.doc_id, str(answer.body["rev"]))
-            ours = [str(answer.body["rev"])]
+                return WriteResult(self.doc_id, revision(answer.body, self.policy, self.db))
+            ours = [revision(answer.body, self.policy, self.db)]
         else:
             # Even a 409 may leave our revision on a copy that lagged behind (the majority
             # refused it, that copy took it), as may an earlier attempt whose answer was lost.
             leaves = live_leaves(self.client, self.db, self.doc_id, self.policy)
             ours = [str(leaf["_rev"]) for leaf in leaves if leaf.get(ALLOC_FIELD) == self.token]
-            if ours and len(leaves) == 1 and database_facts(self.client, self.db).copies == 1:
+            if (
+                ours
+                and len(leaves) == 1
+                and database_facts(self.client, self.db, self.policy).copies == 1
+            ):
                 # Our earlier attempt, whose answer was lost, was taken by the only copy.
                 return WriteResult(self.doc_id, ours[0], duplicate=True)
         for rev in ours:

@@ -39,11 +39,18 @@ from .server import (
     CONFLICT,
     DEFAULT_BACKOFF,
     DEFAULT_RETRIES,
+    DEFAULT_TIMEOUT,
     JSON,
     RetryPolicy,
+    answer_error,
+    check_client,
+    check_db,
     delete_revision,
+    describe,
+    expect_object,
     live_leaves,
     request,
+    revision,
     winner,
 )
 from .times import TimeLike, to_ms
@@ -110,6 +117,7 @@ def create(
     form: IdForm = KUUID,
     retries: int = DEFAULT_RETRIES,
     backoff: float = DEFAULT_BACKOFF,
+    timeout: float | None = DEFAULT_TIMEOUT,
 ) -> WriteResult:
     """Store a new document under a new sortable id, exactly once even when retried.
 
@@ -129,6 +137,8 @@ def create(
         form: the id layout (:data:`couchids.KUUID` and friends).
         retries: attempts after the first when the answer is lost.
         backoff: seconds before the first retry, doubling for each later one.
+        timeout: seconds the whole call may take, retries and waits included (default 60);
+            ``None`` leaves each request to the client's own timeouts.
 
     Returns:
         :class:`WriteResult` with ``id``, ``rev`` and ``duplicate``.
@@ -137,17 +147,19 @@ def create(
         ConflictError: a document with different content already has the id; nothing changed.
         InvalidArgumentError: ``doc`` is not a JSON object, has ``_rev``, has an ``_id`` that
             is not a string, starts with ``_`` or contradicts ``type``/``timestamp``, or the
-            retry settings are out of range.
+            retry settings are out of range, ``client`` is not a ``CloudantV1`` or ``db`` not a
+            database name.
         InvalidTypeError, InvalidTimeError: a bad ``type`` or ``timestamp``.
         ServerError: ``DatabaseNotFoundError``, ``UnauthorizedError``, ``RateLimitedError``
             or ``ServerError`` itself for a refusal, at once, or for lost answers once the
-            retries run out.
+            retries run out; ``ServerTimeoutError`` when ``timeout`` runs out.
 
     >>> result = create(client, "orders", {"total": 12}, type="order")  # doctest: +SKIP
     >>> result.id, result.duplicate  # doctest: +SKIP
     ('order:001xUbdD1RZ8cs0WUopX3WJ9DN1zkRze', False)
     """
-    policy = RetryPolicy.checked(retries, backoff)
+    policy = RetryPolicy.checked(retries, backoff, timeout, "create")
+    client, db = check_client(client), check_db(db)
     doc_id = _assign_id(doc, type, timestamp, form, "the document")
     payload = _encode(_without_id(doc), "the document")
     return _write_new(client, db, doc_id, payload, policy)
@@ -163,6 +175,7 @@ def bulk_create(
     batch_size: int = DEFAULT_BATCH_SIZE,
     retries: int = DEFAULT_RETRIES,
     backoff: float = DEFAULT_BACKOFF,
+    timeout: float | None = DEFAULT_TIMEOUT,
 ) -> list[WriteResult]:
     """Store many new documents through ``_bulk_docs``, each exactly once even when retried.
 
@@ -184,6 +197,8 @@ def bulk_create(
         client, db, type, form, retries, backoff: as for :func:`create`.
         docs: the documents (JSON objects without ``_rev``).
         batch_size: documents per ``_bulk_docs`` request.
+        timeout: seconds each batch may take, retries included (default 60); ``None`` leaves
+            each request to the client's own timeouts.
 
     Returns:
         One :class:`WriteResult` per document, in input order.
@@ -199,7 +214,8 @@ def bulk_create(
     >>> [r.id[:6] for r in results]  # doctest: +SKIP
     ['event:', 'event:']
     """
-    policy = RetryPolicy.checked(retries, backoff)
+    policy = RetryPolicy.checked(retries, backoff, timeout, "bulk_create")
+    client, db = check_client(client), check_db(db)
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise InvalidArgumentError(f"batch_size={batch_size!r}: must be an int >= 1")
     if isinstance(docs, Mapping | str | bytes):
@@ -227,7 +243,7 @@ def bulk_create(
     ]
     results: list[WriteResult | None] = [None] * len(ids)
     for indexes, encoded in batches:
-        _Batch(client, db, ids, bodies, results, policy).write(indexes, encoded)
+        _Batch(client, db, ids, bodies, results, policy.renewed()).write(indexes, encoded)
     done = [result for result in results if result is not None]
     assert len(done) == len(ids), "every document of every batch has a result"
     failed = [result for result in done if result.error is not None]
@@ -256,8 +272,8 @@ def _write_new(
     for _ in range(policy.retries + 1):
         answer = request(db, put, policy, expect=(CONFLICT,))
         if answer is not CONFLICT and answer.status != 202:
-            return WriteResult(doc_id, answer.body["rev"])
-        our_rev = None if answer is CONFLICT else str(answer.body["rev"])
+            return WriteResult(doc_id, revision(answer.body, policy, db))
+        our_rev = None if answer is CONFLICT else revision(answer.body, policy, db)
         leaves = live_leaves(client, db, doc_id, policy)
         if our_rev is not None and all(leaf["_rev"] == our_rev for leaf in leaves):
             # 202 and no other revision on any copy that answered: stored. (A read that
@@ -367,9 +383,11 @@ class _Batch:
             self.policy,
         )
         rows = reply.body
+        if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
+            raise answer_error(self.policy, self.db, f"_bulk_docs answered {describe(rows)}")
         # Rows are matched by id, not position: PouchDB Server lists failed rows first. The ids
         # of one call are distinct, so each has exactly one row.
-        by_id = {row.get("id"): row for row in rows} if isinstance(rows, list) else {}
+        by_id = {row.get("id"): row for row in rows}
         missing = [self.ids[i] for i in pending if self.ids[i] not in by_id]
         if missing:
             raise ServerError(
@@ -383,9 +401,9 @@ class _Batch:
             error = row.get("error")
             if error is None and reply.status == 202:
                 # Fewer copies than a quorum took the batch: check each document as create does.
-                self.results[index] = self._checked(index, str(row["rev"]))
+                self.results[index] = self._checked(index, revision(row, self.policy, self.db))
             elif error is None:
-                self.results[index] = WriteResult(doc_id, row["rev"])
+                self.results[index] = WriteResult(doc_id, revision(row, self.policy, self.db))
             elif error == "conflict":
                 conflicted.append(index)
             else:
@@ -402,7 +420,10 @@ class _Batch:
             ),
             self.policy,
         ).body
-        by_key = {row.get("key"): row for row in answer.get("rows", [])}
+        rows = expect_object(answer, self.policy, self.db, "rows")["rows"]
+        if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
+            raise answer_error(self.policy, self.db, f"'rows' is {describe(rows)}")
+        by_key = {row.get("key"): row for row in rows}
         missing = [key for key in keys if key not in by_key]
         if missing:
             raise ServerError(
@@ -414,6 +435,8 @@ class _Batch:
             doc_id = self.ids[index]
             row = by_key[doc_id]
             stored = row.get("doc")
+            if stored is not None and not isinstance(stored, dict):
+                raise answer_error(self.policy, self.db, f"doc of {doc_id!r} is {describe(stored)}")
             if stored is None:
                 # Not found or deleted since the 409: the id is free again.
                 again.append(index)
@@ -421,7 +444,10 @@ class _Batch:
                 # Not simply our earlier write: look at every revision on every copy.
                 self.results[index] = self._checked(index, None)
             else:
-                self.results[index] = WriteResult(doc_id, stored["_rev"], duplicate=True)
+                rev = stored.get("_rev")
+                if not isinstance(rev, str):
+                    raise answer_error(self.policy, self.db, f"{doc_id!r} has _rev {describe(rev)}")
+                self.results[index] = WriteResult(doc_id, rev, duplicate=True)
         return again
 
     def _ours(self, index: int) -> Any:
