@@ -131,7 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(str(exc), EXIT_BAD_INPUT)
     except ServerError as exc:
         hint = ""
-        if exc.status == 0:
+        if exc.status == 0 and "not a CouchDB answer" not in str(exc):
             hint = f"; check CLOUDANT_URL ({safe_url()}) and that the server is up"
         return _fail(f"{exc}{hint}", EXIT_SERVER)
     except BrokenPipeError:

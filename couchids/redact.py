@@ -33,8 +33,8 @@ _AUTHORIZATION = re.compile(
     r"(?i)((?:proxy-)?authorization['\"]?\s*[:=]\s*['\"]?)"
     r"(?:(basic|bearer|token|digest)\s+)?[^\s'\",;}]+"
 )
-# Cookie headers keep their value to the end of the header; AuthSession anywhere.
-_COOKIE = re.compile(r"(?i)((?:set-)?cookie['\"]?\s*[:=]\s*['\"]?)[^'\"\r\n]+")
+# A cookie header ("Cookie: name=value; ...") to its end; AuthSession anywhere.
+_COOKIE = re.compile(r"(?i)\b((?:set-)?cookie['\"]?\s*[:=]\s*['\"]?)[^\s=;'\"]+=[^'\"\r\n]+")
 _AUTH_SESSION = re.compile(r"(?i)(AuthSession=)[^;\s'\",]+")
 # "password": "x", password=x, apikey=x, access_token=x ... in JSON, forms and query strings.
 _FIELD = re.compile(

@@ -390,9 +390,11 @@ class _Batch:
         by_id = {row.get("id"): row for row in rows}
         missing = [self.ids[i] for i in pending if self.ids[i] not in by_id]
         if missing:
-            raise ServerError(
-                f"_bulk_docs on {self.db!r} answered no row for {len(missing)} of "
-                f"{len(pending)} documents (first {missing[0]!r}): {rows!r:.200}"
+            raise answer_error(
+                self.policy,
+                self.db,
+                f"_bulk_docs answered no row for {len(missing)} of {len(pending)} documents "
+                f"(first {missing[0]!r}): {describe(rows)}",
             )
         conflicted = []
         for index in pending:
@@ -426,9 +428,11 @@ class _Batch:
         by_key = {row.get("key"): row for row in rows}
         missing = [key for key in keys if key not in by_key]
         if missing:
-            raise ServerError(
-                f"_all_docs on {self.db!r} answered no row for {len(missing)} of {len(keys)} "
-                f"keys (first {missing[0]!r})"
+            raise answer_error(
+                self.policy,
+                self.db,
+                f"_all_docs answered no row for {len(missing)} of {len(keys)} keys "
+                f"(first {missing[0]!r})",
             )
         again = []
         for index in conflicted:
