@@ -215,6 +215,11 @@ def server_error(exc: BaseException, db: str, policy: RetryPolicy | None = None)
                 status,
             )
         return ServerError(f"{head}: the server answered HTTP {status}: {reason}", status)
+    if not isinstance(exc, ApiException | requests.RequestException):
+        return ServerError(
+            f"{head}: ibmcloudant could not use an answer (authentication's token request or "
+            f"the server's): {type(exc).__name__}: {_network_reason(exc)}"
+        )
     if isinstance(
         exc, requests.exceptions.ChunkedEncodingError | requests.exceptions.ContentDecodingError
     ):
@@ -301,9 +306,19 @@ def is_transient(exc: BaseException) -> bool:
     )
 
 
-#: What a request can fail with: the SDK's and requests' errors, and the ``StopIteration``
-#: of a refused ``couchdb_session`` login.
-FAILURES: Final = (ApiException, requests.RequestException, StopIteration)
+#: What a request can fail with: the SDK's and requests' errors, the ``StopIteration`` of a
+#: refused ``couchdb_session`` login, and what ibmcloudant's authenticators raise when a token
+#: service's answer is not of the shape they expect.
+FAILURES: Final = (
+    ApiException,
+    requests.RequestException,
+    StopIteration,
+    AttributeError,
+    KeyError,
+    TypeError,
+    ValueError,
+    IndexError,
+)
 
 
 def call(db: str, request: Callable[[], Any], policy: RetryPolicy | None = None) -> Any:
@@ -564,7 +579,7 @@ def request(
                     return CONFLICT
                 if status == 404 and MISSING in expect and _is_couchdb_error(exc):
                     return MISSING
-                if attempt >= policy.retries or not is_transient(exc):
+                if attempt >= policy.retries or not is_transient(exc) or _login(exc):
                     raise server_error(exc, db, policy) from sanitized(exc)
                 wait = policy.delay(exc, attempt)
                 left = policy.remaining()
@@ -572,6 +587,17 @@ def request(
                     raise server_error(exc, db, policy) from sanitized(exc)
                 time.sleep(wait)
                 attempt += 1
+
+
+def _login(exc: BaseException) -> bool:
+    """Whether ``exc`` ended an authentication login rather than the request itself.
+
+    A login is not retried here: ibmcloudant paces a new login after a failed one (waiting
+    up to a minute, beyond any deadline), and retries its own token requests.
+    """
+    return any(
+        sent.endswith(("/_session", "/identity/token")) for sent in (_sent(exc), _last_sent())
+    )
 
 
 def _is_couchdb_error(exc: ApiException) -> bool:

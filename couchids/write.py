@@ -218,7 +218,7 @@ def bulk_create(
     client, db = check_client(client), check_db(db)
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise InvalidArgumentError(f"batch_size={batch_size!r}: must be an int >= 1")
-    if isinstance(docs, Mapping | str | bytes):
+    if isinstance(docs, Mapping | str | bytes) or not isinstance(docs, Iterable):
         raise InvalidArgumentError(
             f"docs must be an iterable of documents (e.g. a list of dicts), not one {_kind(docs)}"
         )
