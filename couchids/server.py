@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final
 from urllib.parse import urlsplit
 
+import jwt
 import requests
 from ibm_cloud_sdk_core import ApiException
 from ibmcloudant.cloudant_v1 import CloudantV1
@@ -318,6 +319,7 @@ FAILURES: Final = (
     TypeError,
     ValueError,
     IndexError,
+    jwt.PyJWTError,
 )
 
 
