@@ -21,6 +21,7 @@ from .errors import (
     InvalidTypeError,
     RateLimitedError,
     ServerError,
+    ServerTimeoutError,
     UnauthorizedError,
 )
 from .expiry import ExpireReport, expire
@@ -106,6 +107,7 @@ __all__ = [
     "RekeyReport",
     "Sequence",
     "ServerError",
+    "ServerTimeoutError",
     "TypedId",
     "UnauthorizedError",
     "UtcIdForm",

@@ -50,6 +50,7 @@ from .server import (
     delete_revision,
     live_leaves,
     request,
+    revision,
 )
 from .write import WriteResult
 
@@ -92,14 +93,18 @@ class Claim:
         self.answered = True
         if answer is not CONFLICT:
             if answer.status != 202:
-                return WriteResult(self.doc_id, str(answer.body["rev"]))
-            ours = [str(answer.body["rev"])]
+                return WriteResult(self.doc_id, revision(answer.body, self.policy, self.db))
+            ours = [revision(answer.body, self.policy, self.db)]
         else:
             # Even a 409 may leave our revision on a copy that lagged behind (the majority
             # refused it, that copy took it), as may an earlier attempt whose answer was lost.
             leaves = live_leaves(self.client, self.db, self.doc_id, self.policy)
             ours = [str(leaf["_rev"]) for leaf in leaves if leaf.get(ALLOC_FIELD) == self.token]
-            if ours and len(leaves) == 1 and database_facts(self.client, self.db).copies == 1:
+            if (
+                ours
+                and len(leaves) == 1
+                and database_facts(self.client, self.db, self.policy).copies == 1
+            ):
                 # Our earlier attempt, whose answer was lost, was taken by the only copy.
                 return WriteResult(self.doc_id, ours[0], duplicate=True)
         for rev in ours:

@@ -17,16 +17,17 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import Any, NoReturn, TextIO
 
-from ibm_cloud_sdk_core import read_external_sources
 from ibmcloudant.cloudant_v1 import CloudantV1
 
 from . import __version__
 from .cli_lifecycle import Tools, add_commands
+from .config import cloudant_config, safe_url, scrub
 from .constants import DEFAULT_BLOCKS, SHORT_BLOCKS
 from .decode import DecodedId, decode
 from .errors import InvalidInputError, InvalidTimeError, ServerError
 from .forms import V7, V7S, IdForm, KuuidForm
 from .query import DEFAULT_PAGE_SIZE, latest, window
+from .server import DEFAULT_TIMEOUT, MAX_TIMEOUT
 from .times import now_ms, to_ms
 
 __all__ = [
@@ -36,7 +37,6 @@ __all__ = [
     "EXIT_SERVER",
     "main",
     "parse_time",
-    "redact",
 ]
 
 EXIT_OK = 0
@@ -68,9 +68,6 @@ _SERVER_SETUP = (
     "server without authentication, basic or couchdb_session with CLOUDANT_USERNAME and "
     "CLOUDANT_PASSWORD, or iam with CLOUDANT_APIKEY"
 )
-#: Configuration keys (``CLOUDANT_<key>``) whose values are secrets.
-_SECRET_KEYS = ("PASSWORD", "APIKEY", "BEARER_TOKEN", "CLIENT_SECRET")
-_URL_USERINFO = re.compile(r"//([^/?#]*)@")
 
 
 def parse_time(text: str, now: int) -> int:
@@ -104,7 +101,11 @@ def parse_time(text: str, now: int) -> int:
             ) from None
         # to_ms reads it the same way, and refuses times before 1970 or after 9999.
         return to_ms(text)
-    span = int(ago[1]) * _UNITS[ago[2]]
+    try:
+        span = int(ago[1]) * _UNITS[ago[2]]
+    except (OverflowError, ValueError):
+        # More days than a timedelta holds (or digits than int() reads): long before 1970.
+        span = timedelta.max
     ms = now - span // timedelta(milliseconds=1)
     if ms < 0:
         raise InvalidTimeError(f"{text!r} before now is before 1970; ids start at 1970")
@@ -131,8 +132,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(str(exc), EXIT_BAD_INPUT)
     except ServerError as exc:
         hint = ""
-        if exc.status == 0:
-            hint = f"; check CLOUDANT_URL ({_safe_url()}) and that the server is up"
+        if exc.status == 0 and "not a CouchDB answer" not in str(exc):
+            hint = f"; check CLOUDANT_URL ({safe_url()}) and that the server is up"
         return _fail(f"{exc}{hint}", EXIT_SERVER)
     except BrokenPipeError:
         # The reader stopped early (`couchids window ... | head`): that is its choice, not an
@@ -179,7 +180,7 @@ def _decode(args: argparse.Namespace) -> int:
 def _latest(args: argparse.Namespace) -> int:
     form = _form(args)
     client = _connect()
-    docs = latest(client, _db(args.db), args.n, type=args.type, form=form)
+    docs = latest(client, _db(args.db), args.n, type=args.type, form=form, timeout=args.timeout)
     out = sys.stdout
     for doc in docs:
         out.write(_json(doc) + "\n")
@@ -204,6 +205,7 @@ def _window(args: argparse.Namespace) -> int:
         newest_first=not args.oldest_first,
         include_docs=not args.ids_only,
         page_size=args.page_size,
+        timeout=args.timeout,
     )
     try:
         for count, row in enumerate(rows, 1):
@@ -220,7 +222,7 @@ def _window(args: argparse.Namespace) -> int:
 
 def _connect() -> CloudantV1:
     """A client from ibmcloudant's standard configuration, or one line saying what to set."""
-    config = _cloudant_config()
+    config = cloudant_config()
     if not config.get("URL"):
         raise _UsageError(f"no server is configured: {_SERVER_SETUP}")
     auth_type = config.get("AUTH_TYPE") or config.get("AUTHTYPE")
@@ -238,40 +240,6 @@ def _connect() -> CloudantV1:
             f"ibmcloudant could not set up authentication of type {auth_type!r} ({exc}); "
             f"{_SERVER_SETUP}"
         ) from None
-
-
-def _cloudant_config() -> dict[str, str]:
-    # The same sources, in the same order, that CloudantV1.new_instance() reads: a credentials
-    # file, CLOUDANT_* variables, VCAP_SERVICES.
-    config: dict[str, str] = read_external_sources(CloudantV1.DEFAULT_SERVICE_NAME)
-    return config
-
-
-def _secrets() -> list[str]:
-    """Every credential in the configuration, longest first (so none is half replaced)."""
-    config = _cloudant_config()
-    found = [config.get(key) or "" for key in _SECRET_KEYS]
-    userinfo = _URL_USERINFO.search(config.get("URL") or "")
-    if userinfo is not None:
-        found.append(userinfo[1])
-        found.append(userinfo[1].partition(":")[2])
-    return sorted({secret for secret in found if secret}, key=len, reverse=True)
-
-
-def _safe_url() -> str:
-    url = _cloudant_config().get("URL") or ""
-    return _URL_USERINFO.sub("//***@", url)
-
-
-def redact(message: str, secrets: Iterable[str]) -> str:
-    """``message`` with every one of ``secrets`` replaced by ``***``.
-
-    >>> redact("could not reach http://bob:pw@db.local", ["bob:pw", "pw"])
-    'could not reach http://***@db.local'
-    """
-    for secret in secrets:
-        message = message.replace(secret, "***")
-    return message
 
 
 def _db(name: str) -> str:
@@ -337,16 +305,9 @@ class _Progress:
 
 def _fail(message: str, status: int) -> int:
     # One line, whatever the message holds: a reason from a server may contain newlines.
-    line = " ".join(redact(message, _safe_secrets()).split())
+    line = " ".join(scrub(message).split())
     print(f"couchids: error: {line}", file=sys.stderr)
     return status
-
-
-def _safe_secrets() -> list[str]:
-    try:
-        return _secrets()
-    except Exception:  # a broken credentials file must not hide the error being reported
-        return []
 
 
 def _silence_stdout() -> None:
@@ -382,6 +343,28 @@ def _count(least: int) -> Callable[[str], int]:
         return value
 
     return read
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= MAX_TIMEOUT:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a number of seconds above 0 and at most {MAX_TIMEOUT:g}"
+        )
+    return value
+
+
+def _timeout_flag(parser: argparse.ArgumentParser, each: str) -> None:
+    parser.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help=f"give up when {each} takes longer (default {DEFAULT_TIMEOUT:g})",
+    )
 
 
 def _form(args: argparse.Namespace) -> IdForm:
@@ -428,7 +411,8 @@ server (latest, window): ibmcloudant's standard configuration, such as
 
 exit status:
   {EXIT_OK}  success (also when the reader of the output stops early, as `| head` does)
-  {EXIT_SERVER}  the server failed: unreachable, wrong credentials, no such database, rate limited
+  {EXIT_SERVER}  the server failed: unreachable, wrong credentials, no such database, rate limited,
+     no answer within --timeout, or an answer that is not CouchDB's
   {EXIT_BAD_INPUT}  bad usage or input (an id, time, type or flag), or no server configured
 
 examples:
@@ -548,6 +532,7 @@ def _parser() -> argparse.ArgumentParser:
     lat.add_argument("db", metavar="DB", help="database name")
     lat.add_argument("-n", type=_count(0), default=10, metavar="N", help="how many (default 10)")
     lat.add_argument("--type", metavar="T", help="only ids T:<id> (default: untyped ids)")
+    _timeout_flag(lat, "the server")
     _form_flags(lat, "of the ids in DB")
     lat.set_defaults(run=_latest)
 
@@ -570,6 +555,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help=f"rows per request (default {DEFAULT_PAGE_SIZE})",
     )
+    _timeout_flag(win, "a request (one page)")
     _form_flags(win, "of the ids in DB")
     win.set_defaults(run=_window)
     add_commands(commands, Tools(_connect, _form, _form_flags, parse_time))

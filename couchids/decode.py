@@ -86,6 +86,7 @@ def decode(
     Raises:
         InvalidIdError: no form fits, none or several fit with a time in 2000-2100 (the
             message names the candidates), or the prefix breaks the type rule.
+        InvalidArgumentError: ``reverse`` or ``millisecond`` is not a bool or ``None``.
 
     >>> d = decode("user:001eVnWK1bu9mX3BsHnX0mhxvQ1ba2Xn")
     >>> d.type, d.timestamp.isoformat(), str(d.form)
@@ -95,6 +96,9 @@ def decode(
     """
     if not isinstance(doc_id, str):
         raise InvalidIdError(f"{doc_id!r} is not an id: ids are strings")
+    for name, flag in (("reverse", reverse), ("millisecond", millisecond)):
+        if flag is not None and not isinstance(flag, bool):
+            raise InvalidArgumentError(f"{name}={flag!r}: must be True, False or None")
     if form is not None:
         if not isinstance(form, IdForm):
             raise InvalidArgumentError(f"form={form!r} is not a couchids IdForm such as TID62")

@@ -10,12 +10,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from .config import scrub
+
 if TYPE_CHECKING:
     from .write import WriteResult
 
 
 class CouchidsError(Exception):
     """Base class of every error couchids raises.
+
+    Its message never holds a credential: every text argument is masked with
+    ``couchids.config.scrub`` (the user info of URLs, ``Authorization`` and cookie values,
+    the configured passwords and API keys) when the error is made.
 
     Writes (:func:`~couchids.create`, :func:`~couchids.bulk_create`,
     :func:`~couchids.create_short`) set these on every error raised once an id was chosen, and
@@ -33,6 +39,9 @@ class CouchidsError(Exception):
     doc_id: str | None = None
     stored: bool | None = False
     results: Sequence[WriteResult] = ()
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(scrub(arg) if isinstance(arg, str) else arg for arg in args))
 
 
 class InvalidInputError(CouchidsError, ValueError):
@@ -56,14 +65,21 @@ class InvalidArgumentError(InvalidInputError):
 
 
 class ServerError(CouchidsError):
-    """The server answered with an error; ``status`` is its HTTP status (0 when unreachable).
+    """The server failed: an error answer, no answer, or an answer that is not CouchDB's.
 
-    The ``ibmcloudant`` exception, when there is one, is chained as ``__cause__``.
+    ``status`` is the HTTP status (0 when no answer came). The message names the operation,
+    the database and the request (``create on 'shop' (PUT /shop/order:...)``). The
+    ``ibmcloudant``/``requests`` exception is chained as ``__cause__`` as a copy with its text
+    masked: the original's text can carry the server URL with its credentials.
     """
 
     def __init__(self, message: str, status: int = 0) -> None:
         super().__init__(message)
         self.status = status
+
+
+class ServerTimeoutError(ServerError, TimeoutError):
+    """The operation's ``timeout`` ran out before the server answered (retries included)."""
 
 
 class DatabaseNotFoundError(ServerError):

@@ -95,6 +95,9 @@ class KuuidForm(IdForm):
                 f"kind={self.kind!r}: a kuuid form is one of {KINDS}; other layouts have "
                 "presets of their own (couchids.TID62, couchids.ULID, ...)"
             )
+        for name in ("reverse", "millisecond"):
+            if not isinstance(getattr(self, name), bool):
+                raise InvalidArgumentError(f"{name}={getattr(self, name)!r}: must be True or False")
         kuuid.check_blocks(self.random)
         if self.kind != "kuuid":
             if self.reverse or self.random != DEFAULT_BLOCKS:

@@ -42,6 +42,9 @@ __all__ = [
 
 def prefix_value(ms: int, *, reverse: bool, millisecond: bool) -> int:
     """The number an 8-character prefix stores for the time ``ms``."""
+    for name, flag in (("reverse", reverse), ("millisecond", millisecond)):
+        if not isinstance(flag, bool):
+            raise InvalidArgumentError(f"{name}={flag!r}: must be True or False")
     value = ms if millisecond else ms // MS_PER_SECOND
     if value > MAX_PREFIX_VALUE:
         last = to_datetime(MAX_PREFIX_VALUE).isoformat()
@@ -151,7 +154,8 @@ def id(
     Raises:
         InvalidTimeError: bad ``timestamp``.
         InvalidTypeError: ``type`` breaks the type rule.
-        InvalidArgumentError: ``random`` is not 1-4.
+        InvalidArgumentError: ``random`` is not 1-4, or ``reverse``/``millisecond`` is not a
+            bool.
 
     >>> doc_id = id("2018-01-01T00:00:00Z", type="user")
     >>> doc_id[:13], len(doc_id)

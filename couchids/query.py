@@ -20,8 +20,18 @@ from .constants import TYPE_SEPARATOR
 from .errors import InvalidArgumentError, InvalidTimeError
 from .forms import KUUID, IdForm
 from .keys import KeyRange, check_time_form, window_keys
-from .server import call, is_partitioned
-from .times import MAX_MS, TimeLike, to_ms
+from .server import (
+    DEFAULT_TIMEOUT,
+    RetryPolicy,
+    answer_error,
+    call,
+    check_client,
+    check_db,
+    describe,
+    expect_object,
+    is_partitioned,
+)
+from .times import MAX_MS, TimeLike, to_datetime, to_ms
 
 __all__ = ["DEFAULT_PAGE_SIZE", "PARTITION_QUERY_LIMIT", "latest", "window"]
 
@@ -51,6 +61,7 @@ def window(
     newest_first: bool = True,
     include_docs: bool = True,
     page_size: int | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT,
 ) -> Iterator[Row]:
     """Stream the documents whose id holds a time ``t`` with ``start <= t < end``.
 
@@ -72,28 +83,36 @@ def window(
         page_size: rows per request (default :data:`~couchids.query.DEFAULT_PAGE_SIZE`, 2000); a
             partition query asks for at most 1999, so that no request's ``limit`` (the next
             pages ask for one more row) exceeds Cloudant's 2000.
+        timeout: seconds each request may take (the first, which looks the database up, and
+            each page), or ``None`` for the client's own timeouts; default
+            ``DEFAULT_TIMEOUT`` (60).
 
     Raises:
         InvalidTimeError: unreadable times, or ``end`` before ``start``.
         InvalidTypeError: ``type`` breaks the type rule.
-        InvalidArgumentError: a bad ``page_size`` or ``form``.
+        InvalidArgumentError: not a ``CloudantV1`` client, a bad database name, a
+            ``newest_first``/``include_docs`` that is not a bool, or a bad ``page_size``,
+            ``form`` or ``timeout``.
         ServerError: (subclasses ``DatabaseNotFoundError``, ``UnauthorizedError``,
-            ``RateLimitedError``) when the server fails, also in the middle of a stream.
+            ``RateLimitedError``, ``ServerTimeoutError``) when the server fails or answers
+            something that is not CouchDB's, also in the middle of a stream.
 
     Example::
 
         for doc in couchids.window(client, "events", "2024-05-01", "2024-05-02", type="click"):
             print(doc["_id"])
     """
+    policy = RetryPolicy.checked(0, 0, timeout, "window")
     start_ms, end_ms = to_ms(start), to_ms(end)
     if end_ms < start_ms:
         raise InvalidTimeError(
-            f"the window ends ({end!r}) before it starts ({start!r}); pass start <= end"
+            f"the window ends ({_iso(end_ms)}) before it starts ({_iso(start_ms)}); "
+            "pass start <= end"
         )
     size = DEFAULT_PAGE_SIZE if page_size is None else _check_count("page_size", page_size, 1)
-    return _Scan(client, db, form, type, start_ms, end_ms, newest_first, include_docs).run(
-        size, size, prefetch=True
-    )
+    _check_flag("newest_first", newest_first)
+    scan = _Scan(client, db, form, type, start_ms, end_ms, newest_first, include_docs, policy)
+    return scan.run(size, size, prefetch=True)
 
 
 def latest(
@@ -104,13 +123,14 @@ def latest(
     type: str | None = None,
     form: IdForm = KUUID,
     include_docs: bool = True,
+    timeout: float | None = DEFAULT_TIMEOUT,
 ) -> list[Row]:
     """The newest ``n`` documents (fewer if fewer exist), newest first.
 
     One request once the client has seen the database, unless foreign ids sit among the
     newest: those are skipped and do not shorten the answer.
 
-    Args: as :func:`window`; ``n`` is a non-negative int.
+    Args: as :func:`window`; ``n`` is a non-negative int; ``timeout`` bounds the whole call.
 
     Raises: as :func:`window`.
 
@@ -119,16 +139,26 @@ def latest(
         newest = couchids.latest(client, "events", 5, type="click")
         [doc["_id"] for doc in newest]  # ['click:001r31et...', ...]
     """
+    policy = RetryPolicy.checked(0, 0, timeout, "latest")
     _check_count("n", n, 0)
+    scan = _Scan(client, db, form, type, 0, MAX_MS + 1, True, include_docs, policy)
     if n == 0:
         return []
-    scan = _Scan(client, db, form, type, 0, MAX_MS + 1, True, include_docs)
     out = []
     for row in scan.run(n, max(n, _LATEST_REFILL), prefetch=False):
         out.append(row)
         if len(out) == n:
             break
     return out
+
+
+def _iso(ms: int) -> str:
+    return to_datetime(ms).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _check_flag(name: str, value: object) -> None:
+    if not isinstance(value, bool):
+        raise InvalidArgumentError(f"{name}={value!r}: must be True or False")
 
 
 def _check_count(name: str, value: int, least: int) -> int:
@@ -150,10 +180,17 @@ class _Scan:
         end_ms: int,
         newest_first: bool,
         include_docs: bool,
+        policy: RetryPolicy,
     ) -> None:
+        client, db = check_client(client), check_db(db)
+        _check_flag("include_docs", include_docs)
+        if not isinstance(form, IdForm):
+            raise InvalidArgumentError(
+                f"form={form!r}: pass an IdForm such as couchids.KUUID or couchids.V7S"
+            )
         check_time_form(form)
         self.client, self.db, self.form, self.doc_type = client, db, form, doc_type
-        self.include_docs = include_docs
+        self.include_docs, self.policy = include_docs, policy
         self.keys: KeyRange | None = window_keys(form, doc_type, start_ms, end_ms)
         self.newest_first = newest_first
         self._wanted = _matcher(form, self.keys)
@@ -162,7 +199,7 @@ class _Scan:
         # Learning whether the database is partitioned also proves it exists, so an empty
         # answer is never a missing database.
         partition = None
-        if is_partitioned(self.client, self.db) and self.keys is not None:
+        if is_partitioned(self.client, self.db, self.policy) and self.keys is not None:
             partition = partition_of(self.keys.prefix)
         if partition is not None:
             first_limit = min(first_limit, PARTITION_QUERY_LIMIT - 1)
@@ -183,10 +220,14 @@ class _Scan:
         }
 
         def fetch(start_key: str, limit: int) -> list[Row]:
+            # The first page shares the deadline of the database lookup; later pages have
+            # their own.
+            policy = self.policy if start_key == first else self.policy.renewed()
             if partition is None:
                 result = call(
                     self.db,
                     lambda: self.client.post_all_docs(start_key=start_key, limit=limit, **options),
+                    policy,
                 )
             else:
                 result = call(
@@ -194,11 +235,25 @@ class _Scan:
                     lambda: self.client.post_partition_all_docs(
                         partition_key=partition, start_key=start_key, limit=limit, **options
                     ),
+                    policy,
                 )
-            rows: list[Row] = result["rows"]
-            return rows
+            return self._checked_rows(expect_object(result, policy, self.db, "rows"), policy)
 
         return first, fetch
+
+    def _checked_rows(self, result: dict[str, Any], policy: RetryPolicy) -> list[Row]:
+        """The rows of an ``_all_docs`` answer, each checked for what the scan reads."""
+        rows = result["rows"]
+        if not isinstance(rows, list):
+            raise answer_error(policy, self.db, f"'rows' is {describe(rows)}, not a list")
+        for row in rows:
+            if not isinstance(row, dict) or not isinstance(row.get("id"), str):
+                raise answer_error(policy, self.db, f"a row without a string id: {describe(row)}")
+            if self.include_docs and not isinstance(row.get("doc"), dict) and not _deleted(row):
+                raise answer_error(
+                    policy, self.db, f"row {row['id']!r} has doc {describe(row.get('doc'))}"
+                )
+        return rows
 
     def _rows(
         self, fetch: Fetch, first_key: str, first_limit: int, next_limit: int, prefetch: bool
@@ -227,7 +282,8 @@ class _Scan:
                     pending = executor.submit(fetch, key, limit)
                 if self.include_docs:
                     for row in rows:
-                        if wanted(row["id"]):
+                        # A document deleted between the index read and the document read.
+                        if wanted(row["id"]) and row.get("doc") is not None:
                             yield row["doc"]
                 else:
                     for row in rows:
@@ -236,6 +292,12 @@ class _Scan:
         finally:
             if executor is not None:
                 executor.shutdown(wait=False, cancel_futures=True)
+
+
+def _deleted(row: Row) -> bool:
+    """Whether a row stands for a document deleted as it was read (``doc`` is then null)."""
+    value = row.get("value")
+    return row.get("doc") is None and isinstance(value, dict) and value.get("deleted") is True
 
 
 def _matcher(form: IdForm, keys: KeyRange | None) -> Match:

@@ -24,7 +24,14 @@ from .claim import ALLOC_FIELD, Claim
 from .constants import SHORT_ID_ALPHABET, SHORT_ID_DATE_FORMAT
 from .document import check_new
 from .errors import AllocationFailed, InvalidArgumentError, ServerError
-from .server import DEFAULT_BACKOFF, DEFAULT_RETRIES, RetryPolicy
+from .server import (
+    DEFAULT_BACKOFF,
+    DEFAULT_RETRIES,
+    DEFAULT_TIMEOUT,
+    RetryPolicy,
+    check_client,
+    check_db,
+)
 from .times import TimeLike, to_datetime, to_ms
 from .write import WriteResult, written
 
@@ -117,6 +124,7 @@ def create_short(
     rng: NonceSource | None = None,
     retries: int = DEFAULT_RETRIES,
     backoff: float = DEFAULT_BACKOFF,
+    timeout: float | None = DEFAULT_TIMEOUT,
 ) -> WriteResult:
     """Store a new document under a free short id ``YYMMDD-<nonce>`` of the UTC day of ``now``.
 
@@ -137,6 +145,8 @@ def create_short(
         rng: the random source for nonces (see :func:`~couchids.short.random_nonce`);
             default ``secrets``.
         retries, backoff: as for :func:`couchids.create`.
+        timeout: seconds the whole call may take, every try and retry included (default 60);
+            ``None`` leaves each request to the client's own timeouts.
 
     Returns:
         :class:`~couchids.WriteResult` with ``id``, ``rev`` and ``duplicate``.
@@ -145,7 +155,8 @@ def create_short(
         AllocationFailed: none of the 20 tries could be claimed (taken ids, or, on a cluster,
             writes fewer copies than a quorum took); nothing was stored.
         InvalidArgumentError: ``doc`` is not a JSON object or has ``_id``, ``_rev``,
-            ``_deleted`` or ``couchids_alloc``, or a setting is out of range.
+            ``_deleted`` or ``couchids_alloc``, a setting is out of range, ``client`` is not a
+            ``CloudantV1`` or ``db`` not a database name.
         ServerError: as for :func:`couchids.create`, with the id of the try that failed in
             ``doc_id`` and ``stored`` saying whether it may have been stored (with its token).
 
@@ -153,7 +164,8 @@ def create_short(
     >>> result.id  # doctest: +SKIP
     '260107-bc'
     """
-    policy = RetryPolicy.checked(retries, backoff)
+    policy = RetryPolicy.checked(retries, backoff, timeout, "create_short")
+    client, db = check_client(client), check_db(db)
     check_new(doc, "the document", own_id=False)
     if ALLOC_FIELD in doc:
         raise InvalidArgumentError(

@@ -50,12 +50,19 @@ from .server import (
     CONFLICT,
     DEFAULT_BACKOFF,
     DEFAULT_RETRIES,
+    DEFAULT_TIMEOUT,
     JSON,
     Attempts,
     RetryPolicy,
+    answer_error,
+    check_client,
+    check_db,
     delete_revision,
+    describe,
+    expect_object,
     live_leaves,
     request,
+    revision,
     winner,
 )
 from .times import TimeLike, to_ms
@@ -147,6 +154,7 @@ def create(
     form: IdForm = KUUID,
     retries: int = DEFAULT_RETRIES,
     backoff: float = DEFAULT_BACKOFF,
+    timeout: float | None = DEFAULT_TIMEOUT,
 ) -> WriteResult:
     """Store a new document under a new sortable id, exactly once even when retried.
 
@@ -175,6 +183,8 @@ def create(
         form: the id layout (:data:`couchids.KUUID` and friends).
         retries: attempts after the first when the answer is lost.
         backoff: seconds before the first retry, doubling for each later one.
+        timeout: seconds the whole call may take, retries and waits included (default 60);
+            ``None`` leaves each request to the client's own timeouts.
 
     Returns:
         :class:`WriteResult` with ``id``, ``rev`` and ``duplicate``.
@@ -184,12 +194,14 @@ def create(
         InvalidArgumentError: ``doc`` is not a JSON object, has ``_rev``, ``_deleted`` or
             another ``_`` field CouchDB would refuse, an ``_id`` that is not a string, starts
             with ``_`` or contradicts ``type``/``timestamp``/``key``; a bad ``key``; retry
-            settings out of range. Nothing is sent.
+            settings out of range; ``client`` is not a ``CloudantV1`` or ``db`` not a database
+            name. Nothing is sent.
         InvalidTypeError, InvalidTimeError: a bad ``type`` or ``timestamp``.
         ServerError: ``DatabaseNotFoundError``, ``UnauthorizedError``, ``RateLimitedError``
             or ``ServerError`` itself for a refusal, at once, or for lost answers once the
-            retries run out. Its ``doc_id`` is the id, and ``stored`` (and the message) says
-            whether the document may have been stored.
+            retries run out; ``ServerTimeoutError`` when ``timeout`` runs out. Its ``doc_id``
+            is the id, and ``stored`` (and the message) says whether the document may have
+            been stored.
 
     >>> result = create(client, "orders", {"total": 12}, type="order")  # doctest: +SKIP
     >>> result.id, result.duplicate  # doctest: +SKIP
@@ -198,7 +210,8 @@ def create(
     ...        key="settle:table-7:hand-42", timestamp="2024-05-01T12:00:00Z").id
     'settlement:001s28cy2KTC774XfdSt1Y265q4Zu951'
     """
-    policy = RetryPolicy.checked(retries, backoff)
+    policy = RetryPolicy.checked(retries, backoff, timeout, "create")
+    client, db = check_client(client), check_db(db)
     check_new(doc, "the document")
     doc_id = _assign_id(doc, type, timestamp, key, form, "the document")
     payload = _encode(_without_id(doc), "the document")
@@ -221,6 +234,7 @@ def bulk_create(
     batch_size: int = DEFAULT_BATCH_SIZE,
     retries: int = DEFAULT_RETRIES,
     backoff: float = DEFAULT_BACKOFF,
+    timeout: float | None = DEFAULT_TIMEOUT,
 ) -> list[WriteResult]:
     """Store many new documents through ``_bulk_docs``, each exactly once even when retried.
 
@@ -241,6 +255,8 @@ def bulk_create(
         timestamp: a function giving each document's own time, for its id; required with
             ``key``. Default: the time the id is made.
         batch_size: documents per ``_bulk_docs`` request.
+        timeout: seconds each batch may take, retries included (default 60); ``None`` leaves
+            each request to the client's own timeouts.
 
     Returns:
         One :class:`WriteResult` per document, in input order.
@@ -273,6 +289,7 @@ def bulk_create(
         batch_size=batch_size,
         retries=retries,
         backoff=backoff,
+        timeout=timeout,
     )
     done: list[WriteResult] = []
     failed = 0
@@ -311,6 +328,7 @@ def bulk_create_iter(
     batch_size: int = DEFAULT_BATCH_SIZE,
     retries: int = DEFAULT_RETRIES,
     backoff: float = DEFAULT_BACKOFF,
+    timeout: float | None = DEFAULT_TIMEOUT,
 ) -> Iterator[WriteResult]:
     """Store many new documents through ``_bulk_docs``, yielding each result as its batch ends.
 
@@ -333,7 +351,7 @@ def bulk_create_iter(
     ``error``; nothing is raised for it.
 
     Args:
-        client, db, type, form, key, timestamp, batch_size, retries, backoff: as for
+        client, db, type, form, key, timestamp, batch_size, retries, backoff, timeout: as for
             :func:`bulk_create`.
         docs: the documents, any iterable; read lazily, one batch at a time.
 
@@ -350,7 +368,8 @@ def bulk_create_iter(
     >>> for result in bulk_create_iter(client, "events", docs):  # doctest: +SKIP
     ...     log.write(f"{result.id} {result.ok}\\n")
     """
-    policy = RetryPolicy.checked(retries, backoff)
+    policy = RetryPolicy.checked(retries, backoff, timeout, "bulk_create")
+    client, db = check_client(client), check_db(db)
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise InvalidArgumentError(f"batch_size={batch_size!r}: must be an int >= 1")
     if isinstance(docs, Mapping | str | bytes) or not isinstance(docs, Iterable):
@@ -417,7 +436,7 @@ def _stream(
     policy: RetryPolicy,
 ) -> Iterator[WriteResult]:
     for batch_ids, bodies, encoded in _batches(docs, ids, batch_size):
-        yield from _Batch(client, db, batch_ids, bodies, policy).write(encoded)
+        yield from _Batch(client, db, batch_ids, bodies, policy.renewed()).write(encoded)
 
 
 def _batches(
@@ -476,8 +495,8 @@ def _write_new(
             written(exc, doc_id, None if attempts.maybe_carried_out else False)
             raise
         if answer is not CONFLICT and answer.status != 202:
-            return WriteResult(doc_id, answer.body["rev"])
-        our_rev = None if answer is CONFLICT else str(answer.body["rev"])
+            return WriteResult(doc_id, revision(answer.body, policy, db))
+        our_rev = None if answer is CONFLICT else revision(answer.body, policy, db)
         try:
             leaves = live_leaves(client, db, doc_id, policy)
             if our_rev is not None and all(leaf["_rev"] == our_rev for leaf in leaves):
@@ -621,14 +640,18 @@ class _Batch:
             attempts=self.attempts,
         )
         rows = reply.body
+        if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
+            raise answer_error(self.policy, self.db, f"_bulk_docs answered {describe(rows)}")
         # Rows are matched by id, not position: PouchDB Server lists failed rows first. The ids
         # of one batch are distinct, so each has exactly one row.
-        by_id = {row.get("id"): row for row in rows} if isinstance(rows, list) else {}
+        by_id = {row.get("id"): row for row in rows}
         missing = [self.ids[i] for i in pending if self.ids[i] not in by_id]
         if missing:
-            raise ServerError(
-                f"_bulk_docs on {self.db!r} answered no row for {len(missing)} of "
-                f"{len(pending)} documents (first {missing[0]!r}): {rows!r:.200}"
+            raise answer_error(
+                self.policy,
+                self.db,
+                f"_bulk_docs answered no row for {len(missing)} of {len(pending)} documents "
+                f"(first {missing[0]!r}): {describe(rows)}",
             )
         conflicted, limited = [], []
         for index in pending:
@@ -637,9 +660,9 @@ class _Batch:
             error = row.get("error")
             if error is None and reply.status == 202:
                 # Fewer copies than a quorum took the batch: check each document as create does.
-                self.results[index] = self._checked(index, str(row["rev"]))
+                self.results[index] = self._checked(index, revision(row, self.policy, self.db))
             elif error is None:
-                self.results[index] = WriteResult(doc_id, row["rev"])
+                self.results[index] = WriteResult(doc_id, revision(row, self.policy, self.db))
             elif error == "conflict":
                 conflicted.append(index)
             elif error == _RATE_LIMITED:
@@ -660,18 +683,25 @@ class _Batch:
             ),
             self.policy,
         ).body
-        by_key = {row.get("key"): row for row in answer.get("rows", [])}
+        rows = expect_object(answer, self.policy, self.db, "rows")["rows"]
+        if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
+            raise answer_error(self.policy, self.db, f"'rows' is {describe(rows)}")
+        by_key = {row.get("key"): row for row in rows}
         missing = [key for key in keys if key not in by_key]
         if missing:
-            raise ServerError(
-                f"_all_docs on {self.db!r} answered no row for {len(missing)} of {len(keys)} "
-                f"keys (first {missing[0]!r})"
+            raise answer_error(
+                self.policy,
+                self.db,
+                f"_all_docs answered no row for {len(missing)} of {len(keys)} keys "
+                f"(first {missing[0]!r})",
             )
         again = []
         for index in conflicted:
             doc_id = self.ids[index]
             row = by_key[doc_id]
             stored = row.get("doc")
+            if stored is not None and not isinstance(stored, dict):
+                raise answer_error(self.policy, self.db, f"doc of {doc_id!r} is {describe(stored)}")
             if stored is None:
                 # Not found or deleted since the 409: the id is free again.
                 again.append(index)
@@ -679,7 +709,10 @@ class _Batch:
                 # Not simply our earlier write: look at every revision on every copy.
                 self.results[index] = self._checked(index, None)
             else:
-                self.results[index] = WriteResult(doc_id, stored["_rev"], duplicate=True)
+                rev = stored.get("_rev")
+                if not isinstance(rev, str):
+                    raise answer_error(self.policy, self.db, f"{doc_id!r} has _rev {describe(rev)}")
+                self.results[index] = WriteResult(doc_id, rev, duplicate=True)
         return again
 
     def _ours(self, index: int) -> Any:

@@ -234,7 +234,10 @@ def test_a_missing_database_is_raised_at_once(
 
 def test_an_unreachable_server_is_a_server_error_with_status_0() -> None:
     nobody = client_for(f"http://127.0.0.1:{free_port()}")
-    refused = "could not reach the server for 'db': Connection refused; document '.+' was not "
+    refused = (
+        r"^create on 'db' \(PUT /db/\w+\): could not reach the server: Connection refused; "
+        r"document '.+' was not "
+    )
     with pytest.raises(ServerError, match=refused) as caught:
         create(nobody, "db", {}, retries=1, backoff=0)
     assert caught.value.status == 0

@@ -1,0 +1,92 @@
+"""Masking credentials in text: every message couchids produces goes through :func:`redact`.
+
+Pure string work, no I/O: the secrets to mask besides the ones recognisable by their shape
+(the user info of a URL, an ``Authorization`` or cookie value, a ``password``/``apikey``/token
+field) are passed in; :func:`couchids.config.configured_secrets` finds them in ibmcloudant's
+configuration.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Final
+from urllib.parse import quote, unquote
+
+__all__ = ["MASK", "SECRET_KEYS", "redact", "secrets_of"]
+
+#: What a secret is replaced with.
+MASK: Final = "***"
+#: Configuration keys (``CLOUDANT_<key>``) whose values are secrets.
+SECRET_KEYS: Final = ("PASSWORD", "APIKEY", "BEARER_TOKEN", "CLIENT_SECRET", "AUTHSESSION")
+
+# The user info of a URL with a scheme: everything between "//" and the last "@" before the
+# host ends (a password may hold an unencoded "@" or ":").
+_URL_USERINFO = re.compile(r"(?<=//)[^\s/?#'\"<>]*@")
+# Without a scheme ("alice:pw@127.0.0.1:5984", as requests reports a URL it could not parse):
+# a word holding "user:password@" followed by a host.
+_BARE_USERINFO = re.compile(
+    r"(?<![\w/.@%:-])[^\s/?#'\"<>@:(){}\[\],;]+:[^\s/?#'\"<>(){}\[\],;]*@(?=[\w.\[\]-])"
+)
+# "Authorization: Basic abc", "'Authorization': 'Bearer abc'", "authorization=abc".
+_AUTHORIZATION = re.compile(
+    r"(?i)((?:proxy-)?authorization['\"]?\s*[:=]\s*['\"]?)"
+    r"(?:(basic|bearer|token|digest)\s+)?[^\s'\",;}]+"
+)
+# A cookie header ("Cookie: name=value; ...") to its end; AuthSession anywhere.
+_COOKIE = re.compile(r"(?i)\b((?:set-)?cookie['\"]?\s*[:=]\s*['\"]?)[^\s=;'\"]+=[^'\"\r\n]+")
+_AUTH_SESSION = re.compile(r"(?i)(AuthSession=)[^;\s'\",]+")
+# "password": "x", password=x, apikey=x, access_token=x ... in JSON, forms and query strings.
+_FIELD = re.compile(
+    r"(?i)(['\"]?\b(?:password|passwd|apikey|api_key|client_secret|secret|access_token|"
+    r"refresh_token|bearer_token|token)['\"]?\s*[:=]\s*['\"]?)[^\s'\",&;}]+"
+)
+
+
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """``text`` with every credential in it replaced by ``***``.
+
+    Masks the user info of URLs, with or without a scheme; ``Authorization`` and cookie
+    values; ``password``/``apikey``/token fields; and each of ``secrets`` as given,
+    percent-encoded and percent-decoded (longest first, so none is half replaced).
+
+    >>> redact("could not reach http://bob:pw@db.local/x")
+    'could not reach http://***@db.local/x'
+    >>> redact("Failed to parse: alice:S3cret@127.0.0.1:1")
+    'Failed to parse: ***@127.0.0.1:1'
+    >>> redact("user bob with password hunter2 may not", ["hunter2"])
+    'user bob with password *** may not'
+    """
+    for secret in _variants(secrets):
+        text = text.replace(secret, MASK)
+    text = _URL_USERINFO.sub(MASK + "@", text)
+    text = _BARE_USERINFO.sub(MASK + "@", text)
+    text = _AUTHORIZATION.sub(lambda m: m[1] + (f"{m[2]} " if m[2] else "") + MASK, text)
+    text = _COOKIE.sub(lambda m: m[1] + MASK, text)
+    text = _AUTH_SESSION.sub(lambda m: m[1] + MASK, text)
+    return _FIELD.sub(lambda m: m[1] + MASK, text)
+
+
+def secrets_of(config: Mapping[str, str]) -> list[str]:
+    """The secret values of an ibmcloudant configuration (keys without ``CLOUDANT_``).
+
+    The values of :data:`SECRET_KEYS`, and the user info of ``URL`` and its password.
+
+    >>> secrets_of({"URL": "http://bob:pw@host", "PASSWORD": "x", "USERNAME": "bob"})
+    ['bob:pw', 'pw', 'x']
+    """
+    found = [config.get(key) or "" for key in SECRET_KEYS]
+    url = config.get("URL") or ""
+    head, at, _ = url.rpartition("@")
+    if at:
+        info = head.rpartition("//")[2]
+        found += [info, info.partition(":")[2]]
+    return sorted({secret for secret in found if secret})
+
+
+def _variants(secrets: Iterable[str]) -> list[str]:
+    forms = set()
+    for secret in secrets:
+        if secret:
+            forms.update({secret, quote(secret, safe=""), quote(secret), unquote(secret)})
+    return sorted((form for form in forms if form), key=len, reverse=True)

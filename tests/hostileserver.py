@@ -1,0 +1,169 @@
+"""A loopback HTTP server that is not a good CouchDB, for testing what couchids does with bad
+answers.
+
+Every mode answers ``GET /{db}`` as CouchDB would (a plain database), unless the mode is about
+every request, and then answers the requests that matter in its own wrong way:
+
+- ``html``: an HTML page with 200, as a proxy's login page or ``python3 -m http.server``;
+- ``html-404``: an HTML 404 page for everything, ``GET /{db}`` too;
+- ``truncated``: JSON cut off in the middle (the length is honest);
+- ``wrong-types``: JSON objects whose fields have the wrong types (``rows`` an object, ``rev``
+  a number, a list where an object belongs);
+- ``null-docs``: ``_all_docs`` rows with ``"doc": null`` that are not deleted documents
+  (writes succeed);
+- ``error-200``: ``200`` with ``{"error": ..., "reason": ...}`` for everything;
+- ``silent``: accept the connection and never answer;
+- ``close-mid-body``: promise a body, send part of it, close the connection;
+- ``echo``: answer 403 with a reason repeating the request line, ``Authorization`` and
+  ``Cookie`` headers (a server that puts what it was sent into its errors); a session login
+  gets the cookie ``AuthSession={cookie}``;
+- ``session-refused``: answer ``POST /_session`` with 401, as CouchDB does for a wrong password.
+
+    with HostileServer("html") as server:
+        client = client_for(server.url)
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Final
+
+MODES: Final = (
+    "html",
+    "html-404",
+    "truncated",
+    "wrong-types",
+    "null-docs",
+    "error-200",
+    "silent",
+    "close-mid-body",
+    "echo",
+    "session-refused",
+)
+PAGE: Final = b"<!DOCTYPE html><html><head><title>Sign in</title></head><body>" + b"x" * 5000
+
+
+class HostileServer:
+    """One mode, on a free loopback port, in a thread."""
+
+    def __init__(self, mode: str, cookie: str = "c00kie") -> None:
+        assert mode in MODES, mode
+        self.mode, self.cookie = mode, cookie
+        self.stopping = threading.Event()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+            def _any(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                server.answer(self, self.rfile.read(length) if length else b"")
+
+            do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _any
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> HostileServer:
+        self.thread.start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stopping.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def answer(self, handler: BaseHTTPRequestHandler, body: bytes) -> None:
+        mode, path, method = self.mode, handler.path.split("?")[0], handler.command
+        is_db = method == "GET" and path.count("/") == 1 and not path.startswith("/_")
+        if mode == "silent":
+            self.stopping.wait(600)
+            return
+        if mode == "html-404":
+            return _send(handler, 404, PAGE, "text/html")
+        if mode == "session-refused":
+            if path == "/_session":
+                body = {"error": "unauthorized", "reason": "Name or password is incorrect."}
+                return _send_json(handler, 401, body)
+            return _send_json(handler, 200, {"db_name": "x", "props": {}})
+        if mode == "error-200":
+            return _send_json(handler, 200, {"error": "internal", "reason": "went wrong"})
+        if mode == "echo":
+            if path == "/_session":
+                handler.send_response(200)
+                handler.send_header("Set-Cookie", f"AuthSession={self.cookie}; Path=/; HttpOnly")
+                handler.send_header("Content-Type", JSON_TYPE)
+                handler.send_header("Content-Length", "11")
+                handler.end_headers()
+                handler.wfile.write(b'{"ok":true}')
+                return None
+            said = (
+                f"{method} {handler.path} authorization={handler.headers.get('Authorization')} "
+                f"cookie={handler.headers.get('Cookie')}"
+            )
+            return _send_json(handler, 403, {"error": "forbidden", "reason": said})
+        if is_db:
+            return _send_json(handler, 200, {"db_name": path[1:], "props": {}})
+        if mode == "html":
+            return _send(handler, 200, PAGE, "text/html")
+        if mode == "truncated":
+            return _send(handler, 200, b'{"rows":[{"id":"a","key":"a","value":{"re', JSON_TYPE)
+        if mode == "close-mid-body":
+            handler.send_response(200)
+            handler.send_header("Content-Type", JSON_TYPE)
+            handler.send_header("Content-Length", "1000")
+            handler.end_headers()
+            handler.wfile.write(b'{"rows":[')
+            handler.wfile.flush()
+            time.sleep(0.05)
+            handler.close_connection = True
+            return None
+        if mode == "wrong-types":
+            if path.endswith("/_all_docs"):
+                return _send_json(handler, 200, {"rows": {"id": "a"}})
+            if path.endswith("/_bulk_docs"):
+                return _send_json(handler, 201, {"ok": True})
+            if method == "PUT":
+                return _send_json(handler, 201, {"ok": True, "id": path, "rev": 12})
+            return _send_json(handler, 200, [1, 2, 3])
+        if mode == "null-docs":
+            if path.endswith("/_all_docs"):
+                row = {"id": "001xUban2Ohyyo1gWAZC3AhOxN1sNQeO", "value": {"rev": "1-a"}}
+                return _send_json(handler, 200, {"rows": [{**row, "doc": None}]})
+            # Writes succeed: only reads meet the null documents.
+            if path.endswith("/_bulk_docs"):
+                docs = json.loads(body)["docs"]
+                return _send_json(handler, 201, [{"id": d["_id"], "rev": "1-a"} for d in docs])
+            if method == "PUT":
+                return _send_json(handler, 201, {"ok": True, "id": path, "rev": "1-a"})
+            return _send_json(handler, 200, {"rows": []})
+        raise AssertionError(mode)
+
+
+JSON_TYPE: Final = "application/json"
+
+
+def _send(handler: BaseHTTPRequestHandler, status: int, body: bytes, kind: str) -> None:
+    handler.send_response(status)
+    handler.send_header("Content-Type", kind)
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
+def _send_json(handler: BaseHTTPRequestHandler, status: int, body: object) -> None:
+    _send(handler, status, json.dumps(body).encode(), JSON_TYPE)

@@ -1,0 +1,126 @@
+"""Bad arguments across the public API: each raises its documented couchids error before any
+request is sent (the client points at a closed port, so a request would fail differently)."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from faultproxy import client_for
+
+import couchids
+from couchids.cli import EXIT_BAD_INPUT, main
+from couchids.errors import (
+    InvalidArgumentError,
+    InvalidIdError,
+    InvalidInputError,
+    InvalidTimeError,
+    InvalidTypeError,
+)
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+C = client_for(f"http://127.0.0.1:{closed_port()}")
+A = InvalidArgumentError
+ROWS: list[tuple[str, Callable[[], Any], type[InvalidInputError]]] = [
+    ("latest client None", lambda: couchids.latest(None, "db"), A),  # type: ignore[arg-type]
+    ("latest client str", lambda: couchids.latest("http://x", "db"), A),  # type: ignore[arg-type]
+    ("latest db empty", lambda: couchids.latest(C, ""), A),
+    ("latest db int", lambda: couchids.latest(C, 5), A),  # type: ignore[arg-type]
+    ("latest db upper", lambda: couchids.latest(C, "Orders"), A),
+    ("latest db _private", lambda: couchids.latest(C, "_secret"), A),
+    ("latest db too long", lambda: couchids.latest(C, "a" * 239), A),
+    ("latest db space", lambda: couchids.latest(C, "my db"), A),
+    ("latest n negative", lambda: couchids.latest(C, "db", -1), A),
+    ("latest n float", lambda: couchids.latest(C, "db", 2.0), A),  # type: ignore[arg-type]
+    ("latest n bool", lambda: couchids.latest(C, "db", True), A),
+    ("latest type bad", lambda: couchids.latest(C, "db", type="_x"), InvalidTypeError),
+    ("latest form str", lambda: couchids.latest(C, "db", form="kuuid"), A),  # type: ignore[arg-type]
+    ("latest include_docs str", lambda: couchids.latest(C, "db", include_docs="no"), A),  # type: ignore[arg-type]
+    ("latest timeout 0", lambda: couchids.latest(C, "db", timeout=0), A),
+    ("latest timeout negative", lambda: couchids.latest(C, "db", timeout=-5), A),
+    ("latest timeout nan", lambda: couchids.latest(C, "db", timeout=float("nan")), A),
+    ("latest timeout inf", lambda: couchids.latest(C, "db", timeout=float("inf")), A),
+    ("latest timeout str", lambda: couchids.latest(C, "db", timeout="5"), A),  # type: ignore[arg-type]
+    ("window client None", lambda: couchids.window(None, "db", 0, 1), A),  # type: ignore[arg-type]
+    ("window db None", lambda: couchids.window(C, None, 0, 1), A),  # type: ignore[arg-type]
+    ("window end before start", lambda: couchids.window(C, "db", 10, 1), InvalidTimeError),
+    ("window start float", lambda: couchids.window(C, "db", 1.5, 2), InvalidTimeError),  # type: ignore[arg-type]
+    ("window start garbage", lambda: couchids.window(C, "db", "soon", None), InvalidTimeError),
+    ("window start negative", lambda: couchids.window(C, "db", -1, 2), InvalidTimeError),
+    ("window end year 10000", lambda: couchids.window(C, "db", 0, 10**15), InvalidTimeError),
+    ("window newest_first str", lambda: couchids.window(C, "db", 0, 1, newest_first="no"), A),  # type: ignore[arg-type]
+    ("window page_size 0", lambda: couchids.window(C, "db", 0, 1, page_size=0), A),
+    ("window timeout bool", lambda: couchids.window(C, "db", 0, 1, timeout=True), A),
+    ("create client None", lambda: couchids.create(None, "db", {}), A),  # type: ignore[arg-type]
+    ("create db bad", lambda: couchids.create(C, "DB", {}), A),
+    ("create doc list", lambda: couchids.create(C, "db", []), A),  # type: ignore[arg-type]
+    ("create doc _rev", lambda: couchids.create(C, "db", {"_rev": "1-a"}), A),
+    ("create doc nan", lambda: couchids.create(C, "db", {"x": float("nan")}), A),
+    ("create retries -1", lambda: couchids.create(C, "db", {}, retries=-1), A),
+    ("create backoff huge", lambda: couchids.create(C, "db", {}, backoff=100), A),
+    ("create timeout 0", lambda: couchids.create(C, "db", {}, timeout=0), A),
+    (
+        "create timestamp float",
+        lambda: couchids.create(C, "db", {}, timestamp=1.0),
+        InvalidTimeError,
+    ),  # type: ignore[arg-type]
+    ("bulk_create docs None", lambda: couchids.bulk_create(C, "db", None), A),  # type: ignore[arg-type]
+    ("bulk_create docs dict", lambda: couchids.bulk_create(C, "db", {"a": 1}), A),  # type: ignore[arg-type]
+    ("bulk_create batch 0", lambda: couchids.bulk_create(C, "db", [{}], batch_size=0), A),
+    ("bulk_create client int", lambda: couchids.bulk_create(1, "db", [{}]), A),  # type: ignore[arg-type]
+    ("bulk_create timeout 1e9", lambda: couchids.bulk_create(C, "db", [{}], timeout=1e9), A),
+    ("create_short client None", lambda: couchids.create_short(None, "db", {}), A),  # type: ignore[arg-type]
+    ("create_short db bad", lambda: couchids.create_short(C, "1db", {}), A),
+    ("create_short doc _id", lambda: couchids.create_short(C, "db", {"_id": "x"}), A),
+    ("create_short timeout -1", lambda: couchids.create_short(C, "db", {}, timeout=-1), A),
+    ("id reverse str", lambda: couchids.id(reverse="no"), A),  # type: ignore[arg-type]
+    ("id millisecond int", lambda: couchids.id(millisecond=1), A),  # type: ignore[arg-type]
+    ("id random 5", lambda: couchids.id(random=5), A),
+    ("id type bad", lambda: couchids.id(type="a:b"), InvalidTypeError),
+    ("id timestamp before 1970", lambda: couchids.id("1969-12-31"), InvalidTimeError),
+    ("prefix reverse str", lambda: couchids.prefix(reverse="yes"), A),  # type: ignore[arg-type]
+    ("decode not str", lambda: couchids.decode(5), InvalidIdError),  # type: ignore[arg-type]
+    ("decode reverse str", lambda: couchids.decode("x" * 32, reverse="no"), A),  # type: ignore[arg-type]
+    ("IdForm reverse str", lambda: couchids.IdForm(reverse="no"), A),  # type: ignore[arg-type]
+    ("IdForm kind", lambda: couchids.IdForm(kind="ulid"), A),  # type: ignore[arg-type]
+]
+
+
+@pytest.mark.parametrize(("call", "error"), [row[1:] for row in ROWS], ids=[r[0] for r in ROWS])
+def test_bad_argument(call: Callable[[], Any], error: type[InvalidInputError]) -> None:
+    with pytest.raises(error) as caught:
+        result = call()
+        if hasattr(result, "__next__"):
+            next(result)
+    assert str(caught.value)
+
+
+def test_the_table_is_long_enough() -> None:
+    assert len(ROWS) >= 40
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["new", "--at", "1000000000d"],
+        ["new", "--at", "9" * 400 + "w"],
+        ["new", "-n", "-1"],
+        ["latest", "db", "--timeout", "0"],
+        ["latest", "db", "--timeout", "nan"],
+        ["window", "db", "--since", "1000000000d"],
+        ["window", "db", "--since", "1d", "--timeout", "-3"],
+    ],
+)
+def test_bad_command_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert err.startswith("couchids: error:") and len(err.splitlines()) == 1, err
