@@ -75,7 +75,8 @@ def test_every_type_found_with_one_look_up_each_plus_noise(
 ) -> None:
     ids = [f"{t}:{body}" for t, bodies in types.items() for body in bodies]
     ids = sorted(set(ids + noise))
-    truth = sorted({i.partition(":")[0] for i in ids if type_step(i, ":").doc_type})
+    # In the order of their ids ('00:' sorts before '0:').
+    truth = list(dict.fromkeys(i.partition(":")[0] for i in ids if type_step(i, ":").doc_type))
     found, looks = walk(ids, ":")
     assert found == truth
     assert set(types) <= set(found)
