@@ -49,8 +49,8 @@ class TypedId(str):
 
     Raises (at class creation):
         InvalidTypeError: ``type`` breaks the type rule, or another class already has it.
-        TypeError: a subclass of a concrete id class gives no ``type`` of its own, or both
-            ``type`` and ``prefix`` are given.
+        TypeError: a subclass of a concrete id class gives no ``type`` of its own.
+        TypeError: both ``type`` and ``prefix`` are given.
 
     >>> from couchids import V7S
     >>> class AccountId(TypedId, type="account"): ...
@@ -61,9 +61,9 @@ class TypedId(str):
     >>> AccountId(str(a)) == a, type(TypedId.parse(str(a))).__name__
     (True, 'AccountId')
     >>> from couchids import BASE36_V7
-    >>> class AcctId(TypedId, prefix="acct", form=BASE36_V7.with_separator("_")): ...
-    >>> AcctId.new("2024-05-01")[:5], AcctId.id_prefix
-    ('acct_', 'acct_')
+    >>> class MemberId(TypedId, prefix="member", form=BASE36_V7.with_separator("_")): ...
+    >>> MemberId.new("2024-05-01")[:7], MemberId.id_prefix
+    ('member_', 'member_')
     """
 
     #: The document type of this class's ids; ``None`` on abstract bases.
