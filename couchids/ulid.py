@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from . import radix
 from .constants import ULID_ALPHABET, ULID_LEN, ULID_RANDOM_BITS, ULID_TIME_LEN, US_PER_MS
-from .errors import InvalidIdError
+from .errors import InvalidIdError, InvalidTimeError
 from .idform import IdForm
 from .times import MAX_MS, TimeLike, to_ms
 from .v7 import SEQUENCER
@@ -52,9 +52,18 @@ class UlidForm(IdForm):
     def new(self, timestamp: TimeLike = None, *, type: str | None = None) -> str:
         ms, value = SEQUENCER.next(None if timestamp is None else to_ms(timestamp))
         spare = os.urandom(1)[0] >> (8 - _SPARE_BITS)
-        number = (ms << ULID_RANDOM_BITS) | (value << _SPARE_BITS) | spare
-        body = radix.encode(number, ULID_LEN, ULID_ALPHABET)
+        body = self.compose(ms * US_PER_MS, (value << _SPARE_BITS) | spare)
         return body if type is None else self.type_prefix(type) + body
+
+    @property
+    def random_bits(self) -> int:
+        return ULID_RANDOM_BITS
+
+    def compose(self, us: int, random: int) -> str:
+        ms = us // US_PER_MS
+        if ms > MAX_MS:
+            raise InvalidTimeError(f"{ms} ms is after 9999-12-31, the last time couchids writes")
+        return radix.encode((ms << ULID_RANDOM_BITS) | random, ULID_LEN, ULID_ALPHABET)
 
     def key(self, unit: int) -> str:
         return radix.encode(unit, ULID_TIME_LEN, ULID_ALPHABET)
