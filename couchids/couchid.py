@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from .constants import COUCH_HEX_LEN, HEX_DIGITS, US_PER_MS, UTC_RANDOM_LEN, UTC_TIME_LEN
+from .entropy import WORDS
 from .errors import InvalidArgumentError, InvalidIdError, InvalidTimeError
 from .idform import IdForm
 from .times import EPOCH, MAX_MS, TimeLike, to_ms
@@ -120,7 +121,7 @@ class UtcRandomForm(_UtcForm):
         return UTC_TIME_LEN + UTC_RANDOM_LEN
 
     def new(self, timestamp: TimeLike = None, *, type: str | None = None) -> str:
-        body = self.compose(_micros(timestamp), int.from_bytes(os.urandom(UTC_RANDOM_LEN // 2)))
+        body = self.compose(_micros(timestamp), WORDS.bits(UTC_RANDOM_LEN * 4))
         return body if type is None else self.type_prefix(type) + body
 
     @property

@@ -11,7 +11,6 @@ The specification writes prefixed ids ``user-<tid62>``: use ``TID62.with_separat
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 from . import radix
@@ -24,6 +23,7 @@ from .constants import (
     TID62_TIME_BITS,
     US_PER_MS,
 )
+from .entropy import WORDS
 from .errors import InvalidIdError, InvalidTimeError
 from .idform import IdForm, at_most_pattern
 from .times import TimeLike, now_ms, to_datetime, to_ms
@@ -69,7 +69,7 @@ class Tid62Form(IdForm):
 
     def new(self, timestamp: TimeLike = None, *, type: str | None = None) -> str:
         ms = now_ms() if timestamp is None else to_ms(timestamp)
-        body = self.compose(ms * US_PER_MS, int.from_bytes(os.urandom(8)))
+        body = self.compose(ms * US_PER_MS, WORDS.bits(TID62_RANDOM_BITS))
         return body if type is None else self.type_prefix(type) + body
 
     def compose(self, us: int, random: int) -> str:

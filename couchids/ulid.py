@@ -13,12 +13,13 @@ bits.
 
 from __future__ import annotations
 
-import os
+import base64
 from dataclasses import dataclass
 
 from . import radix
 from .constants import ULID_ALPHABET, ULID_LEN, ULID_RANDOM_BITS, ULID_TIME_LEN, US_PER_MS
-from .errors import InvalidIdError, InvalidTimeError
+from .entropy import WORDS
+from .errors import InvalidArgumentError, InvalidIdError, InvalidTimeError
 from .idform import IdForm
 from .times import MAX_MS, TimeLike, to_ms
 from .v7 import SEQUENCER
@@ -29,6 +30,7 @@ _CHAR = f"[{ULID_ALPHABET}]"
 #: 26 characters hold 130 bits; a ULID has 128, so the first character is at most 7.
 _BODY = f"[0-7]{_CHAR}{{{ULID_LEN - 1}}}"
 _SPARE_BITS = ULID_RANDOM_BITS - 74
+_TO_CROCKFORD = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", ULID_ALPHABET)
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,7 @@ class UlidForm(IdForm):
 
     def new(self, timestamp: TimeLike = None, *, type: str | None = None) -> str:
         ms, value = SEQUENCER.next(None if timestamp is None else to_ms(timestamp))
-        spare = os.urandom(1)[0] >> (8 - _SPARE_BITS)
+        spare = WORDS.bits(_SPARE_BITS)
         body = self.compose(ms * US_PER_MS, (value << _SPARE_BITS) | spare)
         return body if type is None else self.type_prefix(type) + body
 
@@ -63,7 +65,12 @@ class UlidForm(IdForm):
         ms = us // US_PER_MS
         if ms > MAX_MS:
             raise InvalidTimeError(f"{ms} ms is after 9999-12-31, the last time couchids writes")
-        return radix.encode((ms << ULID_RANDOM_BITS) | random, ULID_LEN, ULID_ALPHABET)
+        number = (ms << ULID_RANDOM_BITS) | random
+        if number >> 128:
+            raise InvalidArgumentError(f"random={random!r}: a ULID holds 80 random bits")
+        # 20 bytes are 32 base32 characters aligned on the right; the last 26 are the ULID.
+        text = base64.b32encode(number.to_bytes(20)).decode("ascii")
+        return text[-ULID_LEN:].translate(_TO_CROCKFORD)
 
     def key(self, unit: int) -> str:
         return radix.encode(unit, ULID_TIME_LEN, ULID_ALPHABET)
