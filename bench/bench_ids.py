@@ -28,9 +28,18 @@ import couchids
 REPO = Path(__file__).resolve().parents[1]
 BRIDGE = REPO / "node" / "kuuid-bridge.js"
 
+#: Each form's generator (``form.new``), beside kuuid's and uuid4.
+NEW_FORMS = {
+    "TID62.new()": couchids.TID62,
+    "BASE36_V7.new()": couchids.BASE36_V7,
+    "ULID.new()": couchids.ULID,
+    "UTC_RANDOM.new()": couchids.UTC_RANDOM,
+    "UUID464.new()": couchids.UUID464,
+}
 PYTHON_FUNCTIONS: dict[str, Callable[[], str]] = {
     "couchids.id()": couchids.id,
     "couchids.v7s()": couchids.v7s,
+    **{name: form.new for name, form in NEW_FORMS.items()},
     "uuid.uuid4().hex": lambda: uuid.uuid4().hex,
 }
 KUUID = "kuuid id() in Node"
@@ -40,6 +49,7 @@ TARGETS = [
     ("couchids.id()", "uuid.uuid4().hex", 0.6, True),
     (KUUID, "couchids.id()", 8.0, False),
     ("couchids.v7s()", "uuid.uuid4().hex", 1.0, True),
+    *((name, "uuid.uuid4().hex", 1.0, True) for name in NEW_FORMS),
 ]
 
 

@@ -8,6 +8,7 @@ from .base36 import BASE36_V7
 from .couchid import COUCH_RANDOM, UTC_RANDOM, UtcIdForm
 from .counting import Bucket, count, histogram
 from .decode import DecodedId, decode
+from .doctypes import ALL_TYPES
 from .errors import (
     AllocationFailed,
     BulkWriteError,
@@ -70,6 +71,7 @@ from .write import WriteResult, bulk_create, bulk_create_iter, create
 __version__ = "0.1.0"
 
 __all__ = [
+    "ALL_TYPES",
     "BASE36_V7",
     "COUCH_RANDOM",
     "KUUID",

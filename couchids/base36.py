@@ -18,11 +18,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import radix
-from .constants import BASE36_ALPHABET, BASE36_UUID_LEN, UUID_BITS, V7_TIME_BITS, V7_VERSION
-from .errors import InvalidArgumentError, InvalidIdError
+from .constants import (
+    BASE36_ALPHABET,
+    BASE36_UUID_LEN,
+    US_PER_MS,
+    UUID_BITS,
+    V7_RANDOM_BITS,
+    V7_TIME_BITS,
+    V7_VERSION,
+)
+from .errors import InvalidArgumentError, InvalidIdError, InvalidTimeError
 from .idform import IdForm, at_most_pattern
-from .times import MAX_MS, TimeLike
-from .v7 import uuid7_int
+from .times import MAX_MS, TimeLike, to_ms
+from .v7 import SEQUENCER, uuid7_from
 
 __all__ = ["BASE36_V7", "BASE36_V7_UNPADDED", "Base36V7Form", "uuid7_time"]
 
@@ -76,8 +84,21 @@ class Base36V7Form(IdForm):
                 "couchids makes base36 UUIDv7s padded to 25 characters (BASE36_V7), which "
                 "sort by time for every time; the unpadded form is read, not made"
             )
-        body = radix.encode(uuid7_int(timestamp), BASE36_UUID_LEN, BASE36_ALPHABET)
+        ms, value = SEQUENCER.next(None if timestamp is None else to_ms(timestamp))
+        body = self.compose(ms * US_PER_MS, value)
         return body if type is None else self.type_prefix(type) + body
+
+    @property
+    def random_bits(self) -> int:
+        return V7_RANDOM_BITS
+
+    def compose(self, us: int, random: int) -> str:
+        if not self.padded:
+            raise InvalidArgumentError("couchids makes base36 UUIDv7s padded (BASE36_V7)")
+        ms = us // US_PER_MS
+        if ms > MAX_MS:
+            raise InvalidTimeError(f"{ms} ms is after 9999-12-31, the last time couchids writes")
+        return radix.encode(uuid7_from(ms, random), BASE36_UUID_LEN, BASE36_ALPHABET)
 
     def key(self, unit: int) -> str:
         return radix.encode(unit << _TIME_SHIFT, self.length, BASE36_ALPHABET)

@@ -22,10 +22,11 @@ from ibmcloudant.cloudant_v1 import CloudantV1
 from . import __version__
 from .cli_lifecycle import Tools, add_commands
 from .config import cloudant_config, safe_url, scrub
-from .constants import DEFAULT_BLOCKS, SHORT_BLOCKS
+from .constants import DEFAULT_BLOCKS, SEPARATORS, SHORT_BLOCKS
 from .decode import DecodedId, decode
-from .errors import InvalidInputError, InvalidTimeError, ServerError
-from .forms import V7, V7S, IdForm, KuuidForm
+from .doctypes import ALL_TYPES, AllTypes
+from .errors import InvalidArgumentError, InvalidInputError, InvalidTimeError, ServerError
+from .forms import NAMED_FORMS, V7, V7S, IdForm, KuuidForm, form_named
 from .query import DEFAULT_PAGE_SIZE, latest, window
 from .server import DEFAULT_TIMEOUT, MAX_TIMEOUT
 from .times import now_ms, to_ms
@@ -162,11 +163,16 @@ def _decode(args: argparse.Namespace) -> int:
         raise _UsageError(
             "give ids as arguments, or one per line on stdin (see 'couchids decode --help')"
         )
+    form = _named_form(args)
     ids: Iterable[str] = args.ids or (line.strip() for line in sys.stdin if line.strip())
     out, status = sys.stdout, EXIT_OK
     for doc_id in ids:
         try:
-            decoded = decode(doc_id, reverse=args.reverse, millisecond=args.ms)
+            decoded = (
+                decode(doc_id, reverse=args.reverse, millisecond=args.ms)
+                if form is None
+                else decode(doc_id, form=form)
+            )
         except InvalidInputError as exc:
             # Report this id and go on: one bad line must not hide the others' answers.
             out.flush()
@@ -180,7 +186,7 @@ def _decode(args: argparse.Namespace) -> int:
 def _latest(args: argparse.Namespace) -> int:
     form = _form(args)
     client = _connect()
-    docs = latest(client, _db(args.db), args.n, type=args.type, form=form, timeout=args.timeout)
+    docs = latest(client, _db(args.db), args.n, type=_scope(args), form=form, timeout=args.timeout)
     out = sys.stdout
     for doc in docs:
         out.write(_json(doc) + "\n")
@@ -200,7 +206,7 @@ def _window(args: argparse.Namespace) -> int:
         _db(args.db),
         start,
         end,
-        type=args.type,
+        type=_scope(args),
         form=form,
         newest_first=not args.oldest_first,
         include_docs=not args.ids_only,
@@ -367,7 +373,43 @@ def _timeout_flag(parser: argparse.ArgumentParser, each: str) -> None:
     )
 
 
+def _scope(args: argparse.Namespace) -> str | AllTypes | None:
+    if args.all_types:
+        if args.type is not None:
+            raise _UsageError("--all-types and --type cannot be combined")
+        return ALL_TYPES
+    type_: str | None = args.type
+    return type_
+
+
+def _named_form(args: argparse.Namespace) -> IdForm | None:
+    """The form of ``--form NAME`` (and ``--sep``), or ``None`` when neither is given."""
+    name, sep = getattr(args, "form", None), getattr(args, "sep", None)
+    if name is None:
+        if sep is not None:
+            raise _UsageError("--sep needs --form NAME")
+        return None
+    used = [
+        flag
+        for flag in ("reverse", "ms", "short", "v7", "v7s")
+        if getattr(args, flag, None) not in (None, False)
+    ]
+    if used:
+        raise _UsageError(
+            f"--form cannot be combined with {', '.join('--' + f for f in used)}: the form "
+            "name says it all (such as kuuid-ms-reverse)"
+        )
+    try:
+        form = form_named(name)
+        return form if sep is None else form.with_separator(sep)
+    except InvalidArgumentError as exc:
+        raise _UsageError(str(exc)) from None
+
+
 def _form(args: argparse.Namespace) -> IdForm:
+    named = _named_form(args)
+    if named is not None:
+        return named
     if args.v7 or args.v7s:
         used = [
             flag
@@ -400,6 +442,18 @@ def _form_flags(parser: argparse.ArgumentParser, verb: str) -> None:
     v7 = group.add_mutually_exclusive_group()
     v7.add_argument("--v7", action="store_true", help="UUIDv7 ids, 8-4-4-4-12 hex")
     v7.add_argument("--v7s", action="store_true", help="UUIDv7 ids, 32 hex characters")
+    _form_name_flags(group)
+
+
+def _form_name_flags(group: Any) -> None:
+    group.add_argument(
+        "--form",
+        metavar="NAME",
+        help=f"any form by name: {', '.join(NAMED_FORMS)}, utc_id:<suffix>",
+    )
+    group.add_argument(
+        "--sep", choices=SEPARATORS, help="with --form: what joins type and id (default ':')"
+    )
 
 
 EPILOG = f"""\
@@ -520,6 +574,7 @@ def _parser() -> argparse.ArgumentParser:
     precision.add_argument(
         "--seconds", dest="ms", action="store_const", const=False, help="only second readings"
     )
+    _form_name_flags(dec.add_argument_group("id form (instead of guessing it)"))
     dec.set_defaults(run=_decode)
 
     lat = commands.add_parser(
@@ -533,6 +588,7 @@ def _parser() -> argparse.ArgumentParser:
     lat.add_argument("-n", type=_count(0), default=10, metavar="N", help="how many (default 10)")
     lat.add_argument("--type", metavar="T", help="only ids T:<id> (default: untyped ids)")
     _timeout_flag(lat, "the server")
+    lat.add_argument("--all-types", action="store_true", help="every type, merged by time")
     _form_flags(lat, "of the ids in DB")
     lat.set_defaults(run=_latest)
 
@@ -547,6 +603,7 @@ def _parser() -> argparse.ArgumentParser:
     win.add_argument("--since", required=True, metavar="TIME", help="start (inclusive)")
     win.add_argument("--until", metavar="TIME", help="end (exclusive; default now)")
     win.add_argument("--type", metavar="T", help="only ids T:<id> (default: untyped ids)")
+    win.add_argument("--all-types", action="store_true", help="every type, merged by time")
     win.add_argument("--oldest-first", action="store_true", help="oldest first")
     win.add_argument("--ids-only", action="store_true", help="print ids, not documents")
     win.add_argument(

@@ -32,6 +32,8 @@ V7_RANDOM_BITS: Final = 74
 TYPE_SEPARATOR: Final = ":"
 TYPE_MAX_LEN: Final = 64
 TYPE_PATTERN: Final = r"[A-Za-z0-9-][A-Za-z0-9_-]{0,63}"
+#: The characters of :data:`TYPE_PATTERN`.
+TYPE_CHARS: Final = frozenset("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_-")
 
 #: Short daily ids: ``YYMMDD-<nonce>``.
 SHORT_ID_ALPHABET: Final = "bcdfghjkmnpqrstvwxyz"

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from .constants import COUCH_HEX_LEN, HEX_DIGITS, US_PER_MS, UTC_RANDOM_LEN, UTC_TIME_LEN
+from .entropy import WORDS
 from .errors import InvalidArgumentError, InvalidIdError, InvalidTimeError
 from .idform import IdForm
 from .times import EPOCH, MAX_MS, TimeLike, to_ms
@@ -56,11 +57,14 @@ os.register_at_fork(after_in_child=_CLOCK.reset)
 
 
 def _micros(timestamp: TimeLike) -> int:
-    us = _CLOCK.next() if timestamp is None else to_ms(timestamp) * US_PER_MS
-    if us > _LAST_US:
+    return _CLOCK.next() if timestamp is None else to_ms(timestamp) * US_PER_MS
+
+
+def _checked_us(us: int) -> int:
+    if not 0 <= us <= _LAST_US:
         raise InvalidTimeError(
-            f"{timestamp!r} is past the last microsecond 14 hex digits hold "
-            f"({EPOCH + timedelta(microseconds=_LAST_US)})"
+            f"{EPOCH + timedelta(microseconds=us)} is past the last microsecond 14 hex digits "
+            f"hold ({EPOCH + timedelta(microseconds=_LAST_US)})"
         )
     return us
 
@@ -117,8 +121,15 @@ class UtcRandomForm(_UtcForm):
         return UTC_TIME_LEN + UTC_RANDOM_LEN
 
     def new(self, timestamp: TimeLike = None, *, type: str | None = None) -> str:
-        body = f"{_micros(timestamp):014x}" + os.urandom(UTC_RANDOM_LEN // 2).hex()
+        body = self.compose(_micros(timestamp), WORDS.bits(UTC_RANDOM_LEN * 4))
         return body if type is None else self.type_prefix(type) + body
+
+    @property
+    def random_bits(self) -> int:
+        return UTC_RANDOM_LEN * 4
+
+    def compose(self, us: int, random: int) -> str:
+        return f"{_checked_us(us):014x}{random:018x}"
 
     def body_pattern(self) -> str:
         return f"{_TIME}[0-9a-f]{{{UTC_RANDOM_LEN}}}"
@@ -158,8 +169,11 @@ class UtcIdForm(_UtcForm):
         return UTC_TIME_LEN + len(self.suffix)
 
     def new(self, timestamp: TimeLike = None, *, type: str | None = None) -> str:
-        body = f"{_micros(timestamp):014x}{self.suffix}"
+        body = self.compose(_micros(timestamp), 0)
         return body if type is None else self.type_prefix(type) + body
+
+    def compose(self, us: int, random: int) -> str:
+        return f"{_checked_us(us):014x}{self.suffix}"
 
     def body_pattern(self) -> str:
         return _TIME + re.escape(self.suffix)

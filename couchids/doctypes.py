@@ -3,12 +3,27 @@
 from __future__ import annotations
 
 import re
+from enum import Enum
 from functools import lru_cache
+from typing import Final
 
 from .constants import TYPE_MAX_LEN, TYPE_PATTERN, TYPE_SEPARATOR
 from .errors import InvalidTypeError
 
 _TYPE = re.compile(TYPE_PATTERN)
+
+
+class AllTypes(Enum):
+    """The type of :data:`couchids.ALL_TYPES` (an enum of one member, so type checkers know it)."""
+
+    ALL_TYPES = "all types"
+
+    def __repr__(self) -> str:
+        return "couchids.ALL_TYPES"
+
+
+#: ``type=ALL_TYPES``: a query of every type at once (see :func:`couchids.latest`).
+ALL_TYPES: Final = AllTypes.ALL_TYPES
 
 RULE = f"a type is 1-{TYPE_MAX_LEN} ASCII letters, digits, '_' and '-', not starting with '_'"
 

@@ -122,3 +122,37 @@ class SuffixPool:
 
 POOL = SuffixPool()
 os.register_at_fork(after_in_child=POOL.forget)
+
+
+class WordPool:
+    """Random 64-bit words from ``os.urandom``, read a batch at a time (one system call per
+    512 words instead of one per id), each handed out once across threads."""
+
+    def __init__(self, words: int = 512) -> None:
+        self._words = words
+        self.forget()
+
+    def forget(self) -> None:
+        """Drop every word read so far (called in a forked child)."""
+        self._lock = threading.Lock()
+        self._iter: Iterator[int] = iter(())
+
+    def bits(self, count: int) -> int:
+        """A uniformly random number of ``count`` bits (at most 128)."""
+        with self._lock:
+            word = next(self._iter, None)
+            if word is None:
+                self._iter = iter(memoryview(os.urandom(8 * self._words)).cast("Q"))
+                word = next(self._iter)
+            if count > 64:
+                second = next(self._iter, None)
+                if second is None:
+                    self._iter = iter(memoryview(os.urandom(8 * self._words)).cast("Q"))
+                    second = next(self._iter)
+                word = (word << 64) | second
+                return word >> (128 - count)
+        return word >> (64 - count)
+
+
+WORDS = WordPool()
+os.register_at_fork(after_in_child=WORDS.forget)

@@ -170,6 +170,29 @@ class IdForm(ABC):
         """Make an id of this form for ``timestamp`` (default now), after ``type`` and the
         separator when a type is given."""
 
+    @property
+    def random_bits(self) -> int:
+        """How many random bits an id of this form holds beside its time (what
+        :meth:`compose` takes)."""
+        return 0
+
+    def compose(self, us: int, random: int) -> str:
+        """The body of the id of this form made at ``us`` (microseconds since 1970, kept at
+        the form's precision) whose random part is ``random`` (below ``2**random_bits``).
+
+        :meth:`new` draws ``random`` itself; :func:`couchids.keyed_id` passes bits of a key's
+        hash, so a keyed id is written exactly as the form writes any id.
+
+        Raises:
+            InvalidArgumentError: the form makes no ids from a time (it holds none).
+            InvalidTimeError: ``us`` is outside the times the form holds.
+
+        >>> from couchids import TID62
+        >>> TID62.compose(1767096000_000000, 0)
+        '04XVaYIDfO3SmYAds'
+        """
+        raise InvalidArgumentError(f"{self} ids hold no time, so none is made from one")
+
     @abstractmethod
     def key(self, unit: int) -> str:
         """The text every id made at time ``unit`` sorts at or above, and every id made

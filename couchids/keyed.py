@@ -10,8 +10,11 @@ duplicate instead of storing it twice.
   written exactly as :meth:`IdForm.new <couchids.IdForm.new>` writes it, so keyed ids sort
   and are queried like every other id of their form.
 - **Random part**: the 128-bit BLAKE2b hash of the key (UTF-8), personalised with
-  :data:`KEY_HASH_PERSON` so that it is unrelated to other uses of BLAKE2b. A kuuid id takes
-  its blocks from it, 32 bits each; a UUIDv7 takes its 74 bits. Keys are hashed, not shown:
+  :data:`KEY_HASH_PERSON` so that it is unrelated to other uses of BLAKE2b. The form takes its
+  top :attr:`~couchids.IdForm.random_bits` bits and writes the id with
+  :meth:`~couchids.IdForm.compose`, as it writes any id: a kuuid id's blocks (32 bits each), a
+  UUIDv7's (or base36 UUIDv7's) 74 bits, a tid62's 64, a ULID's 80, a ``utc_random``'s 72
+  (``utc_id`` has none: its id is the time and the suffix). Keys are hashed, not shown:
   the id does not reveal the key. Two different keys share an id only if their hashes agree
   in those bits (as likely as two random ids of the form agreeing, for the same time unit).
 
@@ -24,14 +27,11 @@ from __future__ import annotations
 import hashlib
 from typing import Final
 
-from .base62 import encode, encode_prefix
-from .constants import BLOCK_BITS, BLOCK_LEN, V7_RANDOM_BITS
+from .constants import US_PER_MS
 from .errors import InvalidArgumentError
-from .forms import KUUID, KuuidForm
+from .forms import KUUID
 from .idform import IdForm
-from .kuuid import prefix_value
 from .times import TimeLike, to_ms
-from .v7 import v7_hex
 
 __all__ = ["KEY_HASH_PERSON", "keyed_id"]
 
@@ -54,11 +54,12 @@ def keyed_id(
         timestamp: the document's own time (any time couchids accepts except ``None``: a key
             needs a time that is the same on every run).
         type: the document type written before the id as ``type:``.
-        form: the id layout (:data:`couchids.KUUID` and friends, UUIDv7 forms too).
+        form: any form that holds a time (:data:`couchids.KUUID` and friends, UUIDv7s,
+            TID62, BASE36_V7, ULID, UTC_RANDOM, ...).
 
     Raises:
         InvalidArgumentError: ``key`` is not a non-empty string, ``timestamp`` is ``None`` or
-            ``form`` is not an :class:`~couchids.IdForm`.
+            ``form`` is not an :class:`~couchids.IdForm` holding a time.
         InvalidTimeError, InvalidTypeError: a bad ``timestamp`` or ``type``.
 
     >>> keyed_id("settle:table-7:hand-42", "2024-05-01T12:00:00Z", type="settlement")
@@ -75,10 +76,11 @@ def keyed_id(
             "a keyed id needs the document's own time (timestamp=): 'now' differs on a re-run, "
             "and so would the id"
         )
-    if not isinstance(form, KuuidForm):
+    if not isinstance(form, IdForm) or not (form.has_time and form.sortable):
         raise InvalidArgumentError(
-            f"form={form!r}: keyed ids are made in the kuuid and UUIDv7 forms (KUUID and its "
-            "modes, V7, V7S)"
+            f"form={form!r}: keyed ids are made in the forms that hold a time and sort by it "
+            "(KUUID and its "
+            "modes, V7, V7S, TID62, BASE36_V7, ULID, UTC_RANDOM, UtcIdForm(...))"
         )
     ms = to_ms(timestamp)
     head = form.type_prefix(type)
@@ -89,15 +91,5 @@ def keyed_id(
     digest = int.from_bytes(
         hashlib.blake2b(data, digest_size=_DIGEST_BITS // 8, person=KEY_HASH_PERSON).digest()
     )
-    if form.kind != "kuuid":
-        text = v7_hex(ms, digest >> (_DIGEST_BITS - V7_RANDOM_BITS))
-        if form.kind == "v7":
-            text = f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
-        return head + text
-    time_part = encode_prefix(prefix_value(ms, reverse=form.reverse, millisecond=form.millisecond))
-    mask = (1 << BLOCK_BITS) - 1
-    blocks = (
-        encode((digest >> (_DIGEST_BITS - BLOCK_BITS * (i + 1))) & mask, BLOCK_LEN)
-        for i in range(form.random)
-    )
-    return head + time_part + "".join(blocks)
+    # The top bits of the hash, as many as the form's random part holds.
+    return head + form.compose(ms * US_PER_MS, digest >> (_DIGEST_BITS - form.random_bits))

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .constants import TYPE_CHARS, TYPE_MAX_LEN
 from .errors import InvalidArgumentError
 from .idform import IdForm
 
@@ -81,7 +82,7 @@ def window_keys(form: IdForm, doc_type: str | None, start_ms: int, end_ms: int) 
     stop = min(_ceil_div(end_ms, unit), form.max_unit + 1)
     if first >= stop:
         return None
-    top = prefix[:-1] + chr(ord(prefix[-1]) + 1) if prefix else _AFTER_ALPHABET
+    top = _next_text(prefix) if prefix else _AFTER_ALPHABET
     if form.reverse:
         # Keys fall as time rises: the latest time has the lowest key, and the key just above
         # the earliest time's is that of the unit before it.
@@ -117,3 +118,58 @@ def check_time_form(form: IdForm) -> IdForm:
             "(base64url's alphabet is not in byte order)"
         )
     return form
+
+
+@dataclass(frozen=True)
+class TypeStep:
+    """What one id met while finding the types of a database tells (see :func:`type_step`).
+
+    ``doc_type`` is the type the id names (``None`` when it names none), and the next id worth
+    looking at is the first one at or after ``next_key``, or after it if ``after`` is set.
+    """
+
+    doc_type: str | None
+    next_key: str
+    after: bool = False
+
+
+def type_step(doc_id: str, separator: str) -> TypeStep:
+    """Where to look next, having met ``doc_id``, for the types of ids ``<type><separator>…``.
+
+    The type of an id is the text before its first ``separator``. A type found, the next
+    type starts after every id of it (``user:`` ends below ``user;``, the next byte, which
+    is below ``users:``). An id naming no type sends the search past every id that shares
+    the text that rules it out (``_design/…`` rules out everything under ``_``), so design
+    documents and foreign ids cost one step each, never a type's worth of rows. Only an id
+    made of type characters alone (an untyped id) can be followed by types that extend it,
+    so the search moves just past it.
+
+    Pure: no I/O. A type that holds the separator character itself (``sensor-260`` under
+    ``-``) reads as its first part.
+
+    >>> type_step("user:001eVnWK", ":")
+    TypeStep(doc_type='user', next_key='user;', after=False)
+    >>> type_step("_design/views", ":")
+    TypeStep(doc_type=None, next_key='`', after=False)
+    >>> type_step("acct_01hz", "_").next_key, type_step("001eVnWK", ":")
+    ('acct`', TypeStep(doc_type=None, next_key='001eVnWK', after=True))
+    """
+    end = 0
+    while end < len(doc_id) and doc_id[end] in TYPE_CHARS and doc_id[end] != separator:
+        end += 1
+    run = doc_id[:end]
+    if run.startswith("_"):
+        # No type starts with '_' (design documents do): skip everything under '_'.
+        return TypeStep(None, _next_text(run[:1]))
+    if len(run) > TYPE_MAX_LEN:
+        return TypeStep(None, _next_text(run[: TYPE_MAX_LEN + 1]))
+    if end == len(doc_id):
+        return TypeStep(None, doc_id, after=True)
+    if doc_id[end] == separator and run:
+        return TypeStep(run, _next_text(run + separator))
+    return TypeStep(None, _next_text(doc_id[: end + 1]))
+
+
+def _next_text(text: str) -> str:
+    """The smallest string above every string that starts with ``text``."""
+    return text[:-1] + chr(ord(text[-1]) + 1)

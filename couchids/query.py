@@ -16,7 +16,9 @@ from typing import Any
 
 from ibmcloudant.cloudant_v1 import CloudantV1
 
+from .alltypes import each_type, merge_by_time, types_present
 from .constants import TYPE_SEPARATOR
+from .doctypes import ALL_TYPES, AllTypes
 from .errors import InvalidArgumentError, InvalidTimeError
 from .forms import KUUID, IdForm
 from .keys import KeyRange, check_time_form, window_keys
@@ -56,7 +58,7 @@ def window(
     start: TimeLike,
     end: TimeLike,
     *,
-    type: str | None = None,
+    type: str | AllTypes | None = None,
     form: IdForm = KUUID,
     newest_first: bool = True,
     include_docs: bool = True,
@@ -75,7 +77,12 @@ def window(
         client: an ``ibmcloudant`` ``CloudantV1`` client.
         db: the database name.
         start, end: any time couchids accepts (``None`` is now); ``end`` is exclusive.
-        type: only ids ``type:<id>``; ``None`` for untyped ids only.
+        type: only ids ``type:<id>`` (or ``type<separator><id>`` for the form's separator);
+            ``None`` for untyped ids only; :data:`couchids.ALL_TYPES` for the ids of every
+            type, merged by time (the types are found with one request each; see
+            :mod:`couchids.alltypes`). ``None`` keeps meaning "untyped" rather than
+            "everything": a database may hold both, and an all-types query reads one request
+            per type, a cost a caller should choose by name.
         form: the id layout the database uses (:data:`couchids.KUUID` and friends).
         newest_first: the order of the answer.
         include_docs: yield documents; ``False`` yields ``_all_docs`` rows
@@ -111,6 +118,25 @@ def window(
         )
     size = DEFAULT_PAGE_SIZE if page_size is None else _check_count("page_size", page_size, 1)
     _check_flag("newest_first", newest_first)
+    if type is ALL_TYPES:
+        client, db = check_client(client), check_db(db)
+        types = types_present(client, db, check_time_form(form).separator, policy=policy)
+        streams = [
+            window(
+                client,
+                db,
+                start_ms,
+                end_ms,
+                type=t,
+                form=form,
+                newest_first=newest_first,
+                include_docs=include_docs,
+                page_size=size,
+                timeout=timeout,
+            )
+            for t in types
+        ]
+        return merge_by_time(streams, form, newest_first=newest_first, include_docs=include_docs)
     scan = _Scan(client, db, form, type, start_ms, end_ms, newest_first, include_docs, policy)
     return scan.run(size, size, prefetch=True)
 
@@ -120,7 +146,7 @@ def latest(
     db: str,
     n: int = 10,
     *,
-    type: str | None = None,
+    type: str | AllTypes | None = None,
     form: IdForm = KUUID,
     include_docs: bool = True,
     timeout: float | None = DEFAULT_TIMEOUT,
@@ -130,7 +156,11 @@ def latest(
     One request once the client has seen the database, unless foreign ids sit among the
     newest: those are skipped and do not shorten the answer.
 
-    Args: as :func:`window`; ``n`` is a non-negative int; ``timeout`` bounds the whole call.
+    With ``type=ALL_TYPES``: the newest ``n`` across every type, one request to find each
+    type and one to read its newest ``n``.
+
+    Args: as :func:`window`; ``n`` is a non-negative int; ``timeout`` bounds the whole call
+        (each type's query, with ``ALL_TYPES``).
 
     Raises: as :func:`window`.
 
@@ -138,9 +168,23 @@ def latest(
 
         newest = couchids.latest(client, "events", 5, type="click")
         [doc["_id"] for doc in newest]  # ['click:001r31et...', ...]
+        couchids.latest(client, "events", 5, type=couchids.ALL_TYPES)  # any type
     """
     policy = RetryPolicy.checked(0, 0, timeout, "latest")
     _check_count("n", n, 0)
+    if type is ALL_TYPES:
+        client, db = check_client(client), check_db(db)
+        if n == 0:
+            return []
+        types = types_present(client, db, check_time_form(form).separator, policy=policy)
+        each = each_type(
+            lambda t: latest(
+                client, db, n, type=t, form=form, include_docs=include_docs, timeout=timeout
+            ),
+            types,
+        )
+        merged = merge_by_time(each, form, newest_first=True, include_docs=include_docs)
+        return [row for _, row in zip(range(n), merged, strict=False)]
     scan = _Scan(client, db, form, type, 0, MAX_MS + 1, True, include_docs, policy)
     if n == 0:
         return []

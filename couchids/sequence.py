@@ -36,6 +36,7 @@ from ibmcloudant.cloudant_v1 import CloudantV1
 
 from .claim import Claim
 from .errors import AllocationFailed, InvalidArgumentError, ServerError
+from .seq import SEQ10, SeqForm
 from .server import (
     DEFAULT_BACKOFF,
     DEFAULT_RETRIES,
@@ -130,6 +131,30 @@ class Sequence:
             number = self._next
             self._next += 1
             return number
+
+    def new_id(self, *, type: str | None = None, form: SeqForm = SEQ10) -> str:
+        """A new id of a seq form: ``form.type_prefix(type) + form.encode(self.next())``.
+
+        Args:
+            type: the document type written before the number (with the form's separator).
+            form: :data:`couchids.SEQ10` (10 decimal digits) or :data:`couchids.SEQ36`
+                (7 base36 characters), with any separator.
+
+        Raises:
+            InvalidArgumentError: ``form`` is not a seq form, or the number no longer fits
+                its width.
+            InvalidTypeError: ``type`` breaks the type rule.
+            AllocationFailed, ServerError: as :meth:`next`.
+
+        >>> invoices.new_id(type="invoice")  # doctest: +SKIP
+        'invoice:0000000003'
+        """
+        if not isinstance(form, SeqForm):
+            raise InvalidArgumentError(
+                f"form={form!r}: a sequence numbers ids of couchids.SEQ10 or couchids.SEQ36"
+            )
+        prefix = form.type_prefix(type)  # checked before a number is taken
+        return prefix + form.encode(self.next())
 
     def _claim(self) -> tuple[int, int]:
         start = self._after_highest()

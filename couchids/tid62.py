@@ -11,7 +11,6 @@ The specification writes prefixed ids ``user-<tid62>``: use ``TID62.with_separat
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 from . import radix
@@ -24,6 +23,7 @@ from .constants import (
     TID62_TIME_BITS,
     US_PER_MS,
 )
+from .entropy import WORDS
 from .errors import InvalidIdError, InvalidTimeError
 from .idform import IdForm, at_most_pattern
 from .times import TimeLike, now_ms, to_datetime, to_ms
@@ -63,17 +63,25 @@ class Tid62Form(IdForm):
     def max_unit(self) -> int:
         return _LAST_S
 
+    @property
+    def random_bits(self) -> int:
+        return TID62_RANDOM_BITS
+
     def new(self, timestamp: TimeLike = None, *, type: str | None = None) -> str:
-        seconds = (now_ms() if timestamp is None else to_ms(timestamp)) // MS_PER_SECOND
+        ms = now_ms() if timestamp is None else to_ms(timestamp)
+        body = self.compose(ms * US_PER_MS, WORDS.bits(TID62_RANDOM_BITS))
+        return body if type is None else self.type_prefix(type) + body
+
+    def compose(self, us: int, random: int) -> str:
+        seconds = us // (MS_PER_SECOND * US_PER_MS)
         if not TID62_EPOCH_S <= seconds <= _LAST_S:
             raise InvalidTimeError(
                 f"{to_datetime(seconds * MS_PER_SECOND).isoformat()} is outside the tid62 "
                 f"runway: tid62 ids hold times from {to_datetime(TID62_EPOCH_S * 1000)} to "
                 f"{to_datetime(_LAST_S * 1000)}"
             )
-        value = ((seconds - TID62_EPOCH_S) << TID62_RANDOM_BITS) | int.from_bytes(os.urandom(8))
-        body = radix.encode(value, TID62_LEN, ALPHABET)
-        return body if type is None else self.type_prefix(type) + body
+        value = ((seconds - TID62_EPOCH_S) << TID62_RANDOM_BITS) | random
+        return radix.encode(value, TID62_LEN, ALPHABET)
 
     def key(self, unit: int) -> str:
         return radix.encode((unit - TID62_EPOCH_S) << TID62_RANDOM_BITS, TID62_LEN, ALPHABET)

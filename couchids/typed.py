@@ -1,14 +1,20 @@
 """Typed id classes: a ``UserId`` that a type checker tells apart from an ``OrderId``.
 
-Each class names a document type and an id form::
+Each class names a document type and an id form, of any of couchids' forms; the form's
+separator joins them::
 
-    class UserId(TypedId, type="user"): ...
-    class OrderId(TypedId, type="order", form=V7S): ...
+    class UserId(TypedId, type="user"): ...  # user:<kuuid>
+    class OrderId(TypedId, type="order", form=V7S): ...  # order:<v7s>
+    class AccountId(TypedId, prefix="acct", form=BASE36_V7.with_separator("_")): ...  # acct_<…>
+
+(``prefix=`` is the Identifiers article's word for the type; it is the same argument.)
 
 Instances are ``str`` subclasses holding the whole id (``"user:<id>"``), so ``json.dumps``,
 ``ibmcloudant`` and every string API take them unchanged, and ``==``/``hash`` are those of the
-string. Each type belongs to one class: :meth:`TypedId.parse` finds the class from the type
-before the colon.
+string. Each type belongs to one class, whatever its separator: :meth:`TypedId.parse` finds the
+class whose whole prefix (type and separator) the id starts with, and whose form the rest
+fits (``ses`` never takes ``session_…``). With pydantic 2 installed (``couchids[pydantic]``),
+the classes validate as model fields and give a JSON-schema ``pattern``.
 """
 
 from __future__ import annotations
@@ -35,14 +41,16 @@ class TypedId(str):
     """Base class of typed ids; subclass it with a document type (and optionally a form).
 
     ``class UserId(TypedId, type="user", form=KUUID)`` registers ``UserId`` for ids
-    ``user:<id>`` of the given form (default :data:`couchids.KUUID`). A subclass without
-    ``type`` is an abstract base that only sets the form for its own subclasses. Each type may
-    belong to one class; redefining a class of the same module and name (re-running a notebook
-    cell) replaces it.
+    ``user:<id>`` of the given form (default :data:`couchids.KUUID`); the form's separator
+    joins type and id (``form=TID62.with_separator("-")`` for ``user-<tid62>``). ``prefix=``
+    is another name for ``type=``. A subclass without ``type`` is an abstract base that only
+    sets the form for its own subclasses. Each type may belong to one class; redefining a class
+    of the same module and name (re-running a notebook cell) replaces it.
 
     Raises (at class creation):
         InvalidTypeError: ``type`` breaks the type rule, or another class already has it.
         TypeError: a subclass of a concrete id class gives no ``type`` of its own.
+        TypeError: both ``type`` and ``prefix`` are given.
 
     >>> from couchids import V7S
     >>> class AccountId(TypedId, type="account"): ...
@@ -52,17 +60,32 @@ class TypedId(str):
     (True, '2024-05-01T12:00:00+00:00')
     >>> AccountId(str(a)) == a, type(TypedId.parse(str(a))).__name__
     (True, 'AccountId')
+    >>> from couchids import BASE36_V7
+    >>> class MemberId(TypedId, prefix="member", form=BASE36_V7.with_separator("_")): ...
+    >>> MemberId.new("2024-05-01")[:7], MemberId.id_prefix
+    ('member_', 'member_')
     """
 
     #: The document type of this class's ids; ``None`` on abstract bases.
     doc_type: ClassVar[str | None] = None
-    #: The id form after the ``type:``.
+    #: The id form after the type and the form's separator.
     form: ClassVar[IdForm] = KUUID
+    #: The text every id of this class starts with (the type and the form's separator).
+    id_prefix: ClassVar[str] = ""
 
     def __init_subclass__(
-        cls, *, type: str | None = None, form: IdForm | None = None, **kwargs: Any
+        cls,
+        *,
+        type: str | None = None,
+        prefix: str | None = None,
+        form: IdForm | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init_subclass__(**kwargs)
+        if prefix is not None:
+            if type is not None:
+                raise TypeError(f"{cls.__name__}: give type= or prefix= (the same thing), not both")
+            type = prefix
         if form is not None:
             if not isinstance(form, IdForm):
                 raise TypeError(f"{cls.__name__}: form={form!r} is not a couchids IdForm")
@@ -75,6 +98,7 @@ class TypedId(str):
                 )
             return
         cls.doc_type = check_type(type)
+        cls.id_prefix = cls.form.type_prefix(type)
         with _registry_lock:
             other = _registry.get(type)
             if other is not None and _name(other) != _name(cls):
@@ -97,16 +121,16 @@ class TypedId(str):
             )
         if not isinstance(value, str):
             raise InvalidIdError(f"{value!r} is not a {cls.__name__}: ids are strings")
-        prefix = cls.doc_type + TYPE_SEPARATOR
+        prefix = cls.id_prefix
         if not value.startswith(prefix):
-            found, sep, _ = value.partition(TYPE_SEPARATOR)
-            what = f"type {found!r}" if sep else "no type"
+            found = _type_of(value)
+            what = f"type {found!r}" if found is not None else "no type"
             raise InvalidIdError(
                 f"{value!r} is not a {cls.__name__}: it has {what}, a {cls.__name__} starts "
                 f"with {prefix!r}"
             )
         try:
-            cls.form.parse(value[len(prefix) :])
+            cls.form.read(value[len(prefix) :])
         except InvalidIdError as exc:
             raise InvalidIdError(f"{value!r} is not a {cls.__name__}: {exc}") from None
         return super().__new__(cls, value)
@@ -141,15 +165,22 @@ class TypedId(str):
         """
         if not isinstance(value, str):
             raise InvalidIdError(f"{value!r} is not an id: ids are strings")
-        doc_type, sep, _ = value.partition(TYPE_SEPARATOR)
         with _registry_lock:
             known = dict(_registry)
-        target = known.get(doc_type) if sep else None
-        if target is None:
-            what = f"unknown type {doc_type!r}" if sep else "no type"
+        # The whole prefix (type and separator): 'ses_' never takes 'session_…'.
+        candidates = [c for c in known.values() if value.startswith(c.id_prefix)]
+        if not candidates:
+            found = _type_of(value)
+            what = f"unknown type {found!r}" if found is not None else "no type"
             raise InvalidIdError(
                 f"{value!r} has {what}; known id types: {', '.join(sorted(known)) or 'none'}"
             )
+        fits = [c for c in candidates if _reads(c.form, value[len(c.id_prefix) :])]
+        if len(fits) > 1:
+            names = ", ".join(sorted(c.__name__ for c in fits))
+            raise InvalidIdError(f"{value!r} is an id of several classes ({names})")
+        # None fits: the class of the longest prefix says what is wrong with the rest.
+        target = fits[0] if fits else max(candidates, key=lambda c: len(c.id_prefix))
         if not issubclass(target, cls):
             raise InvalidIdError(f"{value!r} is an id of {target.__name__}, not of {cls.__name__}")
         return target(value)
@@ -168,7 +199,60 @@ class TypedId(str):
         return f"{type(self).__name__}({str(self)!r})"
 
     def _body(self) -> str:
-        return self[len(self.doc_type or "") + len(TYPE_SEPARATOR) :]
+        return self[len(self.id_prefix) :]
+
+    # -- pydantic (optional) ---------------------------------------------------------------
+
+    @classmethod
+    def json_pattern(cls) -> str:
+        """A regex of this class's ids for JSON Schema (ECMA-262 syntax, anchored).
+
+        >>> class SkuId(TypedId, type="sku"): ...
+        >>> SkuId.json_pattern()[:5]
+        '^sku:'
+        """
+        if cls.doc_type is None:
+            raise TypeError(f"{cls.__name__} is an abstract id class (no type): it has no pattern")
+        # Types and separators hold no regex metacharacters outside a character class.
+        return "^" + cls.id_prefix + cls.form.body_pattern().replace(r"\Z", "$") + "$"
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        from pydantic_core import core_schema
+
+        def validate(value: str) -> TypedId:
+            return cls(value) if cls.doc_type is not None else cls.parse(value)
+
+        return core_schema.no_info_after_validator_function(
+            validate,
+            core_schema.str_schema(),
+            serialization=core_schema.to_string_ser_schema(),
+        )
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, schema: Any, handler: Any) -> Any:
+        json_schema = handler(schema)
+        if cls.doc_type is not None:
+            json_schema["pattern"] = cls.json_pattern()
+        return json_schema
+
+
+def _reads(form: IdForm, body: str) -> bool:
+    try:
+        form.read(body)
+    except InvalidIdError:
+        return False
+    return True
+
+
+def _type_of(value: str) -> str | None:
+    """The type an id seems to name, for messages: the text before its first ``:``, or else
+    before its first ``_``, or else before its first ``-``."""
+    for separator in (TYPE_SEPARATOR, "_", "-"):
+        found, sep, _ = value.partition(separator)
+        if sep and found:
+            return found
+    return None
 
 
 def _name(cls: builtins.type[Any]) -> str:

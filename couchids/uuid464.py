@@ -11,11 +11,11 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-import uuid
 from dataclasses import dataclass
 
 from .base36 import uuid7_time
 from .constants import US_PER_MS, UUID464_LEN
+from .entropy import WORDS
 from .errors import InvalidArgumentError, InvalidIdError
 from .idform import IdForm
 from .times import TimeLike
@@ -26,6 +26,8 @@ _CHAR = "[A-Za-z0-9_-]"
 #: 22 characters hold 132 bits: the last character carries 2 bits and 4 zero bits.
 _BODY = f"{_CHAR}{{{UUID464_LEN - 1}}}[AQgw]"
 _PATTERN = re.compile(_BODY)
+_V4_CLEAR = ~((0xF << 76) | (0b11 << 62)) & ((1 << 128) - 1)
+_V4_SET = (4 << 76) | (0b10 << 62)
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,9 @@ class Uuid464Form(IdForm):
             raise InvalidArgumentError(
                 "uuid464 ids are random UUIDs (version 4) and hold no time: pass no timestamp"
             )
-        body = base64.urlsafe_b64encode(uuid.uuid4().bytes)[:UUID464_LEN].decode("ascii")
+        # A version 4 UUID: 122 random bits, the version 4 and the RFC 9562 variant.
+        value = (WORDS.bits(128) & _V4_CLEAR) | _V4_SET
+        body = base64.urlsafe_b64encode(value.to_bytes(16))[:UUID464_LEN].decode("ascii")
         return body if type is None else self.type_prefix(type) + body
 
     def key(self, unit: int) -> str:

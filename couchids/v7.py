@@ -32,7 +32,7 @@ from .doctypes import type_prefix
 from .errors import InvalidTimeError
 from .times import TimeLike, now_ms, to_datetime, to_ms
 
-__all__ = ["v7", "v7_hex", "v7s"]
+__all__ = ["uuid7_from", "v7", "v7_hex", "v7s"]
 
 RECENT = 1024
 _RANDOM_LIMIT = 1 << V7_RANDOM_BITS
@@ -130,7 +130,7 @@ def uuid7_int(timestamp: TimeLike = None, *, sequencer: Sequencer = SEQUENCER) -
     7
     """
     explicit = None if timestamp is None else to_ms(timestamp)
-    return _compose(*sequencer.next(explicit))
+    return uuid7_from(*sequencer.next(explicit))
 
 
 def v7_hex(ms: int, value: int) -> str:
@@ -139,10 +139,15 @@ def v7_hex(ms: int, value: int) -> str:
     >>> v7_hex(0, 0)
     '00000000000070008000000000000000'
     """
-    return f"{_compose(ms, value):032x}"
+    return f"{uuid7_from(ms, value):032x}"
 
 
-def _compose(ms: int, value: int) -> int:
+def uuid7_from(ms: int, value: int) -> int:
+    """The 128-bit UUIDv7 of millisecond ``ms`` whose 74 other bits are ``value``.
+
+    >>> hex(uuid7_from(0, 0))
+    '0x70008000000000000000'
+    """
     return (
         (ms << 80)
         | (V7_VERSION << 76)

@@ -789,3 +789,52 @@ def test_python_dash_m(tmp_path: Path) -> None:
     )
     assert done.returncode == 0
     assert json.loads(done.stdout)["timestamp"] == "2018-01-01T00:00:00Z"
+
+
+# -- every form by name ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "sep"),
+    [("tid62", "-"), ("base36_v7", "_"), ("ulid", ":"), ("utc_random", ":")],
+)
+def test_new_and_decode_every_form_by_name(run: Any, name: str, sep: str) -> None:
+    made = run(
+        "new", "--form", name, "--sep", sep, "--type", "acct", "-n", "3", "--at", "2025-06-01"
+    )
+    assert made.code == EXIT_OK and len(set(made.lines)) == 3
+    assert all(line.startswith("acct" + sep) for line in made.lines)
+    decoded = run("decode", "--form", name, "--sep", sep, *made.lines)
+    assert decoded.code == EXIT_OK, decoded.err
+    for info in decoded.json:
+        assert (info["type"], info["form"]) == ("acct", name)
+        assert info["timestamp"].startswith("2025-06-01T00:00:00")
+
+
+def test_form_names_and_old_flags_do_not_mix(run: Any) -> None:
+    assert run("new", "--form", "tid62", "--ms").code == 2
+    assert run("new", "--form", "nope").code == 2
+    assert run("new", "--sep", "-").code == 2
+    assert "kuuid-ms" in run("new", "--form", "nope").err
+    # The old flags still work.
+    assert run("decode", "--ms", run("new", "--ms").lines[0]).json[0]["millisecond"] is True
+
+
+def test_latest_and_window_by_form_name_and_across_types(
+    run: Any, server: str, client: CloudantV1, db: str
+) -> None:
+    base = to_ms("2024-03-01")
+    form = couchids.TID62.with_separator("-")
+    ids = {form.new(base + i * 1000, type=f"k{i % 3}"): base + i * 1000 for i in range(9)}
+    insert(client, db, [{"_id": i} for i in ids] + [{"_id": "_design/x"}, {"_id": "k1-nope"}])
+    newest = sorted(ids, key=ids.__getitem__, reverse=True)
+    got = run("latest", db, "-n", "4", "--form", "tid62", "--sep", "-", "--all-types")
+    assert [d["_id"] for d in got.json] == newest[:4]
+    one = run("latest", db, "-n", "9", "--form", "tid62", "--sep", "-", "--type", "k1")
+    assert [d["_id"] for d in one.json] == [i for i in newest if i.startswith("k1-")]
+    win = run(
+        "window", db, "--since", iso(base + 2000), "--until", iso(base + 7000),
+        "--form", "tid62", "--sep", "-", "--all-types", "--ids-only", "--oldest-first",
+    )  # fmt: skip
+    assert win.lines == [i for i in newest[::-1] if base + 2000 <= ids[i] < base + 7000]
+    assert run("latest", db, "--all-types", "--type", "k1").code == 2

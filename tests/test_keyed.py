@@ -12,18 +12,25 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from couchids import (
+    BASE36_V7,
     KUUID,
     KUUID_MS,
     KUUID_MS_REVERSE,
     KUUID_REVERSE,
+    SEQ10,
     SHORT,
     SHORT_REVERSE,
+    TID62,
+    ULID,
+    UTC_RANDOM,
+    UUID464,
     V7,
     V7S,
     IdForm,
     InvalidArgumentError,
     InvalidTimeError,
     InvalidTypeError,
+    UtcIdForm,
     decode,
     keyed_id,
 )
@@ -95,7 +102,10 @@ def test_keyed_ids_decode_to_their_time(key: str, ms: int) -> None:
         (("k", None), {}, InvalidArgumentError, "own time"),
         (("k", 1.5), {}, InvalidTimeError, "float"),
         (("k", WHEN), {"type": "_x"}, InvalidTypeError, "not a valid document type"),
-        (("k", WHEN), {"form": "kuuid"}, InvalidArgumentError, "kuuid and UUIDv7 forms"),
+        (("k", WHEN), {"form": "kuuid"}, InvalidArgumentError, "forms that hold a time"),
+        (("k", WHEN), {"form": SEQ10}, InvalidArgumentError, "forms that hold a time"),
+        (("k", WHEN), {"form": UUID464}, InvalidArgumentError, "forms that hold a time"),
+        (("k", "2019-12-31"), {"form": TID62}, InvalidTimeError, "tid62 runway"),
     ],
 )
 def test_keyed_id_refuses_bad_arguments(
@@ -103,3 +113,38 @@ def test_keyed_id_refuses_bad_arguments(
 ) -> None:
     with pytest.raises(error, match=words):
         keyed_id(*args, **kwargs)  # type: ignore[arg-type]
+
+
+OTHER_FORMS = [
+    TID62,
+    TID62.with_separator("-"),
+    BASE36_V7.with_separator("_"),
+    ULID,
+    UTC_RANDOM,
+    UtcIdForm("-n1"),
+]
+
+
+@pytest.mark.parametrize("form", OTHER_FORMS, ids=lambda f: f"{f}{f.separator}")
+def test_keyed_ids_of_every_time_form(form: IdForm) -> None:
+    doc_id = keyed_id("settle:table-7:hand-42", WHEN, type="settlement", form=form)
+    prefix = "settlement" + form.separator
+    body = doc_id.removeprefix(prefix)
+    assert doc_id.startswith(prefix) and form.matcher()(body), "queries of this form find it"
+    us = form.read(body)
+    assert us is not None and us // 1000 // form.unit_ms == 1714564800123 // form.unit_ms
+    assert decode(doc_id, form=form).type == "settlement"
+    assert doc_id == keyed_id("settle:table-7:hand-42", WHEN, type="settlement", form=form)
+    other = keyed_id("settle:table-7:hand-43", WHEN, type="settlement", form=form)
+    assert (other == doc_id) == (form.random_bits == 0)
+    # The random part is the top bits of the key's hash, as compose writes them.
+    digest = int.from_bytes(
+        hashlib.blake2b(b"settle:table-7:hand-42", digest_size=16, person=KEY_HASH_PERSON).digest()
+    )
+    assert body == form.compose(us, digest >> (128 - form.random_bits))
+
+
+def test_new_and_compose_write_the_same_layout() -> None:
+    """new() is compose() with fresh bits: both hold the same time."""
+    for form in OTHER_FORMS:
+        assert form.read(form.new(WHEN)) == form.read(form.compose(1714564800123000, 0))

@@ -14,7 +14,8 @@ from faultproxy import FaultProxy, all_docs, client_for
 from ibmcloudant.cloudant_v1 import CloudantV1
 from localserver import CouchDBCluster
 
-from couchids import InvalidArgumentError, ServerError
+import couchids
+from couchids import SEQ36, InvalidArgumentError, InvalidTypeError, ServerError, decode
 from couchids.claim import ALLOC_FIELD
 from couchids.sequence import BLOCK_PREFIX, Sequence, block_id
 
@@ -171,3 +172,18 @@ def test_forty_writers_on_three_nodes_never_share_a_number(
         ).json()
         alive = [leaf["ok"] for leaf in leaves if not leaf["ok"].get("_deleted")]
         assert len(alive) == 1 and ALLOC_FIELD in alive[0], doc_id
+
+
+def test_new_id_writes_the_next_number_in_a_seq_form(client: CloudantV1, db: str) -> None:
+    invoices = Sequence(client, db, "invoices", block=3)
+    assert invoices.new_id() == "0000000001"
+    assert invoices.new_id(type="invoice") == "invoice:0000000002"
+    seq36 = SEQ36.with_separator("-")
+    made = [invoices.new_id(type="inv", form=seq36) for _ in range(3)]
+    assert made == ["inv-0000003", "inv-0000004", "inv-0000005"]
+    assert [decode(i, form=seq36).type for i in made] == ["inv"] * 3
+    with pytest.raises(InvalidArgumentError, match=r"SEQ10 or couchids\.SEQ36"):
+        invoices.new_id(form=couchids.KUUID)  # type: ignore[arg-type]
+    with pytest.raises(InvalidTypeError):
+        invoices.new_id(type="bad type")
+    assert invoices.next() == 6, "a refused call takes no number"

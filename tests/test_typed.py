@@ -280,3 +280,105 @@ def test_mypy_refuses_an_order_id_where_a_user_id_is_expected(tmp_path: Path) ->
     # The control: the same code with a UserId passes, so the refusal is about the type.
     accepted = mypy(tmp_path, SNIPPET.format(arg="UserId.new()"))
     assert accepted.returncode == 0, accepted.stdout + accepted.stderr
+
+
+# --- every form, every separator ----------------------------------------------------------
+
+from couchids import BASE36_V7, TID62, ULID, UTC_RANDOM  # noqa: E402
+
+
+class TcAccountId(TypedId, prefix="tc-acct", form=BASE36_V7.with_separator("_")):
+    pass
+
+
+class TcSesId(TypedId, prefix="tc-ses", form=ULID.with_separator("_")):
+    pass
+
+
+class TcSessionId(TypedId, prefix="tc-session", form=ULID.with_separator("_")):
+    pass
+
+
+class TcUserId(TypedId, type="tc-u", form=TID62.with_separator("-")):
+    pass
+
+
+class TcHitId(TypedId, type="tc-hit", form=UTC_RANDOM):
+    pass
+
+
+@pytest.mark.parametrize("cls", [TcAccountId, TcSesId, TcSessionId, TcUserId, TcHitId])
+def test_every_form_makes_checks_and_parses(cls: type[TypedId]) -> None:
+    made = cls.new("2025-06-01T10:00:00Z")
+    assert made.startswith(cls.id_prefix) and cls.id_prefix[-1] == cls.form.separator
+    assert made.timestamp.isoformat() == "2025-06-01T10:00:00+00:00"
+    assert type(TypedId.parse(str(made))) is cls and cls(str(made)) == made
+    body = str(made)[len(cls.id_prefix) :]
+    # Near misses: the body one character short or long, another separator.
+    for bad in (cls.id_prefix + body[:-1], str(made) + "0", f"{cls.doc_type}!{body}"):
+        with pytest.raises(InvalidIdError):
+            cls(bad)
+
+
+def test_parsing_checks_the_whole_prefix() -> None:
+    session = TcSessionId.new()
+    assert type(TypedId.parse(str(session))) is TcSessionId
+    with pytest.raises(InvalidIdError, match="TcSesId"):
+        TcSesId(str(session))
+    with pytest.raises(InvalidIdError, match="unknown type 'tc-sess'"):
+        TypedId.parse("tc-sess_" + str(session).split("_", 1)[1])
+
+
+def test_a_prefix_belongs_to_one_class_whatever_its_separator() -> None:
+    with pytest.raises(InvalidTypeError, match=r"'tc-acct' is already used by .*TcAccountId"):
+
+        class Impostor(TypedId, prefix="tc-acct", form=BASE36_V7):
+            pass
+
+    with pytest.raises(TypeError, match="not both"):
+
+        class Both(TypedId, type="tc-both", prefix="tc-both"):
+            pass
+
+
+def test_the_identifiers_article_pattern() -> None:
+    """The seed's AccountId, as one class statement."""
+    acct = TcAccountId.new()
+    assert len(acct) == len("tc-acct_") + 25
+    assert TcAccountId.parse(str(acct)) == acct and repr(acct).startswith("TcAccountId('")
+
+
+# --- pydantic -----------------------------------------------------------------------------
+
+
+def test_typed_ids_validate_as_pydantic_fields() -> None:
+    import re
+
+    pydantic = pytest.importorskip("pydantic")
+
+    class Account(pydantic.BaseModel):  # type: ignore[name-defined,misc]
+        id: TcAccountId
+        owner: TtUserId
+        any_id: TypedId
+
+    acct, user = TcAccountId.new(), TtUserId.new()
+    model = Account(id=str(acct), owner=str(user), any_id=str(user))
+    assert type(model.id) is TcAccountId and type(model.any_id) is TtUserId
+    assert json.loads(model.model_dump_json()) == {
+        "id": acct,
+        "owner": user,
+        "any_id": user,
+    }
+    with pytest.raises(pydantic.ValidationError, match="TcAccountId"):
+        Account(id="tc-acct_nope", owner=str(user), any_id=str(user))
+    with pytest.raises(pydantic.ValidationError, match="not a TtUserId"):
+        Account(id=str(acct), owner=str(acct), any_id=str(user))
+    schema = Account.model_json_schema()["properties"]
+    for field, cls, good, bad in (
+        ("id", TcAccountId, acct, TcSesId.new()),
+        ("owner", TtUserId, user, TtOrderId.new()),
+    ):
+        pattern = schema[field]["pattern"]
+        assert pattern == cls.json_pattern()
+        assert re.search(pattern, good) and not re.search(pattern, bad)
+    assert "pattern" not in schema["any_id"]
