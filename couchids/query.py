@@ -10,7 +10,7 @@ under concurrent inserts and a large ``skip`` is slow.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -19,7 +19,8 @@ from ibmcloudant.cloudant_v1 import CloudantV1
 from .errors import InvalidArgumentError, InvalidTimeError
 from .forms import KUUID, IdForm
 from .keys import KeyRange, window_keys
-from .server import call, is_partitioned
+from .pages import DEFAULT_PARALLEL, RangeFetch, SlicePlan, fetch_page, sliced_pages
+from .server import is_partitioned
 from .times import MAX_MS, TimeLike, to_ms
 
 __all__ = ["DEFAULT_PAGE_SIZE", "PARTITION_QUERY_LIMIT", "latest", "window"]
@@ -50,6 +51,7 @@ def window(
     newest_first: bool = True,
     include_docs: bool = True,
     page_size: int | None = None,
+    parallel: int | None = None,
 ) -> Iterator[Row]:
     """Stream the documents whose id holds a time ``t`` with ``start <= t < end``.
 
@@ -71,6 +73,9 @@ def window(
         page_size: rows per request (default :data:`DEFAULT_PAGE_SIZE`, 2000); a
             partition query asks for at most 1999, so that no request's ``limit`` (the next
             pages ask for one more row) exceeds Cloudant's 2000.
+        parallel: how many time slices of the window are read at a time (default
+            :data:`couchids.pages.DEFAULT_PARALLEL`); the documents still come in order, and
+            memory stays at about ``parallel + 2`` pages. 1 reads page after page.
 
     Raises:
         InvalidTimeError: unreadable times, or ``end`` before ``start``.
@@ -90,8 +95,9 @@ def window(
             f"the window ends ({end!r}) before it starts ({start!r}); pass start <= end"
         )
     size = DEFAULT_PAGE_SIZE if page_size is None else _check_count("page_size", page_size, 1)
+    slices = DEFAULT_PARALLEL if parallel is None else _check_count("parallel", parallel, 1)
     return _Scan(client, db, form, type, start_ms, end_ms, newest_first, include_docs).run(
-        size, size, prefetch=True
+        size, size, prefetch=True, parallel=slices
     )
 
 
@@ -156,11 +162,14 @@ class _Scan:
             )
         self.client, self.db, self.form, self.doc_type = client, db, form, doc_type
         self.include_docs = include_docs
+        self.start_ms, self.end_ms = start_ms, end_ms
         self.keys: KeyRange | None = window_keys(form, doc_type, start_ms, end_ms)
         self.newest_first = newest_first
         self._wanted = _matcher(form, self.keys.prefix if self.keys else "")
 
-    def run(self, first_limit: int, next_limit: int, *, prefetch: bool) -> Iterator[Row]:
+    def run(
+        self, first_limit: int, next_limit: int, *, prefetch: bool, parallel: int = 1
+    ) -> Iterator[Row]:
         # Learning whether the database is partitioned also proves it exists, so an empty
         # answer is never a missing database.
         partition = self.doc_type if is_partitioned(self.client, self.db) else None
@@ -169,36 +178,36 @@ class _Scan:
             next_limit = min(next_limit, PARTITION_QUERY_LIMIT - 1)
         if self.keys is None:
             return iter(())
-        first_key, fetch = self._fetcher(self.keys, partition)
-        return self._rows(fetch, first_key, first_limit, next_limit, prefetch)
+        first_key, last_key, fetch = self._fetcher(self.keys, partition)
+        if parallel > 1:
+            plan = SlicePlan(
+                self.form, self.doc_type, self.newest_first, self.start_ms, self.end_ms
+            )
+            pages = sliced_pages(fetch, plan, parallel, first_limit, self._wanted, self.keys.prefix)
+            return self._hand_out(pages)
+        return self._rows(
+            lambda key, limit: fetch(key, last_key, limit),
+            first_key,
+            first_limit,
+            next_limit,
+            prefetch,
+        )
 
-    def _fetcher(self, keys: KeyRange, partition: str | None) -> tuple[str, Fetch]:
-        """The key the scan starts at, and a function fetching a page from a key."""
+    def _fetcher(self, keys: KeyRange, partition: str | None) -> tuple[str, str, RangeFetch]:
+        """The keys the scan starts and ends at, and a function fetching a page of keys."""
         first, last, descending = keys.bounds(newest_first=self.newest_first, form=self.form)
-        options = {
-            "db": self.db,
-            "end_key": last,
-            "descending": descending,
-            "include_docs": self.include_docs,
-        }
 
-        def fetch(start_key: str, limit: int) -> list[Row]:
-            if partition is None:
-                result = call(
-                    self.db,
-                    lambda: self.client.post_all_docs(start_key=start_key, limit=limit, **options),
-                )
-            else:
-                result = call(
-                    self.db,
-                    lambda: self.client.post_partition_all_docs(
-                        partition_key=partition, start_key=start_key, limit=limit, **options
-                    ),
-                )
-            rows: list[Row] = result["rows"]
-            return rows
+        def fetch(start_key: str, end_key: str, limit: int) -> list[Row]:
+            options = {
+                "start_key": start_key,
+                "end_key": end_key,
+                "limit": limit,
+                "descending": descending,
+                "include_docs": self.include_docs,
+            }
+            return fetch_page(self.client, self.db, partition, options, self.include_docs)
 
-        return first, fetch
+        return first, last, fetch
 
     def _rows(
         self, fetch: Fetch, first_key: str, first_limit: int, next_limit: int, prefetch: bool
@@ -213,7 +222,6 @@ class _Scan:
             limit = first_limit
             pending = executor.submit(fetch, first_key, limit) if executor else None
             after = None
-            wanted = self._wanted
             while key is not None:
                 rows = pending.result() if pending is not None else fetch(key, limit)
                 more = len(rows) == limit
@@ -225,17 +233,23 @@ class _Scan:
                 pending = None
                 if key is not None and executor is not None:
                     pending = executor.submit(fetch, key, limit)
-                if self.include_docs:
-                    for row in rows:
-                        if wanted(row["id"]):
-                            yield row["doc"]
-                else:
-                    for row in rows:
-                        if wanted(row["id"]):
-                            yield row
+                yield from self._hand_out((rows,))
         finally:
             if executor is not None:
                 executor.shutdown(wait=False, cancel_futures=True)
+
+    def _hand_out(self, pages: Iterable[list[Row]]) -> Iterator[Row]:
+        """The wanted rows of ``pages`` (their documents, when asked for)."""
+        wanted = self._wanted
+        for rows in pages:
+            if self.include_docs:
+                for row in rows:
+                    if wanted(row["id"]):
+                        yield row["doc"]
+            else:
+                for row in rows:
+                    if wanted(row["id"]):
+                        yield row
 
 
 def _matcher(form: IdForm, prefix: str) -> Match:
