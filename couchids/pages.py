@@ -37,7 +37,10 @@ Row = dict[str, Any]
 #: ``fetch(start_key, end_key, limit)``: the rows of one request.
 RangeFetch = Callable[[str, str, int], list[Row]]
 
-#: Time slices :func:`couchids.window` reads at a time by default (bench/bench_query.py).
+#: Time slices :func:`couchids.window` reads at a time by default. bench/bench_query.py,
+#: 50,000 documents, pages of 2000, 0 ms: PouchDB Server 0.80x one raw request with 2 (1.10x
+#: with 1); CouchDB 3.4.3 1.00x with 2, 1.06x with 4 (the server, not the client, sets the
+#: pace on two shared cores); 20 ms added: 2 is 1.20x faster than 1 on CouchDB.
 DEFAULT_PARALLEL = 2
 #: A slice aims at this share of a page, so that few slices need a second request.
 _SLICE_FILL = 0.5
