@@ -10,7 +10,7 @@ under concurrent inserts and a large ``skip`` is slow.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -22,15 +22,12 @@ from .doctypes import ALL_TYPES, AllTypes
 from .errors import InvalidArgumentError, InvalidTimeError
 from .forms import KUUID, IdForm
 from .keys import KeyRange, check_time_form, window_keys
+from .pages import DEFAULT_PARALLEL, RangeFetch, SlicePlan, fetch_page, sliced_pages
 from .server import (
     DEFAULT_TIMEOUT,
     RetryPolicy,
-    answer_error,
-    call,
     check_client,
     check_db,
-    describe,
-    expect_object,
     is_partitioned,
 )
 from .times import MAX_MS, TimeLike, to_datetime, to_ms
@@ -64,6 +61,7 @@ def window(
     include_docs: bool = True,
     page_size: int | None = None,
     timeout: float | None = DEFAULT_TIMEOUT,
+    parallel: int | None = None,
 ) -> Iterator[Row]:
     """Stream the documents whose id holds a time ``t`` with ``start <= t < end``.
 
@@ -93,6 +91,9 @@ def window(
         timeout: seconds each request may take (the first, which looks the database up, and
             each page), or ``None`` for the client's own timeouts; default
             ``DEFAULT_TIMEOUT`` (60).
+        parallel: how many time slices of the window are read at a time (default
+            ``couchids.pages.DEFAULT_PARALLEL``); the documents still come in order, and
+            memory stays at about ``parallel + 2`` pages. 1 reads page after page.
 
     Raises:
         InvalidTimeError: unreadable times, or ``end`` before ``start``.
@@ -118,6 +119,7 @@ def window(
         )
     size = DEFAULT_PAGE_SIZE if page_size is None else _check_count("page_size", page_size, 1)
     _check_flag("newest_first", newest_first)
+    slices = DEFAULT_PARALLEL if parallel is None else _check_count("parallel", parallel, 1)
     if type is ALL_TYPES:
         client, db = check_client(client), check_db(db)
         types = types_present(client, db, check_time_form(form).separator, policy=policy)
@@ -133,12 +135,13 @@ def window(
                 include_docs=include_docs,
                 page_size=size,
                 timeout=timeout,
+                parallel=slices,
             )
             for t in types
         ]
         return merge_by_time(streams, form, newest_first=newest_first, include_docs=include_docs)
     scan = _Scan(client, db, form, type, start_ms, end_ms, newest_first, include_docs, policy)
-    return scan.run(size, size, prefetch=True)
+    return scan.run(size, size, prefetch=True, parallel=slices)
 
 
 def latest(
@@ -235,11 +238,14 @@ class _Scan:
         check_time_form(form)
         self.client, self.db, self.form, self.doc_type = client, db, form, doc_type
         self.include_docs, self.policy = include_docs, policy
+        self.start_ms, self.end_ms = start_ms, end_ms
         self.keys: KeyRange | None = window_keys(form, doc_type, start_ms, end_ms)
         self.newest_first = newest_first
         self._wanted = _matcher(form, self.keys)
 
-    def run(self, first_limit: int, next_limit: int, *, prefetch: bool) -> Iterator[Row]:
+    def run(
+        self, first_limit: int, next_limit: int, *, prefetch: bool, parallel: int = 1
+    ) -> Iterator[Row]:
         # Learning whether the database is partitioned also proves it exists, so an empty
         # answer is never a missing database.
         partition = None
@@ -250,54 +256,39 @@ class _Scan:
             next_limit = min(next_limit, PARTITION_QUERY_LIMIT - 1)
         if self.keys is None:
             return iter(())
-        first_key, fetch = self._fetcher(self.keys, partition)
-        return self._rows(fetch, first_key, first_limit, next_limit, prefetch)
+        first_key, last_key, fetch = self._fetcher(self.keys, partition)
+        if parallel > 1:
+            plan = SlicePlan(
+                self.form, self.doc_type, self.newest_first, self.start_ms, self.end_ms
+            )
+            pages = sliced_pages(fetch, plan, parallel, first_limit, self._wanted, self.keys.prefix)
+            return self._hand_out(pages)
+        return self._rows(
+            lambda key, limit: fetch(key, last_key, limit),
+            first_key,
+            first_limit,
+            next_limit,
+            prefetch,
+        )
 
-    def _fetcher(self, keys: KeyRange, partition: str | None) -> tuple[str, Fetch]:
-        """The key the scan starts at, and a function fetching a page from a key."""
+    def _fetcher(self, keys: KeyRange, partition: str | None) -> tuple[str, str, RangeFetch]:
+        """The keys the scan starts and ends at, and a function fetching a page of keys."""
         first, last, descending = keys.bounds(newest_first=self.newest_first, form=self.form)
-        options = {
-            "db": self.db,
-            "end_key": last,
-            "descending": descending,
-            "include_docs": self.include_docs,
-        }
 
-        def fetch(start_key: str, limit: int) -> list[Row]:
+        def fetch(start_key: str, end_key: str, limit: int) -> list[Row]:
+            options = {
+                "start_key": start_key,
+                "end_key": end_key,
+                "limit": limit,
+                "descending": descending,
+                "include_docs": self.include_docs,
+            }
             # The first page shares the deadline of the database lookup; later pages have
             # their own.
             policy = self.policy if start_key == first else self.policy.renewed()
-            if partition is None:
-                result = call(
-                    self.db,
-                    lambda: self.client.post_all_docs(start_key=start_key, limit=limit, **options),
-                    policy,
-                )
-            else:
-                result = call(
-                    self.db,
-                    lambda: self.client.post_partition_all_docs(
-                        partition_key=partition, start_key=start_key, limit=limit, **options
-                    ),
-                    policy,
-                )
-            return self._checked_rows(expect_object(result, policy, self.db, "rows"), policy)
+            return fetch_page(self.client, self.db, partition, options, self.include_docs, policy)
 
-        return first, fetch
-
-    def _checked_rows(self, result: dict[str, Any], policy: RetryPolicy) -> list[Row]:
-        """The rows of an ``_all_docs`` answer, each checked for what the scan reads."""
-        rows = result["rows"]
-        if not isinstance(rows, list):
-            raise answer_error(policy, self.db, f"'rows' is {describe(rows)}, not a list")
-        for row in rows:
-            if not isinstance(row, dict) or not isinstance(row.get("id"), str):
-                raise answer_error(policy, self.db, f"a row without a string id: {describe(row)}")
-            if self.include_docs and not isinstance(row.get("doc"), dict) and not _deleted(row):
-                raise answer_error(
-                    policy, self.db, f"row {row['id']!r} has doc {describe(row.get('doc'))}"
-                )
-        return rows
+        return first, last, fetch
 
     def _rows(
         self, fetch: Fetch, first_key: str, first_limit: int, next_limit: int, prefetch: bool
@@ -312,7 +303,6 @@ class _Scan:
             limit = first_limit
             pending = executor.submit(fetch, first_key, limit) if executor else None
             after = None
-            wanted = self._wanted
             while key is not None:
                 rows = pending.result() if pending is not None else fetch(key, limit)
                 more = len(rows) == limit
@@ -324,24 +314,24 @@ class _Scan:
                 pending = None
                 if key is not None and executor is not None:
                     pending = executor.submit(fetch, key, limit)
-                if self.include_docs:
-                    for row in rows:
-                        # A document deleted between the index read and the document read.
-                        if wanted(row["id"]) and row.get("doc") is not None:
-                            yield row["doc"]
-                else:
-                    for row in rows:
-                        if wanted(row["id"]):
-                            yield row
+                yield from self._hand_out((rows,))
         finally:
             if executor is not None:
                 executor.shutdown(wait=False, cancel_futures=True)
 
-
-def _deleted(row: Row) -> bool:
-    """Whether a row stands for a document deleted as it was read (``doc`` is then null)."""
-    value = row.get("value")
-    return row.get("doc") is None and isinstance(value, dict) and value.get("deleted") is True
+    def _hand_out(self, pages: Iterable[list[Row]]) -> Iterator[Row]:
+        """The wanted rows of ``pages`` (their documents, when asked for)."""
+        wanted = self._wanted
+        for rows in pages:
+            if self.include_docs:
+                for row in rows:
+                    # A document deleted between the index read and the document read.
+                    if wanted(row["id"]) and row["doc"] is not None:
+                        yield row["doc"]
+            else:
+                for row in rows:
+                    if wanted(row["id"]):
+                        yield row
 
 
 def _matcher(form: IdForm, keys: KeyRange | None) -> Match:

@@ -138,6 +138,10 @@ def describe(body: Any) -> str:
         kind = (body.headers.get("Content-Type") or "no content type").split(";")[0].strip()
         label = "HTML" if "html" in kind else kind
         return f"{label} ({len(body.content)} bytes)"
+    if isinstance(body, bytes):
+        start = body.lstrip()[:1]
+        label = "HTML" if start == b"<" else "JSON cut short" if start in (b"{", b"[") else "text"
+        return f"{label} ({len(body)} bytes)"
     text = repr(body)
     return f"{type(body).__name__} {text[:QUOTE_LEN]}{'...' if len(text) > QUOTE_LEN else ''}"
 
@@ -364,6 +368,28 @@ def call(db: str, request: Callable[[], Any], policy: RetryPolicy | None = None)
         if isinstance(result, requests.Response):
             raise answer_error(policy, db, describe(result))
         return result
+
+
+def call_for_bytes(db: str, request: Callable[[], Any], policy: RetryPolicy) -> bytes:
+    """Run ``request`` (an ``ibmcloudant`` ``..._as_stream`` call) once; return the body's bytes.
+
+    For callers that decode the answer themselves (:mod:`couchids.pages`).
+
+    Raises:
+        ServerError: or a subclass, for any HTTP error, unreachable server, answer cut short,
+            or the end of ``policy``'s time.
+    """
+    with policy.bounded():
+        try:
+            response = request().get_result()
+            if not isinstance(response, requests.Response):
+                raise answer_error(policy, db, f"not a stream: {describe(response)}")
+            try:
+                return response.content
+            finally:
+                response.close()
+        except FAILURES as exc:
+            raise server_error(exc, db, policy) from sanitized(exc)
 
 
 @dataclass(frozen=True, slots=True)

@@ -409,16 +409,18 @@ def test_a_database_deleted_mid_stream_raises_from_the_stream(
     # 200 (and a fresh database), which no client can tell from "no more rows": delete only
     # once the page fetched ahead has come back, so the next request surely follows it.
     answered = threading.Semaphore(0)
-    post_all_docs = client.post_all_docs
+    post_all_docs = client.post_all_docs_as_stream
 
     def counted(**options: Any) -> Any:
         try:
-            return post_all_docs(**options)
+            response = post_all_docs(**options)
+            assert response.get_result().content  # the whole answer, before it counts
+            return response
         finally:
             answered.release()
 
-    client.post_all_docs = counted
-    stream = couchids.window(client, db, T0, T0 + 60 * SECOND, type="user", page_size=3)
+    client.post_all_docs_as_stream = counted
+    stream = couchids.window(client, db, T0, T0 + 60 * SECOND, type="user", page_size=3, parallel=1)
     got = [next(stream)["_id"]]
     for _ in range(2):  # the first page and the one fetched while it is read
         assert answered.acquire(timeout=30)

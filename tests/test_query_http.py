@@ -173,6 +173,7 @@ def test_the_next_page_starts_at_the_last_id_and_asks_one_more(
         form=V7S,
         newest_first=False,
         page_size=3,
+        parallel=1,
     )
     assert [d["_id"] for d in got] == ids
     sent = posts(http)
@@ -206,9 +207,10 @@ def test_the_database_is_looked_up_once_per_client(
     assert [c.request.method for c in http.calls[5:]] == ["GET", "POST"]
 
 
+@pytest.mark.parametrize("parallel", [1, 3])
 @pytest.mark.parametrize("page_size", [1998, 1999, 2000, 5000])
 def test_partition_requests_never_ask_for_more_than_2000_rows(
-    http: responses.RequestsMock, client: CloudantV1, page_size: int
+    http: responses.RequestsMock, client: CloudantV1, page_size: int, parallel: int
 ) -> None:
     database(http, partitioned=True)
     ids = ids_between(KUUID_REVERSE, NEW_YEAR - 5000, 2001)  # never more than 2000 per answer
@@ -216,8 +218,8 @@ def test_partition_requests_never_ask_for_more_than_2000_rows(
     def answer(request: Any) -> tuple[int, dict[str, str], str]:
         sent = json.loads(gzip.decompress(request.body))
         assert sent["limit"] <= couchids.query.PARTITION_QUERY_LIMIT
-        first = ids.index(sent["start_key"]) if sent["start_key"] in ids else 0
-        page = ids[first : first + sent["limit"]]
+        low, high = sent["start_key"], sent["end_key"]
+        page = [i for i in ids if low <= i <= high][: sent["limit"]]
         return 200, {}, json.dumps({"rows": list(map(row, page))})
 
     http.add_callback(
@@ -225,7 +227,14 @@ def test_partition_requests_never_ask_for_more_than_2000_rows(
     )
     got = list(
         couchids.window(
-            client, "db", 0, NEW_YEAR, type="user", form=KUUID_REVERSE, page_size=page_size
+            client,
+            "db",
+            0,
+            NEW_YEAR,
+            type="user",
+            form=KUUID_REVERSE,
+            page_size=page_size,
+            parallel=parallel,
         )
     )
     assert len(got) == len(ids)
