@@ -615,6 +615,9 @@ def request(
     attempt = 0
     with policy.bounded():
         while True:
+            scope = _scope.get()
+            if scope is not None:
+                scope.sent = ""
             try:
                 response = send()
                 result = response.get_result()
@@ -643,8 +646,13 @@ def _login(exc: BaseException) -> bool:
     """Whether ``exc`` ended an authentication login rather than the request itself.
 
     A login is not retried here: ibmcloudant paces a new login after a failed one (waiting
-    up to a minute, beyond any deadline), and retries its own token requests.
+    up to a minute, beyond any deadline), and retries its own token requests. A failure before
+    the request reached the client's session (see :func:`check_client`) came from
+    authentication: an IAM token request goes through a session of its own.
     """
+    scope = _scope.get()
+    if scope is not None and not scope.sent:
+        return True
     return any(
         sent.endswith(("/_session", "/identity/token")) for sent in (_sent(exc), _last_sent())
     )
