@@ -85,7 +85,7 @@ class Sequence:
         block: numbers claimed at a time (1 to 1,000,000): larger blocks mean fewer requests
             and larger gaps when a writer stops.
         retries, backoff: as for :func:`couchids.create`.
-        timeout: seconds each call of :meth:`next` (or :meth:`new_id`) may take, the claim
+        timeout: seconds each call of :meth:`next` (or ``new_id``) may take, the claim
             of a new block with its retries included (default 60); ``None`` leaves it to the
             client's own timeouts.
 
