@@ -615,5 +615,5 @@ def _parser() -> argparse.ArgumentParser:
     _timeout_flag(win, "a request (one page)")
     _form_flags(win, "of the ids in DB")
     win.set_defaults(run=_window)
-    add_commands(commands, Tools(_connect, _form, _form_flags, parse_time))
+    add_commands(commands, Tools(_connect, _form, _form_flags, parse_time, _timeout_flag))
     return parser

@@ -19,14 +19,14 @@ from typing import Any
 from ibmcloudant.cloudant_v1 import CloudantV1
 from tqdm import tqdm
 
-from .counting import count, histogram
+from .counting import count, counted, histogram
 from .errors import InvalidArgumentError
 from .expiry import ExpireReport, expire
 from .exporting import export
 from .following import follow
 from .forms import IdForm
 from .rekeying import RekeyReport, rekey
-from .scan import Checkpoint
+from .scan import Checkpoint, read_policy
 from .times import now_ms
 
 __all__ = ["EXIT_INTERRUPTED", "SPARKS", "Tools", "add_commands", "sparkline"]
@@ -39,12 +39,14 @@ _BAR_WIDTH = 40
 
 @dataclass(frozen=True)
 class Tools:
-    """What the subcommands take from :mod:`couchids.cli`: the client, the id form, times."""
+    """What the subcommands take from :mod:`couchids.cli`: the client, the id form, times,
+    the ``--timeout`` flag."""
 
     connect: Callable[[], CloudantV1]
     form: Callable[[argparse.Namespace], IdForm]
     form_flags: Callable[[argparse.ArgumentParser, str], None]
     parse_time: Callable[[str, int], int]
+    timeout_flag: Callable[[argparse.ArgumentParser, str], None]
 
 
 def sparkline(values: list[int]) -> str:
@@ -86,6 +88,7 @@ def add_commands(commands: Any, tools: Tools) -> None:
             type=args.type,
             form=tools.form(args),
             exact=args.exact,
+            timeout=args.timeout,
         )
         print(n)
         return 0
@@ -101,6 +104,7 @@ def add_commands(commands: Any, tools: Tools) -> None:
             type=args.type,
             form=tools.form(args),
             exact=args.exact,
+            timeout=args.timeout,
         )
         out = sys.stdout
         if args.format == "json":
@@ -124,7 +128,9 @@ def add_commands(commands: Any, tools: Tools) -> None:
         before = tools.parse_time(args.before, now_ms())
         client, form = tools.connect(), tools.form(args)
         mark = Checkpoint(last_id=args.after)
-        total = count(client, args.db, 0, before, type=args.type, form=form)
+        # Counted for the progress bar; a failure names the command the user ran.
+        policy = read_policy(args.timeout, "expire")
+        total = counted(policy, client, args.db, 0, before, type=args.type, form=form, exact=False)
         bar = _bar(total, "deleting" if args.yes else "checking")
 
         def progress(report: ExpireReport) -> None:
@@ -141,6 +147,7 @@ def add_commands(commands: Any, tools: Tools) -> None:
                 purge=args.purge,
                 checkpoint=mark,
                 on_progress=progress,
+                timeout=args.timeout,
             )
         except KeyboardInterrupt:
             return _interrupted(bar, mark)
@@ -174,6 +181,7 @@ def add_commands(commands: Any, tools: Tools) -> None:
                 fields=fields,
                 checkpoint=mark,
                 on_progress=lambda m: bar.update(m.done - bar.n),
+                timeout=args.timeout,
             )
         except KeyboardInterrupt:
             sys.stdout.flush()
@@ -187,7 +195,13 @@ def add_commands(commands: Any, tools: Tools) -> None:
         out = sys.stdout
         try:
             for doc in follow(
-                client, args.db, type=args.type, form=form, checkpoint=mark, wait=args.follow
+                client,
+                args.db,
+                type=args.type,
+                form=form,
+                checkpoint=mark,
+                wait=args.follow,
+                timeout=args.timeout,
             ):
                 out.write(json.dumps(doc, separators=(",", ":")) + "\n")
                 out.flush()
@@ -222,6 +236,7 @@ def add_commands(commands: Any, tools: Tools) -> None:
                     mapping=mapping,
                     checkpoint=mark,
                     on_progress=progress,
+                    timeout=args.timeout,
                 )
         except KeyboardInterrupt:
             return _interrupted(bar, mark)
@@ -242,6 +257,7 @@ def add_commands(commands: Any, tools: Tools) -> None:
     )
     window_args(p)
     p.add_argument("--exact", action="store_true", help="scan; leave foreign ids out")
+    tools.timeout_flag(p, "a request")
     p.set_defaults(run=run_count)
 
     p = commands.add_parser(
@@ -254,6 +270,7 @@ def add_commands(commands: Any, tools: Tools) -> None:
     p.add_argument("--every", default="1h", help="bucket width: 15m, 1h, 1d, 1w (default 1h)")
     p.add_argument("--format", choices=("bars", "spark", "csv", "json"), default="bars")
     p.add_argument("--exact", action="store_true", help="scan; leave foreign ids out")
+    tools.timeout_flag(p, "a request")
     p.set_defaults(run=run_histogram)
 
     p = commands.add_parser(
@@ -269,6 +286,7 @@ def add_commands(commands: Any, tools: Tools) -> None:
     p.add_argument("--purge", action="store_true", help="then purge (CouchDB only)")
     p.add_argument("--after", metavar="ID", help="resume after this id")
     tools.form_flags(p, "of the ids in DB")
+    tools.timeout_flag(p, "a request (a page, a batch's delete)")
     p.set_defaults(run=run_expire)
 
     p = commands.add_parser(
@@ -280,6 +298,7 @@ def add_commands(commands: Any, tools: Tools) -> None:
     window_args(p)
     p.add_argument("--csv", metavar="FIELDS", help="CSV of these comma-separated fields")
     p.add_argument("--after", metavar="ID", help="resume after this id")
+    tools.timeout_flag(p, "a request (one page)")
     p.set_defaults(run=run_export)
 
     p = commands.add_parser(
@@ -293,6 +312,7 @@ def add_commands(commands: Any, tools: Tools) -> None:
     p.add_argument("-f", "--follow", action="store_true", help="keep waiting for more")
     p.add_argument("--since", default="now", help="a _changes sequence, 0, or now (default)")
     tools.form_flags(p, "of the ids in DB")
+    tools.timeout_flag(p, "a request (beyond a long poll's own wait)")
     p.set_defaults(run=run_tail)
 
     p = commands.add_parser(
@@ -319,6 +339,7 @@ def add_commands(commands: Any, tools: Tools) -> None:
     )
     p.add_argument("--after", metavar="ID", help="resume after this source id")
     tools.form_flags(p, "of the new ids")
+    tools.timeout_flag(p, "a request (a page read, a batch's write)")
     p.set_defaults(run=run_rekey)
 
 

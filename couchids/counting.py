@@ -30,11 +30,19 @@ from typing import Any, Final, Literal
 
 from ibmcloudant.cloudant_v1 import CloudantV1
 
-from .errors import InvalidArgumentError, InvalidTimeError, ServerError
+from .errors import InvalidArgumentError, InvalidTimeError
 from .forms import KUUID, IdForm
 from .keys import KeyRange, window_keys
-from .scan import READ_POLICY, range_pages
-from .server import database_facts, request
+from .scan import check_flag, checked_target, range_pages, read_policy
+from .server import (
+    DEFAULT_TIMEOUT,
+    RetryPolicy,
+    answer_error,
+    database_facts,
+    describe,
+    expect_object,
+    request,
+)
 from .times import TimeLike, to_datetime, to_ms
 
 __all__ = [
@@ -42,6 +50,7 @@ __all__ = [
     "Bucket",
     "bucket_edges",
     "count",
+    "counted",
     "counts_by_offset",
     "histogram",
     "parse_every",
@@ -108,8 +117,11 @@ _kinds: weakref.WeakKeyDictionary[CloudantV1, ServerKind] = weakref.WeakKeyDicti
 _kinds_lock = threading.Lock()
 
 
-def server_kind(client: CloudantV1) -> ServerKind:
-    """Which server the client talks to, from its welcome (``GET /``), asked once per client.
+def server_kind(
+    client: CloudantV1, policy: RetryPolicy | None = None, db: str = "the server"
+) -> ServerKind:
+    """Which server the client talks to, from its welcome (``GET /``), asked once per client
+    (for an operation of ``policy`` on ``db``, which a failure's message names).
 
     ``"pouchdb"`` (PouchDB Server says ``"express-pouchdb"``), ``"cloudant"`` (a
     ``"couchdb"`` welcome whose vendor is IBM Cloudant), ``"couchdb"`` (any other
@@ -119,10 +131,12 @@ def server_kind(client: CloudantV1) -> ServerKind:
         known = _kinds.get(client)
     if known is not None:
         return known
-    welcome = request("the server", client.get_server_information, READ_POLICY).body
+    policy = policy or read_policy(DEFAULT_TIMEOUT, "request")
+    welcome = request(db, client.get_server_information, policy.renewed()).body
     kind: ServerKind = "other"
     if isinstance(welcome, dict):
-        vendor = str((welcome.get("vendor") or {}).get("name", "")).lower()
+        vendor_info = welcome.get("vendor")
+        vendor = str(vendor_info.get("name", "") if isinstance(vendor_info, dict) else "").lower()
         if "express-pouchdb" in welcome:
             kind = "pouchdb"
         elif "couchdb" in welcome:
@@ -132,13 +146,15 @@ def server_kind(client: CloudantV1) -> ServerKind:
     return kind
 
 
-def counts_by_offset(client: CloudantV1) -> bool:
+def counts_by_offset(
+    client: CloudantV1, policy: RetryPolicy | None = None, db: str = "the server"
+) -> bool:
     """Whether the server's ``_all_docs`` ``offset`` counts the rows before the start key.
 
     True for Apache CouchDB and Cloudant, False for PouchDB Server (whose offset is always
     0) and servers that do not say what they are.
     """
-    return server_kind(client) in ("couchdb", "cloudant")
+    return server_kind(client, policy, db) in ("couchdb", "cloudant")
 
 
 def count(
@@ -150,6 +166,7 @@ def count(
     type: str | None = None,
     form: IdForm = KUUID,
     exact: bool = False,
+    timeout: float | None = DEFAULT_TIMEOUT,
 ) -> int:
     """The number of documents whose id holds a time ``t`` with ``start <= t < end``.
 
@@ -165,27 +182,50 @@ def count(
         form: the id layout of the database.
         exact: scan the ids and count only ids of ``form`` (foreign ids in the range left
             out).
+        timeout: seconds each request may take, retries included (default 60); ``None``
+            leaves each request to the client's own timeouts.
 
     Raises:
         InvalidTimeError: unreadable times, or ``end`` before ``start``.
         InvalidTypeError: a bad ``type``.
-        ServerError: (and subclasses) the server failed; a missing database is
+        InvalidArgumentError: not a ``CloudantV1`` client, a bad database name, ``form``,
+            ``exact`` or ``timeout``.
+        ServerError: (and subclasses) the server failed or answered something that is not
+            CouchDB's (``ServerTimeoutError`` when ``timeout`` ran out); a missing database is
             ``DatabaseNotFoundError``, never 0.
 
     Example::
 
         couchids.count(client, "orders", "2024-05-01", "2024-06-01", type="order")
     """
+    policy = read_policy(timeout, "count")
+    return counted(policy, client, db, start, end, type=type, form=form, exact=exact)
+
+
+def counted(
+    policy: RetryPolicy,
+    client: CloudantV1,
+    db: str,
+    start: TimeLike,
+    end: TimeLike,
+    *,
+    type: str | None,
+    form: IdForm,
+    exact: bool,
+) -> int:
+    """:func:`count` for the operation of ``policy`` (whose messages name it)."""
+    client, db = checked_target(client, db)
     start_ms, end_ms = _window(start, end)
     _check_form(form)
+    check_flag("exact", exact)
     keys = window_keys(form, type, start_ms, end_ms)
-    database_facts(client, db)  # a missing database raises, even for an empty window
+    database_facts(client, db, policy)  # a missing database raises, even for an empty window
     if keys is None:
         return 0
-    if not exact and counts_by_offset(client):
-        offsets = _offsets(client, db, [keys.low, keys.high], 1)
-        return _difference(db, offsets, keys)
-    return sum(_scan_counts(client, db, [keys], form, type, exact))
+    if not exact and counts_by_offset(client, policy, db):
+        offsets = _offsets(client, db, [keys.low, keys.high], 1, policy)
+        return _difference(db, offsets, keys, policy)
+    return sum(_scan_counts(client, db, [keys], form, type, exact, policy))
 
 
 def histogram(
@@ -199,6 +239,7 @@ def histogram(
     form: IdForm = KUUID,
     exact: bool = False,
     workers: int = DEFAULT_WORKERS,
+    timeout: float | None = DEFAULT_TIMEOUT,
 ) -> list[Bucket]:
     """Counts per bucket of ``every``, aligned to UTC, covering ``[start, end)``.
 
@@ -208,7 +249,7 @@ def histogram(
     time; on PouchDB Server (or with ``exact``) one scan of the window's ids.
 
     Args:
-        client, db, start, end, type, form, exact: as for :func:`count`.
+        client, db, start, end, type, form, exact, timeout: as for :func:`count`.
         every: the bucket width: ``"1h"``, ``"1d"``, ``"15m"``, ``"1w"`` or a timedelta.
         workers: offset requests in flight at once.
 
@@ -221,24 +262,27 @@ def histogram(
                                          every="1d", type="order"):
             print(bucket.start.date(), bucket.count)
     """
+    policy = read_policy(timeout, "histogram")
+    client, db = checked_target(client, db)
     start_ms, end_ms = _window(start, end)
     _check_form(form)
+    check_flag("exact", exact)
     every_ms = parse_every(every)
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise InvalidArgumentError(f"workers={workers!r}: must be an int >= 1")
     edges = bucket_edges(start_ms, end_ms, every_ms)
     spans = list(itertools.pairwise(edges))
     ranges = [window_keys(form, type, a, b) for a, b in spans]
-    database_facts(client, db)
+    database_facts(client, db, policy)
     present = [keys for keys in ranges if keys is not None]
     if not present:
         counts = [0] * len(spans)
-    elif not exact and counts_by_offset(client):
+    elif not exact and counts_by_offset(client, policy, db):
         wanted = sorted({key for keys in present for key in (keys.low, keys.high)})
-        offsets = _offsets(client, db, wanted, workers)
-        counts = [0 if keys is None else _difference(db, offsets, keys) for keys in ranges]
+        offsets = _offsets(client, db, wanted, workers, policy)
+        counts = [0 if keys is None else _difference(db, offsets, keys, policy) for keys in ranges]
     else:
-        found = iter(_scan_counts(client, db, present, form, type, exact))
+        found = iter(_scan_counts(client, db, present, form, type, exact, policy))
         counts = [0 if keys is None else next(found) for keys in ranges]
     return [
         Bucket(to_datetime(a), to_datetime(b), n) for (a, b), n in zip(spans, counts, strict=True)
@@ -261,17 +305,20 @@ def _check_form(form: object) -> None:
         )
 
 
-def _offsets(client: CloudantV1, db: str, keys: list[str], workers: int) -> dict[str, int]:
+def _offsets(
+    client: CloudantV1, db: str, keys: list[str], workers: int, policy: RetryPolicy
+) -> dict[str, int]:
     """``offset`` for each key: the number of ids below it."""
 
     def offset(key: str) -> int:
-        body = request(
-            db, lambda: client.post_all_docs(db=db, start_key=key, limit=0), READ_POLICY
-        ).body
-        value = body.get("offset") if isinstance(body, dict) else None
+        each = policy.renewed()
+        body = request(db, lambda: client.post_all_docs(db=db, start_key=key, limit=0), each).body
+        value = expect_object(body, each, db).get("offset")
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ServerError(
-                f"_all_docs of {db!r} answered no row offset ({value!r}); count with exact=True"
+            raise answer_error(
+                each,
+                db,
+                f"_all_docs answered no row offset ({describe(value)}); count with exact=True",
             )
         return value
 
@@ -281,16 +328,18 @@ def _offsets(client: CloudantV1, db: str, keys: list[str], workers: int) -> dict
         return dict(zip(keys, pool.map(offset, keys), strict=True))
 
 
-def _difference(db: str, offsets: dict[str, int], keys: KeyRange) -> int:
-    counted = offsets[keys.high] - offsets[keys.low]
-    if counted < 0:
+def _difference(db: str, offsets: dict[str, int], keys: KeyRange, policy: RetryPolicy) -> int:
+    between = offsets[keys.high] - offsets[keys.low]
+    if between < 0:
         # Documents added between the two requests cannot make this negative; a server whose
         # offset is not a row count can.
-        raise ServerError(
-            f"_all_docs of {db!r} answered offsets that do not count rows "
-            f"({offsets[keys.low]} then {offsets[keys.high]}); count with exact=True"
+        raise answer_error(
+            policy,
+            db,
+            f"_all_docs answered offsets that do not count rows "
+            f"({offsets[keys.low]} then {offsets[keys.high]}); count with exact=True",
         )
-    return counted
+    return between
 
 
 def _scan_counts(
@@ -300,6 +349,7 @@ def _scan_counts(
     form: IdForm,
     doc_type: str | None,
     exact: bool,
+    policy: RetryPolicy,
 ) -> list[int]:
     """Counts of the ids in each of ``ranges`` (adjacent key ranges), from one scan."""
     ordered = sorted(range(len(ranges)), key=lambda i: ranges[i].low)
@@ -311,7 +361,7 @@ def _scan_counts(
     )
     wanted = form.id_pattern(whole.prefix).fullmatch
     counts = [0] * len(ranges)
-    for page in range_pages(client, db, whole, form, doc_type=doc_type):
+    for page in range_pages(client, db, whole, form, policy, doc_type=doc_type):
         for doc_id in _ids(page):
             if exact and wanted(doc_id) is None:
                 continue

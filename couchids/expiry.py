@@ -23,11 +23,22 @@ from typing import Any, Final
 from ibmcloudant.cloudant_v1 import CloudantV1
 
 from .counting import server_kind
-from .errors import InvalidArgumentError, ServerError
+from .errors import InvalidArgumentError
 from .forms import KUUID, IdForm
 from .keys import window_keys
-from .scan import READ_POLICY, Checkpoint, check_size, range_pages
-from .server import DEFAULT_BACKOFF, DEFAULT_RETRIES, JSON, RetryPolicy, database_facts, request
+from .scan import Checkpoint, check_flag, check_size, checked_target, range_pages
+from .server import (
+    DEFAULT_BACKOFF,
+    DEFAULT_RETRIES,
+    DEFAULT_TIMEOUT,
+    JSON,
+    RetryPolicy,
+    answer_error,
+    database_facts,
+    describe,
+    expect_object,
+    request,
+)
 from .times import TimeLike, to_ms
 
 __all__ = ["DEFAULT_EXPIRE_BATCH", "PURGE_BATCH", "ExpireReport", "delete_revisions", "expire"]
@@ -79,6 +90,7 @@ def expire(
     on_progress: Callable[[ExpireReport], None] | None = None,
     retries: int = DEFAULT_RETRIES,
     backoff: float = DEFAULT_BACKOFF,
+    timeout: float | None = DEFAULT_TIMEOUT,
 ) -> ExpireReport:
     """Delete the documents of ``type`` whose id holds a time before ``before``.
 
@@ -100,26 +112,33 @@ def expire(
         on_progress: called with the report after every batch (for progress display; an
             exception raised there stops the run, and the checkpoint says where).
         retries, backoff: for lost answers, as in :func:`couchids.create`.
+        timeout: seconds each request (a page read, a batch's delete, a purge) may take,
+            retries included (default 60); ``None`` leaves it to the client's own timeouts.
 
     Raises:
-        InvalidTimeError, InvalidTypeError, InvalidArgumentError: bad arguments, or a purge
-            the server cannot do.
-        ServerError: (and subclasses) a request failed after the retries.
+        InvalidTimeError, InvalidTypeError, InvalidArgumentError: bad arguments (a client that
+            is not ``CloudantV1``, a bad database name, ``dry_run``/``purge`` not a bool), or
+            a purge the server cannot do.
+        ServerError: (and subclasses) a request failed after the retries, ran out of
+            ``timeout``, or was answered with something that is not CouchDB's.
 
     Example::
 
         report = couchids.expire(client, "events", "2024-01-01", type="click", dry_run=False)
         print(report.deleted, report.conflicts)
     """
+    policy = RetryPolicy.checked(retries, backoff, timeout, "expire")
+    client, db = checked_target(client, db)
     before_ms = to_ms(before)
-    policy = RetryPolicy.checked(retries, backoff)
     check_size("batch_size", batch_size)
+    check_flag("dry_run", dry_run)
+    check_flag("purge", purge)
     if not isinstance(form, IdForm):
         raise InvalidArgumentError(f"form={form!r}: pass an IdForm such as couchids.KUUID")
     keys = window_keys(form, type, 0, before_ms)
-    database_facts(client, db)
+    database_facts(client, db, policy)
     if purge and not dry_run:
-        kind = server_kind(client)
+        kind = server_kind(client, policy, db)
         if kind != "couchdb":
             where = {"cloudant": "Cloudant", "pouchdb": "PouchDB Server"}.get(kind, "this server")
             raise InvalidArgumentError(
@@ -132,7 +151,7 @@ def expire(
         return report
     wanted = form.id_pattern(keys.prefix).fullmatch
     pages = range_pages(
-        client, db, keys, form, doc_type=type, after=mark.last_id, page_size=batch_size
+        client, db, keys, form, policy, doc_type=type, after=mark.last_id, page_size=batch_size
     )
     for page in pages:
         rows = [row for row in page if wanted(row["id"])]
@@ -156,35 +175,61 @@ def delete_revisions(
     policy: RetryPolicy,
 ) -> dict[str, str]:
     """Delete the revisions of ``_all_docs`` rows (``{"id", "value": {"rev"}}``), adding the
-    outcome to ``report``; return ``{id: deleted revision}`` of what is deleted now."""
-    docs = [{"_id": row["id"], "_rev": row["value"]["rev"], "_deleted": True} for row in rows]
-    answer = request(
-        db, lambda: client.post_bulk_docs(db=db, bulk_docs={"docs": docs}), policy
-    ).body
+    outcome to ``report``; return ``{id: deleted revision}`` of what is deleted now.
+
+    Each request may take ``policy``'s timeout; answers are checked for shape."""
+    docs = []
+    for row in rows:
+        value = row.get("value")
+        rev = value.get("rev") if isinstance(value, dict) else None
+        if not isinstance(rev, str):
+            raise answer_error(policy, db, f"row {row['id']!r} has no revision: {describe(row)}")
+        docs.append({"_id": row["id"], "_rev": rev, "_deleted": True})
+    each = policy.renewed()
+    answer = request(db, lambda: client.post_bulk_docs(db=db, bulk_docs={"docs": docs}), each).body
     tombstones: dict[str, str] = {}
     conflicted: list[str] = []
-    for row in answer:
+    for row in _result_rows(answer, each, db, "_bulk_docs"):
         if row.get("error") == "conflict":
             conflicted.append(row["id"])
         elif row.get("error"):
             report.failed.append((row["id"], f"{row['error']}: {row.get('reason', '')}"))
-        else:
+        elif isinstance(row.get("rev"), str):
             tombstones[row["id"]] = row["rev"]
             report.deleted += 1
+        else:
+            raise answer_error(each, db, f"_bulk_docs answered a row without rev: {describe(row)}")
     if conflicted:
         # A 409 is a document changed since it was read, or one deleted already (by another
         # client, or by a first attempt of this batch whose answer was lost): tell them apart.
-        state = request(db, lambda: client.post_all_docs(db=db, keys=conflicted), READ_POLICY).body[
-            "rows"
-        ]
-        for row in state:
-            value = row.get("value") or {}
-            if value.get("deleted"):
+        each = policy.renewed()
+        state = request(db, lambda: client.post_all_docs(db=db, keys=conflicted), each).body
+        for row in _result_rows(
+            expect_object(state, each, db, "rows")["rows"], each, db, "_all_docs", "key"
+        ):
+            value = row.get("value")
+            if (
+                isinstance(value, dict)
+                and value.get("deleted")
+                and isinstance(value.get("rev"), str)
+            ):
                 report.gone += 1
-                tombstones[row["id"]] = value["rev"]
+                tombstones[row["key"]] = value["rev"]
             else:
-                report.conflicts.append(row["id"])
+                report.conflicts.append(row["key"])
     return tombstones
+
+
+def _result_rows(
+    rows: Any, policy: RetryPolicy, db: str, what: str, name: str = "id"
+) -> list[dict[str, Any]]:
+    """``rows`` if it is a list of objects, each with a string ``name`` (``id``; the ``key``
+    of an ``_all_docs`` answer for keys, whose rows for missing ids have no ``id``)."""
+    if not isinstance(rows, list) or not all(
+        isinstance(row, dict) and isinstance(row.get(name), str) for row in rows
+    ):
+        raise answer_error(policy, db, f"{what} answered {describe(rows)}")
+    return rows
 
 
 def _purge(client: CloudantV1, db: str, tombstones: dict[str, str], policy: RetryPolicy) -> int:
@@ -203,8 +248,9 @@ def _purge(client: CloudantV1, db: str, tombstones: dict[str, str], policy: Retr
             )
             return client.send(prepared)
 
-        answer = request(db, send, policy).body
+        each = policy.renewed()
+        answer = request(db, send, each).body
         if not isinstance(answer, dict) or not isinstance(answer.get("purged"), dict):
-            raise ServerError(f"_purge of {db!r} answered {answer!r:.200}")
+            raise answer_error(each, db, f"_purge answered {describe(answer)}")
         purged += sum(1 for revs in answer["purged"].values() if revs)
     return purged

@@ -22,8 +22,18 @@ from .expiry import ExpireReport, delete_revisions
 from .forms import KUUID, IdForm
 from .keys import window_keys
 from .query import DEFAULT_PAGE_SIZE
-from .scan import Checkpoint, check_size, range_pages
-from .server import DEFAULT_BACKOFF, DEFAULT_RETRIES, RetryPolicy, database_facts, request
+from .scan import Checkpoint, check_flag, check_size, checked_target, range_pages, read_policy
+from .server import (
+    DEFAULT_BACKOFF,
+    DEFAULT_RETRIES,
+    DEFAULT_TIMEOUT,
+    RetryPolicy,
+    answer_error,
+    check_db,
+    database_facts,
+    describe,
+    request,
+)
 from .times import TimeLike, to_ms
 
 __all__ = ["FORMATS", "ArchiveReport", "archive", "export"]
@@ -47,6 +57,7 @@ def export(
     checkpoint: Checkpoint | None = None,
     page_size: int = DEFAULT_PAGE_SIZE,
     on_progress: Callable[[Checkpoint], None] | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT,
 ) -> Checkpoint:
     """Write the documents made in ``[start, end)`` to ``out``, oldest first.
 
@@ -62,14 +73,18 @@ def export(
         checkpoint: continue after its ``last_id``; updated after every document written.
         page_size: documents per request.
         on_progress: called with the checkpoint after every page.
+        timeout: seconds each request (the database lookup, each page) may take, retries
+            included (default 60); ``None`` leaves it to the client's own timeouts.
 
     Returns:
         :class:`~couchids.Checkpoint`: ``last_id`` is the last document written, ``done`` how many.
 
     Raises:
-        InvalidArgumentError: a bad ``format``, ``fields`` or ``page_size``.
+        InvalidArgumentError: not a ``CloudantV1`` client, a bad database name, ``format``,
+            ``fields``, ``page_size`` or ``timeout``.
         InvalidTimeError, InvalidTypeError: a bad window or type.
-        ServerError: (and subclasses) a request failed after the retries; the checkpoint
+        ServerError: (and subclasses) a request failed after the retries, ran out of
+            ``timeout`` or was answered with something that is not CouchDB's; the checkpoint
             says where to continue.
 
     Example::
@@ -78,13 +93,15 @@ def export(
             mark = couchids.export(client, "orders", "2024-05-01", "2024-06-01", out,
                                    type="order")
     """
+    policy = read_policy(timeout, "export")
+    client, db = checked_target(client, db)
     if format not in FORMATS:
         raise InvalidArgumentError(f"format={format!r}: one of {FORMATS}")
     if format == "csv" and not fields:
         raise InvalidArgumentError("a CSV export needs fields, such as ['_id', 'total']")
     mark = checkpoint if checkpoint is not None else Checkpoint()
     write = _writer(out, format, fields, header=mark.last_id is None)
-    for page in _window_pages(client, db, start, end, type, form, mark, page_size):
+    for page in _window_pages(client, db, start, end, type, form, mark, page_size, policy):
         for doc in page:
             write(doc)
             mark.last_id = doc["_id"]
@@ -120,6 +137,7 @@ def archive(
     on_progress: Callable[[ArchiveReport], None] | None = None,
     retries: int = DEFAULT_RETRIES,
     backoff: float = DEFAULT_BACKOFF,
+    timeout: float | None = DEFAULT_TIMEOUT,
 ) -> ArchiveReport:
     """Copy the documents made in ``[start, end)`` into ``target_db``; optionally delete them.
 
@@ -136,6 +154,7 @@ def archive(
         checkpoint, on_progress: as for :func:`export`.
         page_size: documents per request.
         retries, backoff: for lost answers, as in :func:`couchids.create`.
+        timeout: seconds each request may take, retries included, as for :func:`export`.
 
     Raises:
         as :func:`export`; ``DatabaseNotFoundError`` for a missing ``target_db``.
@@ -145,21 +164,29 @@ def archive(
         report = couchids.archive(client, "orders", "orders-2023", "2023-01-01",
                                   "2024-01-01", type="order", expire=True)
     """
-    policy = RetryPolicy.checked(retries, backoff)
-    database_facts(client, target_db)
+    policy = RetryPolicy.checked(retries, backoff, timeout, "archive")
+    client, db = checked_target(client, db)
+    target_db = check_db(target_db)
+    check_flag("expire", expire)
+    database_facts(client, target_db, policy)
     report = ArchiveReport(expired=ExpireReport(dry_run=not expire))
     if checkpoint is not None:
         report.checkpoint = checkpoint
     mark = report.checkpoint
-    pages = _window_pages(client, db, start, end, type, form, mark, page_size, attachments=True)
+    pages = _window_pages(
+        client, db, start, end, type, form, mark, page_size, policy, attachments=True
+    )
     for page in pages:
 
         def send(docs: list[Doc] = page) -> Any:
             body = {"docs": docs, "new_edits": False}
             return client.post_bulk_docs(db=target_db, bulk_docs=body)
 
-        answer = request(target_db, send, policy).body
-        refused = {row["id"]: row for row in answer if isinstance(row, dict) and "error" in row}
+        each = policy.renewed()
+        answer = request(target_db, send, each).body
+        if not isinstance(answer, list) or not all(isinstance(row, dict) for row in answer):
+            raise answer_error(each, target_db, f"_bulk_docs answered {describe(answer)}")
+        refused = {str(row.get("id")): row for row in answer if "error" in row}
         report.failed += [(i, f"{r['error']}: {r.get('reason', '')}") for i, r in refused.items()]
         stored = [doc for doc in page if doc["_id"] not in refused]
         report.copied += len(stored)
@@ -183,6 +210,7 @@ def _window_pages(
     form: IdForm,
     mark: Checkpoint,
     page_size: int,
+    policy: RetryPolicy,
     *,
     attachments: bool = False,
 ) -> Iterator[list[Doc]]:
@@ -196,7 +224,7 @@ def _window_pages(
     if not isinstance(form, IdForm):
         raise InvalidArgumentError(f"form={form!r}: pass an IdForm such as couchids.KUUID")
     keys = window_keys(form, doc_type, start_ms, end_ms)
-    database_facts(client, db)
+    database_facts(client, db, policy)
     if keys is None:
         return
     wanted = form.id_pattern(keys.prefix).fullmatch
@@ -205,6 +233,7 @@ def _window_pages(
         db,
         keys,
         form,
+        policy,
         doc_type=doc_type,
         after=mark.last_id,
         include_docs=True,
@@ -213,6 +242,9 @@ def _window_pages(
     )
     for page in pages:
         docs = [row["doc"] for row in page if wanted(row["id"]) and row.get("doc")]
+        for doc in docs:
+            if not isinstance(doc.get("_id"), str) or not isinstance(doc.get("_rev"), str):
+                raise answer_error(policy, db, f"a document without _id or _rev: {describe(doc)}")
         if docs:
             yield docs
 

@@ -13,6 +13,7 @@ without ``include_docs`` for them.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any, Final
 
 from ibmcloudant.cloudant_v1 import CloudantV1
@@ -20,8 +21,16 @@ from ibmcloudant.cloudant_v1 import CloudantV1
 from .doctypes import type_prefix
 from .errors import InvalidArgumentError
 from .forms import KUUID, IdForm
-from .scan import READ_POLICY, Checkpoint, check_size
-from .server import database_facts, request
+from .scan import Checkpoint, check_flag, check_size, checked_target, read_policy
+from .server import (
+    DEFAULT_TIMEOUT,
+    RetryPolicy,
+    answer_error,
+    database_facts,
+    describe,
+    expect_object,
+    request,
+)
 
 __all__ = ["DEFAULT_FOLLOW_BATCH", "DEFAULT_WAIT_MS", "follow"]
 
@@ -42,6 +51,7 @@ def follow(
     wait: bool = True,
     batch_size: int = DEFAULT_FOLLOW_BATCH,
     wait_ms: int = DEFAULT_WAIT_MS,
+    timeout: float | None = DEFAULT_TIMEOUT,
 ) -> Iterator[dict[str, Any]]:
     """Yield the documents of ``type`` (ids of ``form``) as they are stored, oldest first.
 
@@ -61,10 +71,15 @@ def follow(
         wait: keep waiting for new documents (long polling); ``False`` stops once caught up.
         batch_size: changes per request.
         wait_ms: how long one long-poll request waits.
+        timeout: seconds each request may take, retries included (default 60), on top of
+            ``wait_ms`` for a long-poll request; ``None`` leaves it to the client's own
+            timeouts.
 
     Raises:
-        InvalidArgumentError, InvalidTypeError: bad arguments.
-        ServerError: (and subclasses) a request failed after the retries.
+        InvalidArgumentError, InvalidTypeError: bad arguments (a client that is not
+            ``CloudantV1``, a bad database name, ``wait`` not a bool, a bad ``timeout``).
+        ServerError: (and subclasses) a request failed after the retries, ran out of
+            ``timeout``, or was answered with something that is not CouchDB's.
 
     Example::
 
@@ -72,22 +87,27 @@ def follow(
         for doc in couchids.follow(client, "orders", type="order", checkpoint=mark):
             print(doc["_id"])  # and save mark.to_json() now and then
     """
+    policy = read_policy(timeout, "follow")
+    client, db = checked_target(client, db)
     check_size("batch_size", batch_size)
     check_size("wait_ms", wait_ms)
+    check_flag("wait", wait)
     if not isinstance(form, IdForm):
         raise InvalidArgumentError(f"form={form!r}: pass an IdForm such as couchids.KUUID")
     wanted = form.id_pattern(type_prefix(type)).fullmatch
     mark = checkpoint if checkpoint is not None else Checkpoint()
     if mark.since is None:
         mark.since = str(since)
-    database_facts(client, db)
+    database_facts(client, db, policy)
     if mark.since == "now":
         # Pin "now" to this call, not to the first read of the stream, which may come later.
-        current = request(
-            db, lambda: client.post_changes(db=db, since="now", limit=1), READ_POLICY
-        ).body
-        mark.since = str(current["last_seq"])
-    return _follow(client, db, form, wanted, mark, wait, batch_size, wait_ms)
+        each = policy.renewed()
+        current = request(db, lambda: client.post_changes(db=db, since="now", limit=1), each).body
+        mark.since = str(expect_object(current, each, db, "last_seq")["last_seq"])
+    if wait and policy.timeout is not None:
+        # A long-poll request is answered after up to wait_ms by design.
+        policy = replace(policy, timeout=policy.timeout + wait_ms / 1000)
+    return _follow(client, db, form, wanted, mark, wait, batch_size, wait_ms, policy)
 
 
 def _follow(
@@ -99,6 +119,7 @@ def _follow(
     wait: bool,
     batch_size: int,
     wait_ms: int,
+    policy: RetryPolicy,
 ) -> Iterator[dict[str, Any]]:
     while True:
         options: dict[str, Any] = {
@@ -113,19 +134,31 @@ def _follow(
         def send(chosen: dict[str, Any] = options) -> Any:
             return client.post_changes(**chosen)
 
-        answer = request(db, send, READ_POLICY).body
-        results = answer.get("results") or []
+        each = policy.renewed()
+        answer = expect_object(request(db, send, each).body, each, db, "results", "last_seq")
+        results = answer["results"]
+        if not isinstance(results, list) or not all(
+            isinstance(row, dict)
+            and isinstance(row.get("id"), str)
+            and isinstance(row.get("doc"), dict | None)
+            for row in results
+        ):
+            raise answer_error(each, db, f"_changes answered results {describe(results)}")
         docs = [
             row["doc"]
             for row in results
-            if wanted(row.get("id", "")) and not row.get("deleted") and row.get("doc")
+            if wanted(row["id"]) and not row.get("deleted") and row.get("doc")
         ]
+        if not all(isinstance(doc.get("_id"), str) for doc in docs):
+            raise answer_error(
+                each, db, f"_changes answered a document without _id: {describe(docs)}"
+            )
         # Reverse ids sort newest first: oldest first is then the highest key first.
         docs.sort(key=lambda doc: doc["_id"], reverse=form.reverse)
         for doc in docs:
             yield doc
             mark.done += 1
-        mark.since = str(answer.get("last_seq", mark.since))
+        mark.since = str(answer["last_seq"])
         if not results and not wait:
             return
         if len(results) < batch_size and not wait:

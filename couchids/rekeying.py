@@ -19,14 +19,21 @@ from typing import Any, Final, TextIO
 from ibmcloudant.cloudant_v1 import CloudantV1
 
 from .doctypes import type_prefix
-from .errors import BulkWriteError, CouchidsError, InvalidArgumentError
+from .errors import CouchidsError, InvalidArgumentError
 from .forms import KUUID, IdForm
 from .keyed import keyed_id
 from .keys import KeyRange
-from .scan import Checkpoint, check_size, range_pages
-from .server import database_facts
+from .scan import Checkpoint, check_size, checked_target, range_pages
+from .server import (
+    DEFAULT_BACKOFF,
+    DEFAULT_RETRIES,
+    DEFAULT_TIMEOUT,
+    RetryPolicy,
+    check_db,
+    database_facts,
+)
 from .times import to_ms
-from .write import bulk_create
+from .write import bulk_stream
 
 __all__ = ["DEFAULT_REKEY_BATCH", "RekeyReport", "derived_id", "rekey"]
 
@@ -85,6 +92,7 @@ def rekey(
     checkpoint: Checkpoint | None = None,
     batch_size: int = DEFAULT_REKEY_BATCH,
     on_progress: Callable[[RekeyReport], None] | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT,
 ) -> RekeyReport:
     """Copy every document of ``source_db`` into ``target_db`` under a time-sortable id.
 
@@ -106,10 +114,14 @@ def rekey(
         checkpoint: continue after its ``last_id``; updated after every batch.
         batch_size: documents per request.
         on_progress: called with the report after every batch.
+        timeout: seconds each request (a page read, a batch's write) may take, retries
+            included (default 60); ``None`` leaves it to the client's own timeouts.
 
     Raises:
-        InvalidArgumentError, InvalidTypeError: bad arguments.
-        ServerError: (and subclasses) a request failed after the retries.
+        InvalidArgumentError, InvalidTypeError: bad arguments (a client that is not
+            ``CloudantV1``, a bad database name or ``timeout`` too).
+        ServerError: (and subclasses) a request failed after the retries, ran out of
+            ``timeout``, or was answered with something that is not CouchDB's.
 
     Example::
 
@@ -117,6 +129,11 @@ def rekey(
             couchids.rekey(client, "legacy", "orders", key=secret, time_field="created",
                            type="order", mapping=out)
     """
+    policy = RetryPolicy.checked(DEFAULT_RETRIES, DEFAULT_BACKOFF, timeout, "rekey")
+    client, source_db = checked_target(client, source_db)
+    target_db = check_db(target_db)
+    if time_field is not None and not isinstance(time_field, str):
+        raise InvalidArgumentError(f"time_field={time_field!r}: a field name (str) or None")
     secret = key.encode("utf-8") if isinstance(key, str) else key
     if not isinstance(secret, bytes) or not secret:
         raise InvalidArgumentError("key: give a non-empty secret (bytes or str)")
@@ -124,7 +141,7 @@ def rekey(
     if not isinstance(form, IdForm):
         raise InvalidArgumentError(f"form={form!r}: pass an IdForm such as couchids.KUUID")
     type_prefix(type)
-    database_facts(client, target_db)
+    database_facts(client, target_db, policy)
     report = RekeyReport()
     if checkpoint is not None:
         report.checkpoint = checkpoint
@@ -134,6 +151,7 @@ def rekey(
         source_db,
         _EVERYTHING,
         KUUID,
+        policy,
         doc_type=None,
         after=mark.last_id,
         include_docs=True,
@@ -153,7 +171,7 @@ def rekey(
             new_id = derived_id(form, ms, row["id"], secret, type=type)
             body = {k: v for k, v in doc.items() if k not in ("_id", "_rev", "_attachments")}
             pairs.append((row["id"], {"_id": new_id, **body}))
-        _store(client, target_db, pairs, report, mapping)
+        _store(client, target_db, pairs, report, mapping, policy)
         mark.last_id = page[-1]["id"]
         mark.done += len(pairs)
         if on_progress is not None:
@@ -163,7 +181,7 @@ def rekey(
 
 def _time_of(doc: dict[str, Any], time_field: str | None) -> int:
     if time_field is None:
-        doc_id = str(doc["_id"])
+        doc_id = str(doc.get("_id", ""))
         head = doc_id[:_UTC_RANDOM_TIME]
         if len(doc_id) != _UTC_RANDOM_LEN or any(c not in "0123456789abcdef" for c in doc_id):
             raise InvalidArgumentError(f"{doc_id!r} is not a utc_random id; give time_field")
@@ -182,13 +200,23 @@ def _store(
     pairs: list[tuple[str, dict[str, Any]]],
     report: RekeyReport,
     mapping: TextIO | None,
+    policy: RetryPolicy,
 ) -> None:
     if not pairs:
         return
-    try:
-        results = bulk_create(client, target_db, [doc for _, doc in pairs])
-    except BulkWriteError as exc:
-        results = list(exc.results)
+    docs = [doc for _, doc in pairs]
+    results = list(
+        bulk_stream(
+            policy.operation,
+            client,
+            target_db,
+            docs,
+            batch_size=len(docs),
+            retries=policy.retries,
+            backoff=policy.backoff,
+            timeout=policy.timeout,
+        )
+    )
     for (old, _), result in zip(pairs, results, strict=True):
         if result.error is not None:
             report.failed.append((old, str(result.error)))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
-from typing import Any, Final
+from typing import Any
 
 from ibmcloudant.cloudant_v1 import CloudantV1
 
@@ -20,12 +20,25 @@ from .errors import InvalidArgumentError
 from .forms import IdForm
 from .keys import KeyRange
 from .query import DEFAULT_PAGE_SIZE, PARTITION_QUERY_LIMIT
-from .server import DEFAULT_BACKOFF, DEFAULT_RETRIES, RetryPolicy, database_facts, request
+from .server import (
+    DEFAULT_BACKOFF,
+    DEFAULT_RETRIES,
+    RetryPolicy,
+    check_client,
+    check_db,
+    database_facts,
+    expect_rows,
+    request,
+)
 
-__all__ = ["READ_POLICY", "Checkpoint", "check_size", "range_pages"]
-
-#: Reads are safe to repeat: a lost answer is asked again.
-READ_POLICY: Final = RetryPolicy(DEFAULT_RETRIES, DEFAULT_BACKOFF)
+__all__ = [
+    "Checkpoint",
+    "check_flag",
+    "check_size",
+    "checked_target",
+    "range_pages",
+    "read_policy",
+]
 
 Row = dict[str, Any]
 
@@ -74,11 +87,30 @@ def check_size(name: str, value: int, least: int = 1) -> int:
     return value
 
 
+def check_flag(name: str, value: object) -> bool:
+    """``value`` if it is a bool, else :class:`InvalidArgumentError`."""
+    if not isinstance(value, bool):
+        raise InvalidArgumentError(f"{name}={value!r}: must be True or False")
+    return value
+
+
+def read_policy(timeout: float | None, operation: str) -> RetryPolicy:
+    """The policy of a lifecycle operation's reads, which are safe to repeat: a lost answer is
+    asked again, and each request (with its retries) may take ``timeout`` seconds."""
+    return RetryPolicy.checked(DEFAULT_RETRIES, DEFAULT_BACKOFF, timeout, operation)
+
+
+def checked_target(client: object, db: object) -> tuple[CloudantV1, str]:
+    """``client`` and ``db`` checked (see :func:`~couchids.server.check_client`)."""
+    return check_client(client), check_db(db)
+
+
 def range_pages(
     client: CloudantV1,
     db: str,
     keys: KeyRange,
     form: IdForm,
+    policy: RetryPolicy,
     *,
     doc_type: str | None,
     after: str | None = None,
@@ -91,12 +123,13 @@ def range_pages(
     ``after`` (an id the caller finished) resumes just past it. In a partitioned database a
     typed range is read from its partition alone. ``attachments`` includes attachment data
     in the documents. The database's existence is checked first,
-    so an empty range is never a missing database.
+    so an empty range is never a missing database. Each request may take ``policy``'s
+    timeout, and each answer is checked for the shape read here.
 
     Raises:
         ServerError: (and subclasses) when a request fails after the retries.
     """
-    partition = doc_type if doc_type and database_facts(client, db).partitioned else None
+    partition = doc_type if doc_type and database_facts(client, db, policy).partitioned else None
     if partition is not None:
         page_size = min(page_size, PARTITION_QUERY_LIMIT - 1)
     first, last, descending = keys.bounds(newest_first=False, form=form)
@@ -122,7 +155,8 @@ def range_pages(
                 partition_key=partition, start_key=start_key, limit=size, **options
             )
 
-        rows: list[Row] = request(db, send, READ_POLICY).body["rows"]
+        each = policy.renewed()
+        rows = expect_rows(request(db, send, each).body, each, db, include_docs=include_docs)
         full = len(rows) == limit
         page = [row for row in rows if row["id"] not in skip]
         if page:

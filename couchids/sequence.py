@@ -30,18 +30,25 @@ from __future__ import annotations
 import random
 import threading
 import time
+from dataclasses import replace
 from typing import Final
 
 from ibmcloudant.cloudant_v1 import CloudantV1
 
 from .claim import Claim
-from .errors import AllocationFailed, InvalidArgumentError, ServerError
+from .errors import AllocationFailed, InvalidArgumentError
 from .seq import SEQ10, SeqForm
 from .server import (
     DEFAULT_BACKOFF,
     DEFAULT_RETRIES,
+    DEFAULT_TIMEOUT,
     MAX_BACKOFF,
     RetryPolicy,
+    answer_error,
+    check_client,
+    check_db,
+    describe,
+    expect_object,
     live_leaves,
     request,
 )
@@ -78,9 +85,13 @@ class Sequence:
         block: numbers claimed at a time (1 to 1,000,000): larger blocks mean fewer requests
             and larger gaps when a writer stops.
         retries, backoff: as for :func:`couchids.create`.
+        timeout: seconds each call of :meth:`next` (or ``new_id``) may take, the claim
+            of a new block with its retries included (default 60); ``None`` leaves it to the
+            client's own timeouts.
 
     Raises:
-        InvalidArgumentError: a bad name or block.
+        InvalidArgumentError: not a ``CloudantV1`` client, a bad database name, name, block
+            or timeout.
 
     :meth:`next` is safe to call from many threads.
 
@@ -98,7 +109,10 @@ class Sequence:
         block: int = DEFAULT_BLOCK,
         retries: int = DEFAULT_RETRIES,
         backoff: float = DEFAULT_BACKOFF,
+        timeout: float | None = DEFAULT_TIMEOUT,
     ) -> None:
+        self._policy = RetryPolicy.checked(retries, backoff, timeout, "Sequence.next")
+        client, db = check_client(client), check_db(db)
         if (
             not isinstance(name, str)
             or not name
@@ -110,7 +124,6 @@ class Sequence:
         if isinstance(block, bool) or not isinstance(block, int) or not 1 <= block <= 10**6:
             raise InvalidArgumentError(f"block={block!r}: an int from 1 to 1000000")
         self.client, self.db, self.name, self.block = client, db, name, block
-        self._policy = RetryPolicy.checked(retries, backoff)
         self._lock = threading.Lock()
         self._next = self._end = 0
 
@@ -123,11 +136,16 @@ class Sequence:
         Raises:
             AllocationFailed: no block could be claimed in 50 tries (many writers claiming
                 at once, or a cluster whose copies do not confirm writes).
-            ServerError: the server failed (as for :func:`couchids.create`).
+            ServerError: the server failed (as for :func:`couchids.create`);
+                ``ServerTimeoutError`` when the ``timeout`` ran out.
         """
+        return self._take("Sequence.next")
+
+    def _take(self, operation: str) -> int:
         with self._lock:
             if self._next >= self._end:
-                self._next, self._end = self._claim()
+                policy = replace(self._policy, operation=operation).renewed()
+                self._next, self._end = self._claim(policy)
             number = self._next
             self._next += 1
             return number
@@ -154,28 +172,31 @@ class Sequence:
                 f"form={form!r}: a sequence numbers ids of couchids.SEQ10 or couchids.SEQ36"
             )
         prefix = form.type_prefix(type)  # checked before a number is taken
-        return prefix + form.encode(self.next())
+        return prefix + form.encode(self._take("Sequence.new_id"))
 
-    def _claim(self) -> tuple[int, int]:
-        start = self._after_highest()
+    def _claim(self, policy: RetryPolicy) -> tuple[int, int]:
+        start = self._after_highest(policy)
         for attempt in range(_CLAIM_TRIES):
             end = start + self.block
             doc_id = block_id(self.name, start)
-            if Claim(self.client, self.db, doc_id, {"end": end}, self._policy).run() is not None:
+            if Claim(self.client, self.db, doc_id, {"end": end}, policy).run() is not None:
                 return start, end
             # Taken: others are claiming too. Jump to the highest block (a writer that only
             # stepped from block to block would trail them), never to before the end of the
             # one just met. A random wait, doubling with each loss, spreads out writers that
             # keep meeting (as Ethernet does after a collision).
-            time.sleep(random.uniform(0, min(MAX_BACKOFF, self._policy.backoff * 2**attempt)))
-            start = max(self._after_highest(), self._end_of(start) or start)
+            wait = random.uniform(0, min(MAX_BACKOFF, policy.backoff * 2**attempt))
+            left = policy.remaining()
+            # Past the deadline the next request ends with ServerTimeoutError.
+            time.sleep(wait if left is None else max(0.0, min(wait, left)))
+            start = max(self._after_highest(policy), self._end_of(start, policy) or start)
         raise AllocationFailed(
             f"sequence {self.name!r} in {self.db!r}: no block could be claimed in "
             f"{_CLAIM_TRIES} tries, each start taken by another writer or not confirmed by "
             "a quorum of copies; nothing was handed out"
         )
 
-    def _after_highest(self) -> int:
+    def _after_highest(self, policy: RetryPolicy) -> int:
         """Where the next block starts, as far as the index shows: 1 when there is none."""
         reply = request(
             self.db,
@@ -186,23 +207,23 @@ class Sequence:
                 descending=True,
                 limit=1,
             ),
-            self._policy,
+            policy,
         )
-        rows = reply.body.get("rows") if isinstance(reply.body, dict) else None
+        rows = expect_object(reply.body, policy, self.db, "rows")["rows"]
         if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
-            raise ServerError(
-                f"_all_docs of {self.db!r} answered without rows: {reply.body!r:.200}"
-            )
+            raise answer_error(policy, self.db, f"_all_docs answered rows {describe(rows)}")
         if not rows:
             return 1
         highest = str(rows[0].get("id"))
         digits = highest[len(block_id(self.name, 0)) - _START_DIGITS :]
         if not (digits.isascii() and digits.isdigit() and len(digits) == _START_DIGITS):
-            raise ServerError(f"{highest!r} in {self.db!r} is not a sequence block's id")
+            raise answer_error(
+                policy, self.db, f"{highest!r:.80} is not a block id of sequence {self.name!r}"
+            )
         start = int(digits)
-        return self._end_of(start) or start
+        return self._end_of(start, policy) or start
 
-    def _end_of(self, start: int) -> int | None:
+    def _end_of(self, start: int, policy: RetryPolicy) -> int | None:
         """Where the block at ``start`` ends, read from every copy; ``None`` if none stands.
 
         Every live revision counts, the largest end wins: a revision a writer gave up and has
@@ -211,12 +232,14 @@ class Sequence:
         """
         doc_id = block_id(self.name, start)
         ends: list[int] = []
-        for leaf in live_leaves(self.client, self.db, doc_id, self._policy):
+        for leaf in live_leaves(self.client, self.db, doc_id, policy):
             end = leaf.get("end")
             if isinstance(end, bool) or not isinstance(end, int) or end <= start:
-                raise ServerError(
-                    f"sequence block {doc_id!r} in {self.db!r} has end={end!r:.40}, not a "
-                    "whole number past its start: was it changed by hand?"
+                raise answer_error(
+                    policy,
+                    self.db,
+                    f"sequence block {doc_id!r} has end={end!r:.40}, not a whole number past "
+                    "its start: was it changed by hand?",
                 )
             ends.append(end)
         return max(ends, default=None)

@@ -280,6 +280,25 @@ def expect_object(body: Any, policy: RetryPolicy, db: str, *fields: str) -> dict
     return body
 
 
+def expect_rows(
+    body: Any, policy: RetryPolicy, db: str, *, include_docs: bool = False
+) -> list[dict[str, Any]]:
+    """The rows of an ``_all_docs`` answer for a key range, each an object with a string ``id``
+    (and, with ``include_docs``, a document object unless the document was deleted as it was
+    read); else :func:`answer_error`."""
+    rows = expect_object(body, policy, db, "rows")["rows"]
+    if not isinstance(rows, list):
+        raise answer_error(policy, db, f"'rows' is {describe(rows)}, not a list")
+    for row in rows:
+        if not isinstance(row, dict) or not isinstance(row.get("id"), str):
+            raise answer_error(policy, db, f"a row without a string id: {describe(row)}")
+        doc, value = row.get("doc"), row.get("value")
+        deleted = doc is None and isinstance(value, dict) and value.get("deleted") is True
+        if include_docs and not isinstance(doc, dict) and not deleted:
+            raise answer_error(policy, db, f"row {row['id']!r} has doc {describe(doc)}")
+    return rows
+
+
 def revision(body: Any, policy: RetryPolicy, db: str) -> str:
     """The ``rev`` of a write's answer, checked to be a revision string."""
     rev = expect_object(body, policy, db, "rev")["rev"]
@@ -622,6 +641,9 @@ def request(
     attempt = 0
     with policy.bounded():
         while True:
+            scope = _scope.get()
+            if scope is not None:
+                scope.sent = ""
             try:
                 response = send()
                 result = response.get_result()
@@ -650,8 +672,13 @@ def _login(exc: BaseException) -> bool:
     """Whether ``exc`` ended an authentication login rather than the request itself.
 
     A login is not retried here: ibmcloudant paces a new login after a failed one (waiting
-    up to a minute, beyond any deadline), and retries its own token requests.
+    up to a minute, beyond any deadline), and retries its own token requests. A failure before
+    the request reached the client's session (see :func:`check_client`) came from
+    authentication: an IAM token request goes through a session of its own.
     """
+    scope = _scope.get()
+    if scope is not None and not scope.sent:
+        return True
     return any(
         sent.endswith(("/_session", "/identity/token")) for sent in (_sent(exc), _last_sent())
     )

@@ -74,6 +74,7 @@ __all__ = [
     "WriteResult",
     "bulk_create",
     "bulk_create_iter",
+    "bulk_stream",
     "create",
 ]
 
@@ -278,7 +279,8 @@ def bulk_create(
     >>> [r.id for r in results]  # doctest: +SKIP
     ['settlement:001s28cy2KTC774XfdSt1Y265q4Zu951']
     """
-    stream = bulk_create_iter(
+    stream = bulk_stream(
+        "bulk_create",
         client,
         db,
         docs,
@@ -368,7 +370,40 @@ def bulk_create_iter(
     >>> for result in bulk_create_iter(client, "events", docs):  # doctest: +SKIP
     ...     log.write(f"{result.id} {result.ok}\\n")
     """
-    policy = RetryPolicy.checked(retries, backoff, timeout, "bulk_create")
+    return bulk_stream(
+        "bulk_create_iter",
+        client,
+        db,
+        docs,
+        type=type,
+        form=form,
+        key=key,
+        timestamp=timestamp,
+        batch_size=batch_size,
+        retries=retries,
+        backoff=backoff,
+        timeout=timeout,
+    )
+
+
+def bulk_stream(
+    operation: str,
+    client: CloudantV1,
+    db: str,
+    docs: Iterable[Doc],
+    *,
+    type: str | None = None,
+    form: IdForm = KUUID,
+    key: KeyOf | None = None,
+    timestamp: TimeOf | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    retries: int = DEFAULT_RETRIES,
+    backoff: float = DEFAULT_BACKOFF,
+    timeout: float | None = DEFAULT_TIMEOUT,
+) -> Iterator[WriteResult]:
+    """:func:`bulk_create_iter` for the public ``operation`` its messages name (arguments
+    checked now, documents read lazily)."""
+    policy = RetryPolicy.checked(retries, backoff, timeout, operation)
     client, db = check_client(client), check_db(db)
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise InvalidArgumentError(f"batch_size={batch_size!r}: must be an int >= 1")

@@ -3,6 +3,7 @@ request is sent (the client points at a closed port, so a request would fail dif
 
 from __future__ import annotations
 
+import io
 import socket
 from collections.abc import Callable
 from typing import Any
@@ -82,6 +83,62 @@ ROWS: list[tuple[str, Callable[[], Any], type[InvalidInputError]]] = [
     ("create_short db bad", lambda: couchids.create_short(C, "1db", {}), A),
     ("create_short doc _id", lambda: couchids.create_short(C, "db", {"_id": "x"}), A),
     ("create_short timeout -1", lambda: couchids.create_short(C, "db", {}, timeout=-1), A),
+    ("bulk_create_iter docs None", lambda: couchids.bulk_create_iter(C, "db", None), A),  # type: ignore[arg-type]
+    ("bulk_create_iter client None", lambda: couchids.bulk_create_iter(None, "db", []), A),  # type: ignore[arg-type]
+    ("bulk_create_iter timeout 0", lambda: couchids.bulk_create_iter(C, "db", [], timeout=0), A),
+    ("count client None", lambda: couchids.count(None, "db", 0, 1), A),  # type: ignore[arg-type]
+    ("count db upper", lambda: couchids.count(C, "DB", 0, 1), A),
+    ("count end before start", lambda: couchids.count(C, "db", 10, 1), InvalidTimeError),
+    ("count exact str", lambda: couchids.count(C, "db", 0, 1, exact="yes"), A),  # type: ignore[arg-type]
+    ("count timeout -1", lambda: couchids.count(C, "db", 0, 1, timeout=-1), A),
+    ("histogram every bad", lambda: couchids.histogram(C, "db", 0, 1, every="soon"), A),
+    ("histogram workers 0", lambda: couchids.histogram(C, "db", 0, 1, workers=0), A),
+    ("histogram db int", lambda: couchids.histogram(C, 7, 0, 1), A),  # type: ignore[arg-type]
+    ("histogram timeout nan", lambda: couchids.histogram(C, "db", 0, 1, timeout=float("nan")), A),
+    ("expire client None", lambda: couchids.expire(None, "db", 1, type="t"), A),  # type: ignore[arg-type]
+    ("expire db empty", lambda: couchids.expire(C, "", 1, type="t"), A),
+    ("expire dry_run str", lambda: couchids.expire(C, "db", 1, type="t", dry_run="no"), A),  # type: ignore[arg-type]
+    ("expire batch 0", lambda: couchids.expire(C, "db", 1, type="t", batch_size=0), A),
+    ("expire before garbage", lambda: couchids.expire(C, "db", "soon", type="t"), InvalidTimeError),
+    ("expire type bad", lambda: couchids.expire(C, "db", 1, type="_x"), InvalidTypeError),
+    ("expire timeout 0", lambda: couchids.expire(C, "db", 1, type="t", timeout=0), A),
+    ("export client None", lambda: couchids.export(None, "db", 0, 1, io.StringIO()), A),  # type: ignore[arg-type]
+    ("export format xml", lambda: couchids.export(C, "db", 0, 1, io.StringIO(), format="xml"), A),  # type: ignore[arg-type]
+    (
+        "export csv no fields",
+        lambda: couchids.export(C, "db", 0, 1, io.StringIO(), format="csv"),
+        A,
+    ),
+    ("export timeout str", lambda: couchids.export(C, "db", 0, 1, io.StringIO(), timeout="5"), A),  # type: ignore[arg-type]
+    ("archive target bad", lambda: couchids.archive(C, "db", "Target", 0, 1), A),
+    ("archive client None", lambda: couchids.archive(None, "db", "t", 0, 1), A),  # type: ignore[arg-type]
+    ("archive expire str", lambda: couchids.archive(C, "db", "t", 0, 1, expire="yes"), A),  # type: ignore[arg-type]
+    ("archive timeout 0", lambda: couchids.archive(C, "db", "t", 0, 1, timeout=0), A),
+    ("follow client None", lambda: couchids.follow(None, "db"), A),  # type: ignore[arg-type]
+    ("follow db bad", lambda: couchids.follow(C, "a b"), A),
+    ("follow wait str", lambda: couchids.follow(C, "db", wait="no"), A),  # type: ignore[arg-type]
+    ("follow batch 0", lambda: couchids.follow(C, "db", batch_size=0), A),
+    ("follow timeout inf", lambda: couchids.follow(C, "db", timeout=float("inf")), A),
+    ("rekey client None", lambda: couchids.rekey(None, "a", "b", key=b"k"), A),  # type: ignore[arg-type]
+    ("rekey target bad", lambda: couchids.rekey(C, "a", "B", key=b"k"), A),
+    ("rekey key empty", lambda: couchids.rekey(C, "a", "b", key=b""), A),
+    ("rekey time_field int", lambda: couchids.rekey(C, "a", "b", key=b"k", time_field=3), A),  # type: ignore[arg-type]
+    ("rekey timeout 0", lambda: couchids.rekey(C, "a", "b", key=b"k", timeout=0), A),
+    ("Sequence client None", lambda: couchids.Sequence(None, "db", "n"), A),  # type: ignore[arg-type]
+    ("Sequence db bad", lambda: couchids.Sequence(C, "DB", "n"), A),
+    ("Sequence name bad", lambda: couchids.Sequence(C, "db", "a b"), A),
+    ("Sequence block 0", lambda: couchids.Sequence(C, "db", "n", block=0), A),
+    ("Sequence timeout 0", lambda: couchids.Sequence(C, "db", "n", timeout=0), A),
+    (
+        "Sequence.new_id form",
+        lambda: couchids.Sequence(C, "db", "n").new_id(form=couchids.KUUID),  # type: ignore[arg-type]
+        A,
+    ),
+    (
+        "Sequence.new_id type",
+        lambda: couchids.Sequence(C, "db", "n").new_id(type="_x"),
+        InvalidTypeError,
+    ),
     ("id reverse str", lambda: couchids.id(reverse="no"), A),  # type: ignore[arg-type]
     ("id millisecond int", lambda: couchids.id(millisecond=1), A),  # type: ignore[arg-type]
     ("id random 5", lambda: couchids.id(random=5), A),
@@ -118,6 +175,14 @@ def test_the_table_is_long_enough() -> None:
         ["latest", "db", "--timeout", "nan"],
         ["window", "db", "--since", "1000000000d"],
         ["window", "db", "--since", "1d", "--timeout", "-3"],
+        ["count", "db", "--since", "1d", "--timeout", "0"],
+        ["count", "db", "--since", "1000000000d"],
+        ["histogram", "db", "--since", "1d", "--timeout", "x"],
+        ["expire", "db", "--before", "1d", "--type", "t", "--timeout", "-1"],
+        ["expire", "db", "--before", "1000000000d", "--type", "t"],
+        ["export", "db", "--since", "1d", "--timeout", "inf"],
+        ["tail", "db", "--timeout", "0"],
+        ["rekey", "a", "b", "--timeout", "nan"],
     ],
 )
 def test_bad_command_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:

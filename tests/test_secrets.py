@@ -10,12 +10,13 @@ from __future__ import annotations
 import io
 import logging
 import traceback
+from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 from hostileserver import MODES, HostileServer
 from ibmcloudant.cloudant_v1 import CloudantV1
-from test_hostile import OPERATIONS
+from test_hostile import COMMANDS, OPERATIONS
 
 from couchids.cli import main
 from couchids.redact import redact
@@ -103,12 +104,18 @@ def test_no_secret_in_any_library_output(
 @pytest.mark.parametrize("mode", LOUD_MODES)
 @pytest.mark.parametrize("setting", SETTINGS)
 def test_no_secret_in_any_command_output(
-    setting: str, mode: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    setting: str,
+    mode: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
 ) -> None:
+    monkeypatch.setenv("COUCHIDS_REKEY_KEY", "k")
+    monkeypatch.chdir(tmp_path)  # rekey's mapping file
     with HostileServer(mode, cookie=COOKIE_MARK) as server:
         set_environment(monkeypatch, setting, server.url.removeprefix("http://"))
-        for argv in (["latest", "hostile"], ["window", "hostile", "--since", "1d"]):
-            main([*argv, "--timeout", "5"])
+        for command, rest in COMMANDS.items():
+            main([command, "hostile", *rest, "--timeout", "5"])
     out, err = capsys.readouterr()
     assert "couchids: error:" in err
     for marker in MARKERS:
