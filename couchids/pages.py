@@ -29,7 +29,7 @@ from ibmcloudant.cloudant_v1 import CloudantV1
 from .errors import InvalidIdError
 from .forms import IdForm
 from .keys import window_keys
-from .server import RetryPolicy, answer_error, call_for_bytes, describe
+from .server import RetryPolicy, answer_error, call_for_bytes, describe, expect_rows
 
 __all__ = ["DEFAULT_PARALLEL", "Slice", "SlicePlan", "fetch_page", "rows_of", "sliced_pages"]
 
@@ -94,21 +94,7 @@ def rows_of(body: bytes, db: str, include_docs: bool, policy: RetryPolicy) -> li
         answer = orjson.loads(body)
     except orjson.JSONDecodeError:
         raise answer_error(policy, db, f"not a CouchDB answer: {describe(body)}") from None
-    rows = answer.get("rows") if isinstance(answer, dict) else None
-    if not isinstance(rows, list):
-        raise answer_error(policy, db, f"no list of rows in {describe(answer)}")
-    for row in rows:
-        if type(row) is not dict or type(row.get("id")) is not str:
-            raise answer_error(policy, db, f"a row without a string id: {describe(row)}")
-        if include_docs and type(row.get("doc")) is not dict and not _deleted(row):
-            raise answer_error(policy, db, f"row {row['id']!r} has doc {describe(row.get('doc'))}")
-    return rows
-
-
-def _deleted(row: Row) -> bool:
-    """Whether a row stands for a document deleted as it was read (``doc`` is then null)."""
-    value = row.get("value")
-    return row.get("doc") is None and isinstance(value, dict) and value.get("deleted") is True
+    return expect_rows(answer, policy, db, include_docs=include_docs)
 
 
 @dataclass(frozen=True)
