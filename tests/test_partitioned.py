@@ -1,5 +1,5 @@
-"""couchids.latest and couchids.window on a partitioned Apache CouchDB database, compared with
-ground truth kept while inserting.
+"""couchids.latest and couchids.window, and count, histogram, export and expire, on a
+partitioned Apache CouchDB database, compared with ground truth kept while inserting.
 
 In a partitioned database every id but a design document's is ``partition:docid``, so a typed
 id's type is its partition. A typed query reads that partition alone
