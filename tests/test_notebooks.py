@@ -12,7 +12,11 @@ NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.i
 
 
 def test_there_are_notebooks() -> None:
-    assert {p.name for p in NOTEBOOKS} >= {"quickstart.ipynb", "time-windows.ipynb"}
+    assert {p.name for p in NOTEBOOKS} >= {
+        "lifecycle.ipynb",
+        "quickstart.ipynb",
+        "time-windows.ipynb",
+    }
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -24,5 +28,5 @@ def test_notebook_runs(path: Path, couch_url: str, monkeypatch: pytest.MonkeyPat
     NotebookClient(notebook, timeout=300, kernel_name="python3").execute()
     outputs = [out for cell in notebook.cells if cell.cell_type == "code" for out in cell.outputs]
     assert not [out for out in outputs if out.output_type == "error"]
-    if path.stem == "time-windows":
+    if path.stem in ("time-windows", "lifecycle"):
         assert any("image/png" in out.get("data", {}) for out in outputs), "no figure"

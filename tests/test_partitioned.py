@@ -1,5 +1,5 @@
-"""couchids.latest and couchids.window on a partitioned Apache CouchDB database, compared with
-ground truth kept while inserting.
+"""couchids.latest and couchids.window, and count, histogram, export and expire, on a
+partitioned Apache CouchDB database, compared with ground truth kept while inserting.
 
 In a partitioned database every id but a design document's is ``partition:docid``, so a typed
 id's type is its partition. A typed query reads that partition alone
@@ -16,6 +16,7 @@ What a real server cannot be made to show (the exact limits at the cap's edges, 
 
 from __future__ import annotations
 
+import io
 import itertools
 import json
 import random
@@ -24,11 +25,23 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from faultproxy import all_docs, client_for
 from ibm_cloud_sdk_core import ApiException
 from ibmcloudant.cloudant_v1 import CloudantV1
 
 import couchids
-from couchids import KUUID, KUUID_MS, KUUID_REVERSE, SHORT, SHORT_REVERSE, V7, V7S
+from couchids import (
+    KUUID,
+    KUUID_MS,
+    KUUID_MS_REVERSE,
+    KUUID_REVERSE,
+    SHORT,
+    SHORT_REVERSE,
+    V7,
+    V7S,
+    Checkpoint,
+)
+from couchids.expiry import ExpireReport
 from couchids.forms import IdForm
 from couchids.query import PARTITION_QUERY_LIMIT
 from couchids.times import MAX_MS
@@ -309,3 +322,97 @@ def test_an_untyped_query_on_a_partitioned_database_reads_the_global_index(
     oldest = couchids.window(client, capped_db, T0, T0 + DAY, form=form, newest_first=False)
     assert list(oldest) == []
     assert {s.index for s in sent} == {"_all_docs"}
+
+
+class Stop(Exception):
+    """Raised from a progress callback to interrupt a run."""
+
+
+@pytest.mark.parametrize("form", [KUUID, KUUID_MS_REVERSE, V7S], ids=str)
+def test_count_export_expire_of_a_type_equal_the_truth(
+    client: CloudantV1, couch_url: str, capped_db: str, form: IdForm
+) -> None:
+    """count, histogram, export and expire of a typed range in a partitioned database, with
+    more of the type in the window than one partition answer may hold, ids at every edge, the
+    same times in partitions whose names start alike, another form of the type and foreign ids
+    inside the type's key range."""
+    rng = random.Random(f"lifecycle {form}")
+    start, end = T0 - DAY, T0 + DAY  # whole hours: a unit edge of every form
+    edges = [edge + d for edge in (start, T0, end) for d in (-form.unit_ms, -1, 0, 1)]
+    spread = [start - DAY // 4 + rng.randrange(DAY * 5 // 2) for _ in range(MANY + 500)]
+    made = [made_at(form, "ord", ms) for ms in edges + spread]
+    other = KUUID if form == V7S else V7S
+    # The same times in partitions whose names start like ``ord``, and ``ord`` in another form.
+    near = (("ordx", form), ("or", form), ("ord-1", form), ("ord", other))
+    alike = [f.new(m.time, type=t) for m in made[:300] for t, f in near]
+    # Foreign ids inside the type's key range, at times on the hour and on the half hour:
+    # the fast count counts those in the window, exact=True and everything else leave them.
+    stub_times = range(start - 2 * 3_600_000, end + 3 * 3_600_000, 1_800_000)
+    stubs = {ms: f"ord:{form.key(ms // form.unit_ms)}~stub" for ms in stub_times}
+    insert(client, capped_db, [*(m.id for m in made), *alike, *stubs.values(), "_design/ord"])
+    in_window = [m.id for m in made if start <= m.time < end]
+    assert len(in_window) > PARTITION_QUERY_LIMIT
+    checker = client_for(couch_url)  # its reads are not recorded
+    sent = record(client)
+
+    fast = couchids.count(client, capped_db, start, end, type="ord", form=form)
+    assert fast == len(in_window) + sum(1 for ms in stubs if start <= ms < end)
+    exact = couchids.count(client, capped_db, start, end, type="ord", form=form, exact=True)
+    assert exact == len(in_window)
+    halves = couchids.histogram(
+        client, capped_db, start, end, every="12h", type="ord", form=form, exact=True
+    )
+    assert [b.count for b in halves] == [
+        sum(1 for m in made if b.start.timestamp() * 1000 <= m.time < b.end.timestamp() * 1000)
+        for b in halves
+    ]
+
+    whole = io.StringIO()
+    mark = couchids.export(
+        client, capped_db, start, end, whole, type="ord", form=form, page_size=5000
+    )
+    exported = [json.loads(line)["_id"] for line in whole.getvalue().splitlines()]
+    assert exported == in_order(in_window, form, newest_first=False)
+    assert mark.done == len(in_window) and mark.last_id == exported[-1]
+    part, resumed = io.StringIO(), Checkpoint()
+
+    def stop_after_a_page(mark: Checkpoint) -> None:
+        raise Stop
+
+    with pytest.raises(Stop):
+        couchids.export(
+            client, capped_db, start, end, part, type="ord", form=form,
+            checkpoint=resumed, page_size=700, on_progress=stop_after_a_page,
+        )  # fmt: skip
+    resumed = Checkpoint.from_json(resumed.to_json())
+    couchids.export(client, capped_db, start, end, part, type="ord", form=form, checkpoint=resumed)
+    assert part.getvalue() == whole.getvalue()
+
+    before = set(all_docs(checker, capped_db))
+    doomed = {m.id for m in made if m.time < T0}
+    dry = couchids.expire(client, capped_db, T0, type="ord", form=form)
+    assert dry.matched == len(doomed) and set(all_docs(checker, capped_db)) == before
+    # Stopped after a random number of batches, once some were deleted (with V7S, the first
+    # pages hold only the other form's ids, which sort among V7S keys of long ago).
+    batches = rng.randrange(1, 4)
+    first: list[ExpireReport] = []
+
+    def stop_after_batches(report: ExpireReport) -> None:
+        first.append(report)
+        if len(first) >= batches and report.deleted:
+            raise Stop
+
+    with pytest.raises(Stop):
+        couchids.expire(
+            client, capped_db, T0, type="ord", form=form, dry_run=False, batch_size=300,
+            on_progress=stop_after_batches,
+        )  # fmt: skip
+    again = couchids.expire(client, capped_db, T0, type="ord", form=form, dry_run=False)
+    assert 0 < first[-1].deleted < len(doomed)
+    assert again.deleted == len(doomed) - first[-1].deleted and not again.conflicts
+    assert set(all_docs(checker, capped_db)) == before - doomed
+    # Every read of the type came from its partition, no request asked for more than the cap
+    # (the server refuses those), and only the fast count read the global index.
+    assert {s.index for s in sent} == {"_partition/ord/_all_docs", "_all_docs"}
+    assert all(s.limit == 0 for s in sent if s.index == "_all_docs")
+    assert max(s.limit for s in sent) <= PARTITION_QUERY_LIMIT
