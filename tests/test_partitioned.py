@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+import requests
 from faultproxy import all_docs, client_for
 from ibm_cloud_sdk_core import ApiException
 from ibmcloudant.cloudant_v1 import CloudantV1
@@ -97,28 +98,31 @@ class Sent:
 
 
 def record(client: CloudantV1) -> list[Sent]:
-    """Record the page requests ``client`` sends from now on; the server still answers them."""
+    """Record the page requests ``client`` sends from now on, read as a stream (queries) or as
+    JSON (the lifecycle operations); the server still answers them."""
     sent: list[Sent] = []
-    post_all_docs = client.post_all_docs_as_stream
-    post_partition_all_docs = client.post_partition_all_docs_as_stream
 
     def rows(response: Any) -> int:
-        # The body read here stays on the response for the query to read again.
-        return len(json.loads(response.get_result().content)["rows"])
+        result = response.get_result()
+        # A stream's body read here stays on the response for the query to read again.
+        body = json.loads(result.content) if isinstance(result, requests.Response) else result
+        return len(body["rows"])
 
-    def global_index(**options: Any) -> Any:
-        response = post_all_docs(**options)
-        sent.append(Sent("_all_docs", options["limit"], rows(response)))
-        return response
+    def recorded(send: Any, partitioned: bool) -> Any:
+        def sending(**options: Any) -> Any:
+            response = send(**options)
+            index = (
+                f"_partition/{options['partition_key']}/_all_docs" if partitioned else "_all_docs"
+            )
+            sent.append(Sent(index, options["limit"], rows(response)))
+            return response
 
-    def partition_index(**options: Any) -> Any:
-        response = post_partition_all_docs(**options)
-        index = f"_partition/{options['partition_key']}/_all_docs"
-        sent.append(Sent(index, options["limit"], rows(response)))
-        return response
+        return sending
 
-    client.post_all_docs_as_stream = global_index
-    client.post_partition_all_docs_as_stream = partition_index
+    for name in ("post_all_docs", "post_all_docs_as_stream"):
+        setattr(client, name, recorded(getattr(client, name), partitioned=False))
+    for name in ("post_partition_all_docs", "post_partition_all_docs_as_stream"):
+        setattr(client, name, recorded(getattr(client, name), partitioned=True))
     return sent
 
 
