@@ -29,6 +29,7 @@ import requests
 from faultproxy import all_docs, client_for
 from ibm_cloud_sdk_core import ApiException
 from ibmcloudant.cloudant_v1 import CloudantV1
+from windowtable import DAY, SECOND, T0, WEEK, WINDOWS
 
 import couchids
 from couchids import (
@@ -51,22 +52,6 @@ pytestmark = pytest.mark.needs("couchdb")
 
 #: Partitions whose names are prefixes of one another: ``user:`` must never find ``users:``.
 TYPES = ("user", "users", "use")
-T0 = 1_700_000_000_000  # 2023-11-14T22:13:20Z, on a second edge
-SECOND, DAY, WEEK = 1000, 86_400_000, 7 * 86_400_000
-FAR_FUTURE = 4_000_000_000_000
-#: Windows relative to T0: one millisecond at and after a second edge, across an edge, one
-#: second, a second without its edge, seconds, days, weeks, and everything recent.
-WINDOWS = (
-    (0, 1),
-    (1, 2),
-    (999, 1001),
-    (0, SECOND),
-    (1, SECOND),
-    (500, 4500),
-    (-DAY, DAY),
-    (-3 * WEEK, 4 * WEEK),
-    (-52 * WEEK, FAR_FUTURE - T0),
-)
 #: A small page, so that pages end on and around filtered rows.
 PAGE = 4
 #: Ids in the large partition: more than one partition answer can hold.
