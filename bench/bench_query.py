@@ -50,8 +50,7 @@ from localserver import LAUNCHER_VARIABLE, client_environment, start
 import couchids
 from couchids import KUUID
 from couchids.keys import window_keys
-from couchids.pages import DEFAULT_PARALLEL
-from couchids.query import DEFAULT_PAGE_SIZE
+from couchids.query import DEFAULT_PAGE_SIZE, DEFAULT_PARALLEL
 
 BENCH = Path(__file__).resolve().parent
 T0 = 1_700_000_000_000

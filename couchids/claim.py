@@ -33,7 +33,6 @@ claimed this way.
 
 from __future__ import annotations
 
-import io
 import json
 import secrets
 from collections.abc import Mapping
@@ -41,18 +40,9 @@ from typing import Any, Final
 
 from ibmcloudant.cloudant_v1 import CloudantV1
 
-from .server import (
-    CONFLICT,
-    JSON,
-    Attempts,
-    RetryPolicy,
-    database_facts,
-    delete_revision,
-    live_leaves,
-    request,
-    revision,
-)
-from .write import WriteResult
+from .core.protocol import CONFLICT, Attempts, Request, RetryPolicy, path, revision
+from .core.writes import WriteResult
+from .server import database_facts, delete_revision, live_leaves, request
 
 __all__ = ["ALLOC_FIELD", "Claim"]
 
@@ -87,8 +77,9 @@ class Claim:
 
     def run(self) -> WriteResult | None:
         """The result if this write owns the id; ``None`` if it gave the id up."""
+        put = Request("PUT", path(self.db, self.doc_id), body=self.payload.encode())
         answer = request(
-            self.db, self._put, self.policy, expect=(CONFLICT,), attempts=self.attempts
+            self.client, self.db, put, self.policy, expect=(CONFLICT,), attempts=self.attempts
         )
         self.answered = True
         if answer is not CONFLICT:
@@ -111,11 +102,3 @@ class Claim:
             delete_revision(self.client, self.db, self.doc_id, rev, self.policy)
         self.gave_up = bool(ours)
         return None
-
-    def _put(self) -> Any:
-        return self.client.put_document(
-            db=self.db,
-            doc_id=self.doc_id,
-            document=io.BytesIO(self.payload.encode()),
-            content_type=JSON,
-        )

@@ -23,12 +23,12 @@ from . import __version__
 from .cli_lifecycle import Tools, add_commands
 from .config import cloudant_config, safe_url, scrub
 from .constants import DEFAULT_BLOCKS, SEPARATORS, SHORT_BLOCKS
+from .core.protocol import DEFAULT_TIMEOUT, MAX_TIMEOUT
 from .decode import DecodedId, decode
 from .doctypes import ALL_TYPES, AllTypes
 from .errors import InvalidArgumentError, InvalidInputError, InvalidTimeError, ServerError
 from .forms import NAMED_FORMS, V7, V7S, IdForm, KuuidForm, form_named
 from .query import DEFAULT_PAGE_SIZE, latest, window
-from .server import DEFAULT_TIMEOUT, MAX_TIMEOUT
 from .times import now_ms, to_ms
 
 __all__ = [

@@ -30,19 +30,21 @@ from typing import Any, Final, Literal
 
 from ibmcloudant.cloudant_v1 import CloudantV1
 
+from .core.protocol import (
+    DEFAULT_TIMEOUT,
+    Request,
+    RetryPolicy,
+    answer_error,
+    describe,
+    expect_object,
+    path,
+    post_json,
+)
 from .errors import InvalidArgumentError, InvalidTimeError
 from .forms import KUUID, IdForm
 from .keys import KeyRange, window_keys
 from .scan import check_flag, checked_target, range_pages, read_policy
-from .server import (
-    DEFAULT_TIMEOUT,
-    RetryPolicy,
-    answer_error,
-    database_facts,
-    describe,
-    expect_object,
-    request,
-)
+from .server import database_facts, request
 from .times import TimeLike, to_datetime, to_ms
 
 __all__ = [
@@ -132,7 +134,7 @@ def server_kind(
     if known is not None:
         return known
     policy = policy or read_policy(DEFAULT_TIMEOUT, "request")
-    welcome = request(db, client.get_server_information, policy.renewed()).body
+    welcome = request(client, db, Request("GET", "/"), policy.renewed()).body
     kind: ServerKind = "other"
     if isinstance(welcome, dict):
         vendor_info = welcome.get("vendor")
@@ -312,7 +314,8 @@ def _offsets(
 
     def offset(key: str) -> int:
         each = policy.renewed()
-        body = request(db, lambda: client.post_all_docs(db=db, start_key=key, limit=0), each).body
+        ask = post_json(path(db, "_all_docs"), {"start_key": key, "limit": 0})
+        body = request(client, db, ask, each).body
         value = expect_object(body, each, db).get("offset")
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise answer_error(

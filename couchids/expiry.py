@@ -15,30 +15,29 @@ refused before anything is deleted.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from ibmcloudant.cloudant_v1 import CloudantV1
 
+from .core.protocol import (
+    DEFAULT_BACKOFF,
+    DEFAULT_RETRIES,
+    DEFAULT_TIMEOUT,
+    RetryPolicy,
+    answer_error,
+    describe,
+    expect_object,
+    path,
+    post_json,
+)
 from .counting import server_kind
 from .errors import InvalidArgumentError
 from .forms import KUUID, IdForm
 from .keys import window_keys
 from .scan import Checkpoint, check_flag, check_size, checked_target, range_pages
-from .server import (
-    DEFAULT_BACKOFF,
-    DEFAULT_RETRIES,
-    DEFAULT_TIMEOUT,
-    JSON,
-    RetryPolicy,
-    answer_error,
-    database_facts,
-    describe,
-    expect_object,
-    request,
-)
+from .server import database_facts, request
 from .times import TimeLike, to_ms
 
 __all__ = ["DEFAULT_EXPIRE_BATCH", "PURGE_BATCH", "ExpireReport", "delete_revisions", "expire"]
@@ -186,7 +185,7 @@ def delete_revisions(
             raise answer_error(policy, db, f"row {row['id']!r} has no revision: {describe(row)}")
         docs.append({"_id": row["id"], "_rev": rev, "_deleted": True})
     each = policy.renewed()
-    answer = request(db, lambda: client.post_bulk_docs(db=db, bulk_docs={"docs": docs}), each).body
+    answer = request(client, db, post_json(path(db, "_bulk_docs"), {"docs": docs}), each).body
     tombstones: dict[str, str] = {}
     conflicted: list[str] = []
     for row in _result_rows(answer, each, db, "_bulk_docs"):
@@ -203,7 +202,8 @@ def delete_revisions(
         # A 409 is a document changed since it was read, or one deleted already (by another
         # client, or by a first attempt of this batch whose answer was lost): tell them apart.
         each = policy.renewed()
-        state = request(db, lambda: client.post_all_docs(db=db, keys=conflicted), each).body
+        ask = post_json(path(db, "_all_docs"), {"keys": conflicted})
+        state = request(client, db, ask, each).body
         for row in _result_rows(
             expect_object(state, each, db, "rows")["rows"], each, db, "_all_docs", "key"
         ):
@@ -233,23 +233,12 @@ def _result_rows(
 
 
 def _purge(client: CloudantV1, db: str, tombstones: dict[str, str], policy: RetryPolicy) -> int:
-    path = "/{}/_purge".format(*client.encode_path_vars(db))
     items = list(tombstones.items())
     purged = 0
     for start in range(0, len(items), PURGE_BATCH):
         body = {doc_id: [rev] for doc_id, rev in items[start : start + PURGE_BATCH]}
-
-        def send(data: str = json.dumps(body)) -> Any:
-            prepared = client.prepare_request(
-                method="POST",
-                url=path,
-                headers={"Accept": JSON, "Content-Type": JSON},
-                data=data,
-            )
-            return client.send(prepared)
-
         each = policy.renewed()
-        answer = request(db, send, each).body
+        answer = request(client, db, post_json(path(db, "_purge"), body), each).body
         if not isinstance(answer, dict) or not isinstance(answer.get("purged"), dict):
             raise answer_error(each, db, f"_purge answered {describe(answer)}")
         purged += sum(1 for revs in answer["purged"].values() if revs)

@@ -17,23 +17,23 @@ from typing import Any, Final, Literal, TextIO
 
 from ibmcloudant.cloudant_v1 import CloudantV1
 
+from .core.protocol import (
+    DEFAULT_BACKOFF,
+    DEFAULT_RETRIES,
+    DEFAULT_TIMEOUT,
+    RetryPolicy,
+    answer_error,
+    describe,
+    path,
+    post_json,
+)
 from .errors import InvalidArgumentError, InvalidTimeError
 from .expiry import ExpireReport, delete_revisions
 from .forms import KUUID, IdForm
 from .keys import window_keys
 from .query import DEFAULT_PAGE_SIZE
 from .scan import Checkpoint, check_flag, check_size, checked_target, range_pages, read_policy
-from .server import (
-    DEFAULT_BACKOFF,
-    DEFAULT_RETRIES,
-    DEFAULT_TIMEOUT,
-    RetryPolicy,
-    answer_error,
-    check_db,
-    database_facts,
-    describe,
-    request,
-)
+from .server import check_db, database_facts, request
 from .times import TimeLike, to_ms
 
 __all__ = ["FORMATS", "ArchiveReport", "archive", "export"]
@@ -177,13 +177,11 @@ def archive(
         client, db, start, end, type, form, mark, page_size, policy, attachments=True
     )
     for page in pages:
-
-        def send(docs: list[Doc] = page) -> Any:
-            body = {"docs": docs, "new_edits": False}
-            return client.post_bulk_docs(db=target_db, bulk_docs=body)
-
+        body = {"docs": page, "new_edits": False}
         each = policy.renewed()
-        answer = request(target_db, send, each).body
+        answer = request(
+            client, target_db, post_json(path(target_db, "_bulk_docs"), body), each
+        ).body
         if not isinstance(answer, list) or not all(isinstance(row, dict) for row in answer):
             raise answer_error(each, target_db, f"_bulk_docs answered {describe(answer)}")
         refused = {str(row.get("id")): row for row in answer if "error" in row}

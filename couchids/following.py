@@ -34,19 +34,20 @@ from typing import Any, Final
 
 from ibmcloudant.cloudant_v1 import CloudantV1
 
+from .core.protocol import (
+    DEFAULT_TIMEOUT,
+    Request,
+    RetryPolicy,
+    answer_error,
+    describe,
+    expect_object,
+    path,
+)
 from .doctypes import type_prefix
 from .errors import InvalidArgumentError
 from .forms import KUUID, IdForm
 from .scan import Checkpoint, check_flag, check_size, checked_target, read_policy
-from .server import (
-    DEFAULT_TIMEOUT,
-    RetryPolicy,
-    answer_error,
-    database_facts,
-    describe,
-    expect_object,
-    request,
-)
+from .server import database_facts, request
 
 __all__ = ["DEFAULT_FOLLOW_BATCH", "DEFAULT_WAIT_MS", "follow"]
 
@@ -118,7 +119,8 @@ def follow(
     if mark.since == "now":
         # Pin "now" to this call, not to the first read of the stream, which may come later.
         each = policy.renewed()
-        current = request(db, lambda: client.post_changes(db=db, since="now", limit=1), each).body
+        ask = Request("POST", path(db, "_changes"), {"since": "now", "limit": "1"}, b"{}")
+        current = request(client, db, ask, each).body
         mark.since = str(expect_object(current, each, db, "last_seq")["last_seq"])
     if wait and policy.timeout is not None:
         # A long-poll request is answered after up to wait_ms by design.
@@ -138,20 +140,13 @@ def _follow(
     policy: RetryPolicy,
 ) -> Iterator[dict[str, Any]]:
     while True:
-        options: dict[str, Any] = {
-            "db": db,
-            "since": mark.since,
-            "limit": batch_size,
-            "include_docs": True,
-        }
+        params = {"since": str(mark.since), "limit": str(batch_size), "include_docs": "true"}
         if wait:
-            options.update(feed="longpoll", timeout=wait_ms)
-
-        def send(chosen: dict[str, Any] = options) -> Any:
-            return client.post_changes(**chosen)
-
+            params.update(feed="longpoll", timeout=str(wait_ms))
+        ask = Request("POST", path(db, "_changes"), params, b"{}")
         each = policy.renewed()
-        answer = expect_object(request(db, send, each).body, each, db, "results", "last_seq")
+        body = request(client, db, ask, each).body
+        answer = expect_object(body, each, db, "results", "last_seq")
         results = answer["results"]
         if not isinstance(results, list) or not all(
             isinstance(row, dict)

@@ -18,20 +18,14 @@ from typing import Any, Final, TextIO
 
 from ibmcloudant.cloudant_v1 import CloudantV1
 
+from .core.protocol import DEFAULT_BACKOFF, DEFAULT_RETRIES, DEFAULT_TIMEOUT, RetryPolicy
 from .doctypes import type_prefix
 from .errors import CouchidsError, InvalidArgumentError
 from .forms import KUUID, IdForm
 from .keyed import keyed_id
 from .keys import KeyRange
 from .scan import Checkpoint, check_size, checked_target, range_pages
-from .server import (
-    DEFAULT_BACKOFF,
-    DEFAULT_RETRIES,
-    DEFAULT_TIMEOUT,
-    RetryPolicy,
-    check_db,
-    database_facts,
-)
+from .server import check_db, database_facts
 from .times import to_ms
 from .write import bulk_stream
 

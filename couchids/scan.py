@@ -16,20 +16,19 @@ from typing import Any
 
 from ibmcloudant.cloudant_v1 import CloudantV1
 
+from .core.protocol import (
+    DEFAULT_BACKOFF,
+    DEFAULT_RETRIES,
+    RetryPolicy,
+    expect_rows,
+    path,
+    post_json,
+)
 from .errors import InvalidArgumentError
 from .forms import IdForm
 from .keys import KeyRange
 from .query import DEFAULT_PAGE_SIZE, PARTITION_QUERY_LIMIT
-from .server import (
-    DEFAULT_BACKOFF,
-    DEFAULT_RETRIES,
-    RetryPolicy,
-    check_client,
-    check_db,
-    database_facts,
-    expect_rows,
-    request,
-)
+from .server import check_client, check_db, database_facts, request
 
 __all__ = [
     "Checkpoint",
@@ -133,13 +132,17 @@ def range_pages(
     if partition is not None:
         page_size = min(page_size, PARTITION_QUERY_LIMIT - 1)
     first, last, descending = keys.bounds(newest_first=False, form=form)
+    url = (
+        path(db, "_all_docs")
+        if partition is None
+        else path(db, "_partition", partition, "_all_docs")
+    )
     key = first if after is None else after
     skip = {keys.high} if after is None else {keys.high, after}
     # The first request of a fresh scan wants every row; later ones get back the row they
     # start at, and ask for one more.
     limit = page_size if after is None else page_size + 1
     options: dict[str, Any] = {
-        "db": db,
         "end_key": last,
         "descending": descending,
         "include_docs": include_docs,
@@ -147,16 +150,9 @@ def range_pages(
     if attachments:
         options["attachments"] = True
     while True:
-
-        def send(start_key: str = key, size: int = limit) -> Any:
-            if partition is None:
-                return client.post_all_docs(start_key=start_key, limit=size, **options)
-            return client.post_partition_all_docs(
-                partition_key=partition, start_key=start_key, limit=size, **options
-            )
-
         each = policy.renewed()
-        rows = expect_rows(request(db, send, each).body, each, db, include_docs=include_docs)
+        ask = post_json(url, {**options, "start_key": key, "limit": limit})
+        rows = expect_rows(request(client, db, ask, each).body, each, db, include_docs=include_docs)
         full = len(rows) == limit
         page = [row for row in rows if row["id"] not in skip]
         if page:

@@ -36,22 +36,21 @@ from typing import Final
 from ibmcloudant.cloudant_v1 import CloudantV1
 
 from .claim import Claim
-from .errors import AllocationFailed, InvalidArgumentError
-from .seq import SEQ10, SeqForm
-from .server import (
+from .core.protocol import (
     DEFAULT_BACKOFF,
     DEFAULT_RETRIES,
     DEFAULT_TIMEOUT,
     MAX_BACKOFF,
     RetryPolicy,
     answer_error,
-    check_client,
-    check_db,
     describe,
     expect_object,
-    live_leaves,
-    request,
+    path,
+    post_json,
 )
+from .errors import AllocationFailed, InvalidArgumentError
+from .seq import SEQ10, SeqForm
+from .server import check_client, check_db, live_leaves, request
 
 __all__ = ["BLOCK_PREFIX", "DEFAULT_BLOCK", "Sequence", "block_id"]
 
@@ -198,16 +197,14 @@ class Sequence:
 
     def _after_highest(self, policy: RetryPolicy) -> int:
         """Where the next block starts, as far as the index shows: 1 when there is none."""
+        options = {
+            "start_key": block_id(self.name, 10**_START_DIGITS - 1),
+            "end_key": block_id(self.name, 0),
+            "descending": True,
+            "limit": 1,
+        }
         reply = request(
-            self.db,
-            lambda: self.client.post_all_docs(
-                db=self.db,
-                start_key=block_id(self.name, 10**_START_DIGITS - 1),
-                end_key=block_id(self.name, 0),
-                descending=True,
-                limit=1,
-            ),
-            policy,
+            self.client, self.db, post_json(path(self.db, "_all_docs"), options), policy
         )
         rows = expect_object(reply.body, policy, self.db, "rows")["rows"]
         if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):

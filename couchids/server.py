@@ -1,24 +1,25 @@
-"""Talking to the server through ``ibmcloudant``: every request couchids sends goes through
-here. Errors become couchids exceptions, lost answers are retried (:func:`request`), and what
-couchids learns about a database is asked once per client (:func:`database_facts`).
+"""The blocking driver: every request couchids sends through an ``ibmcloudant`` client goes here.
 
-Every request goes through the caller's ``CloudantV1`` client, so authentication, retries
-(``enable_retries()`` or ``CLOUDANT_ENABLE_RETRIES``) and timeouts are the client's own.
+Operations are programs of :mod:`couchids.protocol` (pure: which request next, and what an
+answer means); :func:`run` and :func:`stream` carry out their effects with the caller's
+``CloudantV1`` client, so authentication, the client's own retries (``enable_retries()`` or
+``CLOUDANT_ENABLE_RETRIES``) and timeouts are the client's. Concurrent sub-programs run on
+threads. Failures that are not an HTTP answer (refused connections, timeouts, broken bodies,
+failed logins) become couchids exceptions here, their causes masked; HTTP answers of any
+status go back to the program. What couchids learns about a database is kept per client.
 """
 
 from __future__ import annotations
 
 import contextlib
-import math
-import random
 import re
-import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Generator, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextvars import ContextVar
-from dataclasses import dataclass, field, replace
-from typing import Any, Final
+from dataclasses import dataclass
+from typing import Any, Final, TypeVar
 from urllib.parse import urlsplit
 
 import jwt
@@ -29,8 +30,30 @@ from requests.adapters import BaseAdapter
 from urllib3.exceptions import MaxRetryError, NewConnectionError, ResponseError
 
 from .config import scrub
+from .core import protocol
+from .core.protocol import (
+    JSON,
+    QUOTE_LEN,
+    TRANSIENT_STATUSES,
+    Attempts,
+    DatabaseFacts,
+    Emit,
+    FactsCache,
+    Lost,
+    Program,
+    Refusal,
+    Request,
+    Response,
+    RetryPolicy,
+    Send,
+    Sleep,
+    Start,
+    Wait,
+    ask,
+    current_request,
+)
 from .errors import (
-    DatabaseNotFoundError,
+    CouchidsError,
     InvalidArgumentError,
     RateLimitedError,
     ServerError,
@@ -38,26 +61,7 @@ from .errors import (
     UnauthorizedError,
 )
 
-#: Seconds before the first retry; each later retry waits twice as long (with jitter).
-DEFAULT_BACKOFF: Final = 0.05
-#: Retries after a lost answer, on top of the first attempt.
-DEFAULT_RETRIES: Final = 4
-#: The longest wait between two attempts, whatever the backoff.
-MAX_BACKOFF: Final = 2.0
-#: The longest ``Retry-After`` (seconds) a 429 answer is obeyed for.
-MAX_RETRY_AFTER: Final = 30.0
-#: Seconds an operation (a write with its retries, a ``latest``, a page of a ``window``, a
-#: batch of a ``bulk_create``) may take by default before it gives up with
-#: :class:`~couchids.ServerTimeoutError`.
-DEFAULT_TIMEOUT: Final = 60.0
-#: The longest ``timeout`` accepted: a day.
-MAX_TIMEOUT: Final = 86_400.0
-JSON: Final = "application/json"
-
-#: Failures after which the request may or may not have been carried out: a write retries
-#: these with the same id. 408 and 429 are answers to a request that was not carried out,
-#: but retrying them is safe for the same reason.
-TRANSIENT_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+T = TypeVar("T")
 
 # When the client's retries (``enable_retries()``) run out on an error status, urllib3 raises
 # ``MaxRetryError(reason=ResponseError("too many 429 error responses"))`` and requests wraps
@@ -91,8 +95,6 @@ DB_NAME: Final = re.compile(r"[a-z][a-z0-9_$()+/-]*")
 DB_NAME_MAX: Final = 238
 #: Databases whose names start with ``_`` that a client may read and write.
 SYSTEM_DBS: Final = frozenset({"_users", "_replicator", "_global_changes"})
-#: The longest piece of a server's answer quoted in a message.
-QUOTE_LEN: Final = 120
 
 
 def check_db(db: object) -> str:
@@ -133,17 +135,10 @@ def check_client(client: object) -> CloudantV1:
 
 
 def describe(body: Any) -> str:
-    """A short account of an answer's body for a message: never a whole page."""
+    """A short account of an answer's body (a ``requests.Response`` too) for a message."""
     if isinstance(body, requests.Response):
-        kind = (body.headers.get("Content-Type") or "no content type").split(";")[0].strip()
-        label = "HTML" if "html" in kind else kind
-        return f"{label} ({len(body.content)} bytes)"
-    if isinstance(body, bytes):
-        start = body.lstrip()[:1]
-        label = "HTML" if start == b"<" else "JSON cut short" if start in (b"{", b"[") else "text"
-        return f"{label} ({len(body)} bytes)"
-    text = repr(body)
-    return f"{type(body).__name__} {text[:QUOTE_LEN]}{'...' if len(text) > QUOTE_LEN else ''}"
+        return protocol.describe(response_of(body))
+    return protocol.describe(body)
 
 
 def _sent(exc: BaseException | None) -> str:
@@ -156,22 +151,6 @@ def _sent(exc: BaseException | None) -> str:
     if not method or not isinstance(url, str):
         return ""
     return f"{method} {urlsplit(url).path}"
-
-
-def _error_reason(exc: ApiException) -> str:
-    """CouchDB's ``error: reason`` of an error answer, or what the answer was instead."""
-    response = exc.http_response
-    if response is None:
-        return str(exc.message or "no reason given")[:QUOTE_LEN]
-    try:
-        body = response.json()
-    except ValueError:
-        body = None
-    if isinstance(body, dict) and isinstance(body.get("error"), str):
-        reason = body.get("reason")
-        text: str = body["error"] + (f": {reason}" if isinstance(reason, str) and reason else "")
-        return text[:400]
-    return f"not a CouchDB answer: {describe(response)}"
 
 
 def server_error(exc: BaseException, db: str, policy: RetryPolicy | None = None) -> ServerError:
@@ -199,27 +178,21 @@ def server_error(exc: BaseException, db: str, policy: RetryPolicy | None = None)
         return ServerTimeoutError(f"{head}: the server did not answer within {limit}")
     status = status_of(exc)
     if isinstance(exc, ApiException) and 200 <= status < 300:
-        # ibmcloudant could not read a success answer that claimed to be JSON.
+        # ibmcloudant could not read a success answer that claimed to be JSON (a token's).
         return ServerError(f"{head}: not a CouchDB answer: unreadable JSON (HTTP {status})", status)
+    if isinstance(exc, ApiException) and exc.http_response is not None:
+        answer = response_of(exc.http_response, hint=_check_hint(exc))
+        return protocol.status_error(answer, policy or RetryPolicy(0, 0), db, sent)
+    if status == 429:
+        return RateLimitedError(
+            f"{head}: rate limited (HTTP 429) after the client's retries; enable or "
+            "raise retries with client.enable_retries() or CLOUDANT_ENABLE_RETRIES",
+            status,
+        )
     if status:
-        reason = _error_reason(exc) if isinstance(exc, ApiException) else str(exc)[:QUOTE_LEN]
-        if status == 404:
-            return DatabaseNotFoundError(
-                f"{head}: database {db!r} does not exist (or the document path is wrong): {reason}",
-                status,
-            )
-        if status in (401, 403):
-            return UnauthorizedError(
-                f"{head}: the server refused access (HTTP {status}): {reason}; {_check_hint(exc)}",
-                status,
-            )
-        if status == 429:
-            return RateLimitedError(
-                f"{head}: rate limited (HTTP 429) after the client's retries; enable or "
-                "raise retries with client.enable_retries() or CLOUDANT_ENABLE_RETRIES",
-                status,
-            )
-        return ServerError(f"{head}: the server answered HTTP {status}: {reason}", status)
+        return ServerError(
+            f"{head}: the server answered HTTP {status}: {str(exc)[:QUOTE_LEN]}", status
+        )
     if not isinstance(exc, ApiException | requests.RequestException):
         return ServerError(
             f"{head}: ibmcloudant could not use an answer (authentication's token request or "
@@ -263,50 +236,6 @@ def _check_hint(exc: BaseException) -> str:
     return "check CLOUDANT_USERNAME/CLOUDANT_PASSWORD or CLOUDANT_APIKEY"
 
 
-def answer_error(policy: RetryPolicy, db: str, problem: str) -> ServerError:
-    """A :class:`ServerError` for an answer of the wrong shape: ``problem`` says what was wrong."""
-    sent = _last_sent()
-    where = f" ({sent})" if sent else ""
-    return ServerError(f"{policy.operation} on {db!r}{where}: not a CouchDB answer: {problem}")
-
-
-def expect_object(body: Any, policy: RetryPolicy, db: str, *fields: str) -> dict[str, Any]:
-    """``body`` if it is a JSON object holding each of ``fields``; else :func:`answer_error`."""
-    if not isinstance(body, dict):
-        raise answer_error(policy, db, f"expected a JSON object, got {describe(body)}")
-    missing = [name for name in fields if name not in body]
-    if missing:
-        raise answer_error(policy, db, f"no {missing[0]!r} in {describe(body)}")
-    return body
-
-
-def expect_rows(
-    body: Any, policy: RetryPolicy, db: str, *, include_docs: bool = False
-) -> list[dict[str, Any]]:
-    """The rows of an ``_all_docs`` answer for a key range, each an object with a string ``id``
-    (and, with ``include_docs``, a document object unless the document was deleted as it was
-    read); else :func:`answer_error`."""
-    rows = expect_object(body, policy, db, "rows")["rows"]
-    if not isinstance(rows, list):
-        raise answer_error(policy, db, f"'rows' is {describe(rows)}, not a list")
-    for row in rows:
-        if not isinstance(row, dict) or not isinstance(row.get("id"), str):
-            raise answer_error(policy, db, f"a row without a string id: {describe(row)}")
-        doc, value = row.get("doc"), row.get("value")
-        deleted = doc is None and isinstance(value, dict) and value.get("deleted") is True
-        if include_docs and not isinstance(doc, dict) and not deleted:
-            raise answer_error(policy, db, f"row {row['id']!r} has doc {describe(doc)}")
-    return rows
-
-
-def revision(body: Any, policy: RetryPolicy, db: str) -> str:
-    """The ``rev`` of a write's answer, checked to be a revision string."""
-    rev = expect_object(body, policy, db, "rev")["rev"]
-    if not isinstance(rev, str) or not rev:
-        raise answer_error(policy, db, f"the rev is {describe(rev)}, not a revision string")
-    return rev
-
-
 # requests wraps the socket error in two layers of urllib3 text; its errno line is the news.
 _ERRNO = re.compile(r"\[Errno -?\d+\] ([^'\")]+)")
 
@@ -337,14 +266,6 @@ def may_have_run(exc: BaseException) -> bool:
     return status == 0 or status >= 500
 
 
-@dataclass
-class Attempts:
-    """What the failed attempts of some requests tell about the server's side of them."""
-
-    #: Whether any of them may have been carried out (see :func:`may_have_run`).
-    maybe_carried_out: bool = False
-
-
 def is_transient(exc: BaseException) -> bool:
     """Whether ``exc`` may have lost the answer to a request that was carried out."""
     if isinstance(exc, ApiException | requests.exceptions.RetryError):
@@ -369,95 +290,6 @@ FAILURES: Final = (
     IndexError,
     jwt.PyJWTError,
 )
-
-
-def call(db: str, request: Callable[[], Any], policy: RetryPolicy | None = None) -> Any:
-    """Run ``request`` (an ``ibmcloudant`` call) once and return its JSON result.
-
-    Raises:
-        ServerError: or a subclass, for any HTTP error, unreachable server, answer that is not
-            JSON, or the end of ``policy``'s time.
-    """
-    policy = policy or RetryPolicy.checked(0, 0)
-    with policy.bounded():
-        try:
-            result = request().get_result()
-        except FAILURES as exc:
-            raise server_error(exc, db, policy) from sanitized(exc)
-        if isinstance(result, requests.Response):
-            raise answer_error(policy, db, describe(result))
-        return result
-
-
-def call_for_bytes(db: str, request: Callable[[], Any], policy: RetryPolicy) -> bytes:
-    """Run ``request`` (an ``ibmcloudant`` ``..._as_stream`` call) once; return the body's bytes.
-
-    For callers that decode the answer themselves (:mod:`couchids.pages`).
-
-    Raises:
-        ServerError: or a subclass, for any HTTP error, unreachable server, answer cut short,
-            or the end of ``policy``'s time.
-    """
-    with policy.bounded():
-        try:
-            response = request().get_result()
-            if not isinstance(response, requests.Response):
-                raise answer_error(policy, db, f"not a stream: {describe(response)}")
-            try:
-                return response.content
-            finally:
-                response.close()
-        except FAILURES as exc:
-            raise server_error(exc, db, policy) from sanitized(exc)
-
-
-@dataclass(frozen=True, slots=True)
-class DatabaseFacts:
-    """What couchids needs to know about a database, asked once per client and database.
-
-    Attributes:
-        partitioned: whether it is a partitioned database.
-        copies: how many copies the server keeps of each document (CouchDB's ``n``; 1 for a
-            server that does not say, such as a single node or PouchDB Server).
-    """
-
-    partitioned: bool
-    copies: int
-
-
-_facts: weakref.WeakKeyDictionary[CloudantV1, dict[str, DatabaseFacts]] = (
-    weakref.WeakKeyDictionary()
-)
-_facts_lock = threading.Lock()
-
-
-def database_facts(client: CloudantV1, db: str, policy: RetryPolicy | None = None) -> DatabaseFacts:
-    """The :class:`DatabaseFacts` of ``db``, from one ``GET /{db}`` per client and database."""
-    with _facts_lock:
-        known = _facts.get(client, {}).get(db)
-    if known is not None:
-        return known
-    policy = policy or RetryPolicy.checked(0, 0)
-    info = expect_object(
-        call(db, lambda: client.get_database_information(db=db), policy), policy, db
-    )
-    cluster, props = info.get("cluster"), info.get("props")
-    copies = cluster.get("n", 1) if isinstance(cluster, dict) else 1
-    partitioned = props.get("partitioned", False) if isinstance(props, dict) else False
-    facts = DatabaseFacts(
-        partitioned=partitioned is True,
-        copies=copies
-        if isinstance(copies, int) and not isinstance(copies, bool) and copies >= 1
-        else 1,
-    )
-    with _facts_lock:
-        _facts.setdefault(client, {})[db] = facts
-    return facts
-
-
-def is_partitioned(client: CloudantV1, db: str, policy: RetryPolicy | None = None) -> bool:
-    """Whether ``db`` is a partitioned database, asked once per client and database."""
-    return database_facts(client, db, policy).partitioned
 
 
 # -- deadlines ----------------------------------------------------------------------------------
@@ -492,6 +324,7 @@ class _DeadlineAdapter(BaseAdapter):
         scope = _scope.get()
         if scope is not None:
             scope.sent = f"{request.method} {urlsplit(request.url or '').path}"
+            current_request.set(scope.sent)
             left = scope.policy.remaining()
             if left is not None:
                 if left <= 0:
@@ -508,164 +341,22 @@ class _DeadlineAdapter(BaseAdapter):
         return getattr(self.inner, name)
 
 
+@contextlib.contextmanager
+def bounded(policy: RetryPolicy) -> Iterator[None]:
+    """Requests sent inside are bounded by ``policy``'s deadline (see :func:`check_client`)."""
+    token, named = _scope.set(_Scope(policy)), current_request.set("")
+    try:
+        yield
+    finally:
+        current_request.reset(named)
+        _scope.reset(token)
+
+
 def _capped(timeout: Any, left: float) -> Any:
     left = max(left, 0.001)
     if isinstance(timeout, tuple):
         return tuple(left if t is None else min(float(t), left) for t in timeout)
     return left if timeout is None else min(float(timeout), left)
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How often, and after how long, a request whose answer was lost is sent again, and how
-    long the whole operation may take.
-
-    Attributes:
-        retries, backoff: see :meth:`checked`.
-        timeout: the seconds the operation may take, or ``None`` for no limit.
-        operation: the public operation's name, for messages (``"create"``).
-        deadline: the ``time.monotonic()`` by which it must end.
-    """
-
-    retries: int
-    backoff: float
-    timeout: float | None = None
-    operation: str = "request"
-    deadline: float | None = field(default=None, compare=False)
-
-    @classmethod
-    def checked(
-        cls,
-        retries: int,
-        backoff: float,
-        timeout: float | None = None,
-        operation: str = "request",
-    ) -> RetryPolicy:
-        """The policy for the public arguments ``retries``, ``backoff`` and ``timeout``, checked;
-        the clock starts now."""
-        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
-            raise InvalidArgumentError(f"retries={retries!r}: must be an int >= 0")
-        if (
-            isinstance(backoff, bool)
-            or not isinstance(backoff, int | float)
-            or not 0 <= backoff <= MAX_BACKOFF
-        ):
-            raise InvalidArgumentError(
-                f"backoff={backoff!r}: must be a number of seconds from 0 to {MAX_BACKOFF:g}"
-            )
-        if timeout is not None and (
-            isinstance(timeout, bool)
-            or not isinstance(timeout, int | float)
-            or not math.isfinite(timeout)
-            or not 0 < timeout <= MAX_TIMEOUT
-        ):
-            raise InvalidArgumentError(
-                f"timeout={timeout!r}: must be None or a number of seconds above 0 and at "
-                f"most {MAX_TIMEOUT:g}"
-            )
-        seconds = None if timeout is None else float(timeout)
-        return cls(retries, float(backoff), seconds, operation).renewed()
-
-    def renewed(self) -> RetryPolicy:
-        """The same policy with its clock started now (for each page or batch)."""
-        deadline = None if self.timeout is None else time.monotonic() + self.timeout
-        return replace(self, deadline=deadline)
-
-    def remaining(self) -> float | None:
-        """Seconds left before the deadline (``None``: no deadline)."""
-        return None if self.deadline is None else self.deadline - time.monotonic()
-
-    def expired(self) -> bool:
-        """Whether the deadline has passed."""
-        left = self.remaining()
-        return left is not None and left <= 0
-
-    @contextlib.contextmanager
-    def bounded(self) -> Iterator[None]:
-        """Requests sent inside are bounded by this policy's deadline (see :func:`check_client`)."""
-        token = _scope.set(_Scope(self))
-        try:
-            yield
-        finally:
-            _scope.reset(token)
-
-    def delay(self, exc: BaseException | None, attempt: int) -> float:
-        """Seconds to wait before retry number ``attempt + 1`` (``exc``: the failure, if any)."""
-        after = _retry_after(exc)
-        if after is not None:
-            return min(after, MAX_RETRY_AFTER)
-        # Jitter spreads out writers that lost their answers at the same moment.
-        return min(MAX_BACKOFF, self.backoff * 2.0**attempt) * random.uniform(0.5, 1.0)
-
-
-@dataclass(frozen=True, slots=True)
-class Reply:
-    """A successful answer: its HTTP status (a write's 201 or 202 matters) and its JSON."""
-
-    status: int
-    body: Any
-
-
-class Refusal:
-    """Answers :func:`request` returns instead of raising, when the caller asks for them."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __repr__(self) -> str:
-        return self.name
-
-
-#: The server answered 409 Conflict.
-CONFLICT: Final = Refusal("CONFLICT")
-#: The server answered 404 Not Found.
-MISSING: Final = Refusal("MISSING")
-
-
-def request(
-    db: str,
-    send: Callable[[], Any],
-    policy: RetryPolicy,
-    *,
-    expect: tuple[Refusal, ...] = (),
-    attempts: Attempts | None = None,
-) -> Any:
-    """Run an ``ibmcloudant`` call, retrying lost answers; return its :class:`Reply`.
-
-    A 409 or 404 comes back as :data:`CONFLICT` / :data:`MISSING` when listed in ``expect``;
-    every other failure raises the mapped :class:`~couchids.ServerError`, and so does an answer
-    that is not JSON. Every attempt, and the waits between them, end by ``policy``'s deadline
-    (:class:`~couchids.ServerTimeoutError`). ``attempts``, when given, learns whether a failed
-    attempt may have been carried out.
-    """
-    attempt = 0
-    with policy.bounded():
-        while True:
-            scope = _scope.get()
-            if scope is not None:
-                scope.sent = ""
-            try:
-                response = send()
-                result = response.get_result()
-                if isinstance(result, requests.Response):
-                    raise answer_error(policy, db, describe(result))
-                return Reply(int(response.get_status_code() or 0), result)
-            except FAILURES as exc:
-                status = status_of(exc) if isinstance(exc, ApiException) else 0
-                if attempts is not None and may_have_run(exc):
-                    attempts.maybe_carried_out = True
-                if status == 409 and CONFLICT in expect:
-                    return CONFLICT
-                if status == 404 and MISSING in expect and _is_couchdb_error(exc):
-                    return MISSING
-                if attempt >= policy.retries or not is_transient(exc) or _login(exc):
-                    raise server_error(exc, db, policy) from sanitized(exc)
-                wait = policy.delay(exc, attempt)
-                left = policy.remaining()
-                if left is not None and wait >= left:
-                    raise server_error(exc, db, policy) from sanitized(exc)
-                time.sleep(wait)
-                attempt += 1
 
 
 def _login(exc: BaseException) -> bool:
@@ -684,87 +375,157 @@ def _login(exc: BaseException) -> bool:
     )
 
 
-def _is_couchdb_error(exc: ApiException) -> bool:
-    """Whether an error answer came from CouchDB (a JSON body with ``error``), not a proxy."""
-    response = exc.http_response
+# -- the driver ---------------------------------------------------------------------------------
+
+#: Threads a program's concurrent sub-programs may use at once (the program decides how many
+#: it starts; this only caps a runaway).
+_THREADS: Final = 16
+
+_known: weakref.WeakKeyDictionary[CloudantV1, FactsCache] = weakref.WeakKeyDictionary()
+
+
+def known_facts(client: CloudantV1) -> FactsCache:
+    """What couchids has learnt about databases through ``client`` (kept while it lives)."""
+    known = _known.get(client)
+    if known is None:
+        known = _known.setdefault(client, {})
+    return known
+
+
+def run(client: CloudantV1, program: Program[T]) -> T:
+    """Carry out ``program`` (one that emits nothing) with ``client``; return its result."""
+    driven = _drive(client, program)
     try:
-        body = response.json() if response is not None else None
-    except ValueError:
-        return False
-    return isinstance(body, dict) and "error" in body
+        value = next(driven)
+    except StopIteration as stop:
+        result: T = stop.value
+        return result
+    driven.close()
+    raise TypeError(f"a program run for its result emitted {type(value).__name__}")
+
+
+def stream(client: CloudantV1, program: Program[Any]) -> Iterator[Any]:
+    """Carry out ``program`` with ``client``, yielding what it emits as it emits it. Closing
+    the iterator stops the program and drops the requests it started."""
+    yield from _drive(client, program)
+
+
+def request(
+    client: CloudantV1,
+    db: str,
+    sent: Request,
+    policy: RetryPolicy,
+    *,
+    expect: tuple[Refusal, ...] = (),
+    attempts: Attempts | None = None,
+) -> Any:
+    """:func:`couchids.protocol.ask`, carried out: the :class:`~couchids.protocol.Reply` (or
+    refusal) of ``sent``, lost answers retried within ``policy``."""
+    return run(client, ask(sent, policy, db, expect=expect, attempts=attempts))
+
+
+def database_facts(client: CloudantV1, db: str, policy: RetryPolicy) -> DatabaseFacts:
+    """:func:`couchids.protocol.database_facts` through ``client``."""
+    return run(client, protocol.database_facts(known_facts(client), db, policy))
 
 
 def live_leaves(
     client: CloudantV1, db: str, doc_id: str, policy: RetryPolicy
 ) -> list[dict[str, Any]]:
-    """Every live (not deleted) leaf revision of ``doc_id``, read from every copy.
-
-    ``GET /{db}/{doc_id}?open_revs=all&r=N`` with ``N`` the database's copies: a revision held
-    by only one copy (a cluster write that reached fewer copies than a quorum, or two first
-    writes of one id that reached different copies) is seen as long as that copy answers. An
-    empty list means no copy that answered holds a live revision.
-    """
-    copies = database_facts(client, db, policy).copies
-    path = "/{}/{}".format(*client.encode_path_vars(db, doc_id))
-
-    def send() -> Any:
-        prepared = client.prepare_request(
-            method="GET",
-            url=path,
-            headers={"Accept": JSON},
-            # Attachment data too: a compressed one's digest is not the MD5 of its bytes.
-            params={"open_revs": "all", "r": copies, "attachments": "true"},
-        )
-        return client.send(prepared)
-
-    reply = request(db, send, policy, expect=(MISSING,))
-    if reply is MISSING:
-        return []
-    if not isinstance(reply.body, list):
-        raise answer_error(
-            policy, db, f"open_revs=all of {doc_id!r} answered {describe(reply.body)}, not a list"
-        )
-    leaves = [entry.get("ok") for entry in reply.body if isinstance(entry, dict)]
-    live = [leaf for leaf in leaves if isinstance(leaf, dict) and not leaf.get("_deleted")]
-    for leaf in live:
-        if not isinstance(leaf.get("_rev"), str):
-            raise answer_error(
-                policy, db, f"a revision of {doc_id!r} has no _rev: {describe(leaf)}"
-            )
-    return live
+    """:func:`couchids.core.protocol.live_leaves` through ``client``."""
+    return run(client, protocol.live_leaves(known_facts(client), db, doc_id, policy))
 
 
 def delete_revision(
     client: CloudantV1, db: str, doc_id: str, rev: str, policy: RetryPolicy
 ) -> None:
-    """Delete revision ``rev`` of ``doc_id`` (one couchids wrote itself).
-
-    A 409 or 404 means it is deleted already (an earlier attempt whose answer was lost).
-    """
-    request(
-        db,
-        lambda: client.delete_document(db=db, doc_id=doc_id, rev=rev),
-        policy,
-        expect=(CONFLICT, MISSING),
-    )
+    """:func:`couchids.core.protocol.delete_revision` through ``client``."""
+    run(client, protocol.delete_revision(db, doc_id, rev, policy))
 
 
-def winner(leaves: list[dict[str, Any]]) -> dict[str, Any]:
-    """The leaf CouchDB shows as the document: the longest history, then the highest rev."""
-
-    def rank(leaf: dict[str, Any]) -> tuple[int, str]:
-        pos, _, digest = str(leaf["_rev"]).partition("-")
-        return (int(pos) if pos.isdigit() else 0, digest)
-
-    return max(leaves, key=rank)
-
-
-def _retry_after(exc: BaseException | None) -> float | None:
-    if not isinstance(exc, ApiException) or exc.status_code != 429 or exc.http_response is None:
-        return None
-    value = exc.http_response.headers.get("Retry-After")
+def _drive(client: CloudantV1, program: Program[T]) -> Generator[Any, None, T]:
+    pool: ThreadPoolExecutor | None = None
+    outcome: Any = None
+    failure: BaseException | None = None
     try:
-        return max(0.0, float(value)) if value is not None else None
-    except ValueError:
-        # An HTTP date instead of seconds: fall back to the backoff.
-        return None
+        while True:
+            try:
+                effect = program.throw(failure) if failure is not None else program.send(outcome)
+            except StopIteration as stop:
+                result: T = stop.value
+                return result
+            outcome, failure = None, None
+            if isinstance(effect, Send):
+                outcome = perform(client, effect)
+            elif isinstance(effect, Emit):
+                yield effect.value
+            elif isinstance(effect, Start):
+                if pool is None:
+                    pool = ThreadPoolExecutor(max_workers=_THREADS, thread_name_prefix="couchids")
+                outcome = pool.submit(run, client, effect.program)
+            elif isinstance(effect, Wait):
+                handle: Future[Any] = effect.handle  # type: ignore[assignment]
+                try:
+                    outcome = handle.result()
+                except CouchidsError as exc:
+                    failure = exc
+            elif isinstance(effect, Sleep):
+                time.sleep(effect.seconds)
+            else:
+                raise TypeError(f"not an effect: {effect!r}")
+    finally:
+        program.close()
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+
+def perform(client: CloudantV1, effect: Send) -> Response | Lost:
+    """Send one request through ``client``: its answer, whatever the status, or what was lost."""
+    sent, policy = effect.request, effect.policy
+    headers = {"Accept": JSON}
+    if sent.body is not None:
+        headers["Content-Type"] = JSON
+    with bounded(policy):
+        try:
+            prepared = client.prepare_request(
+                method=sent.method,
+                url=sent.path,
+                headers=headers,
+                params=dict(sent.params) if sent.params else None,
+                data=sent.body,
+            )
+            answer = client.send(prepared, stream=True)
+            raw = answer.get_result()
+            if not isinstance(raw, requests.Response):  # 204, or a HEAD
+                return Response(int(answer.get_status_code() or 0), b"")
+            try:
+                return response_of(raw)
+            finally:
+                raw.close()
+        except ApiException as exc:
+            if exc.http_response is not None and not _login(exc):
+                return response_of(exc.http_response, hint=_check_hint(exc), cause=sanitized(exc))
+            return _lost(exc, effect)
+        except FAILURES as exc:
+            return _lost(exc, effect)
+
+
+def _lost(exc: BaseException, effect: Send) -> Lost:
+    error = server_error(exc, effect.db, effect.policy)
+    error.__cause__ = sanitized(exc)
+    error.__suppress_context__ = True
+    return Lost(error, may_have_run(exc), is_transient(exc), _login(exc))
+
+
+def response_of(
+    raw: requests.Response, *, hint: str = "", cause: BaseException | None = None
+) -> Response:
+    """A ``requests`` answer as a :class:`~couchids.protocol.Response` (its body read)."""
+    return Response(
+        raw.status_code,
+        raw.content,
+        raw.headers.get("Content-Type") or "",
+        raw.headers.get("Retry-After"),
+        hint,
+        cause,
+    )

@@ -22,18 +22,12 @@ from ibmcloudant.cloudant_v1 import CloudantV1
 
 from .claim import ALLOC_FIELD, Claim
 from .constants import SHORT_ID_ALPHABET, SHORT_ID_DATE_FORMAT
+from .core.protocol import DEFAULT_BACKOFF, DEFAULT_RETRIES, DEFAULT_TIMEOUT, RetryPolicy
+from .core.writes import WriteResult, written
 from .document import check_new
 from .errors import AllocationFailed, InvalidArgumentError, ServerError
-from .server import (
-    DEFAULT_BACKOFF,
-    DEFAULT_RETRIES,
-    DEFAULT_TIMEOUT,
-    RetryPolicy,
-    check_client,
-    check_db,
-)
+from .server import check_client, check_db
 from .times import TimeLike, to_datetime, to_ms
-from .write import WriteResult, written
 
 __all__ = [
     "ALLOC_FIELD",

@@ -1,71 +1,24 @@
 """Writing new documents under sortable ids, safely under retries and re-runs.
 
-The id is chosen before the first request, so a retry after a lost answer (a dropped
-connection, a timeout, a 5xx or 429) sends the same id again. CouchDB creates a document
-without ``_rev`` only if its id is free and otherwise answers 409, so a retry can never store a
-document twice; it can only meet its own first write. That 409 is resolved by reading the stored
-document: the same content means the earlier attempt stored it (``duplicate=True``), different
-content is a :class:`~couchids.ConflictError`. Nothing is ever overwritten: couchids never sends
-a ``_rev``.
-
-A whole job run again after a crash is safe the same way when every document's id is known
-before the job starts: its own ``_id``, or an idempotency key (``key=``) and the document's own
-time, from which :func:`~couchids.keyed_id` derives the id. Every error raised once an id was
-chosen carries it (``doc_id``, or ``results`` for bulk writes) and says whether the document
-may have been stored (``stored``; see :class:`~couchids.CouchidsError`).
-
-Documents are compared as JSON: the caller's document after a JSON round trip against the
-stored one, both without ``_id`` and ``_rev``.
+The blocking API: each function checks its client and database and runs the program of
+:mod:`couchids.core.writes` (the write protocol, pure) through the caller's ``ibmcloudant``
+client (:mod:`couchids.server`). :mod:`couchids.aio` runs the same programs.
 """
 
 from __future__ import annotations
 
-import io
-import json
-import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
-from itertools import islice
-from typing import Any, Final
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from ibmcloudant.cloudant_v1 import CloudantV1
 
-from .content import same_content
-from .decode import split_type
-from .doctypes import type_prefix
-from .document import check_new
-from .errors import (
-    BulkWriteError,
-    ConflictError,
-    CouchidsError,
-    InvalidArgumentError,
-    InvalidInputError,
-    RateLimitedError,
-    ServerError,
-    UnauthorizedError,
-)
+from .core import writes
+from .core.protocol import DEFAULT_BACKOFF, DEFAULT_RETRIES, DEFAULT_TIMEOUT
+from .core.writes import DEFAULT_BATCH_SIZE, Collected, Doc, KeyOf, TimeOf, WriteResult
+from .errors import CouchidsError
 from .forms import KUUID, IdForm
-from .keyed import keyed_id
-from .server import (
-    CONFLICT,
-    DEFAULT_BACKOFF,
-    DEFAULT_RETRIES,
-    DEFAULT_TIMEOUT,
-    JSON,
-    Attempts,
-    RetryPolicy,
-    answer_error,
-    check_client,
-    check_db,
-    delete_revision,
-    describe,
-    expect_object,
-    live_leaves,
-    request,
-    revision,
-    winner,
-)
-from .times import TimeLike, to_ms
+from .server import check_client, check_db, known_facts, run, stream
+from .times import TimeLike
 
 __all__ = [
     "DEFAULT_BACKOFF",
@@ -77,71 +30,6 @@ __all__ = [
     "bulk_stream",
     "create",
 ]
-
-#: Documents per ``_bulk_docs`` request.
-DEFAULT_BATCH_SIZE: Final = 500
-
-#: What CouchDB answers a single-document write with, for each ``_bulk_docs`` row error.
-_ROW_STATUS: Final = {
-    "forbidden": 403,
-    "unauthorized": 401,
-    "bad_request": 400,
-    "doc_validation": 400,
-    "illegal_docid": 400,
-}
-#: The row error of a ``_bulk_docs`` answer for a document the server had no capacity for.
-_RATE_LIMITED: Final = "too_many_requests"
-
-Doc = Mapping[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class WriteResult:
-    """The outcome of writing one document.
-
-    Attributes:
-        id: the document's ``_id``.
-        rev: its revision as stored (``None`` when ``error`` is set).
-        duplicate: ``True`` when the document was already stored, with the same content, before
-            the request that succeeded: by an earlier attempt whose answer was lost, or by an
-            earlier call that wrote the same ``_id`` (or key). Either way it is stored once.
-        error: only in bulk results: why this document was not stored (its ``stored`` says
-            whether it may have been all the same; see :class:`~couchids.CouchidsError`).
-
-    >>> WriteResult("user:001", "1-abc").ok
-    True
-    """
-
-    id: str
-    rev: str | None
-    duplicate: bool = False
-    error: CouchidsError | None = None
-
-    @property
-    def ok(self) -> bool:
-        """Whether the document is stored."""
-        return self.error is None
-
-
-def written(exc: CouchidsError, doc_id: str | None, stored: bool | None) -> CouchidsError:
-    """``exc`` with what became of the document it was writing, in its attributes and message.
-
-    ``doc_id`` is ``None`` for an error about many documents (their ids are in ``results``).
-    """
-    exc.doc_id, exc.stored = doc_id, stored
-    what = f"document {doc_id!r}" if doc_id is not None else "these documents"
-    if stored is None:
-        fate = (
-            f"{what} may have been stored (an answer was lost): write it again under the same "
-            "id or key to find out, which never stores it twice"
-        )
-    elif stored:
-        fate = f"{what} is stored"
-    else:
-        fate = f"{what} was not stored"
-    if exc.args and isinstance(exc.args[0], str):
-        exc.args = (f"{exc.args[0]}; {fate}", *exc.args[1:])
-    return exc
 
 
 def create(
@@ -211,16 +99,20 @@ def create(
     ...        key="settle:table-7:hand-42", timestamp="2024-05-01T12:00:00Z").id
     'settlement:001s28cy2KTC774XfdSt1Y265q4Zu951'
     """
-    policy = RetryPolicy.checked(retries, backoff, timeout, "create")
     client, db = check_client(client), check_db(db)
-    check_new(doc, "the document")
-    doc_id = _assign_id(doc, type, timestamp, key, form, "the document")
-    payload = _encode(_without_id(doc), "the document")
-    return _write_new(client, db, doc_id, payload, policy)
-
-
-KeyOf = Callable[[Doc], str]
-TimeOf = Callable[[Doc], TimeLike]
+    program = writes.create(
+        known_facts(client),
+        db,
+        doc,
+        type=type,
+        timestamp=timestamp,
+        key=key,
+        form=form,
+        retries=retries,
+        backoff=backoff,
+        timeout=timeout,
+    )
+    return run(client, program)
 
 
 def bulk_create(
@@ -279,7 +171,7 @@ def bulk_create(
     >>> [r.id for r in results]  # doctest: +SKIP
     ['settlement:001s28cy2KTC774XfdSt1Y265q4Zu951']
     """
-    stream = bulk_stream(
+    results = bulk_stream(
         "bulk_create",
         client,
         db,
@@ -292,30 +184,16 @@ def bulk_create(
         retries=retries,
         backoff=backoff,
         timeout=timeout,
+        batches=True,
     )
-    done: list[WriteResult] = []
-    failed = 0
+    collected = Collected(db)
     try:
-        for result in stream:
-            done.append(result)
-            failed += result.error is not None
+        for batch in results:
+            collected.add(batch)
     except CouchidsError as exc:
-        if done:
-            exc.results = [*done, *exc.results]
-            exc.args = (
-                f"{exc.args[0]}; {len(done)} documents before it were handled first "
-                f"({len(done) - failed} stored), with their results in .results",
-                *exc.args[1:],
-            )
+        collected.ended_by(exc)
         raise
-    if failed:
-        shown = "; ".join([f"{r.id}: {r.error}" for r in done if r.error is not None][:3])
-        more = f" (and {failed - 3} more)" if failed > 3 else ""
-        raise BulkWriteError(
-            f"{failed} of {len(done)} documents were not stored in {db!r}: {shown}{more}",
-            done,
-        )
-    return done
+    return collected.finish()
 
 
 def bulk_create_iter(
@@ -400,461 +278,29 @@ def bulk_stream(
     retries: int = DEFAULT_RETRIES,
     backoff: float = DEFAULT_BACKOFF,
     timeout: float | None = DEFAULT_TIMEOUT,
-) -> Iterator[WriteResult]:
+    batches: bool = False,
+) -> Iterator[Any]:
     """:func:`bulk_create_iter` for the public ``operation`` its messages name (arguments
-    checked now, documents read lazily)."""
-    policy = RetryPolicy.checked(retries, backoff, timeout, operation)
+    checked now, documents read lazily); with ``batches``, each batch's results as a list."""
     client, db = check_client(client), check_db(db)
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise InvalidArgumentError(f"batch_size={batch_size!r}: must be an int >= 1")
-    if isinstance(docs, Mapping | str | bytes) or not isinstance(docs, Iterable):
-        raise InvalidArgumentError(
-            f"docs must be an iterable of documents (e.g. a list of dicts), not one {_kind(docs)}"
-        )
-    if not isinstance(form, IdForm):
-        raise InvalidArgumentError(f"form={form!r} is not a couchids IdForm such as KUUID")
-    for name, function in (("key", key), ("timestamp", timestamp)):
-        if function is not None and not callable(function):
-            raise InvalidArgumentError(
-                f"{name}={function!r}: pass a function that takes a document "
-                f"(e.g. lambda doc: doc['{name}'])"
-            )
-    if key is not None and timestamp is None:
-        raise InvalidArgumentError(
-            "key= needs timestamp=, a function giving each document's own time: a keyed id "
-            "holds that time, which must be the same when the job runs again"
-        )
-    if type is not None:
-        type_prefix(type)
-    ids = _Ids(type, form, key, timestamp)
-    return _stream(client, db, iter(docs), ids, batch_size, policy)
-
-
-@dataclass(frozen=True)
-class _Ids:
-    """How a bulk write gives each document its id."""
-
-    doc_type: str | None
-    form: IdForm
-    key: KeyOf | None
-    time_of: TimeOf | None
-
-    def assign(self, doc: Any, label: str) -> str:
-        check_new(doc, label)
-        if self.time_of is None:
-            return _assign_id(doc, self.doc_type, None, None, self.form, label)
-        when = _call(self.time_of, doc, "timestamp", label)
-        doc_key = None if self.key is None else _call(self.key, doc, "key", label)
-        try:
-            return _assign_id(doc, self.doc_type, when, doc_key, self.form, label)
-        except InvalidInputError as exc:
-            if str(exc).startswith(label):
-                raise
-            raise type(exc)(f"{label}: {exc}") from None
-
-
-def _call(function: Callable[[Doc], Any], doc: Doc, name: str, label: str) -> Any:
-    try:
-        return function(doc)
-    except Exception as exc:
-        raise InvalidArgumentError(
-            f"{name}= failed for {label}: {type(exc).__name__}: {exc}"
-        ) from exc
-
-
-def _stream(
-    client: CloudantV1,
-    db: str,
-    docs: Iterator[Doc],
-    ids: _Ids,
-    batch_size: int,
-    policy: RetryPolicy,
-) -> Iterator[WriteResult]:
-    for batch_ids, bodies, encoded in _batches(docs, ids, batch_size):
-        yield from _Batch(client, db, batch_ids, bodies, policy.renewed()).write(encoded)
-
-
-def _batches(
-    docs: Iterator[Doc], ids: _Ids, batch_size: int
-) -> Iterator[tuple[list[str], list[dict[str, Any]], bytes]]:
-    """Batches of at most ``batch_size`` documents, each with distinct ids, encoded.
-
-    A document whose id is already in the batch starts the next one: ``_bulk_docs`` answers
-    one row per id, and the later document then meets the earlier as an existing id.
-    """
-    index = 0
-    carried: tuple[str, dict[str, Any]] | None = None
-    while True:
-        batch_ids: list[str] = []
-        bodies: list[dict[str, Any]] = []
-        seen: set[str] = set()
-        first = index - (carried is not None)
-        if carried is not None:
-            batch_ids.append(carried[0])
-            bodies.append(carried[1])
-            seen.add(carried[0])
-            carried = None
-        for doc in islice(docs, batch_size - len(bodies)):
-            label = f"document {index}"
-            doc_id = ids.assign(doc, label)
-            index += 1
-            body = {**doc, "_id": doc_id}
-            if doc_id in seen:
-                carried = (doc_id, body)
-                break
-            seen.add(doc_id)
-            batch_ids.append(doc_id)
-            bodies.append(body)
-        if not bodies:
-            return
-        yield batch_ids, bodies, _encode_batch(bodies, first)
-
-
-def _write_new(
-    client: CloudantV1, db: str, doc_id: str, payload: bytes, policy: RetryPolicy
-) -> WriteResult:
-    """PUT ``payload`` under ``doc_id`` if the id is free; settle a 409 or 202 by reading back."""
-
-    def put() -> Any:
-        # A fresh stream per attempt: a retried request must send the body again.
-        return client.put_document(
-            db=db, doc_id=doc_id, document=io.BytesIO(payload), content_type=JSON
-        )
-
-    ours = json.loads(payload)
-    attempts = Attempts()
-    for _ in range(policy.retries + 1):
-        try:
-            answer = request(db, put, policy, expect=(CONFLICT,), attempts=attempts)
-        except ServerError as exc:
-            written(exc, doc_id, None if attempts.maybe_carried_out else False)
-            raise
-        if answer is not CONFLICT and answer.status != 202:
-            return WriteResult(doc_id, revision(answer.body, policy, db))
-        our_rev = None if answer is CONFLICT else revision(answer.body, policy, db)
-        try:
-            leaves = live_leaves(client, db, doc_id, policy)
-            if our_rev is not None and all(leaf["_rev"] == our_rev for leaf in leaves):
-                # 202 and no other revision on any copy that answered: stored. (A read that
-                # reached only copies our write has not reached yet shows nothing: still
-                # stored.)
-                return WriteResult(doc_id, our_rev)
-            if not leaves:
-                # 409, then nothing there: deleted by someone else since, so the id is free.
-                continue
-            return _settle(client, db, doc_id, ours, leaves, policy)
-        except ServerError as exc:
-            # A 202 stored it on some copy; after a 409 the stored document may be ours.
-            written(exc, doc_id, True if our_rev is not None else None)
-            raise
-    raise ConflictError(
-        f"document {doc_id!r} in {db!r} was created and deleted by someone else "
-        f"{policy.retries + 1} times while couchids tried to store it; nothing was stored",
-        doc_id,
+    program = writes.bulk(
+        known_facts(client),
+        operation,
+        db,
+        docs,
+        type=type,
+        form=form,
+        key=key,
+        timestamp=timestamp,
+        batch_size=batch_size,
+        retries=retries,
+        backoff=backoff,
+        timeout=timeout,
     )
+    pages = stream(client, program)
+    return pages if batches else _flat(pages)
 
 
-def _settle(
-    client: CloudantV1,
-    db: str,
-    doc_id: str,
-    ours: Mapping[str, Any],
-    leaves: list[dict[str, Any]],
-    policy: RetryPolicy,
-) -> WriteResult:
-    """Resolve an id whose live revisions are ``leaves``, after a 409 or a 202.
-
-    Returns the stored result (``duplicate=True``) when only our content stands there; raises
-    :class:`~couchids.ConflictError` when a different document does. Revisions holding our
-    content beside another revision are deleted, so couchids leaves no conflict behind.
-    """
-    mine = [leaf for leaf in leaves if same_content(ours, leaf)]
-    other = [leaf for leaf in leaves if not same_content(ours, leaf)]
-    if other:
-        withdrawn = _withdraw(client, db, doc_id, mine, policy)
-        raise _conflict(db, doc_id, winner(other), withdrawn=withdrawn)
-    kept = winner(mine)
-    _withdraw(client, db, doc_id, [leaf for leaf in mine if leaf is not kept], policy)
-    return WriteResult(doc_id, kept["_rev"], duplicate=True)
-
-
-def _withdraw(
-    client: CloudantV1, db: str, doc_id: str, leaves: list[dict[str, Any]], policy: RetryPolicy
-) -> int:
-    """Delete these leaf revisions (couchids' own); return how many there were."""
-    for leaf in leaves:
-        delete_revision(client, db, doc_id, str(leaf["_rev"]), policy)
-    return len(leaves)
-
-
-def _conflict(
-    db: str, doc_id: str, stored: Mapping[str, Any], *, withdrawn: int = 0
-) -> ConflictError:
-    if withdrawn:
-        done = (
-            f"some copies had taken this document too, and couchids deleted those {withdrawn} "
-            "revision(s) again, so the stored document is unchanged and this one is not stored"
-        )
-    else:
-        done = "couchids never overwrites, so nothing was written"
-    return ConflictError(
-        f"a different document already has id {doc_id!r} in {db!r} "
-        f"(rev {stored.get('_rev')}); {done}",
-        doc_id,
-    )
-
-
-class _Batch:
-    """One ``_bulk_docs`` batch: send, retry lost answers and rate-limited rows, resolve 409s."""
-
-    def __init__(
-        self,
-        client: CloudantV1,
-        db: str,
-        ids: list[str],
-        bodies: list[dict[str, Any]],
-        policy: RetryPolicy,
-    ) -> None:
-        self.client, self.db, self.ids, self.bodies = client, db, ids, bodies
-        self.policy = policy
-        self.results: list[WriteResult | None] = [None] * len(ids)
-        self.attempts = Attempts()
-
-    def write(self, encoded: bytes) -> list[WriteResult]:
-        """Write the batch, whose ``_bulk_docs`` body is ``encoded``; return its results."""
-        try:
-            self._write(encoded)
-        except ServerError as exc:
-            # Rows settled before the failure keep their results; the others share the error.
-            sent = self.attempts.maybe_carried_out or any(r is not None for r in self.results)
-            written(exc, None, None if sent else False)
-            exc.results = [
-                result if result is not None else WriteResult(doc_id, None, error=exc)
-                for doc_id, result in zip(self.ids, self.results, strict=True)
-            ]
-            raise
-        done = [result for result in self.results if result is not None]
-        assert len(done) == len(self.ids), "every document of the batch has a result"
-        return done
-
-    def _write(self, encoded: bytes) -> None:
-        pending = list(range(len(self.ids)))
-        for attempt in range(self.policy.retries + 1):
-            conflicted, limited = self._send(pending, encoded)
-            pending = [*self._resolve(conflicted), *limited] if conflicted else limited
-            if not pending:
-                return
-            if limited:
-                time.sleep(self.policy.delay(None, attempt))
-            pending.sort()
-            encoded = _encode_batch([self.bodies[i] for i in pending], 0)
-        for index in pending:
-            doc_id = self.ids[index]
-            if index in limited:
-                error: CouchidsError = RateLimitedError(
-                    f"the server answered too_many_requests for document {doc_id!r} in "
-                    f"{self.db!r} {self.policy.retries + 1} times",
-                    429,
-                )
-                written(error, doc_id, False)
-            else:
-                error = ConflictError(
-                    f"document {doc_id!r} in {self.db!r} was created and deleted by someone "
-                    "else on every attempt; it was not stored",
-                    doc_id,
-                )
-            self.results[index] = WriteResult(doc_id, None, error=error)
-
-    def _send(self, pending: list[int], body: bytes) -> tuple[list[int], list[int]]:
-        """Write the ``pending`` documents; return those that met an existing id, and those
-        the server had no capacity for (``too_many_requests``)."""
-        reply = request(
-            self.db,
-            lambda: self.client.post_bulk_docs(db=self.db, bulk_docs=io.BytesIO(body)),
-            self.policy,
-            attempts=self.attempts,
-        )
-        rows = reply.body
-        if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
-            raise answer_error(self.policy, self.db, f"_bulk_docs answered {describe(rows)}")
-        # Rows are matched by id, not position: PouchDB Server lists failed rows first. The ids
-        # of one batch are distinct, so each has exactly one row.
-        by_id = {row.get("id"): row for row in rows}
-        missing = [self.ids[i] for i in pending if self.ids[i] not in by_id]
-        if missing:
-            raise answer_error(
-                self.policy,
-                self.db,
-                f"_bulk_docs answered no row for {len(missing)} of {len(pending)} documents "
-                f"(first {missing[0]!r}): {describe(rows)}",
-            )
-        conflicted, limited = [], []
-        for index in pending:
-            doc_id = self.ids[index]
-            row = by_id[doc_id]
-            error = row.get("error")
-            if error is None and reply.status == 202:
-                # Fewer copies than a quorum took the batch: check each document as create does.
-                self.results[index] = self._checked(index, revision(row, self.policy, self.db))
-            elif error is None:
-                self.results[index] = WriteResult(doc_id, revision(row, self.policy, self.db))
-            elif error == "conflict":
-                conflicted.append(index)
-            elif error == _RATE_LIMITED:
-                limited.append(index)
-            else:
-                self.results[index] = WriteResult(
-                    doc_id, None, error=written(_row_error(self.db, row), doc_id, False)
-                )
-        return conflicted, limited
-
-    def _resolve(self, conflicted: list[int]) -> list[int]:
-        """Read the conflicted ids back; return those that vanished and must be sent again."""
-        keys = [self.ids[i] for i in conflicted]
-        answer = request(
-            self.db,
-            lambda: self.client.post_all_docs(
-                db=self.db, keys=keys, include_docs=True, conflicts=True
-            ),
-            self.policy,
-        ).body
-        rows = expect_object(answer, self.policy, self.db, "rows")["rows"]
-        if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
-            raise answer_error(self.policy, self.db, f"'rows' is {describe(rows)}")
-        by_key = {row.get("key"): row for row in rows}
-        missing = [key for key in keys if key not in by_key]
-        if missing:
-            raise answer_error(
-                self.policy,
-                self.db,
-                f"_all_docs answered no row for {len(missing)} of {len(keys)} keys "
-                f"(first {missing[0]!r})",
-            )
-        again = []
-        for index in conflicted:
-            doc_id = self.ids[index]
-            row = by_key[doc_id]
-            stored = row.get("doc")
-            if stored is not None and not isinstance(stored, dict):
-                raise answer_error(self.policy, self.db, f"doc of {doc_id!r} is {describe(stored)}")
-            if stored is None:
-                # Not found or deleted since the 409: the id is free again.
-                again.append(index)
-            elif stored.get("_conflicts") or not same_content(self._ours(index), stored):
-                # Not simply our earlier write: look at every revision on every copy.
-                self.results[index] = self._checked(index, None)
-            else:
-                rev = stored.get("_rev")
-                if not isinstance(rev, str):
-                    raise answer_error(self.policy, self.db, f"{doc_id!r} has _rev {describe(rev)}")
-                self.results[index] = WriteResult(doc_id, rev, duplicate=True)
-        return again
-
-    def _ours(self, index: int) -> Any:
-        """Document ``index`` as the server stores it: through a JSON round trip."""
-        return json.loads(json.dumps(self.bodies[index]))
-
-    def _checked(self, index: int, our_rev: str | None) -> WriteResult:
-        """Settle document ``index`` from its leaves on every copy, as :func:`create` does."""
-        doc_id = self.ids[index]
-        leaves = live_leaves(self.client, self.db, doc_id, self.policy)
-        if our_rev is not None and all(leaf["_rev"] == our_rev for leaf in leaves):
-            return WriteResult(doc_id, our_rev)
-        if not leaves:
-            error = ConflictError(
-                f"document {doc_id!r} in {self.db!r} was deleted by someone else while "
-                "couchids checked it; it is not stored, and writing it again stores it",
-                doc_id,
-            )
-            return WriteResult(doc_id, None, error=error)
-        try:
-            return _settle(self.client, self.db, doc_id, self._ours(index), leaves, self.policy)
-        except ConflictError as error:
-            return WriteResult(doc_id, None, error=error)
-
-
-def _row_error(db: str, row: Mapping[str, Any]) -> ServerError:
-    error, reason = row.get("error"), row.get("reason") or "no reason given"
-    status = _ROW_STATUS.get(str(error), 500)
-    message = f"the server refused document {row.get('id')!r} in {db!r}: {error}: {reason}"
-    if status in (401, 403):
-        return UnauthorizedError(message, status)
-    return ServerError(message, status)
-
-
-def _assign_id(
-    doc: Doc,
-    doc_type: str | None,
-    timestamp: TimeLike,
-    key: str | None,
-    form: IdForm,
-    label: str,
-) -> str:
-    """The id of ``doc`` (checked by :func:`~couchids.document.check_new` already)."""
-    if not isinstance(form, IdForm):
-        raise InvalidArgumentError(f"form={form!r} is not a couchids IdForm such as KUUID")
-    own = doc.get("_id")
-    if key is not None:
-        if own is not None:
-            raise InvalidArgumentError(
-                f"{label} has _id {own!r} and a key: both would name its id; drop one"
-            )
-        return keyed_id(key, timestamp, type=doc_type, form=form)
-    if own is None:
-        return form.new(timestamp, type=doc_type)
-    if not isinstance(own, str) or not own or own.startswith("_"):
-        raise InvalidArgumentError(
-            f"{label} has _id {own!r}: an _id is a non-empty string not starting with '_' "
-            "(design and local documents are not created here)"
-        )
-    if doc_type is not None and not own.startswith(type_prefix(doc_type)):
-        raise InvalidArgumentError(
-            f"{label} has _id {own!r}, which is not of type {doc_type!r}; drop the _id to get "
-            f"a new {doc_type!r} id, or drop type= to keep the _id"
-        )
-    if timestamp is not None:
-        _check_time(own, timestamp, form, label)
-    return own
-
-
-def _check_time(doc_id: str, timestamp: TimeLike, form: IdForm, label: str) -> None:
-    try:
-        ms = form.parse(split_type(doc_id)[1])
-    except InvalidInputError as exc:
-        raise InvalidArgumentError(
-            f"{label} has _id {doc_id!r}, whose time cannot be checked against timestamp=: {exc}"
-        ) from None
-    wanted = to_ms(timestamp)
-    if ms // form.unit_ms != wanted // form.unit_ms:
-        raise InvalidArgumentError(
-            f"{label} has _id {doc_id!r}, made at another time than timestamp={timestamp!r}; "
-            "drop the _id to get a new id for that time, or drop timestamp= to keep the _id"
-        )
-
-
-def _kind(value: object) -> str:
-    return type(value).__name__
-
-
-def _without_id(doc: Doc) -> dict[str, Any]:
-    return {k: v for k, v in doc.items() if k != "_id"}
-
-
-def _encode_batch(bodies: list[dict[str, Any]], first: int) -> bytes:
-    """The ``_bulk_docs`` body of ``bodies``, the first of which is input document ``first``."""
-    try:
-        # One dumps per batch is about twice as fast as one per document.
-        text = json.dumps(bodies, separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError):
-        for offset, body in enumerate(bodies):
-            _encode(body, f"document {first + offset}")
-        raise
-    return b'{"docs":' + text.encode() + b"}"
-
-
-def _encode(body: Mapping[str, Any], label: str) -> bytes:
-    try:
-        # allow_nan=False: NaN and Infinity are not JSON, and CouchDB refuses them.
-        return json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
-    except (TypeError, ValueError) as exc:
-        raise InvalidArgumentError(f"{label} is not JSON: {exc}") from None
+def _flat(batches: Iterator[list[WriteResult]]) -> Iterator[WriteResult]:
+    for batch in batches:
+        yield from batch

@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
+from apis import APIS, Async, Blocking
 from faultproxy import FaultProxy, client_for
 from ibm_cloud_sdk_core import ApiException
 from ibmcloudant.cloudant_v1 import CloudantV1
@@ -174,6 +175,13 @@ def partitioned_db(client: CloudantV1) -> Iterator[str]:
     name = fresh_database(client, partitioned=True)
     yield name
     drop_database(client, name)
+
+
+@pytest.fixture(params=APIS, ids=lambda api: api.name)
+def api(request: pytest.FixtureRequest) -> Blocking | Async:
+    """Each API in turn: the blocking functions, then the coroutines of couchids.aio."""
+    api: Blocking | Async = request.param
+    return api
 
 
 @pytest.fixture(scope="session")

@@ -11,12 +11,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from ibmcloudant.cloudant_v1 import CloudantV1
+from intercept import body_of, intercepted
 
 import couchids
 from couchids import ALL_TYPES, BASE36_V7, KUUID, KUUID_MS_REVERSE, TID62, ULID, IdForm
-from couchids.alltypes import types_present
+from couchids.core.alltypes import types_present
+from couchids.core.protocol import RetryPolicy
 from couchids.errors import DatabaseNotFoundError
 from couchids.keys import type_step
+from couchids.server import run
 from couchids.times import to_ms
 
 T0 = to_ms("2024-03-01T12:00:00Z")
@@ -171,14 +174,13 @@ def test_latest_and_windows_across_all_types(client: CloudantV1, db: str, form: 
 def test_finding_types_costs_one_request_per_type(client: CloudantV1, db: str) -> None:
     truth = make(client, db, KUUID)
     calls: list[dict[str, Any]] = []
-    real = client.post_all_docs
 
-    def counting(**options: Any) -> Any:
-        calls.append(options)
-        return real(**options)
+    def counting(request: dict[str, Any], send: Any) -> Any:
+        calls.append(body_of(request))
+        return send()
 
-    client.post_all_docs = counting  # type: ignore[method-assign]
-    found = types_present(client, db, ":")
+    with intercepted(client, counting):
+        found = run(client, types_present(db, ":", RetryPolicy.checked(0, 0)))
     types = {i.partition(":")[0] for i in truth} | {"zz", "couchids-seq"}
     assert set(found) == types
     # The noise the jumps meet (design documents, foreign and untyped ids) adds a few

@@ -17,6 +17,7 @@ import responses
 from faultproxy import FaultProxy, all_docs, client_for
 from ibm_cloud_sdk_core.authenticators import NoAuthAuthenticator
 from ibmcloudant.cloudant_v1 import CloudantV1
+from intercept import body_of, intercepted, path_of
 from test_query import insert
 
 import couchids
@@ -133,17 +134,17 @@ def test_interrupted_with_lost_answers_and_run_again_is_exact(
 def test_a_document_changed_meanwhile_is_reported_not_deleted(client: CloudantV1, db: str) -> None:
     doomed = populate(client, db, KUUID, 3)
     victim = min(doomed)
-    send = client.post_bulk_docs
 
-    def change_then_send(**kwargs: Any) -> Any:
-        docs = kwargs["bulk_docs"]["docs"]
-        if any(doc["_id"] == victim for doc in docs):
-            current = client.get_document(db=db, doc_id=victim).get_result()
-            client.put_document(db=db, doc_id=victim, document={**current, "edited": True})
-        return send(**kwargs)
+    def change_then_send(request: dict[str, Any], send: Any) -> Any:
+        if path_of(request).endswith("/_bulk_docs"):
+            docs = body_of(request)["docs"]
+            if any(doc["_id"] == victim for doc in docs):
+                current = client.get_document(db=db, doc_id=victim).get_result()
+                client.put_document(db=db, doc_id=victim, document={**current, "edited": True})
+        return send()
 
-    client.post_bulk_docs = change_then_send  # type: ignore[method-assign]
-    report = couchids.expire(client, db, BEFORE, type="ord", dry_run=False)
+    with intercepted(client, change_then_send):
+        report = couchids.expire(client, db, BEFORE, type="ord", dry_run=False)
     assert report.conflicts == [victim]
     assert report.deleted == len(doomed) - 1
     assert all_docs(client, db)[victim]["edited"] is True

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -23,15 +23,35 @@ from ibmcloudant.cloudant_v1 import CloudantV1
 
 import couchids
 from couchids import KUUID, KUUID_MS, KUUID_REVERSE, V7S, ServerError
+from couchids.core.pages import Slice, SlicePlan, rows_of, sliced_pages
+from couchids.core.protocol import Program, RetryPolicy
 from couchids.forms import IdForm
 from couchids.keys import window_keys
-from couchids.pages import Slice, SlicePlan, rows_of, sliced_pages
-from couchids.server import RetryPolicy
+from couchids.server import stream
 from couchids.times import MAX_MS
 
 URL = "http://127.0.0.1:5984"
 POLICY = RetryPolicy.checked(0, 0)
 T0 = 1_700_000_000_000
+
+
+Fetch = Callable[[str, str, int], list[dict[str, Any]]]
+
+
+def as_program(fetch: Fetch) -> Callable[[str, str, int], Program[list[dict[str, Any]]]]:
+    """``fetch`` as the program of one page request (it runs where the program is run: on a
+    thread of the blocking driver when started concurrently)."""
+
+    def program(start: str, end: str, limit: int) -> Program[list[dict[str, Any]]]:
+        yield from ()
+        return fetch(start, end, limit)
+
+    return program
+
+
+def driven(program: Program[None]) -> Iterator[list[dict[str, Any]]]:
+    """The pages ``program`` emits, run by the blocking driver (it sends no request)."""
+    return stream(None, program)  # type: ignore[arg-type]
 
 
 class FakeAllDocs:
@@ -87,7 +107,7 @@ def read(
         return []
     wanted = form.id_pattern(keys.prefix).fullmatch
     plan = SlicePlan(form, doc_type, newest, start, end)
-    pages = sliced_pages(fake.fetch, plan, parallel, limit, wanted, keys.prefix)
+    pages = driven(sliced_pages(as_program(fake.fetch), plan, parallel, limit, wanted, keys.prefix))
     return [row["id"] for page in pages for row in page if wanted(row["id"])]
 
 
@@ -159,7 +179,7 @@ def test_slices_run_in_parallel_and_stay_bounded() -> None:
     plan = SlicePlan(KUUID, "user", True, T0, T0 + span)
     want = expected(fake, KUUID, "user", T0, T0 + span, True)
     fake.limits.clear()
-    pages = sliced_pages(fetch, plan, 3, 100, wanted, keys.prefix)
+    pages = driven(sliced_pages(as_program(fetch), plan, 3, 100, wanted, keys.prefix))
     got = [row["id"] for page in pages for row in page if wanted(row["id"])]
     assert got == want
     assert busy[1] == 3
@@ -176,7 +196,7 @@ def test_a_first_page_without_an_id_of_the_form_reads_on_in_keyset_pages() -> No
     assert keys is not None
     wanted = KUUID.id_pattern(keys.prefix).fullmatch
     plan = SlicePlan(KUUID, "user", True, 0, MAX_MS)
-    pages = list(sliced_pages(fake.fetch, plan, 2, 3, wanted, keys.prefix))
+    pages = list(driven(sliced_pages(as_program(fake.fetch), plan, 2, 3, wanted, keys.prefix)))
     got = [row["id"] for page in pages for row in page]
     assert got == [row["id"] for row in fake.fetch(keys.high, keys.low, 100)]
 

@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-import requests
 from faultproxy import all_docs, client_for
 from ibm_cloud_sdk_core import ApiException
 from ibmcloudant.cloudant_v1 import CloudantV1
+from intercept import body_of, hook, path_of
 from windowtable import DAY, SECOND, T0, WEEK, WINDOWS
 
 import couchids
@@ -87,27 +87,20 @@ def record(client: CloudantV1) -> list[Sent]:
     JSON (the lifecycle operations); the server still answers them."""
     sent: list[Sent] = []
 
-    def rows(response: Any) -> int:
-        result = response.get_result()
-        # A stream's body read here stays on the response for the query to read again.
-        body = json.loads(result.content) if isinstance(result, requests.Response) else result
-        return len(body["rows"])
-
-    def recorded(send: Any, partitioned: bool) -> Any:
-        def sending(**options: Any) -> Any:
-            response = send(**options)
+    def recording(request: dict[str, Any], send: Any) -> Any:
+        response = send()
+        where = path_of(request)
+        if request["method"] == "POST" and where.endswith("/_all_docs"):
             index = (
-                f"_partition/{options['partition_key']}/_all_docs" if partitioned else "_all_docs"
+                "_partition/" + where.split("/_partition/")[1]
+                if "/_partition/" in where
+                else "_all_docs"
             )
-            sent.append(Sent(index, options["limit"], rows(response)))
-            return response
+            body = json.loads(response.get_result().content)
+            sent.append(Sent(index, body_of(request)["limit"], len(body["rows"])))
+        return response
 
-        return sending
-
-    for name in ("post_all_docs", "post_all_docs_as_stream"):
-        setattr(client, name, recorded(getattr(client, name), partitioned=False))
-    for name in ("post_partition_all_docs", "post_partition_all_docs_as_stream"):
-        setattr(client, name, recorded(getattr(client, name), partitioned=True))
+    hook(client, recording)
     return sent
 
 

@@ -17,8 +17,10 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 import pytest
+from apis import Api
 from faultproxy import client_for
 from ibmcloudant.cloudant_v1 import CloudantV1
+from intercept import intercepted, path_of
 from kuuid_node import KuuidNode
 from windowtable import DAY, FAR_FUTURE, SECOND, T0, WEEK, WINDOWS
 
@@ -36,10 +38,10 @@ from couchids import (
     InvalidTimeError,
 )
 from couchids.constants import ALPHABET
+from couchids.core.windows import matcher as _matcher
 from couchids.errors import InvalidIdError
 from couchids.forms import KUUID_FORMS, IdForm
 from couchids.keys import window_keys
-from couchids.query import _matcher
 from couchids.times import MAX_MS, TimeLike
 
 FORMS = (KUUID, KUUID_REVERSE, KUUID_MS, KUUID_MS_REVERSE, SHORT, SHORT_REVERSE, V7, V7S)
@@ -155,7 +157,7 @@ def mixed(couch_url: str, kuuid_node: KuuidNode) -> Iterator[Mixed]:
 
 
 @pytest.mark.parametrize("form", FORMS, ids=str)
-def test_window_returns_exactly_the_ids_made_in_it(mixed: Mixed, form: IdForm) -> None:
+def test_window_returns_exactly_the_ids_made_in_it(api: Api, mixed: Mixed, form: IdForm) -> None:
     found_by_kuuid = 0
     for low, high in WINDOWS:
         start, end = T0 + low, T0 + high
@@ -163,13 +165,13 @@ def test_window_returns_exactly_the_ids_made_in_it(mixed: Mixed, form: IdForm) -
             truth = mixed.truth(form, doc_type, start, end)
             newest = [
                 d["_id"]
-                for d in couchids.window(
+                for d in api.window(
                     mixed.client, mixed.db, start, end, type=doc_type, form=form, page_size=PAGE
                 )
             ]
             oldest = [
                 r["id"]
-                for r in couchids.window(
+                for r in api.window(
                     mixed.client,
                     mixed.db,
                     start,
@@ -212,7 +214,7 @@ def neighbours(form: IdForm) -> list[IdForm]:
 
 @pytest.mark.parametrize("form", FORMS, ids=str)
 def test_latest_is_the_newest_of_the_ground_truth(
-    client: CloudantV1, db: str, form: IdForm
+    api: Api, client: CloudantV1, db: str, form: IdForm
 ) -> None:
     """In a database of one form per length (kuuid modes of one length read each other's ids
     as times in 1970 or after 8800; see the next test), with types that are prefixes of one
@@ -235,11 +237,11 @@ def test_latest_is_the_newest_of_the_ground_truth(
         newest_times = sorted((m.time for m in mine), reverse=True)
         time_of = {m.id: m.time for m in mine}
         everything = [
-            d["_id"] for d in couchids.window(client, db, 0, FAR_FUTURE, type=doc_type, form=form)
+            d["_id"] for d in api.window(client, db, 0, FAR_FUTURE, type=doc_type, form=form)
         ]
         assert set(everything) == set(time_of)
         for n in (1, 2, 17, len(mine) - 1, len(mine), len(mine) + 5):
-            got = [d["_id"] for d in couchids.latest(client, db, n, type=doc_type, form=form)]
+            got = [d["_id"] for d in api.latest(client, db, n, type=doc_type, form=form)]
             assert len(got) == min(n, len(mine))
             assert set(got) <= set(time_of)
             assert [time_of[i] for i in got] == newest_times[:n]
@@ -266,8 +268,8 @@ def test_millisecond_kuuid_queries_read_other_modes_as_distant_times(
     assert [d["_id"] for d in recent] == [mine]
 
 
-def test_latest_rows_without_docs(mixed: Mixed) -> None:
-    rows = couchids.latest(mixed.client, mixed.db, 3, type="use", include_docs=False)
+def test_latest_rows_without_docs(api: Api, mixed: Mixed) -> None:
+    rows = api.latest(mixed.client, mixed.db, 3, type="use", include_docs=False)
     assert [set(r) for r in rows] == [{"id", "key", "value"}] * 3
     assert all(r["id"] == r["key"] and r["value"]["rev"].startswith("1-") for r in rows)
 
@@ -289,7 +291,7 @@ def in_range_noise(form: IdForm, ms: int) -> list[str]:
 
 @pytest.mark.parametrize("form", [KUUID, KUUID_REVERSE, V7S], ids=str)
 @pytest.mark.parametrize("count", [0, 1, PAGE_N - 1, PAGE_N, PAGE_N + 1, 3 * PAGE_N + 1])
-def test_page_boundaries(client: CloudantV1, db: str, form: IdForm, count: int) -> None:
+def test_page_boundaries(api: Api, client: CloudantV1, db: str, form: IdForm, count: int) -> None:
     """For page size n: 0, 1, n-1, n, n+1 and 3n+1 matching rows, with rows that sort in
     the range but are filtered on and around every page edge."""
     start, end = T0, T0 + 20 * SECOND
@@ -303,7 +305,7 @@ def test_page_boundaries(client: CloudantV1, db: str, form: IdForm, count: int) 
     for newest_first in (True, False):
         got = [
             d["_id"]
-            for d in couchids.window(
+            for d in api.window(
                 client,
                 db,
                 start,
@@ -318,7 +320,7 @@ def test_page_boundaries(client: CloudantV1, db: str, form: IdForm, count: int) 
         assert set(got) == set(made)
         stamps = [held[i] for i in got]
         assert stamps == sorted(stamps, reverse=newest_first)
-    newest = [d["_id"] for d in couchids.latest(client, db, count + 1, type="user", form=form)]
+    newest = [d["_id"] for d in api.latest(client, db, count + 1, type="user", form=form)]
     # The id made after the window is the newest of all.
     assert newest[0] == outside[1]
     assert set(newest[1:]) == set(made)
@@ -327,7 +329,7 @@ def test_page_boundaries(client: CloudantV1, db: str, form: IdForm, count: int) 
 
 @pytest.mark.parametrize("form", [KUUID, KUUID_REVERSE, V7], ids=str)
 def test_foreign_ids_among_the_newest_do_not_shorten_latest(
-    client: CloudantV1, db: str, form: IdForm
+    api: Api, client: CloudantV1, db: str, form: IdForm
 ) -> None:
     real = [form.new(T0 + k * SECOND, type="user") for k in range(5)]
     # Newer than every real id, and sorting before them newest-first: ids of another form
@@ -337,9 +339,9 @@ def test_foreign_ids_among_the_newest_do_not_shorten_latest(
     newer += ["user:" + form.key((T0 + 20 * SECOND) // form.unit_ms), "user:zzzz", "user:~"]
     insert(client, db, real + newer)
     for n in (1, 3, 5):
-        got = [d["_id"] for d in couchids.latest(client, db, n, type="user", form=form)]
+        got = [d["_id"] for d in api.latest(client, db, n, type="user", form=form)]
         assert got == sorted(real, reverse=not form.reverse)[:n]
-    assert len(couchids.latest(client, db, 10, type="user", form=form)) == 5
+    assert len(api.latest(client, db, 10, type="user", form=form)) == 5
 
 
 @pytest.mark.parametrize("form", [V7S, KUUID_MS], ids=str)
@@ -394,25 +396,28 @@ def test_a_database_deleted_mid_stream_raises_from_the_stream(
     # 200 (and a fresh database), which no client can tell from "no more rows": delete only
     # once the page fetched ahead has come back, so the next request surely follows it.
     answered = threading.Semaphore(0)
-    post_all_docs = client.post_all_docs_as_stream
 
-    def counted(**options: Any) -> Any:
+    def counted(request: dict[str, Any], send: Any) -> Any:
+        if not path_of(request).endswith("/_all_docs"):
+            return send()
         try:
-            response = post_all_docs(**options)
+            response = send()
             assert response.get_result().content  # the whole answer, before it counts
             return response
         finally:
             answered.release()
 
-    client.post_all_docs_as_stream = counted
-    stream = couchids.window(client, db, T0, T0 + 60 * SECOND, type="user", page_size=3, parallel=1)
-    got = [next(stream)["_id"]]
-    for _ in range(2):  # the first page and the one fetched while it is read
-        assert answered.acquire(timeout=30)
-    client.delete_database(db=db)
-    with pytest.raises(DatabaseNotFoundError):
-        for doc in stream:
-            got.append(doc["_id"])
+    with intercepted(client, counted):
+        stream = couchids.window(
+            client, db, T0, T0 + 60 * SECOND, type="user", page_size=3, parallel=1
+        )
+        got = [next(stream)["_id"]]
+        for _ in range(2):  # the first page and the one fetched while it is read
+            assert answered.acquire(timeout=30)
+        client.delete_database(db=db)
+        with pytest.raises(DatabaseNotFoundError):
+            for doc in stream:
+                got.append(doc["_id"])
     # The rows already fetched came out, then the error: never a quietly short answer.
     assert len(got) == 6
 

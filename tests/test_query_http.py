@@ -346,7 +346,7 @@ def test_latest_reads_on_past_foreign_ids(http: responses.RequestsMock, client: 
     first, second = posts(http)
     assert first["limit"] == 3
     assert second["start_key"] == ids[0]
-    assert second["limit"] == couchids.query._LATEST_REFILL + 1
+    assert second["limit"] == couchids.core.windows.LATEST_REFILL + 1
 
 
 def test_bad_arguments_send_nothing(client: CloudantV1) -> None:

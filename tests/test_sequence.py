@@ -12,6 +12,7 @@ import pytest
 import requests
 from faultproxy import FaultProxy, all_docs, client_for
 from ibmcloudant.cloudant_v1 import CloudantV1
+from intercept import answer, intercepted, path_of
 from localserver import CouchDBCluster
 
 import couchids
@@ -54,24 +55,17 @@ def test_a_taken_start_is_followed_to_where_its_block_ends(client: CloudantV1, d
     # Another writer's block of another size at the start this one reads as free (its index
     # read was stale): the claim meets it and goes on from its end, never inside it.
     sequence = Sequence(client, db, "s", block=100)
-    original = client.post_all_docs
-    client.post_all_docs = lambda **kwargs: _no_rows()  # type: ignore[method-assign]
     client.put_document(db=db, doc_id=block_id("s", 1), document={"end": 51})
     client.put_document(db=db, doc_id=block_id("s", 51), document={"end": 53})
-    assert sequence.next() == 53
-    client.post_all_docs = original  # type: ignore[method-assign]
+
+    def stale(request: dict[str, Any], send: Any) -> Any:
+        if path_of(request).endswith("/_all_docs"):
+            return answer(200, {"rows": []})
+        return send()
+
+    with intercepted(client, stale):
+        assert sequence.next() == 53
     assert blocks(client, db) == {1: 51, 51: 53, 53: 153}
-
-
-def _no_rows() -> Any:
-    class Answer:
-        def get_status_code(self) -> int:
-            return 200
-
-        def get_result(self) -> dict[str, Any]:
-            return {"rows": []}
-
-    return Answer()
 
 
 def test_writers_with_different_block_sizes_never_overlap(client: CloudantV1, db: str) -> None:

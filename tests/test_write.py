@@ -12,6 +12,7 @@ import json
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 import requests
@@ -19,6 +20,7 @@ import responses
 from faultproxy import FaultProxy, all_docs, client_for, update_count
 from ibm_cloud_sdk_core import ApiException
 from ibmcloudant.cloudant_v1 import CloudantV1
+from intercept import intercepted
 from localserver import free_port
 
 from couchids import (
@@ -36,7 +38,7 @@ from couchids import (
     create,
     decode,
 )
-from couchids.server import MAX_RETRY_AFTER, RetryPolicy
+from couchids.core.protocol import MAX_RETRY_AFTER, RetryPolicy
 
 WHEN = datetime(2024, 5, 1, 12, 30, 15, tzinfo=UTC)
 
@@ -270,18 +272,11 @@ def test_create_sends_one_put_without_rev_and_honours_a_429() -> None:
 
 def test_retry_after_is_obeyed_up_to_a_cap() -> None:
     policy = RetryPolicy.checked(3, 0.05)
-
-    def rate_limited(after: str) -> ApiException:
-        answer = requests.Response()
-        answer.status_code = 429
-        answer.headers["Retry-After"] = after
-        return ApiException(429, http_response=answer)
-
-    assert policy.delay(rate_limited("3"), 0) == 3.0
-    assert policy.delay(rate_limited("100000"), 0) == MAX_RETRY_AFTER
-    # Not seconds: the ordinary backoff, 0.05 s halved at most by jitter.
-    assert 0.025 <= policy.delay(rate_limited("Wed, 21 Oct 2015 07:28:00 GMT"), 0) <= 0.05
-    assert 0.1 <= policy.delay(requests.ConnectionError(), 2) <= 0.2
+    assert policy.delay("3", 0) == 3.0
+    assert policy.delay("100000", 0) == MAX_RETRY_AFTER
+    # An HTTP date instead of seconds: the backoff, with jitter.
+    assert 0.025 <= policy.delay("Wed, 21 Oct 2015 07:28:00 GMT", 0) <= 0.05
+    assert 0.1 <= policy.delay(None, 2) <= 0.2
 
 
 # --- bulk_create --------------------------------------------------------------------------
@@ -588,16 +583,16 @@ def create_via_lagging_copy(
     with FaultProxy(client.service_url) as lagging:
         lagging.fail("202-after", method="PUT", times=1)
         lagging_client = client_for(lagging.url)
-        original = lagging_client.put_document
 
-        def put_then_replicate(**kwargs: object) -> object:
-            answer = original(**kwargs)
-            client.post_bulk_docs(db=db, bulk_docs={"docs": [other], "new_edits": False})
+        def put_then_replicate(request: dict[str, Any], send: Any) -> Any:
+            answer = send()
+            if request["method"] == "PUT":
+                client.post_bulk_docs(db=db, bulk_docs={"docs": [other], "new_edits": False})
             return answer
 
-        lagging_client.put_document = put_then_replicate
         try:
-            result = create(lagging_client, db, doc)
+            with intercepted(lagging_client, put_then_replicate):
+                result = create(lagging_client, db, doc)
         except ConflictError:
             return "conflict"
         return "duplicate" if result.duplicate else "stored"

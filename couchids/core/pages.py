@@ -1,10 +1,9 @@
 """Reading ``_all_docs`` pages fast: raw bytes, a fast decoder, and time slices in parallel.
 
-A page is asked for through the caller's ``ibmcloudant`` client with
-``post_all_docs_as_stream`` (or the partition variant), so its authentication, retries and
-timeouts apply, but the SDK's own JSON decoding (text first, then the standard ``json``
-module, over the whole answer) is skipped: the bytes go to ``orjson``, which builds the rows
-in about 60% of the time ``json`` takes (bench/bench_query.py measures both). Pages stay
+Pure: the programs here (see :mod:`couchids.core.protocol`) say which pages to ask for and
+what to hand out; a driver sends the requests. A page's answer is read as bytes and decoded
+by ``orjson``, which builds the rows in about 60% of the time the standard ``json`` module
+takes (bench/bench_query.py measures both), never by the SDK's own decoding. Pages stay
 small, so the garbage collector, which walks every live object, never sees a whole window at
 once: decoding 50,000 rows as 25 pages costs a third of decoding them in one piece.
 
@@ -18,24 +17,42 @@ what the pages so far held (documents per millisecond), aiming at half a page ea
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from ibmcloudant.cloudant_v1 import CloudantV1
 
-from .errors import InvalidIdError
-from .forms import IdForm
-from .keys import window_keys
-from .server import RetryPolicy, answer_error, call_for_bytes, describe, expect_rows
+from ..errors import InvalidIdError
+from ..forms import IdForm
+from ..keys import window_keys
+from .protocol import (
+    Emit,
+    Program,
+    RetryPolicy,
+    Start,
+    Wait,
+    answer_error,
+    ask,
+    describe,
+    expect_rows,
+    path,
+    post_json,
+)
 
-__all__ = ["DEFAULT_PARALLEL", "Slice", "SlicePlan", "fetch_page", "rows_of", "sliced_pages"]
+__all__ = [
+    "DEFAULT_PARALLEL",
+    "Slice",
+    "SlicePlan",
+    "fetch_page",
+    "keyset",
+    "rows_of",
+    "sliced_pages",
+]
 
 Row = dict[str, Any]
-#: ``fetch(start_key, end_key, limit)``: the rows of one request.
-RangeFetch = Callable[[str, str, int], list[Row]]
+#: ``fetch(start_key, end_key, limit)``: the program reading the rows of one request.
+RangeFetch = Callable[[str, str, int], Program[list[Row]]]
 
 #: Time slices :func:`couchids.window` reads at a time by default. bench/bench_query.py,
 #: 50,000 documents, pages of 2000, 0 ms: PouchDB Server 0.80x one raw request with 2 (1.10x
@@ -49,13 +66,12 @@ _MAX_GROWTH = 8.0
 
 
 def fetch_page(
-    client: CloudantV1,
     db: str,
     partition: str | None,
     options: dict[str, Any],
     include_docs: bool,
     policy: RetryPolicy,
-) -> list[Row]:
+) -> Program[list[Row]]:
     """One ``_all_docs`` request (``POST``, ``options`` as its body), its rows decoded.
 
     ``policy`` gives the request its deadline and names the operation in errors.
@@ -65,19 +81,16 @@ def fetch_page(
             short, or an answer that is not an ``_all_docs`` answer.
     """
     if partition is None:
-        body = call_for_bytes(db, lambda: client.post_all_docs_as_stream(db=db, **options), policy)
+        url = path(db, "_all_docs")
     else:
-        body = call_for_bytes(
-            db,
-            lambda: client.post_partition_all_docs_as_stream(
-                db=db, partition_key=partition, **options
-            ),
-            policy,
-        )
-    return rows_of(body, db, include_docs, policy)
+        url = path(db, "_partition", partition, "_all_docs")
+    reply = yield from ask(post_json(url, options), policy, db, raw=True)
+    return rows_of(reply.body, db, include_docs, policy, reply.sent)
 
 
-def rows_of(body: bytes, db: str, include_docs: bool, policy: RetryPolicy) -> list[Row]:
+def rows_of(
+    body: bytes, db: str, include_docs: bool, policy: RetryPolicy, sent: str | None = None
+) -> list[Row]:
     """The rows of an ``_all_docs`` answer, checked: each a dict with a string ``id`` (and a
     dict ``doc`` when documents were asked for, or ``null`` for a document deleted as it was
     read, which the row's ``value`` then says).
@@ -85,7 +98,7 @@ def rows_of(body: bytes, db: str, include_docs: bool, policy: RetryPolicy) -> li
     Raises:
         ServerError: the body is not JSON, or not of that shape.
 
-    >>> from couchids.server import RetryPolicy
+    >>> from couchids.core.protocol import RetryPolicy
     >>> policy = RetryPolicy.checked(0, 0)
     >>> rows_of(b'{"rows": [{"id": "a", "key": "a", "value": {}}]}', "db", False, policy)
     [{'id': 'a', 'key': 'a', 'value': {}}]
@@ -93,8 +106,8 @@ def rows_of(body: bytes, db: str, include_docs: bool, policy: RetryPolicy) -> li
     try:
         answer = orjson.loads(body)
     except orjson.JSONDecodeError:
-        raise answer_error(policy, db, f"not a CouchDB answer: {describe(body)}") from None
-    return expect_rows(answer, policy, db, include_docs=include_docs)
+        raise answer_error(policy, db, describe(body), sent) from None
+    return expect_rows(answer, policy, db, include_docs=include_docs, sent=sent)
 
 
 @dataclass(frozen=True)
@@ -186,8 +199,8 @@ def sliced_pages(
     limit: int,
     wanted: Callable[[str], object],
     prefix: str,
-) -> Iterator[list[Row]]:
-    """The pages of a window, read as up to ``parallel`` time slices at a time, in order.
+) -> Program[None]:
+    """Emits the pages of a window, read as up to ``parallel`` time slices at a time, in order.
 
     The first page is the window's own first page; when it is full, the rest is planned as
     slices of about half a page each (``plan``), of which ``parallel`` are in flight while
@@ -198,64 +211,66 @@ def sliced_pages(
     whole = plan.whole()
     if whole is None:
         return
-    rows = fetch(whole.first, whole.last, limit)
+    rows = yield from fetch(whole.first, whole.last, limit)
     if len(rows) < limit:
-        yield rows
+        yield Emit(rows)
         return
     last_wanted = next((row["id"] for row in reversed(rows) if wanted(row["id"])), None)
     if last_wanted is None or not plan.learn_first(last_wanted, prefix, len(rows)):
         # No id of the form to learn the density from: read the rest in keyset pages.
-        yield rows
-        yield from _keyset(fetch, Slice(rows[-1]["id"], whole.last, rows[-1]["id"]), limit)
+        yield Emit(rows)
+        yield from keyset(fetch, Slice(rows[-1]["id"], whole.last, rows[-1]["id"]), limit, limit)
         return
     cut = max(i for i, row in enumerate(rows) if row["id"] == last_wanted)
-    executor = ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="couchids-slice")
-    try:
-        flight: deque[tuple[Slice, float, Future[list[Row]]]] = deque()
+    flight: deque[tuple[Slice, float, object]] = deque()
 
-        def fill() -> None:
-            while len(flight) < parallel:
-                planned = plan.next()
-                if planned is None:
-                    return
-                piece, span = planned
-                asked = _asked(piece, limit)
-                flight.append((piece, span, executor.submit(fetch, piece.first, piece.last, asked)))
+    def fill() -> Program[None]:
+        while len(flight) < parallel:
+            planned = plan.next()
+            if planned is None:
+                return
+            piece, span = planned
+            handle = yield Start(fetch(piece.first, piece.last, _asked(piece, limit)))
+            flight.append((piece, span, handle))
 
-        fill()
-        yield rows[: cut + 1]
-        while flight:
-            piece, span, pending = flight.popleft()
-            rows = pending.result()
-            plan.learn(span, len(rows), limit)
-            fill()
-            yield from _continue(fetch, piece, rows, limit, executor)
-    finally:
-        executor.shutdown(wait=False, cancel_futures=True)
+    yield from fill()
+    yield Emit(rows[: cut + 1])
+    while flight:
+        piece, span, handle = flight.popleft()
+        rows = yield Wait(handle)
+        plan.learn(span, len(rows), limit)
+        yield from fill()
+        yield from _continue(fetch, piece, rows, _asked(piece, limit), limit)
 
 
 def _continue(
     fetch: RangeFetch,
     piece: Slice,
     rows: list[Row],
+    asked: int,
     limit: int,
-    executor: ThreadPoolExecutor | None = None,
-) -> Iterator[list[Row]]:
-    """The pages of ``piece`` from its first answer ``rows`` on, the next one fetched while
-    the current one is handed out. A page that starts at an id already handed out asks for
-    one row more, and drops that id."""
-    after, asked = piece.after, _asked(piece, limit)
+    prefetch: bool = True,
+) -> Program[None]:
+    """Emits the pages of ``piece`` from its first answer ``rows`` (to a request for ``asked``
+    rows) on, asking for ``limit`` rows a page; with ``prefetch`` the next page is fetched
+    while the current one is handed out. A page that starts at an id already handed out asks
+    for one row more, and drops that id."""
+    after = piece.after
     while True:
         full = len(rows) == asked
         if after is not None and rows and rows[0]["id"] == after:
             rows = rows[1:]
         if not full or not rows:
-            yield rows
+            yield Emit(rows)
             return
         after, asked = rows[-1]["id"], limit + 1
-        pending = executor.submit(fetch, after, piece.last, asked) if executor else None
-        yield rows
-        rows = pending.result() if pending is not None else fetch(after, piece.last, asked)
+        if prefetch:
+            handle = yield Start(fetch(after, piece.last, asked))
+            yield Emit(rows)
+            rows = yield Wait(handle)
+        else:
+            yield Emit(rows)
+            rows = yield from fetch(after, piece.last, asked)
 
 
 def _asked(piece: Slice, limit: int) -> int:
@@ -263,6 +278,11 @@ def _asked(piece: Slice, limit: int) -> int:
     return limit + 1 if piece.after is not None else limit
 
 
-def _keyset(fetch: RangeFetch, piece: Slice, limit: int) -> Iterator[list[Row]]:
-    """Keyset pages of ``piece`` from its first key on."""
-    yield from _continue(fetch, piece, fetch(piece.first, piece.last, _asked(piece, limit)), limit)
+def keyset(
+    fetch: RangeFetch, piece: Slice, first_limit: int, limit: int, prefetch: bool = True
+) -> Program[None]:
+    """Emits the keyset pages of ``piece`` from its first key on: ``first_limit`` rows first,
+    then ``limit`` a page (see :func:`_continue`)."""
+    asked = _asked(piece, first_limit)
+    rows = yield from fetch(piece.first, piece.last, asked)
+    yield from _continue(fetch, piece, rows, asked, limit, prefetch)

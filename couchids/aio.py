@@ -1,0 +1,454 @@
+"""couchids for asyncio: the same operations as coroutines, over ``httpx``.
+
+Install with ``pip install 'couchids[async]'``. Each function runs the same program of
+:mod:`couchids.core` as its blocking twin, so both answer alike; only the sending differs:
+
+- Requests go through an ``httpx.AsyncClient``; concurrent parts of an operation (the
+  slices of a window, the types of an all-types query) are tasks on the caller's loop.
+- Authentication is ``ibmcloudant``'s own: :func:`new_instance` reads the same
+  ``CLOUDANT_*`` variables as ``CloudantV1.new_instance()`` and each request is prepared by
+  that client's authenticator (IAM, basic, CouchDB session or none); a token request, which
+  the authenticators make with ``requests``, runs on a worker thread.
+- With retries enabled (``client.enable_retries()`` or ``CLOUDANT_ENABLE_RETRIES``), a 429 or
+  5xx is sent again as the SDK would: ``Retry-After`` obeyed, else exponential backoff.
+- Cancelling a coroutine, or closing an async iterator mid-stream, cancels the requests it
+  started and leaves no task behind.
+
+Example::
+
+    from couchids import aio
+
+    async def newest_clicks():
+        async with aio.new_instance() as client:
+            return await aio.latest(client, "events", 10, type="click")
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterable
+from typing import Any, Final, TypeVar
+
+import httpx
+from ibmcloudant.cloudant_v1 import CloudantV1
+
+from .core import windows, writes
+from .core.protocol import (
+    DEFAULT_BACKOFF,
+    DEFAULT_RETRIES,
+    DEFAULT_TIMEOUT,
+    Emit,
+    FactsCache,
+    Lost,
+    Program,
+    Response,
+    Send,
+    Sleep,
+    Start,
+    Wait,
+)
+from .core.writes import DEFAULT_BATCH_SIZE, Collected, Doc, KeyOf, TimeOf, WriteResult
+from .doctypes import AllTypes
+from .errors import CouchidsError, InvalidArgumentError, ServerError, ServerTimeoutError
+from .forms import KUUID, IdForm
+from .server import FAILURES, check_db, sanitized, server_error
+from .times import TimeLike
+
+__all__ = [
+    "AsyncClient",
+    "bulk_create",
+    "bulk_create_iter",
+    "create",
+    "latest",
+    "new_instance",
+    "window",
+]
+
+T = TypeVar("T")
+Row = dict[str, Any]
+
+#: Authenticators that never send a request of their own: they prepare a request inline.
+_INLINE_AUTH: Final = frozenset({"noauth", "basic", "bearertoken"})
+
+
+class AsyncClient:
+    """An asyncio client for couchids: an ``httpx.AsyncClient`` sending requests that a
+    ``CloudantV1`` client prepares (its URL, headers and authentication).
+
+    Use it as an async context manager, or call :meth:`aclose` when done.
+
+    Args:
+        cloudant: the blocking client whose configuration and authenticator are used.
+        http: the ``httpx.AsyncClient`` to send with (default: a new one, closed with this).
+    """
+
+    def __init__(self, cloudant: CloudantV1, http: httpx.AsyncClient | None = None) -> None:
+        if not isinstance(cloudant, CloudantV1):
+            raise InvalidArgumentError(
+                f"cloudant={type(cloudant).__name__}: pass an ibmcloudant CloudantV1 client"
+            )
+        self.cloudant = cloudant
+        self._owned = http is None
+        self.http = http if http is not None else httpx.AsyncClient(timeout=None)
+        #: What couchids has learnt about databases through this client.
+        self.facts: FactsCache = {}
+        self._inline = cloudant.authenticator.authentication_type().lower() in _INLINE_AUTH
+
+    def __repr__(self) -> str:
+        return f"<couchids.aio.AsyncClient {type(self.cloudant.authenticator).__name__}>"
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the ``httpx`` client, if this client made it."""
+        if self._owned:
+            await self.http.aclose()
+
+    async def perform(self, effect: Send) -> Response | Lost:
+        """Send one request: its answer, whatever the status, or what was lost."""
+        policy = effect.policy
+        left = policy.remaining()
+        if left is not None and left <= 0:
+            return _timed_out(effect)
+        try:
+            async with asyncio.timeout(left):
+                return await self._send(effect)
+        except TimeoutError:
+            return _timed_out(effect)
+
+    async def _send(self, effect: Send) -> Response | Lost:
+        sent = effect.request
+        headers = {"Accept": "application/json"}
+        if sent.body is not None:
+            headers["Content-Type"] = "application/json"
+        options: dict[str, Any] = {
+            "method": sent.method,
+            "url": sent.path,
+            "headers": headers,
+            "params": dict(sent.params) if sent.params else None,
+            "data": sent.body,
+        }
+        try:
+            if self._inline:
+                prepared = self.cloudant.prepare_request(**options)
+            else:
+                prepared = await asyncio.to_thread(self.cloudant.prepare_request, **options)
+        except FAILURES as exc:
+            return _lost(exc, effect, login=True)
+        retry = self.cloudant.retry_config
+        attempt = 0
+        while True:
+            try:
+                answer = await self.http.request(
+                    prepared["method"],
+                    prepared["url"],
+                    params=prepared["params"],
+                    headers={**prepared["headers"], **self._cookies()},
+                    content=prepared["data"],
+                )
+            except httpx.HTTPError as exc:
+                return _httpx_lost(exc, effect)
+            response = Response(
+                answer.status_code,
+                answer.content,
+                answer.headers.get("Content-Type", ""),
+                answer.headers.get("Retry-After"),
+            )
+            if (
+                retry is None
+                or attempt >= retry.total
+                or answer.status_code not in (retry.status_forcelist or ())
+            ):
+                return response
+            attempt += 1
+            await asyncio.sleep(_sdk_backoff(retry, response, attempt))
+
+    def _cookies(self) -> dict[str, str]:
+        jar = self.cloudant.jar
+        if jar is None or not len(jar):
+            return {}
+        return {"Cookie": "; ".join(f"{c.name}={c.value}" for c in jar)}
+
+
+def new_instance(service_name: str = "cloudant", **httpx_options: Any) -> AsyncClient:
+    """An :class:`AsyncClient` configured like ``CloudantV1.new_instance(service_name)``: from
+    the ``CLOUDANT_*`` variables (or a credentials file), with the same authenticator.
+
+    ``httpx_options`` go to ``httpx.AsyncClient`` (limits, proxies, ...).
+    """
+    cloudant = CloudantV1.new_instance(service_name=service_name)
+    return AsyncClient(cloudant, httpx.AsyncClient(timeout=None, **httpx_options))
+
+
+# -- the operations -----------------------------------------------------------------------------
+
+
+async def latest(
+    client: AsyncClient,
+    db: str,
+    n: int = 10,
+    *,
+    type: str | AllTypes | None = None,
+    form: IdForm = KUUID,
+    include_docs: bool = True,
+    timeout: float | None = DEFAULT_TIMEOUT,
+) -> list[Row]:
+    """:func:`couchids.latest`, awaited."""
+    client, db = _checked(client), check_db(db)
+    program = windows.latest(
+        client.facts, db, n, type=type, form=form, include_docs=include_docs, timeout=timeout
+    )
+    return await _run(client, program)
+
+
+def window(
+    client: AsyncClient,
+    db: str,
+    start: TimeLike,
+    end: TimeLike,
+    *,
+    type: str | AllTypes | None = None,
+    form: IdForm = KUUID,
+    newest_first: bool = True,
+    include_docs: bool = True,
+    page_size: int | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    parallel: int | None = None,
+) -> AsyncIterator[Row]:
+    """:func:`couchids.window` as an async iterator: ``async for doc in aio.window(...)``.
+
+    The arguments are checked by the call; the first request is sent by the first step.
+    """
+    client, db = _checked(client), check_db(db)
+    program = windows.window(
+        client.facts,
+        db,
+        start,
+        end,
+        type=type,
+        form=form,
+        newest_first=newest_first,
+        include_docs=include_docs,
+        page_size=page_size,
+        timeout=timeout,
+        parallel=parallel,
+    )
+    return _flat(_drive(client, program, []))
+
+
+async def create(
+    client: AsyncClient,
+    db: str,
+    doc: Doc,
+    *,
+    type: str | None = None,
+    timestamp: TimeLike = None,
+    key: str | None = None,
+    form: IdForm = KUUID,
+    retries: int = DEFAULT_RETRIES,
+    backoff: float = DEFAULT_BACKOFF,
+    timeout: float | None = DEFAULT_TIMEOUT,
+) -> WriteResult:
+    """:func:`couchids.create`, awaited."""
+    client, db = _checked(client), check_db(db)
+    program = writes.create(
+        client.facts,
+        db,
+        doc,
+        type=type,
+        timestamp=timestamp,
+        key=key,
+        form=form,
+        retries=retries,
+        backoff=backoff,
+        timeout=timeout,
+    )
+    return await _run(client, program)
+
+
+async def bulk_create(
+    client: AsyncClient,
+    db: str,
+    docs: Iterable[Doc],
+    *,
+    type: str | None = None,
+    form: IdForm = KUUID,
+    key: KeyOf | None = None,
+    timestamp: TimeOf | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    retries: int = DEFAULT_RETRIES,
+    backoff: float = DEFAULT_BACKOFF,
+    timeout: float | None = DEFAULT_TIMEOUT,
+) -> list[WriteResult]:
+    """:func:`couchids.bulk_create`, awaited."""
+    client, db = _checked(client), check_db(db)
+    program = writes.bulk(
+        client.facts,
+        "bulk_create",
+        db,
+        docs,
+        type=type,
+        form=form,
+        key=key,
+        timestamp=timestamp,
+        batch_size=batch_size,
+        retries=retries,
+        backoff=backoff,
+        timeout=timeout,
+    )
+    collected = Collected(db)
+    try:
+        async for batch in _drive(client, program, []):
+            collected.add(batch)
+    except CouchidsError as exc:
+        collected.ended_by(exc)
+        raise
+    return collected.finish()
+
+
+def bulk_create_iter(
+    client: AsyncClient,
+    db: str,
+    docs: Iterable[Doc],
+    *,
+    type: str | None = None,
+    form: IdForm = KUUID,
+    key: KeyOf | None = None,
+    timestamp: TimeOf | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    retries: int = DEFAULT_RETRIES,
+    backoff: float = DEFAULT_BACKOFF,
+    timeout: float | None = DEFAULT_TIMEOUT,
+) -> AsyncIterator[WriteResult]:
+    """:func:`couchids.bulk_create_iter` as an async iterator."""
+    client, db = _checked(client), check_db(db)
+    program = writes.bulk(
+        client.facts,
+        "bulk_create_iter",
+        db,
+        docs,
+        type=type,
+        form=form,
+        key=key,
+        timestamp=timestamp,
+        batch_size=batch_size,
+        retries=retries,
+        backoff=backoff,
+        timeout=timeout,
+    )
+    return _flat(_drive(client, program, []))
+
+
+# -- the driver ---------------------------------------------------------------------------------
+
+
+def _checked(client: object) -> AsyncClient:
+    if not isinstance(client, AsyncClient):
+        raise InvalidArgumentError(
+            f"client={type(client).__name__}: pass a couchids.aio.AsyncClient, such as "
+            "couchids.aio.new_instance()"
+        )
+    return client
+
+
+async def _run(client: AsyncClient, program: Program[T]) -> T:
+    result: list[T] = []
+    async for value in _drive(client, program, result):
+        raise TypeError(f"a program run for its result emitted {type(value).__name__}")
+    return result[0]
+
+
+async def _flat(pages: AsyncIterator[list[T]]) -> AsyncIterator[T]:
+    async for page in pages:
+        for item in page:
+            yield item
+
+
+async def _drive(client: AsyncClient, program: Program[T], result: list[T]) -> AsyncIterator[Any]:
+    """Carry out ``program``, yielding what it emits; its result is appended to ``result``."""
+    tasks: list[asyncio.Task[Any]] = []
+    outcome: Any = None
+    failure: BaseException | None = None
+    try:
+        while True:
+            try:
+                effect = program.throw(failure) if failure is not None else program.send(outcome)
+            except StopIteration as stop:
+                result.append(stop.value)
+                return
+            outcome, failure = None, None
+            if isinstance(effect, Send):
+                outcome = await client.perform(effect)
+            elif isinstance(effect, Emit):
+                yield effect.value
+            elif isinstance(effect, Start):
+                task = asyncio.ensure_future(_run(client, effect.program))
+                tasks.append(task)
+                outcome = task
+            elif isinstance(effect, Wait):
+                task = effect.handle  # type: ignore[assignment]
+                try:
+                    outcome = await task
+                except CouchidsError as exc:
+                    failure = exc
+                tasks.remove(task)
+            elif isinstance(effect, Sleep):
+                await asyncio.sleep(effect.seconds)
+            else:
+                raise TypeError(f"not an effect: {effect!r}")
+    finally:
+        program.close()
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _timed_out(effect: Send) -> Lost:
+    policy = effect.policy
+    limit = f"{policy.timeout:g} s" if policy.timeout else "its limit"
+    error = ServerTimeoutError(
+        f"{policy.operation} on {effect.db!r} ({effect.request.sent}): the server did not "
+        f"answer within {limit}"
+    )
+    return Lost(error, maybe_run=True, transient=True)
+
+
+def _lost(exc: BaseException, effect: Send, *, login: bool) -> Lost:
+    error = server_error(exc, effect.db, effect.policy)
+    error.__cause__ = sanitized(exc)
+    error.__suppress_context__ = True
+    return Lost(error, maybe_run=False, transient=False, login=login)
+
+
+def _httpx_lost(exc: httpx.HTTPError, effect: Send) -> Lost:
+    head = f"{effect.policy.operation} on {effect.db!r} ({effect.request.sent})"
+    never_sent = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout)
+    if isinstance(exc, httpx.TimeoutException):
+        error: ServerError = ServerTimeoutError(f"{head}: the server did not answer in time")
+    elif never_sent:
+        error = ServerError(f"{head}: could not reach the server: {type(exc).__name__}")
+    else:
+        error = ServerError(
+            f"{head}: the answer broke off: {type(exc).__name__} (the connection closed)"
+        )
+    # httpx's own text can quote the URL, credentials and all: it is not chained.
+    error.__suppress_context__ = True
+    return Lost(error, maybe_run=not never_sent, transient=True)
+
+
+def _sdk_backoff(retry: Any, response: Response, attempt: int) -> float:
+    """The wait before retry ``attempt`` as the SDK's urllib3 ``Retry`` computes it: a
+    ``Retry-After`` in seconds if given, else ``backoff_factor * 2**(attempt - 1)``, at most
+    ``backoff_max``."""
+    ceiling = float(getattr(retry, "backoff_max", 120.0))
+    if response.retry_after is not None:
+        try:
+            return min(max(0.0, float(response.retry_after)), ceiling)
+        except ValueError:
+            pass  # an HTTP date: the backoff
+    return min(float(retry.backoff_factor) * 2.0 ** (attempt - 1), ceiling)

@@ -1,0 +1,600 @@
+"""The I/O-free core of couchids' operations: what to ask the server, and what an answer means.
+
+An operation is written once, as a *program*: a generator that yields effects and is sent
+their outcomes. It never touches the network, a thread or a clock's sleep; a driver does
+that. The blocking driver (:mod:`couchids.server`, through the caller's ``ibmcloudant``
+client) and the asyncio driver (:mod:`couchids.aio`, through ``httpx``) run the same
+programs, so the two APIs cannot drift apart, and a program runs in a test with a driver of
+a few lines.
+
+The effects:
+
+- :class:`Send` a :class:`Request`; the outcome is a :class:`Response` (any HTTP status) or
+  :class:`Lost` (no answer to use: refused connection, timeout, broken body, failed login).
+- :class:`Start` a sub-program concurrently; the outcome is a handle to :class:`Wait` for,
+  whose outcome is the sub-program's result (or its exception, raised at the ``yield``).
+- :class:`Sleep` some seconds (a retry's backoff).
+- :class:`Emit` a value to the caller of a streaming operation (a page of documents).
+
+:func:`ask` is the one place requests are retried and answers turned into couchids
+exceptions; the shape checks (:func:`expect_object`, :func:`expect_rows`,
+:func:`revision`) say what was wrong with an answer that is not CouchDB's.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Generator, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass, field, replace
+from typing import Any, Final, TypeAlias, TypeVar
+from urllib.parse import quote
+
+import orjson
+
+from ..errors import (
+    DatabaseNotFoundError,
+    InvalidArgumentError,
+    RateLimitedError,
+    ServerError,
+    UnauthorizedError,
+)
+
+T = TypeVar("T")
+
+#: Seconds before the first retry; each later retry waits twice as long (with jitter).
+DEFAULT_BACKOFF: Final = 0.05
+#: Retries after a lost answer, on top of the first attempt.
+DEFAULT_RETRIES: Final = 4
+#: The longest wait between two attempts, whatever the backoff.
+MAX_BACKOFF: Final = 2.0
+#: The longest ``Retry-After`` (seconds) a 429 answer is obeyed for.
+MAX_RETRY_AFTER: Final = 30.0
+#: Seconds an operation (a write with its retries, a ``latest``, a page of a ``window``, a
+#: batch of a ``bulk_create``) may take by default before it gives up with
+#: :class:`~couchids.ServerTimeoutError`.
+DEFAULT_TIMEOUT: Final = 60.0
+#: The longest ``timeout`` accepted: a day.
+MAX_TIMEOUT: Final = 86_400.0
+JSON: Final = "application/json"
+#: The longest piece of a server's answer quoted in a message.
+QUOTE_LEN: Final = 120
+
+#: Failures after which the request may or may not have been carried out: a write retries
+#: these with the same id. 408 and 429 are answers to a request that was not carried out,
+#: but retrying them is safe for the same reason.
+TRANSIENT_STATUSES: Final = frozenset({408, 429, 500, 502, 503, 504})
+
+
+# -- requests, answers, effects ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One HTTP request, described: ``path`` is percent-encoded, from the server's root."""
+
+    method: str
+    path: str
+    params: Mapping[str, str] | None = None
+    body: bytes | None = None
+
+    @property
+    def sent(self) -> str:
+        """``METHOD /path``, as messages name a request."""
+        return f"{self.method} {self.path}"
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    """An HTTP answer, whatever its status."""
+
+    status: int
+    body: bytes
+    content_type: str = ""
+    retry_after: str | None = None
+    #: What to check after a 401/403, when the driver knows better than the default.
+    hint: str = ""
+    #: The driver's own exception for an error status, masked, to chain as the cause.
+    cause: BaseException | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Lost:
+    """No answer to use, as the driver saw it.
+
+    Attributes:
+        error: the couchids exception to raise for it (its cause already masked).
+        maybe_run: whether the server may have carried the request out.
+        transient: whether sending it again may succeed.
+        login: whether authentication's own login failed (never retried here: the
+            authenticators pace their logins themselves).
+    """
+
+    error: ServerError
+    maybe_run: bool
+    transient: bool
+    login: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    """Send ``request`` within ``policy``'s deadline; the outcome is a Response or Lost.
+    ``db`` names the database in messages."""
+
+    request: Request
+    policy: RetryPolicy
+    db: str
+
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    """Run ``program`` concurrently; the outcome is a handle for :class:`Wait`."""
+
+    program: Program[Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """The result of a started program (its exception is raised where this was yielded)."""
+
+    handle: object
+
+
+@dataclass(frozen=True, slots=True)
+class Sleep:
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class Emit:
+    """A value for the caller of a streaming operation."""
+
+    value: Any
+
+
+Effect: TypeAlias = Send | Start | Wait | Sleep | Emit
+#: An operation: yields effects, is sent their outcomes, returns its result.
+Program: TypeAlias = Generator[Effect, Any, T]
+
+
+#: What :meth:`Puller.next` returns once the program has ended.
+END: Final = object()
+
+
+class Puller:
+    """Steps a streaming program one emitted value at a time, from inside another program:
+    its other effects go on to the driver, their outcomes (and failures) come back to it."""
+
+    def __init__(self, program: Program[Any]) -> None:
+        self.program = program
+
+    def next(self) -> Program[Any]:
+        """The program's next emitted value, or :data:`END`."""
+        outcome: Any = None
+        failure: Exception | None = None
+        while True:
+            try:
+                if failure is not None:
+                    effect = self.program.throw(failure)
+                else:
+                    effect = self.program.send(outcome)
+            except StopIteration:
+                return END
+            outcome, failure = None, None
+            if isinstance(effect, Emit):
+                return effect.value
+            try:
+                outcome = yield effect
+            except Exception as exc:  # a started program's failure, raised at its Wait
+                failure = exc
+
+    def close(self) -> None:
+        self.program.close()
+
+
+def path(*parts: str) -> str:
+    """The percent-encoded path of these segments: ``path("db", "a/b")`` is ``/db/a%2Fb``."""
+    return "".join("/" + quote(part, safe="") for part in parts)
+
+
+def post_json(url: str, body: Any) -> Request:
+    """A ``POST`` of ``body`` as JSON."""
+    return Request("POST", url, body=orjson.dumps(body))
+
+
+# -- the time an operation may take -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often, and after how long, a request whose answer was lost is sent again, and how
+    long the whole operation may take.
+
+    Attributes:
+        retries, backoff: see :meth:`checked`.
+        timeout: the seconds the operation may take, or ``None`` for no limit.
+        operation: the public operation's name, for messages (``"create"``).
+        deadline: the ``time.monotonic()`` by which it must end.
+    """
+
+    retries: int
+    backoff: float
+    timeout: float | None = None
+    operation: str = "request"
+    deadline: float | None = field(default=None, compare=False)
+
+    @classmethod
+    def checked(
+        cls,
+        retries: int,
+        backoff: float,
+        timeout: float | None = None,
+        operation: str = "request",
+    ) -> RetryPolicy:
+        """The policy for the public arguments ``retries``, ``backoff`` and ``timeout``, checked;
+        the clock starts now."""
+        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+            raise InvalidArgumentError(f"retries={retries!r}: must be an int >= 0")
+        if (
+            isinstance(backoff, bool)
+            or not isinstance(backoff, int | float)
+            or not 0 <= backoff <= MAX_BACKOFF
+        ):
+            raise InvalidArgumentError(
+                f"backoff={backoff!r}: must be a number of seconds from 0 to {MAX_BACKOFF:g}"
+            )
+        if timeout is not None and (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, int | float)
+            or not math.isfinite(timeout)
+            or not 0 < timeout <= MAX_TIMEOUT
+        ):
+            raise InvalidArgumentError(
+                f"timeout={timeout!r}: must be None or a number of seconds above 0 and at "
+                f"most {MAX_TIMEOUT:g}"
+            )
+        seconds = None if timeout is None else float(timeout)
+        return cls(retries, float(backoff), seconds, operation).renewed()
+
+    def renewed(self) -> RetryPolicy:
+        """The same policy with its clock started now (for each page or batch)."""
+        deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        return replace(self, deadline=deadline)
+
+    def remaining(self) -> float | None:
+        """Seconds left before the deadline (``None``: no deadline)."""
+        return None if self.deadline is None else self.deadline - time.monotonic()
+
+    def expired(self) -> bool:
+        """Whether the deadline has passed."""
+        left = self.remaining()
+        return left is not None and left <= 0
+
+    def delay(self, retry_after: str | None, attempt: int) -> float:
+        """Seconds to wait before retry number ``attempt + 1``; ``retry_after`` is a 429's
+        ``Retry-After`` header, obeyed up to :data:`MAX_RETRY_AFTER` when it is seconds."""
+        try:
+            after = max(0.0, float(retry_after)) if retry_after is not None else None
+        except ValueError:
+            after = None  # an HTTP date instead of seconds: fall back to the backoff
+        if after is not None:
+            return min(after, MAX_RETRY_AFTER)
+        # Jitter spreads out writers that lost their answers at the same moment.
+        return min(MAX_BACKOFF, self.backoff * 2.0**attempt) * random.uniform(0.5, 1.0)
+
+
+# -- what an answer means -----------------------------------------------------------------------
+
+#: The request a thread or task is waiting on, for messages about answers checked after it.
+current_request: ContextVar[str] = ContextVar("couchids_request", default="")
+
+
+def describe(body: Any) -> str:
+    """A short account of an answer's body for a message: never a whole page."""
+    if isinstance(body, Response):
+        kind = (body.content_type or "no content type").split(";")[0].strip()
+        return f"{'HTML' if 'html' in kind else kind} ({len(body.body)} bytes)"
+    if isinstance(body, bytes):
+        start = body.lstrip()[:1]
+        label = "HTML" if start == b"<" else "JSON cut short" if start in (b"{", b"[") else "text"
+        return f"{label} ({len(body)} bytes)"
+    text = repr(body)
+    return f"{type(body).__name__} {text[:QUOTE_LEN]}{'...' if len(text) > QUOTE_LEN else ''}"
+
+
+def answer_error(
+    policy: RetryPolicy, db: str, problem: str, sent: str | None = None
+) -> ServerError:
+    """A :class:`ServerError` for an answer of the wrong shape: ``problem`` says what was wrong."""
+    sent = current_request.get() if sent is None else sent
+    where = f" ({sent})" if sent else ""
+    return ServerError(f"{policy.operation} on {db!r}{where}: not a CouchDB answer: {problem}")
+
+
+def expect_object(
+    body: Any, policy: RetryPolicy, db: str, *fields: str, sent: str | None = None
+) -> dict[str, Any]:
+    """``body`` if it is a JSON object holding each of ``fields``; else :func:`answer_error`."""
+    if not isinstance(body, dict):
+        raise answer_error(policy, db, f"expected a JSON object, got {describe(body)}", sent)
+    missing = [name for name in fields if name not in body]
+    if missing:
+        raise answer_error(policy, db, f"no {missing[0]!r} in {describe(body)}", sent)
+    return body
+
+
+def expect_rows(
+    body: Any,
+    policy: RetryPolicy,
+    db: str,
+    *,
+    include_docs: bool = False,
+    sent: str | None = None,
+) -> list[dict[str, Any]]:
+    """The rows of an ``_all_docs`` answer for a key range, each an object with a string ``id``
+    (and, with ``include_docs``, a document object unless the document was deleted as it was
+    read); else :func:`answer_error`."""
+    rows = expect_object(body, policy, db, "rows", sent=sent)["rows"]
+    if not isinstance(rows, list):
+        raise answer_error(policy, db, f"'rows' is {describe(rows)}, not a list", sent)
+    for row in rows:
+        if not isinstance(row, dict) or not isinstance(row.get("id"), str):
+            raise answer_error(policy, db, f"a row without a string id: {describe(row)}", sent)
+        doc, value = row.get("doc"), row.get("value")
+        deleted = doc is None and isinstance(value, dict) and value.get("deleted") is True
+        if include_docs and not isinstance(doc, dict) and not deleted:
+            raise answer_error(policy, db, f"row {row['id']!r} has doc {describe(doc)}", sent)
+    return rows
+
+
+def revision(body: Any, policy: RetryPolicy, db: str, sent: str | None = None) -> str:
+    """The ``rev`` of a write's answer, checked to be a revision string."""
+    rev = expect_object(body, policy, db, "rev", sent=sent)["rev"]
+    if not isinstance(rev, str) or not rev:
+        raise answer_error(policy, db, f"the rev is {describe(rev)}, not a revision string", sent)
+    return rev
+
+
+def couchdb_error(response: Response) -> tuple[str, str] | None:
+    """CouchDB's ``(error, reason)`` of an error answer; ``None`` when it is not CouchDB's
+    (a proxy's page, say)."""
+    try:
+        body = orjson.loads(response.body)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(body, dict) or not isinstance(body.get("error"), str):
+        return None
+    reason = body.get("reason")
+    return body["error"], reason if isinstance(reason, str) else ""
+
+
+def status_error(response: Response, policy: RetryPolicy, db: str, sent: str) -> ServerError:
+    """The couchids exception for an error status; its message names the operation, the
+    database and the request, and its cause is the driver's (masked) exception."""
+    error = _status_error(response, policy, db, sent)
+    error.__cause__ = response.cause
+    error.__suppress_context__ = True
+    return error
+
+
+def _status_error(response: Response, policy: RetryPolicy, db: str, sent: str) -> ServerError:
+    head = f"{policy.operation} on {db!r}" + (f" ({sent})" if sent else "")
+    status = response.status
+    found = couchdb_error(response)
+    if found is not None:
+        error, reason = found
+        text = (error + (f": {reason}" if reason else ""))[:400]
+    else:
+        text = f"not a CouchDB answer: {describe(response)}"
+    if status == 404:
+        return DatabaseNotFoundError(
+            f"{head}: database {db!r} does not exist (or the document path is wrong): {text}",
+            status,
+        )
+    if status in (401, 403):
+        hint = response.hint or "check CLOUDANT_USERNAME/CLOUDANT_PASSWORD or CLOUDANT_APIKEY"
+        return UnauthorizedError(
+            f"{head}: the server refused access (HTTP {status}): {text}; {hint}", status
+        )
+    if status == 429:
+        return RateLimitedError(
+            f"{head}: rate limited (HTTP 429) after the client's retries; enable or "
+            "raise retries with client.enable_retries() or CLOUDANT_ENABLE_RETRIES",
+            status,
+        )
+    return ServerError(f"{head}: the server answered HTTP {status}: {text}", status)
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """A successful answer: its HTTP status (a write's 201 or 202 matters), its JSON, and the
+    request it answers (for messages)."""
+
+    status: int
+    body: Any
+    sent: str = ""
+
+
+class Refusal:
+    """Answers :func:`ask` returns instead of raising, when the caller asks for them."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+#: The server answered 409 Conflict.
+CONFLICT: Final = Refusal("CONFLICT")
+#: The server answered 404 Not Found (CouchDB's own 404, not a proxy's).
+MISSING: Final = Refusal("MISSING")
+
+
+@dataclass
+class Attempts:
+    """What the failed attempts of some requests tell about the server's side of them."""
+
+    #: Whether any of them may have been carried out (a 5xx, or an answer lost).
+    maybe_carried_out: bool = False
+
+
+def ask(
+    request: Request,
+    policy: RetryPolicy,
+    db: str,
+    *,
+    expect: tuple[Refusal, ...] = (),
+    attempts: Attempts | None = None,
+    raw: bool = False,
+) -> Program[Any]:
+    """Send ``request``, retrying lost answers; return its :class:`Reply` (its JSON decoded,
+    or with ``raw`` its bytes).
+
+    A 409 or 404 comes back as :data:`CONFLICT` / :data:`MISSING` when listed in ``expect``;
+    every other failure raises the mapped :class:`~couchids.ServerError`, and so does a
+    success answer that is not JSON. Attempts are retried on transient failures up to
+    ``policy.retries`` times, never past the deadline. ``attempts``, when given, learns
+    whether a failed attempt may have been carried out.
+    """
+    attempt = 0
+    while True:
+        outcome = yield Send(request, policy, db)
+        if isinstance(outcome, Response):
+            status = outcome.status
+            if 200 <= status < 300:
+                body = outcome.body if raw else _json(outcome, policy, db, request)
+                return Reply(status, body, request.sent)
+            if attempts is not None and status >= 500:
+                attempts.maybe_carried_out = True
+            if status == 409 and CONFLICT in expect:
+                return CONFLICT
+            if status == 404 and MISSING in expect and couchdb_error(outcome) is not None:
+                return MISSING
+            error = status_error(outcome, policy, db, request.sent)
+            transient, login, retry_after = status in TRANSIENT_STATUSES, False, outcome.retry_after
+        else:
+            if attempts is not None and outcome.maybe_run:
+                attempts.maybe_carried_out = True
+            error, transient, login, retry_after = (
+                outcome.error,
+                outcome.transient,
+                outcome.login,
+                None,
+            )
+        if attempt >= policy.retries or not transient or login:
+            raise error
+        wait = policy.delay(retry_after if error.status == 429 else None, attempt)
+        left = policy.remaining()
+        if left is not None and wait >= left:
+            raise error
+        yield Sleep(wait)
+        attempt += 1
+
+
+def _json(response: Response, policy: RetryPolicy, db: str, request: Request) -> Any:
+    if response.status == 204 or not response.body:
+        return None
+    if "json" not in response.content_type and response.content_type:
+        raise answer_error(policy, db, describe(response), request.sent)
+    try:
+        return orjson.loads(response.body)
+    except orjson.JSONDecodeError:
+        raise answer_error(
+            policy, db, f"unreadable JSON (HTTP {response.status})", request.sent
+        ) from None
+
+
+# -- what couchids learns about a database ------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class DatabaseFacts:
+    """What couchids needs to know about a database, asked once per client and database.
+
+    Attributes:
+        partitioned: whether it is a partitioned database.
+        copies: how many copies the server keeps of each document (CouchDB's ``n``; 1 for a
+            server that does not say, such as a single node or PouchDB Server).
+    """
+
+    partitioned: bool
+    copies: int
+
+
+#: Facts learnt so far, by database name: one per client, kept by the driver.
+FactsCache: TypeAlias = dict[str, DatabaseFacts]
+
+
+def database_facts(known: FactsCache, db: str, policy: RetryPolicy) -> Program[DatabaseFacts]:
+    """The :class:`DatabaseFacts` of ``db``, from one ``GET /{db}`` per ``known`` cache."""
+    facts = known.get(db)
+    if facts is not None:
+        return facts
+    reply = yield from ask(Request("GET", path(db)), policy, db)
+    info = expect_object(reply.body, policy, db, sent=reply.sent)
+    cluster, props = info.get("cluster"), info.get("props")
+    copies = cluster.get("n", 1) if isinstance(cluster, dict) else 1
+    partitioned = props.get("partitioned", False) if isinstance(props, dict) else False
+    facts = DatabaseFacts(
+        partitioned=partitioned is True,
+        copies=copies
+        if isinstance(copies, int) and not isinstance(copies, bool) and copies >= 1
+        else 1,
+    )
+    known[db] = facts
+    return facts
+
+
+def live_leaves(
+    known: FactsCache, db: str, doc_id: str, policy: RetryPolicy
+) -> Program[list[dict[str, Any]]]:
+    """Every live (not deleted) leaf revision of ``doc_id``, read from every copy.
+
+    ``GET /{db}/{doc_id}?open_revs=all&r=N`` with ``N`` the database's copies: a revision held
+    by only one copy (a cluster write that reached fewer copies than a quorum, or two first
+    writes of one id that reached different copies) is seen as long as that copy answers. An
+    empty list means no copy that answered holds a live revision.
+    """
+    copies = (yield from database_facts(known, db, policy)).copies
+    # Attachment data too: a compressed one's digest is not the MD5 of its bytes.
+    params = {"open_revs": "all", "r": str(copies), "attachments": "true"}
+    reply = yield from ask(Request("GET", path(db, doc_id), params), policy, db, expect=(MISSING,))
+    if reply is MISSING:
+        return []
+    if not isinstance(reply.body, list):
+        raise answer_error(
+            policy,
+            db,
+            f"open_revs=all of {doc_id!r} answered {describe(reply.body)}, not a list",
+            reply.sent,
+        )
+    leaves = [entry.get("ok") for entry in reply.body if isinstance(entry, dict)]
+    live = [leaf for leaf in leaves if isinstance(leaf, dict) and not leaf.get("_deleted")]
+    for leaf in live:
+        if not isinstance(leaf.get("_rev"), str):
+            raise answer_error(
+                policy, db, f"a revision of {doc_id!r} has no _rev: {describe(leaf)}", reply.sent
+            )
+    return live
+
+
+def delete_revision(db: str, doc_id: str, rev: str, policy: RetryPolicy) -> Program[None]:
+    """Delete revision ``rev`` of ``doc_id`` (one couchids wrote itself).
+
+    A 409 or 404 means it is deleted already (an earlier attempt whose answer was lost).
+    """
+    request = Request("DELETE", path(db, doc_id), {"rev": rev})
+    yield from ask(request, policy, db, expect=(CONFLICT, MISSING))
+
+
+def winner(leaves: list[dict[str, Any]]) -> dict[str, Any]:
+    """The leaf CouchDB shows as the document: the longest history, then the highest rev."""
+
+    def rank(leaf: dict[str, Any]) -> tuple[int, str]:
+        pos, _, digest = str(leaf["_rev"]).partition("-")
+        return (int(pos) if pos.isdigit() else 0, digest)
+
+    return max(leaves, key=rank)

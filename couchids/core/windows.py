@@ -1,0 +1,302 @@
+"""The programs of :func:`couchids.latest` and :func:`couchids.window`, for either driver.
+
+The key range comes from :mod:`couchids.keys`; a program keeps only rows whose id is of the
+requested form and type (never a design document, another type, or a foreign id that happens
+to sort inside the range), and pages with keyset paging: each page starts at the last id of
+the one before (CouchDB's ``startkey`` is inclusive, so that row comes back and is dropped).
+Never ``skip``: rows shift under concurrent inserts and a large ``skip`` is slow.
+
+Pure: the arguments are checked here, once for both APIs, and the programs emit pages of
+documents (or rows) for a driver to hand out.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from ..constants import TYPE_SEPARATOR
+from ..doctypes import ALL_TYPES, AllTypes
+from ..errors import InvalidArgumentError, InvalidTimeError
+from ..forms import IdForm
+from ..keys import KeyRange, check_time_form, window_keys
+from ..times import MAX_MS, TimeLike, to_datetime, to_ms
+from .alltypes import each_type, merge_by_time, types_present
+from .pages import DEFAULT_PARALLEL, RangeFetch, Slice, SlicePlan, fetch_page, keyset, sliced_pages
+from .protocol import (
+    END,
+    Emit,
+    FactsCache,
+    Program,
+    Puller,
+    RetryPolicy,
+    database_facts,
+)
+
+__all__ = ["DEFAULT_PAGE_SIZE", "PARTITION_QUERY_LIMIT", "latest", "window"]
+
+#: Rows a page of :func:`~couchids.window` asks for by default. Two pages are held at a time,
+#: so this bounds memory; fewer, larger requests cost less per row (bench/bench_query.py: at 2000 a
+#: 50,000-document window takes about as long as one unpaged request, in a fifteenth of its
+#: memory).
+DEFAULT_PAGE_SIZE: Final = 2000
+#: Cloudant answers at most this many rows to one partition query.
+PARTITION_QUERY_LIMIT: Final = 2000
+#: After a first page of ``n`` rows that held foreign ids, :func:`latest` reads pages of this.
+LATEST_REFILL: Final = 100
+
+Row = dict[str, Any]
+
+
+def window(
+    known: FactsCache,
+    db: str,
+    start: TimeLike,
+    end: TimeLike,
+    *,
+    type: str | AllTypes | None,
+    form: IdForm,
+    newest_first: bool,
+    include_docs: bool,
+    page_size: int | None,
+    timeout: float | None,
+    parallel: int | None,
+) -> Program[None]:
+    """The program of :func:`couchids.window` (see there): emits pages of the answer.
+
+    ``known`` is the driver's cache of :class:`~couchids.core.protocol.DatabaseFacts`.
+    The arguments are checked now, before the program runs.
+    """
+    policy = RetryPolicy.checked(0, 0, timeout, "window")
+    start_ms, end_ms = to_ms(start), to_ms(end)
+    if end_ms < start_ms:
+        raise InvalidTimeError(
+            f"the window ends ({_iso(end_ms)}) before it starts ({_iso(start_ms)}); "
+            "pass start <= end"
+        )
+    size = DEFAULT_PAGE_SIZE if page_size is None else check_count("page_size", page_size, 1)
+    check_flag("newest_first", newest_first)
+    slices = DEFAULT_PARALLEL if parallel is None else check_count("parallel", parallel, 1)
+    if type is ALL_TYPES:
+        _check_scan(form, include_docs)
+        return _all_types_window(
+            known, db, policy, start_ms, end_ms, form, newest_first, include_docs, size, slices
+        )
+    scan = _Scan(known, db, form, type, start_ms, end_ms, newest_first, include_docs, policy)
+    return scan.run(size, size, prefetch=True, parallel=slices)
+
+
+def _all_types_window(
+    known: FactsCache,
+    db: str,
+    policy: RetryPolicy,
+    start_ms: int,
+    end_ms: int,
+    form: IdForm,
+    newest_first: bool,
+    include_docs: bool,
+    size: int,
+    slices: int,
+) -> Program[None]:
+    types = yield from types_present(db, form.separator, policy)
+    streams = [
+        _Scan(
+            known, db, form, t, start_ms, end_ms, newest_first, include_docs, policy.renewed()
+        ).run(size, size, prefetch=True, parallel=slices)
+        for t in types
+    ]
+    yield from merge_by_time(streams, form, newest_first=newest_first, include_docs=include_docs)
+
+
+def latest(
+    known: FactsCache,
+    db: str,
+    n: int,
+    *,
+    type: str | AllTypes | None,
+    form: IdForm,
+    include_docs: bool,
+    timeout: float | None,
+) -> Program[list[Row]]:
+    """The program of :func:`couchids.latest` (see there): returns the newest ``n``.
+
+    The arguments are checked now, before the program runs.
+    """
+    policy = RetryPolicy.checked(0, 0, timeout, "latest")
+    check_count("n", n, 0)
+    _check_scan(form, include_docs)
+    if type is ALL_TYPES:
+        return _all_types_latest(known, db, n, form, include_docs, policy)
+    scan = _Scan(known, db, form, type, 0, MAX_MS + 1, True, include_docs, policy)
+    return _first(scan.run(n, max(n, LATEST_REFILL), prefetch=False), n)
+
+
+def _all_types_latest(
+    known: FactsCache, db: str, n: int, form: IdForm, include_docs: bool, policy: RetryPolicy
+) -> Program[list[Row]]:
+    if n == 0:
+        return []
+    types = yield from types_present(db, form.separator, policy)
+
+    def newest(t: str) -> Program[list[Row]]:
+        scan = _Scan(known, db, form, t, 0, MAX_MS + 1, True, include_docs, policy.renewed())
+        return _first(scan.run(n, max(n, LATEST_REFILL), prefetch=False), n)
+
+    each = yield from each_type(newest, types)
+    merged = merge_by_time(
+        [_emitting(rows) for rows in each], form, newest_first=True, include_docs=include_docs
+    )
+    return (yield from _first(merged, n))
+
+
+def _emitting(rows: list[Row]) -> Program[None]:
+    yield Emit(rows)
+
+
+def _first(pages: Program[None], n: int) -> Program[list[Row]]:
+    """The first ``n`` rows ``pages`` emits; it is closed then, asking for no more."""
+    out: list[Row] = []
+    puller = Puller(pages)
+    try:
+        while len(out) < n:
+            page = yield from puller.next()
+            if page is END:
+                break
+            out.extend(page[: n - len(out)])
+    finally:
+        puller.close()
+    return out
+
+
+def _iso(ms: int) -> str:
+    return to_datetime(ms).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def check_flag(name: str, value: object) -> None:
+    """``value`` is a bool; else :class:`~couchids.InvalidArgumentError` naming ``name``."""
+    if not isinstance(value, bool):
+        raise InvalidArgumentError(f"{name}={value!r}: must be True or False")
+
+
+def check_count(name: str, value: int, least: int) -> int:
+    """``value`` if it is an int of at least ``least``; else InvalidArgumentError."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise InvalidArgumentError(f"{name}={value!r}: must be an int >= {least}")
+    return value
+
+
+def _check_scan(form: IdForm, include_docs: bool) -> None:
+    check_flag("include_docs", include_docs)
+    if not isinstance(form, IdForm):
+        raise InvalidArgumentError(
+            f"form={form!r}: pass an IdForm such as couchids.KUUID or couchids.V7S"
+        )
+    check_time_form(form)
+
+
+class _Scan:
+    """One query: the fixed options of its requests, and the rows they return."""
+
+    def __init__(
+        self,
+        known: FactsCache,
+        db: str,
+        form: IdForm,
+        doc_type: str | None,
+        start_ms: int,
+        end_ms: int,
+        newest_first: bool,
+        include_docs: bool,
+        policy: RetryPolicy,
+    ) -> None:
+        _check_scan(form, include_docs)
+        self.known, self.db, self.form, self.doc_type = known, db, form, doc_type
+        self.include_docs, self.policy = include_docs, policy
+        self.start_ms, self.end_ms = start_ms, end_ms
+        self.keys: KeyRange | None = window_keys(form, doc_type, start_ms, end_ms)
+        self.newest_first = newest_first
+        self._wanted = matcher(form, self.keys)
+
+    def run(
+        self, first_limit: int, next_limit: int, *, prefetch: bool, parallel: int = 1
+    ) -> Program[None]:
+        """Emits the wanted rows (or documents), a page at a time."""
+        # Learning whether the database is partitioned also proves it exists, so an empty
+        # answer is never a missing database.
+        facts = yield from database_facts(self.known, self.db, self.policy)
+        if self.keys is None:
+            return
+        partition = partition_of(self.keys.prefix) if facts.partitioned else None
+        if partition is not None:
+            first_limit = min(first_limit, PARTITION_QUERY_LIMIT - 1)
+            next_limit = min(next_limit, PARTITION_QUERY_LIMIT - 1)
+        first_key, last_key, fetch = self._fetcher(self.keys, partition)
+        if parallel > 1:
+            plan = SlicePlan(
+                self.form, self.doc_type, self.newest_first, self.start_ms, self.end_ms
+            )
+            pages = sliced_pages(fetch, plan, parallel, first_limit, self._wanted, self.keys.prefix)
+        else:
+            piece = Slice(first_key, last_key)
+            pages = keyset(fetch, piece, first_limit, next_limit, prefetch)
+        puller = Puller(pages)
+        try:
+            while True:
+                page = yield from puller.next()
+                if page is END:
+                    return
+                yield Emit(self._wanted_of(page))
+        finally:
+            puller.close()
+
+    def _fetcher(self, keys: KeyRange, partition: str | None) -> tuple[str, str, RangeFetch]:
+        """The keys the scan starts and ends at, and a function fetching a page of keys."""
+        first, last, descending = keys.bounds(newest_first=self.newest_first, form=self.form)
+
+        def fetch(start_key: str, end_key: str, limit: int) -> Program[list[Row]]:
+            options = {
+                "start_key": start_key,
+                "end_key": end_key,
+                "limit": limit,
+                "descending": descending,
+                "include_docs": self.include_docs,
+            }
+            # The first page shares the deadline of the database lookup; later pages have
+            # their own.
+            policy = self.policy if start_key == first else self.policy.renewed()
+            return fetch_page(self.db, partition, options, self.include_docs, policy)
+
+        return first, last, fetch
+
+    def _wanted_of(self, rows: list[Row]) -> list[Row]:
+        """The wanted rows of a page (their documents, when asked for)."""
+        wanted = self._wanted
+        if self.include_docs:
+            # A document deleted between the index read and the document read has no doc.
+            return [row["doc"] for row in rows if wanted(row["id"]) and row["doc"] is not None]
+        return [row for row in rows if wanted(row["id"])]
+
+
+def matcher(form: IdForm, keys: KeyRange | None) -> Any:
+    """Whether a row's id is the range's prefix followed by an id of ``form``.
+
+    Rows come from the window's exact key range, and an id of the form inside that range
+    holds a time inside the window (tests/test_keys.py proves it for every form), so the
+    id's time need not be decoded again: one regex per row does, and the range's high bound
+    itself, which ``inclusive_end`` lets in, is dropped.
+    """
+    if keys is None:
+        return form.matcher("")
+    wanted, high = form.matcher(keys.prefix), keys.high
+    return lambda doc_id: doc_id != high and wanted(doc_id)
+
+
+def partition_of(prefix: str) -> str | None:
+    """The partition ids starting with ``prefix`` live in: the part before the first colon,
+    or ``None`` when the prefix has no colon (such ids cannot be in a partitioned database,
+    so the query reads the global index).
+
+    >>> partition_of("sensor-260:reading-"), partition_of("user:"), partition_of("user-")
+    ('sensor-260', 'user', None)
+    """
+    partition, colon, _ = prefix.partition(TYPE_SEPARATOR)
+    return partition if colon and partition else None

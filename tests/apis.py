@@ -1,0 +1,79 @@
+"""The two APIs behind one face, so one test body checks both: the blocking functions of
+couchids, and the coroutines of couchids.aio (run on a fresh event loop per call, over an
+``AsyncClient`` made from the test's ``CloudantV1`` client, so both send to the same server
+with the same authentication)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from typing import Any
+
+from ibmcloudant.cloudant_v1 import CloudantV1
+
+import couchids
+from couchids import WriteResult, aio
+
+
+class Blocking:
+    name = "blocking"
+
+    def latest(self, client: CloudantV1, db: str, n: int = 10, **options: Any) -> list[Any]:
+        return couchids.latest(client, db, n, **options)
+
+    def window(
+        self, client: CloudantV1, db: str, start: Any, end: Any, **options: Any
+    ) -> list[Any]:
+        return list(couchids.window(client, db, start, end, **options))
+
+    def create(self, client: CloudantV1, db: str, doc: Any, **options: Any) -> WriteResult:
+        return couchids.create(client, db, doc, **options)
+
+    def bulk_create(
+        self, client: CloudantV1, db: str, docs: Iterable[Any], **options: Any
+    ) -> list[WriteResult]:
+        return couchids.bulk_create(client, db, docs, **options)
+
+
+class Async:
+    name = "aio"
+
+    def latest(self, client: CloudantV1, db: str, n: int = 10, **options: Any) -> list[Any]:
+        async def call(ac: aio.AsyncClient) -> list[Any]:
+            return await aio.latest(ac, db, n, **options)
+
+        return _on_a_loop(client, call)
+
+    def window(
+        self, client: CloudantV1, db: str, start: Any, end: Any, **options: Any
+    ) -> list[Any]:
+        async def call(ac: aio.AsyncClient) -> list[Any]:
+            return [doc async for doc in aio.window(ac, db, start, end, **options)]
+
+        return _on_a_loop(client, call)
+
+    def create(self, client: CloudantV1, db: str, doc: Any, **options: Any) -> WriteResult:
+        async def call(ac: aio.AsyncClient) -> WriteResult:
+            return await aio.create(ac, db, doc, **options)
+
+        return _on_a_loop(client, call)
+
+    def bulk_create(
+        self, client: CloudantV1, db: str, docs: Iterable[Any], **options: Any
+    ) -> list[WriteResult]:
+        async def call(ac: aio.AsyncClient) -> list[WriteResult]:
+            return await aio.bulk_create(ac, db, docs, **options)
+
+        return _on_a_loop(client, call)
+
+
+def _on_a_loop(client: CloudantV1, call: Any) -> Any:
+    async def main() -> Any:
+        async with aio.AsyncClient(client) as ac:
+            return await call(ac)
+
+    return asyncio.run(main())
+
+
+APIS = [Blocking(), Async()]
+Api = Blocking | Async
