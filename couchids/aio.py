@@ -1,7 +1,7 @@
 """couchids for asyncio: the same operations as coroutines, over ``httpx``.
 
 Install with ``pip install 'couchids[async]'``. Each function runs the same program of
-:mod:`couchids.core` as its blocking twin, so both answer alike; only the sending differs:
+``couchids.core`` as its blocking twin, so both answer alike; only the sending differs:
 
 - Requests go through an ``httpx.AsyncClient``; concurrent parts of an operation (the
   slices of a window, the types of an all-types query) are tasks on the caller's loop.

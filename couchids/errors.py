@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from .config import scrub
 
 if TYPE_CHECKING:
-    from .write import WriteResult
+    from .core.writes import WriteResult
 
 
 class CouchidsError(Exception):
@@ -110,7 +110,7 @@ class BulkWriteError(CouchidsError):
     """Some documents of a bulk write were not stored.
 
     Raised only after every batch was attempted. ``results`` holds one
-    :class:`~couchids.write.WriteResult` per input document, in input order: the stored ones
+    :class:`~couchids.WriteResult` per input document, in input order: the stored ones
     with their ``rev``, the failed ones with their ``error`` (a :class:`ConflictError` or a
     :class:`ServerError`).
     """

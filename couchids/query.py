@@ -12,16 +12,23 @@ from typing import Any
 
 from ibmcloudant.cloudant_v1 import CloudantV1
 
-from .core import windows
+from .core import alltypes, windows
 from .core.pages import DEFAULT_PARALLEL
-from .core.protocol import DEFAULT_TIMEOUT
+from .core.protocol import DEFAULT_TIMEOUT, RetryPolicy
 from .core.windows import DEFAULT_PAGE_SIZE, PARTITION_QUERY_LIMIT
 from .doctypes import AllTypes
 from .forms import KUUID, IdForm
 from .server import check_client, check_db, known_facts, run, stream
 from .times import TimeLike
 
-__all__ = ["DEFAULT_PAGE_SIZE", "DEFAULT_PARALLEL", "PARTITION_QUERY_LIMIT", "latest", "window"]
+__all__ = [
+    "DEFAULT_PAGE_SIZE",
+    "DEFAULT_PARALLEL",
+    "PARTITION_QUERY_LIMIT",
+    "latest",
+    "types_present",
+    "window",
+]
 
 Row = dict[str, Any]
 
@@ -106,6 +113,26 @@ def window(
     # by the call, not by the first step of the loop over its answer.
     first = next(pages, None)
     return _flat(first, pages)
+
+
+def types_present(
+    client: CloudantV1, db: str, separator: str = ":", *, timeout: float | None = DEFAULT_TIMEOUT
+) -> list[str]:
+    """The types of the ids ``<type><separator>…`` in ``db``, in ``_all_docs`` order: about one
+    ``_all_docs`` request per type, never the type's rows (see :mod:`couchids.core.alltypes`).
+
+    A type is listed when some id starts with it and the separator, whatever follows.
+
+    Raises:
+        ServerError: (or a subclass, such as ``DatabaseNotFoundError``) the server failed.
+
+    Example::
+
+        couchids.query.types_present(client, "shop")  # ['invoice', 'order', 'user']
+    """
+    client, db = check_client(client), check_db(db)
+    policy = RetryPolicy.checked(0, 0, timeout, "types_present")
+    return run(client, alltypes.types_present(db, separator, policy))
 
 
 def _flat(first: list[Row] | None, pages: Iterator[list[Row]]) -> Iterator[Row]:

@@ -1,6 +1,6 @@
 """The blocking driver: every request couchids sends through an ``ibmcloudant`` client goes here.
 
-Operations are programs of :mod:`couchids.protocol` (pure: which request next, and what an
+Operations are programs of :mod:`couchids.core.protocol` (pure: which request next, and what an
 answer means); :func:`run` and :func:`stream` carry out their effects with the caller's
 ``CloudantV1`` client, so authentication, the client's own retries (``enable_retries()`` or
 ``CLOUDANT_ENABLE_RETRIES``) and timeouts are the client's. Concurrent sub-programs run on
@@ -419,13 +419,14 @@ def request(
     expect: tuple[Refusal, ...] = (),
     attempts: Attempts | None = None,
 ) -> Any:
-    """:func:`couchids.protocol.ask`, carried out: the :class:`~couchids.protocol.Reply` (or
+    """:func:`couchids.core.protocol.ask`, carried out: the ``Reply`` (or
     refusal) of ``sent``, lost answers retried within ``policy``."""
     return run(client, ask(sent, policy, db, expect=expect, attempts=attempts))
 
 
-def database_facts(client: CloudantV1, db: str, policy: RetryPolicy) -> DatabaseFacts:
-    """:func:`couchids.protocol.database_facts` through ``client``."""
+def database_facts(client: CloudantV1, db: str, policy: RetryPolicy | None = None) -> DatabaseFacts:
+    """:func:`couchids.core.protocol.database_facts` through ``client``."""
+    policy = policy or RetryPolicy.checked(0, 0)
     return run(client, protocol.database_facts(known_facts(client), db, policy))
 
 
@@ -520,7 +521,7 @@ def _lost(exc: BaseException, effect: Send) -> Lost:
 def response_of(
     raw: requests.Response, *, hint: str = "", cause: BaseException | None = None
 ) -> Response:
-    """A ``requests`` answer as a :class:`~couchids.protocol.Response` (its body read)."""
+    """A ``requests`` answer as a :class:`~couchids.core.protocol.Response` (its body read)."""
     return Response(
         raw.status_code,
         raw.content,

@@ -16,11 +16,13 @@ import threading
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
+from urllib.parse import unquote
 
 import pytest
 import requests
 from faultproxy import FaultProxy, all_docs, client_for, update_count
 from ibmcloudant.cloudant_v1 import CloudantV1
+from intercept import intercepted, path_of
 
 from couchids import AllocationFailed, InvalidArgumentError, bulk_create, create_short
 from couchids.constants import SHORT_ID_ALPHABET
@@ -293,17 +295,16 @@ def test_a_202_beside_another_writers_revision_gives_the_id_up_and_leaves_theirs
     # answered 202, and the id holds both revisions as conflicting leaves. Neither may own it.
     proxy.fail("202-after", method="PUT", times=1)
     own = client_for(proxy.url)
-    original = own.put_document
     rival = {"_id": f"{DAY}-bc", "_rev": "1-" + "f" * 32, ALLOC_FIELD: "rival"}
 
-    def put_beside_rival(**kwargs: Any) -> Any:
-        answer = original(**kwargs)
-        if kwargs["doc_id"] == rival["_id"]:
+    def put_beside_rival(request: dict[str, Any], send: Any) -> Any:
+        answer = send()
+        if request["method"] == "PUT" and path_of(request).endswith(f"/{rival['_id']}"):
             client.post_bulk_docs(db=db, bulk_docs={"docs": [rival], "new_edits": False})
         return answer
 
-    own.put_document = put_beside_rival
-    result = create_short(own, db, {"n": 1}, now=NOW, rng=scripted("bc", "bd"))
+    with intercepted(own, put_beside_rival):
+        result = create_short(own, db, {"n": 1}, now=NOW, rng=scripted("bc", "bd"))
     assert result.id == f"{DAY}-bd"
     standing = client.get_document(db=db, doc_id=rival["_id"], conflicts=True).get_result()
     assert standing[ALLOC_FIELD] == "rival" and "_conflicts" not in standing, "ours deleted"
@@ -333,16 +334,17 @@ def test_a_201_owns_the_id_even_when_a_minority_revision_replicates_in_later(
     # Another writer's first write, taken by fewer copies than a quorum (so answered 202 and
     # given up by that writer), may reach our copies later; it never makes our 201 less ours.
     own = client_for(couch_url)
-    original = own.put_document
 
-    def put_then_rival(**kwargs: Any) -> Any:
-        answer = original(**kwargs)
-        rival = {"_id": kwargs["doc_id"], "_rev": "1-" + "f" * 32, ALLOC_FIELD: "rival"}
-        own.post_bulk_docs(db=db, bulk_docs={"docs": [rival], "new_edits": False})
+    def put_then_rival(request: dict[str, Any], send: Any) -> Any:
+        answer = send()
+        if request["method"] == "PUT":
+            doc_id = unquote(path_of(request).rsplit("/", 1)[1])
+            rival = {"_id": doc_id, "_rev": "1-" + "f" * 32, ALLOC_FIELD: "rival"}
+            client.post_bulk_docs(db=db, bulk_docs={"docs": [rival], "new_edits": False})
         return answer
 
-    own.put_document = put_then_rival
-    result = create_short(own, db, {"n": 1}, now=NOW, rng=scripted("bc"))
+    with intercepted(own, put_then_rival):
+        result = create_short(own, db, {"n": 1}, now=NOW, rng=scripted("bc"))
     assert result.id == f"{DAY}-bc"
     leaves = client.get_document(db=db, doc_id=result.id, conflicts=True).get_result()
     assert {leaves["_rev"], *leaves["_conflicts"]} == {result.rev, "1-" + "f" * 32}

@@ -2,7 +2,7 @@
 
 An operation is written once, as a *program*: a generator that yields effects and is sent
 their outcomes. It never touches the network, a thread or a clock's sleep; a driver does
-that. The blocking driver (:mod:`couchids.server`, through the caller's ``ibmcloudant``
+that. The blocking driver (``couchids.server``, through the caller's ``ibmcloudant``
 client) and the asyncio driver (:mod:`couchids.aio`, through ``httpx``) run the same
 programs, so the two APIs cannot drift apart, and a program runs in a test with a driver of
 a few lines.
@@ -17,8 +17,8 @@ The effects:
 - :class:`Emit` a value to the caller of a streaming operation (a page of documents).
 
 :func:`ask` is the one place requests are retried and answers turned into couchids
-exceptions; the shape checks (:func:`expect_object`, :func:`expect_rows`,
-:func:`revision`) say what was wrong with an answer that is not CouchDB's.
+exceptions; the shape checks (``expect_object``, ``expect_rows``,
+``revision``) say what was wrong with an answer that is not CouchDB's.
 """
 
 from __future__ import annotations
@@ -171,7 +171,7 @@ class Puller:
         self.program = program
 
     def next(self) -> Program[Any]:
-        """The program's next emitted value, or :data:`END`."""
+        """The program's next emitted value, or ``END``."""
         outcome: Any = None
         failure: Exception | None = None
         while True:
@@ -274,7 +274,7 @@ class RetryPolicy:
 
     def delay(self, retry_after: str | None, attempt: int) -> float:
         """Seconds to wait before retry number ``attempt + 1``; ``retry_after`` is a 429's
-        ``Retry-After`` header, obeyed up to :data:`MAX_RETRY_AFTER` when it is seconds."""
+        ``Retry-After`` header, obeyed up to ``MAX_RETRY_AFTER`` when it is seconds."""
         try:
             after = max(0.0, float(retry_after)) if retry_after is not None else None
         except ValueError:
