@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from apis import Async
 from faultproxy import client_for
 from hostileserver import MODES, HostileServer
 from ibm_cloud_sdk_core.authenticators import BasicAuthenticator
@@ -25,6 +26,7 @@ from couchids.cli import EXIT_SERVER, main
 
 #: The timeout given to every operation; "silent" must end within it plus a second.
 TIMEOUT = 1.5
+ASYNC = Async()
 DB = "hostile"
 #: The second database of archive and rekey.
 TARGET = "hostile-target"
@@ -59,6 +61,13 @@ OPERATIONS: dict[str, Operation] = {
     "rekey": lambda c, db, t: couchids.rekey(c, db, TARGET, key=b"k", timeout=t),
     "Sequence.next": lambda c, db, t: couchids.Sequence(c, db, "n", timeout=t, backoff=0).next(),
     "Sequence.new_id": lambda c, db, t: couchids.Sequence(c, db, "n", timeout=t).new_id(),
+    # The coroutines of couchids.aio, over an AsyncClient made from the same client.
+    "aio.latest": lambda c, db, t: ASYNC.latest(c, db, 3, timeout=t),
+    "aio.window": lambda c, db, t: ASYNC.window(c, db, "2020-01-01", "2030-01-01", timeout=t),
+    "aio.create": lambda c, db, t: ASYNC.create(c, db, {"n": 1}, timeout=t, backoff=0),
+    "aio.bulk_create": lambda c, db, t: ASYNC.bulk_create(
+        c, db, [{"n": 1}, {"n": 2}], timeout=t, backoff=0
+    ),
 }
 #: Modes in which an operation may succeed: the server's answers to it were good ones.
 SUCCEEDS = {
@@ -70,13 +79,15 @@ SUCCEEDS = {
     ("null-docs", "count"),
     ("null-docs", "histogram"),
     ("null-docs", "expire"),
+    ("null-docs", "aio.create"),
+    ("null-docs", "aio.bulk_create"),
 }
 
 
 def check_failure(exc: BaseException, operation: str) -> None:
     assert isinstance(exc, couchids.ServerError), repr(exc)
     message = str(exc)
-    name = operation.removesuffix("-now")
+    name = operation.removesuffix("-now").removeprefix("aio.")
     assert message.startswith((f"{name} on {DB!r}", f"{name} on {TARGET!r}")), message
     assert "<html" not in message.lower() and len(message) < 600, message
 

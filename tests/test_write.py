@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import requests
 import responses
+from apis import Api
 from faultproxy import FaultProxy, all_docs, client_for, update_count
 from ibm_cloud_sdk_core import ApiException
 from ibmcloudant.cloudant_v1 import CloudantV1
@@ -59,11 +60,11 @@ def via_proxy(proxy: FaultProxy) -> CloudantV1:
 
 
 def test_create_stores_the_document_under_a_new_id_of_the_type_and_time(
-    client: CloudantV1, db: str
+    api: Api, client: CloudantV1, db: str
 ) -> None:
     doc = {"name": "Ada", "tags": ["a", "b"], "nested": {"n": 1}}
     before = copy.deepcopy(doc)
-    result = create(client, db, doc, type="user", timestamp=WHEN)
+    result = api.create(client, db, doc, type="user", timestamp=WHEN)
     assert doc == before, "the caller's document is not changed"
     decoded = decode(result.id)
     assert (decoded.type, decoded.timestamp, str(decoded.form)) == ("user", WHEN, "kuuid")
@@ -148,20 +149,20 @@ def test_create_refuses_a_bad_type(client: CloudantV1, db: str) -> None:
 
 
 def test_writing_the_same_document_again_is_a_duplicate_not_a_second_copy(
-    client: CloudantV1, db: str
+    api: Api, client: CloudantV1, db: str
 ) -> None:
-    first = create(client, db, {"_id": "user:ada", "n": 1.0, "list": [1, 2]})
-    again = create(client, db, {"_id": "user:ada", "n": 1.0, "list": [1, 2]})
+    first = api.create(client, db, {"_id": "user:ada", "n": 1.0, "list": [1, 2]})
+    again = api.create(client, db, {"_id": "user:ada", "n": 1.0, "list": [1, 2]})
     assert again == WriteResult("user:ada", first.rev, duplicate=True)
     assert list(all_docs(client, db)) == ["user:ada"]
 
 
 def test_a_different_document_under_the_id_is_a_conflict_and_changes_nothing(
-    client: CloudantV1, db: str
+    api: Api, client: CloudantV1, db: str
 ) -> None:
-    first = create(client, db, {"_id": "user:ada", "n": 1})
+    first = api.create(client, db, {"_id": "user:ada", "n": 1})
     with pytest.raises(ConflictError, match="user:ada") as caught:
-        create(client, db, {"_id": "user:ada", "n": 2})
+        api.create(client, db, {"_id": "user:ada", "n": 2})
     assert caught.value.doc_id == "user:ada"
     stored = client.get_document(db=db, doc_id="user:ada").get_result()
     assert stored == {"_id": "user:ada", "_rev": first.rev, "n": 1}
@@ -169,10 +170,10 @@ def test_a_different_document_under_the_id_is_a_conflict_and_changes_nothing(
 
 @pytest.mark.parametrize("mode", ["503-after", "drop-after"])
 def test_a_lost_answer_after_the_server_stored_it_is_retried_and_stored_once(
-    client: CloudantV1, via_proxy: CloudantV1, proxy: FaultProxy, db: str, mode: str
+    api: Api, client: CloudantV1, via_proxy: CloudantV1, proxy: FaultProxy, db: str, mode: str
 ) -> None:
     proxy.fail(mode, method="PUT", path=f"^/{db}/")  # type: ignore[arg-type]
-    result = create(via_proxy, db, {"n": 1}, type="user")
+    result = api.create(via_proxy, db, {"n": 1}, type="user")
     assert proxy.pending() == 0, "the answer was really lost"
     stored = all_docs(client, db)
     assert list(stored) == [result.id]
@@ -186,23 +187,23 @@ def test_a_lost_answer_after_the_server_stored_it_is_retried_and_stored_once(
 
 @pytest.mark.parametrize("mode", ["503-before", "drop-before"])
 def test_a_request_lost_before_the_server_is_retried_and_stored_once(
-    client: CloudantV1, via_proxy: CloudantV1, proxy: FaultProxy, db: str, mode: str
+    api: Api, client: CloudantV1, via_proxy: CloudantV1, proxy: FaultProxy, db: str, mode: str
 ) -> None:
     proxy.fail(mode, method="PUT", path=f"^/{db}/", times=2)  # type: ignore[arg-type]
-    result = create(via_proxy, db, {"n": 1})
+    result = api.create(via_proxy, db, {"n": 1})
     assert proxy.pending() == 0
     assert list(all_docs(client, db)) == [result.id]
     assert result.duplicate is False, "no earlier attempt reached the server"
 
 
 def test_a_lost_answer_on_an_existing_different_document_is_still_a_conflict(
-    client: CloudantV1, via_proxy: CloudantV1, proxy: FaultProxy, db: str
+    api: Api, client: CloudantV1, via_proxy: CloudantV1, proxy: FaultProxy, db: str
 ) -> None:
-    first = create(client, db, {"_id": "user:ada", "n": 1})
+    first = api.create(client, db, {"_id": "user:ada", "n": 1})
     seq = update_count(client, db)
     proxy.fail("503-after", method="PUT", path=f"^/{db}/")
     with pytest.raises(ConflictError, match="user:ada"):
-        create(via_proxy, db, {"_id": "user:ada", "n": 2})
+        api.create(via_proxy, db, {"_id": "user:ada", "n": 2})
     assert client.get_document(db=db, doc_id="user:ada").get_result() == {
         "_id": "user:ada",
         "_rev": first.rev,
@@ -289,11 +290,11 @@ def stored_in_order(client: CloudantV1, db: str, results: list[WriteResult]) -> 
 
 
 def test_bulk_create_stores_every_document_in_batches_in_input_order(
-    client: CloudantV1, via_proxy: CloudantV1, proxy: FaultProxy, db: str
+    api: Api, client: CloudantV1, via_proxy: CloudantV1, proxy: FaultProxy, db: str
 ) -> None:
     docs = [{"n": i} for i in range(1201)]
     before = copy.deepcopy(docs)
-    results = bulk_create(via_proxy, db, docs, type="event", batch_size=500)
+    results = api.bulk_create(via_proxy, db, docs, type="event", batch_size=500)
     assert docs == before, "the caller's documents are not changed"
     assert len(proxy.requests("POST", "_bulk_docs")) == 3
     assert len({r.id for r in results}) == 1201
@@ -313,12 +314,12 @@ def test_bulk_create_of_nothing_sends_nothing(
 
 @pytest.mark.parametrize("mode", ["503-after", "drop-after"])
 def test_a_batch_whose_answer_was_lost_is_stored_once(
-    client: CloudantV1, via_proxy: CloudantV1, proxy: FaultProxy, db: str, mode: str
+    api: Api, client: CloudantV1, via_proxy: CloudantV1, proxy: FaultProxy, db: str, mode: str
 ) -> None:
     docs = [{"n": i} for i in range(25)]
     # The second of three batches loses its answer after the server stored it.
     proxy.fail(mode, method="POST", path="_bulk_docs", after=1)  # type: ignore[arg-type]
-    results = bulk_create(via_proxy, db, docs, batch_size=10)
+    results = api.bulk_create(via_proxy, db, docs, batch_size=10)
     posts = proxy.requests("POST", "_bulk_docs")
     assert [e.outcome for e in posts] == ["forwarded", mode, "forwarded", "forwarded"]
     assert [r.duplicate for r in results] == [False] * 10 + [True] * 10 + [False] * 5
@@ -331,16 +332,16 @@ def test_a_batch_whose_answer_was_lost_is_stored_once(
 
 
 def test_bulk_conflicts_are_reported_after_every_batch_and_change_nothing(
-    client: CloudantV1, via_proxy: CloudantV1, proxy: FaultProxy, db: str
+    api: Api, client: CloudantV1, via_proxy: CloudantV1, proxy: FaultProxy, db: str
 ) -> None:
-    taken = create(client, db, {"_id": "user:taken", "n": "theirs"})
-    same = create(client, db, {"_id": "user:same", "n": "same"})
+    taken = api.create(client, db, {"_id": "user:taken", "n": "theirs"})
+    same = api.create(client, db, {"_id": "user:same", "n": "same"})
     docs = [{"n": i} for i in range(6)]
     docs.insert(1, {"_id": "user:taken", "n": "ours"})
     docs.insert(5, {"_id": "user:same", "n": "same"})
     proxy.fail("503-after", method="POST", path="_bulk_docs")  # a lost answer on top
     with pytest.raises(BulkWriteError, match="1 of 8 documents were not stored") as caught:
-        bulk_create(via_proxy, db, docs, batch_size=3)
+        api.bulk_create(via_proxy, db, docs, batch_size=3)
     results = caught.value.results
     assert [r.id for r in caught.value.failed] == ["user:taken"]
     error = results[1].error
@@ -357,7 +358,9 @@ def test_bulk_conflicts_are_reported_after_every_batch_and_change_nothing(
     assert sorted(stored[r.id]["n"] for r in others) == list(range(6))
 
 
-def test_rows_the_server_refuses_are_reported_per_document(client: CloudantV1, db: str) -> None:
+def test_rows_the_server_refuses_are_reported_per_document(
+    api: Api, client: CloudantV1, db: str
+) -> None:
     client.put_design_document(
         db=db,
         ddoc="rules",
@@ -368,7 +371,7 @@ def test_rows_the_server_refuses_are_reported_per_document(client: CloudantV1, d
     )
     docs = [{"n": 0}, {"n": 1, "bad": True}, {"n": 2}]
     with pytest.raises(BulkWriteError, match="no bad documents") as caught:
-        bulk_create(client, db, docs)
+        api.bulk_create(client, db, docs)
     results = caught.value.results
     assert [r.ok for r in results] == [True, False, True]
     error = results[1].error
@@ -379,14 +382,14 @@ def test_rows_the_server_refuses_are_reported_per_document(client: CloudantV1, d
 
 
 def test_an_id_repeated_in_the_input_is_settled_like_a_rerun(
-    client: CloudantV1, via_proxy: CloudantV1, proxy: FaultProxy, db: str
+    api: Api, client: CloudantV1, via_proxy: CloudantV1, proxy: FaultProxy, db: str
 ) -> None:
     # Remembering every id of an unbounded input would take unbounded memory: a repeated id
     # meets the earlier document instead, as a re-run would, in the same batch or a later one.
     docs = [{"_id": "a", "n": 1}, {"n": 2}, {"_id": "a", "n": 1}, {"_id": "a", "n": 9}]
     docs += [{"n": i} for i in range(10, 15)] + [{"_id": "a", "n": 1}]
     with pytest.raises(BulkWriteError, match="1 of 10 documents") as caught:
-        bulk_create(via_proxy, db, docs, batch_size=4)
+        api.bulk_create(via_proxy, db, docs, batch_size=4)
     results = caught.value.results
     assert [r.id for r in results][:4] == ["a", results[1].id, "a", "a"]
     assert [r.duplicate for r in results] == [False, False, True] + [False] * 6 + [True]
@@ -432,16 +435,16 @@ def test_a_whole_request_failure_is_raised_as_its_server_error(client: CloudantV
 
 
 def test_a_bulk_call_rerun_with_own_ids_reports_duplicates(
-    client: CloudantV1, via_proxy: CloudantV1, proxy: FaultProxy, db: str
+    api: Api, client: CloudantV1, via_proxy: CloudantV1, proxy: FaultProxy, db: str
 ) -> None:
     docs = [{"_id": V7S.new(type="job"), "n": i} for i in range(30)]
     # After two batches the server stops answering: the call fails with 20 documents stored.
     proxy.fail("503-before", method="POST", path="_bulk_docs", after=2, times=100)
     with pytest.raises(ServerError, match="503"):
-        bulk_create(via_proxy, db, docs, batch_size=10, retries=1, backoff=0)
+        api.bulk_create(via_proxy, db, docs, batch_size=10, retries=1, backoff=0)
     assert len(all_docs(client, db)) == 20
     # Running the whole call again stores each document once.
-    rerun = bulk_create(client, db, docs, batch_size=10)
+    rerun = api.bulk_create(client, db, docs, batch_size=10)
     assert [r.duplicate for r in rerun] == [True] * 20 + [False] * 10
     stored = all_docs(client, db)
     assert [stored[d["_id"]]["n"] for d in docs] == list(range(30))
@@ -531,10 +534,10 @@ def test_other_attachments_under_the_id_are_a_conflict(
 
 
 def test_a_202_is_a_stored_write(
-    proxy: FaultProxy, via_proxy: CloudantV1, client: CloudantV1, db: str
+    api: Api, proxy: FaultProxy, via_proxy: CloudantV1, client: CloudantV1, db: str
 ) -> None:
     proxy.fail("202-after", method="PUT", times=1)
-    result = create(via_proxy, db, {"n": 1}, type="order")
+    result = api.create(via_proxy, db, {"n": 1}, type="order")
     assert result.duplicate is False
     assert client.get_document(db=db, doc_id=result.id).get_result()["_rev"] == result.rev
     # The 202 was checked against every copy's leaves.
@@ -543,12 +546,12 @@ def test_a_202_is_a_stored_write(
 
 
 def test_a_202_followed_by_a_404_read_back_is_still_stored(
-    proxy: FaultProxy, via_proxy: CloudantV1, client: CloudantV1, db: str
+    api: Api, proxy: FaultProxy, via_proxy: CloudantV1, client: CloudantV1, db: str
 ) -> None:
     # The read reached a copy the write had not reached: that never means "not stored".
     proxy.fail("202-after", method="PUT", times=1)
     proxy.fail("404-before", method="GET", path="open_revs", times=1)
-    result = create(via_proxy, db, {"n": 1}, type="order")
+    result = api.create(via_proxy, db, {"n": 1}, type="order")
     assert result == WriteResult(result.id, result.rev, duplicate=False)
     assert list(all_docs(client, db)) == [result.id]
     assert [e.outcome for e in proxy.requests("PUT")] == ["202-after"], "not written twice"
