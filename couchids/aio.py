@@ -26,7 +26,8 @@ Example::
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable
 from typing import Any, Final, TypeVar
 
 import httpx
@@ -175,10 +176,11 @@ class AsyncClient:
             await asyncio.sleep(_sdk_backoff(retry, response, attempt))
 
     def _cookies(self) -> dict[str, str]:
-        jar = self.cloudant.jar
-        if jar is None or not len(jar):
-            return {}
-        return {"Cookie": "; ".join(f"{c.name}={c.value}" for c in jar)}
+        """The cookies the blocking client would send: its own jar's, and its session's (where
+        a CouchDB session login keeps ``AuthSession``)."""
+        jars = (self.cloudant.jar, self.cloudant.get_http_client().cookies)
+        pairs = {c.name: c.value for jar in jars if jar is not None for c in jar}
+        return {"Cookie": "; ".join(f"{k}={v}" for k, v in pairs.items())} if pairs else {}
 
 
 def new_instance(service_name: str = "cloudant", **httpx_options: Any) -> AsyncClient:
@@ -311,8 +313,9 @@ async def bulk_create(
     )
     collected = Collected(db)
     try:
-        async for batch in _drive(client, program, []):
-            collected.add(batch)
+        async with contextlib.aclosing(_drive(client, program, [])) as batches:
+            async for batch in batches:
+                collected.add(batch)
     except CouchidsError as exc:
         collected.ended_by(exc)
         raise
@@ -366,18 +369,23 @@ def _checked(client: object) -> AsyncClient:
 
 async def _run(client: AsyncClient, program: Program[T]) -> T:
     result: list[T] = []
-    async for value in _drive(client, program, result):
-        raise TypeError(f"a program run for its result emitted {type(value).__name__}")
+    async with contextlib.aclosing(_drive(client, program, result)) as emitted:
+        async for value in emitted:
+            raise TypeError(f"a program run for its result emitted {type(value).__name__}")
     return result[0]
 
 
-async def _flat(pages: AsyncIterator[list[T]]) -> AsyncIterator[T]:
-    async for page in pages:
-        for item in page:
-            yield item
+async def _flat(pages: AsyncGenerator[list[T], None]) -> AsyncIterator[T]:
+    """The items of each page; closing this closes ``pages`` (and so what it started)."""
+    async with contextlib.aclosing(pages):
+        async for page in pages:
+            for item in page:
+                yield item
 
 
-async def _drive(client: AsyncClient, program: Program[T], result: list[T]) -> AsyncIterator[Any]:
+async def _drive(
+    client: AsyncClient, program: Program[T], result: list[T]
+) -> AsyncGenerator[Any, None]:
     """Carry out ``program``, yielding what it emits; its result is appended to ``result``."""
     tasks: list[asyncio.Task[Any]] = []
     outcome: Any = None
