@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
+from dataclasses import replace
 from typing import Any, Final, TypeVar
 
 import httpx
 from ibmcloudant.cloudant_v1 import CloudantV1
 
-from .core import windows, writes
+from .core import short, windows, writes
 from .core.protocol import (
     DEFAULT_BACKOFF,
     DEFAULT_RETRIES,
@@ -43,24 +44,30 @@ from .core.protocol import (
     Lost,
     Program,
     Response,
+    RetryPolicy,
     Send,
     Sleep,
     Start,
     Wait,
 )
+from .core.sequence import DEFAULT_BLOCK, check_sequence, claim_block, seq_prefix
+from .core.short import NonceSource
 from .core.writes import DEFAULT_BATCH_SIZE, Collected, Doc, KeyOf, TimeOf, WriteResult
 from .doctypes import AllTypes
 from .errors import CouchidsError, InvalidArgumentError, ServerError, ServerTimeoutError
 from .forms import KUUID, IdForm
+from .seq import SEQ10, SeqForm
 from .server import FAILURES, check_db, sanitized, server_error
 from .times import TimeLike
 
 __all__ = [
     "CONNECTIONS",
     "AsyncClient",
+    "AsyncSequence",
     "bulk_create",
     "bulk_create_iter",
     "create",
+    "create_short",
     "latest",
     "new_instance",
     "window",
@@ -140,13 +147,12 @@ class AsyncClient:
             "params": dict(sent.params) if sent.params else None,
             "data": sent.body,
         }
-        try:
-            if self._inline:
-                prepared = self.cloudant.prepare_request(**options)
-            else:
-                prepared = await asyncio.to_thread(self.cloudant.prepare_request, **options)
-        except FAILURES as exc:
-            return _lost(exc, effect, login=True)
+        if self._inline:
+            prepared = self._prepare(options)
+        else:
+            prepared = await asyncio.to_thread(self._prepare, options)
+        if isinstance(prepared, BaseException):
+            return _lost(prepared, effect, login=True)
         retry = self.cloudant.retry_config
         attempt = 0
         while True:
@@ -175,6 +181,16 @@ class AsyncClient:
             attempt += 1
             await asyncio.sleep(_sdk_backoff(retry, response, attempt))
 
+    def _prepare(self, options: dict[str, Any]) -> dict[str, Any] | BaseException:
+        """The request as the blocking client prepares it (authenticated), or why it could not
+        be: returned, not raised, since a refused session login raises ``StopIteration``,
+        which no future can carry."""
+        try:
+            prepared: dict[str, Any] = self.cloudant.prepare_request(**options)
+            return prepared
+        except FAILURES as exc:
+            return exc
+
     def _cookies(self) -> dict[str, str]:
         """The cookies the blocking client would send: its own jar's, and its session's (where
         a CouchDB session login keeps ``AuthSession``)."""
@@ -187,7 +203,7 @@ def new_instance(service_name: str = "cloudant", **httpx_options: Any) -> AsyncC
     """An :class:`AsyncClient` configured like ``CloudantV1.new_instance(service_name)``: from
     the ``CLOUDANT_*`` variables (or a credentials file), with the same authenticator.
 
-    ``httpx_options`` go to ``httpx.AsyncClient`` (``limits``: default :data:`CONNECTIONS`
+    ``httpx_options`` go to ``httpx.AsyncClient`` (``limits``: default ``CONNECTIONS``
     connections; proxies, ...).
     """
     cloudant = CloudantV1.new_instance(service_name=service_name)
@@ -353,6 +369,79 @@ def bulk_create_iter(
         timeout=timeout,
     )
     return _flat(_drive(client, program, []))
+
+
+async def create_short(
+    client: AsyncClient,
+    db: str,
+    doc: Mapping[str, Any],
+    *,
+    now: TimeLike = None,
+    rng: NonceSource | None = None,
+    retries: int = DEFAULT_RETRIES,
+    backoff: float = DEFAULT_BACKOFF,
+    timeout: float | None = DEFAULT_TIMEOUT,
+) -> WriteResult:
+    """:func:`couchids.create_short`, awaited."""
+    client, db = _checked(client), check_db(db)
+    program = short.create_short(
+        client.facts,
+        db,
+        doc,
+        now=now,
+        rng=rng,
+        retries=retries,
+        backoff=backoff,
+        timeout=timeout,
+    )
+    return await _run(client, program)
+
+
+class AsyncSequence:
+    """:class:`couchids.Sequence` for asyncio: ``await seq.next()``, ``await seq.new_id()``.
+
+    Safe to share between the tasks of one event loop.
+    """
+
+    def __init__(
+        self,
+        client: AsyncClient,
+        db: str,
+        name: str,
+        *,
+        block: int = DEFAULT_BLOCK,
+        retries: int = DEFAULT_RETRIES,
+        backoff: float = DEFAULT_BACKOFF,
+        timeout: float | None = DEFAULT_TIMEOUT,
+    ) -> None:
+        self._policy = RetryPolicy.checked(retries, backoff, timeout, "Sequence.next")
+        self.client, self.db = _checked(client), check_db(db)
+        check_sequence(name, block)
+        self.name, self.block = name, block
+        self._lock = asyncio.Lock()
+        self._next = self._end = 0
+
+    def __repr__(self) -> str:
+        return f"AsyncSequence(db={self.db!r}, name={self.name!r}, block={self.block})"
+
+    async def next(self) -> int:
+        """:meth:`couchids.Sequence.next`, awaited."""
+        return await self._take("Sequence.next")
+
+    async def new_id(self, *, type: str | None = None, form: SeqForm = SEQ10) -> str:
+        """``couchids.Sequence.new_id``, awaited."""
+        prefix = seq_prefix(form, type)  # checked before a number is taken
+        return prefix + form.encode(await self._take("Sequence.new_id"))
+
+    async def _take(self, operation: str) -> int:
+        async with self._lock:
+            if self._next >= self._end:
+                policy = replace(self._policy, operation=operation).renewed()
+                claim = claim_block(self.client.facts, self.db, self.name, self.block, policy)
+                self._next, self._end = await _run(self.client, claim)
+            number = self._next
+            self._next += 1
+            return number
 
 
 # -- the driver ---------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ html_theme = "alabaster"
 # Names from outside couchids, which the build has no inventory for (it never reaches the
 # network): the ibmcloudant client, the standard library's abstract types, type aliases.
 nitpick_ignore_regex = [
-    ("py:class", r"(ibmcloudant|ibm_cloud_sdk_core|httpx)\..*|CloudantV1"),
+    ("py:class", r"(ibmcloudant|ibm_cloud_sdk_core|httpx)\..*|CloudantV1|couchids\.seq\.SeqForm"),
     ("py:class", r"(collections\.abc|typing|datetime|re)\..*|timedelta|Format|list\[tuple\[str"),
     # Internal plumbing named in signatures (a deadline passed between couchids' own modules).
     ("py:class", r"couchids\.server\..*"),

@@ -34,6 +34,16 @@ class Blocking:
     ) -> list[WriteResult]:
         return couchids.bulk_create(client, db, docs, **options)
 
+    def create_short(self, client: CloudantV1, db: str, doc: Any, **options: Any) -> WriteResult:
+        return couchids.create_short(client, db, doc, **options)
+
+    def numbers(
+        self, client: CloudantV1, db: str, name: str, count: int, **options: Any
+    ) -> list[int]:
+        """``count`` numbers from one Sequence object."""
+        sequence = couchids.Sequence(client, db, name, **options)
+        return [sequence.next() for _ in range(count)]
+
 
 class Async:
     name = "aio"
@@ -63,6 +73,21 @@ class Async:
     ) -> list[WriteResult]:
         async def call(ac: aio.AsyncClient) -> list[WriteResult]:
             return await aio.bulk_create(ac, db, docs, **options)
+
+        return _on_a_loop(client, call)
+
+    def create_short(self, client: CloudantV1, db: str, doc: Any, **options: Any) -> WriteResult:
+        async def call(ac: aio.AsyncClient) -> WriteResult:
+            return await aio.create_short(ac, db, doc, **options)
+
+        return _on_a_loop(client, call)
+
+    def numbers(
+        self, client: CloudantV1, db: str, name: str, count: int, **options: Any
+    ) -> list[int]:
+        async def call(ac: aio.AsyncClient) -> list[int]:
+            sequence = aio.AsyncSequence(ac, db, name, **options)
+            return [await sequence.next() for _ in range(count)]
 
         return _on_a_loop(client, call)
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import requests
+from apis import Api
 from faultproxy import FaultProxy, all_docs, client_for
 from ibmcloudant.cloudant_v1 import CloudantV1
 from intercept import answer, intercepted, path_of
@@ -17,7 +18,7 @@ from localserver import CouchDBCluster
 
 import couchids
 from couchids import SEQ36, InvalidArgumentError, InvalidTypeError, ServerError, decode
-from couchids.claim import ALLOC_FIELD
+from couchids.core.claim import ALLOC_FIELD
 from couchids.sequence import BLOCK_PREFIX, Sequence, block_id
 
 pytestmark = pytest.mark.integration
@@ -36,10 +37,11 @@ def blocks(client: CloudantV1, db: str) -> dict[int, int]:
     }
 
 
-def test_numbers_start_at_one_and_come_from_blocks(client: CloudantV1, db: str) -> None:
-    sequence = Sequence(client, db, "invoices", block=3)
-    assert numbers(sequence, 7) == [1, 2, 3, 4, 5, 6, 7]
+def test_numbers_start_at_one_and_come_from_blocks(api: Api, client: CloudantV1, db: str) -> None:
+    assert api.numbers(client, db, "invoices", 7, block=3) == [1, 2, 3, 4, 5, 6, 7]
     assert blocks(client, db) == {1: 4, 4: 7, 7: 10}
+    # A second writer (of either API) claims the block after the highest.
+    assert api.numbers(client, db, "invoices", 2, block=3) == [10, 11]
 
 
 def test_a_second_writer_claims_the_block_after_the_highest(client: CloudantV1, db: str) -> None:

@@ -20,6 +20,7 @@ from urllib.parse import unquote
 
 import pytest
 import requests
+from apis import Api
 from faultproxy import FaultProxy, all_docs, client_for, update_count
 from ibmcloudant.cloudant_v1 import CloudantV1
 from intercept import intercepted, path_of
@@ -134,11 +135,11 @@ def test_short_id_pattern(text: str, matches: bool) -> None:
 
 
 def test_create_short_stores_the_document_under_a_two_letter_id_of_the_day(
-    client: CloudantV1, db: str
+    api: Api, client: CloudantV1, db: str
 ) -> None:
     doc = {"title": "hello", "tags": ["x"]}
     before = copy.deepcopy(doc)
-    result = create_short(client, db, doc, now=NOW)
+    result = api.create_short(client, db, doc, now=NOW)
     assert doc == before, "the caller's document is not changed"
     assert re.fullmatch(rf"{DAY}-[{SHORT_ID_ALPHABET}]{{2}}", result.id)
     assert result.duplicate is False
@@ -148,9 +149,11 @@ def test_create_short_stores_the_document_under_a_two_letter_id_of_the_day(
     assert stored == {**doc, "_id": result.id, "_rev": result.rev}
 
 
-def test_create_short_tries_another_nonce_when_the_id_is_taken(client: CloudantV1, db: str) -> None:
+def test_create_short_tries_another_nonce_when_the_id_is_taken(
+    api: Api, client: CloudantV1, db: str
+) -> None:
     taken = client.put_document(db=db, doc_id=f"{DAY}-bc", document={"theirs": 1}).get_result()
-    result = create_short(client, db, {"ours": 1}, now=NOW, rng=scripted("bc", "bd"))
+    result = api.create_short(client, db, {"ours": 1}, now=NOW, rng=scripted("bc", "bd"))
     assert result.id == f"{DAY}-bd"
     assert client.get_document(db=db, doc_id=f"{DAY}-bc").get_result() == {
         "_id": f"{DAY}-bc",
@@ -161,10 +164,10 @@ def test_create_short_tries_another_nonce_when_the_id_is_taken(client: CloudantV
 
 @pytest.mark.parametrize("mode", ["503-after", "drop-after"])
 def test_a_lost_answer_is_retried_with_the_same_id_and_stored_once(
-    client: CloudantV1, proxy: FaultProxy, db: str, mode: str
+    api: Api, client: CloudantV1, proxy: FaultProxy, db: str, mode: str
 ) -> None:
     proxy.fail(mode, method="PUT", path=f"^/{db}/")  # type: ignore[arg-type]
-    result = create_short(client_for(proxy.url), db, {"n": 1}, now=NOW)
+    result = api.create_short(client_for(proxy.url), db, {"n": 1}, now=NOW)
     assert proxy.pending() == 0
     puts = proxy.requests("PUT", f"^/{db}/")
     assert [e.outcome for e in puts[:2]] == [mode, "forwarded"]
@@ -224,21 +227,21 @@ def fill_two_letter_ids(client: CloudantV1, db: str) -> None:
 
 
 def test_when_every_two_letter_id_is_taken_a_three_letter_id_is_made(
-    client: CloudantV1, db: str
+    api: Api, client: CloudantV1, db: str
 ) -> None:
     fill_two_letter_ids(client, db)
-    result = create_short(client, db, {"n": 1}, now=NOW)
+    result = api.create_short(client, db, {"n": 1}, now=NOW)
     assert re.fullmatch(rf"{DAY}-[{SHORT_ID_ALPHABET}]{{3}}", result.id)
     stored = all_docs(client, db)
     assert len(stored) == 401
     assert all(doc.get("filler") for doc_id, doc in stored.items() if doc_id != result.id)
     # Another day still has every two-letter id free.
-    tomorrow = create_short(client, db, {"n": 2}, now=NOW + timedelta(days=1))
+    tomorrow = api.create_short(client, db, {"n": 2}, now=NOW + timedelta(days=1))
     assert re.fullmatch(rf"260108-[{SHORT_ID_ALPHABET}]{{2}}", tomorrow.id)
 
 
 def test_allocation_fails_when_every_try_is_taken_and_leaves_nothing_behind(
-    client: CloudantV1, db: str
+    api: Api, client: CloudantV1, db: str
 ) -> None:
     for doc_id in (f"{DAY}-bb", f"{DAY}-bbb"):
         client.put_document(db=db, doc_id=doc_id, document={"theirs": doc_id})
@@ -250,7 +253,7 @@ def test_allocation_fails_when_every_try_is_taken_and_leaves_nothing_behind(
         return "b" * length
 
     with pytest.raises(AllocationFailed, match=f"no free short id for {DAY}"):
-        create_short(client, db, {"n": 1}, now=NOW, rng=only_taken)
+        api.create_short(client, db, {"n": 1}, now=NOW, rng=only_taken)
     assert tries == [2] * 10 + [3] * 10
     assert db_state(client, db) == before
 
@@ -272,10 +275,12 @@ def test_allocation_fails_when_the_day_is_full(client: CloudantV1, db: str) -> N
 
 
 def test_a_write_fewer_copies_than_a_quorum_took_is_given_up_and_deleted(
-    proxy: FaultProxy, client: CloudantV1, db: str
+    api: Api, proxy: FaultProxy, client: CloudantV1, db: str
 ) -> None:
     proxy.fail("202-after", method="PUT", times=1)
-    result = create_short(client_for(proxy.url), db, {"n": 1}, now=NOW, rng=scripted("bc", "bd"))
+    result = api.create_short(
+        client_for(proxy.url), db, {"n": 1}, now=NOW, rng=scripted("bc", "bd")
+    )
     assert result.id == f"{DAY}-bd" and result.duplicate is False
     assert list(all_docs(client, db)) == [result.id], "the 202 claim is gone"
     # What is left of the given-up claim is a deletion, not a conflict.
@@ -312,12 +317,14 @@ def test_a_202_beside_another_writers_revision_gives_the_id_up_and_leaves_theirs
 
 
 def test_a_409_that_hides_our_own_revision_never_stores_the_document_twice(
-    proxy: FaultProxy, client: CloudantV1, db: str
+    api: Api, proxy: FaultProxy, client: CloudantV1, db: str
 ) -> None:
     # The majority refused our write but a copy took it (here: the server took it, the
     # answer says 409). Moving on to another nonce without a look would store it twice.
     proxy.fail("409-after", method="PUT", times=1)
-    result = create_short(client_for(proxy.url), db, {"n": 1}, now=NOW, rng=scripted("bc", "bd"))
+    result = api.create_short(
+        client_for(proxy.url), db, {"n": 1}, now=NOW, rng=scripted("bc", "bd")
+    )
     stored = {doc_id: doc for doc_id, doc in all_docs(client, db).items() if doc.get("n") == 1}
     assert list(stored) == [result.id], "stored exactly once, under the id returned"
     if database_facts(client, db).copies == 1:

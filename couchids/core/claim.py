@@ -17,7 +17,7 @@ Every other outcome gives the id up:
 - ``409 Conflict``: taken. A copy that lagged behind may still have taken our write while the
   majority refused it, and a retry after a lost answer may meet our own earlier attempt: the
   writer looks for its revision among the leaves of every copy, by the random token it stored
-  (field :data:`ALLOC_FIELD`), and deletes it. (With one copy — a single node, PouchDB Server —
+  (field ``couchids_alloc``), and deletes it. (With one copy — a single node, PouchDB Server —
   an earlier attempt that is there was accepted whole, and the id is kept.)
 
 So a claimed id holds exactly one live revision, the owner's: the revisions a writer gave up
@@ -27,8 +27,8 @@ answer 201 from fewer copies (a ``w`` below a majority), and when a writer whose
 cannot reach the copy holding its revision to delete it (the revision then stays as a conflict
 until removed by hand; its token tells which write left it).
 
-Short daily ids (:mod:`couchids.short`) and sequence blocks (:mod:`couchids.sequence`) are
-claimed this way.
+Short daily ids (:mod:`couchids.core.short`) and sequence blocks (:mod:`couchids.core.sequence`) are
+claimed this way. Pure: a claim is a program (see :mod:`couchids.core.protocol`).
 """
 
 from __future__ import annotations
@@ -38,11 +38,21 @@ import secrets
 from collections.abc import Mapping
 from typing import Any, Final
 
-from ibmcloudant.cloudant_v1 import CloudantV1
-
-from .core.protocol import CONFLICT, Attempts, Request, RetryPolicy, path, revision
-from .core.writes import WriteResult
-from .server import database_facts, delete_revision, live_leaves, request
+from .protocol import (
+    CONFLICT,
+    Attempts,
+    FactsCache,
+    Program,
+    Request,
+    RetryPolicy,
+    ask,
+    database_facts,
+    delete_revision,
+    live_leaves,
+    path,
+    revision,
+)
+from .writes import WriteResult
 
 __all__ = ["ALLOC_FIELD", "Claim"]
 
@@ -53,20 +63,20 @@ ALLOC_FIELD: Final = "couchids_alloc"
 class Claim:
     """One try at a new id: write the document with a fresh token; keep the id only on a 201.
 
-    >>> claim = Claim(client, "db", "260107-bc", {"n": 1}, RetryPolicy())  # doctest: +SKIP
-    >>> claim.run()  # doctest: +SKIP
+    >>> claim = Claim(known, "db", "260107-bc", {"n": 1}, RetryPolicy(0, 0))  # doctest: +SKIP
+    >>> couchids.server.run(client, claim.run())  # doctest: +SKIP
     WriteResult(id='260107-bc', rev='1-...', duplicate=False)
     """
 
     def __init__(
         self,
-        client: CloudantV1,
+        known: FactsCache,
         db: str,
         doc_id: str,
         doc: Mapping[str, Any],
         policy: RetryPolicy,
     ) -> None:
-        self.client, self.db, self.doc_id, self.policy = client, db, doc_id, policy
+        self.known, self.db, self.doc_id, self.policy = known, db, doc_id, policy
         self.token = secrets.token_hex(16)
         self.payload = json.dumps({**doc, ALLOC_FIELD: self.token}, separators=(",", ":"))
         #: Whether this try stored a revision and deleted it again.
@@ -75,11 +85,11 @@ class Claim:
         self.attempts = Attempts()
         self.answered = False
 
-    def run(self) -> WriteResult | None:
+    def run(self) -> Program[WriteResult | None]:
         """The result if this write owns the id; ``None`` if it gave the id up."""
         put = Request("PUT", path(self.db, self.doc_id), body=self.payload.encode())
-        answer = request(
-            self.client, self.db, put, self.policy, expect=(CONFLICT,), attempts=self.attempts
+        answer = yield from ask(
+            put, self.policy, self.db, expect=(CONFLICT,), attempts=self.attempts
         )
         self.answered = True
         if answer is not CONFLICT:
@@ -89,16 +99,13 @@ class Claim:
         else:
             # Even a 409 may leave our revision on a copy that lagged behind (the majority
             # refused it, that copy took it), as may an earlier attempt whose answer was lost.
-            leaves = live_leaves(self.client, self.db, self.doc_id, self.policy)
+            leaves = yield from live_leaves(self.known, self.db, self.doc_id, self.policy)
             ours = [str(leaf["_rev"]) for leaf in leaves if leaf.get(ALLOC_FIELD) == self.token]
-            if (
-                ours
-                and len(leaves) == 1
-                and database_facts(self.client, self.db, self.policy).copies == 1
-            ):
+            facts = yield from database_facts(self.known, self.db, self.policy)
+            if ours and len(leaves) == 1 and facts.copies == 1:
                 # Our earlier attempt, whose answer was lost, was taken by the only copy.
                 return WriteResult(self.doc_id, ours[0], duplicate=True)
         for rev in ours:
-            delete_revision(self.client, self.db, self.doc_id, rev, self.policy)
+            yield from delete_revision(self.db, self.doc_id, rev, self.policy)
         self.gave_up = bool(ours)
         return None
