@@ -36,6 +36,48 @@ __all__ = ["BASE36_V7", "BASE36_V7_UNPADDED", "Base36V7Form", "uuid7_time"]
 
 _TIME_SHIFT = UUID_BITS - V7_TIME_BITS
 _MAX_TEXT = radix.encode((1 << UUID_BITS) - 1, BASE36_UUID_LEN, BASE36_ALPHABET)
+_LIMIT = len(BASE36_ALPHABET) ** BASE36_UUID_LEN
+#: Five base36 digits: a chunk below 36**5 is below 2**30, one machine digit to CPython.
+_CHUNK = 36**5
+_PAIRS = tuple(a + b for a in BASE36_ALPHABET for b in BASE36_ALPHABET)
+
+
+def uuid_text(value: int) -> str:
+    """``value`` as 25 lower-case base36 characters, zero-padded: what
+    ``radix.encode(value, 25, BASE36_ALPHABET)`` writes, in less than half the time.
+
+    Raises:
+        ValueError: ``value`` is negative or needs more than 25 characters.
+
+    >>> uuid_text(0x018CC251F400_7000_8000_000000000000)
+    '03awvyp9xoayogohoeqqhhlhc'
+    """
+    if not 0 <= value < _LIMIT:
+        raise ValueError(f"{value} does not fit in {BASE36_UUID_LEN} characters of base 36")
+    # Four divisions of the big number leave five chunks of five digits; each chunk is two
+    # pairs from a table and a digit. Written out, because a loop or a comprehension over
+    # the chunks takes about 70% longer on CPython 3.11.
+    pairs, digits, chunk = _PAIRS, BASE36_ALPHABET, _CHUNK
+    value, e = divmod(value, chunk)
+    value, d = divmod(value, chunk)
+    value, c = divmod(value, chunk)
+    a, b = divmod(value, chunk)
+    return "".join(
+        (
+            pairs[a // 36**3], pairs[a // 36 % 36**2], digits[a % 36],
+            pairs[b // 36**3], pairs[b // 36 % 36**2], digits[b % 36],
+            pairs[c // 36**3], pairs[c // 36 % 36**2], digits[c % 36],
+            pairs[d // 36**3], pairs[d // 36 % 36**2], digits[d % 36],
+            pairs[e // 36**3], pairs[e // 36 % 36**2], digits[e % 36],
+        )
+    )  # fmt: skip
+
+
+def _text(ms: int, value: int) -> str:
+    """The body of the UUIDv7 of millisecond ``ms`` whose 74 other bits are ``value``."""
+    if ms > MAX_MS:
+        raise InvalidTimeError(f"{ms} ms is after 9999-12-31, the last time couchids writes")
+    return uuid_text(uuid7_from(ms, value))
 
 
 def uuid7_time(value: int) -> int | None:
@@ -85,7 +127,7 @@ class Base36V7Form(IdForm):
                 "sort by time for every time; the unpadded form is read, not made"
             )
         ms, value = SEQUENCER.next(None if timestamp is None else to_ms(timestamp))
-        body = self.compose(ms * US_PER_MS, value)
+        body = _text(ms, value)
         return body if type is None else self.type_prefix(type) + body
 
     @property
@@ -95,10 +137,7 @@ class Base36V7Form(IdForm):
     def compose(self, us: int, random: int) -> str:
         if not self.padded:
             raise InvalidArgumentError("couchids makes base36 UUIDv7s padded (BASE36_V7)")
-        ms = us // US_PER_MS
-        if ms > MAX_MS:
-            raise InvalidTimeError(f"{ms} ms is after 9999-12-31, the last time couchids writes")
-        return radix.encode(uuid7_from(ms, random), BASE36_UUID_LEN, BASE36_ALPHABET)
+        return _text(us // US_PER_MS, random)
 
     def key(self, unit: int) -> str:
         return radix.encode(unit << _TIME_SHIFT, self.length, BASE36_ALPHABET)

@@ -7,7 +7,10 @@
 - ``uuid_v7`` (CouchDB 3.5.1+): its ``base_16`` format is :data:`couchids.V7S`, ``rfc9562`` is
   :data:`couchids.V7` and ``base_36`` is :data:`couchids.BASE36_V7`.
 - ``random`` and ``sequential``: 32 hex digits that hold no time; :data:`COUCH_RANDOM` reads
-  them and says so.
+  them and says so. A ``sequential`` id is a random prefix of 26 hex digits and a 6-hex
+  counter that climbs by random steps, so such ids sort in the order the server made them
+  only while one prefix lasts: a node draws a new one after about 8,000 ids (once the counter
+  reaches ``fff000``), and each node of a cluster counts on its own.
 
 Like CouchDB, ids made here for the current time strictly increase within a process: a
 microsecond not after the last one used becomes the last one plus one.

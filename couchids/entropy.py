@@ -139,19 +139,26 @@ class WordPool:
 
     def bits(self, count: int) -> int:
         """A uniformly random number of ``count`` bits (at most 128)."""
+        # As in SuffixPool.take, next() on the batch's iterator is atomic under the GIL: only
+        # a refill takes the lock.
+        word = next(self._iter, None)
+        if word is None:
+            word = self._refill()
+        if count > 64:
+            second = next(self._iter, None)
+            if second is None:
+                second = self._refill()
+            return ((word << 64) | second) >> (128 - count)
+        return word >> (64 - count)
+
+    def _refill(self) -> int:
+        """A word from the batch another thread may just have read, or from a new batch."""
         with self._lock:
             word = next(self._iter, None)
             if word is None:
                 self._iter = iter(memoryview(os.urandom(8 * self._words)).cast("Q"))
                 word = next(self._iter)
-            if count > 64:
-                second = next(self._iter, None)
-                if second is None:
-                    self._iter = iter(memoryview(os.urandom(8 * self._words)).cast("Q"))
-                    second = next(self._iter)
-                word = (word << 64) | second
-                return word >> (128 - count)
-        return word >> (64 - count)
+            return word
 
 
 WORDS = WordPool()

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Self
 
 from .constants import MS_PER_SECOND, SEPARATORS, TYPE_SEPARATOR, US_PER_MS
+from .doctypes import scope_prefix
 from .errors import InvalidArgumentError, InvalidIdError
 from .times import TimeLike
 
@@ -244,8 +245,6 @@ class IdForm(ABC):
         Raises:
             InvalidTypeError: ``doc_type`` breaks the type rule.
         """
-        from .doctypes import scope_prefix
-
         return scope_prefix(doc_type, self.separator)
 
     def __str__(self) -> str:

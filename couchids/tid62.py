@@ -33,6 +33,38 @@ __all__ = ["TID62", "Tid62Form"]
 _LAST_S = TID62_EPOCH_S + (1 << TID62_TIME_BITS) - 1
 _MAX_TEXT = radix.encode((1 << (TID62_TIME_BITS + TID62_RANDOM_BITS)) - 1, TID62_LEN, ALPHABET)
 _BODY = at_most_pattern(_MAX_TEXT, ALPHABET)
+_LIMIT = len(ALPHABET) ** TID62_LEN
+#: Five base62 digits: a chunk below 62**5 is below 2**30, one machine digit to CPython.
+_CHUNK = 62**5
+_PAIRS = tuple(a + b for a in ALPHABET for b in ALPHABET)
+
+
+def tid62_text(value: int) -> str:
+    """``value`` as 17 base62 characters, zero-padded: what
+    ``radix.encode(value, 17, ALPHABET)`` writes, in less than half the time.
+
+    Raises:
+        ValueError: ``value`` is negative or needs more than 17 characters.
+
+    >>> tid62_text(189_259_200 << 64)
+    '04XVaYIDfO3SmYAds'
+    """
+    if not 0 <= value < _LIMIT:
+        raise ValueError(f"{value} does not fit in {TID62_LEN} characters of base 62")
+    # Three divisions of the big number leave a pair and three chunks of five digits; each
+    # chunk is two pairs from a table and a digit. Written out, as base36.uuid_text is.
+    pairs, digits, chunk = _PAIRS, ALPHABET, _CHUNK
+    value, d = divmod(value, chunk)
+    value, c = divmod(value, chunk)
+    a, b = divmod(value, chunk)
+    return "".join(
+        (
+            pairs[a],
+            pairs[b // 62**3], pairs[b // 62 % 62**2], digits[b % 62],
+            pairs[c // 62**3], pairs[c // 62 % 62**2], digits[c % 62],
+            pairs[d // 62**3], pairs[d // 62 % 62**2], digits[d % 62],
+        )
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -80,8 +112,7 @@ class Tid62Form(IdForm):
                 f"runway: tid62 ids hold times from {to_datetime(TID62_EPOCH_S * 1000)} to "
                 f"{to_datetime(_LAST_S * 1000)}"
             )
-        value = ((seconds - TID62_EPOCH_S) << TID62_RANDOM_BITS) | random
-        return radix.encode(value, TID62_LEN, ALPHABET)
+        return tid62_text(((seconds - TID62_EPOCH_S) << TID62_RANDOM_BITS) | random)
 
     def key(self, unit: int) -> str:
         return radix.encode((unit - TID62_EPOCH_S) << TID62_RANDOM_BITS, TID62_LEN, ALPHABET)

@@ -133,6 +133,24 @@ def test_pool_hands_each_suffix_out_once_across_threads() -> None:
     assert len(every) == 60_000 == len(set(every))
 
 
+def test_word_pool_hands_each_word_out_once_across_threads() -> None:
+    pool = entropy.WordPool(words=64)  # small batches: many refills, some raced
+    taken: list[list[int]] = [[] for _ in range(4)]
+
+    def work(out: list[int]) -> None:
+        out.extend(pool.bits(64) for _ in range(5_000))
+        out.extend(pool.bits(128) for _ in range(5_000))
+
+    threads = [threading.Thread(target=work, args=(out,)) for out in taken]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    # 40,000 draws of 64 or 128 random bits: a repeat means a word was handed out twice.
+    every = [word for out in taken for word in out]
+    assert len(every) == 40_000 == len(set(every))
+
+
 def test_forget_drops_the_pool() -> None:
     pool = entropy.SuffixPool()
     first = pool.take()

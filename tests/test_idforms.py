@@ -3,11 +3,13 @@ seq.py): known answers from their specifications, round trips, order, and near-m
 
 from __future__ import annotations
 
+import base64
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from hypothesis import assume, given
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import couchids
@@ -29,11 +31,14 @@ from couchids import (
     decode,
     radix,
 )
-from couchids.base36 import BASE36_V7_UNPADDED
-from couchids.constants import ULID_ALPHABET
+from couchids.base36 import BASE36_V7_UNPADDED, uuid_text
+from couchids.constants import ALPHABET, BASE36_ALPHABET, ULID_ALPHABET
 from couchids.couchid import COUCH_RANDOM
 from couchids.keys import window_keys
+from couchids.tid62 import tid62_text
 from couchids.times import EPOCH, MAX_MS, to_ms
+from couchids.ulid import ulid_text
+from couchids.v7 import uuid7_from
 
 Y2000, Y2100 = to_ms("2000-01-01"), to_ms("2100-01-01")
 UTC_LAST = (16**14 - 1) // 1000  # 14 hex digits of microseconds: 4253-05-31
@@ -190,6 +195,94 @@ def test_presets_are_named() -> None:
     assert couchids.form_named("utc_id:-x") == UtcIdForm("-x")
     with pytest.raises(InvalidArgumentError, match="known: kuuid"):
         couchids.form_named("uuid4")
+
+
+# -- the fast encoders against plain ones ----------------------------------------------------
+
+
+def plain_digits(value: int, width: int, alphabet: str) -> str:
+    """The reference: one division per character, most significant character first."""
+    digits = []
+    for _ in range(width):
+        value, digit = divmod(value, len(alphabet))
+        digits.append(alphabet[digit])
+    assert value == 0, "the value needs more characters"
+    return "".join(reversed(digits))
+
+
+#: RFC 4648's base32 alphabet, in the order of Crockford's.
+RFC4648_TO_CROCKFORD = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", ULID_ALPHABET.encode())
+
+
+def crockford_by_base64(value: int) -> str:
+    """A ULID's text from the standard library: 160 bits of RFC 4648 base32, whose first 6
+    characters are the 30 zero bits above the 130 that 26 characters hold."""
+    rfc = base64.b32encode(value.to_bytes(20, "big"))
+    assert rfc[:6] == b"AAAAAA"
+    return rfc[6:].translate(RFC4648_TO_CROCKFORD).decode()
+
+
+def near_powers(base: int, width: int) -> list[int]:
+    """Values next to every power of ``base`` up to ``base**width``: where carries cross the
+    chunks a fast encoder splits the number into."""
+    return sorted(
+        {max(0, base**k + d) for k in range(width + 1) for d in (-1, 0, 1)}
+        - {base**width, base**width + 1}
+    )
+
+
+@settings(max_examples=2000)
+@given(
+    st.one_of(st.integers(min_value=0, max_value=36**25 - 1), st.sampled_from(near_powers(36, 25)))
+)
+def test_base36_text_is_the_plain_base36_of_the_number(value: int) -> None:
+    text = uuid_text(value)
+    assert text == plain_digits(value, 25, BASE36_ALPHABET)
+    assert text == radix.encode(value, 25, BASE36_ALPHABET)
+    assert int(text, 36) == value
+
+
+@settings(max_examples=2000)
+@given(st.integers(min_value=0, max_value=2**130 - 1))
+def test_ulid_text_is_crockford_base32_of_the_number(value: int) -> None:
+    text = ulid_text(value)
+    assert text == plain_digits(value, 26, ULID_ALPHABET)
+    assert text == crockford_by_base64(value)
+
+
+@settings(max_examples=2000)
+@given(
+    st.one_of(st.integers(min_value=0, max_value=62**17 - 1), st.sampled_from(near_powers(62, 17)))
+)
+def test_tid62_text_is_the_plain_base62_of_the_number(value: int) -> None:
+    text = tid62_text(value)
+    assert text == plain_digits(value, 17, ALPHABET)
+    assert text == radix.encode(value, 17, ALPHABET)
+
+
+@pytest.mark.parametrize(
+    ("encode", "too_big"), [(uuid_text, 36**25), (tid62_text, 62**17)], ids=["base36", "tid62"]
+)
+def test_fast_encoders_refuse_what_does_not_fit(encode: Callable[[int], str], too_big: int) -> None:
+    for value in (-1, too_big):
+        with pytest.raises(ValueError, match="does not fit"):
+            encode(value)
+
+
+@settings(max_examples=2000)
+@given(st.integers(min_value=0, max_value=MAX_MS), st.integers(min_value=0, max_value=2**80 - 1))
+def test_forms_write_their_number_as_the_plain_encoders_do(ms: int, random: int) -> None:
+    us = ms * 1000
+    v7_bits = random >> 6
+    assert BASE36_V7.compose(us, v7_bits) == plain_digits(
+        uuid7_from(ms, v7_bits), 25, BASE36_ALPHABET
+    )
+    assert ULID.compose(us, random) == crockford_by_base64((ms << 80) | random)
+    seconds = TID62_FIRST // 1000 + ms % 2**32
+    tid62_bits = random >> 16
+    assert TID62.compose(seconds * 10**6, tid62_bits) == plain_digits(
+        ((seconds - TID62_FIRST // 1000) << 64) | tid62_bits, 17, ALPHABET
+    )
 
 
 # -- properties ------------------------------------------------------------------------------

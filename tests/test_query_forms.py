@@ -1,12 +1,14 @@
 """Queries on every time form (couchids/query.py with the forms of couchids/idform.py), on real
 servers: ground truth by construction, with noise, under ':', '-' and '_' prefixes, composite
-partition prefixes, and a database whose ids CouchDB made itself."""
+partition prefixes, a database whose ids CouchDB made itself, and CouchDB's ids without time
+(``sequential`` and ``random``)."""
 
 from __future__ import annotations
 
 import json
 import random
 import time
+from itertools import pairwise
 
 import pytest
 import requests
@@ -23,6 +25,7 @@ from couchids import (
     V7S,
     IdForm,
     InvalidArgumentError,
+    InvalidIdError,
     decode,
 )
 from couchids.couchid import COUCH_RANDOM
@@ -189,3 +192,73 @@ def test_a_database_of_ids_couchdb_made(
         assert [row["id"] for row in newest] == sorted(made, reverse=True)[:3]
     finally:
         set_config(couch_url, "uuids", "algorithm", old_algorithm or "sequential")
+
+
+#: CouchDB's ``sequential`` uuids: 26 hex digits of a random prefix, then a 6-hex counter. The
+#: counter climbs by a random step (1 to 0xffd, couch_uuids.erl) until it reaches this value;
+#: the id after that one starts a new random prefix with a small counter.
+SEQUENTIAL_PREFIX_LEN = 26
+SEQUENTIAL_RENEWAL = 0xFFF000
+
+
+def uuids_from(url: str, batches: int) -> list[str]:
+    """``batches`` answers of ``GET /_uuids?count=1000`` (CouchDB's default ``max_count``),
+    in the order the server made them."""
+    made: list[str] = []
+    for _ in range(batches):
+        answer = requests.get(f"{url}/_uuids?count=1000", timeout=30)
+        answer.raise_for_status()
+        made += answer.json()["uuids"]
+    return made
+
+
+def check_holds_no_time(doc_id: str) -> None:
+    """What couchids says of an id CouchDB made with ``random`` or ``sequential``."""
+    assert COUCH_RANDOM.read(doc_id) is None
+    assert COUCH_RANDOM.matcher()(doc_id) and COUCH_RANDOM.matcher("user:")("user:" + doc_id)
+    decoded = decode(doc_id, form=COUCH_RANDOM)
+    assert (decoded.form, decoded.type, decoded.timestamp) == (COUCH_RANDOM, None, None)
+    assert decode("user:" + doc_id, form=COUCH_RANDOM).type == "user"
+    with pytest.raises(InvalidIdError, match="holds no time"):
+        COUCH_RANDOM.parse(doc_id)
+    # Any 32 lower-case hex digits also read as utc_random: why these ids need form=.
+    assert UTC_RANDOM.read(doc_id) is not None
+
+
+@pytest.mark.needs("couchdb")
+@pytest.mark.parametrize("algorithm", ["sequential", "random"])
+def test_ids_couchdb_makes_without_time(
+    client: CloudantV1, db: str, couch_url: str, algorithm: str
+) -> None:
+    old_algorithm = set_config(couch_url, "uuids", "algorithm", algorithm)
+    try:
+        made = uuids_from(couch_url, 20)
+        made += [
+            client.post_document(db=db, document={"i": i}).get_result()["id"] for i in range(5)
+        ]
+    finally:
+        set_config(couch_url, "uuids", "algorithm", old_algorithm or "sequential")
+    assert len(set(made)) == len(made) == 20_005
+    for doc_id in made:
+        check_holds_no_time(doc_id)
+    # The runs of ids that share a prefix, in the order the server made them.
+    runs: list[list[str]] = [made[:1]]
+    for before, doc_id in pairwise(made):
+        if doc_id[:SEQUENTIAL_PREFIX_LEN] == before[:SEQUENTIAL_PREFIX_LEN]:
+            runs[-1].append(doc_id)
+        else:
+            runs.append([doc_id])
+    if algorithm == "random":
+        assert len(runs) == len(made)  # no two ids share 104 random bits
+        assert sorted(made[:1000]) != made[:1000]
+        return
+    # sequential: within a prefix, each id sorts after the one made before it; a new prefix
+    # (random, so sorting anywhere) comes only after a counter reached the renewal value.
+    assert len(runs) > 1, "20,005 ids always pass at least one renewal of the prefix"
+    for run in runs:
+        assert sorted(run) == run
+        counters = [int(doc_id[SEQUENTIAL_PREFIX_LEN:], 16) for doc_id in run]
+        assert all(0 < b - a <= 0xFFD for a, b in pairwise(counters))
+        assert all(counter < SEQUENTIAL_RENEWAL for counter in counters[:-1])
+    for run in runs[:-1]:
+        assert int(run[-1][SEQUENTIAL_PREFIX_LEN:], 16) >= SEQUENTIAL_RENEWAL
