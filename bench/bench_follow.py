@@ -37,9 +37,10 @@ from localserver import KINDS, start
 
 import couchids
 from couchids import KUUID, Checkpoint
-from couchids.following import DEFAULT_WAIT_MS
+from couchids.core.following import DEFAULT_WAIT_MS
+from couchids.core.scan import range_pages, read_policy
 from couchids.keys import window_keys
-from couchids.scan import range_pages
+from couchids.server import known_facts, stream
 from couchids.times import MAX_MS
 
 DB, TYPE = "bench_follow", "ord"
@@ -58,9 +59,17 @@ def by_polling(interval: float) -> Follower:
         newest = couchids.latest(client, DB, 1, type=TYPE, include_docs=False)
         last = newest[0]["id"] if newest else None
         while not stop.is_set():
-            for page in range_pages(
-                client, DB, keys, KUUID, doc_type=TYPE, after=last, include_docs=True
-            ):
+            pages = range_pages(
+                known_facts(client),
+                DB,
+                keys,
+                KUUID,
+                read_policy(None, "poll"),
+                doc_type=TYPE,
+                after=last,
+                include_docs=True,
+            )
+            for page in stream(client, pages):
                 for row in page:
                     last = row["id"]
                     yield row["doc"]

@@ -5,8 +5,12 @@ queries and writes that use them on the primary index, ``_all_docs``.
 """
 
 from .base36 import BASE36_V7
+from .core.counting import Bucket
+from .core.expiry import ExpireReport
+from .core.exporting import ArchiveReport
+from .core.rekeying import RekeyReport
+from .core.scan import Checkpoint
 from .couchid import COUCH_RANDOM, UTC_RANDOM, UtcIdForm
-from .counting import Bucket, count, histogram
 from .decode import DecodedId, decode
 from .doctypes import ALL_TYPES
 from .errors import (
@@ -25,9 +29,6 @@ from .errors import (
     ServerTimeoutError,
     UnauthorizedError,
 )
-from .expiry import ExpireReport, expire
-from .exporting import ArchiveReport, archive, export
-from .following import follow
 from .forms import (
     KUUID,
     KUUID_MS,
@@ -55,9 +56,8 @@ from .kuuid import (
     prefix_reverse_ms,
     rand,
 )
+from .lifecycle import archive, count, expire, export, follow, histogram, rekey
 from .query import latest, window
-from .rekeying import RekeyReport, rekey
-from .scan import Checkpoint
 from .seq import SEQ10, SEQ36
 from .sequence import Sequence
 from .short import create_short

@@ -106,7 +106,7 @@ class AsyncClient:
         self._owned = http is None
         self.http = http if http is not None else httpx.AsyncClient(timeout=None, limits=_LIMITS)
         #: What couchids has learnt about databases through this client.
-        self.facts: FactsCache = {}
+        self.facts = FactsCache()
         self._inline = cloudant.authenticator.authentication_type().lower() in _INLINE_AUTH
 
     def __repr__(self) -> str:

@@ -19,14 +19,12 @@ from typing import Any
 from ibmcloudant.cloudant_v1 import CloudantV1
 from tqdm import tqdm
 
-from .counting import count, counted, histogram
+from .core.expiry import ExpireReport
+from .core.rekeying import RekeyReport
+from .core.scan import Checkpoint, read_policy
 from .errors import InvalidArgumentError
-from .expiry import ExpireReport, expire
-from .exporting import export
-from .following import follow
 from .forms import IdForm
-from .rekeying import RekeyReport, rekey
-from .scan import Checkpoint, read_policy
+from .lifecycle import count, counted, expire, export, follow, histogram, rekey
 from .times import now_ms
 
 __all__ = ["EXIT_INTERRUPTED", "SPARKS", "Tools", "add_commands", "sparkline"]

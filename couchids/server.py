@@ -388,7 +388,7 @@ def known_facts(client: CloudantV1) -> FactsCache:
     """What couchids has learnt about databases through ``client`` (kept while it lives)."""
     known = _known.get(client)
     if known is None:
-        known = _known.setdefault(client, {})
+        known = _known.setdefault(client, FactsCache())
     return known
 
 

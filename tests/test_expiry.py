@@ -32,7 +32,7 @@ from couchids import (
     IdForm,
     InvalidArgumentError,
 )
-from couchids.expiry import ExpireReport
+from couchids.core.expiry import ExpireReport
 from couchids.times import to_ms
 
 FORMS = (KUUID, KUUID_REVERSE, KUUID_MS_REVERSE, SHORT, V7, V7S)

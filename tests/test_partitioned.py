@@ -43,7 +43,7 @@ from couchids import (
     V7S,
     Checkpoint,
 )
-from couchids.expiry import ExpireReport
+from couchids.core.expiry import ExpireReport
 from couchids.forms import IdForm
 from couchids.query import PARTITION_QUERY_LIMIT
 from couchids.times import MAX_MS

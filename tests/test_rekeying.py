@@ -14,7 +14,7 @@ from ibmcloudant.cloudant_v1 import CloudantV1
 
 import couchids
 from couchids import KUUID, KUUID_MS_REVERSE, V7, V7S, Checkpoint, IdForm, decode
-from couchids.rekeying import derived_id
+from couchids.core.rekeying import derived_id
 from couchids.times import to_ms
 
 KEY = b"test secret"

@@ -524,8 +524,11 @@ class DatabaseFacts:
     copies: int
 
 
-#: Facts learnt so far, by database name: one per client, kept by the driver.
-FactsCache: TypeAlias = dict[str, DatabaseFacts]
+class FactsCache(dict[str, DatabaseFacts]):
+    """What a driver has learnt through one client: the facts of each database by name, and
+    which server it is (``server_kind``, see ``couchids.core.counting.server_kind``)."""
+
+    server_kind: str | None = None
 
 
 def database_facts(known: FactsCache, db: str, policy: RetryPolicy) -> Program[DatabaseFacts]:

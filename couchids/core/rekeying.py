@@ -16,18 +16,24 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final, TextIO
 
-from ibmcloudant.cloudant_v1 import CloudantV1
-
-from .core.protocol import DEFAULT_BACKOFF, DEFAULT_RETRIES, DEFAULT_TIMEOUT, RetryPolicy
-from .doctypes import type_prefix
-from .errors import CouchidsError, InvalidArgumentError
-from .forms import KUUID, IdForm
-from .keyed import keyed_id
-from .keys import KeyRange
-from .scan import Checkpoint, check_size, checked_target, range_pages
-from .server import check_db, database_facts
-from .times import to_ms
-from .write import bulk_stream
+from ..doctypes import type_prefix
+from ..errors import CouchidsError, InvalidArgumentError
+from ..forms import KUUID, IdForm
+from ..keyed import keyed_id
+from ..keys import KeyRange
+from ..times import to_ms
+from .protocol import (
+    DEFAULT_BACKOFF,
+    DEFAULT_RETRIES,
+    END,
+    FactsCache,
+    Program,
+    Puller,
+    RetryPolicy,
+    database_facts,
+)
+from .scan import Checkpoint, check_size, range_pages
+from .writes import WriteResult, bulk
 
 __all__ = ["DEFAULT_REKEY_BATCH", "RekeyReport", "derived_id", "rekey"]
 
@@ -74,58 +80,23 @@ class RekeyReport:
 
 
 def rekey(
-    client: CloudantV1,
+    known: FactsCache,
     source_db: str,
     target_db: str,
     *,
     key: bytes | str,
-    time_field: str | None = None,
-    type: str | None = None,
-    form: IdForm = KUUID,
-    mapping: TextIO | None = None,
-    checkpoint: Checkpoint | None = None,
-    batch_size: int = DEFAULT_REKEY_BATCH,
-    on_progress: Callable[[RekeyReport], None] | None = None,
-    timeout: float | None = DEFAULT_TIMEOUT,
-) -> RekeyReport:
-    """Copy every document of ``source_db`` into ``target_db`` under a time-sortable id.
-
-    The time is the document's ``time_field`` (an ISO-8601 string or epoch milliseconds), or,
-    without ``time_field``, the time in a CouchDB ``utc_random`` id. Design documents are not
-    copied; nor are attachments (their stubs are dropped). The new id is
-    :func:`~couchids.rekeying.derived_id`; documents are otherwise copied as they are, without
-    ``_rev``.
-
-    Args:
-        client: an ``ibmcloudant`` ``CloudantV1`` client.
-        source_db, target_db: the databases (the target must exist).
-        key: the secret for the random part of the new ids: keep it to re-run.
-        time_field: the field holding each document's time.
-        type: the type of the new ids (``order`` makes ``order:<id>``).
-        form: the id layout to make.
-        mapping: a text stream getting one JSON line ``{"old": ..., "new": ...}`` per copied
-            document, as it goes (a re-run writes the lines again).
-        checkpoint: continue after its ``last_id``; updated after every batch.
-        batch_size: documents per request.
-        on_progress: called with the report after every batch.
-        timeout: seconds each request (a page read, a batch's write) may take, retries
-            included (default 60); ``None`` leaves it to the client's own timeouts.
-
-    Raises:
-        InvalidArgumentError, InvalidTypeError: bad arguments (a client that is not
-            ``CloudantV1``, a bad database name or ``timeout`` too).
-        ServerError: (and subclasses) a request failed after the retries, ran out of
-            ``timeout``, or was answered with something that is not CouchDB's.
-
-    Example::
-
-        with open("mapping.ndjson", "a") as out:
-            couchids.rekey(client, "legacy", "orders", key=secret, time_field="created",
-                           type="order", mapping=out)
-    """
+    time_field: str | None,
+    type: str | None,
+    form: IdForm,
+    mapping: TextIO | None,
+    checkpoint: Checkpoint | None,
+    batch_size: int,
+    on_progress: Callable[[RekeyReport], None] | None,
+    timeout: float | None,
+) -> Program[RekeyReport]:
+    """The program of :func:`couchids.rekey` (see there); arguments checked now (the caller
+    checks the database names)."""
     policy = RetryPolicy.checked(DEFAULT_RETRIES, DEFAULT_BACKOFF, timeout, "rekey")
-    client, source_db = checked_target(client, source_db)
-    target_db = check_db(target_db)
     if time_field is not None and not isinstance(time_field, str):
         raise InvalidArgumentError(f"time_field={time_field!r}: a field name (str) or None")
     secret = key.encode("utf-8") if isinstance(key, str) else key
@@ -135,13 +106,38 @@ def rekey(
     if not isinstance(form, IdForm):
         raise InvalidArgumentError(f"form={form!r}: pass an IdForm such as couchids.KUUID")
     type_prefix(type)
-    database_facts(client, target_db, policy)
     report = RekeyReport()
     if checkpoint is not None:
         report.checkpoint = checkpoint
+    copy = _Copy(secret, time_field, type, form, mapping)
+    return _rekey(known, source_db, target_db, copy, batch_size, report, on_progress, policy)
+
+
+@dataclass(frozen=True)
+class _Copy:
+    """How a source document becomes a target document."""
+
+    secret: bytes
+    time_field: str | None
+    doc_type: str | None
+    form: IdForm
+    mapping: TextIO | None
+
+
+def _rekey(
+    known: FactsCache,
+    source_db: str,
+    target_db: str,
+    copy: _Copy,
+    batch_size: int,
+    report: RekeyReport,
+    on_progress: Callable[[RekeyReport], None] | None,
+    policy: RetryPolicy,
+) -> Program[RekeyReport]:
+    yield from database_facts(known, target_db, policy)
     mark = report.checkpoint
     pages = range_pages(
-        client,
+        known,
         source_db,
         _EVERYTHING,
         KUUID,
@@ -151,21 +147,22 @@ def rekey(
         include_docs=True,
         page_size=batch_size,
     )
-    for page in pages:
+    rows = Puller(pages)
+    while (page := (yield from rows.next())) is not END:
         pairs: list[tuple[str, dict[str, Any]]] = []
         for row in page:
             doc = row.get("doc")
             if not doc or row["id"].startswith("_design/"):
                 continue
             try:
-                ms = _time_of(doc, time_field)
+                ms = _time_of(doc, copy.time_field)
             except (CouchidsError, ValueError) as exc:
                 report.skipped.append((row["id"], str(exc)))
                 continue
-            new_id = derived_id(form, ms, row["id"], secret, type=type)
+            new_id = derived_id(copy.form, ms, row["id"], copy.secret, type=copy.doc_type)
             body = {k: v for k, v in doc.items() if k not in ("_id", "_rev", "_attachments")}
             pairs.append((row["id"], {"_id": new_id, **body}))
-        _store(client, target_db, pairs, report, mapping, policy)
+        yield from _store(known, target_db, pairs, report, copy.mapping, policy)
         mark.last_id = page[-1]["id"]
         mark.done += len(pairs)
         if on_progress is not None:
@@ -189,28 +186,34 @@ def _time_of(doc: dict[str, Any], time_field: str | None) -> int:
 
 
 def _store(
-    client: CloudantV1,
+    known: FactsCache,
     target_db: str,
     pairs: list[tuple[str, dict[str, Any]]],
     report: RekeyReport,
     mapping: TextIO | None,
     policy: RetryPolicy,
-) -> None:
+) -> Program[None]:
     if not pairs:
         return
     docs = [doc for _, doc in pairs]
-    results = list(
-        bulk_stream(
-            policy.operation,
-            client,
-            target_db,
-            docs,
-            batch_size=len(docs),
-            retries=policy.retries,
-            backoff=policy.backoff,
-            timeout=policy.timeout,
-        )
+    write = bulk(
+        known,
+        policy.operation,
+        target_db,
+        docs,
+        type=None,
+        form=KUUID,
+        key=None,
+        timestamp=None,
+        batch_size=len(docs),
+        retries=policy.retries,
+        backoff=policy.backoff,
+        timeout=policy.timeout,
     )
+    results: list[WriteResult] = []
+    batches = Puller(write)
+    while (batch := (yield from batches.next())) is not END:
+        results += batch
     for (old, _), result in zip(pairs, results, strict=True):
         if result.error is not None:
             report.failed.append((old, str(result.error)))

@@ -4,37 +4,38 @@ The lifecycle operations (count, expire, export, archive, rekey) all walk one ke
 the primary index and must be able to stop and continue: each page starts at the last id of
 the one before (CouchDB's ``startkey`` is inclusive, so that row comes back and is dropped),
 and a caller that remembers the last id it finished continues from there with ``after``.
-Rows come back unfiltered: what counts as a wanted id is the caller's choice.
+Rows come back unfiltered: what counts as a wanted id is the caller's choice. Pure: the
+reading is a program (see :mod:`couchids.core.protocol`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ibmcloudant.cloudant_v1 import CloudantV1
-
-from .core.protocol import (
+from ..errors import InvalidArgumentError
+from ..forms import IdForm
+from ..keys import KeyRange
+from .protocol import (
     DEFAULT_BACKOFF,
     DEFAULT_RETRIES,
+    Emit,
+    FactsCache,
+    Program,
     RetryPolicy,
+    ask,
+    database_facts,
     expect_rows,
     path,
     post_json,
 )
-from .errors import InvalidArgumentError
-from .forms import IdForm
-from .keys import KeyRange
-from .query import DEFAULT_PAGE_SIZE, PARTITION_QUERY_LIMIT
-from .server import check_client, check_db, database_facts, request
+from .windows import DEFAULT_PAGE_SIZE, PARTITION_QUERY_LIMIT
 
 __all__ = [
     "Checkpoint",
     "check_flag",
     "check_size",
-    "checked_target",
     "range_pages",
     "read_policy",
 ]
@@ -99,13 +100,8 @@ def read_policy(timeout: float | None, operation: str) -> RetryPolicy:
     return RetryPolicy.checked(DEFAULT_RETRIES, DEFAULT_BACKOFF, timeout, operation)
 
 
-def checked_target(client: object, db: object) -> tuple[CloudantV1, str]:
-    """``client`` and ``db`` checked (see :func:`~couchids.server.check_client`)."""
-    return check_client(client), check_db(db)
-
-
 def range_pages(
-    client: CloudantV1,
+    known: FactsCache,
     db: str,
     keys: KeyRange,
     form: IdForm,
@@ -116,8 +112,8 @@ def range_pages(
     include_docs: bool = False,
     page_size: int = DEFAULT_PAGE_SIZE,
     attachments: bool = False,
-) -> Iterator[list[Row]]:
-    """Pages of the rows with ``keys.low <= id < keys.high``, oldest id time first.
+) -> Program[None]:
+    """Emits the pages of the rows with ``keys.low <= id < keys.high``, oldest id time first.
 
     ``after`` (an id the caller finished) resumes just past it. In a partitioned database a
     typed range is read from its partition alone. ``attachments`` includes attachment data
@@ -128,7 +124,8 @@ def range_pages(
     Raises:
         ServerError: (and subclasses) when a request fails after the retries.
     """
-    partition = doc_type if doc_type and database_facts(client, db, policy).partitioned else None
+    facts = yield from database_facts(known, db, policy)
+    partition = doc_type if doc_type and facts.partitioned else None
     if partition is not None:
         page_size = min(page_size, PARTITION_QUERY_LIMIT - 1)
     first, last, descending = keys.bounds(newest_first=False, form=form)
@@ -151,12 +148,13 @@ def range_pages(
         options["attachments"] = True
     while True:
         each = policy.renewed()
-        ask = post_json(url, {**options, "start_key": key, "limit": limit})
-        rows = expect_rows(request(client, db, ask, each).body, each, db, include_docs=include_docs)
+        page_request = post_json(url, {**options, "start_key": key, "limit": limit})
+        reply = yield from ask(page_request, each, db)
+        rows = expect_rows(reply.body, each, db, include_docs=include_docs, sent=reply.sent)
         full = len(rows) == limit
         page = [row for row in rows if row["id"] not in skip]
         if page:
-            yield page
+            yield Emit(page)
         if not full or not rows:
             return
         key = rows[-1]["id"]

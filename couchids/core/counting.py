@@ -20,38 +20,38 @@ from __future__ import annotations
 import bisect
 import itertools
 import re
-import threading
-import weakref
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final, Literal
 
-from ibmcloudant.cloudant_v1 import CloudantV1
-
-from .core.protocol import (
-    DEFAULT_TIMEOUT,
+from ..errors import InvalidArgumentError, InvalidTimeError
+from ..forms import IdForm
+from ..keys import KeyRange, window_keys
+from ..times import TimeLike, to_datetime, to_ms
+from .protocol import (
+    END,
+    FactsCache,
+    Program,
+    Puller,
     Request,
     RetryPolicy,
+    Start,
+    Wait,
     answer_error,
+    ask,
+    database_facts,
     describe,
     expect_object,
     path,
     post_json,
 )
-from .errors import InvalidArgumentError, InvalidTimeError
-from .forms import KUUID, IdForm
-from .keys import KeyRange, window_keys
-from .scan import check_flag, checked_target, range_pages, read_policy
-from .server import database_facts, request
-from .times import TimeLike, to_datetime, to_ms
+from .scan import check_flag, range_pages
 
 __all__ = [
     "DEFAULT_WORKERS",
     "Bucket",
     "bucket_edges",
-    "count",
     "counted",
     "counts_by_offset",
     "histogram",
@@ -115,26 +115,17 @@ def bucket_edges(start_ms: int, end_ms: int, every_ms: int) -> list[int]:
     return [start_ms, *range(first, end_ms, every_ms), end_ms] if end_ms > start_ms else [start_ms]
 
 
-_kinds: weakref.WeakKeyDictionary[CloudantV1, ServerKind] = weakref.WeakKeyDictionary()
-_kinds_lock = threading.Lock()
-
-
-def server_kind(
-    client: CloudantV1, policy: RetryPolicy | None = None, db: str = "the server"
-) -> ServerKind:
-    """Which server the client talks to, from its welcome (``GET /``), asked once per client
-    (for an operation of ``policy`` on ``db``, which a failure's message names).
+def server_kind(known: FactsCache, policy: RetryPolicy, db: str) -> Program[ServerKind]:
+    """Which server this is, from its welcome (``GET /``), asked once per client (for an
+    operation of ``policy`` on ``db``, which a failure's message names).
 
     ``"pouchdb"`` (PouchDB Server says ``"express-pouchdb"``), ``"cloudant"`` (a
     ``"couchdb"`` welcome whose vendor is IBM Cloudant), ``"couchdb"`` (any other
     ``"couchdb"`` welcome) or ``"other"``.
     """
-    with _kinds_lock:
-        known = _kinds.get(client)
-    if known is not None:
-        return known
-    policy = policy or read_policy(DEFAULT_TIMEOUT, "request")
-    welcome = request(client, db, Request("GET", "/"), policy.renewed()).body
+    if known.server_kind is not None:
+        return known.server_kind  # type: ignore[return-value]
+    welcome = (yield from ask(Request("GET", "/"), policy.renewed(), db)).body
     kind: ServerKind = "other"
     if isinstance(welcome, dict):
         vendor_info = welcome.get("vendor")
@@ -143,70 +134,22 @@ def server_kind(
             kind = "pouchdb"
         elif "couchdb" in welcome:
             kind = "cloudant" if "cloudant" in vendor else "couchdb"
-    with _kinds_lock:
-        _kinds[client] = kind
+    known.server_kind = kind
     return kind
 
 
-def counts_by_offset(
-    client: CloudantV1, policy: RetryPolicy | None = None, db: str = "the server"
-) -> bool:
+def counts_by_offset(known: FactsCache, policy: RetryPolicy, db: str) -> Program[bool]:
     """Whether the server's ``_all_docs`` ``offset`` counts the rows before the start key.
 
     True for Apache CouchDB and Cloudant, False for PouchDB Server (whose offset is always
     0) and servers that do not say what they are.
     """
-    return server_kind(client, policy, db) in ("couchdb", "cloudant")
-
-
-def count(
-    client: CloudantV1,
-    db: str,
-    start: TimeLike,
-    end: TimeLike,
-    *,
-    type: str | None = None,
-    form: IdForm = KUUID,
-    exact: bool = False,
-    timeout: float | None = DEFAULT_TIMEOUT,
-) -> int:
-    """The number of documents whose id holds a time ``t`` with ``start <= t < end``.
-
-    On CouchDB and Cloudant this is two ``limit=0`` requests whatever the window holds
-    (plus, once per client, ``GET /`` and ``GET /{db}``); on PouchDB Server a scan of the
-    window's ids. See the module notes on foreign ids.
-
-    Args:
-        client: an ``ibmcloudant`` ``CloudantV1`` client.
-        db: the database name.
-        start, end: any time couchids accepts; ``end`` is exclusive.
-        type: only ids ``type:<id>``; ``None`` for untyped ids.
-        form: the id layout of the database.
-        exact: scan the ids and count only ids of ``form`` (foreign ids in the range left
-            out).
-        timeout: seconds each request may take, retries included (default 60); ``None``
-            leaves each request to the client's own timeouts.
-
-    Raises:
-        InvalidTimeError: unreadable times, or ``end`` before ``start``.
-        InvalidTypeError: a bad ``type``.
-        InvalidArgumentError: not a ``CloudantV1`` client, a bad database name, ``form``,
-            ``exact`` or ``timeout``.
-        ServerError: (and subclasses) the server failed or answered something that is not
-            CouchDB's (``ServerTimeoutError`` when ``timeout`` ran out); a missing database is
-            ``DatabaseNotFoundError``, never 0.
-
-    Example::
-
-        couchids.count(client, "orders", "2024-05-01", "2024-06-01", type="order")
-    """
-    policy = read_policy(timeout, "count")
-    return counted(policy, client, db, start, end, type=type, form=form, exact=exact)
+    return (yield from server_kind(known, policy, db)) in ("couchdb", "cloudant")
 
 
 def counted(
+    known: FactsCache,
     policy: RetryPolicy,
-    client: CloudantV1,
     db: str,
     start: TimeLike,
     end: TimeLike,
@@ -214,58 +157,49 @@ def counted(
     type: str | None,
     form: IdForm,
     exact: bool,
-) -> int:
-    """:func:`count` for the operation of ``policy`` (whose messages name it)."""
-    client, db = checked_target(client, db)
+) -> Program[int]:
+    """The program of :func:`couchids.count`, for the operation of ``policy`` (whose
+    messages name it); arguments checked now."""
     start_ms, end_ms = _window(start, end)
     _check_form(form)
     check_flag("exact", exact)
     keys = window_keys(form, type, start_ms, end_ms)
-    database_facts(client, db, policy)  # a missing database raises, even for an empty window
+    return _count(known, policy, db, keys, form, type, exact)
+
+
+def _count(
+    known: FactsCache,
+    policy: RetryPolicy,
+    db: str,
+    keys: KeyRange | None,
+    form: IdForm,
+    doc_type: str | None,
+    exact: bool,
+) -> Program[int]:
+    # A missing database raises, even for an empty window.
+    yield from database_facts(known, db, policy)
     if keys is None:
         return 0
-    if not exact and counts_by_offset(client, policy, db):
-        offsets = _offsets(client, db, [keys.low, keys.high], 1, policy)
+    if not exact and (yield from counts_by_offset(known, policy, db)):
+        offsets = yield from _offsets(db, [keys.low, keys.high], 1, policy)
         return _difference(db, offsets, keys, policy)
-    return sum(_scan_counts(client, db, [keys], form, type, exact, policy))
+    return sum((yield from _scan_counts(known, db, [keys], form, doc_type, exact, policy)))
 
 
 def histogram(
-    client: CloudantV1,
+    known: FactsCache,
+    policy: RetryPolicy,
     db: str,
     start: TimeLike,
     end: TimeLike,
     *,
-    every: str | timedelta = "1h",
-    type: str | None = None,
-    form: IdForm = KUUID,
-    exact: bool = False,
-    workers: int = DEFAULT_WORKERS,
-    timeout: float | None = DEFAULT_TIMEOUT,
-) -> list[Bucket]:
-    """Counts per bucket of ``every``, aligned to UTC, covering ``[start, end)``.
-
-    Inner bucket edges fall on multiples of ``every`` since 1970-01-01T00:00Z (whole hours,
-    UTC midnights); the first bucket starts at ``start`` and the last ends at ``end``. On
-    CouchDB and Cloudant it costs one ``limit=0`` request per bucket edge, ``workers`` at a
-    time; on PouchDB Server (or with ``exact``) one scan of the window's ids.
-
-    Args:
-        client, db, start, end, type, form, exact, timeout: as for :func:`count`.
-        every: the bucket width: ``"1h"``, ``"1d"``, ``"15m"``, ``"1w"`` or a timedelta.
-        workers: offset requests in flight at once.
-
-    Raises:
-        InvalidArgumentError: a bad ``every`` or ``workers``; and what :func:`count` raises.
-
-    Example::
-
-        for bucket in couchids.histogram(client, "orders", "2024-05-01", "2024-05-08",
-                                         every="1d", type="order"):
-            print(bucket.start.date(), bucket.count)
-    """
-    policy = read_policy(timeout, "histogram")
-    client, db = checked_target(client, db)
+    every: str | timedelta,
+    type: str | None,
+    form: IdForm,
+    exact: bool,
+    workers: int,
+) -> Program[list[Bucket]]:
+    """The program of :func:`couchids.histogram`; arguments checked now."""
     start_ms, end_ms = _window(start, end)
     _check_form(form)
     check_flag("exact", exact)
@@ -275,16 +209,30 @@ def histogram(
     edges = bucket_edges(start_ms, end_ms, every_ms)
     spans = list(itertools.pairwise(edges))
     ranges = [window_keys(form, type, a, b) for a, b in spans]
-    database_facts(client, db, policy)
+    return _histogram(known, policy, db, spans, ranges, form, type, exact, workers)
+
+
+def _histogram(
+    known: FactsCache,
+    policy: RetryPolicy,
+    db: str,
+    spans: list[tuple[int, int]],
+    ranges: list[KeyRange | None],
+    form: IdForm,
+    doc_type: str | None,
+    exact: bool,
+    workers: int,
+) -> Program[list[Bucket]]:
+    yield from database_facts(known, db, policy)
     present = [keys for keys in ranges if keys is not None]
     if not present:
         counts = [0] * len(spans)
-    elif not exact and counts_by_offset(client, policy, db):
+    elif not exact and (yield from counts_by_offset(known, policy, db)):
         wanted = sorted({key for keys in present for key in (keys.low, keys.high)})
-        offsets = _offsets(client, db, wanted, workers, policy)
+        offsets = yield from _offsets(db, wanted, workers, policy)
         counts = [0 if keys is None else _difference(db, offsets, keys, policy) for keys in ranges]
     else:
-        found = iter(_scan_counts(client, db, present, form, type, exact, policy))
+        found = iter((yield from _scan_counts(known, db, present, form, doc_type, exact, policy)))
         counts = [0 if keys is None else next(found) for keys in ranges]
     return [
         Bucket(to_datetime(a), to_datetime(b), n) for (a, b), n in zip(spans, counts, strict=True)
@@ -308,27 +256,38 @@ def _check_form(form: object) -> None:
 
 
 def _offsets(
-    client: CloudantV1, db: str, keys: list[str], workers: int, policy: RetryPolicy
-) -> dict[str, int]:
-    """``offset`` for each key: the number of ids below it."""
+    db: str, keys: list[str], workers: int, policy: RetryPolicy
+) -> Program[dict[str, int]]:
+    """``offset`` for each key: the number of ids below it, ``workers`` requests at a time."""
 
-    def offset(key: str) -> int:
+    def offset(key: str) -> Program[int]:
         each = policy.renewed()
-        ask = post_json(path(db, "_all_docs"), {"start_key": key, "limit": 0})
-        body = request(client, db, ask, each).body
-        value = expect_object(body, each, db).get("offset")
+        asked = post_json(path(db, "_all_docs"), {"start_key": key, "limit": 0})
+        reply = yield from ask(asked, each, db)
+        value = expect_object(reply.body, each, db, sent=reply.sent).get("offset")
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise answer_error(
                 each,
                 db,
                 f"_all_docs answered no row offset ({describe(value)}); count with exact=True",
+                reply.sent,
             )
         return value
 
     if workers == 1 or len(keys) == 1:
-        return {key: offset(key) for key in keys}
-    with ThreadPoolExecutor(max_workers=min(workers, len(keys))) as pool:
-        return dict(zip(keys, pool.map(offset, keys), strict=True))
+        found = {}
+        for key in keys:
+            found[key] = yield from offset(key)
+        return found
+    started = []
+    for key in keys[:workers]:
+        started.append((yield Start(offset(key))))
+    values: dict[str, int] = {}
+    for index, key in enumerate(keys):
+        values[key] = yield Wait(started[index])
+        if index + workers < len(keys):
+            started.append((yield Start(offset(keys[index + workers]))))
+    return values
 
 
 def _difference(db: str, offsets: dict[str, int], keys: KeyRange, policy: RetryPolicy) -> int:
@@ -346,14 +305,14 @@ def _difference(db: str, offsets: dict[str, int], keys: KeyRange, policy: RetryP
 
 
 def _scan_counts(
-    client: CloudantV1,
+    known: FactsCache,
     db: str,
     ranges: list[KeyRange],
     form: IdForm,
     doc_type: str | None,
     exact: bool,
     policy: RetryPolicy,
-) -> list[int]:
+) -> Program[list[int]]:
     """Counts of the ids in each of ``ranges`` (adjacent key ranges), from one scan."""
     ordered = sorted(range(len(ranges)), key=lambda i: ranges[i].low)
     lows = [ranges[i].low for i in ordered]
@@ -364,7 +323,8 @@ def _scan_counts(
     )
     wanted = form.id_pattern(whole.prefix).fullmatch
     counts = [0] * len(ranges)
-    for page in range_pages(client, db, whole, form, policy, doc_type=doc_type):
+    pages = Puller(range_pages(known, db, whole, form, policy, doc_type=doc_type))
+    while (page := (yield from pages.next())) is not END:
         for doc_id in _ids(page):
             if exact and wanted(doc_id) is None:
                 continue

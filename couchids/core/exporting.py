@@ -11,30 +11,30 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TextIO
 
-from ibmcloudant.cloudant_v1 import CloudantV1
-
-from .core.protocol import (
-    DEFAULT_BACKOFF,
-    DEFAULT_RETRIES,
-    DEFAULT_TIMEOUT,
+from ..errors import InvalidArgumentError, InvalidTimeError
+from ..forms import IdForm
+from ..keys import window_keys
+from ..times import TimeLike, to_ms
+from .expiry import ExpireReport, delete_revisions
+from .protocol import (
+    END,
+    Emit,
+    FactsCache,
+    Program,
+    Puller,
     RetryPolicy,
     answer_error,
+    ask,
+    database_facts,
     describe,
     path,
     post_json,
 )
-from .errors import InvalidArgumentError, InvalidTimeError
-from .expiry import ExpireReport, delete_revisions
-from .forms import KUUID, IdForm
-from .keys import window_keys
-from .query import DEFAULT_PAGE_SIZE
-from .scan import Checkpoint, check_flag, check_size, checked_target, range_pages, read_policy
-from .server import check_db, database_facts, request
-from .times import TimeLike, to_ms
+from .scan import Checkpoint, check_flag, check_size, range_pages, read_policy
 
 __all__ = ["FORMATS", "ArchiveReport", "archive", "export"]
 
@@ -44,64 +44,43 @@ Doc = dict[str, Any]
 
 
 def export(
-    client: CloudantV1,
+    known: FactsCache,
     db: str,
     start: TimeLike,
     end: TimeLike,
     out: TextIO,
     *,
-    type: str | None = None,
-    form: IdForm = KUUID,
-    format: Format = "ndjson",
-    fields: Sequence[str] | None = None,
-    checkpoint: Checkpoint | None = None,
-    page_size: int = DEFAULT_PAGE_SIZE,
-    on_progress: Callable[[Checkpoint], None] | None = None,
-    timeout: float | None = DEFAULT_TIMEOUT,
-) -> Checkpoint:
-    """Write the documents made in ``[start, end)`` to ``out``, oldest first.
-
-    ``ndjson`` writes each document as one line of JSON; ``csv`` writes a header of
-    ``fields`` (unless resuming) and one row per document with those top-level fields (other
-    values than strings and numbers as JSON, a missing field empty).
-
-    Args:
-        client, db, start, end, type, form: as for :func:`couchids.window`.
-        out: a text stream (a file opened with ``newline=""`` for CSV).
-        format: ``"ndjson"`` or ``"csv"``.
-        fields: the CSV columns, such as ``["_id", "total"]`` (required for CSV).
-        checkpoint: continue after its ``last_id``; updated after every document written.
-        page_size: documents per request.
-        on_progress: called with the checkpoint after every page.
-        timeout: seconds each request (the database lookup, each page) may take, retries
-            included (default 60); ``None`` leaves it to the client's own timeouts.
-
-    Returns:
-        :class:`~couchids.Checkpoint`: ``last_id`` is the last document written, ``done`` how many.
-
-    Raises:
-        InvalidArgumentError: not a ``CloudantV1`` client, a bad database name, ``format``,
-            ``fields``, ``page_size`` or ``timeout``.
-        InvalidTimeError, InvalidTypeError: a bad window or type.
-        ServerError: (and subclasses) a request failed after the retries, ran out of
-            ``timeout`` or was answered with something that is not CouchDB's; the checkpoint
-            says where to continue.
-
-    Example::
-
-        with open("may.ndjson", "w") as out:
-            mark = couchids.export(client, "orders", "2024-05-01", "2024-06-01", out,
-                                   type="order")
-    """
+    type: str | None,
+    form: IdForm,
+    format: Format,
+    fields: Sequence[str] | None,
+    checkpoint: Checkpoint | None,
+    page_size: int,
+    on_progress: Callable[[Checkpoint], None] | None,
+    timeout: float | None,
+) -> Program[Checkpoint]:
+    """The program of :func:`couchids.export` (see there); arguments checked now."""
     policy = read_policy(timeout, "export")
-    client, db = checked_target(client, db)
     if format not in FORMATS:
         raise InvalidArgumentError(f"format={format!r}: one of {FORMATS}")
     if format == "csv" and not fields:
         raise InvalidArgumentError("a CSV export needs fields, such as ['_id', 'total']")
     mark = checkpoint if checkpoint is not None else Checkpoint()
+    pages = _window_pages(known, db, start, end, type, form, mark, page_size, policy)
+    return _export(pages, out, format, fields, mark, on_progress)
+
+
+def _export(
+    pages: Program[None],
+    out: TextIO,
+    format: Format,
+    fields: Sequence[str] | None,
+    mark: Checkpoint,
+    on_progress: Callable[[Checkpoint], None] | None,
+) -> Program[Checkpoint]:
     write = _writer(out, format, fields, header=mark.last_id is None)
-    for page in _window_pages(client, db, start, end, type, form, mark, page_size, policy):
+    documents = Puller(pages)
+    while (page := (yield from documents.next())) is not END:
         for doc in page:
             write(doc)
             mark.last_id = doc["_id"]
@@ -123,65 +102,54 @@ class ArchiveReport:
 
 
 def archive(
-    client: CloudantV1,
+    known: FactsCache,
     db: str,
     target_db: str,
     start: TimeLike,
     end: TimeLike,
     *,
-    type: str | None = None,
-    form: IdForm = KUUID,
-    expire: bool = False,
-    checkpoint: Checkpoint | None = None,
-    page_size: int = 500,
-    on_progress: Callable[[ArchiveReport], None] | None = None,
-    retries: int = DEFAULT_RETRIES,
-    backoff: float = DEFAULT_BACKOFF,
-    timeout: float | None = DEFAULT_TIMEOUT,
-) -> ArchiveReport:
-    """Copy the documents made in ``[start, end)`` into ``target_db``; optionally delete them.
-
-    Each document is copied with its revision and attachments (``_bulk_docs`` with
-    ``new_edits=false``), so a copy made twice is the same revision, not a conflict: a re-run
-    or a resumed run copies nothing twice. With ``expire=True`` each page is deleted from
-    ``db`` right after the target stored it, by the revision that was copied: a document
-    changed in between is reported in ``expired.conflicts`` and kept.
-
-    Args:
-        client, db, start, end, type, form: as for :func:`export`.
-        target_db: an existing database to copy into.
-        expire: delete the copied documents from ``db``.
-        checkpoint, on_progress: as for :func:`export`.
-        page_size: documents per request.
-        retries, backoff: for lost answers, as in :func:`couchids.create`.
-        timeout: seconds each request may take, retries included, as for :func:`export`.
-
-    Raises:
-        as :func:`export`; ``DatabaseNotFoundError`` for a missing ``target_db``.
-
-    Example::
-
-        report = couchids.archive(client, "orders", "orders-2023", "2023-01-01",
-                                  "2024-01-01", type="order", expire=True)
-    """
+    type: str | None,
+    form: IdForm,
+    expire: bool,
+    checkpoint: Checkpoint | None,
+    page_size: int,
+    on_progress: Callable[[ArchiveReport], None] | None,
+    retries: int,
+    backoff: float,
+    timeout: float | None,
+) -> Program[ArchiveReport]:
+    """The program of :func:`couchids.archive` (see there); arguments checked now (the
+    caller checks ``target_db``)."""
     policy = RetryPolicy.checked(retries, backoff, timeout, "archive")
-    client, db = checked_target(client, db)
-    target_db = check_db(target_db)
     check_flag("expire", expire)
-    database_facts(client, target_db, policy)
     report = ArchiveReport(expired=ExpireReport(dry_run=not expire))
     if checkpoint is not None:
         report.checkpoint = checkpoint
     mark = report.checkpoint
     pages = _window_pages(
-        client, db, start, end, type, form, mark, page_size, policy, attachments=True
+        known, db, start, end, type, form, mark, page_size, policy, attachments=True
     )
-    for page in pages:
+    return _archive(known, db, target_db, pages, expire, report, on_progress, policy)
+
+
+def _archive(
+    known: FactsCache,
+    db: str,
+    target_db: str,
+    pages: Program[None],
+    expire: bool,
+    report: ArchiveReport,
+    on_progress: Callable[[ArchiveReport], None] | None,
+    policy: RetryPolicy,
+) -> Program[ArchiveReport]:
+    yield from database_facts(known, target_db, policy)
+    mark = report.checkpoint
+    documents = Puller(pages)
+    while (page := (yield from documents.next())) is not END:
         body = {"docs": page, "new_edits": False}
         each = policy.renewed()
-        answer = request(
-            client, target_db, post_json(path(target_db, "_bulk_docs"), body), each
-        ).body
+        copy = post_json(path(target_db, "_bulk_docs"), body)
+        answer = (yield from ask(copy, each, target_db)).body
         if not isinstance(answer, list) or not all(isinstance(row, dict) for row in answer):
             raise answer_error(each, target_db, f"_bulk_docs answered {describe(answer)}")
         refused = {str(row.get("id")): row for row in answer if "error" in row}
@@ -190,7 +158,7 @@ def archive(
         report.copied += len(stored)
         if expire and stored:
             rows = [{"id": doc["_id"], "value": {"rev": doc["_rev"]}} for doc in stored]
-            delete_revisions(client, db, rows, report.expired, policy)
+            yield from delete_revisions(db, rows, report.expired, policy)
             report.expired.matched += len(rows)
         mark.last_id = page[-1]["_id"]
         mark.done += len(page)
@@ -200,7 +168,7 @@ def archive(
 
 
 def _window_pages(
-    client: CloudantV1,
+    known: FactsCache,
     db: str,
     start: TimeLike,
     end: TimeLike,
@@ -211,8 +179,9 @@ def _window_pages(
     policy: RetryPolicy,
     *,
     attachments: bool = False,
-) -> Iterator[list[Doc]]:
-    """The documents of the window, a page at a time, after ``mark.last_id``."""
+) -> Program[None]:
+    """Emits the documents of the window, a page at a time, after ``mark.last_id``; the
+    arguments are checked now."""
     start_ms, end_ms = to_ms(start), to_ms(end)
     if end_ms < start_ms:
         raise InvalidTimeError(
@@ -222,12 +191,26 @@ def _window_pages(
     if not isinstance(form, IdForm):
         raise InvalidArgumentError(f"form={form!r}: pass an IdForm such as couchids.KUUID")
     keys = window_keys(form, doc_type, start_ms, end_ms)
-    database_facts(client, db, policy)
+    return _documents(known, db, keys, form, doc_type, mark, page_size, policy, attachments)
+
+
+def _documents(
+    known: FactsCache,
+    db: str,
+    keys: Any,
+    form: IdForm,
+    doc_type: str | None,
+    mark: Checkpoint,
+    page_size: int,
+    policy: RetryPolicy,
+    attachments: bool,
+) -> Program[None]:
+    yield from database_facts(known, db, policy)
     if keys is None:
         return
     wanted = form.id_pattern(keys.prefix).fullmatch
     pages = range_pages(
-        client,
+        known,
         db,
         keys,
         form,
@@ -238,13 +221,14 @@ def _window_pages(
         page_size=page_size,
         attachments=attachments,
     )
-    for page in pages:
+    rows = Puller(pages)
+    while (page := (yield from rows.next())) is not END:
         docs = [row["doc"] for row in page if wanted(row["id"]) and row.get("doc")]
         for doc in docs:
             if not isinstance(doc.get("_id"), str) or not isinstance(doc.get("_rev"), str):
                 raise answer_error(policy, db, f"a document without _id or _rev: {describe(doc)}")
         if docs:
-            yield docs
+            yield Emit(docs)
 
 
 def _writer(

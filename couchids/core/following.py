@@ -28,26 +28,26 @@ same-second ids above.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any, Final
 
-from ibmcloudant.cloudant_v1 import CloudantV1
-
-from .core.protocol import (
-    DEFAULT_TIMEOUT,
+from ..doctypes import type_prefix
+from ..errors import InvalidArgumentError
+from ..forms import IdForm
+from .protocol import (
+    Emit,
+    FactsCache,
+    Program,
     Request,
     RetryPolicy,
     answer_error,
+    ask,
+    database_facts,
     describe,
     expect_object,
     path,
 )
-from .doctypes import type_prefix
-from .errors import InvalidArgumentError
-from .forms import KUUID, IdForm
-from .scan import Checkpoint, check_flag, check_size, checked_target, read_policy
-from .server import database_facts, request
+from .scan import Checkpoint, check_flag, check_size, read_policy
 
 __all__ = ["DEFAULT_FOLLOW_BATCH", "DEFAULT_WAIT_MS", "follow"]
 
@@ -58,54 +58,22 @@ DEFAULT_WAIT_MS: Final = 10_000
 
 
 def follow(
-    client: CloudantV1,
+    known: FactsCache,
     db: str,
     *,
-    type: str | None = None,
-    form: IdForm = KUUID,
-    since: str | int = "now",
-    checkpoint: Checkpoint | None = None,
-    wait: bool = True,
-    batch_size: int = DEFAULT_FOLLOW_BATCH,
-    wait_ms: int = DEFAULT_WAIT_MS,
-    timeout: float | None = DEFAULT_TIMEOUT,
-) -> Iterator[dict[str, Any]]:
-    """Yield the documents of ``type`` (ids of ``form``) as they are stored, oldest first.
-
-    Each batch of changes is yielded in id-time order, oldest first. Delivery is at least
-    once: ``checkpoint.since`` moves past a batch once all of it was yielded, so a caller that
-    persists the checkpoint (:meth:`~couchids.Checkpoint.to_json`) and resumes with it sees
-    every document, and those of a batch it stopped inside again. A document updated later
-    comes again; deleted documents are not yielded.
-
-    Args:
-        client: an ``ibmcloudant`` ``CloudantV1`` client.
-        db: the database name.
-        type, form: which ids to follow.
-        since: ``"now"`` (only documents stored after this call), ``0`` (everything), or a
-            ``_changes`` sequence. A ``checkpoint`` with a ``since`` takes precedence.
-        checkpoint: continue from it; its ``since`` is updated after every batch.
-        wait: keep waiting for new documents (long polling); ``False`` stops once caught up.
-        batch_size: changes per request.
-        wait_ms: how long one long-poll request waits.
-        timeout: seconds each request may take, retries included (default 60), on top of
-            ``wait_ms`` for a long-poll request; ``None`` leaves it to the client's own
-            timeouts.
-
-    Raises:
-        InvalidArgumentError, InvalidTypeError: bad arguments (a client that is not
-            ``CloudantV1``, a bad database name, ``wait`` not a bool, a bad ``timeout``).
-        ServerError: (and subclasses) a request failed after the retries, ran out of
-            ``timeout``, or was answered with something that is not CouchDB's.
-
-    Example::
-
-        mark = couchids.Checkpoint()
-        for doc in couchids.follow(client, "orders", type="order", checkpoint=mark):
-            print(doc["_id"])  # and save mark.to_json() now and then
-    """
+    type: str | None,
+    form: IdForm,
+    since: str | int,
+    checkpoint: Checkpoint | None,
+    wait: bool,
+    batch_size: int,
+    wait_ms: int,
+    timeout: float | None,
+) -> tuple[Program[None], Program[None]]:
+    """The programs of :func:`couchids.follow` (see there): the first looks the database up
+    and pins a ``since`` of ``"now"`` (drivers run it at the call, so "now" is the call's, not
+    the first read's); the second emits each new document. The arguments are checked now."""
     policy = read_policy(timeout, "follow")
-    client, db = checked_target(client, db)
     check_size("batch_size", batch_size)
     check_size("wait_ms", wait_ms)
     check_flag("wait", wait)
@@ -115,21 +83,22 @@ def follow(
     mark = checkpoint if checkpoint is not None else Checkpoint()
     if mark.since is None:
         mark.since = str(since)
-    database_facts(client, db, policy)
+    return (
+        _start(known, db, mark, policy),
+        _follow(db, form, wanted, mark, wait, batch_size, wait_ms, policy),
+    )
+
+
+def _start(known: FactsCache, db: str, mark: Checkpoint, policy: RetryPolicy) -> Program[None]:
+    yield from database_facts(known, db, policy)
     if mark.since == "now":
-        # Pin "now" to this call, not to the first read of the stream, which may come later.
         each = policy.renewed()
-        ask = Request("POST", path(db, "_changes"), {"since": "now", "limit": "1"}, b"{}")
-        current = request(client, db, ask, each).body
+        changes = Request("POST", path(db, "_changes"), {"since": "now", "limit": "1"}, b"{}")
+        current = (yield from ask(changes, each, db)).body
         mark.since = str(expect_object(current, each, db, "last_seq")["last_seq"])
-    if wait and policy.timeout is not None:
-        # A long-poll request is answered after up to wait_ms by design.
-        policy = replace(policy, timeout=policy.timeout + wait_ms / 1000)
-    return _follow(client, db, form, wanted, mark, wait, batch_size, wait_ms, policy)
 
 
 def _follow(
-    client: CloudantV1,
     db: str,
     form: IdForm,
     wanted: Any,
@@ -138,14 +107,17 @@ def _follow(
     batch_size: int,
     wait_ms: int,
     policy: RetryPolicy,
-) -> Iterator[dict[str, Any]]:
+) -> Program[None]:
+    if wait and policy.timeout is not None:
+        # A long-poll request is answered after up to wait_ms by design.
+        policy = replace(policy, timeout=policy.timeout + wait_ms / 1000)
     while True:
         params = {"since": str(mark.since), "limit": str(batch_size), "include_docs": "true"}
         if wait:
             params.update(feed="longpoll", timeout=str(wait_ms))
-        ask = Request("POST", path(db, "_changes"), params, b"{}")
+        changes = Request("POST", path(db, "_changes"), params, b"{}")
         each = policy.renewed()
-        body = request(client, db, ask, each).body
+        body = (yield from ask(changes, each, db)).body
         answer = expect_object(body, each, db, "results", "last_seq")
         results = answer["results"]
         if not isinstance(results, list) or not all(
@@ -167,7 +139,7 @@ def _follow(
         # Reverse ids sort newest first: oldest first is then the highest key first.
         docs.sort(key=lambda doc: doc["_id"], reverse=form.reverse)
         for doc in docs:
-            yield doc
+            yield Emit(doc)
             mark.done += 1
         mark.since = str(answer["last_seq"])
         if not results and not wait:

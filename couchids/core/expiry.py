@@ -19,26 +19,26 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from ibmcloudant.cloudant_v1 import CloudantV1
-
-from .core.protocol import (
-    DEFAULT_BACKOFF,
-    DEFAULT_RETRIES,
-    DEFAULT_TIMEOUT,
+from ..errors import InvalidArgumentError
+from ..forms import IdForm
+from ..keys import window_keys
+from ..times import TimeLike, to_ms
+from .counting import server_kind
+from .protocol import (
+    END,
+    FactsCache,
+    Program,
+    Puller,
     RetryPolicy,
     answer_error,
+    ask,
+    database_facts,
     describe,
     expect_object,
     path,
     post_json,
 )
-from .counting import server_kind
-from .errors import InvalidArgumentError
-from .forms import KUUID, IdForm
-from .keys import window_keys
-from .scan import Checkpoint, check_flag, check_size, checked_target, range_pages
-from .server import database_facts, request
-from .times import TimeLike, to_ms
+from .scan import Checkpoint, check_flag, check_size, range_pages
 
 __all__ = ["DEFAULT_EXPIRE_BATCH", "PURGE_BATCH", "ExpireReport", "delete_revisions", "expire"]
 
@@ -76,58 +76,23 @@ class ExpireReport:
 
 
 def expire(
-    client: CloudantV1,
+    known: FactsCache,
     db: str,
     before: TimeLike,
     *,
     type: str | None,
-    form: IdForm = KUUID,
-    dry_run: bool = True,
-    purge: bool = False,
-    batch_size: int = DEFAULT_EXPIRE_BATCH,
-    checkpoint: Checkpoint | None = None,
-    on_progress: Callable[[ExpireReport], None] | None = None,
-    retries: int = DEFAULT_RETRIES,
-    backoff: float = DEFAULT_BACKOFF,
-    timeout: float | None = DEFAULT_TIMEOUT,
-) -> ExpireReport:
-    """Delete the documents of ``type`` whose id holds a time before ``before``.
-
-    A dry run (the default) reads the same ids and reports how many would go. Safe to run
-    again at any time, also after an interruption: what was deleted is no longer found, and a
-    ``checkpoint`` from the earlier run skips what it already reported.
-
-    Args:
-        client: an ``ibmcloudant`` ``CloudantV1`` client.
-        db: the database name.
-        before: documents made before this time go (exclusive).
-        type: the document type (``None`` means untyped ids; it must be given).
-        form: the id layout of the database; ids of other forms are never touched.
-        dry_run: only count.
-        purge: also purge the deleted revisions (CouchDB only; refused on Cloudant and
-            PouchDB Server before anything is deleted).
-        batch_size: documents per ``_bulk_docs`` request.
-        checkpoint: continue after its ``last_id``; it is updated after every batch.
-        on_progress: called with the report after every batch (for progress display; an
-            exception raised there stops the run, and the checkpoint says where).
-        retries, backoff: for lost answers, as in :func:`couchids.create`.
-        timeout: seconds each request (a page read, a batch's delete, a purge) may take,
-            retries included (default 60); ``None`` leaves it to the client's own timeouts.
-
-    Raises:
-        InvalidTimeError, InvalidTypeError, InvalidArgumentError: bad arguments (a client that
-            is not ``CloudantV1``, a bad database name, ``dry_run``/``purge`` not a bool), or
-            a purge the server cannot do.
-        ServerError: (and subclasses) a request failed after the retries, ran out of
-            ``timeout``, or was answered with something that is not CouchDB's.
-
-    Example::
-
-        report = couchids.expire(client, "events", "2024-01-01", type="click", dry_run=False)
-        print(report.deleted, report.conflicts)
-    """
+    form: IdForm,
+    dry_run: bool,
+    purge: bool,
+    batch_size: int,
+    checkpoint: Checkpoint | None,
+    on_progress: Callable[[ExpireReport], None] | None,
+    retries: int,
+    backoff: float,
+    timeout: float | None,
+) -> Program[ExpireReport]:
+    """The program of :func:`couchids.expire` (see there); arguments checked now."""
     policy = RetryPolicy.checked(retries, backoff, timeout, "expire")
-    client, db = checked_target(client, db)
     before_ms = to_ms(before)
     check_size("batch_size", batch_size)
     check_flag("dry_run", dry_run)
@@ -135,30 +100,55 @@ def expire(
     if not isinstance(form, IdForm):
         raise InvalidArgumentError(f"form={form!r}: pass an IdForm such as couchids.KUUID")
     keys = window_keys(form, type, 0, before_ms)
-    database_facts(client, db, policy)
+    mark = checkpoint if checkpoint is not None else Checkpoint()
+    report = ExpireReport(dry_run=dry_run, checkpoint=mark)
+    return _expire(known, db, keys, form, type, purge, batch_size, on_progress, report, policy)
+
+
+def _expire(
+    known: FactsCache,
+    db: str,
+    keys: Any,
+    form: IdForm,
+    doc_type: str | None,
+    purge: bool,
+    batch_size: int,
+    on_progress: Callable[[ExpireReport], None] | None,
+    report: ExpireReport,
+    policy: RetryPolicy,
+) -> Program[ExpireReport]:
+    dry_run, mark = report.dry_run, report.checkpoint
+    yield from database_facts(known, db, policy)
     if purge and not dry_run:
-        kind = server_kind(client, policy, db)
+        kind = yield from server_kind(known, policy, db)
         if kind != "couchdb":
             where = {"cloudant": "Cloudant", "pouchdb": "PouchDB Server"}.get(kind, "this server")
             raise InvalidArgumentError(
                 f"purge=True: {where} has no _purge (CouchDB 2.3 and later have); "
                 "expire without purge leaves tombstones, which replicate"
             )
-    mark = checkpoint if checkpoint is not None else Checkpoint()
-    report = ExpireReport(dry_run=dry_run, checkpoint=mark)
     if keys is None:
         return report
     wanted = form.id_pattern(keys.prefix).fullmatch
-    pages = range_pages(
-        client, db, keys, form, policy, doc_type=type, after=mark.last_id, page_size=batch_size
+    pages = Puller(
+        range_pages(
+            known,
+            db,
+            keys,
+            form,
+            policy,
+            doc_type=doc_type,
+            after=mark.last_id,
+            page_size=batch_size,
+        )
     )
-    for page in pages:
+    while (page := (yield from pages.next())) is not END:
         rows = [row for row in page if wanted(row["id"])]
         report.matched += len(rows)
         if rows and not dry_run:
-            tombstones = delete_revisions(client, db, rows, report, policy)
+            tombstones = yield from delete_revisions(db, rows, report, policy)
             if purge and tombstones:
-                report.purged += _purge(client, db, tombstones, policy)
+                report.purged += yield from _purge(db, tombstones, policy)
         mark.last_id = page[-1]["id"]
         mark.done += len(rows)
         if on_progress is not None:
@@ -167,12 +157,11 @@ def expire(
 
 
 def delete_revisions(
-    client: CloudantV1,
     db: str,
     rows: list[dict[str, Any]],
     report: ExpireReport,
     policy: RetryPolicy,
-) -> dict[str, str]:
+) -> Program[dict[str, str]]:
     """Delete the revisions of ``_all_docs`` rows (``{"id", "value": {"rev"}}``), adding the
     outcome to ``report``; return ``{id: deleted revision}`` of what is deleted now.
 
@@ -185,7 +174,7 @@ def delete_revisions(
             raise answer_error(policy, db, f"row {row['id']!r} has no revision: {describe(row)}")
         docs.append({"_id": row["id"], "_rev": rev, "_deleted": True})
     each = policy.renewed()
-    answer = request(client, db, post_json(path(db, "_bulk_docs"), {"docs": docs}), each).body
+    answer = (yield from ask(post_json(path(db, "_bulk_docs"), {"docs": docs}), each, db)).body
     tombstones: dict[str, str] = {}
     conflicted: list[str] = []
     for row in _result_rows(answer, each, db, "_bulk_docs"):
@@ -202,8 +191,8 @@ def delete_revisions(
         # A 409 is a document changed since it was read, or one deleted already (by another
         # client, or by a first attempt of this batch whose answer was lost): tell them apart.
         each = policy.renewed()
-        ask = post_json(path(db, "_all_docs"), {"keys": conflicted})
-        state = request(client, db, ask, each).body
+        asked = post_json(path(db, "_all_docs"), {"keys": conflicted})
+        state = (yield from ask(asked, each, db)).body
         for row in _result_rows(
             expect_object(state, each, db, "rows")["rows"], each, db, "_all_docs", "key"
         ):
@@ -232,13 +221,13 @@ def _result_rows(
     return rows
 
 
-def _purge(client: CloudantV1, db: str, tombstones: dict[str, str], policy: RetryPolicy) -> int:
+def _purge(db: str, tombstones: dict[str, str], policy: RetryPolicy) -> Program[int]:
     items = list(tombstones.items())
     purged = 0
     for start in range(0, len(items), PURGE_BATCH):
         body = {doc_id: [rev] for doc_id, rev in items[start : start + PURGE_BATCH]}
         each = policy.renewed()
-        answer = request(client, db, post_json(path(db, "_purge"), body), each).body
+        answer = (yield from ask(post_json(path(db, "_purge"), body), each, db)).body
         if not isinstance(answer, dict) or not isinstance(answer.get("purged"), dict):
             raise answer_error(each, db, f"_purge answered {describe(answer)}")
         purged += sum(1 for revs in answer["purged"].values() if revs)
