@@ -27,14 +27,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Final, TypeVar
+from datetime import timedelta
+from typing import Any, Final, TextIO, TypeVar
 
 import httpx
 from ibmcloudant.cloudant_v1 import CloudantV1
 
-from .core import short, windows, writes
+from .core import counting, expiry, exporting, following, rekeying, short, windows, writes
+from .core.counting import DEFAULT_WORKERS, Bucket
+from .core.expiry import DEFAULT_EXPIRE_BATCH, ExpireReport
+from .core.exporting import ArchiveReport, Format
+from .core.following import DEFAULT_FOLLOW_BATCH, DEFAULT_WAIT_MS
 from .core.protocol import (
     DEFAULT_BACKOFF,
     DEFAULT_RETRIES,
@@ -50,8 +55,11 @@ from .core.protocol import (
     Start,
     Wait,
 )
+from .core.rekeying import DEFAULT_REKEY_BATCH, RekeyReport
+from .core.scan import Checkpoint, read_policy
 from .core.sequence import DEFAULT_BLOCK, check_sequence, claim_block, seq_prefix
 from .core.short import NonceSource
+from .core.windows import DEFAULT_PAGE_SIZE
 from .core.writes import DEFAULT_BATCH_SIZE, Collected, Doc, KeyOf, TimeOf, WriteResult
 from .doctypes import AllTypes
 from .errors import CouchidsError, InvalidArgumentError, ServerError, ServerTimeoutError
@@ -64,12 +72,19 @@ __all__ = [
     "CONNECTIONS",
     "AsyncClient",
     "AsyncSequence",
+    "archive",
     "bulk_create",
     "bulk_create_iter",
+    "count",
     "create",
     "create_short",
+    "expire",
+    "export",
+    "follow",
+    "histogram",
     "latest",
     "new_instance",
+    "rekey",
     "window",
 ]
 
@@ -444,6 +459,232 @@ class AsyncSequence:
             return number
 
 
+async def count(
+    client: AsyncClient,
+    db: str,
+    start: TimeLike,
+    end: TimeLike,
+    *,
+    type: str | None = None,
+    form: IdForm = KUUID,
+    exact: bool = False,
+    timeout: float | None = DEFAULT_TIMEOUT,
+) -> int:
+    """:func:`couchids.count`, awaited."""
+    client, db = _checked(client), check_db(db)
+    policy = read_policy(timeout, "count")
+    program = counting.counted(
+        client.facts, policy, db, start, end, type=type, form=form, exact=exact
+    )
+    return await _run(client, program)
+
+
+async def histogram(
+    client: AsyncClient,
+    db: str,
+    start: TimeLike,
+    end: TimeLike,
+    *,
+    every: str | timedelta = "1h",
+    type: str | None = None,
+    form: IdForm = KUUID,
+    exact: bool = False,
+    workers: int = DEFAULT_WORKERS,
+    timeout: float | None = DEFAULT_TIMEOUT,
+) -> list[Bucket]:
+    """:func:`couchids.histogram`, awaited."""
+    client, db = _checked(client), check_db(db)
+    program = counting.histogram(
+        client.facts,
+        read_policy(timeout, "histogram"),
+        db,
+        start,
+        end,
+        every=every,
+        type=type,
+        form=form,
+        exact=exact,
+        workers=workers,
+    )
+    return await _run(client, program)
+
+
+async def expire(
+    client: AsyncClient,
+    db: str,
+    before: TimeLike,
+    *,
+    type: str | None,
+    form: IdForm = KUUID,
+    dry_run: bool = True,
+    purge: bool = False,
+    batch_size: int = DEFAULT_EXPIRE_BATCH,
+    checkpoint: Checkpoint | None = None,
+    on_progress: Callable[[ExpireReport], None] | None = None,
+    retries: int = DEFAULT_RETRIES,
+    backoff: float = DEFAULT_BACKOFF,
+    timeout: float | None = DEFAULT_TIMEOUT,
+) -> ExpireReport:
+    """:func:`couchids.expire`, awaited."""
+    client, db = _checked(client), check_db(db)
+    program = expiry.expire(
+        client.facts,
+        db,
+        before,
+        type=type,
+        form=form,
+        dry_run=dry_run,
+        purge=purge,
+        batch_size=batch_size,
+        checkpoint=checkpoint,
+        on_progress=on_progress,
+        retries=retries,
+        backoff=backoff,
+        timeout=timeout,
+    )
+    return await _run(client, program)
+
+
+async def export(
+    client: AsyncClient,
+    db: str,
+    start: TimeLike,
+    end: TimeLike,
+    out: TextIO,
+    *,
+    type: str | None = None,
+    form: IdForm = KUUID,
+    format: Format = "ndjson",
+    fields: Sequence[str] | None = None,
+    checkpoint: Checkpoint | None = None,
+    page_size: int = DEFAULT_PAGE_SIZE,
+    on_progress: Callable[[Checkpoint], None] | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT,
+) -> Checkpoint:
+    """:func:`couchids.export`, awaited (``out`` is written on the event loop's thread)."""
+    client, db = _checked(client), check_db(db)
+    program = exporting.export(
+        client.facts,
+        db,
+        start,
+        end,
+        out,
+        type=type,
+        form=form,
+        format=format,
+        fields=fields,
+        checkpoint=checkpoint,
+        page_size=page_size,
+        on_progress=on_progress,
+        timeout=timeout,
+    )
+    return await _run(client, program)
+
+
+async def archive(
+    client: AsyncClient,
+    db: str,
+    target_db: str,
+    start: TimeLike,
+    end: TimeLike,
+    *,
+    type: str | None = None,
+    form: IdForm = KUUID,
+    expire: bool = False,
+    checkpoint: Checkpoint | None = None,
+    page_size: int = 500,
+    on_progress: Callable[[ArchiveReport], None] | None = None,
+    retries: int = DEFAULT_RETRIES,
+    backoff: float = DEFAULT_BACKOFF,
+    timeout: float | None = DEFAULT_TIMEOUT,
+) -> ArchiveReport:
+    """:func:`couchids.archive`, awaited."""
+    client, db, target_db = _checked(client), check_db(db), check_db(target_db)
+    program = exporting.archive(
+        client.facts,
+        db,
+        target_db,
+        start,
+        end,
+        type=type,
+        form=form,
+        expire=expire,
+        checkpoint=checkpoint,
+        page_size=page_size,
+        on_progress=on_progress,
+        retries=retries,
+        backoff=backoff,
+        timeout=timeout,
+    )
+    return await _run(client, program)
+
+
+def follow(
+    client: AsyncClient,
+    db: str,
+    *,
+    type: str | None = None,
+    form: IdForm = KUUID,
+    since: str | int = "now",
+    checkpoint: Checkpoint | None = None,
+    wait: bool = True,
+    batch_size: int = DEFAULT_FOLLOW_BATCH,
+    wait_ms: int = DEFAULT_WAIT_MS,
+    timeout: float | None = DEFAULT_TIMEOUT,
+) -> AsyncIterator[dict[str, Any]]:
+    """:func:`couchids.follow` as an async iterator. The arguments are checked by the call; a
+    ``since`` of ``"now"`` is the time of the first step."""
+    client, db = _checked(client), check_db(db)
+    begin, changes = following.follow(
+        client.facts,
+        db,
+        type=type,
+        form=form,
+        since=since,
+        checkpoint=checkpoint,
+        wait=wait,
+        batch_size=batch_size,
+        wait_ms=wait_ms,
+        timeout=timeout,
+    )
+    return _after(client, begin, changes)
+
+
+async def rekey(
+    client: AsyncClient,
+    source_db: str,
+    target_db: str,
+    *,
+    key: bytes | str,
+    time_field: str | None = None,
+    type: str | None = None,
+    form: IdForm = KUUID,
+    mapping: TextIO | None = None,
+    checkpoint: Checkpoint | None = None,
+    batch_size: int = DEFAULT_REKEY_BATCH,
+    on_progress: Callable[[RekeyReport], None] | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT,
+) -> RekeyReport:
+    """:func:`couchids.rekey`, awaited."""
+    client = _checked(client)
+    source_db, target_db = check_db(source_db), check_db(target_db)
+    program = rekeying.rekey(
+        client.facts,
+        source_db,
+        target_db,
+        key=key,
+        time_field=time_field,
+        type=type,
+        form=form,
+        mapping=mapping,
+        checkpoint=checkpoint,
+        batch_size=batch_size,
+        on_progress=on_progress,
+        timeout=timeout,
+    )
+    return await _run(client, program)
+
+
 # -- the driver ---------------------------------------------------------------------------------
 
 
@@ -462,6 +703,16 @@ async def _run(client: AsyncClient, program: Program[T]) -> T:
         async for value in emitted:
             raise TypeError(f"a program run for its result emitted {type(value).__name__}")
     return result[0]
+
+
+async def _after(
+    client: AsyncClient, begin: Program[None], then: Program[None]
+) -> AsyncIterator[Any]:
+    """What ``then`` emits, once ``begin`` has run."""
+    await _run(client, begin)
+    async with contextlib.aclosing(_drive(client, then, [])) as emitted:
+        async for value in emitted:
+            yield value
 
 
 async def _flat(pages: AsyncGenerator[list[T], None]) -> AsyncIterator[T]:

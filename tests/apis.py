@@ -6,6 +6,8 @@ with the same authentication)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import itertools
 from collections.abc import Iterable
 from typing import Any
 
@@ -43,6 +45,30 @@ class Blocking:
         """``count`` numbers from one Sequence object."""
         sequence = couchids.Sequence(client, db, name, **options)
         return [sequence.next() for _ in range(count)]
+
+    def count(self, client: CloudantV1, db: str, start: Any, end: Any, **options: Any) -> int:
+        return couchids.count(client, db, start, end, **options)
+
+    def histogram(
+        self, client: CloudantV1, db: str, start: Any, end: Any, **options: Any
+    ) -> list[Any]:
+        return couchids.histogram(client, db, start, end, **options)
+
+    def expire(self, client: CloudantV1, db: str, before: Any, **options: Any) -> Any:
+        return couchids.expire(client, db, before, **options)
+
+    def export(self, client: CloudantV1, db: str, start: Any, end: Any, out: Any, **o: Any) -> Any:
+        return couchids.export(client, db, start, end, out, **o)
+
+    def follow(
+        self, client: CloudantV1, db: str, *, stop: int | None = None, **options: Any
+    ) -> list[Any]:
+        """The documents ``follow`` yields, until it ends (``wait=False``) or ``stop`` came."""
+        stream = couchids.follow(client, db, **options)
+        return list(itertools.islice(stream, stop))
+
+    def rekey(self, client: CloudantV1, source: str, target: str, **options: Any) -> Any:
+        return couchids.rekey(client, source, target, **options)
 
 
 class Async:
@@ -90,6 +116,46 @@ class Async:
             return [await sequence.next() for _ in range(count)]
 
         return _on_a_loop(client, call)
+
+    def count(self, client: CloudantV1, db: str, start: Any, end: Any, **options: Any) -> int:
+        return _call(client, lambda ac: aio.count(ac, db, start, end, **options))
+
+    def histogram(
+        self, client: CloudantV1, db: str, start: Any, end: Any, **options: Any
+    ) -> list[Any]:
+        return _call(client, lambda ac: aio.histogram(ac, db, start, end, **options))
+
+    def expire(self, client: CloudantV1, db: str, before: Any, **options: Any) -> Any:
+        return _call(client, lambda ac: aio.expire(ac, db, before, **options))
+
+    def export(self, client: CloudantV1, db: str, start: Any, end: Any, out: Any, **o: Any) -> Any:
+        return _call(client, lambda ac: aio.export(ac, db, start, end, out, **o))
+
+    def follow(
+        self, client: CloudantV1, db: str, *, stop: int | None = None, **options: Any
+    ) -> list[Any]:
+        async def call(ac: aio.AsyncClient) -> list[Any]:
+            got: list[Any] = []
+            async with contextlib.aclosing(aio.follow(ac, db, **options)) as stream:  # type: ignore[type-var]
+                async for doc in stream:
+                    got.append(doc)
+                    if len(got) == stop:
+                        break
+            return got
+
+        return _on_a_loop(client, call)
+
+    def rekey(self, client: CloudantV1, source: str, target: str, **options: Any) -> Any:
+        return _call(client, lambda ac: aio.rekey(ac, source, target, **options))
+
+
+def _call(client: CloudantV1, coroutine: Any) -> Any:
+    """``coroutine(async_client)`` awaited on a fresh loop."""
+
+    async def call(ac: aio.AsyncClient) -> Any:
+        return await coroutine(ac)
+
+    return _on_a_loop(client, call)
 
 
 def _on_a_loop(client: CloudantV1, call: Any) -> Any:

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
+from apis import Api
 from faultproxy import FaultProxy, client_for
 from ibmcloudant.cloudant_v1 import CloudantV1
 from test_query import insert
@@ -105,8 +106,10 @@ def data(couch_url: str) -> Iterator[Data]:
 
 @pytest.mark.parametrize("exact", [False, True], ids=["fast", "exact"])
 @pytest.mark.parametrize("form", FORMS, ids=str)
-def test_histogram_equals_the_truth_at_every_edge(data: Data, form: IdForm, exact: bool) -> None:
-    buckets = couchids.histogram(
+def test_histogram_equals_the_truth_at_every_edge(
+    api: Api, data: Data, form: IdForm, exact: bool
+) -> None:
+    buckets = api.histogram(
         data.client, data.db, START, END, every="1h", type=type_of(form), form=form, exact=exact
     )
     assert [to_ms(b.start) for b in buckets] == list(range(START, END, HOUR))
@@ -118,7 +121,7 @@ def test_histogram_equals_the_truth_at_every_edge(data: Data, form: IdForm, exac
 
 @pytest.mark.parametrize("exact", [False, True], ids=["fast", "exact"])
 @pytest.mark.parametrize("form", FORMS, ids=str)
-def test_count_equals_the_truth(data: Data, form: IdForm, exact: bool) -> None:
+def test_count_equals_the_truth(api: Api, data: Data, form: IdForm, exact: bool) -> None:
     windows = [
         (START, END),
         (START - 1, START + 1),
@@ -128,7 +131,7 @@ def test_count_equals_the_truth(data: Data, form: IdForm, exact: bool) -> None:
         (0, to_ms("2100-01-01")),
     ]
     for start, end in windows:
-        got = couchids.count(
+        got = api.count(
             data.client, data.db, start, end, type=type_of(form), form=form, exact=exact
         )
         assert got == data.truth(form, start, end, exact=exact), (start, end)

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import responses
+from apis import Api
 from faultproxy import FaultProxy, all_docs, client_for
 from ibm_cloud_sdk_core.authenticators import NoAuthAuthenticator
 from ibmcloudant.cloudant_v1 import CloudantV1
@@ -74,14 +75,14 @@ def test_dry_run_changes_nothing_and_counts_the_truth(
 
 @pytest.mark.parametrize("form", FORMS, ids=str)
 def test_expire_deletes_exactly_the_type_before_the_time(
-    client: CloudantV1, db: str, form: IdForm
+    api: Api, client: CloudantV1, db: str, form: IdForm
 ) -> None:
     doomed = populate(client, db, form, 2)
     before = set(all_docs(client, db))
-    report = couchids.expire(client, db, BEFORE, type="ord", form=form, dry_run=False, batch_size=7)
+    report = api.expire(client, db, BEFORE, type="ord", form=form, dry_run=False, batch_size=7)
     assert (report.matched, report.deleted, report.conflicts) == (len(doomed), len(doomed), [])
     assert set(all_docs(client, db)) == before - doomed
-    again = couchids.expire(client, db, BEFORE, type="ord", form=form, dry_run=False)
+    again = api.expire(client, db, BEFORE, type="ord", form=form, dry_run=False)
     assert (again.matched, again.deleted) == (0, 0)
 
 

@@ -8,6 +8,7 @@ import json
 import random
 
 import pytest
+from apis import Api
 from faultproxy import FaultProxy, all_docs, client_for
 from ibmcloudant.cloudant_v1 import CloudantV1
 from test_expiry import BEFORE, HOUR, populate
@@ -45,10 +46,12 @@ def reference(client: CloudantV1, db: str, form: IdForm) -> list[str]:
 
 
 @pytest.mark.parametrize("form", FORMS, ids=str)
-def test_export_is_the_window_oldest_first(client: CloudantV1, db: str, form: IdForm) -> None:
+def test_export_is_the_window_oldest_first(
+    api: Api, client: CloudantV1, db: str, form: IdForm
+) -> None:
     populate(client, db, form, 21)
     out = io.StringIO()
-    mark = couchids.export(client, db, START, END, out, type="ord", form=form, page_size=7)
+    mark = api.export(client, db, START, END, out, type="ord", form=form, page_size=7)
     lines = [json.loads(line) for line in out.getvalue().splitlines()]
     assert [doc["_id"] for doc in lines] == reference(client, db, form)
     assert len(lines) > 20 and mark.done == len(lines) and mark.last_id == lines[-1]["_id"]

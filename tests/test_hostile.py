@@ -68,6 +68,20 @@ OPERATIONS: dict[str, Operation] = {
     "aio.bulk_create": lambda c, db, t: ASYNC.bulk_create(
         c, db, [{"n": 1}, {"n": 2}], timeout=t, backoff=0
     ),
+    "aio.create_short": lambda c, db, t: ASYNC.create_short(c, db, {"n": 1}, timeout=t, backoff=0),
+    "aio.count": lambda c, db, t: ASYNC.count(c, db, "2020-01-01", "2030-01-01", timeout=t),
+    "aio.histogram": lambda c, db, t: ASYNC.histogram(
+        c, db, "2020-01-01", "2030-01-01", every="1w", timeout=t
+    ),
+    "aio.expire": lambda c, db, t: ASYNC.expire(
+        c, db, "2030-01-01", type=None, dry_run=False, timeout=t, backoff=0
+    ),
+    "aio.export": lambda c, db, t: ASYNC.export(
+        c, db, "2020-01-01", "2030-01-01", io.StringIO(), timeout=t
+    ),
+    "aio.follow": lambda c, db, t: ASYNC.follow(c, db, since=0, wait=False, timeout=t),
+    "aio.rekey": lambda c, db, t: ASYNC.rekey(c, db, TARGET, key=b"k", timeout=t),
+    "aio.Sequence.next": lambda c, db, t: ASYNC.numbers(c, db, "n", 1, timeout=t, backoff=0),
 }
 #: Modes in which an operation may succeed: the server's answers to it were good ones.
 SUCCEEDS = {
@@ -81,6 +95,10 @@ SUCCEEDS = {
     ("null-docs", "expire"),
     ("null-docs", "aio.create"),
     ("null-docs", "aio.bulk_create"),
+    ("null-docs", "aio.create_short"),
+    ("null-docs", "aio.count"),
+    ("null-docs", "aio.histogram"),
+    ("null-docs", "aio.expire"),
 }
 
 
