@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import timedelta
@@ -146,11 +147,20 @@ class AsyncClient:
             return _timed_out(effect)
         try:
             async with asyncio.timeout(left):
-                return await self._send(effect)
+                prepared = await self._prepared(effect)
+        except TimeoutError:
+            return _timed_out(effect, token=True)
+        if isinstance(prepared, Lost):
+            return prepared
+        try:
+            async with asyncio.timeout(policy.remaining()):
+                return await self._send(effect, prepared)
         except TimeoutError:
             return _timed_out(effect)
 
-    async def _send(self, effect: Send) -> Response | Lost:
+    async def _prepared(self, effect: Send) -> dict[str, Any] | Lost:
+        """The request as the blocking client prepares it: URL, headers, authentication (a
+        token request, if one is due, on a worker thread)."""
         sent = effect.request
         headers = {"Accept": "application/json"}
         if sent.body is not None:
@@ -165,9 +175,12 @@ class AsyncClient:
         if self._inline:
             prepared = self._prepare(options)
         else:
-            prepared = await asyncio.to_thread(self._prepare, options)
+            prepared = await _in_thread(self._prepare, options)
         if isinstance(prepared, BaseException):
             return _lost(prepared, effect, login=True)
+        return prepared
+
+    async def _send(self, effect: Send, prepared: dict[str, Any]) -> Response | Lost:
         retry = self.cloudant.retry_config
         attempt = 0
         while True:
@@ -688,6 +701,30 @@ async def rekey(
 # -- the driver ---------------------------------------------------------------------------------
 
 
+async def _in_thread(work: Callable[[dict[str, Any]], T], options: dict[str, Any]) -> T:
+    """``work(options)`` on a daemon thread of its own, awaited.
+
+    Not the loop's executor: a token request that never ends would hold a worker of it, and
+    ``asyncio.run`` waits for those at its end. A daemon thread ends with the client's own
+    timeouts, or with the process; a caller that gave up (its deadline, a cancel) no longer
+    waits for it.
+    """
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[T] = loop.create_future()
+
+    def settle(result: T) -> None:
+        if not done.done():
+            done.set_result(result)
+
+    def run() -> None:
+        result = work(options)
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            loop.call_soon_threadsafe(settle, result)
+
+    threading.Thread(target=run, name="couchids-auth", daemon=True).start()
+    return await done
+
+
 def _checked(client: object) -> AsyncClient:
     if not isinstance(client, AsyncClient):
         raise InvalidArgumentError(
@@ -765,13 +802,18 @@ async def _drive(
             await asyncio.gather(*tasks, return_exceptions=True)
 
 
-def _timed_out(effect: Send) -> Lost:
+def _timed_out(effect: Send, *, token: bool = False) -> Lost:
+    """The deadline passed: while the request was sent, or (``token``) before, while the
+    authenticator waited for its token service."""
     policy = effect.policy
     limit = f"{policy.timeout:g} s" if policy.timeout else "its limit"
-    error = ServerTimeoutError(
-        f"{policy.operation} on {effect.db!r} ({effect.request.sent}): the server did not "
-        f"answer within {limit}"
-    )
+    head = f"{policy.operation} on {effect.db!r} ({effect.request.sent})"
+    if token:
+        error = ServerTimeoutError(
+            f"{head}: the authentication service did not answer the token request within {limit}"
+        )
+        return Lost(error, maybe_run=False, transient=False, login=True)
+    error = ServerTimeoutError(f"{head}: the server did not answer within {limit}")
     return Lost(error, maybe_run=True, transient=True)
 
 

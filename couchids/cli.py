@@ -29,6 +29,7 @@ from .doctypes import ALL_TYPES, AllTypes
 from .errors import InvalidArgumentError, InvalidInputError, InvalidTimeError, ServerError
 from .forms import NAMED_FORMS, V7, V7S, IdForm, KuuidForm, form_named
 from .query import DEFAULT_PAGE_SIZE, latest, window
+from .server import TokenTimeout
 from .times import now_ms, to_ms
 
 __all__ = [
@@ -133,7 +134,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(str(exc), EXIT_BAD_INPUT)
     except ServerError as exc:
         hint = ""
-        if exc.status == 0 and "not a CouchDB answer" not in str(exc):
+        if isinstance(exc.__cause__, TokenTimeout):
+            hint = "; check CLOUDANT_AUTH_URL and that the token service is up"
+        elif exc.status == 0 and "not a CouchDB answer" not in str(exc):
             hint = f"; check CLOUDANT_URL ({safe_url()}) and that the server is up"
         return _fail(f"{exc}{hint}", EXIT_SERVER)
     except BrokenPipeError:

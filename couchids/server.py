@@ -13,18 +13,21 @@ from __future__ import annotations
 
 import contextlib
 import re
+import threading
 import time
 import weakref
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
 from urllib.parse import urlsplit
 
 import jwt
 import requests
 from ibm_cloud_sdk_core import ApiException
+from ibm_cloud_sdk_core.token_managers.token_manager import TokenManager
+from ibmcloudant import CouchDbSessionAuthenticator
 from ibmcloudant.cloudant_v1 import CloudantV1
 from requests.adapters import BaseAdapter
 from urllib3.exceptions import MaxRetryError, NewConnectionError, ResponseError
@@ -118,8 +121,12 @@ def check_client(client: object) -> CloudantV1:
 
     Every request of the client's session (the session login of ``couchdb_session``
     authentication too) passes through an adapter that caps its socket timeouts by the
-    deadline of the couchids operation sending it; outside couchids operations it changes
-    nothing. It is put back if the client's adapters were replaced since (``enable_retries()``).
+    deadline of the couchids operation sending it. An authenticator that gets tokens from a
+    service of its own (IAM with ``CLOUDANT_APIKEY``, and the container, VPC and Cloud Pak
+    ones) sends those requests outside the session: the operation waits for its token until
+    the deadline and no longer (:class:`BoundedTokens`). Outside couchids operations neither
+    changes anything. Both are put back if replaced since (``enable_retries()``, a new
+    authenticator).
     """
     if not isinstance(client, CloudantV1):
         raise InvalidArgumentError(
@@ -131,6 +138,15 @@ def check_client(client: object) -> CloudantV1:
         for prefix, adapter in list(session.adapters.items()):
             if not isinstance(adapter, _DeadlineAdapter):
                 session.adapters[prefix] = _DeadlineAdapter(adapter)
+    authenticator = getattr(client, "authenticator", None)
+    manager = getattr(authenticator, "token_manager", None)
+    if (
+        isinstance(manager, TokenManager)
+        # Its login goes through the client's session, and so through the adapter.
+        and not isinstance(authenticator, CouchDbSessionAuthenticator)
+        and not isinstance(vars(manager).get("get_token"), BoundedTokens)
+    ):
+        manager.get_token = BoundedTokens(manager)
     return client
 
 
@@ -175,6 +191,11 @@ def server_error(exc: BaseException, db: str, policy: RetryPolicy | None = None)
         policy is not None and policy.expired() and not status_of(exc)
     ):
         limit = f"{policy.timeout:g} s" if policy is not None and policy.timeout else "its limit"
+        if isinstance(exc, TokenTimeout):
+            return ServerTimeoutError(
+                f"{head}: the authentication service did not answer the token request within "
+                f"{limit}"
+            )
         return ServerTimeoutError(f"{head}: the server did not answer within {limit}")
     status = status_of(exc)
     if isinstance(exc, ApiException) and 200 <= status < 300:
@@ -339,6 +360,94 @@ class _DeadlineAdapter(BaseAdapter):
     def __getattr__(self, name: str) -> Any:
         # Settings of the wrapped adapter (max_retries, ...) stay readable.
         return getattr(self.inner, name)
+
+
+class TokenTimeout(requests.exceptions.ConnectTimeout):
+    """An authenticator's token request that had not ended by the operation's deadline.
+
+    A ``ConnectTimeout``: the request the token was for was never sent.
+    """
+
+
+#: Seconds a held token must stay usable for ``get_token`` to run without a thread of its
+#: own: ibmcloudant compares whole seconds, so its answer may change at the next one.
+TOKEN_MARGIN: Final = 2.0
+
+
+@dataclass
+class _TokenRequest:
+    """One ``get_token`` of a token manager, run in a thread of its own."""
+
+    done: threading.Event = field(default_factory=threading.Event)
+    token: Any = None
+    error: BaseException | None = None
+
+
+class BoundedTokens:
+    """A token manager's ``get_token`` that a couchids operation waits for until its deadline.
+
+    ibmcloudant's token managers (IAM, container, VPC, Cloud Pak) send their token requests
+    with ``requests`` directly, with the client's timeouts (150 s to read) and not through its
+    session, and make every later caller wait up to a minute for a request under way. So when
+    ``get_token`` would send a request (no token, an expired one, or one due for renewal), it
+    runs in a thread of its own, and the operation waits for it only until its deadline
+    (:class:`TokenTimeout`); the thread ends with the client's own timeouts. Operations that
+    need a token meanwhile wait for the same request; while a renewal is under way, the token
+    held is still used, as ibmcloudant does. After a failed request the next operation asks
+    again at once, rather than a minute after the last try. Without a deadline, or when the
+    token held will do, it is ``get_token``.
+    """
+
+    def __init__(self, manager: TokenManager) -> None:
+        self.manager = manager
+        self.get_token: Callable[[], Any] = manager.get_token
+        self.lock = threading.Lock()
+        self.pending: _TokenRequest | None = None
+
+    def __call__(self) -> Any:
+        scope = _scope.get()
+        left = None if scope is None else scope.policy.remaining()
+        if left is None or self._good():
+            return self.get_token()
+        with self.lock:
+            pending = self.pending
+            if pending is None or pending.done.is_set():
+                pending = self.pending = _TokenRequest()
+                threading.Thread(
+                    target=self._run, args=(pending,), name="couchids-token", daemon=True
+                ).start()
+        if not pending.done.wait(max(left, 0.0)):
+            raise TokenTimeout("the token request got no answer in time")
+        if pending.error is not None:
+            raise pending.error
+        return pending.token
+
+    def _good(self) -> bool:
+        """Whether ``get_token`` will answer with the token held, sending nothing, for
+        :data:`TOKEN_MARGIN` seconds yet: it is neither expired (IAM's count 10 s early) nor
+        due for renewal."""
+        manager = self.manager
+        try:
+            soon = time.time() + TOKEN_MARGIN
+            early = getattr(manager, "IAM_EXPIRATION_WINDOW", 0)
+            return bool(
+                manager.access_token is not None
+                and soon < manager.refresh_time
+                and soon + early < manager.expire_time
+                and not manager._is_token_expired()
+            )
+        except (AttributeError, TypeError):
+            return False
+
+    def _run(self, pending: _TokenRequest) -> None:
+        try:
+            pending.token = self.get_token()
+        except BaseException as exc:  # kept for the waiting operations, never printed
+            pending.error = exc
+            # No request is under way any more (ibmcloudant leaves the time of a failed one).
+            self.manager.request_time = 0
+        finally:
+            pending.done.set()
 
 
 @contextlib.contextmanager

@@ -134,7 +134,7 @@ def bulk_create(
     Returns every result at the end, as a list, and raises
     :class:`~couchids.BulkWriteError` when some documents were not stored. The documents
     themselves are read a batch at a time (see :func:`bulk_create_iter`, which this collects),
-    so only the results stay in memory: about 250 bytes a document. For jobs of millions of
+    so only the results stay in memory: about 220 bytes a document. For jobs of millions of
     documents, or to act on results while the job runs, iterate :func:`bulk_create_iter`
     instead.
 

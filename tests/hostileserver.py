@@ -21,10 +21,14 @@ every request, and then answers the requests that matter in its own wrong way:
 
     with HostileServer("html") as server:
         client = client_for(server.url)
+
+:class:`TokenService` plays an IAM token service, for IAM authentication without leaving
+loopback: it answers each token request with a token, or, while ``silent``, never answers.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
 import time
@@ -167,3 +171,67 @@ def _send(handler: BaseHTTPRequestHandler, status: int, body: bytes, kind: str) 
 
 def _send_json(handler: BaseHTTPRequestHandler, status: int, body: object) -> None:
     _send(handler, status, json.dumps(body).encode(), JSON_TYPE)
+
+
+class TokenService:
+    """A loopback IAM token service: ``POST /identity/token`` answers a token good for
+    ``lifetime`` seconds (an unsigned JWT, which ibmcloudant reads without checking), unless
+    :attr:`silent`; then the request is accepted and never answered. :attr:`requests` counts
+    the token requests that arrived, :attr:`tokens` holds the tokens given.
+
+        with TokenService() as iam:
+            client = CloudantV1(authenticator=IAMAuthenticator(apikey, url=iam.url))
+    """
+
+    def __init__(self, *, silent: bool = False, lifetime: int = 3600) -> None:
+        self.silent, self.lifetime, self.requests = silent, lifetime, 0
+        self.tokens: list[str] = []
+        self.stopping = threading.Event()
+        service = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                service.requests += 1
+                if service.silent:
+                    service.stopping.wait(600)
+                    self.close_connection = True  # the waiting client learns it at once
+                    return
+                if self.path.split("?")[0] != "/identity/token":
+                    return _send_json(self, 404, {"errorMessage": "not a token request"})
+                now = int(time.time())
+                token = _jwt({"iat": now, "exp": now + service.lifetime, "n": service.requests})
+                service.tokens.append(token)
+                answer = {"access_token": token, "token_type": "Bearer", "expires_in": 3600}
+                _send_json(self, 200, {**answer, "refresh_token": "not-used"})
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> TokenService:
+        self.thread.start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stopping.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def _jwt(claims: dict[str, int]) -> str:
+    def part(value: object) -> str:
+        return base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()
+
+    return f"{part({'alg': 'RS256', 'typ': 'JWT'})}.{part(claims)}.c2lnbmF0dXJl"

@@ -3,12 +3,14 @@
 tests/hostileserver.py plays HTML pages, truncated JSON, wrong types, null documents, errors
 inside 200 answers, silence and connections closed mid-body. Whatever it does, couchids raises
 a couchids error whose message names the operation, never a Python internals error, and the
-command prints one line, never a traceback.
+command prints one line, never a traceback. Its IAM token service that never answers ends every
+operation and command by its deadline too.
 """
 
 from __future__ import annotations
 
 import io
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -17,9 +19,10 @@ from typing import Any
 import pytest
 from apis import Async
 from faultproxy import client_for
-from hostileserver import MODES, HostileServer
-from ibm_cloud_sdk_core.authenticators import BasicAuthenticator
+from hostileserver import MODES, HostileServer, TokenService
+from ibm_cloud_sdk_core.authenticators import BasicAuthenticator, IAMAuthenticator
 from ibmcloudant.cloudant_v1 import CloudantV1
+from localserver import free_port
 
 import couchids
 from couchids.cli import EXIT_SERVER, main
@@ -218,3 +221,125 @@ def test_cli_against_a_hostile_server(
     ), lines[0]
     if mode == "silent":
         assert took < TIMEOUT + 1, took
+
+
+# --- IAM authentication: the token request goes around the client's session ---------------
+
+APIKEY = "iam-apikey-of-the-tests"
+
+
+def iam_client(token_url: str, url: str) -> CloudantV1:
+    """A client with IAM authentication against the token service at ``token_url``."""
+    client = CloudantV1(authenticator=IAMAuthenticator(APIKEY, url=token_url))
+    client.set_service_url(url)
+    # Loopback only; ibmcloudant's own timeouts (150 s to read, the token request's too) stay.
+    client.set_http_config({**client.http_config, "proxies": {"http": None, "https": None}})
+    return client
+
+
+@pytest.mark.parametrize("operation", OPERATIONS)
+def test_a_token_service_that_never_answers_ends_every_operation_by_the_deadline(
+    operation: str,
+) -> None:
+    with TokenService(silent=True) as iam:
+        client = iam_client(iam.url, iam.url)
+        started = time.monotonic()
+        with pytest.raises(couchids.ServerTimeoutError) as caught:
+            OPERATIONS[operation](client, DB, TIMEOUT)
+        took = time.monotonic() - started
+    check_failure(caught.value, operation)
+    assert "did not answer the token request" in str(caught.value)
+    assert took < TIMEOUT + 1, took
+    if operation in ("create", "bulk_create", "bulk_create_iter"):
+        assert caught.value.stored is False, "the write was never sent"
+
+
+def test_operations_with_iam_authentication_ask_for_one_token(
+    couch_url: str, db: str, client: CloudantV1
+) -> None:
+    with TokenService() as iam:
+        authenticated = iam_client(iam.url, couch_url)
+        one = couchids.create(authenticated, db, {"n": 1}, timeout=TIMEOUT)
+        more = couchids.bulk_create(authenticated, db, [{"n": 2}, {"n": 3}], timeout=TIMEOUT)
+        found = couchids.latest(authenticated, db, 5, timeout=TIMEOUT)
+    assert sorted(doc["_id"] for doc in found) == sorted([one.id, *(r.id for r in more)])
+    assert iam.requests == 1, "the token is kept and used again"
+
+
+def test_a_token_renewal_that_never_comes_ends_each_operation_by_the_deadline(
+    couch_url: str, db: str
+) -> None:
+    # A token good for 5 s is renewed for every request (ibmcloudant takes it for expired 10 s
+    # early).
+    earlier = set(threading.enumerate())
+    with TokenService(lifetime=5) as iam:
+        client = iam_client(iam.url, couch_url)
+        couchids.create(client, db, {"n": 1}, timeout=TIMEOUT)
+        iam.silent = True
+        for run in (OPERATIONS["latest"], OPERATIONS["create"], OPERATIONS["latest"]):
+            started = time.monotonic()
+            with pytest.raises(couchids.ServerTimeoutError, match="the token request"):
+                run(client, db, TIMEOUT)
+            assert time.monotonic() - started < TIMEOUT + 1
+        # The later operations waited for the request under way, in its one thread.
+        assert iam.requests == 2
+        waiting = [t for t in set(threading.enumerate()) - earlier if t.name == "couchids-token"]
+        assert len(waiting) == 1, waiting
+
+
+def test_while_a_renewal_never_comes_the_token_held_is_used(couch_url: str, db: str) -> None:
+    with TokenService() as iam:
+        client = iam_client(iam.url, couch_url)
+        first = couchids.create(client, db, {"n": 1}, timeout=TIMEOUT)
+        iam.silent = True
+        client.authenticator.token_manager.refresh_time = 0  # due for renewal, still good
+        started = time.monotonic()
+        # The operation that renews it waits for the renewal, as with ibmcloudant alone.
+        with pytest.raises(couchids.ServerTimeoutError, match="the token request"):
+            couchids.latest(client, db, timeout=TIMEOUT)
+        assert time.monotonic() - started < TIMEOUT + 1
+        found = couchids.latest(client, db, timeout=TIMEOUT)
+        assert [doc["_id"] for doc in found] == [first.id]
+        assert iam.requests == 2
+
+
+def test_after_a_failed_token_request_the_next_operation_asks_again_at_once() -> None:
+    # ibmcloudant would make the next token request wait a minute after the failed one.
+    with HostileServer("null-docs") as server:
+        client = iam_client(f"http://127.0.0.1:{free_port()}", server.url)
+        for operation in ("latest", "create", "latest"):
+            started = time.monotonic()
+            with pytest.raises(couchids.ServerError, match="Connection refused") as caught:
+                OPERATIONS[operation](client, DB, TIMEOUT)
+            assert time.monotonic() - started < TIMEOUT + 1
+            check_failure(caught.value, operation)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_cli_with_a_token_service_that_never_answers_ends_by_the_deadline(
+    command: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    monkeypatch.setenv("COUCHIDS_REKEY_KEY", "k")
+    monkeypatch.chdir(tmp_path)  # rekey's mapping file
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    with TokenService(silent=True) as iam:
+        monkeypatch.setenv("CLOUDANT_URL", iam.url)
+        monkeypatch.setenv("CLOUDANT_AUTH_TYPE", "iam")
+        monkeypatch.setenv("CLOUDANT_APIKEY", APIKEY)
+        monkeypatch.setenv("CLOUDANT_AUTH_URL", iam.url)
+        started = time.monotonic()
+        code = main([command, DB, *COMMANDS[command], "--timeout", str(TIMEOUT)])
+        took = time.monotonic() - started
+    out, err = capsys.readouterr()
+    assert code == EXIT_SERVER, (out, err)
+    lines = err.splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    name = RUNS.get(command, command)
+    assert lines[0].startswith(f"couchids: error: {name} on "), lines[0]
+    assert "did not answer the token request" in lines[0], lines[0]
+    assert lines[0].endswith("check CLOUDANT_AUTH_URL and that the token service is up")
+    assert APIKEY not in out + err
+    assert took < TIMEOUT + 1, took

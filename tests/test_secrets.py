@@ -2,7 +2,8 @@
 through every error path of the library and the command.
 
 Captured for each failure: the exception's ``str`` and ``repr``, the whole chained traceback
-as ``traceback.format_exception`` and ``logging.exception`` print it, and stdout/stderr.
+as ``traceback.format_exception`` and ``logging.exception`` print it, and stdout/stderr. With IAM
+authentication the tokens the token service gave are secrets too.
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from hostileserver import MODES, HostileServer
+from hostileserver import MODES, HostileServer, TokenService
 from ibmcloudant.cloudant_v1 import CloudantV1
 from test_hostile import COMMANDS, OPERATIONS
 
+from couchids import ServerTimeoutError
 from couchids.cli import main
 from couchids.redact import redact
 
@@ -53,6 +55,13 @@ SETTINGS = {
         "CLOUDANT_APIKEY": MARK,
         "CLOUDANT_AUTH_URL": "http://HOST",
     },
+    "iam-token": {
+        # A token service that gives tokens, which the echoing server puts into its errors.
+        "CLOUDANT_URL": "http://HOST",
+        "CLOUDANT_AUTH_TYPE": "iam",
+        "CLOUDANT_APIKEY": MARK,
+        "CLOUDANT_AUTH_URL": "TOKENS",
+    },
 }
 # Silence is covered by test_hostile; here it would only wait.
 LOUD_MODES = [mode for mode in MODES if mode != "silent"]
@@ -73,9 +82,11 @@ def outputs_of(exc: BaseException) -> list[str]:
     return [str(exc), repr(exc), "".join(traceback.format_exception(exc)), stream.getvalue()]
 
 
-def set_environment(monkeypatch: pytest.MonkeyPatch, setting: str, host: str) -> None:
+def set_environment(
+    monkeypatch: pytest.MonkeyPatch, setting: str, host: str, tokens: str = ""
+) -> None:
     for name, value in SETTINGS[setting].items():
-        monkeypatch.setenv(name, value.replace("HOST", host))
+        monkeypatch.setenv(name, value.replace("HOST", host).replace("TOKENS", tokens))
 
 
 @pytest.mark.parametrize("mode", LOUD_MODES)
@@ -83,8 +94,8 @@ def set_environment(monkeypatch: pytest.MonkeyPatch, setting: str, host: str) ->
 def test_no_secret_in_any_library_output(
     setting: str, mode: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with HostileServer(mode, cookie=COOKIE_MARK) as server:
-        set_environment(monkeypatch, setting, server.url.removeprefix("http://"))
+    with HostileServer(mode, cookie=COOKIE_MARK) as server, TokenService() as iam:
+        set_environment(monkeypatch, setting, server.url.removeprefix("http://"), iam.url)
         seen: list[str] = []
         for run in OPERATIONS.values():
             client = CloudantV1.new_instance()
@@ -97,7 +108,7 @@ def test_no_secret_in_any_library_output(
     seen += [out, err]
     assert seen, "something failed"
     for text in seen:
-        for marker in MARKERS:
+        for marker in (*MARKERS, *iam.tokens):
             assert marker not in text, text
 
 
@@ -112,14 +123,34 @@ def test_no_secret_in_any_command_output(
 ) -> None:
     monkeypatch.setenv("COUCHIDS_REKEY_KEY", "k")
     monkeypatch.chdir(tmp_path)  # rekey's mapping file
-    with HostileServer(mode, cookie=COOKIE_MARK) as server:
-        set_environment(monkeypatch, setting, server.url.removeprefix("http://"))
+    with HostileServer(mode, cookie=COOKIE_MARK) as server, TokenService() as iam:
+        set_environment(monkeypatch, setting, server.url.removeprefix("http://"), iam.url)
         for command, rest in COMMANDS.items():
             main([command, "hostile", *rest, "--timeout", "5"])
     out, err = capsys.readouterr()
     assert "couchids: error:" in err
-    for marker in MARKERS:
+    for marker in (*MARKERS, *iam.tokens):
         assert marker not in out and marker not in err, err
+
+
+def test_no_secret_when_the_token_service_never_answers(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seen: list[str] = []
+    with TokenService(silent=True) as iam:
+        set_environment(monkeypatch, "iam", iam.url.removeprefix("http://"))
+        for name in ("latest", "create"):
+            client = CloudantV1.new_instance()
+            client.set_http_config({**client.http_config, "proxies": {"http": None, "https": None}})
+            with pytest.raises(ServerTimeoutError) as caught:
+                OPERATIONS[name](client, "hostile", 1.5)
+            seen += outputs_of(caught.value)
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        main(["latest", "hostile", "--timeout", "1.5"])
+    out, err = capsys.readouterr()
+    assert "did not answer the token request" in err
+    for text in [*seen, out, err]:
+        assert MARK not in text, text
 
 
 @pytest.mark.parametrize(

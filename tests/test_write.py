@@ -7,9 +7,13 @@ reaches the server, and its answer is replaced by a 503 or lost with the connect
 from __future__ import annotations
 
 import copy
+import dataclasses
 import gzip
 import json
+import pickle
 import re
+import sys
+import tracemalloc
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -278,6 +282,64 @@ def test_retry_after_is_obeyed_up_to_a_cap() -> None:
     # An HTTP date instead of seconds: the backoff, with jitter.
     assert 0.025 <= policy.delay("Wed, 21 Oct 2015 07:28:00 GMT", 0) <= 0.05
     assert 0.1 <= policy.delay(None, 2) <= 0.2
+
+
+# --- results ------------------------------------------------------------------------------
+
+
+class Rev(str):
+    pass
+
+
+@pytest.mark.parametrize(
+    "rev",
+    [
+        "1-" + "0" * 32,
+        "1-00ff" + "0" * 27 + "1",
+        "2-" + "f" * 32,
+        "123456789-" + "9a" * 16,
+        "1234567890-" + "9a" * 16,
+        "01-" + "a" * 32,
+        "1-" + "A" * 32,
+        "1-" + "a" * 31,
+        "1-abc",
+        "",
+        None,
+        5,
+        ("1-abc",),
+        Rev("1-" + "a" * 32),
+    ],
+)
+def test_a_result_gives_back_its_rev_as_given_however_it_keeps_it(rev: object) -> None:
+    result = WriteResult("user:ada", rev, duplicate=True)  # type: ignore[arg-type]
+    assert result.rev == rev and type(result.rev) is type(rev)
+    assert repr(result) == f"WriteResult(id='user:ada', rev={rev!r}, duplicate=True, error=None)"
+    same = WriteResult("user:ada", copy.copy(rev), duplicate=True)  # type: ignore[arg-type]
+    assert result == same and hash(result) == hash(("user:ada", rev, True, None))
+    assert result != dataclasses.replace(result, duplicate=False)
+    for again in (pickle.loads(pickle.dumps(result)), copy.deepcopy(result)):
+        assert again == result and type(again.rev) is type(rev)
+    assert dataclasses.asdict(result)["rev"] == rev
+    match result:
+        case WriteResult(_, matched, True, None):
+            assert matched == rev
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        result.rev = "1-abc"  # type: ignore[misc]
+
+
+def test_a_result_keeps_a_couchdb_revision_in_less_than_its_str() -> None:
+    # bulk_create holds every result until it returns (the 200,000-document memory test).
+    ids = [f"user:{n:08d}" for n in range(2000)]
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        results = [WriteResult(doc_id, f"1-{n:032x}") for n, doc_id in enumerate(ids)]
+        each = (tracemalloc.get_traced_memory()[0] - before) / len(results)
+    finally:
+        tracemalloc.stop()
+    # Besides the result itself and its place in the list, the revision kept.
+    rev = each - sys.getsizeof(results[0]) - 8
+    assert rev < sys.getsizeof(results[0].rev) / 1.5, rev
 
 
 # --- bulk_create --------------------------------------------------------------------------
