@@ -67,6 +67,11 @@ UUID_BITS: Final = 128
 #: CouchDB's ``utc_random``/``utc_id``: 14 hex digits of microseconds since 1970.
 UTC_TIME_LEN: Final = 14
 UTC_RANDOM_LEN: Final = 18
+#: The times a ``utc_random`` id holds, 2000-01-01 (inclusive) to 2100-01-01, in ms since
+#: 1970. Any 32 hex digits read as some time up to 4253: the runway keeps out v7s ids made
+#: before 2087 (they read as 1983-2000) and most of CouchDB's ``random`` ids.
+UTC_RANDOM_FROM_MS: Final = 946_684_800_000
+UTC_RANDOM_UNTIL_MS: Final = 4_102_444_800_000
 HEX_DIGITS: Final = "0123456789abcdef"
 #: CouchDB's ``random`` and ``sequential`` uuids: 32 hex digits holding no time.
 COUCH_HEX_LEN: Final = 32
