@@ -18,8 +18,9 @@ from typing import Any, Final, TextIO
 
 from ibmcloudant.cloudant_v1 import CloudantV1
 
+from .couchid import UTC_RANDOM
 from .doctypes import type_prefix
-from .errors import CouchidsError, InvalidArgumentError
+from .errors import CouchidsError, InvalidArgumentError, InvalidIdError
 from .forms import KUUID, IdForm
 from .keyed import keyed_id
 from .keys import KeyRange
@@ -40,9 +41,6 @@ __all__ = ["DEFAULT_REKEY_BATCH", "RekeyReport", "derived_id", "rekey"]
 DEFAULT_REKEY_BATCH: Final = 500
 #: Every id but the highest code points: the whole primary index.
 _EVERYTHING = KeyRange(low="", high="\ufff0", prefix="")
-#: CouchDB's ``utc_random`` ids: 14 hex digits of microseconds, then 18 random hex digits.
-_UTC_RANDOM_LEN = 32
-_UTC_RANDOM_TIME = 14
 
 
 def derived_id(form: IdForm, ms: int, source_id: str, key: bytes, *, type: str | None) -> str:
@@ -97,7 +95,9 @@ def rekey(
     """Copy every document of ``source_db`` into ``target_db`` under a time-sortable id.
 
     The time is the document's ``time_field`` (an ISO-8601 string or epoch milliseconds), or,
-    without ``time_field``, the time in a CouchDB ``utc_random`` id. Design documents are not
+    without ``time_field``, the time in a CouchDB ``utc_random`` id (32 hex digits holding a
+    time in 2000-2100, :data:`couchids.UTC_RANDOM`; other ids are skipped, and so are most of
+    CouchDB's ``random`` ids, whose digits read as a time outside it). Design documents are not
     copied; nor are attachments (their stubs are dropped). The new id is
     :func:`~couchids.rekeying.derived_id`; documents are otherwise copied as they are, without
     ``_rev``.
@@ -181,11 +181,10 @@ def rekey(
 
 def _time_of(doc: dict[str, Any], time_field: str | None) -> int:
     if time_field is None:
-        doc_id = str(doc.get("_id", ""))
-        head = doc_id[:_UTC_RANDOM_TIME]
-        if len(doc_id) != _UTC_RANDOM_LEN or any(c not in "0123456789abcdef" for c in doc_id):
-            raise InvalidArgumentError(f"{doc_id!r} is not a utc_random id; give time_field")
-        return int(head, 16) // 1000
+        try:
+            return UTC_RANDOM.parse(str(doc.get("_id", "")))
+        except InvalidIdError as exc:
+            raise InvalidArgumentError(f"{exc}; give time_field") from None
     if time_field not in doc:
         raise InvalidArgumentError(f"no field {time_field!r}")
     value = doc[time_field]
