@@ -28,13 +28,12 @@ same-second ids above.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any, Final
 
 from ibmcloudant.cloudant_v1 import CloudantV1
 
-from .doctypes import type_prefix
 from .errors import InvalidArgumentError
 from .forms import KUUID, IdForm
 from .scan import Checkpoint, check_flag, check_size, checked_target, read_policy
@@ -110,7 +109,7 @@ def follow(
     check_flag("wait", wait)
     if not isinstance(form, IdForm):
         raise InvalidArgumentError(f"form={form!r}: pass an IdForm such as couchids.KUUID")
-    wanted = form.id_pattern(type_prefix(type)).fullmatch
+    wanted = form.matcher(form.type_prefix(type))
     mark = checkpoint if checkpoint is not None else Checkpoint()
     if mark.since is None:
         mark.since = str(since)
@@ -130,7 +129,7 @@ def _follow(
     client: CloudantV1,
     db: str,
     form: IdForm,
-    wanted: Any,
+    wanted: Callable[[str], bool],
     mark: Checkpoint,
     wait: bool,
     batch_size: int,

@@ -10,7 +10,7 @@ from faultproxy import client_for
 from ibmcloudant.cloudant_v1 import CloudantV1
 
 import couchids
-from couchids import V7S, Checkpoint
+from couchids import TID62, V7S, Checkpoint
 
 WRITERS, EACH = 4, 40
 
@@ -71,3 +71,12 @@ def test_a_resumed_follow_misses_nothing(client: CloudantV1, db: str) -> None:
     assert set(first) | set(rest) == set(made)
     assert len(rest) < len(made)
     assert first[:8] == sorted(first[:8])
+
+
+def test_follow_takes_the_forms_separator(client: CloudantV1, db: str) -> None:
+    form = TID62.with_separator("-")
+    made = [couchids.create(client, db, {"k": k}, type="ord", form=form).id for k in range(5)]
+    couchids.create(client, db, {"noise": 1}, type="ord")  # ord:<kuuid>
+    mark = Checkpoint(since="0")
+    seen = couchids.follow(client, db, type="ord", form=form, checkpoint=mark, wait=False)
+    assert sorted(doc["_id"] for doc in seen) == sorted(made)
