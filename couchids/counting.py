@@ -359,11 +359,11 @@ def _scan_counts(
         high=max(keys.high for keys in ranges),
         prefix=ranges[0].prefix,
     )
-    wanted = form.id_pattern(whole.prefix).fullmatch
+    wanted = form.matcher(whole.prefix)
     counts = [0] * len(ranges)
     for page in range_pages(client, db, whole, form, policy, doc_type=doc_type):
         for doc_id in _ids(page):
-            if exact and wanted(doc_id) is None:
+            if exact and not wanted(doc_id):
                 continue
             slot = bisect.bisect_right(lows, doc_id) - 1
             if slot >= 0 and doc_id < ranges[ordered[slot]].high:

@@ -149,7 +149,7 @@ def expire(
     report = ExpireReport(dry_run=dry_run, checkpoint=mark)
     if keys is None:
         return report
-    wanted = form.id_pattern(keys.prefix).fullmatch
+    wanted = form.matcher(keys.prefix)
     pages = range_pages(
         client, db, keys, form, policy, doc_type=type, after=mark.last_id, page_size=batch_size
     )

@@ -227,7 +227,7 @@ def _window_pages(
     database_facts(client, db, policy)
     if keys is None:
         return
-    wanted = form.id_pattern(keys.prefix).fullmatch
+    wanted = form.matcher(keys.prefix)
     pages = range_pages(
         client,
         db,

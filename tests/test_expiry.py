@@ -9,6 +9,8 @@ run again.
 
 from __future__ import annotations
 
+import io
+import json
 import random
 from typing import Any
 
@@ -21,6 +23,7 @@ from test_query import insert
 
 import couchids
 from couchids import (
+    BASE36_V7,
     KUUID,
     KUUID_MS_REVERSE,
     KUUID_REVERSE,
@@ -82,6 +85,27 @@ def test_expire_deletes_exactly_the_type_before_the_time(
     assert set(all_docs(client, db)) == before - doomed
     again = couchids.expire(client, db, BEFORE, type="ord", form=form, dry_run=False)
     assert (again.matched, again.deleted) == (0, 0)
+
+
+def test_a_base36_number_that_is_no_uuidv7_is_left_alone(client: CloudantV1, db: str) -> None:
+    """A base36 id's regex cannot see the UUID version bits: expire, export and the exact
+    count ask the form's matcher, which reads them."""
+    made = {d: BASE36_V7.new(BEFORE + d, type="ord") for d in (-HOUR, -1, 0, HOUR)}
+    # The key of a time is itself 25 base36 characters: a number with no UUID version.
+    impostors = [f"ord:{BASE36_V7.key(BEFORE + d)}" for d in (-2 * HOUR, -2, 2 * HOUR)]
+    insert(client, db, [*made.values(), *impostors])
+    start, end = BEFORE - 3 * HOUR, BEFORE + 3 * HOUR
+    counted = couchids.count(client, db, start, end, type="ord", form=BASE36_V7, exact=True)
+    assert counted == len(made)
+    out = io.StringIO()
+    couchids.export(client, db, start, end, out, type="ord", form=BASE36_V7)
+    exported = [json.loads(line)["_id"] for line in out.getvalue().splitlines()]
+    assert exported == sorted(made.values())
+    doomed = {made[-HOUR], made[-1]}
+    assert couchids.expire(client, db, BEFORE, type="ord", form=BASE36_V7).matched == len(doomed)
+    report = couchids.expire(client, db, BEFORE, type="ord", form=BASE36_V7, dry_run=False)
+    assert report.deleted == len(doomed)
+    assert set(all_docs(client, db)) == {*made.values(), *impostors} - doomed
 
 
 class Stop(Exception):
