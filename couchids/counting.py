@@ -1,18 +1,24 @@
 """Counting the documents of a time window, and a histogram of counts per time bucket.
 
-On CouchDB (and Cloudant) ``_all_docs?limit=0&startkey=K`` answers ``offset``, the number of
-rows before ``K`` (on a cluster, summed over the shards), so the ids in a key range number
+What is counted are the ids of the form and type made in the window: the ids
+:func:`couchids.window` returns.
+
+On CouchDB (and Cloudant) ``_all_docs?startkey=K`` answers ``offset``, the number of rows
+before ``K`` (on a cluster, summed over the shards), so the ids in a key range number
 ``offset(high) - offset(low)``: two small requests whatever the size of the window.
 PouchDB Server's ``offset`` is always 0, so there the ids are scanned (``_all_docs`` pages
-without documents).
+without documents) and only ids of the form counted.
 
-**Foreign ids.** The fast count counts every id in the window's key range, not only ids of
-the form: a document named ``user:001eVnWK-notes`` sits among ``user:`` kuuid ids of that
-second and is counted, and an untyped range that runs to the top of the index also holds
-``_design/`` documents. Typed ranges never hold design documents or other types. Where such
-ids may exist, ``exact=True`` scans and counts only ids of the form (it costs a read of the
-window's ids). Without ``exact`` the scan on PouchDB Server counts the same ids the offsets
-would.
+**Foreign ids.** An offset counts every id in the key range, not only ids of the form: a
+document named ``user:001eVnWK-notes`` sits among ``user:`` kuuid ids of that second, ids of
+another form of the type can sort among them (kuuid ids of another length have the same
+keys), and an untyped range that runs to the top of the index also holds ``_design/``
+documents (a typed range never holds design documents or other types). So each offset
+request also asks for the first :data:`~couchids.scan.PROBE_ROWS` ids at its key (the same
+request, no extra one), and a range in which one of those is not an id of the form is counted
+by a scan of that range instead. A range of at most that many ids is therefore always exact;
+in a larger one, foreign ids past its first ones are counted. ``exact=True`` scans every range
+(a read of the window's ids).
 """
 
 from __future__ import annotations
@@ -33,7 +39,13 @@ from ibmcloudant.cloudant_v1 import CloudantV1
 from .errors import InvalidArgumentError, InvalidTimeError
 from .forms import KUUID, IdForm
 from .keys import KeyRange, window_keys
-from .scan import check_flag, checked_target, range_pages, read_policy
+from .scan import (
+    PROBE_ROWS,
+    check_flag,
+    checked_target,
+    range_pages,
+    read_policy,
+)
 from .server import (
     DEFAULT_TIMEOUT,
     RetryPolicy,
@@ -41,6 +53,7 @@ from .server import (
     database_facts,
     describe,
     expect_object,
+    expect_rows,
     request,
 )
 from .times import TimeLike, to_datetime, to_ms
@@ -170,9 +183,10 @@ def count(
 ) -> int:
     """The number of documents whose id holds a time ``t`` with ``start <= t < end``.
 
-    On CouchDB and Cloudant this is two ``limit=0`` requests whatever the window holds
-    (plus, once per client, ``GET /`` and ``GET /{db}``); on PouchDB Server a scan of the
-    window's ids. See the module notes on foreign ids.
+    On CouchDB and Cloudant this is two small requests whatever the window holds (plus,
+    once per client, ``GET /`` and ``GET /{db}``), or a scan of the window's ids when the first
+    ids of the window are not all of the form; on PouchDB Server a scan. See the module notes
+    on foreign ids.
 
     Args:
         client: an ``ibmcloudant`` ``CloudantV1`` client.
@@ -180,8 +194,8 @@ def count(
         start, end: any time couchids accepts; ``end`` is exclusive.
         type: only ids ``type:<id>``; ``None`` for untyped ids.
         form: the id layout of the database.
-        exact: scan the ids and count only ids of ``form`` (foreign ids in the range left
-            out).
+        exact: scan the ids (only ids of ``form`` are counted), also where offsets would do:
+            for a type that may hold foreign ids deeper in the window than its first ones.
         timeout: seconds each request may take, retries included (default 60); ``None``
             leaves each request to the client's own timeouts.
 
@@ -223,9 +237,10 @@ def counted(
     if keys is None:
         return 0
     if not exact and counts_by_offset(client, policy, db):
-        offsets = _offsets(client, db, [keys.low, keys.high], 1, policy)
-        return _difference(db, offsets, keys, policy)
-    return sum(_scan_counts(client, db, [keys], form, type, exact, policy))
+        marks = _marks(client, db, [keys.low, keys.high], 1, policy)
+        if not _foreign([keys], marks, form):
+            return _difference(db, marks, keys, policy)
+    return sum(_scan_counts(client, db, [keys], form, type, policy))
 
 
 def histogram(
@@ -245,8 +260,9 @@ def histogram(
 
     Inner bucket edges fall on multiples of ``every`` since 1970-01-01T00:00Z (whole hours,
     UTC midnights); the first bucket starts at ``start`` and the last ends at ``end``. On
-    CouchDB and Cloudant it costs one ``limit=0`` request per bucket edge, ``workers`` at a
-    time; on PouchDB Server (or with ``exact``) one scan of the window's ids.
+    CouchDB and Cloudant it costs one small request per bucket edge, ``workers`` at a time,
+    and a scan of each bucket whose first ids are not all of the form; on PouchDB Server (or
+    with ``exact``) one scan of the window's ids.
 
     Args:
         client, db, start, end, type, form, exact, timeout: as for :func:`count`.
@@ -279,10 +295,18 @@ def histogram(
         counts = [0] * len(spans)
     elif not exact and counts_by_offset(client, policy, db):
         wanted = sorted({key for keys in present for key in (keys.low, keys.high)})
-        offsets = _offsets(client, db, wanted, workers, policy)
-        counts = [0 if keys is None else _difference(db, offsets, keys, policy) for keys in ranges]
+        marks = _marks(client, db, wanted, workers, policy)
+        foreign = _foreign(present, marks, form)
+        counts = [
+            0
+            if keys is None
+            else sum(_scan_counts(client, db, [keys], form, type, policy))
+            if keys in foreign
+            else _difference(db, marks, keys, policy)
+            for keys in ranges
+        ]
     else:
-        found = iter(_scan_counts(client, db, present, form, type, exact, policy))
+        found = iter(_scan_counts(client, db, present, form, type, policy))
         counts = [0 if keys is None else next(found) for keys in ranges]
     return [
         Bucket(to_datetime(a), to_datetime(b), n) for (a, b), n in zip(spans, counts, strict=True)
@@ -305,41 +329,67 @@ def _check_form(form: object) -> None:
         )
 
 
-def _offsets(
-    client: CloudantV1, db: str, keys: list[str], workers: int, policy: RetryPolicy
-) -> dict[str, int]:
-    """``offset`` for each key: the number of ids below it."""
+@dataclass(frozen=True)
+class _Mark:
+    """What ``_all_docs`` answers at a key: the number of ids below it, and the first ids at
+    or after it."""
 
-    def offset(key: str) -> int:
+    offset: int
+    ids: list[str]
+
+
+def _marks(
+    client: CloudantV1, db: str, keys: list[str], workers: int, policy: RetryPolicy
+) -> dict[str, _Mark]:
+    """The offset of each key and its first :data:`PROBE_ROWS` ids, one request a key."""
+
+    def mark(key: str) -> _Mark:
         each = policy.renewed()
-        body = request(db, lambda: client.post_all_docs(db=db, start_key=key, limit=0), each).body
-        value = expect_object(body, each, db).get("offset")
+        answer = request(
+            db, lambda: client.post_all_docs(db=db, start_key=key, limit=PROBE_ROWS), each
+        ).body
+        value = expect_object(answer, each, db).get("offset")
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise answer_error(
                 each,
                 db,
                 f"_all_docs answered no row offset ({describe(value)}); count with exact=True",
             )
-        return value
+        return _Mark(value, [row["id"] for row in expect_rows(answer, each, db)])
 
     if workers == 1 or len(keys) == 1:
-        return {key: offset(key) for key in keys}
+        return {key: mark(key) for key in keys}
     with ThreadPoolExecutor(max_workers=min(workers, len(keys))) as pool:
-        return dict(zip(keys, pool.map(offset, keys), strict=True))
+        return dict(zip(keys, pool.map(mark, keys), strict=True))
 
 
-def _difference(db: str, offsets: dict[str, int], keys: KeyRange, policy: RetryPolicy) -> int:
-    between = offsets[keys.high] - offsets[keys.low]
-    if between < 0:
+def _foreign(ranges: list[KeyRange], marks: dict[str, _Mark], form: IdForm) -> list[KeyRange]:
+    """The ranges in which an id seen at a key is not an id of ``form``."""
+    ordered = sorted(ranges, key=lambda keys: keys.low)
+    lows = [keys.low for keys in ordered]
+    wanted = form.matcher(ordered[0].prefix)
+    found = []
+    for doc_id in sorted({i for mark in marks.values() for i in mark.ids}):
+        slot = bisect.bisect_right(lows, doc_id) - 1
+        if slot < 0 or doc_id >= ordered[slot].high or wanted(doc_id):
+            continue
+        if ordered[slot] not in found:
+            found.append(ordered[slot])
+    return found
+
+
+def _difference(db: str, marks: dict[str, _Mark], keys: KeyRange, policy: RetryPolicy) -> int:
+    low, high = marks[keys.low].offset, marks[keys.high].offset
+    if high < low:
         # Documents added between the two requests cannot make this negative; a server whose
         # offset is not a row count can.
         raise answer_error(
             policy,
             db,
-            f"_all_docs answered offsets that do not count rows "
-            f"({offsets[keys.low]} then {offsets[keys.high]}); count with exact=True",
+            f"_all_docs answered offsets that do not count rows ({low} then {high}); "
+            "count with exact=True",
         )
-    return between
+    return high - low
 
 
 def _scan_counts(
@@ -348,10 +398,10 @@ def _scan_counts(
     ranges: list[KeyRange],
     form: IdForm,
     doc_type: str | None,
-    exact: bool,
     policy: RetryPolicy,
 ) -> list[int]:
-    """Counts of the ids in each of ``ranges`` (adjacent key ranges), from one scan."""
+    """Counts of the ids of ``form`` in each of ``ranges`` (adjacent key ranges), from one
+    scan."""
     ordered = sorted(range(len(ranges)), key=lambda i: ranges[i].low)
     lows = [ranges[i].low for i in ordered]
     whole = KeyRange(
@@ -363,7 +413,7 @@ def _scan_counts(
     counts = [0] * len(ranges)
     for page in range_pages(client, db, whole, form, policy, doc_type=doc_type):
         for doc_id in _ids(page):
-            if exact and not wanted(doc_id):
+            if not wanted(doc_id):
                 continue
             slot = bisect.bisect_right(lows, doc_id) - 1
             if slot >= 0 and doc_id < ranges[ordered[slot]].high:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Final
 
 from ibmcloudant.cloudant_v1 import CloudantV1
 
@@ -32,6 +32,7 @@ from .server import (
 )
 
 __all__ = [
+    "PROBE_ROWS",
     "Checkpoint",
     "check_flag",
     "check_size",
@@ -41,6 +42,10 @@ __all__ = [
 ]
 
 Row = dict[str, Any]
+
+#: Rows read to look at the start of a key range: a count by offset asks for them with each
+#: offset (the same request).
+PROBE_ROWS: Final = 20
 
 
 @dataclass
