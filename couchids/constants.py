@@ -11,6 +11,10 @@ BASE: Final = len(ALPHABET)
 PREFIX_LEN: Final = 8
 #: The largest time an 8-character prefix holds; reverse ids store ``MAX_PREFIX_VALUE - time``.
 MAX_PREFIX_VALUE: Final = BASE**PREFIX_LEN - 1
+#: The earliest time a key range of a millisecond kuuid form reaches, 1980-01-01 in ms: an id
+#: of the second modes (made up to 9999) reads in the millisecond mode of its block count as a
+#: time before 1978-01-12, so the ranges of millisecond times begin above every one of them.
+KUUID_MS_RANGE_FROM_MS: Final = 315_532_800_000
 #: Characters in one random block: one unsigned 32-bit integer, zero-padded.
 BLOCK_LEN: Final = 6
 BLOCK_BITS: Final = 32

@@ -23,6 +23,7 @@ from .constants import (
     BLOCK_BITS,
     BLOCK_LEN,
     DEFAULT_BLOCKS,
+    KUUID_MS_RANGE_FROM_MS,
     MAX_BLOCK,
     MAX_BLOCKS,
     MAX_PREFIX_VALUE,
@@ -140,6 +141,15 @@ class KuuidForm(IdForm):
     def unit_ms(self) -> int:
         """The precision of the time in an id, in milliseconds (1000 or 1)."""
         return 1 if self.millisecond else MS_PER_SECOND
+
+    @property
+    def min_unit(self) -> int:
+        """1970, but 1980 for millisecond kuuid ids: an id of the second modes has the same
+        length and alphabet and reads as a millisecond time before 1978-01-12, so time
+        queries, counts and expiry of the millisecond forms reach no time before 1980. Their
+        ids of before are still made and read (:meth:`new`, :meth:`read`), as kuuid makes them.
+        """
+        return KUUID_MS_RANGE_FROM_MS if self.kind == "kuuid" and self.millisecond else 0
 
     @property
     def max_unit(self) -> int:
