@@ -66,7 +66,10 @@ def extreme_ids(form: IdForm, t: int, doc_type: str | None) -> list[str]:
     unit = t // form.unit_ms
     if form.kind == "kuuid":
         head = form.key(unit)
-        bodies = [head + "000000" * form.random, head + "4gfFC3" * form.random]
+        low = head + "000000" * form.random
+        if len(low) == 32 and all(ch in "0123456789abcdef" for ch in low):
+            low = low[:-1] + "A"  # 32 hex digits are a hex form's id, never a kuuid one
+        bodies = [low, head + "4gfFC3" * form.random]
     else:
         hex_time = f"{t:012x}"
         low, high = "7000" + "8" + "0" * 15, "7fff" + "b" + "f" * 15
