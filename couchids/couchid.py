@@ -17,7 +17,9 @@ microsecond not after the last one used becomes the last one plus one.
 ``sequential``) by its time alone: it holds a time from 2000-01-01 to 2100-01-01, which every id
 CouchDB's clock made does. A v7s id made before 2087 reads as a time in 1983-2000 and falls
 below the runway, so no key range of ``utc_random`` times holds one; a ``random`` id reads as
-a time spread evenly up to 4253 and falls outside the runway 19 times in 20.
+a time spread evenly up to 4253 and falls outside the runway 19 times in 20. The ones inside
+cannot be told from ``utc_random`` ids, so the lifecycle operations refuse a type that shows
+it holds ``random`` ids: one past the runway (:func:`couchids.scan.check_one_form`).
 """
 
 from __future__ import annotations

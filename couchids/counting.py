@@ -18,7 +18,9 @@ request also asks for the first :data:`~couchids.scan.PROBE_ROWS` ids at its key
 request, no extra one), and a range in which one of those is not an id of the form is counted
 by a scan of that range instead. A range of at most that many ids is therefore always exact;
 in a larger one, foreign ids past its first ones are counted. ``exact=True`` scans every range
-(a read of the window's ids).
+(a read of the window's ids). For a loose form (``utc_random``) a type that also holds
+CouchDB's ``random`` ids is refused (:func:`couchids.scan.check_one_form`): a scan cannot tell
+those apart either.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from .keys import KeyRange, window_keys
 from .scan import (
     PROBE_ROWS,
     check_flag,
+    check_one_form,
     checked_target,
     range_pages,
     read_policy,
@@ -203,7 +206,8 @@ def count(
         InvalidTimeError: unreadable times, or ``end`` before ``start``.
         InvalidTypeError: a bad ``type``.
         InvalidArgumentError: not a ``CloudantV1`` client, a bad database name, ``form``,
-            ``exact`` or ``timeout``.
+            ``exact`` or ``timeout``; a loose ``form`` (``utc_random``) whose type also holds
+            ids it cannot tell from its own.
         ServerError: (and subclasses) the server failed or answered something that is not
             CouchDB's (``ServerTimeoutError`` when ``timeout`` ran out); a missing database is
             ``DatabaseNotFoundError``, never 0.
@@ -234,6 +238,7 @@ def counted(
     check_flag("exact", exact)
     keys = window_keys(form, type, start_ms, end_ms)
     database_facts(client, db, policy)  # a missing database raises, even for an empty window
+    check_one_form(client, db, form, type, policy)
     if keys is None:
         return 0
     if not exact and counts_by_offset(client, policy, db):
@@ -290,6 +295,7 @@ def histogram(
     spans = list(itertools.pairwise(edges))
     ranges = [window_keys(form, type, a, b) for a, b in spans]
     database_facts(client, db, policy)
+    check_one_form(client, db, form, type, policy)
     present = [keys for keys in ranges if keys is not None]
     if not present:
         counts = [0] * len(spans)

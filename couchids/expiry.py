@@ -1,8 +1,10 @@
 """Deleting the documents of a type made before a time: CouchDB has no document TTL.
 
 The key range of ``[1970, before)`` for the type and form is read in time order, oldest
-first, without documents (a row carries the current revision); only ids of the form are
-taken, so nothing of another type, form or time is ever touched. Each page goes to
+first, without documents (a row carries the current revision); only ids the form's matcher
+accepts are taken, so nothing of another type, form or time is ever touched. (A loose form,
+``utc_random``, cannot tell its ids from CouchDB's ``random`` ids: a type that holds those
+is refused before anything is read, see :func:`couchids.scan.check_one_form`.) Each page goes to
 ``_bulk_docs`` as ``{"_id", "_rev", "_deleted": true}``. A document changed since it was read
 answers 409 and is reported, never forced. Deleted documents leave ``_all_docs``, so a second
 run simply finds what is left; a :class:`~couchids.Checkpoint` also lets it skip what the
@@ -26,7 +28,14 @@ from .counting import server_kind
 from .errors import InvalidArgumentError
 from .forms import KUUID, IdForm
 from .keys import window_keys
-from .scan import Checkpoint, check_flag, check_size, checked_target, range_pages
+from .scan import (
+    Checkpoint,
+    check_flag,
+    check_one_form,
+    check_size,
+    checked_target,
+    range_pages,
+)
 from .server import (
     DEFAULT_BACKOFF,
     DEFAULT_RETRIES,
@@ -117,8 +126,9 @@ def expire(
 
     Raises:
         InvalidTimeError, InvalidTypeError, InvalidArgumentError: bad arguments (a client that
-            is not ``CloudantV1``, a bad database name, ``dry_run``/``purge`` not a bool), or
-            a purge the server cannot do.
+            is not ``CloudantV1``, a bad database name, ``dry_run``/``purge`` not a bool), a
+            purge the server cannot do, or a loose ``form`` (``utc_random``) whose type also
+            holds ids it cannot tell from its own.
         ServerError: (and subclasses) a request failed after the retries, ran out of
             ``timeout``, or was answered with something that is not CouchDB's.
 
@@ -145,6 +155,7 @@ def expire(
                 f"purge=True: {where} has no _purge (CouchDB 2.3 and later have); "
                 "expire without purge leaves tombstones, which replicate"
             )
+    check_one_form(client, db, form, type, policy)
     mark = checkpoint if checkpoint is not None else Checkpoint()
     report = ExpireReport(dry_run=dry_run, checkpoint=mark)
     if keys is None:

@@ -22,7 +22,15 @@ from .expiry import ExpireReport, delete_revisions
 from .forms import KUUID, IdForm
 from .keys import window_keys
 from .query import DEFAULT_PAGE_SIZE
-from .scan import Checkpoint, check_flag, check_size, checked_target, range_pages, read_policy
+from .scan import (
+    Checkpoint,
+    check_flag,
+    check_one_form,
+    check_size,
+    checked_target,
+    range_pages,
+    read_policy,
+)
 from .server import (
     DEFAULT_BACKOFF,
     DEFAULT_RETRIES,
@@ -81,7 +89,8 @@ def export(
 
     Raises:
         InvalidArgumentError: not a ``CloudantV1`` client, a bad database name, ``format``,
-            ``fields``, ``page_size`` or ``timeout``.
+            ``fields``, ``page_size`` or ``timeout``; a loose ``form`` (``utc_random``) whose
+            type also holds ids it cannot tell from its own.
         InvalidTimeError, InvalidTypeError: a bad window or type.
         ServerError: (and subclasses) a request failed after the retries, ran out of
             ``timeout`` or was answered with something that is not CouchDB's; the checkpoint
@@ -225,6 +234,7 @@ def _window_pages(
         raise InvalidArgumentError(f"form={form!r}: pass an IdForm such as couchids.KUUID")
     keys = window_keys(form, doc_type, start_ms, end_ms)
     database_facts(client, db, policy)
+    check_one_form(client, db, form, doc_type, policy)
     if keys is None:
         return
     wanted = form.matcher(keys.prefix)
