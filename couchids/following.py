@@ -36,6 +36,7 @@ from ibmcloudant.cloudant_v1 import CloudantV1
 
 from .errors import InvalidArgumentError
 from .forms import KUUID, IdForm
+from .keys import window_keys
 from .scan import Checkpoint, check_flag, check_size, checked_target, read_policy
 from .server import (
     DEFAULT_TIMEOUT,
@@ -79,7 +80,9 @@ def follow(
     Args:
         client: an ``ibmcloudant`` ``CloudantV1`` client.
         db: the database name.
-        type, form: which ids to follow.
+        type, form: which ids to follow: those a :func:`couchids.window` of ``form`` and
+            ``type`` could return (written with the form's separator, and for a time form
+            holding a time its key ranges reach).
         since: ``"now"`` (only documents stored after this call), ``0`` (everything), or a
             ``_changes`` sequence. A ``checkpoint`` with a ``since`` takes precedence.
         checkpoint: continue from it; its ``since`` is updated after every batch.
@@ -109,7 +112,7 @@ def follow(
     check_flag("wait", wait)
     if not isinstance(form, IdForm):
         raise InvalidArgumentError(f"form={form!r}: pass an IdForm such as couchids.KUUID")
-    wanted = form.matcher(form.type_prefix(type))
+    wanted = _wanted(form, type)
     mark = checkpoint if checkpoint is not None else Checkpoint()
     if mark.since is None:
         mark.since = str(since)
@@ -123,6 +126,28 @@ def follow(
         # A long-poll request is answered after up to wait_ms by design.
         policy = replace(policy, timeout=policy.timeout + wait_ms / 1000)
     return _follow(client, db, form, wanted, mark, wait, batch_size, wait_ms, policy)
+
+
+def _wanted(form: IdForm, doc_type: str | None) -> Callable[[str], bool]:
+    """Whether an id is one a time window of ``form`` and ``doc_type`` could return.
+
+    ``_changes`` brings ids from outside any key range, so the form's matcher is not enough
+    where ids of another form look alike: a second-mode kuuid id reads as a millisecond one of
+    1970-1978, a v7s id as a utc_random one of 1983-2000. For a form that sorts by time an id
+    must also lie in the key range of every time the form's ranges reach.
+    """
+    matches = form.matcher(form.type_prefix(doc_type))
+    if not form.sortable:
+        return matches
+    every = window_keys(form, doc_type, 0, (form.max_unit + 1) * form.unit_ms)
+    if every is None:
+        return matches
+    low, high = every.low, every.high
+
+    def wanted(doc_id: str) -> bool:
+        return low <= doc_id < high and matches(doc_id)
+
+    return wanted
 
 
 def _follow(
