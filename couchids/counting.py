@@ -303,14 +303,14 @@ def histogram(
         wanted = sorted({key for keys in present for key in (keys.low, keys.high)})
         marks = _marks(client, db, wanted, workers, policy)
         foreign = _foreign(present, marks, form)
-        counts = [
-            0
-            if keys is None
-            else sum(_scan_counts(client, db, [keys], form, type, policy))
-            if keys in foreign
-            else _difference(db, marks, keys, policy)
-            for keys in ranges
-        ]
+        counts = []
+        for keys in ranges:
+            if keys is None:
+                counts.append(0)
+            elif keys in foreign:
+                counts.append(sum(_scan_counts(client, db, [keys], form, type, policy)))
+            else:
+                counts.append(_difference(db, marks, keys, policy))
     else:
         found = iter(_scan_counts(client, db, present, form, type, policy))
         counts = [0 if keys is None else next(found) for keys in ranges]
