@@ -48,8 +48,8 @@ __all__ = [
 
 Row = dict[str, Any]
 
-#: Rows read to look at the start of a key range: a count by offset asks for them with each
-#: offset (the same request), :func:`check_one_form` in one request of its own.
+#: The rows read to see the first ids of a key range. A count by offset asks for them with
+#: each offset (the same request), and :func:`check_one_form` in a request of its own.
 PROBE_ROWS: Final = 20
 
 
@@ -184,14 +184,15 @@ def check_one_form(
     """Refuse a type whose ids a loose form cannot tell from another form's (nothing to do
     for the other forms).
 
-    ``utc_random`` ids hold times up to 2100 in 14 hex digits that run to 4253. CouchDB's
-    ``random`` and ``sequential`` ids are 32 hex digits too, whose first 14 read as a time
-    spread evenly up to 4253: about 94 in 100 fall after 2100, where no ``utc_random`` id is,
-    and the others read as ``utc_random`` ids that nothing can tell apart. So the first
-    :data:`PROBE_ROWS` ids of the type after the form's last time are read (one request), and
-    one of the form's alphabet and length among them stops the operation before it counts,
-    exports or deletes anything. A type holding a single ``random`` id passes unnoticed about
-    one time in 18 (a ``sequential`` run shares one such time over thousands of ids).
+    ``utc_random`` ids hold times from 2000 to 2100 in 14 hex digits that run to 4253.
+    CouchDB's ``random`` and ``sequential`` ids are 32 hex digits too, whose first 14 read as a
+    time spread evenly up to 4253: about 94 in 100 fall after 2100, where no ``utc_random`` id
+    is, and about 4 in 100 inside 2000-2100, where nothing tells them from ``utc_random`` ids.
+    So the first :data:`couchids.scan.PROBE_ROWS` ids of the type after the form's last time
+    are read (one request), and one of the form's alphabet and length among them stops the
+    operation before it counts, exports or deletes anything. A type holding a single
+    ``random`` id passes unnoticed about one time in 18 (and a run of ``sequential`` ids shares
+    one such time over thousands of ids).
 
     Raises:
         InvalidArgumentError: the type holds such ids.
