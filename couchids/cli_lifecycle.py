@@ -254,7 +254,9 @@ def add_commands(commands: Any, tools: Tools) -> None:
         formatter_class=raw,
     )
     window_args(p)
-    p.add_argument("--exact", action="store_true", help="scan; leave foreign ids out")
+    p.add_argument(
+        "--exact", action="store_true", help="scan every bucket: foreign ids anywhere left out"
+    )
     tools.timeout_flag(p, "a request")
     p.set_defaults(run=run_count)
 
@@ -267,7 +269,9 @@ def add_commands(commands: Any, tools: Tools) -> None:
     window_args(p)
     p.add_argument("--every", default="1h", help="bucket width: 15m, 1h, 1d, 1w (default 1h)")
     p.add_argument("--format", choices=("bars", "spark", "csv", "json"), default="bars")
-    p.add_argument("--exact", action="store_true", help="scan; leave foreign ids out")
+    p.add_argument(
+        "--exact", action="store_true", help="scan every bucket: foreign ids anywhere left out"
+    )
     tools.timeout_flag(p, "a request")
     p.set_defaults(run=run_histogram)
 

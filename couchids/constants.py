@@ -11,6 +11,10 @@ BASE: Final = len(ALPHABET)
 PREFIX_LEN: Final = 8
 #: The largest time an 8-character prefix holds; reverse ids store ``MAX_PREFIX_VALUE - time``.
 MAX_PREFIX_VALUE: Final = BASE**PREFIX_LEN - 1
+#: The earliest time a key range of a millisecond kuuid form reaches, 1980-01-01 in ms: an id
+#: of the second modes (made up to 9999) reads in the millisecond mode of its block count as a
+#: time before 1978-01-12, so the ranges of millisecond times begin above every one of them.
+KUUID_MS_RANGE_FROM_MS: Final = 315_532_800_000
 #: Characters in one random block: one unsigned 32-bit integer, zero-padded.
 BLOCK_LEN: Final = 6
 BLOCK_BITS: Final = 32
@@ -67,6 +71,11 @@ UUID_BITS: Final = 128
 #: CouchDB's ``utc_random``/``utc_id``: 14 hex digits of microseconds since 1970.
 UTC_TIME_LEN: Final = 14
 UTC_RANDOM_LEN: Final = 18
+#: The times a ``utc_random`` id holds, 2000-01-01 (inclusive) to 2100-01-01, in ms since
+#: 1970. Any 32 hex digits read as some time up to 4253: the runway keeps out v7s ids made
+#: before 2087 (they read as 1983-2000) and most of CouchDB's ``random`` ids.
+UTC_RANDOM_FROM_MS: Final = 946_684_800_000
+UTC_RANDOM_UNTIL_MS: Final = 4_102_444_800_000
 HEX_DIGITS: Final = "0123456789abcdef"
 #: CouchDB's ``random`` and ``sequential`` uuids: 32 hex digits holding no time.
 COUCH_HEX_LEN: Final = 32

@@ -1,7 +1,7 @@
 """The ids CouchDB makes itself, for a document posted without ``_id`` (``[uuids] algorithm``).
 
 - ``utc_random``: 14 hex digits of microseconds since 1970, then 18 random hex digits (32 in
-  all); :data:`UTC_RANDOM`. Microsecond precision.
+  all); :data:`UTC_RANDOM`. Microsecond precision, times from 2000 to 2100 (see below).
 - ``utc_id``: the same 14 hex digits, then the server's ``[uuids] utc_id_suffix``;
   :class:`UtcIdForm` takes the suffix (``UtcIdForm("-node1")``).
 - ``uuid_v7`` (CouchDB 3.5.1+): its ``base_16`` format is :data:`couchids.V7S`, ``rfc9562`` is
@@ -14,6 +14,15 @@
 
 Like CouchDB, ids made here for the current time strictly increase within a process: a
 microsecond not after the last one used becomes the last one plus one.
+
+**The utc_random runway.** Any 32 lower-case hex digits read as a ``utc_random`` time, so a
+``utc_random`` id is told from the other 32-hex ids (v7s, CouchDB's ``random`` and
+``sequential``) by its time alone: it holds a time from 2000-01-01 to 2100-01-01, which every id
+CouchDB's clock made does. A v7s id made before 2087 reads as a time in 1983-2000 and falls
+below the runway, so no key range of ``utc_random`` times holds one; a ``random`` id reads as
+a time spread evenly up to 4253 and falls outside the runway 19 times in 20. The ones inside
+cannot be told from ``utc_random`` ids, so the lifecycle operations refuse a type that shows
+it holds ``random`` ids: one past the runway (:func:`couchids.core.scan.check_one_form`).
 """
 
 from __future__ import annotations
@@ -25,7 +34,15 @@ import time
 from dataclasses import dataclass
 from datetime import timedelta
 
-from .constants import COUCH_HEX_LEN, HEX_DIGITS, US_PER_MS, UTC_RANDOM_LEN, UTC_TIME_LEN
+from .constants import (
+    COUCH_HEX_LEN,
+    HEX_DIGITS,
+    US_PER_MS,
+    UTC_RANDOM_FROM_MS,
+    UTC_RANDOM_LEN,
+    UTC_RANDOM_UNTIL_MS,
+    UTC_TIME_LEN,
+)
 from .entropy import WORDS
 from .errors import InvalidArgumentError, InvalidIdError, InvalidTimeError
 from .idform import IdForm
@@ -37,6 +54,7 @@ _MAX_US = 16**UTC_TIME_LEN - 1
 _LAST_US = min(_MAX_US, MAX_MS * US_PER_MS + US_PER_MS - 1)
 _TIME = f"[0-9a-f]{{{UTC_TIME_LEN}}}"
 _HEX_RULE = "lower-case hex digits (0-9, a-f)"
+_RUNWAY = "2000-01-01 to 2100-01-01"
 
 
 class _MicroClock:
@@ -107,10 +125,15 @@ class _UtcForm(IdForm):
 
 @dataclass(frozen=True)
 class UtcRandomForm(_UtcForm):
-    """CouchDB's ``utc_random``: microseconds in 14 hex digits, then 18 random hex digits.
+    """CouchDB's ``utc_random``: microseconds in 14 hex digits, then 18 random hex digits,
+    holding a time from 2000-01-01 to 2100-01-01 (the module notes say why).
 
     >>> UTC_RANDOM.parse(UTC_RANDOM.new("2024-01-01T00:00:00.123Z"))
     1704067200123
+    >>> UTC_RANDOM.parse("018f2a3b4c5d7e6f9a0b1c2d3e4f5a6b")  # a v7s id of 2024
+    Traceback (most recent call last):
+    ...
+    couchids.errors.InvalidIdError: ... outside the utc_random runway ...
     """
 
     kind = "utc_random"
@@ -123,6 +146,19 @@ class UtcRandomForm(_UtcForm):
     def length(self) -> int:
         return UTC_TIME_LEN + UTC_RANDOM_LEN
 
+    @property
+    def min_unit(self) -> int:
+        return UTC_RANDOM_FROM_MS
+
+    @property
+    def max_unit(self) -> int:
+        return UTC_RANDOM_UNTIL_MS - 1
+
+    def key_fits(self, unit: int) -> bool:
+        """Whether 14 hex digits hold ``unit``: the key just after the runway is written too,
+        so a window to the runway's end stops there (not at the end of the type)."""
+        return 0 <= unit * US_PER_MS <= _MAX_US
+
     def new(self, timestamp: TimeLike = None, *, type: str | None = None) -> str:
         body = self.compose(_micros(timestamp), WORDS.bits(UTC_RANDOM_LEN * 4))
         return body if type is None else self.type_prefix(type) + body
@@ -132,13 +168,25 @@ class UtcRandomForm(_UtcForm):
         return UTC_RANDOM_LEN * 4
 
     def compose(self, us: int, random: int) -> str:
-        return f"{_checked_us(us):014x}{random:018x}"
+        if not UTC_RANDOM_FROM_MS <= us // US_PER_MS < UTC_RANDOM_UNTIL_MS:
+            raise InvalidTimeError(
+                f"{EPOCH + timedelta(microseconds=us)} is outside the utc_random runway: "
+                f"utc_random ids hold times from {_RUNWAY}"
+            )
+        return f"{us:014x}{random:018x}"
 
     def body_pattern(self) -> str:
         return f"{_TIME}[0-9a-f]{{{UTC_RANDOM_LEN}}}"
 
     def read(self, body: str) -> int:
-        return self._read_time(body)
+        us = self._read_time(body)
+        if not UTC_RANDOM_FROM_MS <= us // US_PER_MS < UTC_RANDOM_UNTIL_MS:
+            raise InvalidIdError(
+                f"{body!r} reads as {EPOCH + timedelta(microseconds=us)}, outside the "
+                f"utc_random runway ({_RUNWAY}): 32 hex digits of another form, such as a v7s "
+                "id or CouchDB's random ids"
+            )
+        return us
 
     def _tail(self) -> str:
         return f"{UTC_RANDOM_LEN} random hex digits"

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from .constants import COUCH_HEX_LEN, HEX_DIGITS, SEPARATORS, TYPE_SEPARATOR
+from .constants import SEPARATORS, TYPE_SEPARATOR
 from .doctypes import check_type, scope_prefix
 from .errors import InvalidArgumentError, InvalidIdError, InvalidTypeError
 from .forms import ALL_FORMS
@@ -139,10 +139,6 @@ def _read_as(doc_id: str, form: IdForm) -> DecodedId:
 Reading = tuple[IdForm, str | None, datetime | None]
 
 
-def _all_hex(text: str) -> bool:
-    return all(c in HEX_DIGITS for c in text)
-
-
 def _infer(doc_id: str, reverse: bool | None, millisecond: bool | None) -> DecodedId:
     sized = [f for f in ALL_FORMS if len(doc_id) >= f.length]
     candidates = [
@@ -190,11 +186,6 @@ def _choose(doc_id: str, readings: list[Reading], errors: list[tuple[IdForm, str
     a form holding no time. A single reading is taken unless its form is loose."""
     if len(readings) == 1 and not readings[0][0].loose:
         return readings[0]
-    hex_forms = [r for r in readings if r[0].kind != "kuuid"]
-    if hex_forms and len(hex_forms) < len(readings) and _all_hex(doc_id[-COUCH_HEX_LEN:]):
-        # Every 32 hex digits are also a valid kuuid id, but kuuid's 24 random base62
-        # characters are all lower-case hex only once in 10**14 ids: take the hex forms.
-        readings = hex_forms
     # The readings of one kuuid prefix lie centuries apart, so at most one of them falls in
     # 2000-2100 (tests/test_decode.py checks this for every mode); tests/test_idforms.py
     # checks that each form's ids made in those years have no other reading there.

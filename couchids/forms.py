@@ -23,6 +23,8 @@ from .constants import (
     BLOCK_BITS,
     BLOCK_LEN,
     DEFAULT_BLOCKS,
+    HEX_DIGITS,
+    KUUID_MS_RANGE_FROM_MS,
     MAX_BLOCK,
     MAX_BLOCKS,
     MAX_PREFIX_VALUE,
@@ -142,6 +144,15 @@ class KuuidForm(IdForm):
         return 1 if self.millisecond else MS_PER_SECOND
 
     @property
+    def min_unit(self) -> int:
+        """1970, but 1980 for millisecond kuuid ids: an id of the second modes has the same
+        length and alphabet and reads as a millisecond time before 1978-01-12, so time
+        queries, counts and expiry of the millisecond forms reach no time before 1980. Their
+        ids of before are still made and read (:meth:`new`, :meth:`read`), as kuuid makes them.
+        """
+        return KUUID_MS_RANGE_FROM_MS if self.kind == "kuuid" and self.millisecond else 0
+
+    @property
     def max_unit(self) -> int:
         """The latest time an id of this form can hold, in units of :attr:`unit_ms`."""
         if self.kind == "kuuid" and self.millisecond:
@@ -210,12 +221,13 @@ class KuuidForm(IdForm):
         elif self.kind == "v7s":
             body = _V7S_TEXT
         else:
-            # About one v7s id in a hundred also fits the 4-block kuuid pattern (its characters
-            # 8, 14, 20 and 26 happen to be 0-4), while a kuuid id fits v7s with odds near
-            # 1e-12: such a string is a UUIDv7, so a database mixing the two never shows one
-            # as the other.
-            not_v7s = rf"(?!{_V7S_TEXT}\Z)" if self.length == V7_HEX_LEN else ""
-            body = f"{not_v7s}{_B62}{{{PREFIX_LEN}}}{_BLOCK}{{{self.random}}}"
+            # About one string of 32 hex digits in a hundred (a v7s, utc_random or CouchDB
+            # random id) also fits the 4-block kuuid pattern (its characters 8, 14, 20 and 26
+            # happen to be 0-4), while a kuuid id is 32 lower-case hex digits with odds near
+            # 1e-14: such a string is a hex form's, so a database mixing them never shows one
+            # as a kuuid id.
+            not_hex = rf"(?![0-9a-f]{{{V7_HEX_LEN}}}\Z)" if self.length == V7_HEX_LEN else ""
+            body = f"{not_hex}{_B62}{{{PREFIX_LEN}}}{_BLOCK}{{{self.random}}}"
         return body
 
     def read(self, body: str) -> int:
@@ -224,7 +236,8 @@ class KuuidForm(IdForm):
         Raises:
             InvalidIdError: wrong length, a character outside the form's alphabet, a kuuid
                 block above ``2**32 - 1``, a wrong UUID version or variant, a time past
-                9999-12-31, or (for 4-block kuuid forms) a string that is a valid v7s id.
+                9999-12-31, or (for 4-block kuuid forms) 32 lower-case hex digits: a v7s,
+                utc_random or CouchDB id.
         """
         if not isinstance(body, str) or len(body) != self.length:
             raise self.wrong_length(body)
@@ -250,6 +263,11 @@ class KuuidForm(IdForm):
             )
         if _V7S.fullmatch(body) is not None:
             return f"{body!r} is a v7s id (a UUIDv7), not a {self} id"
+        if all(ch in HEX_DIGITS for ch in body):
+            return (
+                f"{body!r} is not a {self} id: 32 lower-case hex digits are a v7s, utc_random "
+                "or CouchDB random id"
+            )
         if all(ch in ALPHABET for ch in body):
             blocks = (body[i : i + BLOCK_LEN] for i in range(PREFIX_LEN, len(body), BLOCK_LEN))
             high = next(block for block in blocks if block > MAX_BLOCK)

@@ -158,7 +158,9 @@ class IdForm(ABC):
 
     @property
     def min_unit(self) -> int:
-        """The earliest time an id of this form can hold, in units of :attr:`unit_ms`."""
+        """The earliest time a key range of this form reaches, in units of :attr:`unit_ms`: the
+        earliest time its ids hold, or a later one where the ids of another form read as the
+        times before it (millisecond kuuid ids: 1980, see :class:`couchids.KuuidForm`)."""
         return 0
 
     @property

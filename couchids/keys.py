@@ -94,6 +94,27 @@ def window_keys(form: IdForm, doc_type: str | None, start_ms: int, end_ms: int) 
     return KeyRange(low=low, high=high, prefix=prefix)
 
 
+def beyond_keys(form: IdForm, doc_type: str | None) -> KeyRange | None:
+    """The key range of the ids of ``doc_type`` that sort after every time ``form`` holds,
+    up to the end of the type; ``None`` for a form whose time runs to the end of its digits.
+
+    An id of the form's alphabet and length there is an id of another form: ``utc_random``
+    ids hold times up to 2100 in digits that run to 4253, so 32 hex digits past 2100 are
+    CouchDB's ``random`` ids (see :func:`couchids.core.scan.check_one_form`).
+
+    >>> from couchids import TID62, UTC_RANDOM
+    >>> beyond_keys(UTC_RANDOM, "t"), beyond_keys(TID62, "t")
+    (KeyRange(low='t:0e9326dd03c000', high='t;', prefix='t:'), None)
+    """
+    check_time_form(form)
+    prefix = form.type_prefix(doc_type)
+    after = form.max_unit + 1
+    if form.reverse or not form.key_fits(after):
+        return None
+    top = _next_text(prefix) if prefix else _AFTER_ALPHABET
+    return KeyRange(low=prefix + form.key(after), high=top, prefix=prefix)
+
+
 def check_time_form(form: IdForm) -> IdForm:
     """Return ``form`` if its ids sort by time in ``_all_docs``, so a time query can use it.
 

@@ -380,7 +380,9 @@ def follow(
     Args:
         client: an ``ibmcloudant`` ``CloudantV1`` client.
         db: the database name.
-        type, form: which ids to follow.
+        type, form: which ids to follow: those a :func:`couchids.window` of ``form`` and
+            ``type`` could return (written with the form's separator, and for a time form
+            holding a time its key ranges reach).
         since: ``"now"`` (only documents stored after this call), ``0`` (everything), or a
             ``_changes`` sequence. A ``checkpoint`` with a ``since`` takes precedence.
         checkpoint: continue from it; its ``since`` is updated after every batch.
@@ -438,7 +440,9 @@ def rekey(
     """Copy every document of ``source_db`` into ``target_db`` under a time-sortable id.
 
     The time is the document's ``time_field`` (an ISO-8601 string or epoch milliseconds), or,
-    without ``time_field``, the time in a CouchDB ``utc_random`` id. Design documents are not
+    without ``time_field``, the time in a CouchDB ``utc_random`` id (32 hex digits holding a
+    time in 2000-2100, :data:`couchids.UTC_RANDOM`; other ids are skipped, and so are most of
+    CouchDB's ``random`` ids, whose digits read as a time outside it). Design documents are not
     copied; nor are attachments (their stubs are dropped). The new id is
     :func:`~couchids.core.rekeying.derived_id`; documents are otherwise copied as they are, without
     ``_rev``.

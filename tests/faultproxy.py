@@ -195,6 +195,9 @@ def _handler_for(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         # Keep-alive, like the real server: the SDK reuses its connections.
         protocol_version = "HTTP/1.1"
+        # An answer goes out as two writes (head, then body): with Nagle's algorithm the body
+        # waits for the client's delayed ACK of the head, about 40 ms a request.
+        disable_nagle_algorithm = True
 
         def log_message(self, format: str, *args: object) -> None:
             pass  # keep test output clean; the proxy's own log records every request

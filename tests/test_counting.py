@@ -1,32 +1,44 @@
-"""couchids.count and couchids.histogram against ground truth kept while inserting.
+"""couchids.count and couchids.histogram against ground truth kept while inserting, for every
+form whose ids hold a sortable time, typed and untyped.
 
-Ids of every form sit one unit before, one millisecond before, at and one millisecond after
-every bucket edge (the window's own edges too), among noise: other types whose names start
-alike, untyped ids, other forms of the same type, and foreign ids inside the key ranges (which
-the fast count counts and ``exact=True`` leaves out).
+Each form gets a small database (made when a test first asks for it). For the type ``ord``
+and for untyped ids it holds ids one unit before, one millisecond before, at and one
+millisecond after every bucket edge of the histogram's window (the window's own edges too),
+ids at second edges and spread over weeks (for the windows of tests/windowtable.py), and noise
+near them that the count must not take: types whose names start alike, other forms at the same
+times (those that sort outside every range counted there), typed ids for the untyped count and
+untyped ones for the typed count, design documents. Fast (offsets on CouchDB) and exact counts
+must equal the truth.
+
+The type ``mix`` of each database holds foreign ids inside its key ranges: one at the start of
+every bucket, and ids of other forms made at the same times, some of which sort among its ids.
+It holds no more ids in all than a count by offset reads with each offset
+(:data:`couchids.core.scan.PROBE_ROWS`), which is the case the fast count promises to get right: it
+sees the foreign ids and scans. Foreign ids further into a larger range are counted by offset,
+as documented: test_foreign_ids_past_the_first_rows_are_counted_by_offset pins that.
 """
 
 from __future__ import annotations
 
+import itertools
 import random
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
-from apis import Api
 from faultproxy import FaultProxy, client_for
 from ibmcloudant.cloudant_v1 import CloudantV1
 from test_query import insert
+from windowtable import SECOND, T0, TIME_FORMS, WEEK, WINDOWS, make_id
 
 import couchids
 from couchids import (
     KUUID,
-    KUUID_MS,
-    KUUID_MS_REVERSE,
-    KUUID_REVERSE,
     SHORT,
-    SHORT_REVERSE,
+    TID62,
+    ULID,
+    UTC_RANDOM,
     V7,
     V7S,
     DatabaseNotFoundError,
@@ -35,120 +47,184 @@ from couchids import (
     InvalidTimeError,
 )
 from couchids.core.counting import bucket_edges, counts_by_offset, parse_every
-from couchids.core.scan import read_policy
+from couchids.core.scan import PROBE_ROWS, read_policy
+from couchids.keys import KeyRange, window_keys
 from couchids.server import known_facts, run
 from couchids.times import to_ms
 
-FORMS = (KUUID, KUUID_REVERSE, KUUID_MS, KUUID_MS_REVERSE, SHORT, SHORT_REVERSE, V7, V7S)
-T0 = to_ms("2024-05-01T00:00:00Z")
 HOUR = 3_600_000
-#: The histogram's window: four hourly buckets.
-START, END = T0, T0 + 4 * HOUR
+#: The histogram's window: T0 is no hour edge, so its first and last buckets are partial, and
+#: a UTC midnight lies inside it.
+START, END = T0 - 2 * HOUR, T0 + 2 * HOUR
+EDGES = [START, *range(START - START % HOUR + HOUR, END, HOUR), END]
+#: The count's windows: windowtable's, the histogram's and its buckets.
+COUNTED = [(T0 + a, T0 + b) for a, b in WINDOWS] + [(START, END), *itertools.pairwise(EDGES)]
+SCOPES = ("ord", None)
+#: Forms whose ids are made at the same times as noise.
+NOISE_FORMS = (KUUID, SHORT, V7, V7S, TID62, ULID, UTC_RANDOM)
 
 
-def type_of(form: IdForm) -> str:
-    return f"t{FORMS.index(form)}"
+@dataclass(frozen=True)
+class Made:
+    """An id of the database's form: what it was made as."""
+
+    id: str
+    type: str | None
+    #: The time it holds: the time it was made at, at its form's precision.
+    time: int
 
 
 @dataclass
-class Data:
+class FormDb:
     client: CloudantV1
     db: str
-    #: (form, type, time) of every id made with a form.
-    made: list[tuple[IdForm, str | None, int]]
-    #: (form, time) of foreign ids placed inside a form's key range for that time.
-    stubs: list[tuple[IdForm, int]]
+    form: IdForm
+    made: list[Made]
 
-    def truth(self, form: IdForm, start: int, end: int, *, exact: bool) -> int:
-        unit = form.unit_ms
-        wanted = sum(
-            1
-            for f, t, ms in self.made
-            if f == form and t == type_of(form) and start <= ms - ms % unit < end
-        )
-        if exact:
-            return wanted
-        return wanted + sum(1 for f, ms in self.stubs if f == form and start <= ms < end)
+    def truth(self, doc_type: str | None, start: int, end: int) -> int:
+        return sum(1 for m in self.made if m.type == doc_type and start <= m.time < end)
 
 
-def edge_times(rng: random.Random, form: IdForm) -> list[int]:
-    edges = range(START - HOUR, END + 2 * HOUR, HOUR)
-    near = [e + d for e in edges for d in (-form.unit_ms, -1, 0, 1)]
-    return near + [START + rng.randrange(4 * HOUR) for _ in range(20)]
+def edge_times(form: IdForm) -> list[int]:
+    """One unit before, one millisecond before, at and one millisecond after every edge of the
+    histogram's window, and of the buckets just outside it."""
+    edges = [START - HOUR, *EDGES, END + HOUR]
+    return sorted({e + d for e in edges for d in (-form.unit_ms, -1, 0, 1)})
+
+
+def times(rng: random.Random, form: IdForm) -> list[int]:
+    seconds = [T0 + k * SECOND + d for k in range(5) for d in (0, 1, 999)]
+    inside = [START + rng.randrange(END - START) for _ in range(8)]
+    spread = [T0 + rng.randrange(-3 * WEEK, 4 * WEEK) for _ in range(6)]
+    return [*edge_times(form), *seconds, *inside, *spread, T0 - 53 * WEEK]
+
+
+def counted_ranges(form: IdForm, doc_type: str | None) -> list[KeyRange]:
+    return [r for a, b in COUNTED if (r := window_keys(form, doc_type, a, b)) is not None]
+
+
+def build(client: CloudantV1, db: str, form: IdForm) -> list[Made]:
+    """Fill ``db`` for ``form``; return the ids of the form, the truth."""
+    rng = random.Random(str(form))
+    made = [
+        Made(make_id(form, ms, t), t, ms - ms % form.unit_ms)
+        for t in SCOPES
+        for ms in times(rng, form)
+    ]
+    ranges = [r for t in SCOPES for r in counted_ranges(form, t)]
+    noise = [make_id(form, ms, t) for t in ("ordx", "or", "ord-1") for ms in times(rng, form)[::3]]
+    others = [
+        g.new(ms, type=t)
+        for g in NOISE_FORMS
+        if g != form
+        for t in SCOPES
+        for ms in times(rng, form)[::4]
+    ]
+    # Only the type ``mix`` holds foreign ids inside the ranges counted: here they sort outside.
+    noise += [i for i in others if not any(r.low <= i < r.high for r in ranges)]
+    noise += ["_design/ord", "_design/x", "ord", "ord:", "ord;"]
+    made += mixed(form)
+    stubs = [
+        r.low + "!" for a, b in itertools.pairwise(EDGES) if (r := window_keys(form, "mix", a, b))
+    ]
+    mix_noise = [g.new(T0, type="mix") for g in NOISE_FORMS if g != form]
+    assert len([m for m in made if m.type == "mix"]) + len(stubs) + len(mix_noise) <= PROBE_ROWS
+    ids = [m.id for m in made] + noise + stubs + mix_noise
+    assert len(set(ids)) == len(ids)
+    insert(client, db, ids)
+    return made
+
+
+def mixed(form: IdForm) -> list[Made]:
+    """The ids of the form of type ``mix``: one millisecond before and at every inner bucket
+    edge."""
+    return [
+        Made(make_id(form, ms, "mix"), "mix", ms - ms % form.unit_ms)
+        for e in EDGES[1:-1]
+        for ms in (e - 1, e)
+    ]
 
 
 @pytest.fixture(scope="module")
-def data(couch_url: str) -> Iterator[Data]:
+def databases(couch_url: str) -> Iterator[dict[IdForm, FormDb]]:
     client = client_for(couch_url)
-    db = f"test_count_{uuid.uuid4().hex}"
-    client.put_database(db=db)
-    rng = random.Random(11)
-    made: list[tuple[IdForm, str | None, int]] = []
-    ids: list[str] = []
-    stubs: list[tuple[IdForm, int]] = []
-    for form in FORMS:
-        doc_type = type_of(form)
-        other = FORMS[(FORMS.index(form) + 3) % len(FORMS)]
-        for ms in edge_times(rng, form):
-            for t, f in ((doc_type, form), (doc_type + "x", form), (None, form), (doc_type, other)):
-                ids.append(f.new(ms, type=t))
-                made.append((f, t, ms))
-        for ms in range(START, END + HOUR, HOUR // 2):
-            unit = ms // form.unit_ms
-            ids.append(f"{doc_type}:{form.key(unit)}~stub")
-            stubs.append((form, ms))
-    ids += ["_design/x", "t0", "t0:", "t0;", "t1:zz"]
-    assert len(set(ids)) == len(ids)
-    insert(client, db, ids)
-    yield Data(client, db, made, stubs)
-    client.delete_database(db=db)
+    made: dict[IdForm, FormDb] = {}
+    yield made
+    for found in made.values():
+        client.delete_database(db=found.db)
 
 
-@pytest.mark.parametrize("exact", [False, True], ids=["fast", "exact"])
-@pytest.mark.parametrize("form", FORMS, ids=str)
-def test_histogram_equals_the_truth_at_every_edge(
-    api: Api, data: Data, form: IdForm, exact: bool
-) -> None:
-    buckets = api.histogram(
-        data.client, data.db, START, END, every="1h", type=type_of(form), form=form, exact=exact
-    )
-    assert [to_ms(b.start) for b in buckets] == list(range(START, END, HOUR))
-    assert [b.count for b in buckets] == [
-        data.truth(form, to_ms(b.start), to_ms(b.end), exact=exact) for b in buckets
-    ]
-    assert all(b.count > 0 for b in buckets)
+@pytest.fixture
+def data(databases: dict[IdForm, FormDb], couch_url: str, form: IdForm) -> FormDb:
+    if form not in databases:
+        client = client_for(couch_url)
+        db = f"test_count_{uuid.uuid4().hex}"
+        client.put_database(db=db)
+        databases[form] = FormDb(client, db, form, build(client, db, form))
+    return databases[form]
 
 
-@pytest.mark.parametrize("exact", [False, True], ids=["fast", "exact"])
-@pytest.mark.parametrize("form", FORMS, ids=str)
-def test_count_equals_the_truth(api: Api, data: Data, form: IdForm, exact: bool) -> None:
-    windows = [
-        (START, END),
-        (START - 1, START + 1),
-        (START + HOUR - form.unit_ms, START + HOUR + form.unit_ms),
-        (START + 1, END - 1),
-        (START, START),
-        (0, to_ms("2100-01-01")),
-    ]
-    for start, end in windows:
-        got = api.count(
-            data.client, data.db, start, end, type=type_of(form), form=form, exact=exact
-        )
-        assert got == data.truth(form, start, end, exact=exact), (start, end)
+@pytest.mark.parametrize("form", TIME_FORMS, ids=str)
+def test_histogram_equals_the_truth_at_every_edge(data: FormDb, form: IdForm) -> None:
+    for doc_type in (*SCOPES, "mix"):
+        truth = [data.truth(doc_type, a, b) for a, b in itertools.pairwise(EDGES)]
+        assert all(truth), truth
+        for exact in (False, True):
+            buckets = couchids.histogram(
+                data.client, data.db, START, END, type=doc_type, form=form, exact=exact
+            )
+            assert [to_ms(b.start) for b in buckets] == EDGES[:-1]
+            assert [b.count for b in buckets] == truth, (doc_type, exact)
 
 
-def test_histogram_with_unaligned_window_and_days(data: Data) -> None:
+@pytest.mark.parametrize("form", TIME_FORMS, ids=str)
+def test_count_equals_the_truth(data: FormDb, form: IdForm) -> None:
+    for doc_type in (*SCOPES, "mix"):
+        for start, end in COUNTED:
+            truth = data.truth(doc_type, start, end)
+            for exact in (False, True):
+                got = couchids.count(
+                    data.client, data.db, start, end, type=doc_type, form=form, exact=exact
+                )
+                assert got == truth, (doc_type, start - T0, end - T0, exact)
+
+
+@pytest.mark.parametrize("form", [KUUID], ids=str)
+def test_histogram_with_unaligned_window_and_days(data: FormDb, form: IdForm) -> None:
     start, end = START - HOUR // 2, END + HOUR // 3
-    buckets = couchids.histogram(data.client, data.db, start, end, every="1d", type="t0")
-    # START is a UTC midnight: the day buckets break there.
-    assert [(to_ms(b.start), to_ms(b.end)) for b in buckets] == [(start, START), (START, end)]
+    midnight = T0 - T0 % (24 * HOUR) + 24 * HOUR
+    assert start < midnight < end
+    buckets = couchids.histogram(data.client, data.db, start, end, every="1d", type="ord")
+    assert [(to_ms(b.start), to_ms(b.end)) for b in buckets] == [(start, midnight), (midnight, end)]
     assert [b.count for b in buckets] == [
-        data.truth(KUUID, start, START, exact=False),
-        data.truth(KUUID, START, end, exact=False),
+        data.truth("ord", start, midnight),
+        data.truth("ord", midnight, end),
     ]
-    hourly = couchids.histogram(data.client, data.db, start, end, every="1h", type="t0")
-    assert to_ms(hourly[1].start) == START
+    hourly = couchids.histogram(data.client, data.db, start, end, every="1h", type="ord")
+    assert to_ms(hourly[1].start) == start - start % HOUR + HOUR
     assert sum(b.count for b in hourly) == sum(b.count for b in buckets)
+
+
+def test_foreign_ids_past_the_first_rows_are_counted_by_offset(client: CloudantV1, db: str) -> None:
+    """A count by offset reads the first PROBE_ROWS ids of each range with its offset: a
+    foreign id among them has the range scanned, a foreign id further in is counted, as the
+    documentation says. A scan (PouchDB Server, exact=True) counts only ids of the form."""
+    edges = [EDGES[1] + k * HOUR for k in range(4)]  # whole hours
+    n = 2 * PROBE_ROWS
+    ids = [KUUID.new(a + k * (HOUR // n), type="ord") for a in edges[:-1] for k in range(n)]
+    first = window_keys(KUUID, "ord", edges[0], edges[1])
+    assert first is not None
+    # The first row the offset request of the first bucket reads, and one past the first
+    # rows of the second bucket.
+    seen, unseen = first.low + "!", "ord:" + KUUID.key((edges[2] - SECOND) // SECOND) + "~"
+    insert(client, db, [*ids, seen, unseen])
+    truth = [n, n, n]
+    fast = couchids.histogram(client, db, edges[0], edges[-1], type="ord")
+    exact = couchids.histogram(client, db, edges[0], edges[-1], type="ord", exact=True)
+    assert [b.count for b in exact] == truth
+    by_offset = run(client, counts_by_offset(known_facts(client), read_policy(None, "count"), db))
+    assert [b.count for b in fast] == ([n, n + 1, n] if by_offset else truth)
+    assert couchids.count(client, db, edges[0], edges[1], type="ord") == n
 
 
 def test_offset_counting_is_used_where_the_server_has_it(
@@ -177,11 +253,12 @@ def test_bad_arguments(client: CloudantV1, db: str) -> None:
 
 
 def test_bucket_edges_align_to_utc() -> None:
-    assert bucket_edges(START, START + 2 * HOUR, HOUR) == [START, START + HOUR, START + 2 * HOUR]
-    assert bucket_edges(START + 5, START + HOUR + 5, HOUR) == [
-        START + 5,
-        START + HOUR,
-        START + HOUR + 5,
+    assert bucket_edges(START, END, HOUR) == EDGES
+    aligned = to_ms("2024-05-01")
+    assert bucket_edges(aligned, aligned + 2 * HOUR, HOUR) == [
+        aligned,
+        aligned + HOUR,
+        aligned + 2 * HOUR,
     ]
     assert parse_every("1d") == 24 * HOUR
     assert parse_every(" 15m ") == 15 * 60_000

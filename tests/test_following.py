@@ -11,7 +11,7 @@ from faultproxy import client_for
 from ibmcloudant.cloudant_v1 import CloudantV1
 
 import couchids
-from couchids import V7S, Checkpoint
+from couchids import KUUID, KUUID_MS, TID62, UTC_RANDOM, V7S, Checkpoint
 
 WRITERS, EACH = 4, 40
 
@@ -68,3 +68,26 @@ def test_a_resumed_follow_misses_nothing(api: Api, client: CloudantV1, db: str) 
     assert set(first) | set(rest) == set(made)
     assert len(rest) < len(made)
     assert first[:8] == sorted(first[:8])
+
+
+def test_follow_takes_the_forms_separator(client: CloudantV1, db: str) -> None:
+    form = TID62.with_separator("-")
+    made = [couchids.create(client, db, {"k": k}, type="ord", form=form).id for k in range(5)]
+    couchids.create(client, db, {"noise": 1}, type="ord")  # ord:<kuuid>
+    mark = Checkpoint(since="0")
+    seen = couchids.follow(client, db, type="ord", form=form, checkpoint=mark, wait=False)
+    assert sorted(doc["_id"] for doc in seen) == sorted(made)
+
+
+def test_follow_takes_the_ids_a_window_of_its_form_returns(client: CloudantV1, db: str) -> None:
+    """follow meets ids outside any key range. A second-mode kuuid id fits the millisecond
+    pattern (and the other way round), and a v7s id fits utc_random's: each form takes the ids
+    a time window of it would return, so a type holding them all is followed form by form."""
+    forms = (KUUID, KUUID_MS, UTC_RANDOM, V7S)
+    made = {
+        f: [couchids.create(client, db, {}, type="ord", form=f).id for _ in range(3)] for f in forms
+    }
+    for form, ids in made.items():
+        mark = Checkpoint(since="0")
+        seen = couchids.follow(client, db, type="ord", form=form, checkpoint=mark, wait=False)
+        assert sorted(doc["_id"] for doc in seen) == sorted(ids), form

@@ -134,6 +134,24 @@ def test_max_unit_can_be_made() -> None:
         assert form.parse(doc_id) == form.max_unit * form.unit_ms
 
 
+#: A utc_random id of 2024 whose characters 8, 14, 20 and 26 are 0-4: it fits the 4-block
+#: kuuid pattern, where its first 8 characters read as a millisecond time of 1980.
+UTC_RANDOM_LIKE_KUUID = "0660d676" + "0aba60" + "1d238c" + "034c51" + "2ff1a0"
+
+
+@pytest.mark.parametrize(
+    "form", [f for f in KUUID_FORMS if f.kind == "kuuid" and f.length == 32], ids=str
+)
+def test_32_hex_digits_are_no_kuuid_id(form: IdForm) -> None:
+    body = UTC_RANDOM_LIKE_KUUID
+    assert couchids.decode(body).form == couchids.UTC_RANDOM
+    with pytest.raises(InvalidIdError, match="32 lower-case hex digits are a v7s, utc_random"):
+        form.read(body)
+    assert not form.matcher("t:")("t:" + body)
+    # Past the hex digits, any kuuid id is one.
+    assert form.matcher("t:")("t:" + body[:-1] + "A")
+
+
 @pytest.mark.parametrize(
     ("form", "body", "match"),
     [

@@ -48,13 +48,13 @@ TID62_FIRST, TID62_LAST = to_ms("2020-01-01"), (1_577_836_800 + 2**32) * 1000 - 
 TIME_FORMS: list[tuple[IdForm, int]] = [
     (TID62, TID62_LAST),
     (BASE36_V7, MAX_MS),
-    (UTC_RANDOM, UTC_LAST),
+    (UTC_RANDOM, Y2100 - 1),
     (UtcIdForm("-n1"), UTC_LAST),
     (ULID, MAX_MS),
     (V7, MAX_MS),
     (V7S, MAX_MS),
 ]
-FIRST = {TID62: TID62_FIRST}
+FIRST = {TID62: TID62_FIRST, UTC_RANDOM: Y2000}
 
 
 def first_ms(form: IdForm) -> int:
@@ -155,6 +155,26 @@ def test_couchdb_utc_forms() -> None:
         UtcIdForm("a b")
     # CouchDB's random/sequential ids hold no time: decoding with form= says so.
     assert decode("4e17c12963f4bee0e6ec90da54804894", form=COUCH_RANDOM).timestamp is None
+
+
+def test_utc_random_runway() -> None:
+    # Any 32 hex digits read as a time up to 4253; a utc_random id holds one in 2000-2100.
+    for outside in (Y2000 - 1, Y2100):
+        with pytest.raises(InvalidTimeError, match="outside the utc_random runway"):
+            UTC_RANDOM.new(outside)
+    assert UTC_RANDOM.parse(UTC_RANDOM.new(Y2000)) == Y2000
+    assert UTC_RANDOM.parse(UTC_RANDOM.new(Y2100 - 1)) == Y2100 - 1
+    v7s_of_2024 = KNOWN_UUID7.hex  # reads as a utc_random time in 1983
+    for body in ("0" * 32, v7s_of_2024, f"{Y2100 * 1000:014x}" + "0" * 18):
+        with pytest.raises(InvalidIdError, match="outside the utc_random runway"):
+            UTC_RANDOM.read(body)
+    assert decode(v7s_of_2024).form == V7S
+    # A window over every time stays inside the runway: its keys end at 2100, not at the end
+    # of the type, and begin at 2000, above every v7s id made before 2087.
+    keys = window_keys(UTC_RANDOM, "t", 0, MAX_MS)
+    assert keys is not None
+    assert (keys.low, keys.high) == (f"t:{Y2000 * 1000:014x}", f"t:{Y2100 * 1000:014x}")
+    assert "t:" + V7S.new(to_ms("2086-12-31")) < keys.low
 
 
 def test_uuid464() -> None:

@@ -6,6 +6,8 @@ Python compares ``str`` by code point, which for the ASCII ids here is the raw b
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
@@ -25,7 +27,7 @@ from couchids.forms import (
     IdForm,
 )
 from couchids.keys import KeyRange, window_keys
-from couchids.times import MAX_MS
+from couchids.times import MAX_MS, to_ms
 
 PRESETS = (KUUID, KUUID_REVERSE, KUUID_MS, KUUID_MS_REVERSE, SHORT, SHORT_REVERSE, V7, V7S)
 SECOND_FORMS = tuple(f for f in KUUID_FORMS if not f.millisecond)
@@ -48,6 +50,12 @@ def id_time(form: IdForm, t: int) -> int:
     return t - t % form.unit_ms
 
 
+def reached(form: IdForm, t: int) -> bool:
+    """Whether key ranges of ``form`` reach the time ``t`` (millisecond kuuid forms leave
+    1970-1979 to the ids of the second modes, which read as those times)."""
+    return t >= form.min_unit * form.unit_ms
+
+
 def contains(keys: KeyRange, doc_id: str) -> bool:
     return keys.low <= doc_id < keys.high
 
@@ -58,7 +66,10 @@ def extreme_ids(form: IdForm, t: int, doc_type: str | None) -> list[str]:
     unit = t // form.unit_ms
     if form.kind == "kuuid":
         head = form.key(unit)
-        bodies = [head + "000000" * form.random, head + "4gfFC3" * form.random]
+        low = head + "000000" * form.random
+        if len(low) == 32 and all(ch in "0123456789abcdef" for ch in low):
+            low = low[:-1] + "A"  # 32 hex digits are a hex form's id, never a kuuid one
+        bodies = [low, head + "4gfFC3" * form.random]
     else:
         hex_time = f"{t:012x}"
         low, high = "7000" + "8" + "0" * 15, "7fff" + "b" + "f" * 15
@@ -111,7 +122,7 @@ def test_an_id_is_in_the_range_exactly_when_its_time_is_in_the_window(
 ) -> None:
     form, doc_type, start, end, t = case
     keys = window_keys(form, doc_type, start, end)
-    inside = start <= id_time(form, t) < end
+    inside = start <= id_time(form, t) < end and reached(form, t)
     made = [form.new(t, type=doc_type), *extreme_ids(form, t, doc_type)]
     if keys is None:
         assert not inside, "a window holding an id time must have a key range"
@@ -130,7 +141,7 @@ def test_a_window_is_empty_exactly_when_no_id_time_falls_in_it(
     end = start + span
     assume(end <= last_ms(form) + 1)
     keys = window_keys(form, doc_type, start, end)
-    holds_an_id_time = any(ms % form.unit_ms == 0 for ms in range(start, end))
+    holds_an_id_time = any(ms % form.unit_ms == 0 and reached(form, ms) for ms in range(start, end))
     assert (keys is None) == (not holds_an_id_time)
 
 
@@ -321,6 +332,8 @@ def test_key_ranges_hold_ids_made_by_kuuid_itself(form: IdForm) -> None:
         if not isinstance(stamp, int):
             continue
         t = id_time(form, stamp)
+        if not reached(form, t):
+            continue
         inside = window_keys(form, None, t, t + form.unit_ms)
         before = window_keys(form, None, t - 1000, t)
         after = window_keys(form, None, t + form.unit_ms, t + form.unit_ms + 1000)
@@ -330,3 +343,23 @@ def test_key_ranges_hold_ids_made_by_kuuid_itself(form: IdForm) -> None:
         assert not contains(after, case[field])
         checked += 1
     assert checked >= 5
+
+
+@settings(max_examples=300)
+@given(
+    st.sampled_from(SECOND_FORMS),
+    types,
+    st.integers(0, MAX_MS),
+    st.integers(0, MAX_MS),
+    st.integers(0, MAX_MS),
+)
+def test_no_range_of_the_millisecond_mode_holds_a_second_mode_id(
+    form: IdForm, doc_type: str | None, t: int, start: int, end: int
+) -> None:
+    """An id of a second mode reads in the millisecond mode of its block count (the same
+    length and alphabet) as a time before 1978-01-12: no range of that mode reaches it."""
+    ms_form = replace(form, millisecond=True)
+    doc_id = form.new(t, type=doc_type)
+    assert ms_form.parse(doc_id[len(ms_form.type_prefix(doc_type)) :]) < to_ms("1978-01-12")
+    keys = window_keys(ms_form, doc_type, min(start, end), max(start, end) + 1)
+    assert keys is None or not contains(keys, doc_id)

@@ -95,10 +95,17 @@ def test_utc_random_ids_give_their_own_time(client: CloudantV1, db: str) -> None
     micros = T0 * 1000 + 123_456
     source = f"{micros:014x}" + "ab" * 9
     client.put_document(db=db, doc_id=source, document={"x": 1})
+    # 32 hex digits that are no utc_random id: a v7s id (read as utc_random, a time in 1983)
+    # and one of CouchDB's random ids whose digits read as a time in 3000.
+    others = [V7S.new(T0), f"{to_ms('3000-01-01') * 1000:014x}" + "cd" * 9]
+    for other in others:
+        client.put_document(db=db, doc_id=other, document={"x": 2})
     target = db + "_rekeyed"
     client.put_database(db=target)
     try:
-        couchids.rekey(client, db, target, key=KEY, type="e")
+        report = couchids.rekey(client, db, target, key=KEY, type="e")
+        assert sorted(doc_id for doc_id, _ in report.skipped) == sorted(others)
+        assert all("outside the utc_random runway" in why for _, why in report.skipped)
         (new,) = all_docs(client, target)
         assert new == derived_id(KUUID, T0 + 123, source, KEY, type="e")
         assert to_ms(decode(new).timestamp) == T0

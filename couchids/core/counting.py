@@ -1,18 +1,26 @@
 """Counting the documents of a time window, and a histogram of counts per time bucket.
 
-On CouchDB (and Cloudant) ``_all_docs?limit=0&startkey=K`` answers ``offset``, the number of
-rows before ``K`` (on a cluster, summed over the shards), so the ids in a key range number
+What is counted are the ids of the form and type made in the window: the ids
+:func:`couchids.window` returns.
+
+On CouchDB (and Cloudant) ``_all_docs?startkey=K`` answers ``offset``, the number of rows
+before ``K`` (on a cluster, summed over the shards), so the ids in a key range number
 ``offset(high) - offset(low)``: two small requests whatever the size of the window.
 PouchDB Server's ``offset`` is always 0, so there the ids are scanned (``_all_docs`` pages
-without documents).
+without documents) and only ids of the form counted.
 
-**Foreign ids.** The fast count counts every id in the window's key range, not only ids of
-the form: a document named ``user:001eVnWK-notes`` sits among ``user:`` kuuid ids of that
-second and is counted, and an untyped range that runs to the top of the index also holds
-``_design/`` documents. Typed ranges never hold design documents or other types. Where such
-ids may exist, ``exact=True`` scans and counts only ids of the form (it costs a read of the
-window's ids). Without ``exact`` the scan on PouchDB Server counts the same ids the offsets
-would.
+**Foreign ids.** An offset counts every id in the key range, not only ids of the form: a
+document named ``user:001eVnWK-notes`` sits among ``user:`` kuuid ids of that second, ids of
+another form of the type can sort among them (kuuid ids of another length have the same
+keys), and an untyped range that runs to the top of the index also holds ``_design/``
+documents (a typed range never holds design documents or other types). So each offset
+request also asks for the first :data:`~couchids.core.scan.PROBE_ROWS` ids at its key (the same
+request, no extra one), and a range in which one of those is not an id of the form is counted
+by a scan of that range instead. A range of at most that many ids is therefore always exact;
+in a larger one, foreign ids past its first ones are counted. ``exact=True`` scans every range
+(a read of the window's ids). For a loose form (``utc_random``) a type that also holds
+CouchDB's ``random`` ids is refused (:func:`couchids.core.scan.check_one_form`): a scan cannot tell
+those apart either.
 """
 
 from __future__ import annotations
@@ -43,10 +51,11 @@ from .protocol import (
     database_facts,
     describe,
     expect_object,
+    expect_rows,
     path,
     post_json,
 )
-from .scan import check_flag, range_pages
+from .scan import PROBE_ROWS, check_flag, check_one_form, range_pages
 
 __all__ = [
     "DEFAULT_WORKERS",
@@ -178,12 +187,14 @@ def _count(
 ) -> Program[int]:
     # A missing database raises, even for an empty window.
     yield from database_facts(known, db, policy)
+    yield from check_one_form(known, db, form, doc_type, policy)
     if keys is None:
         return 0
     if not exact and (yield from counts_by_offset(known, policy, db)):
-        offsets = yield from _offsets(db, [keys.low, keys.high], 1, policy)
-        return _difference(db, offsets, keys, policy)
-    return sum((yield from _scan_counts(known, db, [keys], form, doc_type, exact, policy)))
+        marks = yield from _marks(db, [keys.low, keys.high], 1, policy)
+        if not _foreign([keys], marks, form):
+            return _difference(db, marks, keys, policy)
+    return sum((yield from _scan_counts(known, db, [keys], form, doc_type, policy)))
 
 
 def histogram(
@@ -224,16 +235,27 @@ def _histogram(
     workers: int,
 ) -> Program[list[Bucket]]:
     yield from database_facts(known, db, policy)
+    yield from check_one_form(known, db, form, doc_type, policy)
     present = [keys for keys in ranges if keys is not None]
+    counts: list[int] = []
     if not present:
         counts = [0] * len(spans)
     elif not exact and (yield from counts_by_offset(known, policy, db)):
         wanted = sorted({key for keys in present for key in (keys.low, keys.high)})
-        offsets = yield from _offsets(db, wanted, workers, policy)
-        counts = [0 if keys is None else _difference(db, offsets, keys, policy) for keys in ranges]
+        marks = yield from _marks(db, wanted, workers, policy)
+        foreign = _foreign(present, marks, form)
+        for keys in ranges:
+            if keys is None:
+                counts.append(0)
+            elif keys in foreign:
+                found = yield from _scan_counts(known, db, [keys], form, doc_type, policy)
+                counts.append(sum(found))
+            else:
+                counts.append(_difference(db, marks, keys, policy))
     else:
-        found = iter((yield from _scan_counts(known, db, present, form, doc_type, exact, policy)))
-        counts = [0 if keys is None else next(found) for keys in ranges]
+        found = yield from _scan_counts(known, db, present, form, doc_type, policy)
+        each = iter(found)
+        counts = [0 if keys is None else next(each) for keys in ranges]
     return [
         Bucket(to_datetime(a), to_datetime(b), n) for (a, b), n in zip(spans, counts, strict=True)
     ]
@@ -255,14 +277,24 @@ def _check_form(form: object) -> None:
         )
 
 
-def _offsets(
-    db: str, keys: list[str], workers: int, policy: RetryPolicy
-) -> Program[dict[str, int]]:
-    """``offset`` for each key: the number of ids below it, ``workers`` requests at a time."""
+@dataclass(frozen=True)
+class _Mark:
+    """What ``_all_docs`` answers at a key: the number of ids below it, and the first ids at
+    or after it."""
 
-    def offset(key: str) -> Program[int]:
+    offset: int
+    ids: list[str]
+
+
+def _marks(
+    db: str, keys: list[str], workers: int, policy: RetryPolicy
+) -> Program[dict[str, _Mark]]:
+    """The offset of each key and its first :data:`PROBE_ROWS` ids, one request a key,
+    ``workers`` requests at a time."""
+
+    def mark(key: str) -> Program[_Mark]:
         each = policy.renewed()
-        asked = post_json(path(db, "_all_docs"), {"start_key": key, "limit": 0})
+        asked = post_json(path(db, "_all_docs"), {"start_key": key, "limit": PROBE_ROWS})
         reply = yield from ask(asked, each, db)
         value = expect_object(reply.body, each, db, sent=reply.sent).get("offset")
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -272,36 +304,52 @@ def _offsets(
                 f"_all_docs answered no row offset ({describe(value)}); count with exact=True",
                 reply.sent,
             )
-        return value
+        rows = expect_rows(reply.body, each, db, sent=reply.sent)
+        return _Mark(value, [row["id"] for row in rows])
 
     if workers == 1 or len(keys) == 1:
         found = {}
         for key in keys:
-            found[key] = yield from offset(key)
+            found[key] = yield from mark(key)
         return found
     started = []
     for key in keys[:workers]:
-        started.append((yield Start(offset(key))))
-    values: dict[str, int] = {}
+        started.append((yield Start(mark(key))))
+    marks: dict[str, _Mark] = {}
     for index, key in enumerate(keys):
-        values[key] = yield Wait(started[index])
+        marks[key] = yield Wait(started[index])
         if index + workers < len(keys):
-            started.append((yield Start(offset(keys[index + workers]))))
-    return values
+            started.append((yield Start(mark(keys[index + workers]))))
+    return marks
 
 
-def _difference(db: str, offsets: dict[str, int], keys: KeyRange, policy: RetryPolicy) -> int:
-    between = offsets[keys.high] - offsets[keys.low]
-    if between < 0:
+def _foreign(ranges: list[KeyRange], marks: dict[str, _Mark], form: IdForm) -> list[KeyRange]:
+    """The ranges in which an id seen at a key is not an id of ``form``."""
+    ordered = sorted(ranges, key=lambda keys: keys.low)
+    lows = [keys.low for keys in ordered]
+    wanted = form.matcher(ordered[0].prefix)
+    found = []
+    for doc_id in sorted({i for mark in marks.values() for i in mark.ids}):
+        slot = bisect.bisect_right(lows, doc_id) - 1
+        if slot < 0 or doc_id >= ordered[slot].high or wanted(doc_id):
+            continue
+        if ordered[slot] not in found:
+            found.append(ordered[slot])
+    return found
+
+
+def _difference(db: str, marks: dict[str, _Mark], keys: KeyRange, policy: RetryPolicy) -> int:
+    low, high = marks[keys.low].offset, marks[keys.high].offset
+    if high < low:
         # Documents added between the two requests cannot make this negative; a server whose
         # offset is not a row count can.
         raise answer_error(
             policy,
             db,
-            f"_all_docs answered offsets that do not count rows "
-            f"({offsets[keys.low]} then {offsets[keys.high]}); count with exact=True",
+            f"_all_docs answered offsets that do not count rows ({low} then {high}); "
+            "count with exact=True",
         )
-    return between
+    return high - low
 
 
 def _scan_counts(
@@ -310,10 +358,10 @@ def _scan_counts(
     ranges: list[KeyRange],
     form: IdForm,
     doc_type: str | None,
-    exact: bool,
     policy: RetryPolicy,
 ) -> Program[list[int]]:
-    """Counts of the ids in each of ``ranges`` (adjacent key ranges), from one scan."""
+    """Counts of the ids of ``form`` in each of ``ranges`` (adjacent key ranges), from one
+    scan."""
     ordered = sorted(range(len(ranges)), key=lambda i: ranges[i].low)
     lows = [ranges[i].low for i in ordered]
     whole = KeyRange(
@@ -321,12 +369,12 @@ def _scan_counts(
         high=max(keys.high for keys in ranges),
         prefix=ranges[0].prefix,
     )
-    wanted = form.id_pattern(whole.prefix).fullmatch
+    wanted = form.matcher(whole.prefix)
     counts = [0] * len(ranges)
     pages = Puller(range_pages(known, db, whole, form, policy, doc_type=doc_type))
     while (page := (yield from pages.next())) is not END:
         for doc_id in _ids(page):
-            if exact and wanted(doc_id) is None:
+            if not wanted(doc_id):
                 continue
             slot = bisect.bisect_right(lows, doc_id) - 1
             if slot >= 0 and doc_id < ranges[ordered[slot]].high:

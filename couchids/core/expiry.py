@@ -1,12 +1,14 @@
 """Deleting the documents of a type made before a time: CouchDB has no document TTL.
 
 The key range of ``[1970, before)`` for the type and form is read in time order, oldest
-first, without documents (a row carries the current revision); only ids of the form are
-taken, so nothing of another type, form or time is ever touched. Each page goes to
-``_bulk_docs`` as ``{"_id", "_rev", "_deleted": true}``. A document changed since it was read
-answers 409 and is reported, never forced. Deleted documents leave ``_all_docs``, so a second
-run simply finds what is left; a :class:`~couchids.Checkpoint` also lets it skip what the
-first run already reported.
+first, without documents (a row carries the current revision); only ids the form's matcher
+accepts are taken, so nothing of another type, form or time is ever touched. (A loose form,
+``utc_random``, cannot tell its ids from CouchDB's ``random`` ids: a type that holds those
+is refused before anything is read, see :func:`couchids.core.scan.check_one_form`.) Each
+page goes to ``_bulk_docs`` as ``{"_id", "_rev", "_deleted": true}``. A document changed since
+it was read answers 409 and is reported, never forced. Deleted documents leave
+``_all_docs``, so a second run simply finds what is left; a :class:`~couchids.Checkpoint`
+also lets it skip what the first run already reported.
 
 ``purge=True`` then removes the deleted revisions for good with ``POST /{db}/_purge``
 (CouchDB 2.3 and later). Cloudant has no ``_purge``, nor has PouchDB Server: there a purge is
@@ -38,7 +40,7 @@ from .protocol import (
     path,
     post_json,
 )
-from .scan import Checkpoint, check_flag, check_size, range_pages
+from .scan import Checkpoint, check_flag, check_one_form, check_size, range_pages
 
 __all__ = ["DEFAULT_EXPIRE_BATCH", "PURGE_BATCH", "ExpireReport", "delete_revisions", "expire"]
 
@@ -119,6 +121,7 @@ def _expire(
 ) -> Program[ExpireReport]:
     dry_run, mark = report.dry_run, report.checkpoint
     yield from database_facts(known, db, policy)
+    yield from check_one_form(known, db, form, doc_type, policy)
     if purge and not dry_run:
         kind = yield from server_kind(known, policy, db)
         if kind != "couchdb":
@@ -129,7 +132,7 @@ def _expire(
             )
     if keys is None:
         return report
-    wanted = form.id_pattern(keys.prefix).fullmatch
+    wanted = form.matcher(keys.prefix)
     pages = Puller(
         range_pages(
             known,

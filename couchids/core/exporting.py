@@ -34,7 +34,14 @@ from .protocol import (
     path,
     post_json,
 )
-from .scan import Checkpoint, check_flag, check_size, range_pages, read_policy
+from .scan import (
+    Checkpoint,
+    check_flag,
+    check_one_form,
+    check_size,
+    range_pages,
+    read_policy,
+)
 
 __all__ = ["FORMATS", "ArchiveReport", "archive", "export"]
 
@@ -206,9 +213,10 @@ def _documents(
     attachments: bool,
 ) -> Program[None]:
     yield from database_facts(known, db, policy)
+    yield from check_one_form(known, db, form, doc_type, policy)
     if keys is None:
         return
-    wanted = form.id_pattern(keys.prefix).fullmatch
+    wanted = form.matcher(keys.prefix)
     pages = range_pages(
         known,
         db,

@@ -28,12 +28,13 @@ same-second ids above.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, Final
+from typing import Final
 
-from ..doctypes import type_prefix
 from ..errors import InvalidArgumentError
 from ..forms import IdForm
+from ..keys import window_keys
 from .protocol import (
     Emit,
     FactsCache,
@@ -79,7 +80,7 @@ def follow(
     check_flag("wait", wait)
     if not isinstance(form, IdForm):
         raise InvalidArgumentError(f"form={form!r}: pass an IdForm such as couchids.KUUID")
-    wanted = form.id_pattern(type_prefix(type)).fullmatch
+    wanted = _wanted(form, type)
     mark = checkpoint if checkpoint is not None else Checkpoint()
     if mark.since is None:
         mark.since = str(since)
@@ -87,6 +88,28 @@ def follow(
         _start(known, db, mark, policy),
         _follow(db, form, wanted, mark, wait, batch_size, wait_ms, policy),
     )
+
+
+def _wanted(form: IdForm, doc_type: str | None) -> Callable[[str], bool]:
+    """Whether an id is one a time window of ``form`` and ``doc_type`` could return.
+
+    ``_changes`` brings ids from outside any key range, so the form's matcher is not enough
+    where ids of another form look alike: a second-mode kuuid id reads as a millisecond one of
+    1970-1978, a v7s id as a utc_random one of 1983-2000. For a form that sorts by time an id
+    must also lie in the key range of every time the form's ranges reach.
+    """
+    matches = form.matcher(form.type_prefix(doc_type))
+    if not form.sortable:
+        return matches
+    every = window_keys(form, doc_type, 0, (form.max_unit + 1) * form.unit_ms)
+    if every is None:
+        return matches
+    low, high = every.low, every.high
+
+    def wanted(doc_id: str) -> bool:
+        return low <= doc_id < high and matches(doc_id)
+
+    return wanted
 
 
 def _start(known: FactsCache, db: str, mark: Checkpoint, policy: RetryPolicy) -> Program[None]:
@@ -101,7 +124,7 @@ def _start(known: FactsCache, db: str, mark: Checkpoint, policy: RetryPolicy) ->
 def _follow(
     db: str,
     form: IdForm,
-    wanted: Any,
+    wanted: Callable[[str], bool],
     mark: Checkpoint,
     wait: bool,
     batch_size: int,

@@ -16,8 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final, TextIO
 
+from ..couchid import UTC_RANDOM
 from ..doctypes import type_prefix
-from ..errors import CouchidsError, InvalidArgumentError
+from ..errors import CouchidsError, InvalidArgumentError, InvalidIdError
 from ..forms import KUUID, IdForm
 from ..keyed import keyed_id
 from ..keys import KeyRange
@@ -40,9 +41,6 @@ __all__ = ["DEFAULT_REKEY_BATCH", "RekeyReport", "derived_id", "rekey"]
 DEFAULT_REKEY_BATCH: Final = 500
 #: Every id but the highest code points: the whole primary index.
 _EVERYTHING = KeyRange(low="", high="\ufff0", prefix="")
-#: CouchDB's ``utc_random`` ids: 14 hex digits of microseconds, then 18 random hex digits.
-_UTC_RANDOM_LEN = 32
-_UTC_RANDOM_TIME = 14
 
 
 def derived_id(form: IdForm, ms: int, source_id: str, key: bytes, *, type: str | None) -> str:
@@ -172,11 +170,10 @@ def _rekey(
 
 def _time_of(doc: dict[str, Any], time_field: str | None) -> int:
     if time_field is None:
-        doc_id = str(doc.get("_id", ""))
-        head = doc_id[:_UTC_RANDOM_TIME]
-        if len(doc_id) != _UTC_RANDOM_LEN or any(c not in "0123456789abcdef" for c in doc_id):
-            raise InvalidArgumentError(f"{doc_id!r} is not a utc_random id; give time_field")
-        return int(head, 16) // 1000
+        try:
+            return UTC_RANDOM.parse(str(doc.get("_id", "")))
+        except InvalidIdError as exc:
+            raise InvalidArgumentError(f"{exc}; give time_field") from None
     if time_field not in doc:
         raise InvalidArgumentError(f"no field {time_field!r}")
     value = doc[time_field]
