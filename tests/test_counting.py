@@ -57,8 +57,8 @@ HOUR = 3_600_000
 #: a UTC midnight lies inside it.
 START, END = T0 - 2 * HOUR, T0 + 2 * HOUR
 EDGES = [START, *range(START - START % HOUR + HOUR, END, HOUR), END]
-#: The count's windows: windowtable's, the histogram's and its buckets.
-COUNTED = [(T0 + a, T0 + b) for a, b in WINDOWS] + [(START, END), *itertools.pairwise(EDGES)]
+#: The count's windows: windowtable's and the histogram's (whose buckets it counts too).
+COUNTED = [(T0 + a, T0 + b) for a, b in WINDOWS] + [(START, END)]
 SCOPES = ("ord", None)
 #: Forms whose ids are made at the same times as noise.
 NOISE_FORMS = (KUUID, SHORT, V7, V7S, TID62, ULID, UTC_RANDOM)
