@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 import responses
+from apis import Api
 from faultproxy import FaultProxy, all_docs, client_for
 from ibm_cloud_sdk_core.authenticators import NoAuthAuthenticator
 from ibmcloudant.cloudant_v1 import CloudantV1
@@ -115,7 +116,9 @@ def test_expire_deletes_exactly_the_type_before_the_time(
         assert (again.matched, again.deleted) == (0, 0)
 
 
-def test_a_base36_number_that_is_no_uuidv7_is_left_alone(client: CloudantV1, db: str) -> None:
+def test_a_base36_number_that_is_no_uuidv7_is_left_alone(
+    api: Api, client: CloudantV1, db: str
+) -> None:
     """A base36 id's regex cannot see the UUID version bits: expire, export and the exact
     count ask the form's matcher, which reads them."""
     made = {d: BASE36_V7.new(BEFORE + d, type="ord") for d in (-HOUR, -1, 0, HOUR)}
@@ -123,20 +126,22 @@ def test_a_base36_number_that_is_no_uuidv7_is_left_alone(client: CloudantV1, db:
     impostors = [f"ord:{BASE36_V7.key(BEFORE + d)}" for d in (-2 * HOUR, -2, 2 * HOUR)]
     insert(client, db, [*made.values(), *impostors])
     start, end = BEFORE - 3 * HOUR, BEFORE + 3 * HOUR
-    counted = couchids.count(client, db, start, end, type="ord", form=BASE36_V7, exact=True)
+    counted = api.count(client, db, start, end, type="ord", form=BASE36_V7, exact=True)
     assert counted == len(made)
     out = io.StringIO()
-    couchids.export(client, db, start, end, out, type="ord", form=BASE36_V7)
+    api.export(client, db, start, end, out, type="ord", form=BASE36_V7)
     exported = [json.loads(line)["_id"] for line in out.getvalue().splitlines()]
     assert exported == sorted(made.values())
     doomed = {made[-HOUR], made[-1]}
-    assert couchids.expire(client, db, BEFORE, type="ord", form=BASE36_V7).matched == len(doomed)
-    report = couchids.expire(client, db, BEFORE, type="ord", form=BASE36_V7, dry_run=False)
+    assert api.expire(client, db, BEFORE, type="ord", form=BASE36_V7).matched == len(doomed)
+    report = api.expire(client, db, BEFORE, type="ord", form=BASE36_V7, dry_run=False)
     assert report.deleted == len(doomed)
     assert set(all_docs(client, db)) == {*made.values(), *impostors} - doomed
 
 
-def test_utc_random_ids_beside_couchdb_random_ids_are_refused(client: CloudantV1, db: str) -> None:
+def test_utc_random_ids_beside_couchdb_random_ids_are_refused(
+    api: Api, client: CloudantV1, db: str
+) -> None:
     """CouchDB's random ids are 32 hex digits too, whose first 14 read as a time anywhere up
     to 4253: one reading as a time inside the utc_random runway (2000-2100) cannot be told
     from a utc_random id. A scope that shows it holds such ids (one reading past 2100) is
@@ -148,11 +153,11 @@ def test_utc_random_ids_beside_couchdb_random_ids_are_refused(client: CloudantV1
     start, end = to_ms("2019-01-01"), BEFORE + HOUR + 1
     before = all_docs(client, db)
     calls = (
-        lambda: couchids.count(client, db, start, end, type=None, form=UTC_RANDOM),
-        lambda: couchids.histogram(client, db, start, end, every="1d", type=None, form=UTC_RANDOM),
-        lambda: couchids.expire(client, db, BEFORE, type=None, form=UTC_RANDOM),
-        lambda: couchids.expire(client, db, BEFORE, type=None, form=UTC_RANDOM, dry_run=False),
-        lambda: couchids.export(client, db, start, end, io.StringIO(), type=None, form=UTC_RANDOM),
+        lambda: api.count(client, db, start, end, type=None, form=UTC_RANDOM),
+        lambda: api.histogram(client, db, start, end, every="1d", type=None, form=UTC_RANDOM),
+        lambda: api.expire(client, db, BEFORE, type=None, form=UTC_RANDOM),
+        lambda: api.expire(client, db, BEFORE, type=None, form=UTC_RANDOM, dry_run=False),
+        lambda: api.export(client, db, start, end, io.StringIO(), type=None, form=UTC_RANDOM),
     )
     for call in calls:
         with pytest.raises(InvalidArgumentError, match=f"such as '{past}'.*CouchDB's random"):
@@ -161,7 +166,7 @@ def test_utc_random_ids_beside_couchdb_random_ids_are_refused(client: CloudantV1
     # Without the one past 2100 nothing shows the other: it is taken for a utc_random id of
     # 2020, as documented.
     client.delete_document(db=db, doc_id=past, rev=before[past]["_rev"]).get_result()
-    plan = couchids.expire(client, db, BEFORE, type=None, form=UTC_RANDOM)
+    plan = api.expire(client, db, BEFORE, type=None, form=UTC_RANDOM)
     assert plan.matched == 3
 
 
