@@ -60,7 +60,7 @@ from .core.rekeying import DEFAULT_REKEY_BATCH, RekeyReport
 from .core.scan import Checkpoint, read_policy
 from .core.sequence import DEFAULT_BLOCK, check_sequence, claim_block, seq_prefix
 from .core.short import NonceSource
-from .core.windows import DEFAULT_PAGE_SIZE
+from .core.windows import DEFAULT_PAGE_SIZE, check_count
 from .core.writes import DEFAULT_BATCH_SIZE, Collected, Doc, KeyOf, TimeOf, WriteResult
 from .doctypes import AllTypes
 from .errors import CouchidsError, InvalidArgumentError, ServerError, ServerTimeoutError
@@ -94,12 +94,12 @@ Row = dict[str, Any]
 
 #: Authenticators that never send a request of their own: they prepare a request inline.
 _INLINE_AUTH: Final = frozenset({"noauth", "basic", "bearertoken"})
-#: Connections an :class:`AsyncClient` keeps to the server by default. httpx's pool spends
-#: time on every connection it holds for each request it places: on CouchDB 3.4.3, 50
+#: Requests an :class:`AsyncClient` has in flight at once, and the connections it keeps, by
+#: default. couchids queues the rest itself: httpx's pool looks at every connection it holds,
+#: for every request waiting in it, each time a connection frees. On CouchDB 3.4.3, 50
 #: concurrent ``latest`` calls took 81 ms with 10 connections, 142 ms with 20 and 318 ms with
-#: 100 (bench/bench_aio.py's setup); the requests beyond 10 wait their turn.
+#: 100 when all 50 waited in httpx's pool (bench/bench_aio.py's setup).
 CONNECTIONS: Final = 10
-_LIMITS: Final = httpx.Limits(max_connections=CONNECTIONS, max_keepalive_connections=CONNECTIONS)
 
 
 class AsyncClient:
@@ -110,17 +110,28 @@ class AsyncClient:
 
     Args:
         cloudant: the blocking client whose configuration and authenticator are used.
-        http: the ``httpx.AsyncClient`` to send with (default: a new one, closed with this).
+        http: the ``httpx.AsyncClient`` to send with (default: a new one keeping
+            ``connections`` connections, closed with this).
+        connections: the most requests in flight at once; the others wait their turn in
+            couchids, not in httpx's pool.
     """
 
-    def __init__(self, cloudant: CloudantV1, http: httpx.AsyncClient | None = None) -> None:
+    def __init__(
+        self,
+        cloudant: CloudantV1,
+        http: httpx.AsyncClient | None = None,
+        *,
+        connections: int = CONNECTIONS,
+    ) -> None:
         if not isinstance(cloudant, CloudantV1):
             raise InvalidArgumentError(
                 f"cloudant={type(cloudant).__name__}: pass an ibmcloudant CloudantV1 client"
             )
+        check_count("connections", connections, 1)
         self.cloudant = cloudant
         self._owned = http is None
-        self.http = http if http is not None else httpx.AsyncClient(timeout=None, limits=_LIMITS)
+        self.http = http if http is not None else _http_client(connections)
+        self._in_flight = asyncio.Semaphore(connections)
         #: What couchids has learnt about databases through this client.
         self.facts = FactsCache()
         self._inline = cloudant.authenticator.authentication_type().lower() in _INLINE_AUTH
@@ -185,13 +196,14 @@ class AsyncClient:
         attempt = 0
         while True:
             try:
-                answer = await self.http.request(
-                    prepared["method"],
-                    prepared["url"],
-                    params=prepared["params"],
-                    headers={**prepared["headers"], **self._cookies()},
-                    content=prepared["data"],
-                )
+                async with self._in_flight:
+                    answer = await self.http.request(
+                        prepared["method"],
+                        prepared["url"],
+                        params=prepared["params"],
+                        headers={**prepared["headers"], **self._cookies()},
+                        content=prepared["data"],
+                    )
             except httpx.HTTPError as exc:
                 return _httpx_lost(exc, effect)
             response = Response(
@@ -227,16 +239,28 @@ class AsyncClient:
         return {"Cookie": "; ".join(f"{k}={v}" for k, v in pairs.items())} if pairs else {}
 
 
-def new_instance(service_name: str = "cloudant", **httpx_options: Any) -> AsyncClient:
+def new_instance(
+    service_name: str = "cloudant", *, connections: int = CONNECTIONS, **httpx_options: Any
+) -> AsyncClient:
     """An :class:`AsyncClient` configured like ``CloudantV1.new_instance(service_name)``: from
     the ``CLOUDANT_*`` variables (or a credentials file), with the same authenticator.
 
-    ``httpx_options`` go to ``httpx.AsyncClient`` (``limits``: default ``CONNECTIONS``
-    connections; proxies, ...).
+    ``connections`` is :class:`AsyncClient`'s; ``httpx_options`` go to ``httpx.AsyncClient``
+    (proxies, ``verify``, ...).
     """
     cloudant = CloudantV1.new_instance(service_name=service_name)
-    options = {"timeout": None, "limits": _LIMITS, **httpx_options}
-    return AsyncClient(cloudant, httpx.AsyncClient(**options))
+    check_count("connections", connections, 1)
+    http = _http_client(connections, **httpx_options)
+    client = AsyncClient(cloudant, http, connections=connections)
+    client._owned = True  # the httpx client is made here: closing this closes it
+    return client
+
+
+def _http_client(connections: int, **options: Any) -> httpx.AsyncClient:
+    """An ``httpx.AsyncClient`` keeping ``connections`` connections, with no timeout of its
+    own (couchids' deadline covers each call); ``options`` go to it as they are."""
+    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+    return httpx.AsyncClient(**{"timeout": None, "limits": limits, **options})
 
 
 # -- the operations -----------------------------------------------------------------------------

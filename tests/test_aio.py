@@ -32,10 +32,12 @@ class Counting(httpx.AsyncBaseTransport):
     def __init__(self) -> None:
         self.inner = httpx.AsyncHTTPTransport()
         self.in_flight = 0
+        self.peak = 0
         self.sent = 0
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
         self.sent += 1
         try:
             response = await self.inner.handle_async_request(request)
@@ -180,10 +182,36 @@ def test_new_instance_reads_the_cloudant_variables(
     monkeypatch.setenv("CLOUDANT_AUTH_TYPE", "noauth")
 
     async def main() -> list[dict[str, Any]]:
-        async with aio.new_instance() as ac:
-            return await aio.latest(ac, filled, 3, type="e", include_docs=False)
+        async with aio.new_instance(connections=2, headers={"X-Trace": "t"}) as ac:
+            got = await aio.latest(ac, filled, 3, type="e", include_docs=False)
+        assert ac.http.is_closed, "the client new_instance made is closed with it"
+        assert ac.http.headers["X-Trace"] == "t", "httpx options reach httpx"
+        return got
 
     assert asyncio.run(main()) == couchids.latest(client, filled, 3, type="e", include_docs=False)
+
+
+def test_requests_in_flight_are_at_most_connections(client: CloudantV1, filled: str) -> None:
+    # httpx's own pool would take all 20 at once (its default keeps 100 connections); couchids
+    # queues them itself, so httpx's pool never holds more than it can send.
+    async def main() -> list[list[dict[str, Any]]]:
+        transport = Counting()
+        async with aio.AsyncClient(
+            client, httpx.AsyncClient(transport=transport), connections=3
+        ) as ac:
+            got = await asyncio.gather(*(aio.latest(ac, filled, 2, type="e") for _ in range(20)))
+        assert transport.sent >= 20
+        assert transport.peak == 3
+        return got
+
+    expected = couchids.latest(client, filled, 2, type="e")
+    assert asyncio.run(main()) == [expected] * 20
+
+
+@pytest.mark.parametrize("connections", [0, -1, 1.5, True, "3"])
+def test_connections_is_a_positive_int(client: CloudantV1, connections: object) -> None:
+    with pytest.raises(couchids.InvalidArgumentError, match="connections="):
+        aio.AsyncClient(client, connections=connections)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("client", [None, "http://127.0.0.1:5984", object()])
