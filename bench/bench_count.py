@@ -9,10 +9,7 @@ scan (its ``offset`` is not a row count), so the ratio there is about 1.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
@@ -20,18 +17,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from faultproxy import client_for
 from localserver import KINDS, start
+from timing import interleaved
 
 import couchids
 from couchids.times import to_ms
-
-
-def median(fn: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def main() -> None:
@@ -54,13 +43,19 @@ def main() -> None:
             rows = couchids.window(client, "bench", base, end, type="e", include_docs=False)
             return sum(1 for _ in rows)
 
-        assert couchids.count(client, "bench", base, end, type="e") == scan() == args.docs
-        t_scan = median(scan, args.repeat)
-        t_count = median(lambda: couchids.count(client, "bench", base, end, type="e"), args.repeat)
-        t_hist = median(
-            lambda: couchids.histogram(client, "bench", base, end, every="1h", type="e"),
+        median, answers = interleaved(
+            {
+                "scan": scan,
+                "count": lambda: couchids.count(client, "bench", base, end, type="e"),
+                "histogram": lambda: couchids.histogram(
+                    client, "bench", base, end, every="1h", type="e"
+                ),
+            },
             args.repeat,
         )
+        assert answers["scan"] == answers["count"] == args.docs
+        assert sum(bucket.count for bucket in answers["histogram"]) == args.docs
+        t_scan, t_count, t_hist = median["scan"], median["count"], median["histogram"]
         print(f"{args.server}, {args.docs:,} documents, median of {args.repeat}")
         print(f"  scan of the ids      {t_scan * 1000:10.1f} ms")
         print(f"  count                {t_count * 1000:10.1f} ms  x{t_scan / t_count:.1f}")

@@ -27,15 +27,13 @@ import gc
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import tracemalloc
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -45,7 +43,9 @@ from ibmcloudant.cloudant_v1 import CloudantV1
 from ibmcloudant.features.pagination import PagerType, Pagination
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+from delayproxy import delayed
 from localserver import LAUNCHER_VARIABLE, client_environment, start
+from timing import interleaved
 
 import couchids
 from couchids import KUUID
@@ -86,26 +86,6 @@ def load(client: CloudantV1, db: str, count: int) -> None:
         ]
         rows = client.post_bulk_docs(db=db, bulk_docs={"docs": docs}).get_result()
         assert not [r for r in rows if "error" in r], "loading failed"
-
-
-@contextmanager
-def delayed(url: str, delay_ms: float) -> Iterator[str]:
-    """``url`` through bench/delayproxy.py in a process of its own (it must not take this
-    process's interpreter lock); ``url`` itself at 0 ms."""
-    if not delay_ms:
-        yield url
-        return
-    proxy = subprocess.Popen(
-        [sys.executable, str(BENCH / "delayproxy.py"), url, "--delay-ms", str(delay_ms)],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proxy.stdout is not None
-        yield proxy.stdout.readline().strip()
-    finally:
-        proxy.terminate()
-        proxy.wait()
 
 
 def iso(ms: int) -> str:
@@ -174,18 +154,10 @@ def ways(
 
 
 def measure(tried: dict[str, Callable[[], int]], count: int, rounds: int) -> dict[str, float]:
-    for name, way in tried.items():  # warm up, and check they agree
-        got = way()
+    median, answers = interleaved(tried, rounds)
+    for name, got in answers.items():
         assert got == count, (name, got, count)
-    times: dict[str, list[float]] = {name: [] for name in tried}
-    for round_number in range(rounds):
-        order = list(tried.items())
-        for name, way in order if round_number % 2 == 0 else reversed(order):
-            gc.collect()
-            began = time.perf_counter()
-            way()
-            times[name].append(time.perf_counter() - began)
-    return {name: statistics.median(spent) for name, spent in times.items()}
+    return median
 
 
 def peak(way: Callable[[], int]) -> int:

@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import TracebackType
 from typing import Self
 from urllib.parse import urlsplit, urlunsplit
@@ -114,6 +117,26 @@ class DelayProxy:
                 queue.put_nowait((0.0, b""))
                 await sender
             writer.close()
+
+
+@contextmanager
+def delayed(url: str, delay_ms: float) -> Iterator[str]:
+    """``url`` through this proxy run in a process of its own (it must not take the caller's
+    interpreter lock); ``url`` itself at 0 ms."""
+    if not delay_ms:
+        yield url
+        return
+    proxy = subprocess.Popen(
+        [sys.executable, __file__, url, "--delay-ms", str(delay_ms)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proxy.stdout is not None
+        yield proxy.stdout.readline().strip()
+    finally:
+        proxy.terminate()
+        proxy.wait()
 
 
 def main(argv: list[str] | None = None) -> int:
