@@ -162,10 +162,12 @@ def check_every_claim(cluster: CouchDBCluster, db: str, outcome: Outcome) -> Cou
     # 0 ids owned by two writers.
     by_id = Counter(owned.values())
     assert [doc_id for doc_id, n in by_id.items() if n > 1] == [], "an id owned twice"
-    # 0 lost, and no conflict left: each owned id holds exactly one live revision, the owner's.
+    # 0 lost: each owned id holds the owner's revision, live. Any other live revision there is
+    # checked below: only a write whose error named that id and said it may have been stored
+    # may have left it (claim.py: a writer whose answer was lost may not reach its revision).
     for (number, seq), doc_id in owned.items():
         standing = live(url, db, doc_id)
-        assert [(d["writer"], d["seq"]) for d in standing] == [(number, seq)], doc_id
+        assert (number, seq) in [(d["writer"], d["seq"]) for d in standing], doc_id
     # 0 stored twice: over every id of the day, each document is live once, and only where
     # its writer was told; nothing but fillers and owned claims is left alive.
     rows = requests.post(
