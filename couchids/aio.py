@@ -95,10 +95,12 @@ Row = dict[str, Any]
 #: Authenticators that never send a request of their own: they prepare a request inline.
 _INLINE_AUTH: Final = frozenset({"noauth", "basic", "bearertoken"})
 #: Requests an :class:`AsyncClient` has in flight at once, and the connections it keeps, by
-#: default. couchids queues the rest itself: httpx's pool looks at every connection it holds,
-#: for every request waiting in it, each time a connection frees. On CouchDB 3.4.3, 50
-#: concurrent ``latest`` calls took 81 ms with 10 connections, 142 ms with 20 and 318 ms with
-#: 100 when all 50 waited in httpx's pool (bench/bench_aio.py's setup).
+#: default; couchids queues the others itself (httpx's pool looks at every connection it holds
+#: for every request waiting in it). httpx's pool also spends time on each connection it holds
+#: per request it places, so more connections cost on a fast network: bench/bench_aio.py on
+#: CouchDB 3.4.3, 50 concurrent ``latest`` calls took 71, 102 and 129 ms with 10, 25 and 50
+#: connections at 0 ms, and 183, 159 and 215 ms with a 20 ms round trip added (one machine of
+#: two cores: the server's work, not the connections, sets the pace there).
 CONNECTIONS: Final = 10
 
 
