@@ -41,6 +41,7 @@ from .core.counting import DEFAULT_WORKERS, Bucket
 from .core.expiry import DEFAULT_EXPIRE_BATCH, ExpireReport
 from .core.exporting import ArchiveReport, Format
 from .core.following import DEFAULT_FOLLOW_BATCH, DEFAULT_WAIT_MS
+from .core.pages import handed_on
 from .core.protocol import (
     DEFAULT_BACKOFF,
     DEFAULT_RETRIES,
@@ -779,11 +780,13 @@ async def _after(
 
 
 async def _flat(pages: AsyncGenerator[list[T], None]) -> AsyncIterator[T]:
-    """The items of each page; closing this closes ``pages`` (and so what it started)."""
+    """The items of each page, each let go of as it is handed on; closing this closes
+    ``pages`` (and so what it started)."""
     async with contextlib.aclosing(pages):
         async for page in pages:
-            for item in page:
-                yield item
+            taking = handed_on(page)
+            for _ in range(len(page)):
+                yield next(taking)  # no name here keeps the item while the caller has it
 
 
 async def _drive(

@@ -13,7 +13,7 @@ from typing import Any
 from ibmcloudant.cloudant_v1 import CloudantV1
 
 from .core import alltypes, windows
-from .core.pages import DEFAULT_PARALLEL
+from .core.pages import DEFAULT_PARALLEL, handed_on
 from .core.protocol import DEFAULT_TIMEOUT, RetryPolicy
 from .core.windows import DEFAULT_PAGE_SIZE, PARTITION_QUERY_LIMIT
 from .doctypes import AllTypes
@@ -71,13 +71,15 @@ def window(
             (``{"id", "key", "value"}``).
         page_size: rows per request (default :data:`~couchids.query.DEFAULT_PAGE_SIZE`, 2000); a
             partition query asks for at most 1999, so that no request's ``limit`` (the next
-            pages ask for one more row) exceeds Cloudant's 2000.
+            pages ask for one more row) exceeds Cloudant's 2000. With ``parallel`` above 1
+            the first request asks for half a page, and so do the time slices after it.
         timeout: seconds each request may take (the first, which looks the database up, and
             each page), or ``None`` for the client's own timeouts; default
             ``DEFAULT_TIMEOUT`` (60).
         parallel: how many time slices of the window are read at a time (default
             ``couchids.query.DEFAULT_PARALLEL``); the documents still come in order, and
-            memory stays at about ``parallel + 2`` pages. 1 reads page after page.
+            memory stays at about ``parallel + 2`` pages; a document handed out is not kept.
+            1 reads page after page.
 
     Raises:
         InvalidTimeError: unreadable times, or ``end`` before ``start``.
@@ -136,11 +138,12 @@ def types_present(
 
 
 def _flat(first: list[Row] | None, pages: Iterator[list[Row]]) -> Iterator[Row]:
-    if first is None:
-        return
-    yield from first
-    for page in pages:
-        yield from page
+    """The rows of the pages, in order. Each is let go of as it is handed on, so the page
+    being worked through holds only the rows still to come."""
+    page, first = first, None
+    while page is not None:
+        yield from handed_on(page)
+        page = next(pages, None)
 
 
 def latest(

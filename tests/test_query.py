@@ -8,7 +8,9 @@ noise that sorts inside the key ranges (stubs, design documents, foreign forms).
 
 from __future__ import annotations
 
+import asyncio
 import random
+import sys
 import threading
 import uuid
 from collections.abc import Iterator
@@ -36,6 +38,7 @@ from couchids import (
     V7S,
     DatabaseNotFoundError,
     InvalidTimeError,
+    aio,
 )
 from couchids.constants import ALPHABET
 from couchids.core.windows import matcher as _matcher
@@ -384,6 +387,41 @@ def test_paging_while_documents_are_added(client: CloudantV1, db: str, newest_fi
     assert set(got) <= set(existing) | set(added)
     stamps = [KUUID.parse(i[5:]) for i in got]
     assert stamps == sorted(stamps, reverse=newest_first)
+
+
+@pytest.mark.parametrize("parallel", [1, 3])
+def test_a_document_handed_out_is_not_kept(client: CloudantV1, db: str, parallel: int) -> None:
+    """Memory stays at a few pages because nothing in couchids holds a document once it is
+    handed out: the caller's reference is the only one (a page kept, or a row still holding
+    its document, would show as one more)."""
+    insert(client, db, [KUUID.new(T0 + k * 100, type="user") for k in range(120)])
+    stream = couchids.window(
+        client, db, T0, T0 + 100 * SECOND, type="user", page_size=10, parallel=parallel
+    )
+    references = [sys.getrefcount(doc) for doc in stream]
+    assert len(references) == 120
+    # getrefcount's own argument, and the loop's name for the document.
+    assert set(references) == {2}
+
+
+async def _references(ac: Any, db: str, parallel: int) -> list[int]:
+    stream = aio.window(ac, db, T0, T0 + 100 * SECOND, type="user", page_size=10, parallel=parallel)
+    return [sys.getrefcount(doc) async for doc in stream]
+
+
+@pytest.mark.parametrize("parallel", [1, 3])
+def test_a_document_handed_out_by_aio_is_not_kept(
+    client: CloudantV1, db: str, parallel: int
+) -> None:
+    insert(client, db, [KUUID.new(T0 + k * 100, type="user") for k in range(120)])
+
+    async def main() -> list[int]:
+        async with aio.AsyncClient(client) as ac:
+            return await _references(ac, db, parallel)
+
+    references = asyncio.run(main())
+    assert len(references) == 120
+    assert set(references) == {2}
 
 
 def test_a_database_deleted_mid_stream_raises_from_the_stream(

@@ -100,7 +100,7 @@ def test_a_window_sends_its_keys_direction_and_limit(
             "end_key": "user:" + NEW_YEAR_KEY,
             "descending": True,
             "include_docs": True,
-            "limit": 50,
+            "limit": 25,  # the first request of a sliced window asks for half a page
         }
     ]
     assert http.calls[1].request.headers["content-type"] == "application/json"
@@ -126,7 +126,7 @@ def test_the_direction_follows_the_form(
     )
     [sent] = posts(http)
     assert sent["descending"] is descending
-    assert sent["limit"] == couchids.query.DEFAULT_PAGE_SIZE
+    assert sent["limit"] == couchids.query.DEFAULT_PAGE_SIZE // 2  # the first of slices
     # The high key is sent first when descending; a reverse id's key for this second is the
     # one kuuid publishes for prefixReverse.
     if form is KUUID_REVERSE:
@@ -187,9 +187,19 @@ def test_a_short_page_ends_the_scan(http: responses.RequestsMock, client: Clouda
     database(http)
     ids = ids_between(KUUID, NEW_YEAR, 2)
     http.post(ALL_DOCS, json={"rows": [row(i) for i in ids]})
-    got = list(couchids.window(client, "db", NEW_YEAR, NEW_YEAR + 1000, type="user", page_size=3))
-    assert len(got) == 2
-    assert len(posts(http)) == 1
+    for parallel in (1, 2):  # one page of 3; the first of slices, half a page of 6
+        page_size = 3 * parallel
+        got = couchids.window(
+            client,
+            "db",
+            NEW_YEAR,
+            NEW_YEAR + 1000,
+            type="user",
+            page_size=page_size,
+            parallel=parallel,
+        )
+        assert len(list(got)) == 2
+    assert [sent["limit"] for sent in posts(http)] == [3, 3]
 
 
 def test_the_database_is_looked_up_once_per_client(
@@ -241,7 +251,8 @@ def test_partition_requests_never_ask_for_more_than_2000_rows(
     limits = [s["limit"] for s in posts(http)]
     assert max(limits) <= 2000
     assert len(limits) >= 2
-    assert limits[0] == min(page_size, 1999)
+    first = min(page_size, 1999)
+    assert limits[0] == (first if parallel == 1 else first // 2)
 
 
 def test_a_429_is_retried_when_the_client_retries(

@@ -17,9 +17,9 @@ what the pages so far held (documents per millisecond), aiming at half a page ea
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -45,24 +45,43 @@ __all__ = [
     "Slice",
     "SlicePlan",
     "fetch_page",
+    "handed_on",
     "keyset",
     "rows_of",
     "sliced_pages",
 ]
 
 Row = dict[str, Any]
+T = TypeVar("T")
 #: ``fetch(start_key, end_key, limit)``: the program reading the rows of one request.
 RangeFetch = Callable[[str, str, int], Program[list[Row]]]
 
-#: Time slices :func:`couchids.window` reads at a time by default. bench/bench_query.py,
-#: 50,000 documents, pages of 2000, 0 ms: PouchDB Server 0.80x one raw request with 2 (1.10x
-#: with 1); CouchDB 3.4.3 1.00x with 2, 1.06x with 4 (the server, not the client, sets the
-#: pace on two shared cores); 20 ms added: 2 is 1.20x faster than 1 on CouchDB.
-DEFAULT_PARALLEL = 2
+#: Time slices :func:`couchids.window` reads at a time by default. 50,000 documents in pages
+#: of 2000 (bench/bench_query.py's data, medians of interleaved runs): against one raw
+#: request, 1, 2, 3 and 4 slices took 1.12, 0.81, 0.86 and 0.84x on PouchDB Server and 1.05,
+#: 1.07, 1.03 and 1.03x on CouchDB 3.4.3, whose own work on one request already keeps both
+#: cores of the machine busy; peak memory 0.07, 0.09 and 0.10x the raw request's with 2, 3
+#: and 4. 200,000 documents with 20 ms added to each round trip: 3 slices were 1.76x faster
+#: than 1 on PouchDB Server (2: 1.25x, 4: 1.81x), 1.1-1.2x on CouchDB (server-bound).
+DEFAULT_PARALLEL = 3
 #: A slice aims at this share of a page, so that few slices need a second request.
 _SLICE_FILL = 0.5
 #: A slice's span changes by at most this factor from one slice to the next.
 _MAX_GROWTH = 8.0
+
+
+def handed_on(page: list[T]) -> Iterator[T]:
+    """The items of ``page`` in order, each taken out of it as it is handed on (``page`` ends
+    empty): a driver handing out a page keeps only what is still to come, and what its
+    caller is done with is freed at once.
+
+    >>> page = [1, 2, 3]
+    >>> list(handed_on(page)), page
+    ([1, 2, 3], [])
+    """
+    page.reverse()
+    while page:
+        yield page.pop()
 
 
 def fetch_page(
@@ -145,9 +164,10 @@ class SlicePlan:
         """The whole window as one slice, or ``None`` when it holds no time."""
         return self._slice(self.lo, self.hi)
 
-    def learn_first(self, last_id: str, prefix: str, rows: int) -> bool:
-        """After a full first page of ``rows`` rows ending at ``last_id`` (an id of the form):
-        the rest of the window starts after it. ``False`` when ``last_id`` is not one."""
+    def learn_first(self, last_id: str, prefix: str, rows: int, limit: int) -> bool:
+        """After a full first page of ``rows`` rows ending at ``last_id`` (an id of the form),
+        for slices of ``limit``-row requests: the rest of the window starts after it.
+        ``False`` when ``last_id`` is not one."""
         try:
             unit = self.form.parse(last_id[len(prefix) :]) // self.form.unit_ms
         except InvalidIdError:
@@ -157,7 +177,7 @@ class SlicePlan:
         else:
             covered, self.lo = unit - self.lo + 1, unit
         self.after = last_id
-        self.span = max(1.0, covered * _SLICE_FILL)
+        self.span = max(1.0, covered * limit * _SLICE_FILL / max(rows, 1))
         return True
 
     def learn(self, planned_span: float, rows: int, limit: int) -> None:
@@ -206,20 +226,23 @@ def sliced_pages(
     slices of about half a page each (``plan``), of which ``parallel`` are in flight while
     the caller works through the page before them. A slice that fills its request goes on
     with keyset pages (each starting at the last id of the one before) before the next
-    slice is handed out. Holds at most ``parallel + 2`` pages.
+    slice is handed out. Holds at most ``parallel + 2`` pages. An emitted page is its
+    taker's, to empty (a window's scan does, once it has the documents).
     """
     whole = plan.whole()
     if whole is None:
         return
-    rows = yield from fetch(whole.first, whole.last, limit)
-    if len(rows) < limit:
+    first_limit = max(1, int(limit * _SLICE_FILL))
+    rows = yield from fetch(whole.first, whole.last, first_limit)
+    if len(rows) < first_limit:
         yield Emit(rows)
         return
     last_wanted = next((row["id"] for row in reversed(rows) if wanted(row["id"])), None)
-    if last_wanted is None or not plan.learn_first(last_wanted, prefix, len(rows)):
+    if last_wanted is None or not plan.learn_first(last_wanted, prefix, len(rows), limit):
         # No id of the form to learn the density from: read the rest in keyset pages.
+        last = rows[-1]["id"]
         yield Emit(rows)
-        yield from keyset(fetch, Slice(rows[-1]["id"], whole.last, rows[-1]["id"]), limit, limit)
+        yield from keyset(fetch, Slice(last, whole.last, last), limit, limit)
         return
     cut = max(i for i, row in enumerate(rows) if row["id"] == last_wanted)
     flight: deque[tuple[Slice, float, object]] = deque()
@@ -234,7 +257,8 @@ def sliced_pages(
             flight.append((piece, span, handle))
 
     yield from fill()
-    yield Emit(rows[: cut + 1])
+    del rows[cut + 1 :]
+    yield Emit(rows)
     while flight:
         piece, span, handle = flight.popleft()
         rows = yield Wait(handle)
@@ -259,7 +283,7 @@ def _continue(
     while True:
         full = len(rows) == asked
         if after is not None and rows and rows[0]["id"] == after:
-            rows = rows[1:]
+            del rows[0]
         if not full or not rows:
             yield Emit(rows)
             return

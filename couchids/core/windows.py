@@ -244,7 +244,13 @@ class _Scan:
                 page = yield from puller.next()
                 if page is END:
                     return
-                yield Emit(self._wanted_of(page))
+                wanted = self._wanted_of(page)
+                # The page's rows hold its documents, and the program that read it holds
+                # the page until the next one comes: emptied, it keeps no document alive
+                # once the caller is done with it.
+                page.clear()
+                yield Emit(wanted)
+                del wanted
         finally:
             puller.close()
 
