@@ -23,7 +23,7 @@ from . import __version__
 from .cli_lifecycle import Tools, add_commands
 from .config import cloudant_config, safe_url, scrub
 from .constants import DEFAULT_BLOCKS, SEPARATORS, SHORT_BLOCKS
-from .core.protocol import DEFAULT_TIMEOUT, MAX_TIMEOUT
+from .core.protocol import DEFAULT_TIMEOUT, MAX_TIMEOUT, dumps
 from .decode import DecodedId, decode
 from .doctypes import ALL_TYPES, AllTypes
 from .errors import InvalidArgumentError, InvalidInputError, InvalidTimeError, ServerError
@@ -202,7 +202,7 @@ def _window(args: argparse.Namespace) -> int:
     start = parse_time(args.since, now)
     end = now if args.until is None else parse_time(args.until, now)
     client = _connect()
-    out = sys.stdout
+    out = _Blocks(sys.stdout)
     progress = _Progress(sys.stderr)
     rows = window(
         client,
@@ -218,9 +218,10 @@ def _window(args: argparse.Namespace) -> int:
     )
     try:
         for count, row in enumerate(rows, 1):
-            out.write((row["id"] if args.ids_only else _json(row)) + "\n")
+            out.line(row["id"].encode() if args.ids_only else dumps(row))
             progress.update(count)
     finally:
+        out.flush()
         progress.clear()
         _close(rows)
     return EXIT_OK
@@ -288,6 +289,35 @@ def _decoded(decoded: DecodedId) -> dict[str, Any]:
         "reverse": decoded.reverse,
         "millisecond": decoded.millisecond,
     }
+
+
+class _Blocks:
+    """Lines of bytes for a text stream, written a block of about 64 KiB at a time: a write
+    per line would cost a system call each where Python's output is unbuffered
+    (``PYTHONUNBUFFERED``), and a document in ``window``'s output is a line of UTF-8 JSON."""
+
+    BLOCK = 1 << 16
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.parts: list[bytes] = []
+        self.size = 0
+
+    def line(self, data: bytes) -> None:
+        self.parts += (data, b"\n")
+        self.size += len(data) + 1
+        if self.size >= self.BLOCK:
+            self.flush()
+
+    def flush(self) -> None:
+        block, self.parts, self.size = b"".join(self.parts), [], 0
+        binary = getattr(self.stream, "buffer", None)
+        if binary is None:  # a text-only stream, such as io.StringIO
+            self.stream.write(block.decode())
+            return
+        self.stream.flush()  # what was written as text before goes first
+        binary.write(block)
+        binary.flush()
 
 
 class _Progress:

@@ -446,6 +446,28 @@ def test_window_relative_times(run: Any, server: str, client: CloudantV1, db: st
     assert older.lines == [d["_id"] for d in newest_first(docs) if d["made"] < now - 2 * HOUR_MS]
 
 
+def test_window_writes_each_document_as_the_server_sent_it(
+    run: Any, server: str, client: CloudantV1, db: str
+) -> None:
+    # More than one block of output (64 KiB), text beyond ASCII, and a number beyond 64 bits.
+    base = to_ms("2024-03-01")
+    docs = [
+        {"_id": couchids.id(base + k * 1000, type="note"), "text": f"Grüße, 東京 {k}" * 20}
+        for k in range(300)
+    ]
+    docs[7]["big"] = 123456789012345678901234567890
+    body = json.dumps({"docs": docs}).encode()
+    assert client.post_bulk_docs(db=db, bulk_docs=body).get_status_code() == 201
+    result = run(
+        "window", db, "--since", iso(base), "--until", iso(base + 300_000), "--type", "note"
+    )
+    assert result.code == EXIT_OK and result.err == ""
+    sent = client.post_all_docs_as_stream(db=db, include_docs=True).get_result().text
+    expected = [row["doc"] for row in json.loads(sent)["rows"]]
+    assert [json.loads(line) for line in result.lines] == expected[::-1]  # newest first
+    assert len(result.out.encode()) > 1 << 16
+
+
 def test_window_progress_on_a_terminal_only(
     run: Any, server: str, seeded: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
