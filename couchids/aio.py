@@ -739,14 +739,21 @@ async def _in_thread(work: Callable[[dict[str, Any]], T], options: dict[str, Any
     loop = asyncio.get_running_loop()
     done: asyncio.Future[T] = loop.create_future()
 
-    def settle(result: T) -> None:
-        if not done.done():
-            done.set_result(result)
+    def settle(result: T | None, error: Exception | None) -> None:
+        if done.done():
+            return
+        if error is None:
+            done.set_result(result)  # type: ignore[arg-type]
+        else:
+            done.set_exception(error)
 
     def run() -> None:
-        result = work(options)
+        try:
+            outcome: tuple[T | None, Exception | None] = (work(options), None)
+        except Exception as exc:  # raised in the caller, rather than lost with this thread
+            outcome = (None, exc)
         with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-            loop.call_soon_threadsafe(settle, result)
+            loop.call_soon_threadsafe(settle, *outcome)
 
     threading.Thread(target=run, name="couchids-auth", daemon=True).start()
     return await done

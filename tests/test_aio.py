@@ -14,7 +14,7 @@ import httpx
 import pytest
 from faultproxy import client_for
 from hostileserver import HostileServer
-from ibm_cloud_sdk_core.authenticators import BasicAuthenticator
+from ibm_cloud_sdk_core.authenticators import Authenticator, BasicAuthenticator
 from ibmcloudant import CouchDbSessionAuthenticator
 from ibmcloudant.cloudant_v1 import CloudantV1
 from localserver import COUCHDB_ADMIN
@@ -173,6 +173,31 @@ def test_the_authenticators_of_ibmcloudant_prepare_the_requests(
     with pytest.raises(couchids.UnauthorizedError) as caught:
         asyncio.run(denied())
     assert "wrong-" not in str(caught.value)
+
+
+class BrokenTokens(Authenticator):
+    """An authenticator that asks a token service (so it runs on a thread) and has a bug."""
+
+    def authentication_type(self) -> str:
+        return "iam"
+
+    def validate(self) -> None:
+        pass
+
+    def authenticate(self, req: dict[str, Any]) -> None:
+        raise ZeroDivisionError("a bug in the authenticator")
+
+
+def test_an_authenticator_that_fails_on_its_thread_fails_the_call() -> None:
+    async def main(url: str) -> None:
+        cloudant = CloudantV1(authenticator=BrokenTokens())
+        cloudant.set_service_url(url)
+        async with aio.AsyncClient(cloudant) as ac:
+            with pytest.raises(ZeroDivisionError, match="bug in the authenticator"):
+                await asyncio.wait_for(aio.latest(ac, "db", timeout=None), 10)
+
+    with HostileServer("silent") as server:
+        asyncio.run(main(server.url))
 
 
 def test_new_instance_reads_the_cloudant_variables(
