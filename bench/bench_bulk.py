@@ -31,7 +31,7 @@ from localserver import KINDS, start
 
 from couchids import KUUID, bulk_create
 
-TARGET = 1.2
+TARGET = 1.0
 
 
 def make_docs(count: int) -> list[dict[str, Any]]:

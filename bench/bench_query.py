@@ -9,7 +9,9 @@ the 0 ms window, all of them the delayed one. In interleaved rounds it times:
 - ``raw``: one plain ``requests.post(.../_all_docs).json()`` of the same key range;
 - the SDK's ``post_all_docs`` and ibmcloudant's ``Pagination`` (pages of 200, its largest);
 - peak traced memory (``tracemalloc``) of ``window`` against ``raw``;
-- ``couchids window ... > file`` against ``curl -s ... | jq -c '.rows[].doc' > file``.
+- ``couchids window ... > file`` against ``curl -s ... | jq -c '.rows[].doc' > file``;
+- ``curl -s ... -o file`` against ``raw``: the server's own time to send the range, which
+  no client beats (on CouchDB it is most of the raw request).
 
 Setup once: ``bash scripts/bootstrap`` and, for the command-line rows, ``apt-get install -y
 curl jq`` (Debian's jq). Run::
@@ -131,6 +133,7 @@ def ways(
     cli += ["--since", iso(start), "--until", iso(end)]
     shell = f"curl -s -X POST -H 'Content-Type: application/json' -d '{json.dumps(query)}' "
     shell += f"'{all_docs}' | jq -c '.rows[].doc' > {out}"
+    alone = shell.replace(" | jq -c '.rows[].doc' > ", " -o ")
 
     def command() -> int:
         with out.open("wb") as sink:
@@ -141,6 +144,11 @@ def ways(
         subprocess.run(shell, shell=True, check=True)
         return sum(1 for _line in out.open("rb"))
 
+    def curl_only() -> int:
+        # The server's own time to send the range: no client reads faster than this.
+        subprocess.run(alone, shell=True, check=True)
+        return out.read_bytes().count(b'"id":')  # a row each (the documents have none)
+
     found: dict[str, Callable[[], int]] = {
         "window(1)": window(1),
         "window(parallel)": window(args.parallel),
@@ -149,7 +157,7 @@ def ways(
         "Pagination": pagination,
     }
     if not args.no_cli and shutil.which("curl") and shutil.which("jq"):
-        found |= {"cli window": command, "curl | jq": curl_jq}
+        found |= {"cli window": command, "curl | jq": curl_jq, "curl -o file": curl_only}
     return found
 
 
@@ -192,6 +200,7 @@ def run_server(kind: str, args: argparse.Namespace) -> dict[str, float]:
         ratios["Pagination / raw"] = median["Pagination"] / median["raw"]
         if "cli window" in median:
             ratios["cli window / curl | jq"] = median["cli window"] / median["curl | jq"]
+            ratios["curl -o file / raw (the server alone)"] = median["curl -o file"] / median["raw"]
         ratios["peak memory window / raw"] = peak(fast["window(parallel)"]) / peak(fast["raw"])
 
         if args.delay_ms:
