@@ -221,12 +221,12 @@ def sliced_pages(
 ) -> Program[None]:
     """Emits the pages of a window, read as up to ``parallel`` time slices at a time, in order.
 
-    The first page is the window's own first page; when it is full, the rest is planned as
-    slices of about half a page each (``plan``), of which ``parallel`` are in flight while
-    the caller works through the page before them. A slice that fills its request goes on
-    with keyset pages (each starting at the last id of the one before) before the next
-    slice is handed out. Holds at most ``parallel + 2`` pages. An emitted page is its
-    taker's, to empty (a window's scan does, once it has the documents).
+    The first request asks for half a page of the window's start; when it is full, the rest
+    is planned as slices of about half a page each (``plan``), of which ``parallel`` are in
+    flight while the caller works through the page before them. A slice that fills its
+    request goes on with keyset pages (each starting at the last id of the one before)
+    before the next slice is handed out. Holds at most ``parallel + 2`` pages. An emitted
+    page is its taker's, to empty (a window's scan does, once it has the documents).
     """
     whole = plan.whole()
     if whole is None:
