@@ -27,7 +27,8 @@ from intercept import intercepted, path_of
 
 from couchids import AllocationFailed, InvalidArgumentError, bulk_create, create_short
 from couchids.constants import SHORT_ID_ALPHABET
-from couchids.server import database_facts
+from couchids.core.protocol import RetryPolicy, delete_revision
+from couchids.server import database_facts, run
 from couchids.short import ALLOC_FIELD, SHORT_ID, format_day, random_nonce
 
 NOW = datetime(2026, 1, 7, 15, 4, 5, tzinfo=UTC)
@@ -359,6 +360,50 @@ def test_a_201_owns_the_id_even_when_a_minority_revision_replicates_in_later(
     # ...until its writer deletes it, which leaves ours alone.
     client.delete_document(db=db, doc_id=result.id, rev="1-" + "f" * 32)
     assert client.get_document(db=db, doc_id=result.id).get_result()["n"] == 1
+
+
+def test_a_revision_deleted_where_it_is_not_yet_stays_deleted_once_it_arrives(
+    client: CloudantV1, couch_url: str, db: str
+) -> None:
+    """A cluster in two databases: ``behind`` holds our revision, ``ahead`` (the majority)
+    holds another writer's and never saw ours. The deletion is sent to ``ahead``, where a
+    plain DELETE answers 409 and writes nothing; then ``ahead`` replicates to ``behind`` as a
+    cluster's copies do. Our revision must not be left alive there."""
+    behind = f"{db}_behind"
+    client.put_database(db=behind)
+    try:
+        doc_id = "260107-bc"
+        theirs = {"_id": doc_id, "_rev": "1-" + "a" * 32, "writer": "them"}
+        ours = {"_id": doc_id, "_rev": "1-" + "b" * 32, "writer": "us", ALLOC_FIELD: "t"}
+        for target, doc in ((db, theirs), (behind, ours)):
+            answer = requests.post(
+                f"{couch_url}/{target}/_bulk_docs", json={"docs": [doc], "new_edits": False}
+            )
+            assert answer.status_code == 201, answer.text
+
+        run(client, delete_revision(db, doc_id, ours["_rev"], RetryPolicy.checked(0, 0)))
+
+        # What replication sends: every leaf of ``ahead`` with its history.
+        leaves = requests.get(
+            f"{couch_url}/{db}/{doc_id}",
+            params={"open_revs": "all", "revs": "true"},
+            headers={"Accept": "application/json"},
+        ).json()
+        sent = [leaf["ok"] for leaf in leaves]
+        answer = requests.post(
+            f"{couch_url}/{behind}/_bulk_docs", json={"docs": sent, "new_edits": False}
+        )
+        assert answer.status_code == 201, answer.text
+        for where in (db, behind):
+            live = requests.get(
+                f"{couch_url}/{where}/{doc_id}",
+                params={"open_revs": "all"},
+                headers={"Accept": "application/json"},
+            ).json()
+            standing = [leaf["ok"] for leaf in live if not leaf["ok"].get("_deleted")]
+            assert [leaf.get("writer") for leaf in standing] == ["them"], where
+    finally:
+        client.delete_database(db=behind)
 
 
 @pytest.mark.parametrize(

@@ -23,9 +23,16 @@ Every other outcome gives the id up:
 So a claimed id holds exactly one live revision, the owner's: the revisions a writer gave up
 are deleted, never another writer's. The guarantee needs what CouchDB and Cloudant do by
 default: a 201 only after a majority of copies took the write. It weakens on a server made to
-answer 201 from fewer copies (a ``w`` below a majority), and when a writer whose answer was lost
-cannot reach the copy holding its revision to delete it (the revision then stays as a conflict
-until removed by hand; its token tells which write left it).
+answer 201 from fewer copies (a ``w`` below a majority); when a writer whose answer was lost
+cannot reach the copy holding its revision to delete it; and when a copy was paused past the
+cluster's failure detection (about 60 s): writes sent to it meanwhile are taken when it
+resumes, after their writers gave those ids up having seen nothing of theirs there. Such a
+revision stays as a conflict beside the owner's until removed by hand; its token tells which
+write left it. No id is owned twice in any of these cases.
+
+A revision given up is deleted with a tombstone written as replication writes it
+(:func:`~couchids.core.protocol.delete_revision`): copies that never held it take the deletion
+too, and hand it on to the copy that does.
 
 Short daily ids (:mod:`couchids.core.short`) and sequence blocks (:mod:`couchids.core.sequence`) are
 claimed this way. Pure: a claim is a program (see :mod:`couchids.core.protocol`).
