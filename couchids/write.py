@@ -163,7 +163,8 @@ def bulk_create(
         ServerError: a whole request failed (a missing database, refused credentials, a server
             that stays unreachable). Its ``results`` hold every document handled: the earlier
             ones stored, those of the failed batch with the error, whose ``stored`` says
-            whether they may have been stored.
+            whether they may have been stored, and those of the batch sent after it meanwhile
+            (see :func:`bulk_create_iter`), with their own results.
 
     >>> hands = [{"hand": 42, "at": "2024-05-01T12:00:00Z", "won": 40}]
     >>> results = bulk_create(client, "hands", hands, type="settlement",  # doctest: +SKIP
@@ -214,8 +215,12 @@ def bulk_create_iter(
 
     Memory stays bounded by ``batch_size``, whatever the number of documents: ``docs`` is read
     one batch at a time, each batch is checked, sent and settled, and its results are yielded
-    in input order before the next batch is read. So the results of a job can be logged or
-    counted while it runs; :func:`bulk_create` is this, collected into a list.
+    in input order. So the results of a job can be logged or counted while it runs;
+    :func:`bulk_create` is this, collected into a list. Two batches are in flight at once: the
+    next batch is read, checked and sent while the one before it is written (unless they
+    share an id, when it waits), so neither the server nor a round trip waits for the other.
+    Closing the iterator early may leave the batch already sent stored, its results unseen:
+    with keys or own ids, running the job again reports them as duplicates.
     (A separate iterator rather than a streaming ``bulk_create``: the list and the
     :class:`~couchids.BulkWriteError` at the end stay as they were, and a caller who wants the
     stream says so.)
@@ -242,7 +247,8 @@ def bulk_create_iter(
         InvalidArgumentError: a bad setting (at the call), or a document that cannot be stored
             (when its batch is read; nothing of that batch is sent).
         ServerError: a whole request failed; ``results`` holds the failed batch's documents,
-            each with the error, whose ``stored`` says whether they may have been stored.
+            each with the error, whose ``stored`` says whether they may have been stored, and
+            then those of the batch sent after it meanwhile, with their own results.
 
     >>> docs = ({"n": n} for n in range(1_000_000))
     >>> for result in bulk_create_iter(client, "events", docs):  # doctest: +SKIP

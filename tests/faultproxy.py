@@ -23,6 +23,7 @@ copy the write has not reached yet). Every request and what the proxy did with i
 from __future__ import annotations
 
 import base64
+import gzip
 import http.client
 import re
 import threading
@@ -77,12 +78,15 @@ class _Rule:
     remaining: int
     #: Matching requests still to let through before failing.
     skip: int
+    #: Text the request's body must hold, if any.
+    containing: bytes | None = None
 
-    def matches(self, method: str, path: str) -> bool:
+    def matches(self, method: str, path: str, body: bytes) -> bool:
         return (
             self.remaining > 0
             and method == self.method
             and (self.path is None or self.path.search(path) is not None)
+            and (self.containing is None or self.containing in body)
         )
 
 
@@ -118,8 +122,14 @@ class FaultProxy:
             else None
         )
         self.log: list[Entry] = []
+        #: The most requests the proxy has had in hand at once.
+        self.most_in_flight = 0
+        self._in_flight = 0
+        self._company: re.Pattern[str] | None = None
+        self._company_wait = 0.0
         self._rules: list[_Rule] = []
         self._lock = threading.Lock()
+        self._arrived = threading.Condition(self._lock)
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -152,14 +162,25 @@ class FaultProxy:
         path: str | None = None,
         times: int = 1,
         after: int = 0,
+        containing: str | None = None,
     ) -> None:
-        """Make ``times`` requests with ``method`` (and a path matching the regex ``path``, if
-        given) fail in ``mode``, after letting the next ``after`` such requests through."""
+        """Make ``times`` requests with ``method`` (and a path matching the regex ``path``, and
+        a body holding the text ``containing``, if given) fail in ``mode``, after letting the
+        next ``after`` such requests through. ``containing`` picks one of requests sent
+        concurrently, such as one batch of a bulk write, whatever their order of arrival."""
         if mode not in MODES:
             raise ValueError(f"mode={mode!r}: one of {MODES}")
         pattern = re.compile(path) if path is not None else None
+        wanted = containing.encode() if containing is not None else None
         with self._lock:
-            self._rules.append(_Rule(mode, method.upper(), pattern, times, after))
+            self._rules.append(_Rule(mode, method.upper(), pattern, times, after, wanted))
+
+    def hold_for_company(self, path: str, *, seconds: float) -> None:
+        """From now on, hold each request whose path matches the regex ``path`` until another
+        request is in hand too, or ``seconds`` have passed; then go on with it. Shows
+        whether a client sends such requests concurrently (see :attr:`most_in_flight`)."""
+        with self._lock:
+            self._company, self._company_wait = re.compile(path), seconds
 
     def pending(self) -> int:
         """How many planned failures have not happened yet."""
@@ -175,16 +196,28 @@ class FaultProxy:
                 if entry.method == method and (path is None or re.search(path, entry.path))
             ]
 
-    def _decide(self, method: str, path: str) -> Mode | None:
+    def _decide(self, method: str, path: str, body: bytes) -> Mode | None:
         with self._lock:
             for rule in self._rules:
-                if rule.matches(method, path):
+                if rule.matches(method, path, body):
                     if rule.skip > 0:
                         rule.skip -= 1
                         return None
                     rule.remaining -= 1
                     return rule.mode
             return None
+
+    def _enter(self, path: str) -> None:
+        with self._arrived:
+            self._in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self._in_flight)
+            self._arrived.notify_all()
+            if self._company is not None and self._company.search(path):
+                self._arrived.wait_for(lambda: self._in_flight > 1, self._company_wait)
+
+    def _leave(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
 
     def _record(self, method: str, path: str, outcome: str) -> None:
         with self._lock:
@@ -209,7 +242,17 @@ def _handler_for(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
 
         def _relay(self) -> None:
             body = self._read_body()
-            mode = proxy._decide(self.command, self.path)
+            proxy._enter(self.path)
+            try:
+                self._handle(body)
+            finally:
+                proxy._leave()
+
+        def _handle(self, body: bytes) -> None:
+            plain = body
+            if self.headers.get("Content-Encoding", "").lower() == "gzip":
+                plain = gzip.decompress(body)
+            mode = proxy._decide(self.command, self.path, plain)
             if mode is None or mode.endswith("-after"):
                 status, headers, answer = self._forward(body)
             if mode is None:

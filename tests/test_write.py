@@ -367,6 +367,34 @@ def test_bulk_create_stores_every_document_in_batches_in_input_order(
     assert len(all_docs(client, db)) == 1201
 
 
+def test_a_batch_is_sent_while_the_one_before_it_is_written(
+    api: Api, client: CloudantV1, via_proxy: CloudantV1, proxy: FaultProxy, db: str
+) -> None:
+    # Each _bulk_docs request waits at the proxy for a second one: sent one at a time, each
+    # would wait out the 10 s, and none would ever have company.
+    proxy.hold_for_company("_bulk_docs", seconds=10)
+    docs = [{"n": i} for i in range(40)]
+    results = api.bulk_create(via_proxy, db, docs, batch_size=10)
+    assert proxy.most_in_flight == 2, "two batches in flight, never more"
+    assert [d["n"] for d in stored_in_order(client, db, results)] == list(range(40))
+
+
+def test_a_batch_sharing_an_id_with_the_one_in_flight_waits_for_it(
+    api: Api, client: CloudantV1, via_proxy: CloudantV1, proxy: FaultProxy, db: str
+) -> None:
+    # Sent together, the second batch's "a" could be stored first, and the first batch's
+    # own "a" would be the one reported as the duplicate (or, with other content, refused).
+    proxy.hold_for_company("_bulk_docs", seconds=0.5)
+    docs = [{"_id": "a", "n": 1}, {"n": 2}, {"n": 3}, {"_id": "a", "n": 9}]
+    with pytest.raises(BulkWriteError, match="1 of 4 documents") as caught:
+        api.bulk_create(via_proxy, db, docs, batch_size=3)
+    assert proxy.most_in_flight == 1
+    results = caught.value.results
+    assert [r.ok for r in results] == [True, True, True, False]
+    assert isinstance(results[3].error, ConflictError)
+    assert all_docs(client, db)["a"]["n"] == 1
+
+
 def test_bulk_create_of_nothing_sends_nothing(
     via_proxy: CloudantV1, proxy: FaultProxy, db: str
 ) -> None:
@@ -379,11 +407,12 @@ def test_a_batch_whose_answer_was_lost_is_stored_once(
     api: Api, client: CloudantV1, via_proxy: CloudantV1, proxy: FaultProxy, db: str, mode: str
 ) -> None:
     docs = [{"n": i} for i in range(25)]
-    # The second of three batches loses its answer after the server stored it.
-    proxy.fail(mode, method="POST", path="_bulk_docs", after=1)  # type: ignore[arg-type]
+    # The second of three batches (the one holding n=10) loses its answer after the server
+    # stored it. Batches are sent concurrently, so it is picked by its content.
+    proxy.fail(mode, method="POST", path="_bulk_docs", containing='"n":10,')  # type: ignore[arg-type]
     results = api.bulk_create(via_proxy, db, docs, batch_size=10)
     posts = proxy.requests("POST", "_bulk_docs")
-    assert [e.outcome for e in posts] == ["forwarded", mode, "forwarded", "forwarded"]
+    assert sorted(e.outcome for e in posts) == sorted(["forwarded"] * 3 + [mode])
     assert [r.duplicate for r in results] == [False] * 10 + [True] * 10 + [False] * 5
     assert all(r.ok for r in results)
     stored = stored_in_order(client, db, results)

@@ -53,6 +53,8 @@ from .protocol import (
     Request,
     RetryPolicy,
     Sleep,
+    Start,
+    Wait,
     answer_error,
     ask,
     delete_revision,
@@ -320,9 +322,58 @@ def _stream(
     batch_size: int,
     policy: RetryPolicy,
 ) -> Program[None]:
-    for batch_ids, bodies, encoded in _batches(docs, ids, batch_size):
+    """Writes the batches in order, emitting each one's results; at most two are in flight.
+
+    Each batch is read and made (ids, checks, encoding) while the one before it is written,
+    and sent at once unless it shares an id with that one: its writes then commute with those
+    before it, and the server never waits for the client between batches. A batch that shares
+    an id is sent only when the one before it is settled, so the later document meets the
+    earlier as in one sequential job. A document that cannot be made fails the job once the
+    batch before it is settled and its results emitted.
+    """
+    batches = _batches(docs, ids, batch_size)
+    flight: tuple[set[str], object] | None = None  # the batch sent last, not yet emitted
+    while True:
+        failure: Exception | None = None
+        try:
+            upcoming = next(batches, None)
+        except Exception as exc:  # a bad document, or the caller's iterator failing
+            failure, upcoming = exc, None
+        if flight is not None and (upcoming is None or not flight[0].isdisjoint(upcoming[0])):
+            yield Emit((yield Wait(flight[1])))
+            flight = None
+        if failure is not None:
+            raise failure
+        if upcoming is None:
+            return
+        batch_ids, bodies, encoded = upcoming
         batch = _Batch(known, db, batch_ids, bodies, policy.renewed())
-        yield Emit((yield from batch.write(encoded)))
+        writing = yield Start(batch.write(encoded))
+        if flight is not None:
+            yield Emit((yield from _settled_first(flight[1], writing)))
+        flight = set(batch_ids), writing
+
+
+def _settled_first(earlier: object, later: object) -> Program[list[WriteResult]]:
+    """The results of the batch ``earlier``, while the batch ``later`` is in flight. When
+    ``earlier`` fails, ``later`` was sent all the same: its error carries ``later``'s results
+    too, once they are known, so no document the server may have stored goes unreported."""
+    try:
+        results: list[WriteResult] = yield Wait(earlier)
+    except ServerError as exc:
+        try:
+            then: list[WriteResult] = yield Wait(later)
+        except ServerError as also:
+            then = list(also.results)
+        stored = sum(result.ok for result in then)
+        exc.results = [*exc.results, *then]
+        exc.args = (
+            f"{exc.args[0]}; the {len(then)} documents after them were sent before this "
+            f"was known ({stored} stored), with their results in .results",
+            *exc.args[1:],
+        )
+        raise
+    return results
 
 
 def _batches(
