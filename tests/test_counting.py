@@ -36,6 +36,7 @@ from windowtable import SECOND, T0, TIME_FORMS, WEEK, WINDOWS, make_id
 import couchids
 from couchids import (
     KUUID,
+    KUUID_MS,
     SHORT,
     TID62,
     ULID,
@@ -48,6 +49,7 @@ from couchids import (
     InvalidTimeError,
 )
 from couchids.core.counting import bucket_edges, counts_by_offset, parse_every
+from couchids.core.pages import DEFAULT_PARALLEL
 from couchids.core.scan import PROBE_ROWS, read_policy
 from couchids.keys import KeyRange, window_keys
 from couchids.server import known_facts, run
@@ -289,3 +291,22 @@ def test_a_count_of_100000_documents_takes_at_most_4_requests(couch_url: str) ->
             assert len(proxy.log) <= 6
     finally:
         setup.delete_database(db=db)
+
+
+def test_a_scan_reads_time_slices_in_parallel(
+    api: Api, client: CloudantV1, couch_url: str, db: str
+) -> None:
+    # exact=True scans on every server. Each _all_docs request waits at the proxy for a
+    # second one: read page after page, none would ever have company.
+    n = 6000
+    insert(client, db, [KUUID_MS.new(START + k * 1000, type="ord") for k in range(n)])
+    with FaultProxy(couch_url) as proxy:
+        proxy.hold_for_company("_all_docs", seconds=0.5)
+        fresh = client_for(proxy.url)
+        assert api.count(fresh, db, START, END, type="ord", form=KUUID_MS, exact=True) == n
+        assert 1 < proxy.most_in_flight <= DEFAULT_PARALLEL + 1
+        buckets = api.histogram(fresh, db, START, END, type="ord", form=KUUID_MS, exact=True)
+    seconds = [(b.start, b.end) for b in buckets]
+    assert [b.count for b in buckets] == [
+        sum(to_ms(a) <= START + k * 1000 < to_ms(b) for k in range(n)) for a, b in seconds
+    ]

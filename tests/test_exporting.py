@@ -12,6 +12,7 @@ from apis import Api
 from faultproxy import FaultProxy, all_docs, client_for
 from ibmcloudant.cloudant_v1 import CloudantV1
 from test_expiry import BEFORE, HOUR, populate
+from test_query import insert
 
 import couchids
 from couchids import KUUID, KUUID_REVERSE, V7, V7S, Checkpoint, IdForm, InvalidArgumentError
@@ -79,6 +80,34 @@ def test_a_resumed_export_equals_an_uninterrupted_one(
     if fmt == "csv":
         table = list(csv.reader(io.StringIO(whole.getvalue())))
         assert table[0] == ["_id", "n"] and table[1][1].isdigit()
+
+
+@pytest.mark.parametrize("form", FORMS, ids=str)
+def test_a_checkpoint_outside_the_window_resumes_at_its_edge(
+    api: Api, client: CloudantV1, db: str, form: IdForm
+) -> None:
+    populate(client, db, form, 25)
+    ids = reference(client, db, form)
+    earliest, latest = "ord:" + form.new(START - HOUR), "ord:" + form.new(END + HOUR)
+    for last_id, expected in [(earliest, ids), (latest, []), (ids[9], ids[10:])]:
+        out = io.StringIO()
+        mark = Checkpoint(last_id)
+        api.export(client, db, START, END, out, type="ord", form=form, checkpoint=mark, page_size=4)
+        assert [json.loads(line)["_id"] for line in out.getvalue().splitlines()] == expected
+
+
+def test_export_reads_time_slices_in_parallel(couch_url: str, client: CloudantV1, db: str) -> None:
+    # Each _all_docs request waits at the proxy for a second one: read page after page, none
+    # would ever have company.
+    insert(client, db, [KUUID.new(START + k * 60_000, type="ord") for k in range(200)])
+    with FaultProxy(couch_url) as proxy:
+        proxy.hold_for_company("_all_docs", seconds=0.5)
+        out = io.StringIO()
+        couchids.export(client_for(proxy.url), db, START, END, out, type="ord", page_size=4)
+        assert proxy.most_in_flight > 1
+    assert [json.loads(line)["_id"] for line in out.getvalue().splitlines()] == reference(
+        client, db, KUUID
+    )
 
 
 def test_export_rides_out_lost_answers(couch_url: str, db: str) -> None:

@@ -7,7 +7,8 @@ On CouchDB (and Cloudant) ``_all_docs?startkey=K`` answers ``offset``, the numbe
 before ``K`` (on a cluster, summed over the shards), so the ids in a key range number
 ``offset(high) - offset(low)``: two small requests whatever the size of the window.
 PouchDB Server's ``offset`` is always 0, so there the ids are scanned (``_all_docs`` pages
-without documents) and only ids of the form counted.
+without documents, read as time slices in parallel as :func:`couchids.window` reads them)
+and only ids of the form counted.
 
 **Foreign ids.** An offset counts every id in the key range, not only ids of the form: a
 document named ``user:001eVnWK-notes`` sits among ``user:`` kuuid ids of that second, ids of
@@ -55,7 +56,8 @@ from .protocol import (
     path,
     post_json,
 )
-from .scan import PROBE_ROWS, check_flag, check_one_form, range_pages
+from .scan import PROBE_ROWS, check_flag, check_one_form
+from .windows import scan_pages
 
 __all__ = [
     "DEFAULT_WORKERS",
@@ -172,19 +174,19 @@ def counted(
     start_ms, end_ms = _window(start, end)
     _check_form(form)
     check_flag("exact", exact)
-    keys = window_keys(form, type, start_ms, end_ms)
-    return _count(known, policy, db, keys, form, type, exact)
+    return _count(known, policy, db, (start_ms, end_ms), form, type, exact)
 
 
 def _count(
     known: FactsCache,
     policy: RetryPolicy,
     db: str,
-    keys: KeyRange | None,
+    span: tuple[int, int],
     form: IdForm,
     doc_type: str | None,
     exact: bool,
 ) -> Program[int]:
+    keys = window_keys(form, doc_type, *span)
     # A missing database raises, even for an empty window.
     yield from database_facts(known, db, policy)
     yield from check_one_form(known, db, form, doc_type, policy)
@@ -194,7 +196,7 @@ def _count(
         marks = yield from _marks(db, [keys.low, keys.high], 1, policy)
         if not _foreign([keys], marks, form):
             return _difference(db, marks, keys, policy)
-    return sum((yield from _scan_counts(known, db, [keys], form, doc_type, policy)))
+    return sum((yield from _scan_counts(known, db, [span], [keys], form, doc_type, policy)))
 
 
 def histogram(
@@ -237,6 +239,7 @@ def _histogram(
     yield from database_facts(known, db, policy)
     yield from check_one_form(known, db, form, doc_type, policy)
     present = [keys for keys in ranges if keys is not None]
+    present_spans = [span for span, keys in zip(spans, ranges, strict=True) if keys is not None]
     counts: list[int] = []
     if not present:
         counts = [0] * len(spans)
@@ -244,16 +247,16 @@ def _histogram(
         wanted = sorted({key for keys in present for key in (keys.low, keys.high)})
         marks = yield from _marks(db, wanted, workers, policy)
         foreign = _foreign(present, marks, form)
-        for keys in ranges:
+        for span, keys in zip(spans, ranges, strict=True):
             if keys is None:
                 counts.append(0)
             elif keys in foreign:
-                found = yield from _scan_counts(known, db, [keys], form, doc_type, policy)
+                found = yield from _scan_counts(known, db, [span], [keys], form, doc_type, policy)
                 counts.append(sum(found))
             else:
                 counts.append(_difference(db, marks, keys, policy))
     else:
-        found = yield from _scan_counts(known, db, present, form, doc_type, policy)
+        found = yield from _scan_counts(known, db, present_spans, present, form, doc_type, policy)
         each = iter(found)
         counts = [0 if keys is None else next(each) for keys in ranges]
     return [
@@ -355,27 +358,23 @@ def _difference(db: str, marks: dict[str, _Mark], keys: KeyRange, policy: RetryP
 def _scan_counts(
     known: FactsCache,
     db: str,
+    spans: list[tuple[int, int]],
     ranges: list[KeyRange],
     form: IdForm,
     doc_type: str | None,
     policy: RetryPolicy,
 ) -> Program[list[int]]:
-    """Counts of the ids of ``form`` in each of ``ranges`` (adjacent key ranges), from one
-    scan."""
+    """Counts of the ids of ``form`` in each of ``ranges`` (the key ranges of the adjacent
+    time ``spans``), from one scan of the ids in time slices read in parallel."""
     ordered = sorted(range(len(ranges)), key=lambda i: ranges[i].low)
     lows = [ranges[i].low for i in ordered]
-    whole = KeyRange(
-        low=min(keys.low for keys in ranges),
-        high=max(keys.high for keys in ranges),
-        prefix=ranges[0].prefix,
-    )
-    wanted = form.matcher(whole.prefix)
+    start_ms, end_ms = min(a for a, _ in spans), max(b for _, b in spans)
     counts = [0] * len(ranges)
-    pages = Puller(range_pages(known, db, whole, form, policy, doc_type=doc_type))
+    pages = Puller(
+        scan_pages(known, db, form, doc_type, start_ms, end_ms, policy, include_docs=False)
+    )
     while (page := (yield from pages.next())) is not END:
         for doc_id in _ids(page):
-            if not wanted(doc_id):
-                continue
             slot = bisect.bisect_right(lows, doc_id) - 1
             if slot >= 0 and doc_id < ranges[ordered[slot]].high:
                 counts[ordered[slot]] += 1

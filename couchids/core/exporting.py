@@ -1,10 +1,10 @@
 """Exporting a time window to NDJSON or CSV, and archiving it into another database.
 
-Both read the window oldest first, a page at a time (memory stays at one page), and keep a
-:class:`~couchids.Checkpoint` whose ``last_id`` is the last document written: given back, it
-continues just after that document, so an interrupted export, resumed, writes the same rows as
-one that ran through. Lost answers and 429s are retried (the client's own retries too, when
-enabled).
+Both read the window oldest first as :func:`couchids.window` reads it (time slices in
+parallel; memory stays at a few pages), and keep a :class:`~couchids.Checkpoint` whose
+``last_id`` is the last document written: given back, it continues just after that document,
+so an interrupted export, resumed, writes the same rows as one that ran through. Lost answers
+and 429s are retried (the client's own retries too, when enabled).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any, Final, Literal, TextIO
 
 from ..errors import InvalidArgumentError, InvalidTimeError
 from ..forms import IdForm
-from ..keys import window_keys
+from ..keys import check_time_form
 from ..times import TimeLike, to_ms
 from .expiry import ExpireReport, delete_revisions
 from .protocol import (
@@ -34,14 +34,8 @@ from .protocol import (
     path,
     post_json,
 )
-from .scan import (
-    Checkpoint,
-    check_flag,
-    check_one_form,
-    check_size,
-    range_pages,
-    read_policy,
-)
+from .scan import Checkpoint, check_flag, check_one_form, check_size, read_policy
+from .windows import scan_pages
 
 __all__ = ["FORMATS", "ArchiveReport", "archive", "export"]
 
@@ -197,14 +191,16 @@ def _window_pages(
     check_size("page_size", page_size)
     if not isinstance(form, IdForm):
         raise InvalidArgumentError(f"form={form!r}: pass an IdForm such as couchids.KUUID")
-    keys = window_keys(form, doc_type, start_ms, end_ms)
-    return _documents(known, db, keys, form, doc_type, mark, page_size, policy, attachments)
+    check_time_form(form)
+    return _documents(
+        known, db, (start_ms, end_ms), form, doc_type, mark, page_size, policy, attachments
+    )
 
 
 def _documents(
     known: FactsCache,
     db: str,
-    keys: Any,
+    span: tuple[int, int],
     form: IdForm,
     doc_type: str | None,
     mark: Checkpoint,
@@ -214,24 +210,20 @@ def _documents(
 ) -> Program[None]:
     yield from database_facts(known, db, policy)
     yield from check_one_form(known, db, form, doc_type, policy)
-    if keys is None:
-        return
-    wanted = form.matcher(keys.prefix)
-    pages = range_pages(
+    pages = scan_pages(
         known,
         db,
-        keys,
         form,
+        doc_type,
+        *span,
         policy,
-        doc_type=doc_type,
-        after=mark.last_id,
         include_docs=True,
-        page_size=page_size,
+        after=mark.last_id,
         attachments=attachments,
+        page_size=page_size,
     )
-    rows = Puller(pages)
-    while (page := (yield from rows.next())) is not END:
-        docs = [row["doc"] for row in page if wanted(row["id"]) and row.get("doc")]
+    documents = Puller(pages)
+    while (docs := (yield from documents.next())) is not END:
         for doc in docs:
             if not isinstance(doc.get("_id"), str) or not isinstance(doc.get("_rev"), str):
                 raise answer_error(policy, db, f"a document without _id or _rev: {describe(doc)}")

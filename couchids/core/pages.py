@@ -139,6 +139,23 @@ class Slice:
     last: str
     after: str | None = None
 
+    def resumed(self, after: str) -> Slice | None:
+        """The part of this slice past ``after``, an id handed out before (a checkpoint's),
+        in the slice's key order: the slice itself when ``after`` comes before it, ``None``
+        when it is past its end.
+
+        >>> Slice("a", "m").resumed("c"), Slice("m", "a").resumed("c")
+        (Slice(first='c', last='m', after='c'), Slice(first='c', last='a', after='c'))
+        >>> Slice("a", "m").resumed("0"), Slice("a", "m").resumed("n")
+        (Slice(first='a', last='m', after=None), None)
+        """
+        descending = self.first > self.last
+        if (after > self.first) if descending else (after < self.first):
+            return self
+        if (after < self.last) if descending else (after > self.last):
+            return None
+        return Slice(after, self.last, after)
+
 
 class SlicePlan:
     """Cuts the rest of a window into time slices, in the order they are handed out.
@@ -162,6 +179,26 @@ class SlicePlan:
     def whole(self) -> Slice | None:
         """The whole window as one slice, or ``None`` when it holds no time."""
         return self._slice(self.lo, self.hi)
+
+    def resume(self, after_id: str, prefix: str) -> None:
+        """Plan only what comes after ``after_id``, an id handed out before (a checkpoint's):
+        the window then starts at that id, which its first request drops."""
+        whole = self.whole()
+        rest = whole.resumed(after_id) if whole is not None else None
+        if rest is None:
+            self.lo = self.hi
+            return
+        if rest is whole:
+            return
+        try:
+            unit = self.form.parse(after_id[len(prefix) :]) // self.form.unit_ms
+        except InvalidIdError:
+            unit = None  # not an id of the form: the slices' sizes are learnt from the pages
+        if unit is not None and self.newest_first:
+            self.hi = min(self.hi, unit + 1)
+        elif unit is not None:
+            self.lo = max(self.lo, unit)
+        self.after = after_id
 
     def learn_first(self, last_id: str, prefix: str, rows: int, limit: int) -> bool:
         """After a full first page of ``rows`` rows ending at ``last_id`` (an id of the form),
@@ -221,7 +258,8 @@ def sliced_pages(
 ) -> Program[None]:
     """Emits the pages of a window, read as up to ``parallel`` time slices at a time, in order.
 
-    The first request asks for half a page of the window's start; when it is full, the rest
+    The first request asks for half a page of the window's start (or of what follows the
+    id the plan resumes after, see :meth:`SlicePlan.resume`); when it is full, the rest
     is planned as slices of about half a page each (``plan``), of which ``parallel`` are in
     flight while the caller works through the page before them. A slice that fills its
     request goes on with keyset pages (each starting at the last id of the one before)
@@ -231,9 +269,12 @@ def sliced_pages(
     whole = plan.whole()
     if whole is None:
         return
-    first_limit = max(1, int(limit * _SLICE_FILL))
+    first_limit = _asked(whole, max(1, int(limit * _SLICE_FILL)))
     rows = yield from fetch(whole.first, whole.last, first_limit)
-    if len(rows) < first_limit:
+    full = len(rows) == first_limit
+    if whole.after is not None and rows and rows[0]["id"] == whole.after:
+        del rows[0]
+    if not full:
         yield Emit(rows)
         return
     last_wanted = next((row["id"] for row in reversed(rows) if wanted(row["id"])), None)

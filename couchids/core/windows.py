@@ -32,7 +32,7 @@ from .protocol import (
     database_facts,
 )
 
-__all__ = ["DEFAULT_PAGE_SIZE", "PARTITION_QUERY_LIMIT", "latest", "window"]
+__all__ = ["DEFAULT_PAGE_SIZE", "PARTITION_QUERY_LIMIT", "latest", "scan_pages", "window"]
 
 #: Rows a page of :func:`~couchids.window` asks for by default. Two pages are held at a time,
 #: so this bounds memory; fewer, larger requests cost less per row (bench/bench_query.py: at 2000 a
@@ -83,6 +83,41 @@ def window(
         )
     scan = _Scan(known, db, form, type, start_ms, end_ms, newest_first, include_docs, policy)
     return scan.run(size, size, prefetch=True, parallel=slices)
+
+
+def scan_pages(
+    known: FactsCache,
+    db: str,
+    form: IdForm,
+    doc_type: str | None,
+    start_ms: int,
+    end_ms: int,
+    policy: RetryPolicy,
+    *,
+    include_docs: bool,
+    after: str | None = None,
+    attachments: bool = False,
+    page_size: int = DEFAULT_PAGE_SIZE,
+) -> Program[None]:
+    """Emits the pages of a window of ``form`` and ``doc_type`` from ``start_ms`` to
+    ``end_ms``, oldest first, as :func:`window` reads them (:data:`DEFAULT_PARALLEL` time
+    slices at a time): its documents, or with ``include_docs=False`` its rows. ``after`` (an
+    id handed out before, a checkpoint's) resumes just past it; ``attachments`` includes
+    attachment data in the documents. What counting, export and archive read."""
+    scan = _Scan(
+        known,
+        db,
+        form,
+        doc_type,
+        start_ms,
+        end_ms,
+        False,
+        include_docs,
+        policy,
+        after=after,
+        attachments=attachments,
+    )
+    return scan.run(page_size, page_size, prefetch=True, parallel=DEFAULT_PARALLEL)
 
 
 def _all_types_window(
@@ -194,7 +229,8 @@ def _check_scan(form: IdForm, include_docs: bool) -> None:
 
 
 class _Scan:
-    """One query: the fixed options of its requests, and the rows they return."""
+    """One query: the fixed options of its requests, and the rows they return. ``after`` (an
+    id handed out before) resumes just past it; ``attachments`` adds attachment data."""
 
     def __init__(
         self,
@@ -207,8 +243,12 @@ class _Scan:
         newest_first: bool,
         include_docs: bool,
         policy: RetryPolicy,
+        *,
+        after: str | None = None,
+        attachments: bool = False,
     ) -> None:
         _check_scan(form, include_docs)
+        self.after, self.attachments = after, attachments
         self.known, self.db, self.form, self.doc_type = known, db, form, doc_type
         self.include_docs, self.policy = include_docs, policy
         self.start_ms, self.end_ms = start_ms, end_ms
@@ -230,14 +270,15 @@ class _Scan:
             first_limit = min(first_limit, PARTITION_QUERY_LIMIT - 1)
             next_limit = min(next_limit, PARTITION_QUERY_LIMIT - 1)
         first_key, last_key, fetch = self._fetcher(self.keys, partition)
-        if parallel > 1:
+        if parallel > 1 or self.after is not None:
             plan = SlicePlan(
                 self.form, self.doc_type, self.newest_first, self.start_ms, self.end_ms
             )
+            if self.after is not None:
+                plan.resume(self.after, self.keys.prefix)
             pages = sliced_pages(fetch, plan, parallel, first_limit, self._wanted, self.keys.prefix)
         else:
-            piece = Slice(first_key, last_key)
-            pages = keyset(fetch, piece, first_limit, next_limit, prefetch)
+            pages = keyset(fetch, Slice(first_key, last_key), first_limit, next_limit, prefetch)
         puller = Puller(pages)
         try:
             while True:
@@ -266,6 +307,8 @@ class _Scan:
                 "descending": descending,
                 "include_docs": self.include_docs,
             }
+            if self.attachments:
+                options["attachments"] = True
             # The first page shares the deadline of the database lookup; later pages have
             # their own.
             policy = self.policy if start_key == first else self.policy.renewed()
