@@ -123,13 +123,11 @@ def range_pages(
     after: str | None = None,
     include_docs: bool = False,
     page_size: int = DEFAULT_PAGE_SIZE,
-    attachments: bool = False,
 ) -> Program[None]:
     """Emits the pages of the rows with ``keys.low <= id < keys.high``, oldest id time first.
 
     ``after`` (an id the caller finished) resumes just past it. In a partitioned database a
-    typed range is read from its partition alone. ``attachments`` includes attachment data
-    in the documents. The database's existence is checked first,
+    typed range is read from its partition alone. The database's existence is checked first,
     so an empty range is never a missing database. Each request may take ``policy``'s
     timeout, and each answer is checked for the shape read here.
 
@@ -156,8 +154,6 @@ def range_pages(
         "descending": descending,
         "include_docs": include_docs,
     }
-    if attachments:
-        options["attachments"] = True
     while True:
         each = policy.renewed()
         page_request = post_json(url, {**options, "start_key": key, "limit": limit})
