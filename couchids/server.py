@@ -38,21 +38,17 @@ from .core.protocol import (
     JSON,
     QUOTE_LEN,
     TRANSIENT_STATUSES,
-    Attempts,
     DatabaseFacts,
     Emit,
     FactsCache,
     Lost,
     Program,
-    Refusal,
-    Request,
     Response,
     RetryPolicy,
     Send,
     Sleep,
     Start,
     Wait,
-    ask,
     current_request,
 )
 from .errors import (
@@ -519,38 +515,10 @@ def stream(client: CloudantV1, program: Program[Any]) -> Iterator[Any]:
     yield from _drive(client, program)
 
 
-def request(
-    client: CloudantV1,
-    db: str,
-    sent: Request,
-    policy: RetryPolicy,
-    *,
-    expect: tuple[Refusal, ...] = (),
-    attempts: Attempts | None = None,
-) -> Any:
-    """:func:`couchids.core.protocol.ask`, carried out: the ``Reply`` (or
-    refusal) of ``sent``, lost answers retried within ``policy``."""
-    return run(client, ask(sent, policy, db, expect=expect, attempts=attempts))
-
-
 def database_facts(client: CloudantV1, db: str, policy: RetryPolicy | None = None) -> DatabaseFacts:
     """:func:`couchids.core.protocol.database_facts` through ``client``."""
     policy = policy or RetryPolicy.checked(0, 0)
     return run(client, protocol.database_facts(known_facts(client), db, policy))
-
-
-def live_leaves(
-    client: CloudantV1, db: str, doc_id: str, policy: RetryPolicy
-) -> list[dict[str, Any]]:
-    """:func:`couchids.core.protocol.live_leaves` through ``client``."""
-    return run(client, protocol.live_leaves(known_facts(client), db, doc_id, policy))
-
-
-def delete_revision(
-    client: CloudantV1, db: str, doc_id: str, rev: str, policy: RetryPolicy
-) -> None:
-    """:func:`couchids.core.protocol.delete_revision` through ``client``."""
-    run(client, protocol.delete_revision(db, doc_id, rev, policy))
 
 
 def _drive(client: CloudantV1, program: Program[T]) -> Generator[Any, None, T]:
