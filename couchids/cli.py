@@ -28,7 +28,7 @@ from .decode import DecodedId, decode
 from .doctypes import ALL_TYPES, AllTypes
 from .errors import InvalidArgumentError, InvalidInputError, InvalidTimeError, ServerError
 from .forms import NAMED_FORMS, V7, V7S, IdForm, KuuidForm, form_named
-from .query import DEFAULT_PAGE_SIZE, latest, window
+from .query import DEFAULT_PAGE_SIZE, latest, window_pages
 from .server import TokenTimeout
 from .times import now_ms, to_ms
 
@@ -204,7 +204,7 @@ def _window(args: argparse.Namespace) -> int:
     client = _connect()
     out = _Blocks(sys.stdout)
     progress = _Progress(sys.stderr)
-    rows = window(
+    pages = window_pages(
         client,
         _db(args.db),
         start,
@@ -216,14 +216,16 @@ def _window(args: argparse.Namespace) -> int:
         page_size=args.page_size,
         timeout=args.timeout,
     )
+    count = 0
     try:
-        for count, row in enumerate(rows, 1):
-            out.line(row["id"].encode() if args.ids_only else dumps(row))
+        for page in pages:
+            out.lines([row["id"].encode() for row in page] if args.ids_only else map(dumps, page))
+            count += len(page)
             progress.update(count)
     finally:
         out.flush()
         progress.clear()
-        _close(rows)
+        _close(pages)
     return EXIT_OK
 
 
@@ -303,9 +305,12 @@ class _Blocks:
         self.parts: list[bytes] = []
         self.size = 0
 
-    def line(self, data: bytes) -> None:
-        self.parts += (data, b"\n")
-        self.size += len(data) + 1
+    def lines(self, lines: Iterable[bytes]) -> None:
+        """Each of ``lines`` (none empty) as a line."""
+        data = b"\n".join(lines)
+        if data:
+            self.parts += (data, b"\n")
+            self.size += len(data) + 1
         if self.size >= self.BLOCK:
             self.flush()
 
@@ -327,12 +332,15 @@ class _Progress:
         self.stream = stream
         self.active = stream.isatty()
         self.shown = False
+        self.count = 0
 
     def update(self, count: int) -> None:
-        if self.active and count % PROGRESS_EVERY == 0:
+        """``count`` documents are out: shown each time another PROGRESS_EVERY are."""
+        if self.active and count // PROGRESS_EVERY > self.count // PROGRESS_EVERY:
             self.stream.write(f"\rcouchids: {count:,} documents")
             self.stream.flush()
             self.shown = True
+        self.count = count
 
     def clear(self) -> None:
         if self.shown:

@@ -96,6 +96,39 @@ def window(
         for doc in couchids.window(client, "events", "2024-05-01", "2024-05-02", type="click"):
             print(doc["_id"])
     """
+    pages = window_pages(
+        client,
+        db,
+        start,
+        end,
+        type=type,
+        form=form,
+        newest_first=newest_first,
+        include_docs=include_docs,
+        page_size=page_size,
+        timeout=timeout,
+        parallel=parallel,
+    )
+    return _flat(pages)
+
+
+def window_pages(
+    client: CloudantV1,
+    db: str,
+    start: TimeLike,
+    end: TimeLike,
+    *,
+    type: str | AllTypes | None = None,
+    form: IdForm = KUUID,
+    newest_first: bool = True,
+    include_docs: bool = True,
+    page_size: int | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    parallel: int | None = None,
+) -> Iterator[list[Row]]:
+    """:func:`window`'s answer a page at a time: each a list of documents (or rows) that is
+    the caller's to keep or empty. For a caller that handles whole pages (the ``couchids
+    window`` command writes each as one block); the first page is read by the call."""
     client, db = check_client(client), check_db(db)
     program = windows.window(
         known_facts(client),
@@ -114,7 +147,15 @@ def window(
     # The first page is read now, so that a missing database or a refused request is raised
     # by the call, not by the first step of the loop over its answer.
     first = next(pages, None)
-    return _flat(first, pages)
+    return _following(first, pages)
+
+
+def _following(first: list[Row] | None, pages: Iterator[list[Row]]) -> Iterator[list[Row]]:
+    """``first``, then the rest of ``pages``."""
+    if first is not None:
+        yield first
+        del first
+        yield from pages
 
 
 def types_present(
@@ -137,13 +178,11 @@ def types_present(
     return run(client, alltypes.types_present(db, separator, policy))
 
 
-def _flat(first: list[Row] | None, pages: Iterator[list[Row]]) -> Iterator[Row]:
+def _flat(pages: Iterator[list[Row]]) -> Iterator[Row]:
     """The rows of the pages, in order. Each is let go of as it is handed on, so the page
     being worked through holds only the rows still to come."""
-    page, first = first, None
-    while page is not None:
+    for page in pages:
         yield from handed_on(page)
-        page = next(pages, None)
 
 
 def latest(
