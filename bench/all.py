@@ -24,6 +24,12 @@ BENCHES: list[tuple[str, list[str], list[str], bool]] = [
     ("bench_ids.py", [], ["--rounds", "2", "--number", "20000", "--node-calls", "20000"], False),
     ("bench_query.py", [], ["--docs", "5000", "--docs-delayed", "10000", "--rounds", "2"], True),
     ("bench_bulk.py", [], ["--docs", "5000", "--rounds", "3"], True),
+    (
+        "bench_bulk.py",
+        ["--delay-ms", "20"],
+        ["--docs", "2000", "--rounds", "3", "--delay-ms", "20"],
+        True,
+    ),
     ("bench_count.py", [], ["--docs", "10000", "--repeat", "3"], True),
     ("bench_aio.py", [], ["--docs", "5000", "--repeat", "3"], True),
     ("bench_follow.py", [], ["--writes", "5", "--idle", "5"], True),
