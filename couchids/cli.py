@@ -294,9 +294,10 @@ def _decoded(decoded: DecodedId) -> dict[str, Any]:
 
 
 class _Blocks:
-    """Lines of bytes for a text stream, written a block of about 64 KiB at a time: a write
-    per line would cost a system call each where Python's output is unbuffered
-    (``PYTHONUNBUFFERED``), and a document in ``window``'s output is a line of UTF-8 JSON."""
+    """Lines of bytes for a text stream, written in blocks of at least 64 KiB (or all that is
+    left): a write per line would cost a system call each where Python's output is
+    unbuffered (``PYTHONUNBUFFERED``), and a document in ``window``'s output is a line of
+    UTF-8 JSON."""
 
     BLOCK = 1 << 16
 
