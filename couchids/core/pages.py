@@ -271,7 +271,7 @@ def sliced_pages(
         return
     first_limit = _asked(whole, max(1, int(limit * _SLICE_FILL)))
     rows = yield from fetch(whole.first, whole.last, first_limit)
-    full = len(rows) == first_limit
+    full = len(rows) >= first_limit
     if whole.after is not None and rows and rows[0]["id"] == whole.after:
         del rows[0]
     if not full:
