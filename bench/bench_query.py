@@ -11,7 +11,10 @@ the 0 ms window, all of them the delayed one. In interleaved rounds it times:
 - peak traced memory (``tracemalloc``) of ``window`` against ``raw``;
 - ``couchids window ... > file`` against ``curl -s ... | jq -c '.rows[].doc' > file``;
 - ``curl -s ... -o file`` against ``raw``: the server's own time to send the range, which
-  no client beats (on CouchDB it is most of the raw request).
+  no client beats (on CouchDB it is most of the raw request);
+- how many cores the server keeps busy (its processes' CPU seconds per second, from
+  ``/proc``) while it answers ``raw`` and ``window(parallel)``: where that is all the cores
+  the machine has, no client, however parallel, gets the answer sooner.
 
 Setup once: ``bash scripts/bootstrap`` and, for the command-line rows, ``apt-get install -y
 curl jq`` (Debian's jq). Run::
@@ -29,6 +32,7 @@ import gc
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -180,6 +184,37 @@ def peak(way: Callable[[], int]) -> int:
     return most
 
 
+def server_cpu(group: int) -> float | None:
+    """CPU seconds used so far by the processes of process group ``group`` (a local server
+    runs in its own), from ``/proc``; ``None`` where there is no ``/proc``."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return None
+    ticks = 0
+    for stat in proc.glob("[0-9]*/stat"):
+        try:
+            # After the command's closing parenthesis: state, ppid, pgrp, ..., utime, stime.
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # a process that ended meanwhile
+        if int(fields[2]) == group:
+            ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def cores_busy(group: int, way: Callable[[], int], rounds: int) -> float | None:
+    """The median over ``rounds`` runs of ``way`` of the server's CPU seconds per second."""
+    shares = []
+    for _ in range(rounds):
+        before, began = server_cpu(group), time.perf_counter()
+        way()
+        spent, after = time.perf_counter() - began, server_cpu(group)
+        if before is None or after is None:
+            return None
+        shares.append((after - before) / spent)
+    return statistics.median(shares)
+
+
 def run_server(kind: str, args: argparse.Namespace) -> dict[str, float]:
     ratios: dict[str, float] = {}
     with start(kind) as server, tempfile.TemporaryDirectory() as tmp:  # type: ignore[arg-type]
@@ -205,6 +240,10 @@ def run_server(kind: str, args: argparse.Namespace) -> dict[str, float]:
             ratios["cli window / curl | jq"] = median["cli window"] / median["curl | jq"]
             ratios["curl -o file / raw (the server alone)"] = median["curl -o file"] / median["raw"]
         ratios["peak memory window / raw"] = peak(fast["window(parallel)"]) / peak(fast["raw"])
+        for name in ("raw", "window(parallel)"):
+            busy = cores_busy(server.pid, fast[name], args.rounds)
+            if busy is not None:
+                ratios[f"server cores busy, {name}"] = busy
 
         if args.delay_ms:
             with delayed(server.url, args.delay_ms) as url:
@@ -241,6 +280,7 @@ def main(argv: list[str] | None = None) -> int:
 
     page = args.page_size or DEFAULT_PAGE_SIZE
     print(f"\npage size {page}, parallel {args.parallel}; ratios of medians")
+    print(f"(server cores busy: of the {os.cpu_count()} this machine has, shared with the client)")
     names = list(dict.fromkeys(name for ratios in table.values() for name in ratios))
     print(f"{'ratio':36}" + "".join(f"{kind:>10}" for kind in kinds) + "   target")
     for name in names:
