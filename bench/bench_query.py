@@ -5,7 +5,9 @@ Per server (scripts/localserver.py ``start(kind)``), one database holds ``--docs
 events 10 ms apart (plus other types and times around them). The first ``--docs`` events are
 the 0 ms window, all of them the delayed one. In interleaved rounds it times:
 
-- ``window`` with ``parallel=1`` (sequential pages) and with ``--parallel`` slices;
+- ``window`` with ``parallel=1`` (sequential pages) and with ``--parallel`` slices
+  (``--parallel-delayed`` with the added round trip, as the README advises for a remote
+  server);
 - ``raw``: one plain ``requests.post(.../_all_docs).json()`` of the same key range;
 - the SDK's ``post_all_docs`` and ibmcloudant's ``Pagination`` (pages of 200, its largest);
 - peak traced memory (``tracemalloc``) of ``window`` against ``raw``;
@@ -21,6 +23,7 @@ curl jq`` (Debian's jq). Run::
 
     .venv/bin/python bench/bench_query.py [--server pouchdb|couchdb|both] [--docs 50000]
         [--docs-delayed 200000] [--rounds 5] [--delay-ms 20] [--page-size N] [--parallel K]
+        [--parallel-delayed K]
 
 Always exits 0: the table is for a reader, not a gate (timings vary by machine).
 """
@@ -56,7 +59,7 @@ from timing import interleaved
 import couchids
 from couchids import KUUID
 from couchids.keys import window_keys
-from couchids.query import DEFAULT_PAGE_SIZE, DEFAULT_PARALLEL
+from couchids.query import DEFAULT_PAGE_SIZE, DEFAULT_PARALLEL, REMOTE_PARALLEL
 
 BENCH = Path(__file__).resolve().parent
 T0 = 1_700_000_000_000
@@ -99,9 +102,10 @@ def iso(ms: int) -> str:
 
 
 def ways(
-    url: str, db: str, count: int, args: argparse.Namespace, out: Path
+    url: str, db: str, count: int, args: argparse.Namespace, out: Path, parallel: int
 ) -> dict[str, Callable[[], int]]:
-    """The ways to read the window of the first ``count`` events, each returning its count."""
+    """The ways to read the window of the first ``count`` events, each returning its count
+    (``window(parallel)`` with ``parallel`` slices)."""
     client = service(url)
     start, end = T0, T0 + count * 10
     keys = window_keys(KUUID, "event", start, end)
@@ -155,7 +159,7 @@ def ways(
 
     found: dict[str, Callable[[], int]] = {
         "window(1)": window(1),
-        "window(parallel)": window(args.parallel),
+        "window(parallel)": window(parallel),
         "raw": raw,
         "sdk post_all_docs": sdk,
         "Pagination": pagination,
@@ -226,7 +230,7 @@ def run_server(kind: str, args: argparse.Namespace) -> dict[str, float]:
         print(f"{kind}: loaded in {time.perf_counter() - began:.1f}s", flush=True)
         out = Path(tmp) / "out.ndjson"
 
-        fast = ways(server.url, db, args.docs, args, out)
+        fast = ways(server.url, db, args.docs, args, out, args.parallel)
         median = measure(fast, args.docs, args.rounds)
         print(f"{kind}, 0 ms, {args.docs} documents, medians of {args.rounds}:")
         for name, spent in median.items():
@@ -247,7 +251,7 @@ def run_server(kind: str, args: argparse.Namespace) -> dict[str, float]:
 
         if args.delay_ms:
             with delayed(server.url, args.delay_ms) as url:
-                slow = ways(url, db, args.docs_delayed, args, out)
+                slow = ways(url, db, args.docs_delayed, args, out, args.parallel_delayed)
                 kept = ("window(1)", "window(parallel)", "raw", "Pagination")
                 rounds = max(1, args.rounds // 2)
                 median = measure({k: slow[k] for k in kept}, args.docs_delayed, rounds)
@@ -272,6 +276,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--delay-ms", type=float, default=20.0, help="0: skip the delayed runs")
     parser.add_argument("--page-size", type=int, default=None)
     parser.add_argument("--parallel", type=int, default=DEFAULT_PARALLEL)
+    parser.add_argument(
+        "--parallel-delayed",
+        type=int,
+        default=REMOTE_PARALLEL,
+        help="window(parallel) with the added round trip",
+    )
     parser.add_argument("--no-cli", action="store_true", help="skip couchids/curl/jq")
     args = parser.parse_args(argv)
     kinds = ["pouchdb", "couchdb"] if args.server == "both" else [args.server]
@@ -279,7 +289,10 @@ def main(argv: list[str] | None = None) -> int:
     table = {kind: run_server(kind, args) for kind in kinds}
 
     page = args.page_size or DEFAULT_PAGE_SIZE
-    print(f"\npage size {page}, parallel {args.parallel}; ratios of medians")
+    print(
+        f"\npage size {page}, parallel {args.parallel} "
+        f"({args.parallel_delayed} with {args.delay_ms:g} ms added); ratios of medians"
+    )
     print(f"(server cores busy: of the {os.cpu_count()} this machine has, shared with the client)")
     names = list(dict.fromkeys(name for ratios in table.values() for name in ratios))
     print(f"{'ratio':36}" + "".join(f"{kind:>10}" for kind in kinds) + "   target")

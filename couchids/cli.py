@@ -28,7 +28,7 @@ from .decode import DecodedId, decode
 from .doctypes import ALL_TYPES, AllTypes
 from .errors import InvalidArgumentError, InvalidInputError, InvalidTimeError, ServerError
 from .forms import NAMED_FORMS, V7, V7S, IdForm, KuuidForm, form_named
-from .query import DEFAULT_PAGE_SIZE, latest, window_pages
+from .query import DEFAULT_PAGE_SIZE, DEFAULT_PARALLEL, REMOTE_PARALLEL, latest, window_pages
 from .server import TokenTimeout
 from .times import now_ms, to_ms
 
@@ -215,6 +215,7 @@ def _window(args: argparse.Namespace) -> int:
         include_docs=not args.ids_only,
         page_size=args.page_size,
         timeout=args.timeout,
+        parallel=args.parallel,
     )
     count = 0
     try:
@@ -653,6 +654,13 @@ def _parser() -> argparse.ArgumentParser:
         type=_count(1),
         metavar="N",
         help=f"rows per request (default {DEFAULT_PAGE_SIZE})",
+    )
+    win.add_argument(
+        "--parallel",
+        type=_count(1),
+        metavar="K",
+        help=f"time slices read at a time (default {DEFAULT_PARALLEL}; "
+        f"{REMOTE_PARALLEL} suits a server tens of milliseconds away; 1: page after page)",
     )
     _timeout_flag(win, "a request (one page)")
     _form_flags(win, "of the ids in DB")

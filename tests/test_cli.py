@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 import responses
+from faultproxy import FaultProxy
 from ibmcloudant.cloudant_v1 import CloudantV1
 from kuuid_node import KuuidNode
 
@@ -28,7 +29,8 @@ import couchids
 from couchids import cli
 from couchids.cli import EXIT_BAD_INPUT, EXIT_OK, EXIT_SERVER, main, parse_time
 from couchids.errors import InvalidTimeError
-from couchids.forms import KUUID, KUUID_MS_REVERSE, KUUID_REVERSE, V7S, IdForm
+from couchids.forms import KUUID, KUUID_MS, KUUID_MS_REVERSE, KUUID_REVERSE, V7S, IdForm
+from couchids.query import DEFAULT_PARALLEL
 from couchids.times import now_ms, to_ms
 
 HOUR_MS = 3_600_000
@@ -432,6 +434,49 @@ def test_window_ids_only_pages_through_everything(
     assert result.lines == [doc["_id"] for doc in sorted(seeded["order"], key=lambda d: d["made"])]
 
 
+@pytest.mark.parametrize(("parallel", "page_size"), [("1", "200"), ("6", "20")])
+def test_window_reads_as_many_slices_at_a_time_as_parallel_says(
+    run: Any,
+    server: str,
+    client: CloudantV1,
+    db: str,
+    monkeypatch: pytest.MonkeyPatch,
+    parallel: str,
+    page_size: str,
+) -> None:
+    # Each _all_docs request waits at the proxy for a second one (or half a second): page
+    # after page, none ever has company; six slices keep more in flight than the default.
+    start = to_ms("2024-03-01")
+    docs = [{"_id": KUUID_MS.new(start + k * 1000, type="ord")} for k in range(600)]
+    insert(client, db, docs)
+    with FaultProxy(server) as proxy:
+        proxy.hold_for_company("_all_docs", seconds=0.5)
+        monkeypatch.setenv("CLOUDANT_URL", proxy.url)
+        result = run(
+            "window",
+            db,
+            "--since",
+            iso(start),
+            "--until",
+            iso(start + 600_000),
+            "--type",
+            "ord",
+            "--ms",
+            "--ids-only",
+            "--oldest-first",
+            "--parallel",
+            parallel,
+            "--page-size",
+            page_size,
+        )
+    assert result.code == EXIT_OK
+    assert result.lines == [doc["_id"] for doc in docs]
+    if parallel == "1":
+        assert proxy.most_in_flight == 1
+    else:
+        assert DEFAULT_PARALLEL + 1 < proxy.most_in_flight <= int(parallel) + 1
+
+
 def test_window_relative_times(run: Any, server: str, client: CloudantV1, db: str) -> None:
     now = now_ms()
     # Half-hour offsets keep every document away from the 24h and 2h edges.
@@ -517,6 +562,7 @@ def test_window_progress_on_a_terminal_only(
         (["new", "--at", "1969-07-20"], "1970"),
         (["window", "db"], "--since"),
         (["window", "db", "--since", "1h", "--page-size", "0"], "--page-size"),
+        (["window", "db", "--since", "1h", "--parallel", "0"], "--parallel"),
         (["latest"], "DB"),
         (["frobnicate"], "frobnicate"),
         ([], "COMMAND"),
