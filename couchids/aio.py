@@ -41,7 +41,7 @@ from .core.counting import DEFAULT_WORKERS, Bucket
 from .core.expiry import DEFAULT_EXPIRE_BATCH, ExpireReport
 from .core.exporting import ArchiveReport, Format
 from .core.following import DEFAULT_FOLLOW_BATCH, DEFAULT_WAIT_MS
-from .core.pages import handed_on
+from .core.pages import DEFAULT_PARALLEL, handed_on
 from .core.protocol import (
     DEFAULT_BACKOFF,
     DEFAULT_RETRIES,
@@ -600,6 +600,7 @@ async def export(
     page_size: int = DEFAULT_PAGE_SIZE,
     on_progress: Callable[[Checkpoint], None] | None = None,
     timeout: float | None = DEFAULT_TIMEOUT,
+    parallel: int = DEFAULT_PARALLEL,
 ) -> Checkpoint:
     """:func:`couchids.export`, awaited (``out`` is written on the event loop's thread)."""
     client, db = _checked(client), check_db(db)
@@ -617,6 +618,7 @@ async def export(
         page_size=page_size,
         on_progress=on_progress,
         timeout=timeout,
+        parallel=parallel,
     )
     return await _run(client, program)
 
@@ -637,6 +639,7 @@ async def archive(
     retries: int = DEFAULT_RETRIES,
     backoff: float = DEFAULT_BACKOFF,
     timeout: float | None = DEFAULT_TIMEOUT,
+    parallel: int = DEFAULT_PARALLEL,
 ) -> ArchiveReport:
     """:func:`couchids.archive`, awaited."""
     client, db, target_db = _checked(client), check_db(db), check_db(target_db)
@@ -655,6 +658,7 @@ async def archive(
         retries=retries,
         backoff=backoff,
         timeout=timeout,
+        parallel=parallel,
     )
     return await _run(client, program)
 

@@ -416,6 +416,17 @@ def _timeout_flag(parser: argparse.ArgumentParser, each: str) -> None:
     )
 
 
+def _parallel_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--parallel",
+        type=_count(1),
+        default=DEFAULT_PARALLEL,
+        metavar="K",
+        help=f"time slices read at a time (default {DEFAULT_PARALLEL}; "
+        f"{REMOTE_PARALLEL} suits a server tens of milliseconds away; 1: page after page)",
+    )
+
+
 def _scope(args: argparse.Namespace) -> str | AllTypes | None:
     if args.all_types:
         if args.type is not None:
@@ -655,15 +666,10 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help=f"rows per request (default {DEFAULT_PAGE_SIZE})",
     )
-    win.add_argument(
-        "--parallel",
-        type=_count(1),
-        metavar="K",
-        help=f"time slices read at a time (default {DEFAULT_PARALLEL}; "
-        f"{REMOTE_PARALLEL} suits a server tens of milliseconds away; 1: page after page)",
-    )
+    _parallel_flag(win)
     _timeout_flag(win, "a request (one page)")
     _form_flags(win, "of the ids in DB")
     win.set_defaults(run=_window)
-    add_commands(commands, Tools(_connect, _form, _form_flags, parse_time, _timeout_flag))
+    tools = Tools(_connect, _form, _form_flags, parse_time, _timeout_flag, _parallel_flag)
+    add_commands(commands, tools)
     return parser

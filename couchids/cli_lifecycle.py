@@ -38,13 +38,14 @@ _BAR_WIDTH = 40
 @dataclass(frozen=True)
 class Tools:
     """What the subcommands take from :mod:`couchids.cli`: the client, the id form, times,
-    the ``--timeout`` flag."""
+    the ``--timeout`` and ``--parallel`` flags."""
 
     connect: Callable[[], CloudantV1]
     form: Callable[[argparse.Namespace], IdForm]
     form_flags: Callable[[argparse.ArgumentParser, str], None]
     parse_time: Callable[[str, int], int]
     timeout_flag: Callable[[argparse.ArgumentParser, str], None]
+    parallel_flag: Callable[[argparse.ArgumentParser], None]
 
 
 def sparkline(values: list[int]) -> str:
@@ -180,6 +181,7 @@ def add_commands(commands: Any, tools: Tools) -> None:
                 checkpoint=mark,
                 on_progress=lambda m: bar.update(m.done - bar.n),
                 timeout=args.timeout,
+                parallel=args.parallel,
             )
         except KeyboardInterrupt:
             sys.stdout.flush()
@@ -300,6 +302,7 @@ def add_commands(commands: Any, tools: Tools) -> None:
     window_args(p)
     p.add_argument("--csv", metavar="FIELDS", help="CSV of these comma-separated fields")
     p.add_argument("--after", metavar="ID", help="resume after this id")
+    tools.parallel_flag(p)
     tools.timeout_flag(p, "a request (one page)")
     p.set_defaults(run=run_export)
 

@@ -19,6 +19,7 @@ from .core.counting import DEFAULT_WORKERS, Bucket
 from .core.expiry import DEFAULT_EXPIRE_BATCH, ExpireReport
 from .core.exporting import ArchiveReport, Format
 from .core.following import DEFAULT_FOLLOW_BATCH, DEFAULT_WAIT_MS
+from .core.pages import DEFAULT_PARALLEL
 from .core.protocol import DEFAULT_BACKOFF, DEFAULT_RETRIES, DEFAULT_TIMEOUT, RetryPolicy
 from .core.rekeying import DEFAULT_REKEY_BATCH, RekeyReport
 from .core.scan import Checkpoint, read_policy
@@ -240,6 +241,7 @@ def export(
     page_size: int = DEFAULT_PAGE_SIZE,
     on_progress: Callable[[Checkpoint], None] | None = None,
     timeout: float | None = DEFAULT_TIMEOUT,
+    parallel: int = DEFAULT_PARALLEL,
 ) -> Checkpoint:
     """Write the documents made in ``[start, end)`` to ``out``, oldest first.
 
@@ -257,13 +259,16 @@ def export(
         on_progress: called with the checkpoint after every page.
         timeout: seconds each request (the database lookup, each page) may take, retries
             included (default 60); ``None`` leaves it to the client's own timeouts.
+        parallel: time slices of the window read at a time, as for :func:`couchids.window`
+            (default 3; ``couchids.query.REMOTE_PARALLEL`` for a server tens of
+            milliseconds away; 1 reads page after page). Documents are written in order.
 
     Returns:
         :class:`~couchids.Checkpoint`: ``last_id`` is the last document written, ``done`` how many.
 
     Raises:
         InvalidArgumentError: not a ``CloudantV1`` client, a bad database name, ``format``,
-            ``fields``, ``page_size`` or ``timeout``.
+            ``fields``, ``page_size``, ``parallel`` or ``timeout``.
         InvalidTimeError, InvalidTypeError: a bad window or type.
         ServerError: (and subclasses) a request failed after the retries, ran out of
             ``timeout`` or was answered with something that is not CouchDB's; the checkpoint
@@ -290,6 +295,7 @@ def export(
         page_size=page_size,
         on_progress=on_progress,
         timeout=timeout,
+        parallel=parallel,
     )
     return run(client, program)
 
@@ -310,6 +316,7 @@ def archive(
     retries: int = DEFAULT_RETRIES,
     backoff: float = DEFAULT_BACKOFF,
     timeout: float | None = DEFAULT_TIMEOUT,
+    parallel: int = DEFAULT_PARALLEL,
 ) -> ArchiveReport:
     """Copy the documents made in ``[start, end)`` into ``target_db``; optionally delete them.
 
@@ -327,6 +334,7 @@ def archive(
         page_size: documents per request.
         retries, backoff: for lost answers, as in :func:`couchids.create`.
         timeout: seconds each request may take, retries included, as for :func:`export`.
+        parallel: as for :func:`export`.
 
     Raises:
         as :func:`export`; ``DatabaseNotFoundError`` for a missing ``target_db``.
@@ -352,6 +360,7 @@ def archive(
         retries=retries,
         backoff=backoff,
         timeout=timeout,
+        parallel=parallel,
     )
     return run(client, program)
 

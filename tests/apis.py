@@ -60,6 +60,11 @@ class Blocking:
     def export(self, client: CloudantV1, db: str, start: Any, end: Any, out: Any, **o: Any) -> Any:
         return couchids.export(client, db, start, end, out, **o)
 
+    def archive(
+        self, client: CloudantV1, db: str, target: str, start: Any, end: Any, **o: Any
+    ) -> Any:
+        return couchids.archive(client, db, target, start, end, **o)
+
     def follow(
         self, client: CloudantV1, db: str, *, stop: int | None = None, **options: Any
     ) -> list[Any]:
@@ -130,6 +135,11 @@ class Async:
 
     def export(self, client: CloudantV1, db: str, start: Any, end: Any, out: Any, **o: Any) -> Any:
         return _call(client, lambda ac: aio.export(ac, db, start, end, out, **o))
+
+    def archive(
+        self, client: CloudantV1, db: str, target: str, start: Any, end: Any, **o: Any
+    ) -> Any:
+        return _call(client, lambda ac: aio.archive(ac, db, target, start, end, **o))
 
     def follow(
         self, client: CloudantV1, db: str, *, stop: int | None = None, **options: Any

@@ -122,7 +122,8 @@ class FaultProxy:
             else None
         )
         self.log: list[Entry] = []
-        #: The most requests the proxy has had in hand at once.
+        #: The most requests the proxy has had in hand at once (of those whose path matches
+        #: :meth:`hold_for_company`'s, once it is called).
         self.most_in_flight = 0
         self._in_flight = 0
         self._company: re.Pattern[str] | None = None
@@ -177,8 +178,9 @@ class FaultProxy:
 
     def hold_for_company(self, path: str, *, seconds: float) -> None:
         """From now on, hold each request whose path matches the regex ``path`` until another
-        request is in hand too, or ``seconds`` have passed; then go on with it. Shows
-        whether a client sends such requests concurrently (see :attr:`most_in_flight`)."""
+        such request is in hand too, or ``seconds`` have passed; then go on with it. Shows
+        whether a client sends such requests concurrently (see :attr:`most_in_flight`, which
+        from now on counts only these)."""
         with self._lock:
             self._company, self._company_wait = re.compile(path), seconds
 
@@ -207,13 +209,18 @@ class FaultProxy:
                     return rule.mode
             return None
 
-    def _enter(self, path: str) -> None:
+    def _enter(self, path: str) -> bool:
+        """Counts a request in hand (one of those :meth:`hold_for_company` is about, once it
+        is called), holding it as that asks; whether it was counted."""
         with self._arrived:
+            if self._company is not None and not self._company.search(path):
+                return False
             self._in_flight += 1
             self.most_in_flight = max(self.most_in_flight, self._in_flight)
             self._arrived.notify_all()
-            if self._company is not None and self._company.search(path):
+            if self._company is not None:
                 self._arrived.wait_for(lambda: self._in_flight > 1, self._company_wait)
+            return True
 
     def _leave(self) -> None:
         with self._lock:
@@ -242,10 +249,18 @@ def _handler_for(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
 
         def _relay(self) -> None:
             body = self._read_body()
-            proxy._enter(self.path)
+            self.in_hand = proxy._enter(self.path)
             try:
                 self._handle(body)
             finally:
+                self._let_go()
+
+        def _let_go(self) -> None:
+            """The request is no longer in hand: before its answer goes out, so that a client
+            that sends its next request on receiving this answer is never counted as having
+            two in flight."""
+            if self.in_hand:
+                self.in_hand = False
                 proxy._leave()
 
         def _handle(self, body: bytes) -> None:
@@ -313,6 +328,7 @@ def _handler_for(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
             return self.path + ("&" if "?" in self.path else "?") + "w=3"
 
         def _answer(self, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
+            self._let_go()
             self.send_response(status)
             for name, value in headers:
                 if name.lower() not in _HOP_BY_HOP:

@@ -5,13 +5,15 @@ from __future__ import annotations
 import json
 
 import pytest
-from faultproxy import all_docs
+from faultproxy import FaultProxy, all_docs
 from ibmcloudant.cloudant_v1 import CloudantV1
 from test_expiry import populate
 
 import couchids
 from couchids import KUUID
 from couchids.cli import main
+from couchids.query import DEFAULT_PARALLEL
+from couchids.times import to_ms
 
 SINCE, UNTIL = "2024-04-30T12:00:00Z", "2024-05-02T12:00:00Z"
 
@@ -103,3 +105,32 @@ def test_failures_are_one_line(server: None, capsys: pytest.CaptureFixture[str])
     assert status == 1 and err.count("\n") == 1 and "does not exist" in err
     status, _, err = run(capsys, "histogram", "x", "--since", "1d", "--every", "soon")
     assert status == 2 and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("parallel", ["1", None])
+def test_export_reads_as_many_slices_at_a_time_as_parallel_says(
+    couch_url: str,
+    client: CloudantV1,
+    db: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    parallel: str | None,
+) -> None:
+    # Each _all_docs request waits at the proxy for a second one (or half a second): page
+    # after page, none ever has company.
+    start = to_ms("2024-05-01")
+    ids = [KUUID.new(start + k * 30_000, type="ord") for k in range(3000)]
+    client.post_bulk_docs(db=db, bulk_docs={"docs": [{"_id": i} for i in ids]}).get_result()
+    slices = [] if parallel is None else ["--parallel", parallel]
+    with FaultProxy(couch_url) as proxy:
+        proxy.hold_for_company("_all_docs", seconds=0.5)
+        monkeypatch.setenv("CLOUDANT_URL", proxy.url)
+        monkeypatch.setenv("CLOUDANT_AUTH_TYPE", "noauth")
+        status, out, _ = run(
+            capsys, "export", db, "--since", SINCE, "--until", UNTIL, "--type", "ord", *slices
+        )
+    assert status == 0 and [json.loads(line)["_id"] for line in out.splitlines()] == ids
+    if parallel is None:
+        assert 1 < proxy.most_in_flight <= DEFAULT_PARALLEL + 1
+    else:
+        assert proxy.most_in_flight == 1

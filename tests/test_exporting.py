@@ -16,6 +16,7 @@ from test_query import insert
 
 import couchids
 from couchids import KUUID, KUUID_REVERSE, V7, V7S, Checkpoint, IdForm, InvalidArgumentError
+from couchids.query import DEFAULT_PARALLEL
 
 FORMS = (KUUID, KUUID_REVERSE, V7, V7S)
 START, END = BEFORE - 24 * HOUR, BEFORE + 24 * HOUR
@@ -96,18 +97,28 @@ def test_a_checkpoint_outside_the_window_resumes_at_its_edge(
         assert [json.loads(line)["_id"] for line in out.getvalue().splitlines()] == expected
 
 
-def test_export_reads_time_slices_in_parallel(couch_url: str, client: CloudantV1, db: str) -> None:
+@pytest.mark.parametrize(("parallel", "page_size"), [(None, 4), (1, 50), (6, 4)])
+def test_export_reads_time_slices_in_parallel(
+    api: Api, couch_url: str, client: CloudantV1, db: str, parallel: int | None, page_size: int
+) -> None:
     # Each _all_docs request waits at the proxy for a second one: read page after page, none
     # would ever have company.
     insert(client, db, [KUUID.new(START + k * 60_000, type="ord") for k in range(200)])
+    slices = {} if parallel is None else {"parallel": parallel}
     with FaultProxy(couch_url) as proxy:
         proxy.hold_for_company("_all_docs", seconds=0.5)
         out = io.StringIO()
-        couchids.export(client_for(proxy.url), db, START, END, out, type="ord", page_size=4)
-        assert proxy.most_in_flight > 1
+        fresh = client_for(proxy.url)
+        api.export(fresh, db, START, END, out, type="ord", page_size=page_size, **slices)
     assert [json.loads(line)["_id"] for line in out.getvalue().splitlines()] == reference(
         client, db, KUUID
     )
+    if parallel == 1:
+        assert proxy.most_in_flight == 1
+    elif parallel is None:
+        assert 1 < proxy.most_in_flight <= DEFAULT_PARALLEL + 1
+    else:
+        assert DEFAULT_PARALLEL + 1 < proxy.most_in_flight <= parallel + 1
 
 
 def test_export_rides_out_lost_answers(couch_url: str, db: str) -> None:
@@ -128,6 +139,33 @@ def test_csv_needs_fields(client: CloudantV1, db: str) -> None:
         couchids.export(client, db, START, END, io.StringIO(), format="csv")
     with pytest.raises(InvalidArgumentError, match="format"):
         couchids.export(client, db, START, END, io.StringIO(), format="xml")  # type: ignore[arg-type]
+
+
+def test_a_bad_parallel_is_refused_before_any_request(api: Api, client: CloudantV1) -> None:
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(InvalidArgumentError, match="parallel"):
+            api.export(client, "db", START, END, io.StringIO(), parallel=bad)
+        with pytest.raises(InvalidArgumentError, match="parallel"):
+            api.archive(client, "db", "target", START, END, parallel=bad)
+
+
+def test_archive_reads_page_after_page_with_parallel_1(
+    couch_url: str, client: CloudantV1, db: str
+) -> None:
+    populate(client, db, KUUID, 30)
+    target = db + "_archive"
+    client.put_database(db=target)
+    try:
+        with FaultProxy(couch_url) as proxy:
+            proxy.hold_for_company("_all_docs", seconds=0.5)
+            fresh = client_for(proxy.url)
+            report = couchids.archive(
+                fresh, db, target, START, END, type="ord", page_size=10, parallel=1
+            )
+            assert proxy.most_in_flight == 1
+        assert report.copied == len(reference(client, db, KUUID)) > 10
+    finally:
+        client.delete_database(db=target)
 
 
 @pytest.mark.parametrize("form", [KUUID, KUUID_REVERSE], ids=str)

@@ -59,6 +59,7 @@ def export(
     page_size: int,
     on_progress: Callable[[Checkpoint], None] | None,
     timeout: float | None,
+    parallel: int,
 ) -> Program[Checkpoint]:
     """The program of :func:`couchids.export` (see there); arguments checked now."""
     policy = read_policy(timeout, "export")
@@ -67,7 +68,9 @@ def export(
     if format == "csv" and not fields:
         raise InvalidArgumentError("a CSV export needs fields, such as ['_id', 'total']")
     mark = checkpoint if checkpoint is not None else Checkpoint()
-    pages = _window_pages(known, db, start, end, type, form, mark, page_size, policy)
+    pages = _window_pages(
+        known, db, start, end, type, form, mark, page_size, policy, parallel=parallel
+    )
     return _export(pages, out, format, fields, mark, on_progress)
 
 
@@ -118,6 +121,7 @@ def archive(
     retries: int,
     backoff: float,
     timeout: float | None,
+    parallel: int,
 ) -> Program[ArchiveReport]:
     """The program of :func:`couchids.archive` (see there); arguments checked now (the
     caller checks ``target_db``)."""
@@ -128,7 +132,17 @@ def archive(
         report.checkpoint = checkpoint
     mark = report.checkpoint
     pages = _window_pages(
-        known, db, start, end, type, form, mark, page_size, policy, attachments=True
+        known,
+        db,
+        start,
+        end,
+        type,
+        form,
+        mark,
+        page_size,
+        policy,
+        parallel=parallel,
+        attachments=True,
     )
     return _archive(known, db, target_db, pages, expire, report, on_progress, policy)
 
@@ -179,21 +193,32 @@ def _window_pages(
     page_size: int,
     policy: RetryPolicy,
     *,
+    parallel: int,
     attachments: bool = False,
 ) -> Program[None]:
-    """Emits the documents of the window, a page at a time, after ``mark.last_id``; the
-    arguments are checked now."""
+    """Emits the documents of the window, a page at a time, after ``mark.last_id``, read
+    ``parallel`` time slices at a time; the arguments are checked now."""
     start_ms, end_ms = to_ms(start), to_ms(end)
     if end_ms < start_ms:
         raise InvalidTimeError(
             f"the window ends ({end!r}) before it starts ({start!r}); pass start <= end"
         )
     check_size("page_size", page_size)
+    check_size("parallel", parallel)
     if not isinstance(form, IdForm):
         raise InvalidArgumentError(f"form={form!r}: pass an IdForm such as couchids.KUUID")
     check_time_form(form)
     return _documents(
-        known, db, (start_ms, end_ms), form, doc_type, mark, page_size, policy, attachments
+        known,
+        db,
+        (start_ms, end_ms),
+        form,
+        doc_type,
+        mark,
+        page_size,
+        policy,
+        attachments,
+        parallel=parallel,
     )
 
 
@@ -207,6 +232,8 @@ def _documents(
     page_size: int,
     policy: RetryPolicy,
     attachments: bool,
+    *,
+    parallel: int,
 ) -> Program[None]:
     yield from database_facts(known, db, policy)
     yield from check_one_form(known, db, form, doc_type, policy)
@@ -221,6 +248,7 @@ def _documents(
         after=mark.last_id,
         attachments=attachments,
         page_size=page_size,
+        parallel=parallel,
     )
     documents = Puller(pages)
     while (docs := (yield from documents.next())) is not END:

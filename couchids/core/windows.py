@@ -98,10 +98,11 @@ def scan_pages(
     after: str | None = None,
     attachments: bool = False,
     page_size: int = DEFAULT_PAGE_SIZE,
+    parallel: int = DEFAULT_PARALLEL,
 ) -> Program[None]:
     """Emits the pages of a window of ``form`` and ``doc_type`` from ``start_ms`` to
-    ``end_ms``, oldest first, as :func:`window` reads them (:data:`DEFAULT_PARALLEL` time
-    slices at a time): its documents, or with ``include_docs=False`` its rows. ``after`` (an
+    ``end_ms``, oldest first, as :func:`window` reads them (``parallel`` time slices at a
+    time): its documents, or with ``include_docs=False`` its rows. ``after`` (an
     id handed out before, a checkpoint's) resumes just past it; ``attachments`` includes
     attachment data in the documents. What counting, export and archive read."""
     scan = _Scan(
@@ -117,7 +118,7 @@ def scan_pages(
         after=after,
         attachments=attachments,
     )
-    return scan.run(page_size, page_size, prefetch=True, parallel=DEFAULT_PARALLEL)
+    return scan.run(page_size, page_size, prefetch=True, parallel=parallel)
 
 
 def _all_types_window(
