@@ -14,6 +14,12 @@ the 0 ms window, all of them the delayed one. In interleaved rounds it times:
 - ``couchids window ... > file`` against ``curl -s ... | jq -c '.rows[].doc' > file``;
 - ``curl -s ... -o file`` against ``raw``: the server's own time to send the range, which
   no client beats (on CouchDB it is most of the raw request);
+- ``curl slices``: as many ``curl -o file`` at once as ``window(parallel)`` reads slices,
+  one per time slice of the window: the server's own time to send the window that way, the
+  floor of ``window(parallel)``. Where ``curl slices / raw`` is above the ``window(parallel)
+  / raw`` target, or ``window(1) / curl slices (delayed)`` below the ``window(1) /
+  window(parallel)`` one, no client reading that many slices meets the target on this
+  machine: the server's work sets the pace;
 - how many cores the server keeps busy (its processes' CPU seconds per second, from
   ``/proc``) while it answers ``raw`` and ``window(parallel)``: where that is all the cores
   the machine has, no client, however parallel, gets the answer sooner.
@@ -34,6 +40,7 @@ import argparse
 import gc
 import json
 import os
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -45,6 +52,7 @@ import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import requests
 from ibm_cloud_sdk_core.authenticators import NoAuthAuthenticator
@@ -64,6 +72,7 @@ from couchids.query import DEFAULT_PAGE_SIZE, DEFAULT_PARALLEL, REMOTE_PARALLEL
 BENCH = Path(__file__).resolve().parent
 T0 = 1_700_000_000_000
 LOAD_BATCH = 2000
+JSON = "application/json"
 #: (what, target): the issue's targets; "<=" for costs, ">=" for speed-ups.
 TARGETS = {
     "window / raw": ("<=", 0.9),
@@ -101,6 +110,19 @@ def iso(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds")
 
 
+def range_query(start: int, end: int) -> dict[str, Any]:
+    """The ``_all_docs`` body for the events made in ``[start, end)``, newest first."""
+    keys = window_keys(KUUID, "event", start, end)
+    assert keys is not None
+    high, low, _ = keys.bounds(newest_first=True, form=KUUID)
+    return {"start_key": high, "end_key": low, "descending": True, "include_docs": True}
+
+
+def curl(url: str, query: dict[str, Any]) -> list[str]:
+    """The arguments of a ``curl`` that posts ``query`` to ``url`` and prints the answer."""
+    return ["curl", "-s", "-X", "POST", "-H", f"Content-Type: {JSON}", "-d", json.dumps(query), url]
+
+
 def ways(
     url: str, db: str, count: int, args: argparse.Namespace, out: Path, parallel: int
 ) -> dict[str, Callable[[], int]]:
@@ -108,10 +130,7 @@ def ways(
     (``window(parallel)`` with ``parallel`` slices)."""
     client = service(url)
     start, end = T0, T0 + count * 10
-    keys = window_keys(KUUID, "event", start, end)
-    assert keys is not None
-    high, low, _ = keys.bounds(newest_first=True, form=KUUID)
-    query = {"start_key": high, "end_key": low, "descending": True, "include_docs": True}
+    query = range_query(start, end)
     session = requests.Session()
     all_docs = f"{url}/{db}/_all_docs"
 
@@ -139,9 +158,8 @@ def ways(
     env = {**os.environ, **client_environment(url)}
     cli = [sys.executable, "-m", "couchids", "window", db, "--type", "event"]
     cli += ["--since", iso(start), "--until", iso(end)]
-    shell = f"curl -s -X POST -H 'Content-Type: application/json' -d '{json.dumps(query)}' "
-    shell += f"'{all_docs}' | jq -c '.rows[].doc' > {out}"
-    alone = shell.replace(" | jq -c '.rows[].doc' > ", " -o ")
+    shell = f"{shlex.join(curl(all_docs, query))} | jq -c '.rows[].doc' > {out}"
+    alone = shlex.join([*curl(all_docs, query), "-o", str(out)])
 
     def command() -> int:
         with out.open("wb") as sink:
@@ -157,6 +175,21 @@ def ways(
         subprocess.run(alone, shell=True, check=True)
         return out.read_bytes().count(b'"id":')  # a row each (the documents have none)
 
+    pieces = [out.with_suffix(f".{i}") for i in range(parallel)]
+    cuts = [start + (end - start) * i // parallel for i in range(parallel)] + [end]
+    slices = [
+        [*curl(all_docs, range_query(cuts[i], cuts[i + 1])), "-o", str(piece)]
+        for i, piece in enumerate(pieces)
+    ]
+
+    def curl_slices() -> int:
+        # The server's own time to send the range as `parallel` time slices at once: no
+        # client reading that many slices at a time gets the documents sooner.
+        running = [subprocess.Popen(command) for command in slices]
+        if any(process.wait() for process in running):
+            raise RuntimeError("curl failed")
+        return sum(piece.read_bytes().count(b'"id":') for piece in pieces)
+
     found: dict[str, Callable[[], int]] = {
         "window(1)": window(1),
         "window(parallel)": window(parallel),
@@ -169,6 +202,8 @@ def ways(
         # set, each run of the command would otherwise compile couchids' sources (~40 ms).
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(BENCH.parent / "couchids")])
         found |= {"cli window": command, "curl | jq": curl_jq, "curl -o file": curl_only}
+    if shutil.which("curl"):
+        found["curl slices"] = curl_slices
     return found
 
 
@@ -243,6 +278,8 @@ def run_server(kind: str, args: argparse.Namespace) -> dict[str, float]:
         if "cli window" in median:
             ratios["cli window / curl | jq"] = median["cli window"] / median["curl | jq"]
             ratios["curl -o file / raw (the server alone)"] = median["curl -o file"] / median["raw"]
+        if "curl slices" in median:
+            ratios["curl slices / raw (the server alone)"] = median["curl slices"] / median["raw"]
         ratios["peak memory window / raw"] = peak(fast["window(parallel)"]) / peak(fast["raw"])
         for name in ("raw", "window(parallel)"):
             busy = cores_busy(server.pid, fast[name], args.rounds)
@@ -252,9 +289,9 @@ def run_server(kind: str, args: argparse.Namespace) -> dict[str, float]:
         if args.delay_ms:
             with delayed(server.url, args.delay_ms) as url:
                 slow = ways(url, db, args.docs_delayed, args, out, args.parallel_delayed)
-                kept = ("window(1)", "window(parallel)", "raw", "Pagination")
+                kept = ("window(1)", "window(parallel)", "raw", "Pagination", "curl slices")
                 rounds = max(1, args.rounds // 2)
-                median = measure({k: slow[k] for k in kept}, args.docs_delayed, rounds)
+                median = measure({k: slow[k] for k in kept if k in slow}, args.docs_delayed, rounds)
             print(f"{kind}, {args.delay_ms:g} ms added, {args.docs_delayed} documents:")
             for name, spent in median.items():
                 print(f"  {name:20} {spent * 1000:9.1f} ms", flush=True)
@@ -262,6 +299,10 @@ def run_server(kind: str, args: argparse.Namespace) -> dict[str, float]:
             ratios["Pagination / window(parallel)"] = median["Pagination"] / best
             ratios["window(1) / window(parallel)"] = median["window(1)"] / best
             ratios["raw / window(parallel) (delayed)"] = median["raw"] / best
+            if "curl slices" in median:
+                # What window(parallel) could gain over window(1) at most: its floor.
+                floor = median["curl slices"]
+                ratios["window(1) / curl slices (delayed)"] = median["window(1)"] / floor
         client.delete_database(db=db)
     return ratios
 

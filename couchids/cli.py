@@ -28,7 +28,7 @@ from .decode import DecodedId, decode
 from .doctypes import ALL_TYPES, AllTypes
 from .errors import InvalidArgumentError, InvalidInputError, InvalidTimeError, ServerError
 from .forms import NAMED_FORMS, V7, V7S, IdForm, KuuidForm, form_named
-from .query import DEFAULT_PAGE_SIZE, DEFAULT_PARALLEL, REMOTE_PARALLEL, latest, window_pages
+from .query import DEFAULT_PARALLEL, REMOTE_PARALLEL, latest, window_pages
 from .server import TokenTimeout
 from .times import now_ms, to_ms
 
@@ -51,6 +51,13 @@ EXIT_INTERRUPTED = 130
 
 #: ``window`` updates its progress line on a terminal every this many documents.
 PROGRESS_EVERY = 1000
+#: Rows per request of ``couchids window`` (the library's ``window`` reads 2000). Every
+#: request costs the server work of its own, and a command's memory is its own: a 50,000
+#: document window into a file (3 slices, medians of 7-9 interleaved runs against the same
+#: server) took 0.91x the time of 2000-row pages on PouchDB Server and 0.96x on CouchDB
+#: 3.4.3 (10,000 rows: 0.94x and 0.99x), peaking at 62-66 MB of memory against 52 MB, where
+#: ``curl | jq -c '.rows[].doc'`` peaks at 112 MB.
+WINDOW_PAGE_SIZE = 5000
 
 _AGO = re.compile(r"(\d+)([smhdw])")
 _UNITS = {
@@ -664,7 +671,8 @@ def _parser() -> argparse.ArgumentParser:
         "--page-size",
         type=_count(1),
         metavar="N",
-        help=f"rows per request (default {DEFAULT_PAGE_SIZE})",
+        default=WINDOW_PAGE_SIZE,
+        help=f"rows per request (default {WINDOW_PAGE_SIZE})",
     )
     _parallel_flag(win)
     _timeout_flag(win, "a request (one page)")

@@ -30,7 +30,7 @@ from couchids import cli
 from couchids.cli import EXIT_BAD_INPUT, EXIT_OK, EXIT_SERVER, main, parse_time
 from couchids.errors import InvalidTimeError
 from couchids.forms import KUUID, KUUID_MS, KUUID_MS_REVERSE, KUUID_REVERSE, V7S, IdForm
-from couchids.query import DEFAULT_PARALLEL
+from couchids.query import DEFAULT_PAGE_SIZE, DEFAULT_PARALLEL
 from couchids.times import now_ms, to_ms
 
 HOUR_MS = 3_600_000
@@ -475,6 +475,30 @@ def test_window_reads_as_many_slices_at_a_time_as_parallel_says(
         assert proxy.most_in_flight == 1
     else:
         assert DEFAULT_PARALLEL + 1 < proxy.most_in_flight <= int(parallel) + 1
+
+
+def test_window_reads_bigger_pages_than_the_library_unless_told(
+    run: Any, server: str, client: CloudantV1, db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    start = to_ms("2024-03-01")
+    docs = [{"_id": KUUID_MS.new(start + k * 1000, type="ord")} for k in range(4000)]
+    insert(client, db, docs)
+    reads = {}
+    for flags in ([], ["--page-size", str(DEFAULT_PAGE_SIZE)]):
+        with FaultProxy(server) as proxy:
+            monkeypatch.setenv("CLOUDANT_URL", proxy.url)
+            result = run(
+                "window",
+                db,
+                *("--since", iso(start), "--until", iso(start + 4_000_000)),
+                *("--type", "ord", "--ms", "--ids-only", "--oldest-first"),
+                *flags,
+            )
+        assert result.code == EXIT_OK
+        assert result.lines == [doc["_id"] for doc in docs]
+        reads[len(flags)] = len(proxy.requests("POST", f"/{db}/_all_docs"))
+    assert cli.WINDOW_PAGE_SIZE > DEFAULT_PAGE_SIZE
+    assert reads[0] < reads[2]
 
 
 def test_window_relative_times(run: Any, server: str, client: CloudantV1, db: str) -> None:
