@@ -34,7 +34,7 @@ BENCHES: list[tuple[str, list[str], list[str], bool]] = [
     ("bench_aio.py", [], ["--docs", "5000", "--repeat", "3"], True),
     ("bench_follow.py", [], ["--writes", "5", "--idle", "5"], True),
 ]
-RATIO = re.compile(r"ratio|\bx\d|/ .*=|\d\.\d+x", re.IGNORECASE)
+RATIO = re.compile(r"ratio|\bx\d|/ .*(=|\d\.\d{3}$)|\d\.\d+x|cores busy", re.IGNORECASE)
 
 
 def main() -> None:
