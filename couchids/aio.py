@@ -56,6 +56,7 @@ from .core.protocol import (
     Sleep,
     Start,
     Wait,
+    request_headers,
 )
 from .core.rekeying import DEFAULT_REKEY_BATCH, RekeyReport
 from .core.scan import Checkpoint, read_policy
@@ -176,9 +177,7 @@ class AsyncClient:
         """The request as the blocking client prepares it: URL, headers, authentication (a
         token request, if one is due, on a worker thread)."""
         sent = effect.request
-        headers = {"Accept": "application/json"}
-        if sent.body is not None:
-            headers["Content-Type"] = "application/json"
+        headers = request_headers(sent, self.cloudant.service_url)
         options: dict[str, Any] = {
             "method": sent.method,
             "url": sent.path,

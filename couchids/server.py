@@ -35,7 +35,6 @@ from urllib3.exceptions import MaxRetryError, NewConnectionError, ResponseError
 from .config import scrub
 from .core import protocol
 from .core.protocol import (
-    JSON,
     QUOTE_LEN,
     TRANSIENT_STATUSES,
     DatabaseFacts,
@@ -50,6 +49,7 @@ from .core.protocol import (
     Start,
     Wait,
     current_request,
+    request_headers,
 )
 from .errors import (
     CouchidsError,
@@ -560,9 +560,7 @@ def _drive(client: CloudantV1, program: Program[T]) -> Generator[Any, None, T]:
 def perform(client: CloudantV1, effect: Send) -> Response | Lost:
     """Send one request through ``client``: its answer, whatever the status, or what was lost."""
     sent, policy = effect.request, effect.policy
-    headers = {"Accept": JSON}
-    if sent.body is not None:
-        headers["Content-Type"] = JSON
+    headers = request_headers(sent, client.service_url)
     with bounded(policy):
         try:
             prepared = client.prepare_request(
