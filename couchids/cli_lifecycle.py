@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ibmcloudant.cloudant_v1 import CloudantV1
-from tqdm import tqdm
 
 from .core.expiry import ExpireReport
 from .core.rekeying import RekeyReport
@@ -353,6 +352,9 @@ def _iso(moment: Any) -> str:
 
 
 def _bar(total: int | None, what: str) -> Any:
+    # Imported here: every command starts up without it (``couchids window`` included).
+    from tqdm import tqdm
+
     return tqdm(
         total=total, desc=what, unit="doc", file=sys.stderr, disable=not sys.stderr.isatty()
     )
