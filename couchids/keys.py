@@ -19,14 +19,17 @@ key range. The rules it follows (see CouchDB's ``_all_docs`` documentation):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .constants import TYPE_CHARS, TYPE_MAX_LEN
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, InvalidIdError
 from .idform import IdForm
 
 #: Above every character of every sortable form's alphabet: the end of an untyped range.
 _AFTER_ALPHABET = "{"
+#: Design documents' ids are ``_design/...``: at or above the first, below the second.
+_DESIGN, _DESIGN_END = "_design/", "_design0"
 
 
 @dataclass(frozen=True)
@@ -113,6 +116,104 @@ def beyond_keys(form: IdForm, doc_type: str | None) -> KeyRange | None:
         return None
     top = _next_text(prefix) if prefix else _AFTER_ALPHABET
     return KeyRange(low=prefix + form.key(after), high=top, prefix=prefix)
+
+
+def in_window(
+    form: IdForm, doc_type: str | None, start_ms: int, end_ms: int
+) -> Callable[[str], bool]:
+    """Whether an id is of ``form`` and ``doc_type`` and holds a time ``t`` with
+    ``start_ms <= t < end_ms``, decided from the id alone (its time parsed): what an operation
+    that deletes, copies or writes checks of each id before it acts, whatever the server
+    answered and wherever a checkpoint said to resume.
+
+    >>> from couchids.forms import KUUID
+    >>> from couchids.kuuid import id
+    >>> ok = in_window(KUUID, "user", 1514764800000, 1514764860000)
+    >>> ok(id("2018-01-01T00:00:30Z", type="user")), ok(id("2018-01-01T00:01:00Z", type="user"))
+    (True, False)
+    >>> ok(id("2018-01-01T00:00:30Z", type="order")), ok(id("2018-01-01T00:00:30Z"))
+    (False, False)
+    """
+    check_time_form(form)
+    prefix = form.type_prefix(doc_type)
+    unit = form.unit_ms
+    # Ids hold whole units: t >= start means t >= ceil(start/unit) units (see window_keys).
+    low, high = _ceil_div(max(start_ms, 0), unit) * unit, _ceil_div(end_ms, unit) * unit
+    matches, parse, cut = form.matcher(prefix), form.parse, len(prefix)
+
+    def inside(doc_id: str) -> bool:
+        if not matches(doc_id):
+            return False
+        try:
+            return low <= parse(doc_id[cut:]) < high
+        except InvalidIdError:
+            return False
+
+    return inside
+
+
+def resume_point(
+    keys: KeyRange,
+    after: str | None,
+    *,
+    descending: bool,
+    wanted: Callable[[str], bool],
+    what: str,
+) -> str | None:
+    """Where a walk of ``keys`` in the given direction resumes after ``after``, an id a
+    checkpoint says was handled: ``None`` to start at the beginning, else the id to continue
+    just past (the range's far end when ``after`` lies beyond it: nothing is left).
+
+    Only an id the walk itself hands out (``wanted``: the range's type and form) is a resume
+    point of it; anything else is a checkpoint of another operation, type or form, and
+    resuming from it could skip what was asked for.
+
+    Raises:
+        InvalidArgumentError: ``after`` is not a wanted id; ``what`` says what is.
+
+    >>> from couchids.forms import KUUID
+    >>> keys = window_keys(KUUID, "user", 1514764800000, 1514764860000)
+    >>> ok = KUUID.matcher("user:")
+    >>> from couchids.kuuid import id
+    >>> inside, before = id("2018-01-01T00:00:30Z", type="user"), id("2017-01-01", type="user")
+    >>> resume_point(keys, inside, descending=False, wanted=ok, what="a kuuid id")[:13]
+    'user:001eVnWo'
+    >>> resume_point(keys, before, descending=False, wanted=ok, what="a kuuid id") is None
+    True
+    >>> resume_point(keys, "order:", descending=False, wanted=ok, what="a kuuid id of type 'user'")
+    Traceback (most recent call last):
+      ...
+    couchids.errors.InvalidArgumentError: checkpoint last_id='order:' is not a kuuid id ...
+    """
+    if after is None:
+        return None
+    if not isinstance(after, str) or not wanted(after):
+        raise InvalidArgumentError(
+            f"checkpoint last_id={after!r:.80} is not {what}: a checkpoint resumes the "
+            "operation that wrote it (the same database, type and form); pass "
+            "checkpoint=None to start from the beginning"
+        )
+    if descending:
+        return None if after >= keys.high else keys.low if after < keys.low else after
+    return None if after < keys.low else keys.high if after >= keys.high else after
+
+
+def reaches_other_ids(keys: KeyRange) -> bool:
+    """Whether ``keys`` may hold ids that are of no type and form a query would want, which
+    only reading them tells apart: an untyped range running past every key of its form (to
+    the end of the index's letters) or across the design documents (``_design/``).
+
+    A count by offset counts every id in the range; over such a range it must read the ids.
+
+    >>> from couchids.forms import KUUID
+    >>> reaches_other_ids(window_keys(KUUID, None, 0, 1514764800000))
+    False
+    >>> reaches_other_ids(KeyRange("001", _AFTER_ALPHABET, ""))
+    True
+    """
+    if keys.prefix:
+        return False
+    return keys.high == _AFTER_ALPHABET or (keys.low < _DESIGN_END and keys.high > _DESIGN)
 
 
 def check_time_form(form: IdForm) -> IdForm:

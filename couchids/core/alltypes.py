@@ -32,6 +32,7 @@ from ..keys import type_step
 from .protocol import (
     END,
     Emit,
+    KeySpan,
     Program,
     Puller,
     RetryPolicy,
@@ -77,7 +78,8 @@ def types_present(db: str, separator: str, policy: RetryPolicy) -> Program[list[
         if key:
             options["start_key"] = key
         reply = yield from ask(post_json(path(db, "_all_docs"), options), policy, db)
-        rows = expect_rows(reply.body, policy, db, sent=reply.sent)
+        span = KeySpan(key or None, None)
+        rows = expect_rows(reply.body, policy, db, sent=reply.sent, span=span)
         typed = False
         for row in rows:
             doc_id = row["id"]

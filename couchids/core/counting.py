@@ -41,6 +41,7 @@ from ..times import TimeLike, to_datetime, to_ms
 from .protocol import (
     END,
     FactsCache,
+    KeySpan,
     Program,
     Puller,
     Request,
@@ -307,7 +308,7 @@ def _marks(
                 f"_all_docs answered no row offset ({describe(value)}); count with exact=True",
                 reply.sent,
             )
-        rows = expect_rows(reply.body, each, db, sent=reply.sent)
+        rows = expect_rows(reply.body, each, db, sent=reply.sent, span=KeySpan(key, None))
         return _Mark(value, [row["id"] for row in rows])
 
     if workers == 1 or len(keys) == 1:

@@ -26,6 +26,7 @@ from ..forms import IdForm
 from ..keys import window_keys
 from .protocol import (
     Emit,
+    KeySpan,
     Program,
     RetryPolicy,
     Start,
@@ -111,15 +112,22 @@ def fetch_page(
     else:
         url = path(db, "_partition", partition, "_all_docs")
     reply = yield from ask(post_json(url, options), policy, db, raw=True)
-    return rows_of(reply.body, db, include_docs, policy, reply.sent)
+    span = KeySpan(options["start_key"], options["end_key"], options["descending"])
+    return rows_of(reply.body, db, include_docs, policy, reply.sent, span)
 
 
 def rows_of(
-    body: bytes, db: str, include_docs: bool, policy: RetryPolicy, sent: str | None = None
+    body: bytes,
+    db: str,
+    include_docs: bool,
+    policy: RetryPolicy,
+    sent: str | None = None,
+    span: KeySpan | None = None,
 ) -> list[Row]:
     """The rows of an ``_all_docs`` answer, checked: each a dict with a string ``id`` (and a
     dict ``doc`` when documents were asked for, or ``null`` for a document deleted as it was
-    read, which the row's ``value`` then says).
+    read, which the row's ``value`` then says), and, with ``span``, in its key order and
+    inside it (:func:`~couchids.core.protocol.check_span`).
 
     Raises:
         ServerError: the body is not JSON, or not of that shape.
@@ -133,7 +141,7 @@ def rows_of(
         answer = loads(body)
     except ValueError:
         raise answer_error(policy, db, describe(body), sent) from None
-    return expect_rows(answer, policy, db, include_docs=include_docs, sent=sent)
+    return expect_rows(answer, policy, db, include_docs=include_docs, sent=sent, span=span)
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ import hashlib
 import ipaddress
 import json
 import math
+import operator
 import random
 import time
 from collections.abc import Generator, Mapping
@@ -456,6 +457,19 @@ def expect_object(
     return body
 
 
+@dataclass(frozen=True, slots=True)
+class KeySpan:
+    """The keys one ``_all_docs`` request asked for: from ``start`` (inclusive) towards
+    ``end`` (inclusive; ``None``: to the end of the index), in ``descending`` order or not.
+
+    What the rows of its answer must respect (see :func:`check_span`).
+    """
+
+    start: str | None
+    end: str | None
+    descending: bool = False
+
+
 def expect_rows(
     body: Any,
     policy: RetryPolicy,
@@ -463,10 +477,12 @@ def expect_rows(
     *,
     include_docs: bool = False,
     sent: str | None = None,
+    span: KeySpan | None = None,
 ) -> list[dict[str, Any]]:
     """The rows of an ``_all_docs`` answer for a key range, each an object with a string ``id``
     (and, with ``include_docs``, a document object unless the document was deleted as it was
-    read); else :func:`answer_error`."""
+    read); else :func:`answer_error`. With ``span`` (the keys asked for), the rows must also
+    be in key order and inside it (:func:`check_span`)."""
     rows = expect_object(body, policy, db, "rows", sent=sent)["rows"]
     if not isinstance(rows, list):
         raise answer_error(policy, db, f"'rows' is {describe(rows)}, not a list", sent)
@@ -477,7 +493,59 @@ def expect_rows(
         deleted = doc is None and isinstance(value, dict) and value.get("deleted") is True
         if include_docs and not isinstance(doc, dict) and not deleted:
             raise answer_error(policy, db, f"row {row['id']!r} has doc {describe(doc)}", sent)
+    if span is not None:
+        check_span([row["id"] for row in rows], span, policy, db, sent)
     return rows
+
+
+def check_span(
+    ids: list[str], span: KeySpan, policy: RetryPolicy, db: str, sent: str | None = None
+) -> None:
+    """Refuse an answer whose ids are not strictly in the span's key order, or not inside it.
+
+    Every walk of ``_all_docs`` starts each request at the last id it has seen (keyset
+    paging), so an answer that passes this moves forward: no id comes twice, none from
+    outside the range asked for, and a walk cannot loop. A server that ignores ``start_key``,
+    ``end_key`` or ``descending``, or sends rows reversed, shuffled or repeated, is a
+    :class:`~couchids.ServerError` naming the operation, never a wrong answer.
+
+    CouchDB compares ids as UTF-8 bytes (the order of Python's ``str``); PouchDB Server as
+    UTF-16 code units, which differ only between characters above U+E000 and those above
+    U+FFFF. An answer in either order throughout passes.
+
+    >>> policy = RetryPolicy.checked(0, 0, None, "window")
+    >>> check_span(["a", "b", "c"], KeySpan("a", "c"), policy, "db")
+    >>> check_span(["c", "b"], KeySpan("c", "a", descending=True), policy, "db")
+    >>> check_span(["a", "c", "b"], KeySpan("a", "c"), policy, "db")
+    Traceback (most recent call last):
+      ...
+    couchids.errors.ServerError: window on 'db': not a CouchDB answer: ...
+    """
+    if not ids:
+        return
+    problem = _span_problem(ids, span, str)
+    if problem is not None and _span_problem(ids, span, _utf16) is not None:
+        raise answer_error(policy, db, problem, sent)
+
+
+def _utf16(text: str) -> bytes:
+    return text.encode("utf-16-be", "surrogatepass")
+
+
+def _span_problem(ids: list[str], span: KeySpan, key: Any) -> str | None:
+    """What is wrong with ``ids`` as an answer for ``span`` in the order of ``key``."""
+    keys = ids if key is str else [key(i) for i in ids]
+    start = span.start if span.start is None or key is str else key(span.start)
+    end = span.end if span.end is None or key is str else key(span.end)
+    forward = operator.gt if span.descending else operator.lt
+    if not all(map(forward, keys, keys[1:])):
+        at = next(i for i in range(1, len(keys)) if not forward(keys[i - 1], keys[i]))
+        return f"rows out of key order or repeated ({ids[at]!r} after {ids[at - 1]!r})"
+    if start is not None and forward(keys[0], start):
+        return f"the id {ids[0]!r} is before the start key {span.start!r} asked for"
+    if end is not None and forward(end, keys[-1]):
+        return f"the id {ids[-1]!r} is past the end key {span.end!r} asked for"
+    return None
 
 
 def revision(body: Any, policy: RetryPolicy, db: str, sent: str | None = None) -> str:

@@ -39,13 +39,13 @@ from .claim import Claim
 from .protocol import (
     MAX_BACKOFF,
     FactsCache,
+    KeySpan,
     Program,
     RetryPolicy,
     Sleep,
     answer_error,
     ask,
-    describe,
-    expect_object,
+    expect_rows,
     live_leaves,
     path,
     post_json,
@@ -135,16 +135,10 @@ def claim_block(
 
 def _after_highest(known: FactsCache, db: str, name: str, policy: RetryPolicy) -> Program[int]:
     """Where the next block starts, as far as the index shows: 1 when there is none."""
-    options = {
-        "start_key": block_id(name, 10**_START_DIGITS - 1),
-        "end_key": block_id(name, 0),
-        "descending": True,
-        "limit": 1,
-    }
+    span = KeySpan(block_id(name, 10**_START_DIGITS - 1), block_id(name, 0), descending=True)
+    options = {"start_key": span.start, "end_key": span.end, "descending": True, "limit": 1}
     reply = yield from ask(post_json(path(db, "_all_docs"), options), policy, db)
-    rows = expect_object(reply.body, policy, db, "rows", sent=reply.sent)["rows"]
-    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
-        raise answer_error(policy, db, f"_all_docs answered rows {describe(rows)}", reply.sent)
+    rows = expect_rows(reply.body, policy, db, sent=reply.sent, span=span)
     if not rows:
         return 1
     highest = str(rows[0].get("id"))

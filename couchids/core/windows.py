@@ -18,7 +18,7 @@ from ..constants import TYPE_SEPARATOR
 from ..doctypes import ALL_TYPES, AllTypes
 from ..errors import InvalidArgumentError, InvalidTimeError
 from ..forms import IdForm
-from ..keys import KeyRange, check_time_form, window_keys
+from ..keys import KeyRange, check_time_form, resume_point, window_keys
 from ..times import MAX_MS, TimeLike, to_datetime, to_ms
 from .alltypes import each_type, merge_by_time, types_present
 from .pages import DEFAULT_PARALLEL, RangeFetch, Slice, SlicePlan, fetch_page, keyset, sliced_pages
@@ -97,14 +97,17 @@ def scan_pages(
     include_docs: bool,
     after: str | None = None,
     attachments: bool = False,
+    conflicts: bool = False,
     page_size: int = DEFAULT_PAGE_SIZE,
     parallel: int = DEFAULT_PARALLEL,
 ) -> Program[None]:
     """Emits the pages of a window of ``form`` and ``doc_type`` from ``start_ms`` to
     ``end_ms``, oldest first, as :func:`window` reads them (``parallel`` time slices at a
     time): its documents, or with ``include_docs=False`` its rows. ``after`` (an
-    id handed out before, a checkpoint's) resumes just past it; ``attachments`` includes
-    attachment data in the documents. What counting, export and archive read."""
+    id handed out before, a checkpoint's) resumes just past it (refused when it is no id of
+    the window's type and form: :func:`~couchids.keys.resume_point`); ``attachments``
+    includes attachment data in the documents, ``conflicts`` their ``_conflicts``. What
+    counting, export and archive read."""
     scan = _Scan(
         known,
         db,
@@ -117,6 +120,7 @@ def scan_pages(
         policy,
         after=after,
         attachments=attachments,
+        conflicts=conflicts,
     )
     return scan.run(page_size, page_size, prefetch=True, parallel=parallel)
 
@@ -231,7 +235,8 @@ def _check_scan(form: IdForm, include_docs: bool) -> None:
 
 class _Scan:
     """One query: the fixed options of its requests, and the rows they return. ``after`` (an
-    id handed out before) resumes just past it; ``attachments`` adds attachment data."""
+    id handed out before) resumes just past it; ``attachments`` adds attachment data,
+    ``conflicts`` the documents' ``_conflicts``."""
 
     def __init__(
         self,
@@ -247,9 +252,10 @@ class _Scan:
         *,
         after: str | None = None,
         attachments: bool = False,
+        conflicts: bool = False,
     ) -> None:
         _check_scan(form, include_docs)
-        self.after, self.attachments = after, attachments
+        self.after, self.attachments, self.conflicts = after, attachments, conflicts
         self.known, self.db, self.form, self.doc_type = known, db, form, doc_type
         self.include_docs, self.policy = include_docs, policy
         self.start_ms, self.end_ms = start_ms, end_ms
@@ -276,6 +282,12 @@ class _Scan:
                 self.form, self.doc_type, self.newest_first, self.start_ms, self.end_ms
             )
             if self.after is not None:
+                what = f"an id of the window ({self.form} ids of {self.keys.prefix or 'no type'})"
+                descending = self.newest_first != self.form.reverse
+                # A checkpoint of another type or form is refused; one outside the window is
+                # clamped to it by the plan.
+                ours = self.form.matcher(self.keys.prefix)
+                resume_point(self.keys, self.after, descending=descending, wanted=ours, what=what)
                 plan.resume(self.after, self.keys.prefix)
             pages = sliced_pages(fetch, plan, parallel, first_limit, self._wanted, self.keys.prefix)
         else:
@@ -310,6 +322,8 @@ class _Scan:
             }
             if self.attachments:
                 options["attachments"] = True
+            if self.conflicts:
+                options["conflicts"] = True
             # The first page shares the deadline of the database lookup; later pages have
             # their own.
             policy = self.policy if start_key == first else self.policy.renewed()
@@ -327,17 +341,18 @@ class _Scan:
 
 
 def matcher(form: IdForm, keys: KeyRange | None) -> Any:
-    """Whether a row's id is the range's prefix followed by an id of ``form``.
+    """Whether a row's id is the range's prefix followed by an id of ``form``, inside the
+    range: ``low <= id < high``, checked here whatever the server answered.
 
-    Rows come from the window's exact key range, and an id of the form inside that range
-    holds a time inside the window (tests/test_keys.py proves it for every form), so the
-    id's time need not be decoded again: one regex per row does, and the range's high bound
-    itself, which ``inclusive_end`` lets in, is dropped.
+    An id of the form inside the window's exact key range holds a time inside the window
+    (tests/test_keys.py proves it for every form), so the id's time need not be decoded:
+    two comparisons and one regex per row do, and the range's high bound itself, which
+    ``inclusive_end`` lets in, is dropped.
     """
     if keys is None:
         return form.matcher("")
-    wanted, high = form.matcher(keys.prefix), keys.high
-    return lambda doc_id: doc_id != high and wanted(doc_id)
+    wanted, low, high = form.matcher(keys.prefix), keys.low, keys.high
+    return lambda doc_id: low <= doc_id < high and wanted(doc_id)
 
 
 def partition_of(prefix: str) -> str | None:
