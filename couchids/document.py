@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, InvalidIdError
 
-__all__ = ["NEW_DOC_FIELDS", "check_new"]
+__all__ = ["NEW_DOC_FIELDS", "check_new", "valid_unicode"]
 
 #: The ``_`` fields a new document may have.
 NEW_DOC_FIELDS: Final = frozenset({"_id", "_attachments"})
@@ -41,6 +41,8 @@ def check_new(doc: object, label: str, *, own_id: bool = True) -> Mapping[str, A
         InvalidArgumentError: ``doc`` is not a JSON object (a ``Mapping``), has a key that is
             not a string, or a top-level ``_`` field other than :data:`NEW_DOC_FIELDS`
             (``_id`` too, when ``own_id`` is false).
+        InvalidIdError: its ``_id`` is a string that is not valid Unicode: it holds a lone
+            surrogate (such as ``'\\ud800'``), which has no UTF-8 and so no place in a URL.
 
     >>> check_new({"n": 1, "_attachments": {}}, "the document")
     {'n': 1, '_attachments': {}}
@@ -70,4 +72,23 @@ def check_new(doc: object, label: str, *, own_id: bool = True) -> Mapping[str, A
                 "only _id and _attachments) and refuses the others; rename the field",
             )
         raise InvalidArgumentError(f"{label} has a {field} ({doc[field]!r:.60}): {why}")
+    own = doc.get("_id") if own_id else None
+    if isinstance(own, str) and not valid_unicode(own):
+        raise InvalidIdError(
+            f"{label} has _id {own!r:.80}: an id must be valid Unicode (no lone surrogates)"
+        )
     return doc
+
+
+def valid_unicode(text: str) -> bool:
+    """Whether ``text`` is valid Unicode: it holds no lone surrogate (``'\\ud800'``), which
+    has no UTF-8, so no URL or UTF-8 file can hold it.
+
+    >>> valid_unicode("order:é"), valid_unicode("order:\\ud800")
+    (True, False)
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -18,8 +18,11 @@ documents (a typed range never holds design documents or other types). So each o
 request also asks for the first :data:`~couchids.core.scan.PROBE_ROWS` ids at its key (the same
 request, no extra one), and a range in which one of those is not an id of the form is counted
 by a scan of that range instead. A range of at most that many ids is therefore always exact;
-in a larger one, foreign ids past its first ones are counted. ``exact=True`` scans every range
-(a read of the window's ids). For a loose form (``utc_random``) a type that also holds
+in a larger one, foreign ids past its first ones are counted. An untyped range that reaches
+past every key of its form (a window ending after the form's last time: tid62 after 2156,
+millisecond kuuid after 8888) or across ``_design/`` holds every typed and design document in
+between, and is always scanned (:func:`couchids.keys.reaches_other_ids`). ``exact=True`` scans
+every range (a read of the window's ids). For a loose form (``utc_random``) a type that also holds
 CouchDB's ``random`` ids is refused (:func:`couchids.core.scan.check_one_form`): a scan cannot tell
 those apart either.
 """
@@ -36,7 +39,7 @@ from typing import Any, Final, Literal
 
 from ..errors import InvalidArgumentError, InvalidTimeError
 from ..forms import IdForm
-from ..keys import KeyRange, window_keys
+from ..keys import KeyRange, reaches_other_ids, window_keys
 from ..times import TimeLike, to_datetime, to_ms
 from .protocol import (
     END,
@@ -62,6 +65,7 @@ from .windows import scan_pages
 
 __all__ = [
     "DEFAULT_WORKERS",
+    "MAX_BUCKETS",
     "Bucket",
     "bucket_edges",
     "counted",
@@ -75,6 +79,8 @@ ServerKind = Literal["couchdb", "cloudant", "pouchdb", "other"]
 
 #: Offset requests :func:`histogram` has in flight at once.
 DEFAULT_WORKERS: Final = 8
+#: The most buckets a :func:`histogram` holds: refused before any request beyond that.
+MAX_BUCKETS: Final = 100_000
 
 _EVERY = re.compile(r"(\d+)\s*(ms|s|m|h|d|w)")
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
@@ -193,7 +199,11 @@ def _count(
     yield from check_one_form(known, db, form, doc_type, policy)
     if keys is None:
         return 0
-    if not exact and (yield from counts_by_offset(known, policy, db)):
+    if (
+        not exact
+        and not reaches_other_ids(keys)
+        and (yield from counts_by_offset(known, policy, db))
+    ):
         marks = yield from _marks(db, [keys.low, keys.high], 1, policy)
         if not _foreign([keys], marks, form):
             return _difference(db, marks, keys, policy)
@@ -220,6 +230,12 @@ def histogram(
     every_ms = parse_every(every)
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise InvalidArgumentError(f"workers={workers!r}: must be an int >= 1")
+    buckets = -(-(end_ms - start_ms) // every_ms) + 1
+    if buckets > MAX_BUCKETS:
+        raise InvalidArgumentError(
+            f"every={every!r}: the window would hold about {buckets:,} buckets, more than "
+            f"{MAX_BUCKETS:,}; give a wider every or a shorter window"
+        )
     edges = bucket_edges(start_ms, end_ms, every_ms)
     spans = list(itertools.pairwise(edges))
     ranges = [window_keys(form, type, a, b) for a, b in spans]
@@ -248,6 +264,7 @@ def _histogram(
         wanted = sorted({key for keys in present for key in (keys.low, keys.high)})
         marks = yield from _marks(db, wanted, workers, policy)
         foreign = _foreign(present, marks, form)
+        foreign += [keys for keys in present if reaches_other_ids(keys)]
         for span, keys in zip(spans, ranges, strict=True):
             if keys is None:
                 counts.append(0)

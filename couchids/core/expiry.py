@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from ..errors import InvalidArgumentError
 from ..forms import IdForm
-from ..keys import window_keys
+from ..keys import KeyRange, in_window, window_keys
 from ..times import TimeLike, to_ms
 from .counting import server_kind
 from .protocol import (
@@ -35,12 +35,21 @@ from .protocol import (
     answer_error,
     ask,
     database_facts,
+    delete_revision,
     describe,
     expect_object,
+    live_leaves,
     path,
     post_json,
 )
-from .scan import Checkpoint, check_flag, check_one_form, check_size, range_pages
+from .scan import (
+    Checkpoint,
+    check_checkpoint,
+    check_flag,
+    check_one_form,
+    check_size,
+    range_pages,
+)
 
 __all__ = ["DEFAULT_EXPIRE_BATCH", "PURGE_BATCH", "ExpireReport", "delete_revisions", "expire"]
 
@@ -48,6 +57,10 @@ __all__ = ["DEFAULT_EXPIRE_BATCH", "PURGE_BATCH", "ExpireReport", "delete_revisi
 DEFAULT_EXPIRE_BATCH: Final = 500
 #: Ids per ``_purge`` request: CouchDB's default ``max_document_id_number`` is 100.
 PURGE_BATCH: Final = 100
+#: Rounds of deleting a conflicted document's live leaves before it is reported as failed.
+LEAF_ROUNDS: Final = 3
+#: Whether a document is live, and the revision of its tombstone when it is not.
+State = tuple[bool, str | None]
 
 
 @dataclass
@@ -99,20 +112,25 @@ def expire(
     check_size("batch_size", batch_size)
     check_flag("dry_run", dry_run)
     check_flag("purge", purge)
+    checkpoint = check_checkpoint(checkpoint)
     if not isinstance(form, IdForm):
         raise InvalidArgumentError(f"form={form!r}: pass an IdForm such as couchids.KUUID")
     keys = window_keys(form, type, 0, before_ms)
     mark = checkpoint if checkpoint is not None else Checkpoint()
     report = ExpireReport(dry_run=dry_run, checkpoint=mark)
-    return _expire(known, db, keys, form, type, purge, batch_size, on_progress, report, policy)
+    inside = in_window(form, type, 0, before_ms)
+    return _expire(
+        known, db, keys, form, type, inside, purge, batch_size, on_progress, report, policy
+    )
 
 
 def _expire(
     known: FactsCache,
     db: str,
-    keys: Any,
+    keys: KeyRange | None,
     form: IdForm,
     doc_type: str | None,
+    inside: Callable[[str], bool],
     purge: bool,
     batch_size: int,
     on_progress: Callable[[ExpireReport], None] | None,
@@ -132,7 +150,6 @@ def _expire(
             )
     if keys is None:
         return report
-    wanted = form.matcher(keys.prefix)
     pages = Puller(
         range_pages(
             known,
@@ -146,13 +163,16 @@ def _expire(
         )
     )
     while (page := (yield from pages.next())) is not END:
-        rows = [row for row in page if wanted(row["id"])]
+        # The id's own time decides, whatever the server answered: nothing of another
+        # type, form or time is ever deleted.
+        rows = [row for row in page if inside(row["id"])]
         report.matched += len(rows)
         if rows and not dry_run:
-            tombstones = yield from delete_revisions(db, rows, report, policy)
+            tombstones = yield from delete_revisions(known, db, rows, report, policy)
             if purge and tombstones:
                 report.purged += yield from _purge(db, tombstones, policy)
-        mark.last_id = page[-1]["id"]
+        if rows:
+            mark.last_id = rows[-1]["id"]
         mark.done += len(rows)
         if on_progress is not None:
             on_progress(report)
@@ -160,14 +180,22 @@ def _expire(
 
 
 def delete_revisions(
+    known: FactsCache,
     db: str,
     rows: list[dict[str, Any]],
     report: ExpireReport,
     policy: RetryPolicy,
+    *,
+    every_leaf: bool = True,
 ) -> Program[dict[str, str]]:
-    """Delete the revisions of ``_all_docs`` rows (``{"id", "value": {"rev"}}``), adding the
-    outcome to ``report``; return ``{id: deleted revision}`` of what is deleted now.
+    """Delete the documents of ``_all_docs`` rows (``{"id", "value": {"rev"}}``) by the
+    revision read, adding the outcome to ``report``; return ``{id: deleted revision}`` of the
+    revisions deleted now.
 
+    A document with conflicts (several live leaf revisions) is still live once its winning
+    revision is deleted: another leaf takes its place. With ``every_leaf`` its other live
+    leaves are deleted too, so that it is gone; without, it is left live and reported in
+    ``report.conflicts``. Either way ``report.deleted`` counts only documents that are gone.
     Each request may take ``policy``'s timeout; answers are checked for shape."""
     docs = []
     for row in rows:
@@ -187,29 +215,64 @@ def delete_revisions(
             report.failed.append((row["id"], f"{row['error']}: {row.get('reason', '')}"))
         elif isinstance(row.get("rev"), str):
             tombstones[row["id"]] = row["rev"]
-            report.deleted += 1
         else:
             raise answer_error(each, db, f"_bulk_docs answered a row without rev: {describe(row)}")
-    if conflicted:
-        # A 409 is a document changed since it was read, or one deleted already (by another
-        # client, or by a first attempt of this batch whose answer was lost): tell them apart.
-        each = policy.renewed()
-        asked = post_json(path(db, "_all_docs"), {"keys": conflicted})
-        state = (yield from ask(asked, each, db)).body
-        for row in _result_rows(
-            expect_object(state, each, db, "rows")["rows"], each, db, "_all_docs", "key"
-        ):
-            value = row.get("value")
-            if (
-                isinstance(value, dict)
-                and value.get("deleted")
-                and isinstance(value.get("rev"), str)
-            ):
-                report.gone += 1
-                tombstones[row["key"]] = value["rev"]
-            else:
-                report.conflicts.append(row["key"])
+    # A 409 is a document changed since it was read, or one deleted already (by another
+    # client, or by a first attempt of this batch whose answer was lost): tell them apart.
+    # A document deleted now that is still live had conflicts.
+    states = yield from _states(db, [*conflicted, *tombstones], policy)
+    for doc_id in conflicted:
+        live, rev = states.get(doc_id, (False, None))
+        if not live and rev is not None:
+            report.gone += 1
+            tombstones[doc_id] = rev
+        else:
+            report.conflicts.append(doc_id)
+    for doc_id in [i for i in tombstones if i not in conflicted]:
+        if not states.get(doc_id, (False, None))[0]:
+            report.deleted += 1
+        elif every_leaf:
+            yield from _delete_leaves(known, db, doc_id, report, policy)
+        else:
+            report.conflicts.append(doc_id)
     return tombstones
+
+
+def _states(db: str, ids: list[str], policy: RetryPolicy) -> Program[dict[str, State]]:
+    """Whether each of ``ids`` is live now, and the revision of the deleted ones' tombstone
+    (one ``_all_docs`` request by keys; a missing id is absent)."""
+    if not ids:
+        return {}
+    each = policy.renewed()
+    asked = post_json(path(db, "_all_docs"), {"keys": ids})
+    body = (yield from ask(asked, each, db)).body
+    rows = _result_rows(expect_object(body, each, db, "rows")["rows"], each, db, "_all_docs", "key")
+    states: dict[str, State] = {}
+    for row in rows:
+        value = row.get("value")
+        if isinstance(value, dict) and isinstance(value.get("rev"), str):
+            deleted = value.get("deleted") is True
+            states[row["key"]] = (not deleted, value["rev"] if deleted else None)
+    return states
+
+
+def _delete_leaves(
+    known: FactsCache, db: str, doc_id: str, report: ExpireReport, policy: RetryPolicy
+) -> Program[None]:
+    """Delete every live leaf revision of ``doc_id`` (its conflicts), whose winning revision
+    was just deleted; a document still live after :data:`LEAF_ROUNDS` rounds (written to
+    again meanwhile) is reported in ``report.failed``."""
+    for _ in range(LEAF_ROUNDS):
+        each = policy.renewed()
+        leaves = yield from live_leaves(known, db, doc_id, each)
+        if not leaves:
+            report.deleted += 1
+            return
+        for leaf in leaves:
+            yield from delete_revision(db, doc_id, leaf["_rev"], policy.renewed())
+    report.failed.append(
+        (doc_id, f"still live after deleting its conflicting revisions {LEAF_ROUNDS} times")
+    )
 
 
 def _result_rows(

@@ -10,14 +10,16 @@ and 429s are retried (the client's own retries too, when enabled).
 from __future__ import annotations
 
 import csv
+import io
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TextIO
 
+from ..document import valid_unicode
 from ..errors import InvalidArgumentError, InvalidTimeError
 from ..forms import IdForm
-from ..keys import check_time_form
+from ..keys import check_time_form, in_window
 from ..times import TimeLike, to_ms
 from .expiry import ExpireReport, delete_revisions
 from .protocol import (
@@ -34,7 +36,14 @@ from .protocol import (
     path,
     post_json,
 )
-from .scan import Checkpoint, check_flag, check_one_form, check_size, read_policy
+from .scan import (
+    Checkpoint,
+    check_checkpoint,
+    check_flag,
+    check_one_form,
+    check_size,
+    read_policy,
+)
 from .windows import scan_pages
 
 __all__ = ["FORMATS", "ArchiveReport", "archive", "export"]
@@ -65,6 +74,8 @@ def export(
     policy = read_policy(timeout, "export")
     if format not in FORMATS:
         raise InvalidArgumentError(f"format={format!r}: one of {FORMATS}")
+    _check_out(out)
+    fields, checkpoint = _check_fields(fields), check_checkpoint(checkpoint)
     if format == "csv" and not fields:
         raise InvalidArgumentError("a CSV export needs fields, such as ['_id', 'total']")
     mark = checkpoint if checkpoint is not None else Checkpoint()
@@ -127,6 +138,11 @@ def archive(
     caller checks ``target_db``)."""
     policy = RetryPolicy.checked(retries, backoff, timeout, "archive")
     check_flag("expire", expire)
+    checkpoint = check_checkpoint(checkpoint)
+    if target_db == db:
+        raise InvalidArgumentError(
+            f"archive: the target {target_db!r} is the source database; archive into another"
+        )
     report = ArchiveReport(expired=ExpireReport(dry_run=not expire))
     if checkpoint is not None:
         report.checkpoint = checkpoint
@@ -142,9 +158,10 @@ def archive(
         page_size,
         policy,
         parallel=parallel,
-        attachments=True,
+        copies=True,
     )
-    return _archive(known, db, target_db, pages, expire, report, on_progress, policy)
+    inside = in_window(form, type, *_span(start, end))
+    return _archive(known, db, target_db, pages, inside, expire, report, on_progress, policy)
 
 
 def _archive(
@@ -152,6 +169,7 @@ def _archive(
     db: str,
     target_db: str,
     pages: Program[None],
+    inside: Callable[[str], bool],
     expire: bool,
     report: ArchiveReport,
     on_progress: Callable[[ArchiveReport], None] | None,
@@ -161,6 +179,13 @@ def _archive(
     mark = report.checkpoint
     documents = Puller(pages)
     while (page := (yield from documents.next())) is not END:
+        # The id's own time decides what is copied and deleted, whatever the server answered.
+        page = [doc for doc in page if inside(doc["_id"])]
+        if not page:
+            continue
+        # A document with conflicts is copied as it reads (its winning revision) and kept:
+        # deleting that revision would bring another live one forward.
+        conflicted = {doc["_id"] for doc in page if doc.pop("_conflicts", None)}
         body = {"docs": page, "new_edits": False}
         each = policy.renewed()
         copy = post_json(path(target_db, "_bulk_docs"), body)
@@ -172,9 +197,17 @@ def _archive(
         stored = [doc for doc in page if doc["_id"] not in refused]
         report.copied += len(stored)
         if expire and stored:
-            rows = [{"id": doc["_id"], "value": {"rev": doc["_rev"]}} for doc in stored]
-            yield from delete_revisions(db, rows, report.expired, policy)
-            report.expired.matched += len(rows)
+            report.expired.conflicts += [doc["_id"] for doc in stored if doc["_id"] in conflicted]
+            rows = [
+                {"id": doc["_id"], "value": {"rev": doc["_rev"]}}
+                for doc in stored
+                if doc["_id"] not in conflicted
+            ]
+            report.expired.matched += len(stored)
+            if rows:
+                yield from delete_revisions(
+                    known, db, rows, report.expired, policy, every_leaf=False
+                )
         mark.last_id = page[-1]["_id"]
         mark.done += len(page)
         if on_progress is not None:
@@ -194,15 +227,12 @@ def _window_pages(
     policy: RetryPolicy,
     *,
     parallel: int,
-    attachments: bool = False,
+    copies: bool = False,
 ) -> Program[None]:
     """Emits the documents of the window, a page at a time, after ``mark.last_id``, read
-    ``parallel`` time slices at a time; the arguments are checked now."""
-    start_ms, end_ms = to_ms(start), to_ms(end)
-    if end_ms < start_ms:
-        raise InvalidTimeError(
-            f"the window ends ({end!r}) before it starts ({start!r}); pass start <= end"
-        )
+    ``parallel`` time slices at a time; the arguments are checked now. ``copies`` reads
+    them for copying: with their attachments' data and their ``_conflicts``."""
+    start_ms, end_ms = _span(start, end)
     check_size("page_size", page_size)
     check_size("parallel", parallel)
     if not isinstance(form, IdForm):
@@ -217,9 +247,19 @@ def _window_pages(
         mark,
         page_size,
         policy,
-        attachments,
+        copies,
         parallel=parallel,
     )
+
+
+def _span(start: TimeLike, end: TimeLike) -> tuple[int, int]:
+    """The window ``[start, end)`` in ms; :class:`InvalidTimeError` when it ends first."""
+    start_ms, end_ms = to_ms(start), to_ms(end)
+    if end_ms < start_ms:
+        raise InvalidTimeError(
+            f"the window ends ({end!r}) before it starts ({start!r}); pass start <= end"
+        )
+    return start_ms, end_ms
 
 
 def _documents(
@@ -231,7 +271,7 @@ def _documents(
     mark: Checkpoint,
     page_size: int,
     policy: RetryPolicy,
-    attachments: bool,
+    copies: bool,
     *,
     parallel: int,
 ) -> Program[None]:
@@ -246,7 +286,8 @@ def _documents(
         policy,
         include_docs=True,
         after=mark.last_id,
-        attachments=attachments,
+        attachments=copies,
+        conflicts=copies,
         page_size=page_size,
         parallel=parallel,
     )
@@ -259,27 +300,115 @@ def _documents(
             yield Emit(docs)
 
 
+def _check_out(out: object) -> None:
+    """Refuse an ``out`` that is not a text stream open for writing, before anything is read."""
+    mode = getattr(out, "mode", None)
+    if isinstance(out, io.RawIOBase | io.BufferedIOBase) or (isinstance(mode, str) and "b" in mode):
+        raise InvalidArgumentError(
+            f"out={out!r:.80} is a binary stream, and export writes text: open the file in text "
+            "mode, such as open(path, 'w', encoding='utf-8', newline='')"
+        )
+    if not callable(getattr(out, "write", None)):
+        raise InvalidArgumentError(
+            f"out={out!r:.80}: pass a text stream to write to, such as "
+            "open(path, 'w', encoding='utf-8', newline=''), sys.stdout or io.StringIO()"
+        )
+    writable = getattr(out, "writable", None)
+    if callable(writable):
+        try:
+            open_for_writing = bool(writable())
+        except ValueError:  # closed
+            open_for_writing = False
+        if not open_for_writing:
+            raise InvalidArgumentError(
+                f"out={out!r:.80} is closed or not open for writing: open the file with 'w' "
+                "or 'a', such as open(path, 'w', encoding='utf-8', newline='')"
+            )
+
+
+def _check_fields(fields: object) -> list[str] | None:
+    """``fields`` as a list of names, or ``None``; :class:`InvalidArgumentError` for one string
+    (which would make a column of each of its characters) or a name that is not a str."""
+    if fields is None:
+        return None
+    if isinstance(fields, str | bytes):
+        raise InvalidArgumentError(
+            f"fields={fields!r:.80} is one string: pass a list of field names, such as ['_id', 'n']"
+        )
+    if not isinstance(fields, Iterable) or isinstance(fields, dict):
+        raise InvalidArgumentError(
+            f"fields={fields!r:.80}: pass a list of field names, such as ['_id', 'n']"
+        )
+    names = list(fields)
+    for name in names:
+        if not isinstance(name, str) or not valid_unicode(name):
+            raise InvalidArgumentError(
+                f"fields: {name!r:.80} is not a field name: the fields are strings of valid "
+                "Unicode, the top-level keys of the documents, such as ['_id', 'n']"
+            )
+    return names
+
+
 def _writer(
     out: TextIO, format: Format, fields: Sequence[str] | None, *, header: bool
 ) -> Callable[[Doc], None]:
+    """A function that writes a document to ``out`` as ``format``.
+
+    NDJSON: a document is one line of JSON, its text as it is (not escaped); a line the stream
+    cannot encode (its encoding has no such character, or the document holds a lone
+    surrogate, which no encoding has) is written with ``\\u`` escapes instead, the same JSON
+    value. CSV: a row of the ``fields``, the top-level keys the export checked to be strings;
+    a document read from a server has string keys only (JSON's objects have no others), so
+    the JSON of a nested value in a cell never holds two keys that read alike. A row the
+    stream cannot encode is refused (:class:`InvalidArgumentError`, nothing of it written):
+    CSV has no escapes. Both rely on ``out.write`` encoding a line before writing any of it,
+    as the streams of ``open()`` do.
+    """
     if format == "ndjson":
 
         def line(doc: Doc) -> None:
-            out.write(json.dumps(doc, separators=(",", ":"), ensure_ascii=False) + "\n")
+            try:
+                out.write(json.dumps(doc, separators=(",", ":"), ensure_ascii=False) + "\n")
+            except UnicodeEncodeError:
+                out.write(json.dumps(doc, separators=(",", ":")) + "\n")
 
         return line
     columns = list(fields or ())
     table = csv.writer(out)
     if header:
-        table.writerow(columns)
+        _write_row(out, table, columns, "the header")
 
     def row(doc: Doc) -> None:
-        table.writerow([_cell(doc.get(name)) for name in columns])
+        cells = [_cell(doc.get(name)) for name in columns]
+        _write_row(out, table, cells, f"document {doc.get('_id')!r:.80}")
 
     return row
 
 
+def _write_row(out: TextIO, table: Any, cells: list[str], what: str) -> None:
+    try:
+        table.writerow(cells)
+    except UnicodeEncodeError as exc:
+        char = exc.object[exc.start]
+        if "\ud800" <= char <= "\udfff":
+            why = (
+                f"it holds a lone surrogate ({char!r}), which no text encoding has and CSV "
+                "cannot escape; export it as NDJSON, which writes it as a \\u escape"
+            )
+        else:
+            why = (
+                f"the output's encoding ({exc.encoding}) has no {char!r} (U+{ord(char):04X}); "
+                "open it with encoding='utf-8' (for sys.stdout: set PYTHONIOENCODING=utf-8), or "
+                "export NDJSON, which escapes what the encoding lacks"
+            )
+        raise InvalidArgumentError(
+            f"{what} cannot be written as CSV to {out!r:.80}: {why}"
+        ) from None
+
+
 def _cell(value: Any) -> str:
+    """A CSV cell: empty for a missing field or null, a string as it is, anything else as its
+    JSON (non-ASCII text as it is)."""
     if value is None:
         return ""
     if isinstance(value, str):

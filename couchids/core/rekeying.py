@@ -18,6 +18,7 @@ from typing import Any, Final, TextIO
 
 from ..couchid import UTC_RANDOM
 from ..doctypes import type_prefix
+from ..document import valid_unicode
 from ..errors import CouchidsError, InvalidArgumentError, InvalidIdError
 from ..forms import KUUID, IdForm
 from ..keyed import keyed_id
@@ -33,14 +34,14 @@ from .protocol import (
     RetryPolicy,
     database_facts,
 )
-from .scan import Checkpoint, check_size, range_pages
+from .scan import Checkpoint, check_checkpoint, check_size, range_pages
 from .writes import WriteResult, bulk
 
 __all__ = ["DEFAULT_REKEY_BATCH", "RekeyReport", "derived_id", "rekey"]
 
 DEFAULT_REKEY_BATCH: Final = 500
-#: Every id but the highest code points: the whole primary index.
-_EVERYTHING = KeyRange(low="", high="\ufff0", prefix="")
+#: The whole primary index, from its first id (read to its end: ``range_pages(to_the_end)``).
+_EVERYTHING = KeyRange(low="", high="", prefix="")
 
 
 def derived_id(form: IdForm, ms: int, source_id: str, key: bytes, *, type: str | None) -> str:
@@ -95,12 +96,20 @@ def rekey(
     """The program of :func:`couchids.rekey` (see there); arguments checked now (the caller
     checks the database names)."""
     policy = RetryPolicy.checked(DEFAULT_RETRIES, DEFAULT_BACKOFF, timeout, "rekey")
+    if target_db == source_db:
+        raise InvalidArgumentError(
+            f"rekey: the target {target_db!r} is the source database; its copies would be read "
+            "again as sources: rekey into another database"
+        )
     if time_field is not None and not isinstance(time_field, str):
         raise InvalidArgumentError(f"time_field={time_field!r}: a field name (str) or None")
+    if isinstance(key, str) and not valid_unicode(key):
+        raise InvalidArgumentError("key: the secret is bytes or valid Unicode (no lone surrogates)")
     secret = key.encode("utf-8") if isinstance(key, str) else key
     if not isinstance(secret, bytes) or not secret:
         raise InvalidArgumentError("key: give a non-empty secret (bytes or str)")
     check_size("batch_size", batch_size)
+    checkpoint = check_checkpoint(checkpoint)
     if not isinstance(form, IdForm):
         raise InvalidArgumentError(f"form={form!r}: pass an IdForm such as couchids.KUUID")
     type_prefix(type)
@@ -144,6 +153,8 @@ def _rekey(
         after=mark.last_id,
         include_docs=True,
         page_size=batch_size,
+        to_the_end=True,
+        wanted=lambda _: True,
     )
     rows = Puller(pages)
     while (page := (yield from rows.next())) is not END:
@@ -177,6 +188,9 @@ def _time_of(doc: dict[str, Any], time_field: str | None) -> int:
     if time_field not in doc:
         raise InvalidArgumentError(f"no field {time_field!r}")
     value = doc[time_field]
+    if value is None:
+        # to_ms reads None as now: a document would get a new id on every run.
+        raise InvalidArgumentError(f"the field {time_field!r} is null")
     if isinstance(value, float):
         value = int(value)
     return to_ms(value)

@@ -15,18 +15,21 @@ type that shows it holds both.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any, Final
 
+from ..document import valid_unicode
 from ..errors import InvalidArgumentError
 from ..forms import IdForm
-from ..keys import KeyRange, beyond_keys
+from ..keys import KeyRange, beyond_keys, resume_point
 from .protocol import (
     DEFAULT_BACKOFF,
     DEFAULT_RETRIES,
     END,
     Emit,
     FactsCache,
+    KeySpan,
     Program,
     Puller,
     RetryPolicy,
@@ -36,11 +39,12 @@ from .protocol import (
     path,
     post_json,
 )
-from .windows import DEFAULT_PAGE_SIZE, PARTITION_QUERY_LIMIT
+from .windows import DEFAULT_PAGE_SIZE, PARTITION_QUERY_LIMIT, partition_of
 
 __all__ = [
     "PROBE_ROWS",
     "Checkpoint",
+    "check_checkpoint",
     "check_flag",
     "check_one_form",
     "check_size",
@@ -50,6 +54,8 @@ __all__ = [
 
 Row = dict[str, Any]
 
+#: Above every id PouchDB Server holds in its UTF-16 order (but ids of 64 U+FFFF and more).
+UTF16_TOP: Final = "\uffff" * 64
 #: The rows read to see the first ids of a key range. A count by offset asks for them with
 #: each offset (the same request), and :func:`check_one_form` in a request of its own.
 PROBE_ROWS: Final = 20
@@ -60,17 +66,51 @@ class Checkpoint:
     """Where a long operation got to; persist it (:meth:`to_json`) to continue after a stop.
 
     Attributes:
-        last_id: the last id the operation finished (export, expire, archive, rekey).
-        since: the ``_changes`` sequence :func:`couchids.follow` continues from.
-        done: how many documents it handled so far.
+        last_id: the last id the operation finished (export, expire, archive, rekey): a
+            non-empty str of valid Unicode (no lone surrogates), or ``None`` to start at the
+            beginning.
+        since: the ``_changes`` sequence :func:`couchids.follow` continues from: a str (such
+            as CouchDB's ``"12-g1AAAA..."``, ``"0"`` or ``"now"``) or an int (PouchDB's and
+            CouchDB 1's sequences), or ``None`` for follow's own ``since``.
+        done: how many documents it handled so far, an int >= 0.
+
+    Raises:
+        InvalidArgumentError: a field outside those values.
 
     >>> Checkpoint.from_json(Checkpoint("user:001", None, 3).to_json())
     Checkpoint(last_id='user:001', since=None, done=3)
-    """
+    >>> Checkpoint(last_id=5)
+    Traceback (most recent call last):
+    ...
+    couchids.errors.InvalidArgumentError: Checkpoint last_id=5: the last id handled is a non-empty str, or None to start at the beginning
+    """  # noqa: E501
 
     last_id: str | None = None
-    since: str | None = None
+    since: str | int | None = None
     done: int = 0
+
+    def __post_init__(self) -> None:
+        last_id, since, done = self.last_id, self.since, self.done
+        if last_id is not None:
+            if not isinstance(last_id, str) or not last_id:
+                raise InvalidArgumentError(
+                    f"Checkpoint last_id={last_id!r:.80}: the last id handled is a non-empty "
+                    "str, or None to start at the beginning"
+                )
+            if not valid_unicode(last_id):
+                raise InvalidArgumentError(
+                    f"Checkpoint last_id={last_id!r:.80}: an id must be valid Unicode "
+                    "(no lone surrogates)"
+                )
+        if since is not None and (isinstance(since, bool) or not isinstance(since, str | int)):
+            raise InvalidArgumentError(
+                f"Checkpoint since={since!r:.80}: a _changes sequence is a str (such as "
+                "'0', 'now' or CouchDB's '12-g1AAAA...') or an int, or None"
+            )
+        if isinstance(done, bool) or not isinstance(done, int) or done < 0:
+            raise InvalidArgumentError(
+                f"Checkpoint done={done!r:.80}: the documents handled, an int >= 0"
+            )
 
     def to_json(self) -> str:
         """The checkpoint as one line of JSON."""
@@ -81,15 +121,34 @@ class Checkpoint:
         """Read what :meth:`to_json` wrote.
 
         Raises:
-            InvalidArgumentError: ``text`` is not such a checkpoint.
+            InvalidArgumentError: ``text`` is not such a checkpoint (not a JSON object, or a
+                field outside the values above).
         """
         try:
             data = json.loads(text)
-            return cls(data.get("last_id"), data.get("since"), int(data.get("done", 0)))
-        except (ValueError, TypeError, AttributeError):
+            return cls(data.get("last_id"), data.get("since"), data.get("done", 0))
+        except InvalidArgumentError as exc:
+            raise InvalidArgumentError(
+                f"{text!r:.80} is not a couchids checkpoint: {exc}"
+            ) from None
+        except (ValueError, TypeError, AttributeError, OverflowError, RecursionError):
             raise InvalidArgumentError(
                 f"{text!r:.80} is not a couchids checkpoint (JSON with last_id, since, done)"
             ) from None
+
+
+def check_checkpoint(value: object) -> Checkpoint:
+    """``value`` if it is a valid :class:`Checkpoint` (checked again: its fields may have been
+    changed since it was made), a new one for ``None``, else :class:`InvalidArgumentError`."""
+    if value is None:
+        return Checkpoint()
+    if not isinstance(value, Checkpoint):
+        raise InvalidArgumentError(
+            f"checkpoint={value!r:.80}: pass a couchids.Checkpoint (Checkpoint.from_json(text) "
+            "reads a saved one), or None to start at the beginning"
+        )
+    value.__post_init__()
+    return value
 
 
 def check_size(name: str, value: int, least: int = 1) -> int:
@@ -123,51 +182,84 @@ def range_pages(
     after: str | None = None,
     include_docs: bool = False,
     page_size: int = DEFAULT_PAGE_SIZE,
+    to_the_end: bool = False,
+    wanted: Callable[[str], bool] | None = None,
 ) -> Program[None]:
     """Emits the pages of the rows with ``keys.low <= id < keys.high``, oldest id time first.
 
-    ``after`` (an id the caller finished) resumes just past it. In a partitioned database a
-    typed range is read from its partition alone. The database's existence is checked first,
-    so an empty range is never a missing database. Each request may take ``policy``'s
-    timeout, and each answer is checked for the shape read here.
+    ``after`` (an id the caller finished, a checkpoint's) resumes just past it: it must be an
+    id the walk wants (``wanted``; by default ``form``'s ids of the range's type), and one
+    outside the range is clamped to it (:func:`~couchids.keys.resume_point`). In a
+    partitioned database a typed range is read from its partition alone (the part of the
+    type before its first colon). ``to_the_end`` reads past ``keys.high`` to the end of the
+    index, whatever the ids' characters. The database's existence is checked first, so an
+    empty range is never a missing database. Each request may take ``policy``'s timeout, and
+    each answer is checked: its rows inside the keys asked for, in order, each page after
+    the one before (:func:`~couchids.core.protocol.check_span`).
 
     Raises:
-        ServerError: (and subclasses) when a request fails after the retries.
+        InvalidArgumentError: ``after`` is not an id of the walk.
+        ServerError: (and subclasses) when a request fails after the retries, or answers
+            rows out of order or outside the keys asked for.
     """
     facts = yield from database_facts(known, db, policy)
-    partition = doc_type if doc_type and facts.partitioned else None
+    partition = partition_of(keys.prefix) if facts.partitioned else None
     if partition is not None:
         page_size = min(page_size, PARTITION_QUERY_LIMIT - 1)
     first, last, descending = keys.bounds(newest_first=False, form=form)
+    if to_the_end and descending:
+        raise InvalidArgumentError("a walk to the end of the index reads ascending keys")
     url = (
         path(db, "_all_docs")
         if partition is None
         else path(db, "_partition", partition, "_all_docs")
     )
-    key = first if after is None else after
-    skip = {keys.high} if after is None else {keys.high, after}
+    if wanted is None:
+        wanted = form.matcher(keys.prefix)
+    # To the end of the index, nothing lies past the range.
+    reach = KeyRange(keys.low, max(keys.high, after or ""), keys.prefix) if to_the_end else keys
+    resumed = resume_point(
+        reach,
+        after,
+        descending=descending,
+        wanted=wanted,
+        what=f"an id {policy.operation} reads ({_scope(form, doc_type)})",
+    )
+    key = first if resumed is None else resumed
     # The first request of a fresh scan wants every row; later ones get back the row they
-    # start at, and ask for one more.
-    limit = page_size if after is None else page_size + 1
-    options: dict[str, Any] = {
-        "end_key": last,
-        "descending": descending,
-        "include_docs": include_docs,
-    }
-    while True:
-        each = policy.renewed()
-        page_request = post_json(url, {**options, "start_key": key, "limit": limit})
-        reply = yield from ask(page_request, each, db)
-        rows = expect_rows(reply.body, each, db, include_docs=include_docs, sent=reply.sent)
-        full = len(rows) == limit
-        page = [row for row in rows if row["id"] not in skip]
-        if page:
-            yield Emit(page)
-        if not full or not rows:
-            return
-        key = rows[-1]["id"]
-        skip = {keys.high, key}
-        limit = page_size + 1
+    # start at (skipped, as is the range's high bound, which inclusive_end lets in), and ask
+    # for one more.
+    skip = {resumed} if to_the_end else {keys.high, resumed}
+    limit = page_size if resumed is None else page_size + 1
+    # CouchDB reads to the end of the index without an end key; PouchDB Server then stops
+    # at "\xff", and is asked again up to the top of its UTF-16 order.
+    for end_key in (None, UTF16_TOP) if to_the_end else (last,):
+        options: dict[str, Any] = {"descending": descending, "include_docs": include_docs}
+        if end_key is not None:
+            options["end_key"] = end_key
+        while True:
+            each = policy.renewed()
+            page_request = post_json(url, {**options, "start_key": key, "limit": limit})
+            reply = yield from ask(page_request, each, db)
+            span = KeySpan(key, end_key, descending)
+            rows = expect_rows(
+                reply.body, each, db, include_docs=include_docs, sent=reply.sent, span=span
+            )
+            full = len(rows) >= limit
+            page = [row for row in rows if row["id"] not in skip]
+            if page:
+                yield Emit(page)
+            if rows:
+                key = rows[-1]["id"]
+                skip = {key} if to_the_end else {keys.high, key}
+                limit = page_size + 1
+            if not full or not rows:
+                break
+
+
+def _scope(form: IdForm, doc_type: str | None) -> str:
+    kind = f"of type {doc_type!r}" if doc_type is not None else "untyped"
+    return f"{form} ids {kind}"
 
 
 def check_one_form(
