@@ -142,9 +142,7 @@ def test_rekey_refuses_a_null_time_and_never_reads_it_as_now(
 def test_a_histogram_of_too_many_buckets_is_refused_before_any_request(api: Api) -> None:
     with pytest.raises(InvalidArgumentError, match="buckets"):
         # No client is needed: the arguments are checked before anything is sent.
-        api.histogram(
-            couchids_client_never_used(), "db", "2024-01-01", "2024-01-02", every="1ms"
-        )
+        api.histogram(couchids_client_never_used(), "db", "2024-01-01", "2024-01-02", every="1ms")
     assert MAX_BUCKETS == 100_000
 
 
@@ -209,6 +207,6 @@ def test_check_span_refuses_every_answer_that_does_not_move_forward() -> None:
         "past the low end": (["c", "a"], down),
     }
     for name, (ids, span) in bad.items():
-        with pytest.raises(ServerError, match="^expire on 'db'"):
+        with pytest.raises(ServerError, match=r"^expire on 'db'"):
             check_span(ids, span, policy, "db")
             pytest.fail(name)
