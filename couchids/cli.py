@@ -42,9 +42,11 @@ __all__ = [
 ]
 
 EXIT_OK = 0
-#: The server failed: unreachable, refused the credentials, no such database, rate limited.
+#: The server failed: unreachable, refused the credentials, no such database, rate limited;
+#: or the output could not be written (a full disk, a device that fails).
 EXIT_SERVER = 1
-#: Bad usage or input (an id, time, type or flag), or no server configured.
+#: Bad usage or input (an id, time, type or flag), no server configured, a file named by a
+#: flag that cannot be opened, or an output whose encoding lacks a character to be written.
 EXIT_BAD_INPUT = 2
 #: The conventional status of a program stopped by Ctrl-C (128 + SIGINT).
 EXIT_INTERRUPTED = 130
@@ -134,7 +136,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         except SystemExit as exc:  # --help and --version
             return exc.code if isinstance(exc.code, int) else EXIT_OK
         command: Callable[[argparse.Namespace], int] = args.run
-        return command(args)
+        status = command(args)
+        # Written out now, so that a failure to write is reported as the command's own.
+        sys.stdout.flush()
+        return status
     except _UsageError as exc:
         return _fail(str(exc), EXIT_BAD_INPUT)
     except InvalidInputError as exc:
@@ -151,8 +156,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         # error. Point stdout at /dev/null so the flush at exit does not fail a second time.
         _silence_stdout()
         return EXIT_OK
+    except UnicodeEncodeError as exc:
+        # Text to be written that the output's encoding (or any, for a lone surrogate) lacks.
+        return _fail(_unencodable(exc), EXIT_BAD_INPUT)
+    except OSError as exc:
+        # Writing the output failed (a full disk, /dev/full): what is still buffered cannot
+        # be written either, and must not fail again at exit.
+        _silence_stdout()
+        return _fail(f"could not write the output: {exc.strerror or exc}", EXIT_SERVER)
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+
+
+def _unencodable(exc: UnicodeEncodeError) -> str:
+    char = exc.object[exc.start]
+    if "\ud800" <= char <= "\udfff":
+        return f"the output holds a lone surrogate ({char!r}), which no encoding can write"
+    return (
+        f"the output's encoding ({exc.encoding}) has no {char!r} (U+{ord(char):04X}): set "
+        "PYTHONIOENCODING=utf-8 (or use a UTF-8 locale)"
+    )
 
 
 # -- commands ---------------------------------------------------------------------------------
@@ -527,8 +550,11 @@ server (latest, window): ibmcloudant's standard configuration, such as
 exit status:
   {EXIT_OK}  success (also when the reader of the output stops early, as `| head` does)
   {EXIT_SERVER}  the server failed: unreachable, wrong credentials, no such database, rate limited,
-     no answer within --timeout, or an answer that is not CouchDB's
-  {EXIT_BAD_INPUT}  bad usage or input (an id, time, type or flag), or no server configured
+     no answer within --timeout, or an answer that is not CouchDB's; or the output could not
+     be written (a full disk)
+  {EXIT_BAD_INPUT}  bad usage or input (an id, time, type or flag), no server configured, a file
+     named by a flag that cannot be opened (rekey --mapping), or output characters that
+     stdout's encoding lacks (set PYTHONIOENCODING=utf-8)
 
 examples:
   couchids new --type user -n 3

@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TextIO
 
 from ibmcloudant.cloudant_v1 import CloudantV1
 
@@ -163,7 +163,7 @@ def add_commands(commands: Any, tools: Tools) -> None:
     def run_export(args: argparse.Namespace) -> int:
         start, end = times(args)
         client, form = tools.connect(), tools.form(args)
-        fields = [f.strip() for f in args.csv.split(",")] if args.csv else None
+        fields = None if args.csv is None else _fields(args.csv)
         mark = Checkpoint(last_id=args.after)
         bar = _bar(None, "exporting")
         try:
@@ -217,13 +217,14 @@ def add_commands(commands: Any, tools: Tools) -> None:
             )
         client, form = tools.connect(), tools.form(args)
         mark = Checkpoint(last_id=args.after)
+        mapping = _open_mapping(args.mapping)
         bar = _bar(None, "copying")
 
         def progress(report: RekeyReport) -> None:
             bar.update(report.checkpoint.done - bar.n)
 
         try:
-            with open(args.mapping, "a", encoding="utf-8") as mapping:
+            with mapping:
                 report = rekey(
                     client,
                     args.source,
@@ -299,7 +300,9 @@ def add_commands(commands: Any, tools: Tools) -> None:
         formatter_class=raw,
     )
     window_args(p)
-    p.add_argument("--csv", metavar="FIELDS", help="CSV of these comma-separated fields")
+    p.add_argument(
+        "--csv", metavar="FIELDS", help="CSV of these comma-separated fields, such as _id,total"
+    )
     p.add_argument("--after", metavar="ID", help="resume after this id")
     tools.parallel_flag(p)
     tools.timeout_flag(p, "a request (one page)")
@@ -345,6 +348,28 @@ def add_commands(commands: Any, tools: Tools) -> None:
     tools.form_flags(p, "of the new ids")
     tools.timeout_flag(p, "a request (a page read, a batch's write)")
     p.set_defaults(run=run_rekey)
+
+
+def _fields(text: str) -> list[str]:
+    """The field names of ``--csv``; a usage error when one is empty (``''``, ``a,,b``)."""
+    fields = [name.strip() for name in text.split(",")]
+    if not all(fields):
+        raise InvalidArgumentError(
+            f"--csv {text!r}: give the fields of the CSV separated by commas, such as "
+            "--csv _id,total (no empty names)"
+        )
+    return fields
+
+
+def _open_mapping(path: str) -> TextIO:
+    """The ``--mapping`` file, open for appending; a usage error when it cannot be."""
+    try:
+        return open(path, "a", encoding="utf-8")
+    except OSError as exc:
+        raise InvalidArgumentError(
+            f"--mapping {path!r}: cannot append the old-to-new ids to it ({exc.strerror}); "
+            "name a file in an existing directory"
+        ) from None
 
 
 def _iso(moment: Any) -> str:

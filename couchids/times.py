@@ -36,7 +36,8 @@ def to_ms(value: TimeLike) -> int:
     """Turn any accepted time into epoch milliseconds (sub-millisecond parts are dropped).
 
     Raises:
-        InvalidTimeError: the value is of another kind, unreadable, or before 1970.
+        InvalidTimeError: the value is of another kind, unreadable, before 1970, or a datetime
+            whose ``tzinfo`` fails (raises, or gives an offset of 24 hours or more).
 
     >>> to_ms("2018-01-01")
     1514764800000
@@ -77,9 +78,27 @@ def to_datetime(ms: int) -> datetime:
 
 
 def _datetime_ms(value: datetime) -> int:
-    if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
-        value = value.replace(tzinfo=UTC)
-    return (value - EPOCH) // timedelta(milliseconds=1)
+    # The datetime's own tzinfo runs here (utcoffset), and may raise anything: an offset of
+    # 24 hours or more is a ValueError, a broken tzinfo raises what it raises.
+    try:
+        if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
+            value = value.replace(tzinfo=UTC)
+        return (value - EPOCH) // timedelta(milliseconds=1)
+    except Exception as exc:
+        raise InvalidTimeError(
+            f"{_shown(value)} is not a time couchids can read: its tzinfo failed "
+            f"({type(exc).__name__}: {exc}); pass a datetime whose tzinfo gives a utcoffset() "
+            "of less than 24 hours, or None (naive means UTC)"
+        ) from exc
+
+
+def _shown(value: datetime) -> str:
+    """``value`` for a message, even when its tzinfo's ``repr`` fails too."""
+    naive = value.replace(tzinfo=None).isoformat()
+    try:
+        return f"{naive} with tzinfo {value.tzinfo!r:.80}"
+    except Exception:
+        return f"{naive} with a tzinfo of type {type(value.tzinfo).__name__}"
 
 
 def _parse_iso(text: str) -> datetime:

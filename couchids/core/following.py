@@ -48,7 +48,7 @@ from .protocol import (
     expect_object,
     path,
 )
-from .scan import Checkpoint, check_flag, check_size, read_policy
+from .scan import Checkpoint, check_checkpoint, check_flag, check_size, read_policy
 
 __all__ = ["DEFAULT_FOLLOW_BATCH", "DEFAULT_WAIT_MS", "follow"]
 
@@ -78,6 +78,12 @@ def follow(
     check_size("batch_size", batch_size)
     check_size("wait_ms", wait_ms)
     check_flag("wait", wait)
+    checkpoint = check_checkpoint(checkpoint)
+    if isinstance(since, bool) or not isinstance(since, str | int):
+        raise InvalidArgumentError(
+            f"since={since!r:.80}: a _changes sequence (a str such as '0' or CouchDB's "
+            "'12-g1AAAA...', or an int), or 'now'"
+        )
     if not isinstance(form, IdForm):
         raise InvalidArgumentError(f"form={form!r}: pass an IdForm such as couchids.KUUID")
     wanted = _wanted(form, type)

@@ -1,0 +1,406 @@
+"""Arguments that used to escape as Python's own exceptions (or gave a silently wrong result)
+are couchids errors that say what is accepted, in both APIs; and every failure of the command
+is one ``couchids: error: ...`` line with its documented status.
+
+The library cases run against a client of a closed port: an argument check that is missing
+would let a request go out and fail with a ``ServerError`` instead.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from datetime import datetime, timedelta, tzinfo
+from pathlib import Path
+from typing import Any
+
+import pytest
+from apis import Api
+from conftest import drop_database, fresh_database
+from faultproxy import client_for
+from ibmcloudant.cloudant_v1 import CloudantV1
+from test_arguments import closed_port
+
+import couchids
+from couchids import Checkpoint
+from couchids.cli import EXIT_BAD_INPUT, EXIT_OK, EXIT_SERVER, main
+from couchids.errors import InvalidArgumentError, InvalidIdError, InvalidTimeError
+from couchids.times import to_ms
+
+C = client_for(f"http://127.0.0.1:{closed_port()}")
+LONE = "\ud800"
+SINCE, UNTIL = "2024-05-01T00:00:00Z", "2024-05-02T00:00:00Z"
+
+
+# -- checkpoints ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"last_id": 5},
+        {"last_id": ""},
+        {"last_id": b"order:1"},
+        {"last_id": "order:" + LONE},
+        {"since": 1.5},
+        {"since": True},
+        {"since": ["0"]},
+        {"done": -1},
+        {"done": True},
+        {"done": 1.0},
+        {"done": "3"},
+    ],
+    ids=repr,
+)
+def test_a_checkpoint_checks_its_fields(fields: dict[str, Any]) -> None:
+    with pytest.raises(InvalidArgumentError, match="Checkpoint") as caught:
+        Checkpoint(**fields)
+    name = next(iter(fields))
+    assert f"{name}=" in str(caught.value)
+
+
+def test_a_checkpoint_takes_what_follow_and_the_scans_use() -> None:
+    assert Checkpoint("order:1", None, 0).last_id == "order:1"
+    assert Checkpoint(since="12-g1AAAA").since == "12-g1AAAA"
+    # PouchDB's (and CouchDB 1's) sequences are ints, and follow sends them as they are.
+    resumed = Checkpoint.from_json(Checkpoint(since=7, done=3).to_json())
+    assert resumed == Checkpoint(since=7, done=3)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"done":1e999}',
+        '{"done":-1}',
+        '{"done":2.5}',
+        '{"last_id":5}',
+        '{"since":{}}',
+        "[1]",
+        "null",
+        "not json",
+        "[" * 100_000,
+    ],
+    ids=lambda text: text[:20],
+)
+def test_from_json_refuses_what_is_no_checkpoint(text: str) -> None:
+    with pytest.raises(InvalidArgumentError, match="is not a couchids checkpoint"):
+        Checkpoint.from_json(text)
+
+
+def _checkpointed(api: Api, checkpoint: object) -> Any:
+    return {
+        "expire": lambda: api.expire(C, "db", 1, type="t", checkpoint=checkpoint),
+        "export": lambda: api.export(C, "db", 0, 1, io.StringIO(), checkpoint=checkpoint),
+        "archive": lambda: api.archive(C, "db", "target", 0, 1, checkpoint=checkpoint),
+        "rekey": lambda: api.rekey(C, "a", "b", key=b"k", checkpoint=checkpoint),
+        "follow": lambda: api.follow(C, "db", checkpoint=checkpoint, wait=False),
+    }
+
+
+OPERATIONS = ["expire", "export", "archive", "rekey", "follow"]
+
+
+@pytest.mark.parametrize("operation", OPERATIONS)
+@pytest.mark.parametrize(
+    "checkpoint", ['{"last_id":"a"}', {"last_id": "a"}, 5], ids=["json", "dict", "int"]
+)
+def test_the_operations_refuse_a_checkpoint_that_is_none(
+    api: Api, operation: str, checkpoint: object
+) -> None:
+    with pytest.raises(InvalidArgumentError, match=r"pass a couchids\.Checkpoint"):
+        _checkpointed(api, checkpoint)[operation]()
+
+
+@pytest.mark.parametrize("operation", OPERATIONS)
+def test_the_operations_check_a_checkpoint_changed_after_it_was_made(
+    api: Api, operation: str
+) -> None:
+    mark = Checkpoint()
+    mark.done = -1
+    with pytest.raises(InvalidArgumentError, match="done=-1"):
+        _checkpointed(api, mark)[operation]()
+
+
+@pytest.mark.parametrize("since", [None, 1.5, True, b"0"], ids=repr)
+def test_follow_refuses_a_since_that_is_no_sequence(api: Api, since: object) -> None:
+    with pytest.raises(InvalidArgumentError, match="since="):
+        api.follow(C, "db", since=since, wait=False)
+
+
+# -- export's out and fields ------------------------------------------------------------------
+
+
+def test_export_refuses_an_out_it_cannot_write_text_to(api: Api, tmp_path: Path) -> None:
+    closed = io.StringIO()
+    closed.close()
+    (tmp_path / "in.txt").write_text("", encoding="utf-8")
+    with (
+        open(tmp_path / "out.bin", "wb") as binary,
+        open(tmp_path / "in.txt", encoding="utf-8") as reading,
+    ):
+        for out, says in [
+            (None, "pass a text stream"),
+            (object(), "pass a text stream"),
+            ("out.ndjson", "pass a text stream"),
+            (io.BytesIO(), "open the file in text mode"),
+            (binary, "open the file in text mode"),
+            (reading, "not open for writing"),
+            (closed, "closed"),
+        ]:
+            with pytest.raises(InvalidArgumentError, match=says):
+                api.export(C, "db", 0, 1, out)
+
+
+@pytest.mark.parametrize(
+    ("fields", "says"),
+    [
+        ("_id,n", r"one string: pass a list of field names, such as \['_id', 'n'\]"),
+        (b"_id", "one string"),
+        (5, "pass a list of field names"),
+        ([1], "1 is not a field name"),
+        (["_id", b"n"], "b'n' is not a field name"),
+        (["_id", None], "None is not a field name"),
+        (["n" + LONE], "valid Unicode"),
+    ],
+    ids=repr,
+)
+def test_export_refuses_fields_that_are_no_list_of_names(
+    api: Api, fields: object, says: str
+) -> None:
+    with pytest.raises(InvalidArgumentError, match=says):
+        api.export(C, "db", 0, 1, io.StringIO(), format="csv", fields=fields)
+
+
+# -- ids that are not valid Unicode -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("doc_id", [LONE, "order:" + LONE, "a" + LONE + "b"], ids=repr)
+def test_an_id_with_a_lone_surrogate_is_refused(api: Api, doc_id: str) -> None:
+    says = "an id must be valid Unicode"
+    with pytest.raises(InvalidIdError, match=says):
+        api.create(C, "db", {"_id": doc_id})
+    with pytest.raises(InvalidIdError, match=says):
+        api.bulk_create(C, "db", [{"n": 1}, {"_id": doc_id}])
+    with pytest.raises(InvalidArgumentError, match=says):
+        Checkpoint(last_id=doc_id)
+
+
+def test_a_secret_with_a_lone_surrogate_is_refused(api: Api) -> None:
+    with pytest.raises(InvalidArgumentError, match="valid Unicode"):
+        api.rekey(C, "a", "b", key="secret" + LONE)
+
+
+# -- times whose tzinfo fails -----------------------------------------------------------------
+
+
+class Offset(tzinfo):
+    def __init__(self, offset: object) -> None:
+        self.offset = offset
+
+    def utcoffset(self, dt: datetime | None) -> Any:
+        return self.offset
+
+    def dst(self, dt: datetime | None) -> timedelta | None:
+        return None
+
+
+class Failing(tzinfo):
+    def utcoffset(self, dt: datetime | None) -> timedelta | None:
+        raise RuntimeError("the zone database is gone")
+
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr either")
+
+
+@pytest.mark.parametrize(
+    "zone",
+    [Offset(timedelta(hours=30)), Offset(timedelta(hours=-24)), Offset(5), Failing()],
+    ids=["30h", "-24h", "int", "raises"],
+)
+def test_a_datetime_whose_tzinfo_fails_is_an_invalid_time(api: Api, zone: tzinfo) -> None:
+    moment = datetime(2024, 5, 1, 12, tzinfo=zone)
+    with pytest.raises(InvalidTimeError, match=r"2024-05-01T12:00:00 with .*tzinfo") as caught:
+        to_ms(moment)
+    assert "less than 24 hours" in str(caught.value)
+    with pytest.raises(InvalidTimeError):
+        api.window(C, "db", moment, None)
+    with pytest.raises(InvalidTimeError):
+        api.create(C, "db", {}, timestamp=moment)
+
+
+def test_a_tzinfo_within_a_day_still_counts() -> None:
+    east = datetime(2024, 5, 1, 12, tzinfo=Offset(timedelta(hours=23, minutes=59)))
+    assert to_ms(east) == to_ms("2024-04-30T12:01:00Z")
+
+
+# -- what export writes, against the server ---------------------------------------------------
+
+
+def _populate(client: CloudantV1, db: str, *docs: dict[str, Any]) -> list[str]:
+    ids = []
+    for n, doc in enumerate(docs):
+        at = f"2024-05-01T00:00:{n:02}Z"
+        ids.append(couchids.create(client, db, doc, type="ord", timestamp=at).id)
+    return ids
+
+
+def test_export_writes_text_and_lone_surrogates_exactly(
+    api: Api, client: CloudantV1, db: str, tmp_path: Path
+) -> None:
+    # Documents read from a server have string keys only: "1" is the only key 1 can be.
+    docs = [{"name": "café ☕", "nested": {"1": "one", "2": [1, "ü"]}}, {"name": "x" + LONE}]
+    _populate(client, db, *docs)
+    for encoding in ("utf-8", "ascii", "latin-1"):
+        path = tmp_path / f"out-{encoding}.ndjson"
+        with open(path, "w", encoding=encoding) as out:
+            api.export(client, db, SINCE, UNTIL, out, type="ord")
+        lines = path.read_text(encoding=encoding).splitlines()
+        read = [{k: v for k, v in json.loads(line).items() if k in docs[0]} for line in lines]
+        assert read == docs, encoding
+    csv = {"type": "ord", "format": "csv", "fields": ["name"]}
+    lone = pytest.raises(InvalidArgumentError, match=r"lone surrogate.*export it as NDJSON")
+    with open(tmp_path / "out.csv", "w", encoding="utf-8", newline="") as out, lone:
+        api.export(client, db, SINCE, UNTIL, out, **csv)
+    lacks = pytest.raises(InvalidArgumentError, match=r"encoding \(ascii\) has no 'é'")
+    with open(tmp_path / "ascii.csv", "w", encoding="ascii", newline="") as out, lacks:
+        api.export(client, db, SINCE, UNTIL, out, **csv)
+    assert (tmp_path / "ascii.csv").read_bytes() == b"name\r\n"  # the header, no row
+
+
+# -- the command ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def server(couch_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+    """The command pointed at the local server: in this process, and the environment for a
+    command run in another."""
+    monkeypatch.setenv("CLOUDANT_URL", couch_url)
+    monkeypatch.setenv("CLOUDANT_AUTH_TYPE", "noauth")
+    yield {**os.environ, "PYTHONUNBUFFERED": ""}
+
+
+def one_error_line(err: str) -> str:
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("couchids: error: "), err
+    return lines[0]
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    status = main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def command(
+    env: dict[str, str], *argv: str, stdout: Any = subprocess.PIPE
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "couchids", *argv],
+        env=env,
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("fields", ["", ",", "_id,", "_id,,name", " , "])
+def test_the_command_refuses_an_empty_csv_field(
+    server: Any, client: CloudantV1, db: str, fields: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _populate(client, db, {"name": "a"})
+    status, out, err = run(capsys, "export", db, "--since", SINCE, "--type", "ord", "--csv", fields)
+    assert status == EXIT_BAD_INPUT and out == ""
+    assert "--csv" in one_error_line(err)
+
+
+def test_the_command_refuses_a_mapping_it_cannot_append_to(
+    server: Any,
+    client: CloudantV1,
+    db: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _populate(client, db, {"name": "a"})
+    monkeypatch.setenv("COUCHIDS_REKEY_KEY", "secret")
+    target = fresh_database(client)
+    try:
+        for mapping, why in [
+            (tmp_path / "missing" / "map.ndjson", "No such file or directory"),
+            (tmp_path, "Is a directory"),
+        ]:
+            status, out, err = run(capsys, "rekey", db, target, "--mapping", str(mapping))
+            assert status == EXIT_BAD_INPUT and out == ""
+            line = one_error_line(err)
+            assert "--mapping" in line and why in line
+        assert client.post_all_docs(db=target).get_result()["rows"] == []
+    finally:
+        drop_database(client, target)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("unbuffered", ["", "1"], ids=["buffered", "unbuffered"])
+@pytest.mark.parametrize(
+    "argv",
+    [["export", "--type", "ord"], ["window", "--type", "ord"], ["latest", "--type", "ord"]],
+    ids=lambda argv: argv[0],
+)
+def test_a_full_disk_is_one_line(
+    server: dict[str, str],
+    client: CloudantV1,
+    db: str,
+    argv: list[str],
+    unbuffered: str,
+) -> None:
+    _populate(client, db, {"name": "a"}, {"name": "b"})
+    since = [] if argv[0] == "latest" else ["--since", SINCE]
+    with open("/dev/full", "w") as full:
+        done = command(
+            {**server, "PYTHONUNBUFFERED": unbuffered}, argv[0], db, *argv[1:], *since, stdout=full
+        )
+    assert done.returncode == EXIT_SERVER
+    assert "No space left on device" in one_error_line(done.stderr)
+
+
+def test_an_ascii_stdout(server: dict[str, str], client: CloudantV1, db: str) -> None:
+    docs = [{"name": "café ☕"}, {"name": "plain"}]
+    _populate(client, db, *docs)
+    ascii_out = {**server, "PYTHONIOENCODING": "ascii"}
+    window = ["--since", SINCE, "--until", UNTIL, "--type", "ord"]
+    # NDJSON escapes what the encoding lacks: the same JSON.
+    done = command(ascii_out, "export", db, *window)
+    assert done.returncode == EXIT_OK and done.stderr == ""
+    assert [json.loads(line)["name"] for line in done.stdout.splitlines()] == ["café ☕", "plain"]
+    assert done.stdout.isascii()
+    # CSV cannot escape: one line saying what to set.
+    done = command(ascii_out, "export", db, *window, "--csv", "_id,name")
+    assert done.returncode == EXIT_BAD_INPUT
+    assert "PYTHONIOENCODING=utf-8" in one_error_line(done.stderr)
+    # Nor can a histogram's bars.
+    done = command(ascii_out, "histogram", db, *window, "--format", "spark")
+    assert done.returncode == EXIT_BAD_INPUT
+    assert "PYTHONIOENCODING=utf-8" in one_error_line(done.stderr)
+
+
+def test_a_reader_that_stops_early_is_no_error(
+    server: dict[str, str], client: CloudantV1, db: str
+) -> None:
+    _populate(client, db, *({"n": n} for n in range(5)))
+    for name in ("export", "window"):
+        with subprocess.Popen(
+            [sys.executable, "-m", "couchids", name, db, "--since", SINCE, "--type", "ord"],
+            env=server,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        ) as process:
+            assert process.stdout is not None and process.stderr is not None
+            process.stdout.close()  # before the first line: every write meets a closed pipe
+            err = process.stderr.read()
+            assert process.wait(timeout=120) == EXIT_OK and err == b"", (name, err)
