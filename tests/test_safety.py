@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 from apis import Api
+from bendproxy import BendProxy
+from faultproxy import client_for
 from ibmcloudant.cloudant_v1 import CloudantV1
 from test_query import insert
 
@@ -24,6 +26,7 @@ import couchids
 from couchids import KUUID, KUUID_MS, TID62, InvalidArgumentError
 from couchids.core.counting import MAX_BUCKETS
 from couchids.core.protocol import KeySpan, RetryPolicy, check_span
+from couchids.core.scan import PROBE_ROWS
 from couchids.errors import ServerError
 from couchids.times import to_ms
 
@@ -159,7 +162,9 @@ def test_an_untyped_count_past_the_forms_last_time_equals_the_window(
     client: CloudantV1, db: str, api: Api, form: Any
 ) -> None:
     at = to_ms("2024-01-10T00:00:00Z")
-    untyped = [form.new(at + n) for n in range(5)]
+    # More untyped ids than a count by offset probes at the range's start (PROBE_ROWS), so
+    # that only the range itself can keep the typed ones out.
+    untyped = [form.new(at + n) for n in range(PROBE_ROWS + 5)]
     typed = [form.new(at + n, type="order") for n in range(7)]
     insert(client, db, untyped + typed)
     client.put_design_document(db=db, ddoc="d", design_document={"views": {}})
@@ -210,3 +215,33 @@ def test_check_span_refuses_every_answer_that_does_not_move_forward() -> None:
         with pytest.raises(ServerError, match=r"^expire on 'db'"):
             check_span(ids, span, policy, "db")
             pytest.fail(name)
+
+
+def test_with_answers_unchecked_the_ids_alone_keep_expire_and_archive_inside_their_range(
+    client: CloudantV1, db: str, couch_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The second line of defence: a server that ignores the end key, with the check of its
+    answers turned off, still gets only ids of the range deleted or copied, because each id is
+    checked against the operation's own range before anything is done to it. (One that
+    ignores the start key would make such a walk loop: only the first line stops that.)"""
+    doomed = [KUUID.new(to_ms(OLD) + n * 1000, type="order") for n in range(4)]
+    kept = [KUUID.new(to_ms(NEW) + n * 1000, type="order") for n in range(5)]
+    noise = [KUUID.new(to_ms(OLD) + n * 1000, type="user") for n in range(3)]
+    insert(client, db, doomed + kept + noise)
+    target = db + "-archive"
+    client.put_database(db=target)
+    monkeypatch.setattr("couchids.core.protocol.check_span", lambda *args: None)
+    try:
+        with BendProxy(couch_url, "ignore-end") as proxy:
+            bent = client_for(proxy.url)
+            plan = couchids.expire(bent, db, "2024-02-01", type="order", batch_size=2)
+            copy = couchids.archive(
+                bent, db, target, OLD, "2024-02-01", type="order", page_size=2, parallel=1
+            )
+            report = couchids.expire(bent, db, "2024-02-01", type="order", dry_run=False)
+        assert plan.matched == len(doomed) and copy.copied == len(doomed), (plan, copy)
+        assert report.deleted == len(doomed), report
+        assert live_ids(client, db) == set(kept + noise)
+        assert live_ids(client, target) == set(doomed)
+    finally:
+        client.delete_database(db=target)
