@@ -245,3 +245,14 @@ def test_with_answers_unchecked_the_ids_alone_keep_expire_and_archive_inside_the
         assert live_ids(client, target) == set(doomed)
     finally:
         client.delete_database(db=target)
+
+
+def test_a_nested_key_that_is_not_a_string_is_refused_not_merged(
+    client: CloudantV1, db: str, api: Api
+) -> None:
+    doc = {"a": {1: "one", "1": "the string"}}
+    with pytest.raises(InvalidArgumentError, match="the key 1"):
+        api.create(client, db, doc, type="order")
+    with pytest.raises(InvalidArgumentError, match="the key 1"):
+        api.bulk_create(client, db, [{"n": 1}, doc], type="order")
+    assert api.count(client, db, "2000-01-01", "2100-01-01", type="order", exact=True) <= 1

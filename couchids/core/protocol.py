@@ -333,7 +333,40 @@ def dumps(value: Any) -> bytes:
     try:
         return orjson.dumps(value)
     except TypeError:
+        check_keys(value)
         return json.dumps(value, separators=(",", ":"), allow_nan=False).encode()
+
+
+def check_keys(value: Any) -> None:
+    """Refuse a JSON object (at any depth) with a key that is not a string: ``json`` would
+    write a key ``1`` as ``"1"``, beside a key ``"1"``, and one of the values would be lost.
+
+    ``orjson`` refuses such keys, so it looks first (a fifth of the time ``json`` takes to
+    write the same value); only a value it refuses is walked here.
+
+    >>> check_keys({"a": [{1: "x", "1": "y"}]})
+    Traceback (most recent call last):
+      ...
+    couchids.errors.InvalidArgumentError: a JSON object has the key 1 (int): ...
+    """
+    try:
+        orjson.dumps(value)
+    except TypeError:  # such a key, or an integer beyond 64 bits, or no JSON at all
+        _walk_keys(value)
+
+
+def _walk_keys(value: Any) -> None:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise InvalidArgumentError(
+                    f"a JSON object has the key {key!r:.40} ({type(key).__name__}): the keys "
+                    'of a JSON object are strings, and a key 1 would be written as "1"'
+                )
+            _walk_keys(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _walk_keys(item)
 
 
 # -- the time an operation may take -------------------------------------------------------------

@@ -26,7 +26,7 @@ from ..document import check_new
 from ..errors import AllocationFailed, InvalidArgumentError, ServerError
 from ..times import TimeLike, to_datetime, to_ms
 from .claim import ALLOC_FIELD, Claim
-from .protocol import FactsCache, Program, RetryPolicy
+from .protocol import FactsCache, Program, RetryPolicy, check_keys
 from .writes import WriteResult, written
 
 __all__ = [
@@ -128,6 +128,7 @@ def create_short(
             f"the document has {ALLOC_FIELD!r}: create_short sets the allocation token itself"
         )
     try:
+        check_keys(doc)
         json.dumps(doc, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise InvalidArgumentError(f"the document is not JSON: {exc}") from None

@@ -57,6 +57,7 @@ from .protocol import (
     Wait,
     answer_error,
     ask,
+    check_keys,
     delete_revision,
     describe,
     expect_object,
@@ -734,6 +735,7 @@ def _encode_batch(bodies: list[dict[str, Any]], first: int) -> bytes:
     """The ``_bulk_docs`` body of ``bodies``, the first of which is input document ``first``."""
     try:
         # One dumps per batch is about twice as fast as one per document.
+        check_keys(bodies)
         text = json.dumps(bodies, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError):
         for offset, body in enumerate(bodies):
@@ -744,6 +746,7 @@ def _encode_batch(bodies: list[dict[str, Any]], first: int) -> bytes:
 
 def _encode(body: Mapping[str, Any], label: str) -> bytes:
     try:
+        check_keys(body)
         # allow_nan=False: NaN and Infinity are not JSON, and CouchDB refuses them.
         return json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
     except (TypeError, ValueError) as exc:
