@@ -576,15 +576,18 @@ TIME is {TIME_HELP}.
 
 DECODE_EPILOG = """\
 Prints one JSON object per id: id, type, timestamp (ISO-8601 UTC), form (such as
-kuuid-ms-reverse, kuuid-short, v7s), kind (kuuid, v7, v7s), reverse, millisecond. A kuuid id does
-not say which mode made it: the reading with a time in 2000-2100 is taken; --reverse/--forward
-and --ms/--seconds say it for ids outside those years. A bad id is reported on stderr and the
+kuuid-ms-reverse, kuuid-short, v7s), kind (kuuid, v7, v7s), reverse, millisecond (null for an
+id without a time). A kuuid id does not say which mode made it: the reading with a time in
+2000-2100 is taken; --reverse/--forward and --ms/--seconds say it for ids outside those years.
+Forms without a time (seq10, seq36, couch_random) are read only with --form: abcdefg or a
+phone number is refused, naming the form it would be. A bad id is reported on stderr and the
 others are still decoded; the exit status is then 2.
 
 examples:
   couchids decode user:001eVnWK1bu9mX3BsHnX0mhxvQ1ba2Xn
   couchids new -n 5 | couchids decode
   couchids decode --reverse --ms event:zVoTNH9x36r2uF3AKyIb2v3nRd4RAIm7
+  couchids decode --form seq10 --sep - invoice-0000000042
 """
 
 LATEST_EPILOG = """\

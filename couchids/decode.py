@@ -5,6 +5,11 @@ alphabet, after an optional prefix ``<type>:``, ``<type>-`` or ``<type>_``. When
 forms read an id (``acct_`` and a 17-character tid62 are 22 characters, as a uuid464 is), the
 one whose time lies in 2000-2100 is taken; when none or several do, the message names the
 candidates and ``form=`` settles it.
+
+Forms that hold no time (seq10, seq36, CouchDB's ``random`` and ``sequential`` ids) are read
+only when ``form=`` names them: nearly any short string of digits or letters is an ordinal
+(``abcdefg`` is a seq36 id, a phone number a seq10 one), so guessing them would make every
+typo an id. A string that only they read is refused with a message naming them.
 """
 
 from __future__ import annotations
@@ -15,13 +20,21 @@ from datetime import UTC, datetime, timedelta
 from .constants import SEPARATORS, TYPE_SEPARATOR
 from .doctypes import check_type, scope_prefix
 from .errors import InvalidArgumentError, InvalidIdError, InvalidTypeError
-from .forms import ALL_FORMS
+from .forms import ALL_FORMS, NAMED_FORMS
 from .idform import IdForm
 from .times import EPOCH
 
 #: Without ``form=``, of several readings the one whose time lies between these is taken.
 PLAUSIBLE_FROM = datetime(2000, 1, 1, tzinfo=UTC)
 PLAUSIBLE_UNTIL = datetime(2100, 1, 1, tzinfo=UTC)
+#: The named forms that hold no time: read only with ``form=``.
+TIMELESS_FORMS: tuple[IdForm, ...] = tuple(f for f in NAMED_FORMS.values() if not f.has_time)
+#: What each of :data:`TIMELESS_FORMS` is, for messages.
+_WITHOUT_TIME = {
+    "seq10": "an ordinal of 10 digits",
+    "seq36": "an ordinal of 7 base36 characters",
+    "couch_random": "CouchDB's random or sequential uuid",
+}
 
 
 @dataclass(frozen=True)
@@ -43,9 +56,9 @@ class DecodedId:
         return self.form.reverse
 
     @property
-    def millisecond(self) -> bool:
-        """Whether the time is finer than seconds."""
-        return self.form.millisecond
+    def millisecond(self) -> bool | None:
+        """Whether the time is finer than seconds; ``None`` for an id that holds no time."""
+        return None if self.timestamp is None else self.form.millisecond
 
 
 def split_type(doc_id: str) -> tuple[str | None, str]:
@@ -71,11 +84,11 @@ def decode(
 
     Without ``form``, every form of ``ALL_FORMS`` whose length fits is
     tried (kuuid: 8 + 6 per random block; tid62 17; uuid464 22; base36 UUIDv7 25, or 24
-    unpadded; ULID 26; v7s, CouchDB's ``utc_random`` and ``random`` 32; v7 36; seq36 7;
-    seq10 10). A kuuid id's mode cannot be read from it, so it is inferred: of the readings
-    that ``reverse``/``millisecond`` allow, the one whose time lies in 2000-2100 is taken.
-    A string that no time reading places there may still be an id without time (a
-    CouchDB ``random`` id): that reading is taken if it is the only one.
+    unpadded; ULID 26; v7s and CouchDB's ``utc_random`` 32; v7 36). A kuuid id's mode cannot
+    be read from it, so it is inferred: of the readings that ``reverse``/``millisecond``
+    allow, the one whose time lies in 2000-2100 is taken. Forms that hold no time (seq10,
+    seq36, CouchDB's ``random`` and ``sequential`` ids: :data:`TIMELESS_FORMS`) are read only
+    with ``form=``: a string only they read is refused, and the message names them.
 
     Args:
         doc_id: the id, with or without a prefix.
@@ -85,7 +98,8 @@ def decode(
 
     Raises:
         InvalidIdError: no form fits, none or several fit with a time in 2000-2100 (the
-            message names the candidates), or the prefix breaks the type rule.
+            message names the candidates), only a form without a time fits (the message
+            names it: pass it as ``form=``), or the prefix breaks the type rule.
         InvalidArgumentError: ``reverse`` or ``millisecond`` is not a bool or ``None``.
 
     >>> d = decode("user:001eVnWK1bu9mX3BsHnX0mhxvQ1ba2Xn")
@@ -93,6 +107,13 @@ def decode(
     ('user', '2018-01-01T00:00:00+00:00', 'kuuid')
     >>> str(decode("01ARYZ6S41TSV4RRFFQ69G5FAV").form)
     'ulid'
+    >>> decode("0000000042")
+    Traceback (most recent call last):
+      ...
+    couchids.errors.InvalidIdError: '0000000042' holds no time: it reads only as a seq10 id ...
+    >>> from couchids import SEQ10
+    >>> decode("0000000042", form=SEQ10).millisecond is None
+    True
     """
     if not isinstance(doc_id, str):
         raise InvalidIdError(f"{doc_id!r} is not an id: ids are strings")
@@ -140,7 +161,7 @@ Reading = tuple[IdForm, str | None, datetime | None]
 
 
 def _infer(doc_id: str, reverse: bool | None, millisecond: bool | None) -> DecodedId:
-    sized = [f for f in ALL_FORMS if len(doc_id) >= f.length]
+    sized = [f for f in ALL_FORMS if f.has_time and len(doc_id) >= f.length]
     candidates = [
         f
         for f in sized
@@ -166,7 +187,9 @@ def _infer(doc_id: str, reverse: bool | None, millisecond: bool | None) -> Decod
         try:
             us = form.read(body)
         except InvalidIdError as exc:
-            if sep == TYPE_SEPARATOR:
+            # No form's alphabet has a colon: in a body holding one, the colon is a type's,
+            # and the reading after it is the one to explain ('user:admin' as 'order:admin').
+            if sep == TYPE_SEPARATOR and TYPE_SEPARATOR not in body:
                 errors.append((form, str(exc)))
             continue
         readings.append(
@@ -174,6 +197,9 @@ def _infer(doc_id: str, reverse: bool | None, millisecond: bool | None) -> Decod
         )
     if not readings:
         _check_prefix(doc_id)
+        timeless = _timeless_readings(doc_id)
+        if timeless:
+            raise InvalidIdError(_no_time(doc_id, timeless, errors))
         raise InvalidIdError(_no_form(doc_id, errors))
     chosen = _choose(doc_id, readings, errors)
     form, doc_type, timestamp = chosen
@@ -246,14 +272,71 @@ def _check_prefix(doc_id: str) -> None:
             raise InvalidIdError(f"{doc_id!r}: {exc}") from None
 
 
+def _timeless_readings(doc_id: str) -> list[tuple[IdForm, str | None]]:
+    """The readings of ``doc_id`` as a form of :data:`TIMELESS_FORMS`: ``(form, type)``."""
+    found: list[tuple[IdForm, str | None]] = []
+    for form in TIMELESS_FORMS:
+        split = _split(doc_id, form.length, SEPARATORS)
+        if split is None:
+            continue
+        doc_type, body = split
+        try:
+            form.read(body)
+        except InvalidIdError:
+            continue
+        sep = doc_id[-form.length - 1] if doc_type is not None else TYPE_SEPARATOR
+        found.append((form.with_separator(sep) if sep != form.separator else form, doc_type))
+    return found
+
+
+def _no_time(
+    doc_id: str, timeless: list[tuple[IdForm, str | None]], errors: list[tuple[IdForm, str]]
+) -> str:
+    """Why a string only forms without a time read is refused, and how to read it anyway."""
+    readings, passes, flags = [], [], []
+    for form, doc_type in timeless:
+        of_type = "" if doc_type is None else f" of type {doc_type!r}"
+        readings.append(f"a {form.kind} id{of_type} ({_WITHOUT_TIME[form.kind]})")
+        constant = "couchids." + form.kind.upper()
+        sep = form.separator
+        passes.append(constant if sep == TYPE_SEPARATOR else f"{constant}.with_separator({sep!r})")
+        flags.append(f"--form {form.kind}" + ("" if sep == TYPE_SEPARATOR else f" --sep {sep}"))
+    complaints = list(_first_by_kind(errors).values())
+    why = f"; as an id with a time: {'; '.join(complaints)}" if complaints else ""
+    return (
+        f"{doc_id!r} holds no time: it reads only as {' or '.join(readings)}, and forms "
+        f"without a time are read only when named: pass form={' or form='.join(passes)} "
+        f"(couchids decode {' or '.join(flags)}){why}"
+    )
+
+
 def _no_form(doc_id: str, errors: list[tuple[IdForm, str]]) -> str:
     if errors:
         return f"{doc_id!r} is not a valid id: " + "; ".join(_first_by_kind(errors).values())
+    timed = [form for form in ALL_FORMS if form.has_time]
     others = ", ".join(
-        f"{form} {form.length}" for form in ALL_FORMS if form.kind not in ("kuuid", "v7")
+        f"{form} {form.length}" for form in timed if form.kind not in ("kuuid", "v7")
     )
+    timeless = ", ".join(f"{form} {form.length}" for form in TIMELESS_FORMS)
     body = doc_id.rpartition(TYPE_SEPARATOR)[2]
     return (
         f"{doc_id!r} is not an id couchids reads: after an optional 'type:', a kuuid id has "
-        f"14, 20, 26 or 32 characters, a v7 id 36, and {others}; this one has {len(body)}"
+        f"14, 20, 26 or 32 characters, a v7 id 36, and {others}; this one has {len(body)}; "
+        f"the closest: {_closest(len(body))}. Forms without a time ({timeless}) are read only "
+        "with form="
+    )
+
+
+def _closest(length: int) -> str:
+    """The forms with a time whose length is nearest ``length`` (kuuid's modes as one)."""
+    sizes = {
+        (form.kind if form.kind in ("kuuid", "v7") else str(form), form.length)
+        for form in ALL_FORMS
+        if form.has_time
+    }
+    nearest = min(abs(size - length) for _, size in sizes)
+    return ", ".join(
+        f"{name} ({size} characters)"
+        for name, size in sorted(sizes, key=lambda pair: (pair[1], pair[0]))
+        if abs(size - length) == nearest
     )

@@ -366,6 +366,29 @@ def test_decode_refuses_opposite_flags(run: Any) -> None:
     assert "--forward" in result.error_line()
 
 
+@pytest.mark.parametrize(
+    ("doc_id", "form"),
+    [("abcdefg", "seq36"), ("user:hello12", "seq36"), ("5551234567", "seq10")],
+)
+def test_decode_reads_forms_without_a_time_only_when_named(
+    run: Any, doc_id: str, form: str
+) -> None:
+    refused = run("decode", doc_id)
+    assert refused.code == EXIT_BAD_INPUT and refused.out == ""
+    line = refused.error_line()
+    assert "holds no time" in line and f"--form {form}" in line
+    named = run("decode", "--form", form, doc_id)
+    assert named.code == EXIT_OK
+    assert named.json[0]["form"] == form
+    assert (named.json[0]["timestamp"], named.json[0]["millisecond"]) == (None, None)
+
+
+def test_decode_says_the_same_of_a_short_body_after_any_type(run: Any) -> None:
+    lines = [run("decode", doc_id).error_line() for doc_id in ("user:admin", "order:admin")]
+    assert lines[0].replace("'user:admin'", "ID") == lines[1].replace("'order:admin'", "ID")
+    assert "this one has 5" in lines[0]
+
+
 # -- latest and window against the server -----------------------------------------------------
 
 

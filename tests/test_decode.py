@@ -308,3 +308,56 @@ def test_v7s_that_also_passes_as_kuuid_reads_as_v7s(when: str) -> None:
         decoded = decode(doc_id, **flags)
         assert decoded.form == couchids.V7S
         assert decoded.timestamp == to_datetime(ms)
+
+
+# -- forms without a time: read only when form= names them ------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("doc_id", "form", "doc_type"),
+    [
+        ("abcdefg", couchids.SEQ36, None),
+        ("user:hello12", couchids.SEQ36, "user"),
+        ("5551234567", couchids.SEQ10, None),
+        ("order-0000000042", couchids.SEQ10.with_separator("-"), "order"),
+        ("4e17c12963f4bee0e6ec90da54804894", couchids.COUCH_RANDOM, None),
+    ],
+)
+def test_forms_without_a_time_are_read_only_when_named(
+    doc_id: str, form: IdForm, doc_type: str | None
+) -> None:
+    with pytest.raises(InvalidIdError) as info:
+        decode(doc_id)
+    message = str(info.value)
+    assert message.startswith(f"{doc_id!r} holds no time: it reads only as a {form.kind} id")
+    assert f"--form {form.kind}" in message and f"couchids.{form.kind.upper()}" in message
+    decoded = decode(doc_id, form=form)
+    assert (decoded.form, decoded.type, decoded.timestamp) == (form, doc_type, None)
+    # An id without a time has no precision to report.
+    assert decoded.millisecond is None
+
+
+def test_a_uuid464_without_a_time_is_still_read() -> None:
+    # uuid464 is a form with a time (a UUIDv7 inside); a version 4 UUID in it holds none.
+    decoded = decode(couchids.UUID464.new())
+    assert (decoded.form, decoded.timestamp, decoded.millisecond) == (couchids.UUID464, None, None)
+
+
+@pytest.mark.parametrize("doc_type", ["user", "order", "a"])
+def test_a_short_body_after_any_type_gets_the_same_message(doc_type: str) -> None:
+    # 'user:admin' is 10 characters, as a seq10 id is: the message is still about 'admin'.
+    with pytest.raises(InvalidIdError) as info:
+        decode(f"{doc_type}:admin")
+    message = str(info.value).replace(repr(f"{doc_type}:admin"), "ID")
+    assert message == (
+        "ID is not an id couchids reads: after an optional 'type:', a kuuid id has 14, 20, 26 "
+        "or 32 characters, a v7 id 36, and v7s 32, tid62 17, base36_v7 25, base36_v7_unpadded "
+        "24, utc_random 32, ulid 26, uuid464 22; this one has 5; the closest: kuuid (14 "
+        "characters). Forms without a time (seq10 10, seq36 7, couch_random 32) are read only "
+        "with form="
+    )
+
+
+def test_ids_with_a_time_report_their_precision() -> None:
+    assert decode(GOOD_KUUID).millisecond is False
+    assert decode(GOOD_V7S).millisecond is True
