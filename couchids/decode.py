@@ -29,7 +29,7 @@ PLAUSIBLE_FROM = datetime(2000, 1, 1, tzinfo=UTC)
 PLAUSIBLE_UNTIL = datetime(2100, 1, 1, tzinfo=UTC)
 #: The named forms that hold no time: read only with ``form=``.
 TIMELESS_FORMS: tuple[IdForm, ...] = tuple(f for f in NAMED_FORMS.values() if not f.has_time)
-#: What each of :data:`TIMELESS_FORMS` is, for messages.
+#: What each of ``TIMELESS_FORMS`` is, for messages.
 _WITHOUT_TIME = {
     "seq10": "an ordinal of 10 digits",
     "seq36": "an ordinal of 7 base36 characters",
@@ -87,7 +87,7 @@ def decode(
     unpadded; ULID 26; v7s and CouchDB's ``utc_random`` 32; v7 36). A kuuid id's mode cannot
     be read from it, so it is inferred: of the readings that ``reverse``/``millisecond``
     allow, the one whose time lies in 2000-2100 is taken. Forms that hold no time (seq10,
-    seq36, CouchDB's ``random`` and ``sequential`` ids: :data:`TIMELESS_FORMS`) are read only
+    seq36, CouchDB's ``random`` and ``sequential`` ids: ``TIMELESS_FORMS``) are read only
     with ``form=``: a string only they read is refused, and the message names them.
 
     Args:
@@ -273,7 +273,7 @@ def _check_prefix(doc_id: str) -> None:
 
 
 def _timeless_readings(doc_id: str) -> list[tuple[IdForm, str | None]]:
-    """The readings of ``doc_id`` as a form of :data:`TIMELESS_FORMS`: ``(form, type)``."""
+    """The readings of ``doc_id`` as a form of ``TIMELESS_FORMS``: ``(form, type)``."""
     found: list[tuple[IdForm, str | None]] = []
     for form in TIMELESS_FORMS:
         split = _split(doc_id, form.length, SEPARATORS)
