@@ -5,6 +5,7 @@ queries and writes that use them on the primary index, ``_all_docs``.
 """
 
 from .base36 import BASE36_V7
+from .connect import connect
 from .core.counting import Bucket
 from .core.expiry import ExpireReport
 from .core.exporting import ArchiveReport
@@ -118,6 +119,7 @@ __all__ = [
     "archive",
     "bulk_create",
     "bulk_create_iter",
+    "connect",
     "count",
     "create",
     "create_short",

@@ -21,7 +21,8 @@ from ibmcloudant.cloudant_v1 import CloudantV1
 
 from . import __version__
 from .cli_lifecycle import Tools, add_commands
-from .config import cloudant_config, safe_url, scrub
+from .config import safe_url, scrub
+from .connect import connect
 from .constants import DEFAULT_BLOCKS, SEPARATORS, SHORT_BLOCKS
 from .core.protocol import DEFAULT_TIMEOUT, MAX_TIMEOUT, dumps
 from .decode import DecodedId, decode
@@ -72,12 +73,6 @@ _UNITS = {
 TIME_HELP = (
     "an ISO-8601 date or time (2024-05-01, 2024-05-01T12:30:00Z; no offset means UTC),\n"
     "'now', or a time ago: a whole number of s, m (minutes), h, d or w, such as 90m, 24h, 7d, 2w"
-)
-
-_SERVER_SETUP = (
-    "set CLOUDANT_URL (such as http://127.0.0.1:5984) and CLOUDANT_AUTH_TYPE: noauth for a "
-    "server without authentication, basic or couchdb_session with CLOUDANT_USERNAME and "
-    "CLOUDANT_PASSWORD, or iam with CLOUDANT_APIKEY"
 )
 
 
@@ -265,24 +260,7 @@ def _window(args: argparse.Namespace) -> int:
 
 def _connect() -> CloudantV1:
     """A client from ibmcloudant's standard configuration, or one line saying what to set."""
-    config = cloudant_config()
-    if not config.get("URL"):
-        raise _UsageError(f"no server is configured: {_SERVER_SETUP}")
-    auth_type = config.get("AUTH_TYPE") or config.get("AUTHTYPE")
-    try:
-        return CloudantV1.new_instance()
-    except ValueError as exc:
-        if not auth_type and not config.get("APIKEY"):
-            # ibmcloudant's default then is container authentication (IBM Cloud containers),
-            # which fails everywhere else with a message about IAM profiles.
-            raise _UsageError(
-                f"CLOUDANT_AUTH_TYPE is not set, so ibmcloudant chose container "
-                f"authentication, which failed ({exc}); {_SERVER_SETUP}"
-            ) from None
-        raise _UsageError(
-            f"ibmcloudant could not set up authentication of type {auth_type!r} ({exc}); "
-            f"{_SERVER_SETUP}"
-        ) from None
+    return connect()
 
 
 def _db(name: str) -> str:

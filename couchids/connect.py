@@ -1,0 +1,181 @@
+"""A client for the server: :func:`connect`.
+
+ibmcloudant's ``CloudantV1.new_instance()`` reads the ``CLOUDANT_*`` configuration (a
+credentials file, the environment, ``VCAP_SERVICES``) and, when something is missing, falls
+back to IBM Cloud container authentication, which fails anywhere else with a message about
+IAM profiles. :func:`connect` reads the same configuration
+(:func:`couchids.config.cloudant_config`), lets arguments take the place of its variables, and
+checks it first: a missing URL or authentication type is a couchids error that says what to
+set.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+from urllib.parse import SplitResult, unquote, urlsplit, urlunsplit
+
+from ibm_cloud_sdk_core.authenticators import Authenticator
+from ibmcloudant.cloudant_v1 import CloudantV1
+from ibmcloudant.couchdb_session_get_authenticator_patch import new_construct_authenticator
+
+from .config import cloudant_config
+from .errors import InvalidArgumentError
+from .redact import redact, secrets_of
+
+__all__ = ["AUTH_TYPES", "EXAMPLE_URL", "SERVER_SETUP", "connect"]
+
+#: The URL messages suggest: CouchDB's port on this machine.
+EXAMPLE_URL: Final = "http://127.0.0.1:5984"
+#: The authentication types ibmcloudant builds (``CLOUDANT_AUTH_TYPE``, ``auth_type=``; any
+#: case), the ones a CouchDB or Cloudant user needs first.
+AUTH_TYPES: Final = (
+    "noauth",
+    "basic",
+    "couchdb_session",
+    "iam",
+    "bearertoken",
+    "container",
+    "vpc",
+    "iamassume",
+    "cp4d",
+    "mcsp",
+    "mcspv2",
+)
+#: The types that take a user name and a password.
+_PASSWORD_TYPES: Final = ("basic", "couchdb_session")
+#: What to set besides the URL, for messages.
+SERVER_SETUP: Final = (
+    "CLOUDANT_AUTH_TYPE to noauth for a server without authentication, basic or "
+    "couchdb_session with CLOUDANT_USERNAME and CLOUDANT_PASSWORD, iam with CLOUDANT_APIKEY, "
+    f"or another of ibmcloudant's types ({', '.join(AUTH_TYPES[4:])})"
+)
+
+
+def connect(
+    url: str | None = None,
+    *,
+    auth_type: str | None = None,
+    username: str | None = None,
+    password: str | None = None,
+    apikey: str | None = None,
+) -> CloudantV1:
+    """An ``ibmcloudant`` ``CloudantV1`` client for the configured server, or the one given.
+
+    Each argument takes the place of its variable (``url`` of ``CLOUDANT_URL``, ``auth_type``
+    of ``CLOUDANT_AUTH_TYPE``, ...); the rest of the configuration (``CLOUDANT_AUTH_URL``,
+    ``CLOUDANT_ENABLE_RETRIES``, ``CLOUDANT_DISABLE_SSL``, ...) is read as
+    ``CloudantV1.new_instance()`` reads it.
+
+    Without an authentication type: ``basic`` when the URL carries a user name and password
+    (``http://admin:pass@127.0.0.1:5984``, as a local CouchDB's URL usually does), ``iam`` when
+    an API key is configured (ibmcloudant's own rule), and otherwise an error rather than
+    ibmcloudant's IBM Cloud container authentication. With ``basic`` or ``couchdb_session``
+    the user info of the URL is the credentials when no user name is configured, and is taken
+    out of the URL the client sends requests to (and logs) either way.
+
+    Args:
+        url: the server's URL, ``http://`` or ``https://``.
+        auth_type: one of ``AUTH_TYPES`` (``noauth``, ``basic``, ``couchdb_session``,
+            ``iam``, ...).
+        username, password: for ``basic`` and ``couchdb_session``.
+        apikey: for ``iam``.
+
+    Raises:
+        InvalidArgumentError: no URL, a URL without ``http://`` or ``https://``, no or an
+            unknown authentication type, or the credentials it needs are missing; the
+            message says what to set, and never holds a credential.
+
+    Example::
+
+        client = couchids.connect()  # CLOUDANT_URL, CLOUDANT_AUTH_TYPE, ...
+        client = couchids.connect("http://127.0.0.1:5984", auth_type="noauth")
+    """
+    given = {
+        "URL": url,
+        "AUTH_TYPE": auth_type,
+        "USERNAME": username,
+        "PASSWORD": password,
+        "APIKEY": apikey,
+    }
+    for key, value in given.items():
+        if value is not None and not isinstance(value, str):
+            raise InvalidArgumentError(
+                f"{key.lower()}=: give a str (or None), not a {type(value).__name__}"
+            )
+    config = dict(cloudant_config())
+    # Where each setting came from, for messages: the variable, or the argument.
+    source = {key: f"CLOUDANT_{key}" for key in given}
+    if config.get("AUTHTYPE") and not config.get("AUTH_TYPE"):
+        config["AUTH_TYPE"], source["AUTH_TYPE"] = config["AUTHTYPE"], "CLOUDANT_AUTHTYPE"
+    for key, value in given.items():
+        if value is not None:
+            config[key], source[key] = value, key.lower()
+    config.pop("AUTHTYPE", None)
+    secrets = secrets_of(config)
+
+    def refuse(message: str) -> InvalidArgumentError:
+        return InvalidArgumentError(redact(message, secrets))
+
+    service_url = (config.get("URL") or "").strip()
+    if not service_url:
+        raise refuse(
+            f"no server is configured: set CLOUDANT_URL, e.g. {EXAMPLE_URL} (or pass url=), "
+            f"and {SERVER_SETUP}"
+        )
+    parts = urlsplit(service_url)
+    if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
+        fix = (
+            f"write it with its scheme, e.g. http://{service_url}"
+            if "://" not in service_url
+            else f"give an http:// or https:// URL, e.g. {EXAMPLE_URL}"
+        )
+        raise refuse(f"{source['URL']}={service_url!r} has no http:// or https:// scheme: {fix}")
+
+    kind = (config.get("AUTH_TYPE") or "").strip().lower()
+    if not kind:
+        if parts.username:
+            kind = "basic"
+        elif config.get("APIKEY"):
+            kind = "iam"
+        else:
+            raise refuse(
+                "CLOUDANT_AUTH_TYPE is not set (nor auth_type=), and ibmcloudant would then try "
+                f"IBM Cloud container authentication: set {SERVER_SETUP}"
+            )
+    elif kind not in AUTH_TYPES:
+        raise refuse(
+            f"{source['AUTH_TYPE']}={config['AUTH_TYPE']!r} is not an authentication type: use "
+            f"{SERVER_SETUP.partition(' to ')[2]}"
+        )
+    if kind in _PASSWORD_TYPES:
+        if parts.username and not config.get("USERNAME"):
+            config["USERNAME"] = unquote(parts.username)
+            config["PASSWORD"] = unquote(parts.password or "")
+        service_url = _without_user_info(parts)
+        if not config.get("USERNAME") or config.get("PASSWORD") is None:
+            raise refuse(
+                f"{kind} authentication needs CLOUDANT_USERNAME and CLOUDANT_PASSWORD (or "
+                "the username and password arguments, or user:password@ in the URL)"
+            )
+    if kind == "iam" and not config.get("APIKEY"):
+        raise refuse("iam authentication needs CLOUDANT_APIKEY (or the apikey argument)")
+    config["AUTH_TYPE"], config["URL"] = kind, service_url
+    try:
+        # ibmcloudant's reading of a configuration into an authenticator (the SDK core's, plus
+        # couchdb_session): every type and option as CloudantV1.new_instance() builds it.
+        authenticator: Authenticator | None = new_construct_authenticator(config)
+        if authenticator is None:
+            raise ValueError(f"ibmcloudant built no {kind} authenticator from this configuration")
+        client = CloudantV1(authenticator)
+        client.configure_service(CloudantV1.DEFAULT_SERVICE_NAME)
+        client.set_service_url(service_url)
+    except ValueError as exc:
+        raise refuse(
+            f"ibmcloudant could not set up {kind} authentication ({exc}); set {SERVER_SETUP}"
+        ) from None
+    return client
+
+
+def _without_user_info(parts: SplitResult) -> str:
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))

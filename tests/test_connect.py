@@ -1,0 +1,205 @@
+"""couchids.connect (couchids/connect.py): a client from CLOUDANT_* or arguments, and errors
+that say what to set; and the README's Quickstart, which uses it, run twice."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import responses
+from ibm_cloud_sdk_core.authenticators import (
+    BasicAuthenticator,
+    IAMAuthenticator,
+    NoAuthAuthenticator,
+)
+from ibmcloudant import CouchDbSessionAuthenticator
+from ibmcloudant.cloudant_v1 import CloudantV1
+from test_readme import python_blocks
+
+import couchids
+from couchids import InvalidArgumentError, connect
+
+PASSWORD = "pa55-Wr0ng-s3cret"
+APIKEY = "k3y-0f-n0-acc0unt-XYZ"
+LOOPBACK = "http://127.0.0.1:59841"
+
+
+@pytest.fixture(autouse=True)
+def no_server_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No configuration from this machine: ibmcloudant also reads credentials files and VCAP."""
+    for name in list(os.environ):
+        if name.startswith("CLOUDANT_") or name in ("VCAP_SERVICES", "IBM_CREDENTIALS_FILE"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+
+
+def refused(**kwargs: str) -> str:
+    with pytest.raises(InvalidArgumentError) as info:
+        connect(**kwargs)
+    message = str(info.value)
+    for secret in (PASSWORD, APIKEY):
+        assert secret not in message
+    return message
+
+
+def test_no_url_says_what_to_set() -> None:
+    message = refused()
+    assert "set CLOUDANT_URL, e.g. http://127.0.0.1:5984" in message
+    assert "CLOUDANT_AUTH_TYPE to noauth" in message and "iam with CLOUDANT_APIKEY" in message
+
+
+@pytest.mark.parametrize("url", ["127.0.0.1:5984", "localhost:5984", "db.example:443/x"])
+def test_a_url_without_a_scheme_gets_http_suggested(
+    monkeypatch: pytest.MonkeyPatch, url: str
+) -> None:
+    monkeypatch.setenv("CLOUDANT_URL", url)
+    monkeypatch.setenv("CLOUDANT_AUTH_TYPE", "noauth")
+    message = refused()
+    assert message == (
+        f"CLOUDANT_URL={url!r} has no http:// or https:// scheme: write it with its scheme, "
+        f"e.g. http://{url}"
+    )
+    # The same from the argument, named as the argument.
+    assert refused(url=url).startswith(f"url={url!r} has no http://")
+
+
+def test_a_url_of_another_scheme() -> None:
+    message = refused(url="ftp://127.0.0.1", auth_type="noauth")
+    assert "give an http:// or https:// URL, e.g. http://127.0.0.1:5984" in message
+
+
+def test_a_url_without_a_scheme_never_shows_its_password() -> None:
+    message = refused(url=f"bob:{PASSWORD}@127.0.0.1:5984", auth_type="basic")
+    assert "has no http:// or https:// scheme" in message and "***@127.0.0.1:5984" in message
+
+
+def test_a_missing_auth_type_lists_the_accepted_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLOUDANT_URL", LOOPBACK)
+    message = refused()
+    assert message.startswith("CLOUDANT_AUTH_TYPE is not set (nor auth_type=)")
+    assert "container authentication" in message
+    for name in ("noauth", "basic", "couchdb_session", "iam", "bearertoken", "vpc"):
+        assert name in message
+
+
+@pytest.mark.parametrize(("where", "named"), [("env", "CLOUDANT_AUTH_TYPE"), ("arg", "auth_type")])
+def test_an_unknown_auth_type_lists_the_accepted_ones(
+    monkeypatch: pytest.MonkeyPatch, where: str, named: str
+) -> None:
+    monkeypatch.setenv("CLOUDANT_URL", LOOPBACK)
+    if where == "env":
+        monkeypatch.setenv("CLOUDANT_AUTH_TYPE", "magic")
+        message = refused()
+    else:
+        monkeypatch.setenv("CLOUDANT_AUTH_TYPE", "noauth")  # the argument wins
+        message = refused(auth_type="magic")
+    assert message.startswith(f"{named}='magic' is not an authentication type: use noauth for ")
+    assert "basic or couchdb_session with CLOUDANT_USERNAME and CLOUDANT_PASSWORD" in message
+
+
+@pytest.mark.parametrize("kind", ["basic", "couchdb_session"])
+def test_password_types_need_the_credentials(kind: str) -> None:
+    message = refused(url=LOOPBACK, auth_type=kind, username="bob")
+    assert message.startswith(
+        f"{kind} authentication needs CLOUDANT_USERNAME and CLOUDANT_PASSWORD"
+    )
+
+
+def test_iam_needs_an_api_key() -> None:
+    assert "needs CLOUDANT_APIKEY" in refused(url=LOOPBACK, auth_type="IAM")
+
+
+def test_an_sdk_refusal_is_a_couchids_error_without_the_secret() -> None:
+    # ibmcloudant refuses credentials in braces or quotes, which a pasted secret may keep.
+    message = refused(url=LOOPBACK, auth_type="basic", username="bob", password=f'"{PASSWORD}"')
+    assert message.startswith("ibmcloudant could not set up basic authentication (")
+
+
+def test_arguments_of_the_wrong_type() -> None:
+    with pytest.raises(InvalidArgumentError, match="url=: give a str"):
+        connect(5)  # type: ignore[arg-type]
+
+
+def test_noauth_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLOUDANT_URL", LOOPBACK)
+    monkeypatch.setenv("CLOUDANT_AUTH_TYPE", "NoAuth")
+    monkeypatch.setenv("CLOUDANT_ENABLE_RETRIES", "true")
+    client = connect()
+    assert isinstance(client, CloudantV1) and isinstance(client.authenticator, NoAuthAuthenticator)
+    assert client.service_url == LOOPBACK
+    # The rest of the configuration is read as CloudantV1.new_instance() reads it.
+    assert client.retry_config is not None and client.retry_config.total > 0
+
+
+def test_arguments_take_the_place_of_their_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLOUDANT_URL", "http://127.0.0.1:1")
+    monkeypatch.setenv("CLOUDANT_AUTH_TYPE", "noauth")
+    client = connect(LOOPBACK, auth_type="basic", username="bob", password=PASSWORD)
+    assert client.service_url == LOOPBACK
+    assert isinstance(client.authenticator, BasicAuthenticator)
+    assert client.authenticator.username == "bob"
+
+
+def test_iam_when_an_api_key_is_configured(monkeypatch: pytest.MonkeyPatch) -> None:
+    # ibmcloudant's own rule; nothing is asked of the token service until a request is made.
+    monkeypatch.setenv("CLOUDANT_APIKEY", APIKEY)
+    client = connect(LOOPBACK)
+    assert isinstance(client.authenticator, IAMAuthenticator)
+
+
+@responses.activate
+@pytest.mark.parametrize("kind", [None, "basic"])
+def test_user_info_in_the_url_is_basic_authentication(kind: str | None) -> None:
+    client = connect(f"http://bob:{PASSWORD}@127.0.0.1:59841", auth_type=kind)
+    assert isinstance(client.authenticator, BasicAuthenticator)
+    # The credentials go in the Authorization header, not in the URL the client uses (and logs).
+    assert client.service_url == LOOPBACK
+    responses.get(f"{LOOPBACK}/", json={"couchdb": "Welcome"})
+    assert client.get_server_information().get_result() == {"couchdb": "Welcome"}
+    sent = responses.calls[0].request
+    assert sent.url == f"{LOOPBACK}/"
+    assert sent.headers["Authorization"] == BasicAuthenticator("bob", PASSWORD).authorization_header
+
+
+def test_couchdb_session_takes_the_user_info_too() -> None:
+    client = connect(f"http://bob:{PASSWORD}@127.0.0.1:59841", auth_type="couchdb_session")
+    assert isinstance(client.authenticator, CouchDbSessionAuthenticator)
+    assert client.service_url == LOOPBACK
+
+
+def test_noauth_keeps_the_url_as_given() -> None:
+    # Said explicitly: requests then sends the URL's user info itself.
+    url = f"http://bob:{PASSWORD}@127.0.0.1:59841"
+    assert connect(url, auth_type="noauth").service_url == url
+
+
+def test_the_client_talks_to_the_local_server(
+    couch_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CLOUDANT_URL", couch_url)
+    if "@" not in couch_url:  # with user info (a CouchDB), basic is the default
+        monkeypatch.setenv("CLOUDANT_AUTH_TYPE", "noauth")
+    info = couchids.connect().get_server_information().get_result()
+    assert "version" in info
+
+
+def test_the_quickstart_runs_again_and_again(
+    couch_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("CLOUDANT_URL", couch_url)
+    monkeypatch.setenv("CLOUDANT_AUTH_TYPE", "noauth")
+    quickstart = compile(python_blocks()[0], "README.md Quickstart", "exec")
+    client = connect()
+    assert "quickstart" not in client.get_all_dbs().get_result()
+    try:
+        for _ in range(2):
+            exec(quickstart, {"__name__": "readme"})
+        printed = capsys.readouterr().out.splitlines()
+        # Each run prints an id and the orders: two new ones, and the keyed one stored once.
+        orders = couchids.latest(client, "quickstart", 10, type="order")
+        assert len(orders) == 3 and len(printed) == 4
+        assert sum(doc.get("n") == 2 for doc in orders) == 1
+    finally:
+        client.delete_database(db="quickstart")
