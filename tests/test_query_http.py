@@ -186,7 +186,8 @@ def test_the_next_page_starts_at_the_last_id_and_asks_one_more(
 def test_a_short_page_ends_the_scan(http: responses.RequestsMock, client: CloudantV1) -> None:
     database(http)
     ids = ids_between(KUUID, NEW_YEAR, 2)
-    http.post(ALL_DOCS, json={"rows": [row(i) for i in ids]})
+    # Newest first, as a window reads by default.
+    http.post(ALL_DOCS, json={"rows": [row(i) for i in reversed(ids)]})
     for parallel in (1, 2):  # one page of 3; the first of slices, half a page of 6
         page_size = 3 * parallel
         got = couchids.window(
@@ -349,7 +350,7 @@ def test_latest_makes_one_request_once_warm(
 def test_latest_reads_on_past_foreign_ids(http: responses.RequestsMock, client: CloudantV1) -> None:
     database(http)
     ids = ids_between(KUUID, NEW_YEAR, 3)[::-1]
-    stubs = ["user:" + NEXT_SECOND_KEY, "user:notakuuid"]
+    stubs = ["user:" + NEXT_SECOND_KEY + "-notes", "user:" + NEXT_SECOND_KEY]  # descending
     http.post(ALL_DOCS, json={"rows": [row(i) for i in [*stubs, ids[0]]]})
     http.post(ALL_DOCS, json={"rows": [row(i) for i in ids]})
     got = couchids.latest(client, "db", 3, type="user")
