@@ -1,22 +1,53 @@
-"""Sphinx configuration: the API reference, built from couchids' docstrings.
+"""Sphinx configuration of couchids' documentation site.
 
 Built by tests/test_docs.py with ``-n -W`` (nitpicky, warnings are errors), so a reference to
-a name that does not exist fails the test suite.
+a name that does not exist fails the test suite. By hand, from the checkout::
+
+    .venv/bin/sphinx-build -n -W docs out
+
+The user guide and the FAQ include the README's sections (``docs/guide/*.md``), the changelog
+includes CHANGELOG.md, and the command-line and API references are written from the code by
+``docs/_ext/couchids_docs.py``: none of them is a copy that can drift.
 """
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "_ext"))
+
 project = "couchids"
 author = "couchids contributors"
 copyright = "couchids contributors"
-extensions = ["sphinx.ext.autodoc", "sphinx.ext.napoleon"]
-napoleon_google_docstring = True
+extensions = ["sphinx.ext.autodoc", "sphinx.ext.napoleon", "myst_parser", "couchids_docs"]
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+root_doc = "index"
+# couchids_docs reads Google-style docstrings itself, all but those of attributes and
+# constants (see google_docstrings there); napoleon stays for its fields (Keyword Arguments).
+napoleon_google_docstring = False
 napoleon_numpy_docstring = False
 autodoc_member_order = "bysource"
 autodoc_typehints = "signature"
 autodoc_preserve_defaults = True
-exclude_patterns = ["_build"]
+exclude_patterns = ["_build", "_ext"]
 html_theme = "alabaster"
+html_title = "couchids"
+# Wide enough for the command's help and the README's code lines (100 characters).
+html_theme_options = {
+    "description": "Time-sortable ids for CouchDB and Cloudant",
+    "page_width": "1240px",
+    "sidebar_width": "240px",
+    "code_font_size": "0.8em",
+}
+html_sidebars = {"**": ["about.html", "navigation.html", "relations.html", "searchbox.html"]}
+# The README and CHANGELOG are included from the checkout's top level; the README's sections
+# start at ### (under "## A tour"), and the guide pages lift them by one level (heading-offset).
+myst_heading_anchors = 3
+# The guide pages include README sections whose headings start at ### (under "## A tour"), and
+# MyST's include cannot lift headings (no negative heading-offset): the sections nest as they
+# should, and MyST's notes on heading levels are about the README's levels, not an error.
+suppress_warnings = ["myst.header"]
 # Names from outside couchids, which the build has no inventory for (it never reaches the
 # network): the ibmcloudant client, the standard library's abstract types, type aliases.
 nitpick_ignore_regex = [
@@ -25,3 +56,44 @@ nitpick_ignore_regex = [
     # Internal plumbing named in signatures (a deadline passed between couchids' own modules).
     ("py:class", r"couchids\.server\..*"),
 ]
+
+# Which API page each public name goes on, by the module that defines it (the longest prefix
+# wins). Exceptions go to "errors", couchids.aio's names to "aio", and a name of a module not
+# listed here to "other" (the API index), so a new name is documented somewhere at once.
+couchids_api_pages = {
+    "ids": [
+        "couchids.kuuid",
+        "couchids.v7",
+        "couchids.forms",
+        "couchids.idform",
+        "couchids.decode",
+        "couchids.typed",
+        "couchids.keyed",
+        "couchids.tid62",
+        "couchids.base36",
+        "couchids.ulid",
+        "couchids.couchid",
+        "couchids.uuid464",
+        "couchids.seq",
+        "couchids.ids",
+    ],
+    "queries": [
+        "couchids.connect",
+        "couchids.query",
+        "couchids.doctypes",
+        "couchids.write",
+        "couchids.core.writes",
+        "couchids.short",
+        "couchids.sequence",
+        "couchids.core.windows",
+    ],
+    "lifecycle": [
+        "couchids.lifecycle",
+        "couchids.core.counting",
+        "couchids.core.expiry",
+        "couchids.core.exporting",
+        "couchids.core.following",
+        "couchids.core.rekeying",
+        "couchids.core.scan",
+    ],
+}

@@ -1,26 +1,132 @@
-"""The API reference builds from the docstrings with Sphinx, nitpicky and warnings as errors:
-a reference to a name that does not exist fails the suite."""
+"""The documentation site builds with Sphinx, nitpicky and warnings as errors (a reference to a
+name that does not exist fails the suite), and holds what the code says it must: an entry for
+every public name, every subcommand and option of the command, the README's FAQ, and a
+getting-started page whose code runs."""
 
 from __future__ import annotations
 
+import argparse
+import html
+import re
 import subprocess
 import sys
 from pathlib import Path
 
-DOCS = Path(__file__).resolve().parents[1] / "docs"
+import pytest
+
+import couchids
+import couchids.aio
+from couchids import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
 
 
-def test_the_api_reference_builds_without_a_warning(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The site, built once for this module: the command the README gives, into a tmp dir."""
+    out = tmp_path_factory.mktemp("site")
     build = subprocess.run(
         [
             *(sys.executable, "-m", "sphinx", "-q", "-n", "-W", "--keep-going", "-b", "html"),
-            *("-d", str(tmp_path / "doctrees"), str(DOCS), str(tmp_path / "html")),
+            *("-d", str(out / "doctrees"), str(DOCS), str(out / "html")),
         ],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=600,
     )
     assert build.returncode == 0, build.stderr
-    page = (tmp_path / "html" / "api.html").read_text(encoding="utf-8")
-    for name in ("couchids.create", "couchids.bulk_create_iter", "couchids.keyed_id"):
-        assert f'id="{name}"' in page, f"{name} is documented"
+    return out / "html"
+
+
+def page(site: Path, name: str) -> str:
+    return (site / name).read_text(encoding="utf-8")
+
+
+def test_the_site_builds_without_a_warning_into_several_pages(site: Path) -> None:
+    generated = {"genindex.html", "search.html", "py-modindex.html"}
+    pages = {p.relative_to(site).as_posix() for p in site.rglob("*.html")} - generated
+    assert len(pages) >= 5, pages
+    for expected in ("index.html", "getting-started.html", "cli.html", "faq.html"):
+        assert expected in pages
+    assert "changelog.html" in pages and "api/index.html" in pages
+    assert any(p.startswith("guide/") for p in pages)
+
+
+def test_every_public_name_has_an_entry(site: Path) -> None:
+    entry = re.compile(r'<dt class="sig sig-object py" id="([^"]+)"')
+    anchors = set()
+    for api_page in (site / "api").glob("*.html"):
+        anchors |= set(entry.findall(api_page.read_text(encoding="utf-8")))
+    for module in (couchids, couchids.aio):
+        missing = {f"{module.__name__}.{name}" for name in module.__all__} - anchors
+        assert not missing, f"no entry in the API reference for {sorted(missing)}"
+
+
+def test_the_api_pages_split_the_names(site: Path) -> None:
+    def entries(name: str) -> str:
+        return page(site, f"api/{name}.html")
+
+    assert 'id="couchids.KUUID"' in entries("ids")
+    assert 'id="couchids.latest"' in entries("queries")
+    assert 'id="couchids.count"' in entries("lifecycle")
+    assert 'id="couchids.ServerTimeoutError"' in entries("errors")
+    assert 'id="couchids.aio.latest"' in entries("aio")
+    assert "couchids.couchids." not in "".join(entries(n) for n in ("ids", "queries"))
+
+
+def subcommands() -> dict[str, argparse.ArgumentParser]:
+    parser = cli._parser()
+    found: dict[str, argparse.ArgumentParser] = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            found.update(action.choices)
+    assert found, "the couchids parser has subcommands"
+    return found
+
+
+def test_the_cli_reference_has_every_subcommand_and_option(site: Path) -> None:
+    text = page(site, "cli.html")
+    for name, parser in subcommands().items():
+        start = text.find(f'id="cli-couchids-{name}"')
+        assert start >= 0, f"no section for couchids {name}"
+        end = text.find('id="cli-couchids-', start + 1)
+        section = text[start : end if end > 0 else len(text)]
+        options = [s for action in parser._actions for s in action.option_strings]
+        assert "--help" in options
+        for option in options:
+            shown = f'<span class="sig-name descname"><span class="pre">{html.escape(option)}'
+            assert shown in section, f"couchids {name} {option} is not in the CLI reference"
+        if parser.epilog:
+            first_line = parser.epilog.strip().splitlines()[0]
+            assert first_line in html.unescape(section), f"couchids {name}'s epilog is shown"
+
+
+def test_the_faq_is_the_readme_faq(site: Path) -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    faq = readme.split("\n## FAQ\n", 1)[1].split("\n## ", 1)[0]
+    questions = re.findall(r"^\*\*(.+?)\*\*", faq, re.MULTILINE)
+    assert len(questions) >= 3
+    text = html.unescape(re.sub(r"<[^>]+>", "", page(site, "faq.html")))
+    for question in questions:
+        assert re.sub(r"`", "", question) in text
+
+
+def test_the_getting_started_code_runs(
+    couch_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("CLOUDANT_URL", couch_url)
+    monkeypatch.setenv("CLOUDANT_AUTH_TYPE", "noauth")
+    blocks = PYTHON_BLOCK.findall((DOCS / "getting-started.md").read_text(encoding="utf-8"))
+    assert len(blocks) >= 2
+    namespace: dict[str, object] = {"__name__": "first"}
+    try:
+        for number, block in enumerate(blocks, 1):
+            exec(compile(block, f"getting-started.md python block {number}", "exec"), namespace)
+    finally:
+        client = namespace.get("client")
+        if client is not None:
+            client.delete_database(db="first")  # type: ignore[attr-defined]
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[-2:] == ["[2, 1, 0]", "3"], "what the comments of the page say"

@@ -1,0 +1,328 @@
+"""What writes couchids' documentation pages from the code and the README, so they cannot drift.
+
+``.. couchids-cli::`` walks the argparse parser of the ``couchids`` command
+(:func:`couchids.cli._parser`) and renders the command and each subcommand: its usage,
+description, every option with its help, and its epilog (the examples).
+
+``.. couchids-api:: PAGE`` documents the public names of ``couchids.__all__`` (or, for the
+page ``aio``, of ``couchids.aio.__all__``) that belong on PAGE, with autodoc: a name added to
+``__all__`` appears on its page without an edit here. A name's page follows from what it is
+and where it is defined (``couchids_api_pages`` in conf.py maps module prefixes to pages);
+exceptions go to ``errors`` and a name of no listed module to ``other``.
+
+The guide and the FAQ include sections of README.md with MyST's ``{include}``; as the README
+is read for them, each heading gets a marker line before it, ``<!-- section: TITLE -->``, so
+that ``:start-after:`` can start at a heading and keep it (MyST drops HTML comments).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import inspect
+import os
+import re
+import sys
+from collections.abc import Iterator
+from types import ModuleType
+from typing import Any
+
+from docutils import nodes
+from docutils.statemachine import StringList
+from sphinx.application import Sphinx
+from sphinx.ext.napoleon import GoogleDocstring
+from sphinx.pycode import ModuleAnalyzer
+from sphinx.util.docutils import SphinxDirective
+from sphinx.util.parsing import nested_parse_to_nodes
+
+#: Width of the usage lines, whatever the terminal of the build.
+USAGE_WIDTH = 88
+#: What each kind of name is called in a page's subheadings, in the order they appear.
+KINDS = ("Functions", "Classes", "Constants", "Exceptions")
+
+
+# -- the README's sections --------------------------------------------------------------------
+
+FENCE = re.compile(r"^\s*(```|~~~)")
+HEADING = re.compile(r"^#{1,6} (.+?)\s*$")
+
+
+def mark_sections(markdown: str) -> str:
+    """``markdown`` with ``<!-- section: TITLE -->`` before each heading outside code blocks."""
+    lines, fenced = [], False
+    for line in markdown.splitlines(keepends=True):
+        if FENCE.match(line):
+            fenced = not fenced
+        heading = None if fenced else HEADING.match(line)
+        if heading:
+            lines.append(f"<!-- section: {heading[1]} -->\n")
+        lines.append(line)
+    return "".join(lines)
+
+
+def on_include_read(
+    app: Sphinx, relative_path: Any, parent_docname: str, content: list[str]
+) -> None:
+    if os.path.basename(str(relative_path)) == "README.md":
+        content[0] = mark_sections(content[0])
+
+
+# -- docstrings ---------------------------------------------------------------------------
+
+
+def google_docstrings(
+    app: Sphinx, what: str, name: str, obj: Any, options: Any, lines: list[str]
+) -> None:
+    """Napoleon's reading of Google-style sections, for all but attributes and constants.
+
+    Napoleon reads the first line of an attribute's docstring as ``type: description``; the
+    docstrings of couchids' properties and constants are prose whose first line may hold a
+    colon (``Newest-first ids: later times have smaller keys.``), and their types come from
+    the annotations. So ``napoleon_google_docstring`` is off in conf.py and this runs instead.
+    """
+    if what in ("attribute", "property", "data"):
+        return
+    lines[:] = GoogleDocstring(lines, app.config, app, what, name, obj, options).lines()
+
+
+# -- the command line ---------------------------------------------------------------------
+
+
+def escape(text: str) -> str:
+    """``text`` as reStructuredText that shows every character as it is."""
+    return re.sub(r"([^\w\s])", r"\\\1", text)
+
+
+def indent(text: str, prefix: str = "   ") -> list[str]:
+    return [prefix + line if line.strip() else "" for line in text.splitlines()]
+
+
+@contextlib.contextmanager
+def columns(width: int) -> Iterator[None]:
+    """argparse wraps usage to the terminal (``COLUMNS``): fix the width for the build."""
+    before = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = str(width)
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["COLUMNS"]
+        else:
+            os.environ["COLUMNS"] = before
+
+
+def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """The subcommands of ``parser``, by name, in the order ``--help`` lists them."""
+    found: dict[str, argparse.ArgumentParser] = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            found.update(action.choices)
+    return found
+
+
+def summaries(parser: argparse.ArgumentParser) -> dict[str, str]:
+    """The one-line help of each subcommand, as ``couchids --help`` shows it."""
+    found: dict[str, str] = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for choice in action._choices_actions:
+                found[choice.dest] = choice.help or ""
+    return found
+
+
+def invocation(parser: argparse.ArgumentParser, action: argparse.Action) -> str:
+    """``--type T``, ``-h, --help``, ``--format {bars,spark}``: as ``--help`` writes it."""
+    formatter = parser._get_formatter()
+    return formatter._format_action_invocation(action)
+
+
+def help_text(parser: argparse.ArgumentParser, action: argparse.Action) -> str:
+    formatter = parser._get_formatter()
+    text = formatter._expand_help(action) if action.help else ""
+    if action.choices is not None and action.metavar is not None:
+        # The usage shows the choices only where no metavar stands for them.
+        listed = ", ".join(str(choice) for choice in action.choices)
+        text = f"{text} (one of {listed})" if text else f"one of {listed}"
+    return text
+
+
+def usage(parser: argparse.ArgumentParser) -> str:
+    with columns(USAGE_WIDTH):
+        return parser.format_usage().removeprefix("usage: ").strip()
+
+
+def command_rst(parser: argparse.ArgumentParser, summary: str) -> list[str]:
+    """One command as reStructuredText: title, summary, usage, description, options, epilog."""
+    title = parser.prog
+    lines = [f".. _cli-{title.replace(' ', '-')}:", "", title, "-" * len(title), ""]
+    lines += [".. code-block:: text", "", *indent(usage(parser)), ""]
+    # The description says more than the one line of help that ``couchids --help`` lists.
+    if parser.description or summary:
+        lines += [escape(parser.description or summary), ""]
+    lines += [f".. program:: {title}", ""]
+    for group in parser._action_groups:
+        actions = [a for a in group._group_actions if a.help is not argparse.SUPPRESS]
+        actions = [a for a in actions if not isinstance(a, argparse._SubParsersAction)]
+        if not actions:
+            continue
+        lines += [f".. rubric:: {escape(group.title or 'options')}", ""]
+        if group.description:
+            lines += [escape(group.description), ""]
+        for action in actions:
+            lines += [f".. option:: {invocation(parser, action)}", ""]
+            text = help_text(parser, action)
+            if text:
+                lines += [*indent(escape(text)), ""]
+    exclusive = [
+        " | ".join(a.option_strings[0] for a in group._group_actions if a.option_strings)
+        for group in parser._mutually_exclusive_groups
+    ]
+    if exclusive:
+        lines += ["Only one of each: " + "; ".join(f"``{e}``" for e in exclusive) + ".", ""]
+    if parser.epilog:
+        lines += [".. code-block:: text", "", *indent(parser.epilog), ""]
+    return lines
+
+
+class CommandLine(SphinxDirective):
+    """``.. couchids-cli::``: the whole ``couchids`` command, from its parser."""
+
+    has_content = False
+
+    def run(self) -> list[nodes.Node]:
+        from couchids import cli
+
+        parser = cli._parser()
+        lines = command_rst(parser, "")
+        helps = summaries(parser)
+        lines += [".. rubric:: commands", ""]
+        for name, command in subcommands(parser).items():
+            lines += [f"- :ref:`{command.prog} <cli-{command.prog.replace(' ', '-')}>`: "]
+            lines[-1] += escape(helps.get(name, ""))
+        lines.append("")
+        for name, command in subcommands(parser).items():
+            lines += command_rst(command, helps.get(name, ""))
+        for module in ("couchids.cli", "couchids.cli_lifecycle"):
+            self.env.note_dependency(importlib.import_module(module).__file__ or "")
+        return nested_parse_to_nodes(self.state, StringList(lines), source="<couchids-cli>")
+
+
+# -- the API --------------------------------------------------------------------------------
+
+
+def public_module(page: str) -> ModuleType:
+    return importlib.import_module("couchids.aio" if page == "aio" else "couchids")
+
+
+def defined_in(obj: Any) -> str:
+    """The module that defines ``obj``, or that of its class for a value (a form, a flag)."""
+    module = getattr(obj, "__module__", None)
+    if isinstance(module, str) and (inspect.isroutine(obj) or inspect.isclass(obj)):
+        return module
+    return type(obj).__module__
+
+
+def page_of(name: str, obj: Any, pages: dict[str, list[str]]) -> str:
+    if inspect.isclass(obj) and issubclass(obj, BaseException):
+        return "errors"
+    module = defined_in(obj)
+    best, best_len = "other", 0
+    for page, prefixes in pages.items():
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best_len:
+                best, best_len = page, len(prefix)
+    return best
+
+
+def kind_of(obj: Any) -> str:
+    if inspect.isclass(obj):
+        return "Exceptions" if issubclass(obj, BaseException) else "Classes"
+    if inspect.isroutine(obj):
+        return "Functions"
+    return "Constants"
+
+
+def names_on(page: str, pages: dict[str, list[str]]) -> list[str]:
+    """The sorted public names that belong on ``page``."""
+    module = public_module(page)
+    names = sorted(module.__all__)
+    if page == "aio":
+        return names
+    return [n for n in names if page_of(n, getattr(module, n), pages) == page]
+
+
+def attribute_doc(package: ModuleType, name: str, obj: Any) -> list[str]:
+    """The ``#:`` comment above the assignment of a constant, in whichever module holds it."""
+    others = (m for m in list(sys.modules) if m.startswith("couchids.") and m != package.__name__)
+    homes = [package.__name__, *sorted(others)]
+    for home in homes:
+        module = sys.modules.get(home)
+        if module is None or getattr(module, name, None) is not obj:
+            continue
+        try:
+            docs = ModuleAnalyzer.for_module(home).find_attr_docs()
+        except Exception:  # a module without source: look further
+            continue
+        if ("", name) in docs:
+            return [line for line in docs[("", name)] if line is not None]
+    return []
+
+
+def constant_rst(package: ModuleType, name: str, obj: Any) -> list[str]:
+    from couchids import IdForm
+
+    lines = [f".. py:data:: {name}", f"   :module: {package.__name__}"]
+    lines += [f"   :value: {obj!r}", ""]
+    doc = attribute_doc(package, name, obj)
+    if not doc and isinstance(obj, IdForm):
+        cls = type(obj).__name__
+        public = getattr(package, cls, None) is type(obj)
+        kind = f":class:`~couchids.{cls}`" if public else f"``{cls}``"
+        doc = [f"The ``{obj}`` id form, a {kind}."]
+    return lines + indent("\n".join(doc)) + [""]
+
+
+def entry_rst(package: ModuleType, name: str, obj: Any) -> list[str]:
+    full = f"{package.__name__}.{name}"
+    kind = kind_of(obj)
+    if kind == "Functions":
+        return [f".. autofunction:: {full}", ""]
+    if kind == "Exceptions":
+        return [f".. autoexception:: {full}", "   :members:", "   :show-inheritance:", ""]
+    if kind == "Classes":
+        return [f".. autoclass:: {full}", "   :members:", ""]
+    return constant_rst(package, name, obj)
+
+
+class PublicNames(SphinxDirective):
+    """``.. couchids-api:: PAGE``: every public name that belongs on PAGE, by kind."""
+
+    required_arguments = 1
+
+    def run(self) -> list[nodes.Node]:
+        page = self.arguments[0]
+        pages: dict[str, list[str]] = self.config.couchids_api_pages
+        package = public_module(page)
+        names = names_on(page, pages)
+        lines: list[str] = []
+        for kind in KINDS:
+            of_kind = [n for n in names if kind_of(getattr(package, n)) == kind]
+            if not of_kind:
+                continue
+            if len({kind_of(getattr(package, n)) for n in names}) > 1:
+                lines += [kind, "-" * len(kind), ""]
+            for name in of_kind:
+                lines += entry_rst(package, name, getattr(package, name))
+        self.env.note_dependency(package.__file__ or "")
+        return nested_parse_to_nodes(self.state, StringList(lines), source=f"<api {page}>")
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    app.add_config_value("couchids_api_pages", {}, "env")
+    app.add_directive("couchids-cli", CommandLine)
+    app.add_directive("couchids-api", PublicNames)
+    app.connect("include-read", on_include_read)
+    app.setup_extension("sphinx.ext.napoleon")
+    app.connect("autodoc-process-docstring", google_docstrings)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
