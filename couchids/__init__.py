@@ -30,6 +30,7 @@ from .errors import (
     ServerTimeoutError,
     UnauthorizedError,
 )
+from .explain import explain_empty
 from .forms import (
     KUUID,
     KUUID_MS,
@@ -125,6 +126,7 @@ __all__ = [
     "create_short",
     "decode",
     "expire",
+    "explain_empty",
     "export",
     "follow",
     "form_named",

@@ -28,6 +28,7 @@ from .core.protocol import DEFAULT_TIMEOUT, MAX_TIMEOUT, dumps
 from .decode import DecodedId, decode
 from .doctypes import ALL_TYPES, AllTypes
 from .errors import InvalidArgumentError, InvalidInputError, InvalidTimeError, ServerError
+from .explain import explain_empty
 from .forms import NAMED_FORMS, V7, V7S, IdForm, KuuidForm, form_named
 from .query import DEFAULT_PARALLEL, REMOTE_PARALLEL, latest, window_pages
 from .server import TokenTimeout
@@ -214,10 +215,13 @@ def _decode(args: argparse.Namespace) -> int:
 def _latest(args: argparse.Namespace) -> int:
     form = _form(args)
     client = _connect()
-    docs = latest(client, _db(args.db), args.n, type=_scope(args), form=form, timeout=args.timeout)
+    scope = _scope(args)
+    docs = latest(client, _db(args.db), args.n, type=scope, form=form, timeout=args.timeout)
     out = sys.stdout
     for doc in docs:
         out.write(_json(doc) + "\n")
+    if not docs and args.n:
+        _note_empty(client, args.db, scope, form, args.timeout)
     return EXIT_OK
 
 
@@ -229,12 +233,13 @@ def _window(args: argparse.Namespace) -> int:
     client = _connect()
     out = _Blocks(sys.stdout)
     progress = _Progress(sys.stderr)
+    scope = _scope(args)
     pages = window_pages(
         client,
         _db(args.db),
         start,
         end,
-        type=_scope(args),
+        type=scope,
         form=form,
         newest_first=not args.oldest_first,
         include_docs=not args.ids_only,
@@ -252,6 +257,8 @@ def _window(args: argparse.Namespace) -> int:
         out.flush()
         progress.clear()
         _close(pages)
+    if not count:
+        _note_empty(client, args.db, scope, form, args.timeout)
     return EXIT_OK
 
 
@@ -261,6 +268,22 @@ def _window(args: argparse.Namespace) -> int:
 def _connect() -> CloudantV1:
     """A client from ibmcloudant's standard configuration, or one line saying what to set."""
     return connect()
+
+
+def _note_empty(
+    client: CloudantV1, db: str, scope: str | AllTypes | None, form: IdForm, timeout: float
+) -> None:
+    """After an answer with nothing in it, a note on stderr saying why, when the database
+    shows a reason (:func:`couchids.explain_empty`); the exit status stays 0."""
+    if scope is ALL_TYPES:
+        return
+    try:
+        why = explain_empty(client, db, type=scope, form=form, style="command", timeout=timeout)
+    except ServerError:
+        # The answer, nothing, stands: failing to find out why is not the command failing.
+        return
+    if why is not None:
+        print(f"couchids: note: {why}", file=sys.stderr)
 
 
 def _db(name: str) -> str:
@@ -685,6 +708,8 @@ def _parser() -> argparse.ArgumentParser:
     _timeout_flag(win, "a request (one page)")
     _form_flags(win, "of the ids in DB")
     win.set_defaults(run=_window)
-    tools = Tools(_connect, _form, _form_flags, parse_time, _timeout_flag, _parallel_flag)
+    tools = Tools(
+        _connect, _form, _form_flags, parse_time, _timeout_flag, _parallel_flag, _note_empty
+    )
     add_commands(commands, tools)
     return parser

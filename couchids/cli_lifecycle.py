@@ -37,7 +37,7 @@ _BAR_WIDTH = 40
 @dataclass(frozen=True)
 class Tools:
     """What the subcommands take from :mod:`couchids.cli`: the client, the id form, times,
-    the ``--timeout`` and ``--parallel`` flags."""
+    the ``--timeout`` and ``--parallel`` flags, and the note after an empty answer."""
 
     connect: Callable[[], CloudantV1]
     form: Callable[[argparse.Namespace], IdForm]
@@ -45,6 +45,7 @@ class Tools:
     parse_time: Callable[[str, int], int]
     timeout_flag: Callable[[argparse.ArgumentParser, str], None]
     parallel_flag: Callable[[argparse.ArgumentParser], None]
+    note_empty: Callable[[CloudantV1, str, str | None, IdForm, float], None]
 
 
 def sparkline(values: list[int]) -> str:
@@ -78,29 +79,33 @@ def add_commands(commands: Any, tools: Tools) -> None:
 
     def run_count(args: argparse.Namespace) -> int:
         start, end = times(args)
+        client, form = tools.connect(), tools.form(args)
         n = count(
-            tools.connect(),
+            client,
             args.db,
             start,
             end,
             type=args.type,
-            form=tools.form(args),
+            form=form,
             exact=args.exact,
             timeout=args.timeout,
         )
         print(n)
+        if not n:
+            tools.note_empty(client, args.db, args.type, form, args.timeout)
         return 0
 
     def run_histogram(args: argparse.Namespace) -> int:
         start, end = times(args)
+        client, form = tools.connect(), tools.form(args)
         buckets = histogram(
-            tools.connect(),
+            client,
             args.db,
             start,
             end,
             every=args.every,
             type=args.type,
-            form=tools.form(args),
+            form=form,
             exact=args.exact,
             timeout=args.timeout,
         )
@@ -120,6 +125,8 @@ def add_commands(commands: Any, tools: Tools) -> None:
             for b in buckets:
                 bar = "█" * round(b.count * _BAR_WIDTH / top)
                 out.write(f"{_iso(b.start)}  {b.count:>8}  {bar}\n")
+        if not any(b.count for b in buckets):
+            tools.note_empty(client, args.db, args.type, form, args.timeout)
         return 0
 
     def run_expire(args: argparse.Namespace) -> int:
@@ -186,6 +193,8 @@ def add_commands(commands: Any, tools: Tools) -> None:
             sys.stdout.flush()
             return _interrupted(bar, mark)
         bar.close()
+        if not mark.done and args.after is None:
+            tools.note_empty(client, args.db, args.type, form, args.timeout)
         return 0
 
     def run_tail(args: argparse.Namespace) -> int:

@@ -1,0 +1,237 @@
+"""Why a query found nothing: :func:`explain_empty`.
+
+An empty answer is right by the query's own rules, but the reason is often in the database:
+its ids are typed and the query asked for untyped ones (the FAQ's first question), they are of
+another form (UUIDv7s asked for as kuuid ids), or the type is misspelt. :func:`explain_empty`
+looks, with a few small ``_all_docs`` requests, and says which in one sentence; the command
+prints it after an empty ``latest``, ``window``, ``count``, ``histogram`` or ``export``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Final, Literal
+
+from ibmcloudant.cloudant_v1 import CloudantV1
+
+from .constants import SEPARATORS, TYPE_SEPARATOR
+from .core import alltypes
+from .core.protocol import (
+    DEFAULT_TIMEOUT,
+    KeySpan,
+    Program,
+    RetryPolicy,
+    ask,
+    expect_rows,
+    path,
+    post_json,
+)
+from .core.scan import read_policy
+from .decode import TIMELESS_FORMS, decode
+from .errors import InvalidArgumentError, InvalidIdError
+from .forms import KUUID, IdForm
+from .keys import type_step, window_keys
+from .server import check_client, check_db, run
+
+__all__ = ["SAMPLE", "Style", "explain_empty"]
+
+#: Ids read from each place looked at: the start of the scope and the form's key range in it.
+SAMPLE: Final = 20
+#: Types named in a message before ``...``.
+_NAMED_TYPES: Final = 8
+#: Who reads the advice: Python code (``type='order'``) or the command (``--type order``).
+Style = Literal["python", "command"]
+
+
+def explain_empty(
+    client: CloudantV1,
+    db: str,
+    *,
+    type: str | None = None,
+    form: IdForm = KUUID,
+    style: Style = "python",
+    timeout: float | None = DEFAULT_TIMEOUT,
+) -> str | None:
+    """Why a query of ``type`` and ``form`` on ``db`` may have found nothing, when the
+    database shows a reason; ``None`` when it holds ids of that type and form (then the time
+    window, or ``n``, is why) or nothing at all.
+
+    The reasons, each with what to pass instead:
+
+    - no untyped ids, but typed ones: ``no untyped kuuid ids in 'shop'; it holds ids of types
+      order, user: pass type='order' or type=couchids.ALL_TYPES``;
+    - no ids of ``type``, but of other types (a misspelt type), or only untyped ones;
+    - ids of the scope, but none of ``form``: the message names the forms they read as
+      (:func:`couchids.decode`), such as ``v7s``, and the one to pass.
+
+    Costs two or three ``_all_docs`` requests of at most ``SAMPLE`` ids, and, when the
+    scope is empty, the search for the types present (about one request per type, see
+    ``couchids.query.types_present``).
+
+    Args:
+        client: an ``ibmcloudant`` ``CloudantV1`` client.
+        db: the database name.
+        type, form: the scope and form of the query that found nothing (``None``: untyped).
+        style: ``"python"`` for advice in arguments (``type='order'``), ``"command"`` in
+            flags of the ``couchids`` command (``--type order``).
+        timeout: seconds each request may take, retries included (default 60).
+
+    Raises:
+        InvalidArgumentError, InvalidTypeError: bad arguments.
+        ServerError: (or a subclass, such as ``DatabaseNotFoundError``) the server failed.
+
+    Example::
+
+        if not couchids.latest(client, "shop"):
+            print(couchids.explain_empty(client, "shop"))
+            # no untyped kuuid ids in 'shop'; it holds ids of types order, user: pass
+            # type='order' or type=couchids.ALL_TYPES
+    """
+    client, db = check_client(client), check_db(db)
+    if not isinstance(form, IdForm):
+        raise InvalidArgumentError(f"form={form!r}: pass an IdForm such as couchids.KUUID")
+    if style not in ("python", "command"):
+        raise InvalidArgumentError(f"style={style!r}: 'python' or 'command'")
+    prefix = form.type_prefix(type)
+    policy = read_policy(timeout, "explain_empty")
+    return run(client, _explain(db, type, prefix, form, style, policy))
+
+
+def _explain(
+    db: str, doc_type: str | None, prefix: str, form: IdForm, style: Style, policy: RetryPolicy
+) -> Program[str | None]:
+    advice = _Advice(style)
+    scope = (
+        f"the untyped ids of {db!r}"
+        if doc_type is None
+        else f"the ids of type {doc_type!r} in {db!r}"
+    )
+    # Ids of the form where the query looked (any time): the time is why it found none.
+    if form.sortable:
+        keys = window_keys(form, doc_type, 0, (form.max_unit + 1) * form.unit_ms)
+        if keys is not None:
+            probe = yield from _ids(db, keys.low, keys.high, policy)
+            matches = form.matcher(prefix)
+            if any(matches(doc_id) and _is_of(doc_id, form) for doc_id in probe):
+                return None
+    start = yield from _ids(db, "", None, policy)
+    if doc_type is None:
+        scoped = [doc_id for doc_id in start if _untyped(doc_id, form.separator)]
+    else:
+        scoped = yield from _ids(db, prefix, _after_prefix(prefix), policy)
+    if scoped:
+        return _other_forms(scope, form, scoped, advice)
+    types = yield from alltypes.types_present(db, form.separator, policy.renewed())
+    if doc_type is None:
+        if not types:
+            return None
+        return (
+            f"no untyped {form} ids in {db!r}; it holds ids of types {_types(types)}: "
+            f"{advice.typed(types[0])}"
+        )
+    others = [t for t in types if t != doc_type]
+    if others:
+        return (
+            f"no ids of type {doc_type!r} in {db!r}; it holds ids of types {_types(others)}: "
+            f"{advice.another_type()}"
+        )
+    if any(_untyped(doc_id, form.separator) for doc_id in start):
+        return f"no ids of type {doc_type!r} in {db!r}; its ids are untyped: {advice.untyped()}"
+    return None
+
+
+def _ids(db: str, start: str, end: str | None, policy: RetryPolicy) -> Program[list[str]]:
+    """Up to ``SAMPLE`` ids from ``start`` (inclusive) to ``end`` (exclusive)."""
+    options: dict[str, Any] = {"limit": SAMPLE + 1}
+    if start:
+        options["start_key"] = start
+    if end is not None:
+        options["end_key"] = end
+    each = policy.renewed()
+    reply = yield from ask(post_json(path(db, "_all_docs"), options), each, db)
+    rows = expect_rows(reply.body, each, db, sent=reply.sent, span=KeySpan(start or None, end))
+    return [row["id"] for row in rows if row["id"] != end][:SAMPLE]
+
+
+def _after_prefix(prefix: str) -> str:
+    """The smallest key above every id that starts with ``prefix``."""
+    return prefix[:-1] + chr(ord(prefix[-1]) + 1)
+
+
+def _untyped(doc_id: str, separator: str) -> bool:
+    """Whether ``doc_id`` is neither a design (or other ``_``) document nor a typed id."""
+    return not doc_id.startswith("_") and type_step(doc_id, separator).doc_type is None
+
+
+def _is_of(doc_id: str, form: IdForm) -> bool:
+    """Whether ``doc_id`` may be an id of ``form``: it reads as one, or cannot be told (a
+    reading outside 2000-2100, a form decode() does not guess); not when it reads as another
+    (a second-precision kuuid id also matches a millisecond form, as a time in 1970)."""
+    try:
+        decoded = decode(doc_id)
+    except InvalidIdError:
+        return True
+    return decoded.form.with_separator(form.separator) == form
+
+
+def _reading(doc_id: str) -> tuple[str, bool, str] | None:
+    """``(form name, holds a time, separator)`` of the form ``doc_id`` reads as, or ``None``."""
+    try:
+        decoded = decode(doc_id)
+    except InvalidIdError:
+        for form in TIMELESS_FORMS:
+            for sep in SEPARATORS:
+                try:
+                    return str(decode(doc_id, form=form.with_separator(sep)).form), False, sep
+                except InvalidIdError:
+                    continue
+        return None
+    return str(decoded.form), True, decoded.form.separator
+
+
+def _other_forms(scope: str, form: IdForm, ids: list[str], advice: _Advice) -> str:
+    readings = [_reading(doc_id) for doc_id in ids]
+    known = Counter(reading for reading in readings if reading is not None)
+    ranked = [reading for reading, _count in known.most_common()]
+    named = [name + ("" if timed else " (which holds no time)") for name, timed, _ in ranked]
+    if None in readings:
+        named.append("no form couchids knows")
+    # An id of the reading named first (the most common), or of none.
+    example = ids[readings.index(ranked[0] if ranked else None)]
+    if len(example) > 60:
+        example = example[:57] + "..."
+    sentence = f"{scope} are not {form} ids: they read as {', '.join(named)} (such as {example!r})"
+    timed = [(name, sep) for name, has_time, sep in ranked if has_time]
+    if timed:
+        return f"{sentence}: {advice.form(*timed[0])}"
+    return f"{sentence}; time queries read only forms with a time"
+
+
+def _types(types: list[str]) -> str:
+    shown = ", ".join(types[:_NAMED_TYPES])
+    return shown if len(types) <= _NAMED_TYPES else f"{shown}, ... ({len(types)} types)"
+
+
+class _Advice:
+    """What to pass instead, in the words of Python code or of the command."""
+
+    def __init__(self, style: Style) -> None:
+        self.command = style == "command"
+
+    def typed(self, example: str) -> str:
+        if self.command:
+            return f"pass --type {example} or --all-types"
+        return f"pass type={example!r} or type=couchids.ALL_TYPES"
+
+    def another_type(self) -> str:
+        return "pass --type with one of them" if self.command else "pass type= one of them"
+
+    def untyped(self) -> str:
+        return "leave out --type" if self.command else "pass type=None"
+
+    def form(self, name: str, separator: str) -> str:
+        if self.command:
+            sep = "" if separator == TYPE_SEPARATOR else f" --sep {separator}"
+            return f"pass --form {name}{sep}"
+        sep = "" if separator == TYPE_SEPARATOR else f".with_separator({separator!r})"
+        return f"pass form=couchids.form_named({name!r}){sep}"
