@@ -131,9 +131,13 @@ class FaultProxy:
         self._rules: list[_Rule] = []
         self._lock = threading.Lock()
         self._arrived = threading.Condition(self._lock)
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        """The class that handles each request: a subclass of the proxy may extend it."""
+        return _handler_for(self)
 
     @property
     def url(self) -> str:
