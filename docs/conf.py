@@ -79,6 +79,7 @@ couchids_api_pages = {
     ],
     "queries": [
         "couchids.connect",
+        "couchids.explain",
         "couchids.query",
         "couchids.doctypes",
         "couchids.write",
