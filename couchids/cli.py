@@ -1,9 +1,12 @@
 """The ``couchids`` command: make and read ids, and export documents by the time in their ids.
 
-``couchids new`` and ``couchids decode`` work offline; ``couchids latest`` and
-``couchids window`` read a database through an ``ibmcloudant`` client configured the standard
-way (``CLOUDANT_URL``, ``CLOUDANT_AUTH_TYPE``, ...). Every failure is one line on stderr, with
-every credential of the configuration (password, API key, the user:password of a URL) masked.
+``couchids new`` and ``couchids decode`` work offline; every other command (``latest``,
+``window`` and those of :mod:`couchids.cli_lifecycle`) talks to a database through an
+``ibmcloudant`` client configured the standard way (``CLOUDANT_URL``, ``CLOUDANT_AUTH_TYPE``,
+...: :func:`couchids.connect`). Every failure is one line on stderr, with every credential of
+the configuration (password, API key, the user:password of a URL) masked. An answer with
+nothing in it is followed by a note on stderr when the database shows why
+(:func:`couchids.explain_empty`).
 """
 
 from __future__ import annotations
@@ -542,8 +545,9 @@ def _form_name_flags(group: Any) -> None:
 
 
 EPILOG = f"""\
-server (latest, window): ibmcloudant's standard configuration, such as
+server (every command but new and decode): ibmcloudant's standard configuration, such as
   CLOUDANT_URL=http://127.0.0.1:5984 CLOUDANT_AUTH_TYPE=noauth
+  CLOUDANT_URL=http://admin:pass@127.0.0.1:5984 (user:password@ means basic)
   CLOUDANT_AUTH_TYPE=basic (or couchdb_session) with CLOUDANT_USERNAME, CLOUDANT_PASSWORD
   CLOUDANT_AUTH_TYPE=iam with CLOUDANT_APIKEY
   CLOUDANT_ENABLE_RETRIES=true to retry 429 and 5xx answers
@@ -557,11 +561,18 @@ exit status:
      named by a flag that cannot be opened (rekey --mapping), or output characters that
      stdout's encoding lacks (set PYTHONIOENCODING=utf-8)
 
+An empty answer is followed by a note on stderr when the database shows why (its ids are
+typed, or of another form), with the flags to use instead; the exit status stays 0.
+
 examples:
   couchids new --type user -n 3
   couchids decode user:001eVnWK1bu9mX3BsHnX0mhxvQ1ba2Xn
   couchids latest orders -n 5 --type order
   couchids window orders --since 24h --type order > last-day.jsonl
+  couchids histogram orders --since 7d --every 1d --type order
+  couchids tail orders --type order -f
+
+Each command's --help has more examples.
 """
 
 NEW_EPILOG = f"""\
@@ -619,7 +630,8 @@ def _parser() -> argparse.ArgumentParser:
     raw = argparse.RawDescriptionHelpFormatter
     parser = _Parser(
         prog="couchids",
-        description="Time-sortable CouchDB/Cloudant document ids, kuuid-compatible.",
+        description="Time-sortable CouchDB/Cloudant document ids, kuuid-compatible.\nnew and "
+        "decode work offline; the other commands read (or write) a database on a server.",
         epilog=EPILOG,
         formatter_class=raw,
     )
@@ -628,7 +640,7 @@ def _parser() -> argparse.ArgumentParser:
 
     new = commands.add_parser(
         "new",
-        help="make ids",
+        help="make ids (offline)",
         description="Make ids, one per line.",
         epilog=NEW_EPILOG,
         formatter_class=raw,
@@ -641,7 +653,7 @@ def _parser() -> argparse.ArgumentParser:
 
     dec = commands.add_parser(
         "decode",
-        help="read the type, time and form of ids",
+        help="read the type, time and form of ids (offline)",
         description="Read ids given as arguments, or one per line on stdin.",
         epilog=DECODE_EPILOG,
         formatter_class=raw,
@@ -709,7 +721,14 @@ def _parser() -> argparse.ArgumentParser:
     _form_flags(win, "of the ids in DB")
     win.set_defaults(run=_window)
     tools = Tools(
-        _connect, _form, _form_flags, parse_time, _timeout_flag, _parallel_flag, _note_empty
+        _connect,
+        _form,
+        _form_flags,
+        parse_time,
+        _timeout_flag,
+        _parallel_flag,
+        _note_empty,
+        TIME_HELP,
     )
     add_commands(commands, tools)
     return parser

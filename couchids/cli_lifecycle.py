@@ -12,12 +12,14 @@ import csv
 import json
 import os
 import sys
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TextIO
 
 from ibmcloudant.cloudant_v1 import CloudantV1
 
+from .core.counting import parse_every
 from .core.expiry import ExpireReport
 from .core.rekeying import RekeyReport
 from .core.scan import Checkpoint, read_policy
@@ -26,9 +28,20 @@ from .forms import IdForm
 from .lifecycle import count, counted, expire, export, follow, histogram, rekey
 from .times import now_ms
 
-__all__ = ["EXIT_INTERRUPTED", "SPARKS", "Tools", "add_commands", "sparkline"]
+__all__ = [
+    "EXIT_INTERRUPTED",
+    "SPARKS",
+    "TAIL_POLL_SECONDS",
+    "Tools",
+    "add_commands",
+    "parse_duration",
+    "sparkline",
+]
 
 EXIT_INTERRUPTED = 130
+#: How often ``tail --for`` asks for new changes. A long poll cannot be cut short at the end
+#: of the time: PouchDB Server holds one open until a change comes, whatever its timeout.
+TAIL_POLL_SECONDS = 1.0
 #: Eight heights of a sparkline.
 SPARKS = "▁▂▃▄▅▆▇█"
 _BAR_WIDTH = 40
@@ -46,6 +59,8 @@ class Tools:
     timeout_flag: Callable[[argparse.ArgumentParser, str], None]
     parallel_flag: Callable[[argparse.ArgumentParser], None]
     note_empty: Callable[[CloudantV1, str, str | None, IdForm, float], None]
+    #: What a TIME may be, for the help.
+    time_help: str
 
 
 def sparkline(values: list[int]) -> str:
@@ -58,6 +73,25 @@ def sparkline(values: list[int]) -> str:
     if top == 0:
         return SPARKS[0] * len(values)
     return "".join(SPARKS[min(len(SPARKS) - 1, v * (len(SPARKS) - 1) // top)] for v in values)
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in a duration of the command line: a whole number and a unit, ``s``, ``m``
+    (minutes), ``h``, ``d`` or ``w``.
+
+    Raises:
+        argparse.ArgumentTypeError: anything else (the command's usage error).
+
+    >>> parse_duration("90s"), parse_duration("2h")
+    (90.0, 7200.0)
+    """
+    try:
+        return parse_every(text) / 1000
+    except InvalidArgumentError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a duration: give a whole number and a unit, s, m (minutes), h, "
+            "d or w, such as 30s, 10m or 2h"
+        ) from None
 
 
 def add_commands(commands: Any, tools: Tools) -> None:
@@ -97,6 +131,9 @@ def add_commands(commands: Any, tools: Tools) -> None:
 
     def run_histogram(args: argparse.Namespace) -> int:
         start, end = times(args)
+        # The first bucket is a whole one, labelled at its aligned start (--since 7d --every 1d
+        # starts at a UTC midnight): the library's inner edges are these multiples already.
+        start -= start % parse_every(args.every)
         client, form = tools.connect(), tools.form(args)
         buckets = histogram(
             client,
@@ -200,23 +237,36 @@ def add_commands(commands: Any, tools: Tools) -> None:
     def run_tail(args: argparse.Namespace) -> int:
         client, form = tools.connect(), tools.form(args)
         mark = Checkpoint(since=args.since)
-        out = sys.stdout
-        try:
-            for doc in follow(
+        deadline = None if args.duration is None else time.monotonic() + args.duration
+        left: int | None = args.limit
+
+        def changes(wait: bool) -> Iterator[dict[str, Any]]:
+            return follow(
                 client,
                 args.db,
                 type=args.type,
                 form=form,
                 checkpoint=mark,
-                wait=args.follow,
+                wait=wait,
                 timeout=args.timeout,
-            ):
-                out.write(json.dumps(doc, separators=(",", ":")) + "\n")
-                out.flush()
+            )
+
+        try:
+            if deadline is None:
+                _write_docs(changes(args.follow), left, None)
+                return 0
+            # --for: rounds that each read what is new and return, until the time is up.
+            while True:
+                written = _write_docs(changes(False), left, deadline)
+                if left is not None:
+                    left -= written
+                remaining = deadline - time.monotonic()
+                if left == 0 or remaining <= 0:
+                    return 0
+                time.sleep(min(TAIL_POLL_SECONDS, remaining))
         except KeyboardInterrupt:
             print(f"couchids: stopped; continue with --since {mark.since}", file=sys.stderr)
             return EXIT_INTERRUPTED
-        return 0
 
     def run_rekey(args: argparse.Namespace) -> int:
         secret = os.environ.get(args.key_env)
@@ -262,6 +312,18 @@ def add_commands(commands: Any, tools: Tools) -> None:
         "count",
         help="count the documents made in a time window",
         description="Print the number of documents made in a window.",
+        epilog=f"""\
+Prints how many documents of --type (untyped ids by default) and of the form were made at a
+time t with SINCE <= t < UNTIL. On CouchDB and Cloudant that takes two requests however many
+there are, and ids of other forms inside the key range count too; --exact reads the ids and
+counts only those of the form (on PouchDB Server the ids are always read).
+
+TIME is {tools.time_help}.
+
+examples:
+  couchids count shop --since 30d --type order
+  couchids count shop --since 2024-05-01 --until 2024-06-01 --type order --exact
+""",
         formatter_class=raw,
     )
     window_args(p)
@@ -275,10 +337,28 @@ def add_commands(commands: Any, tools: Tools) -> None:
         "histogram",
         help="count documents per hour, day, ...",
         description="Counts per bucket, aligned to UTC.",
+        epilog=f"""\
+Prints the count of each bucket of --every, oldest first. Buckets are aligned to UTC: each
+edge is a whole number of --every since 1970-01-01T00:00Z, and the first bucket starts at SINCE
+rounded down to one, so --since 7d --every 1d starts at a UTC midnight and is a whole day
+(--every 1w starts on a Thursday, as 1970-01-01 did); the last bucket ends at UNTIL. Formats:
+bars (a line per bucket), spark (one line), csv, json (a line per bucket).
+
+TIME is {tools.time_help}.
+
+examples:
+  couchids histogram shop --since 7d --every 1d --type order
+  couchids histogram shop --since 24h --format spark --type order
+  couchids histogram shop --since 2024-05-01 --until 2024-06-01 --every 1d --format csv
+""",
         formatter_class=raw,
     )
     window_args(p)
-    p.add_argument("--every", default="1h", help="bucket width: 15m, 1h, 1d, 1w (default 1h)")
+    p.add_argument(
+        "--every",
+        default="1h",
+        help="bucket width, a whole number of s, m, h, d or w: 15m, 1h, 1d, 1w (default 1h)",
+    )
     p.add_argument("--format", choices=("bars", "spark", "csv", "json"), default="bars")
     p.add_argument(
         "--exact", action="store_true", help="scan every bucket: foreign ids anywhere left out"
@@ -290,6 +370,17 @@ def add_commands(commands: Any, tools: Tools) -> None:
         "expire",
         help="delete the documents of a type made before a time",
         description="Dry run unless --yes.",
+        epilog=f"""\
+Deletes the documents of --type whose ids were made before --before; without --yes it only
+counts them. Safe to run again, also after Ctrl-C, which prints the --after ID to resume with.
+A document changed meanwhile is kept and named on stderr, and the exit status is then 1.
+
+TIME is {tools.time_help}.
+
+examples:
+  couchids expire shop --before 90d --type order           how many would go
+  couchids expire shop --before 90d --type order --yes     delete them
+""",
         formatter_class=raw,
     )
     p.add_argument("db", metavar="DB", help="database name")
@@ -306,6 +397,17 @@ def add_commands(commands: Any, tools: Tools) -> None:
         "export",
         help="export a window as NDJSON or CSV, resumably",
         description="Oldest first; --after ID resumes.",
+        epilog=f"""\
+Writes the documents made at a time t with SINCE <= t < UNTIL, oldest first, as JSON lines,
+or with --csv FIELDS as CSV of those fields. Ctrl-C prints the --after ID to resume with.
+
+TIME is {tools.time_help}.
+
+examples:
+  couchids export shop --since 2024-05-01 --until 2024-06-01 --type order > may.jsonl
+  couchids export shop --since 7d --type order --csv _id,total > week.csv
+  couchids export shop --since 2024-05-01 --type order --after ID >> may.jsonl
+""",
         formatter_class=raw,
     )
     window_args(p)
@@ -321,11 +423,30 @@ def add_commands(commands: Any, tools: Tools) -> None:
         "tail",
         help="print new documents of a type as they arrive",
         description="JSON lines from _changes.",
+        epilog=f"""\
+Prints the documents of --type stored after --since (default: from now on) as JSON lines,
+oldest first in each batch, and stops once caught up. -f keeps waiting for more;
+--for DURATION waits that long (asking every {TAIL_POLL_SECONDS:g} s); --limit N stops after N
+documents. Ctrl-C prints the --since to continue with.
+
+examples:
+  couchids tail shop --type order -f
+  couchids tail shop --type order --since 0 --limit 10
+  couchids tail shop --type order --for 10m > orders.jsonl
+""",
         formatter_class=raw,
     )
     p.add_argument("db", metavar="DB", help="database name")
     p.add_argument("--type", metavar="T", help="only ids T:<id> (default: untyped)")
     p.add_argument("-f", "--follow", action="store_true", help="keep waiting for more")
+    p.add_argument(
+        "--for",
+        dest="duration",
+        type=parse_duration,
+        metavar="DURATION",
+        help="keep waiting for this long, then stop: 30s, 10m, 2h (implies -f)",
+    )
+    p.add_argument("--limit", type=_at_least_one, metavar="N", help="stop after N documents")
     p.add_argument("--since", default="now", help="a _changes sequence, 0, or now (default)")
     tools.form_flags(p, "of the ids in DB")
     tools.timeout_flag(p, "a request (beyond a long poll's own wait)")
@@ -335,6 +456,16 @@ def add_commands(commands: Any, tools: Tools) -> None:
         "rekey",
         help="copy a database to time-sortable ids",
         description="Resumable, idempotent; the source is only read.",
+        epilog="""\
+Copies every document of SOURCE into TARGET (which must exist) under a new id of the form,
+made at the time in --time-field (or, without it, in a CouchDB utc_random id) with a random
+part derived from the secret in --key-env: a second run makes the same ids and copies nothing
+twice. Old and new ids go to --mapping, one JSON line each. Ctrl-C prints the --after ID.
+
+examples:
+  COUCHIDS_REKEY_KEY=... couchids rekey legacy shop --time-field created --type order
+  COUCHIDS_REKEY_KEY=... couchids rekey legacy shop --type order --after ID
+""",
         formatter_class=raw,
     )
     p.add_argument("source", metavar="SOURCE", help="database to read")
@@ -357,6 +488,36 @@ def add_commands(commands: Any, tools: Tools) -> None:
     tools.form_flags(p, "of the new ids")
     tools.timeout_flag(p, "a request (a page read, a batch's write)")
     p.set_defaults(run=run_rekey)
+
+
+def _write_docs(docs: Iterator[dict[str, Any]], limit: int | None, deadline: float | None) -> int:
+    """Write ``docs`` as JSON lines, each flushed as it comes, until ``limit`` of them are out
+    or ``deadline`` (``time.monotonic()``) has passed; stop the stream; return how many."""
+    out, written = sys.stdout, 0
+    try:
+        if limit == 0:
+            return 0
+        for doc in docs:
+            out.write(json.dumps(doc, separators=(",", ":")) + "\n")
+            out.flush()
+            written += 1
+            if written == limit or (deadline is not None and time.monotonic() >= deadline):
+                break
+    finally:
+        close = getattr(docs, "close", None)
+        if close is not None:
+            close()
+    return written
+
+
+def _at_least_one(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 1")
+    return value
 
 
 def _fields(text: str) -> list[str]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 
 import pytest
 from faultproxy import FaultProxy, all_docs
@@ -54,7 +56,15 @@ def test_count_histogram_export_expire(
         "json",
     )
     days = [json.loads(line) for line in out.splitlines()]
-    assert status == 0 and sum(d["count"] for d in days) == total and len(days) == 3
+    # The first day starts at the UTC midnight before SINCE: a whole day, as counted.
+    assert status == 0 and len(days) == 3 and days[0]["start"] == "2024-04-30T00:00:00Z"
+    assert [d["end"] for d in days] == [
+        "2024-05-01T00:00:00Z",
+        "2024-05-02T00:00:00Z",
+        "2024-05-02T12:00:00Z",
+    ]
+    whole_days = couchids.count(client, db, "2024-04-30", UNTIL, type="ord", exact=True)
+    assert sum(d["count"] for d in days) == whole_days >= total
     status, out, _ = run(
         capsys,
         "histogram",
@@ -134,3 +144,69 @@ def test_export_reads_as_many_slices_at_a_time_as_parallel_says(
         assert 1 < proxy.most_in_flight <= DEFAULT_PARALLEL + 1
     else:
         assert proxy.most_in_flight == 1
+
+
+def test_histogram_buckets_start_at_a_whole_unit(
+    server: None, client: CloudantV1, db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # --since 7d (now, less seven days) and --every 1d: the first bucket is a whole UTC day.
+    status, out, _ = run(
+        capsys, "histogram", db, "--since", "7d", "--every", "1d", "--format", "json"
+    )
+    days = [json.loads(line) for line in out.splitlines()]
+    assert status == 0 and len(days) == 8
+    assert all(day["start"].endswith("T00:00:00Z") for day in days)
+    status, out, _ = run(
+        capsys, "histogram", db, "--since", "3h", "--every", "15m", "--format", "csv"
+    )
+    starts = [line.split(",")[0] for line in out.splitlines()[1:]]
+    assert status == 0 and all(start[14:16] in ("00", "15", "30", "45") for start in starts)
+    assert all(start.endswith(":00Z") for start in starts)
+
+
+def test_tail_stops_after_limit_documents(
+    server: None, client: CloudantV1, db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    populate(client, db, KUUID, 62)
+    status, out, _ = run(capsys, "tail", db, "--type", "ord", "--since", "0", "--limit", "3")
+    assert status == 0 and len(out.splitlines()) == 3
+    # Also while following: PouchDB Server would hold the long poll open for ever after.
+    status, out, _ = run(capsys, "tail", db, "--type", "ord", "--since", "0", "-f", "--limit", "2")
+    assert status == 0 and len(out.splitlines()) == 2
+
+
+def test_tail_for_a_while_prints_what_arrives_and_stops(
+    server: None, client: CloudantV1, db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    made = [KUUID.new(type="ord") for _ in range(3)]
+
+    def write_later() -> None:
+        time.sleep(0.3)
+        client.post_bulk_docs(db=db, bulk_docs={"docs": [{"_id": i} for i in made]}).get_result()
+
+    writer = threading.Thread(target=write_later)
+    began = time.monotonic()
+    writer.start()
+    try:
+        status, out, err = run(capsys, "tail", db, "--type", "ord", "--for", "2s")
+    finally:
+        writer.join()
+    took = time.monotonic() - began
+    assert (status, err) == (0, "")
+    assert sorted(json.loads(line)["_id"] for line in out.splitlines()) == sorted(made)
+    # It waits its time, and not for ever (generous: the machine may be busy).
+    assert 2 <= took < 30
+
+
+def test_tail_for_nothing(
+    server: None, client: CloudantV1, db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    began = time.monotonic()
+    assert run(capsys, "tail", db, "--for", "1s") == (0, "", "")
+    assert 1 <= time.monotonic() - began < 30
+
+
+@pytest.mark.parametrize("argv", [["--for", "soon"], ["--for", "0s"], ["--limit", "0"]])
+def test_tail_refuses_bad_limits(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run(capsys, "tail", "db", *argv)
+    assert status == 2 and out == "" and err.count("\n") == 1 and argv[1] in err

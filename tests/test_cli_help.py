@@ -1,0 +1,83 @@
+"""The help of the ``couchids`` command, computed from its parser: every subcommand shows an
+example, and the top-level help says truly which subcommands need a server."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from couchids import cli
+from couchids.cli import EXIT_BAD_INPUT, EXIT_OK, main
+
+#: The subcommands that work without a server.
+OFFLINE = {"new", "decode"}
+
+
+def subcommands() -> dict[str, argparse.ArgumentParser]:
+    parser = cli._parser()
+    (action,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(action.choices)
+
+
+def test_there_are_subcommands() -> None:
+    assert {"new", "decode", "latest", "window", "count", "histogram", "tail"} <= set(subcommands())
+
+
+@pytest.mark.parametrize("name", sorted(subcommands()))
+def test_every_subcommand_help_has_examples(name: str) -> None:
+    text = subcommands()[name].format_help()
+    section = re.search(r"^examples?:\n((?:  .*\n?)+)", text, re.IGNORECASE | re.MULTILINE)
+    assert section is not None, f"couchids {name} --help has no examples section"
+    lines = [line.strip() for line in section[1].splitlines()]
+    mine = [line for line in lines if re.match(rf"(\S+=\S+ )*couchids {name}\b", line)]
+    assert mine, f"no example of couchids {name} in its --help"
+
+
+def test_the_top_level_help_names_the_offline_subcommands(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["--help"]) == EXIT_OK
+    text = capsys.readouterr().out
+    assert "server (every command but new and decode)" in text
+    for name in subcommands():
+        listed = re.search(rf"^    {name}\s+(.*)$", text, re.MULTILINE)
+        assert listed is not None, name
+        assert ("(offline)" in listed[1]) == (name in OFFLINE), listed[0]
+
+
+def required_argv(name: str) -> list[str]:
+    """The shortest command line of a subcommand: its positionals and required options."""
+    argv = [name]
+    for action in subcommands()[name]._actions:
+        if not action.option_strings:
+            if action.nargs not in ("*", "?"):
+                argv.append(f"db{len(argv)}")
+        elif action.required:
+            argv += [action.option_strings[0], "order" if action.dest == "type" else "1d"]
+    return argv
+
+
+@pytest.mark.parametrize("name", sorted(subcommands()))
+def test_which_subcommands_need_a_server(
+    name: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # No configuration from this machine: ibmcloudant also reads credentials files and VCAP.
+    for variable in list(os.environ):
+        if variable.startswith(("CLOUDANT_", "VCAP_SERVICES", "IBM_CREDENTIALS_FILE")):
+            monkeypatch.delenv(variable)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COUCHIDS_REKEY_KEY", "not-a-real-secret")
+    argv = required_argv(name)
+    if name == "decode":
+        argv.append("user:001eVnWK1bu9mX3BsHnX0mhxvQ1ba2Xn")
+    status = main(argv)
+    err = capsys.readouterr().err
+    if name in OFFLINE:
+        assert (status, err) == (EXIT_OK, "")
+    else:
+        assert status == EXIT_BAD_INPUT and "no server is configured" in err, (argv, err)
