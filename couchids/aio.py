@@ -32,6 +32,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, M
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any, Final, TextIO, TypeVar
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import httpx
 from ibmcloudant.cloudant_v1 import CloudantV1
@@ -191,6 +192,8 @@ class AsyncClient:
             prepared = await _in_thread(self._prepare, options)
         if isinstance(prepared, BaseException):
             return _lost(prepared, effect, login=True)
+        # httpx logs each request's URL: credentials in it go as the request's auth instead.
+        prepared["url"], prepared["auth"] = _split_credentials(prepared["url"])
         return prepared
 
     async def _send(self, effect: Send, prepared: dict[str, Any]) -> Response | Lost:
@@ -205,9 +208,14 @@ class AsyncClient:
                         params=prepared["params"],
                         headers={**prepared["headers"], **self._cookies()},
                         content=prepared["data"],
+                        auth=prepared["auth"] or httpx.USE_CLIENT_DEFAULT,
                     )
             except httpx.HTTPError as exc:
                 return _httpx_lost(exc, effect)
+            except RuntimeError as exc:
+                if self.http.is_closed:  # closed while the operation ran
+                    raise _closed_client() from exc
+                raise
             response = Response(
                 answer.status_code,
                 answer.content,
@@ -768,7 +776,29 @@ def _checked(client: object) -> AsyncClient:
             f"client={type(client).__name__}: pass a couchids.aio.AsyncClient, such as "
             "couchids.aio.new_instance()"
         )
+    if client.http.is_closed:
+        raise _closed_client()
     return client
+
+
+def _closed_client() -> InvalidArgumentError:
+    return InvalidArgumentError(
+        "client: this couchids.aio.AsyncClient is closed (by aclose(), or at the end of its "
+        "async with block) and sends nothing more; make a new one with "
+        "couchids.aio.new_instance() or couchids.aio.AsyncClient(cloudant)"
+    )
+
+
+def _split_credentials(url: str) -> tuple[str, httpx.BasicAuth | None]:
+    """``url`` without its user info, and the user name and password it held as Basic auth
+    (percent-decoded, as requests reads them), or ``None``."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None
+    info, _, host = parts.netloc.rpartition("@")
+    user, _, password = info.partition(":")
+    bare = urlunsplit(parts._replace(netloc=host))
+    return bare, httpx.BasicAuth(unquote(user), unquote(password))
 
 
 async def _run(client: AsyncClient, program: Program[T]) -> T:

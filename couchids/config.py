@@ -7,12 +7,15 @@ file, ``CLOUDANT_*`` variables, ``VCAP_SERVICES``.
 
 from __future__ import annotations
 
+import logging
+
 from ibm_cloud_sdk_core import read_external_sources
+from ibm_cloud_sdk_core.logger import get_logger
 from ibmcloudant.cloudant_v1 import CloudantV1
 
 from .redact import redact, secrets_of
 
-__all__ = ["cloudant_config", "configured_secrets", "safe_url", "scrub"]
+__all__ = ["cloudant_config", "configured_secrets", "mask_sdk_logs", "safe_url", "scrub"]
 
 
 def cloudant_config() -> dict[str, str]:
@@ -42,3 +45,34 @@ def scrub(text: str) -> str:
     """``text`` with every credential masked: :func:`couchids.redact.redact` with the
     configured secrets."""
     return redact(text, configured_secrets())
+
+
+class _MaskedRecords(logging.Filter):
+    """A logger filter masking credentials in each record by their shape (the user info of a
+    URL, an ``Authorization`` value, ...: :func:`couchids.redact.redact`).
+
+    Only by their shape: finding the configured secrets reads the configuration, which the
+    SDK logs about, through this filter.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # a record that cannot be formatted fails in the handler, as before
+            return True
+        masked = redact(message)
+        if masked != message:
+            record.msg, record.args = masked, None
+        return True
+
+
+_MASKED = _MaskedRecords()
+
+
+def mask_sdk_logs() -> None:
+    """Mask credentials in what ibmcloudant's core logs: at DEBUG it logs each request's URL
+    (``Prepared request [GET http://user:password@host/db]``) and the service URL, user info
+    and all. Adds :class:`_MaskedRecords` to its logger, once."""
+    logger = get_logger()
+    if _MASKED not in logger.filters:
+        logger.addFilter(_MASKED)

@@ -38,7 +38,7 @@ from requests.adapters import BaseAdapter
 from requests.utils import prepend_scheme_if_needed, select_proxy
 from urllib3.exceptions import MaxRetryError, NewConnectionError, ResponseError
 
-from .config import scrub
+from .config import mask_sdk_logs, scrub
 from .core import protocol
 from .core.protocol import (
     QUOTE_LEN,
@@ -67,6 +67,9 @@ from .errors import (
 )
 
 T = TypeVar("T")
+
+# ibmcloudant logs every request's URL at DEBUG, credentials and all.
+mask_sdk_logs()
 
 # When the client's retries (``enable_retries()``) run out on an error status, urllib3 raises
 # ``MaxRetryError(reason=ResponseError("too many 429 error responses"))`` and requests wraps

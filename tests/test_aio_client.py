@@ -1,0 +1,131 @@
+"""couchids.aio's client: credentials in the server URL never reach httpx's URL (which httpx
+logs), and a closed client says so in couchids' words."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import logging
+import threading
+from collections.abc import Awaitable, Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import quote
+
+import pytest
+from faultproxy import client_for
+
+from couchids import InvalidArgumentError, aio
+
+USER = "admin"
+PASSWORD = "Zq9-aio-S3cret"
+#: A password that must be percent-encoded in a URL.
+ODD_PASSWORD = "Zq9/aio@S3c:ret"
+
+
+class Recorder:
+    """A loopback server that answers like an empty CouchDB database and keeps the
+    ``Authorization`` header of each request."""
+
+    def __init__(self) -> None:
+        self.authorizations: list[str | None] = []
+        recorder = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+            def _any(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                recorder.authorizations.append(self.headers.get("Authorization"))
+                path = self.path.split("?")[0]
+                if path.count("/") == 1:
+                    answer: object = {"db_name": path[1:], "update_seq": "0", "props": {}}
+                else:
+                    answer = {"total_rows": 0, "offset": 0, "rows": []}
+                body = json.dumps(answer).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST = _any
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.host = f"127.0.0.1:{self.httpd.server_address[1]}"
+
+
+@pytest.fixture
+def recorder() -> Iterator[Recorder]:
+    server = Recorder()
+    thread = threading.Thread(target=server.httpd.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.httpd.shutdown()
+    server.httpd.server_close()
+
+
+@pytest.mark.parametrize("password", [PASSWORD, ODD_PASSWORD], ids=["plain", "encoded"])
+def test_credentials_in_the_url_are_sent_as_basic_auth_and_never_logged(
+    password: str,
+    recorder: Recorder,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    in_url = quote(password, safe="")
+    monkeypatch.setenv("CLOUDANT_URL", f"http://{USER}:{in_url}@{recorder.host}")
+    monkeypatch.setenv("CLOUDANT_AUTH_TYPE", "noauth")
+    # Made before logging goes to DEBUG: ibmcloudant then turns on http.client's printing.
+    client = aio.new_instance(trust_env=False)
+
+    async def main() -> list[object]:
+        async with client:
+            return await aio.latest(client, "shop", 3)
+
+    with caplog.at_level(logging.DEBUG):
+        assert asyncio.run(main()) == []
+    expected = "Basic " + base64.b64encode(f"{USER}:{password}".encode()).decode()
+    assert recorder.authorizations and set(recorder.authorizations) == {expected}
+    assert any("HTTP Request" in record.getMessage() for record in caplog.records), "no log"
+    for record in caplog.records:
+        for text in (record.getMessage(), str(record.msg), repr(record.args)):
+            for secret in (password, in_url, f"{USER}:"):
+                assert secret not in text, text
+
+
+def test_a_url_without_credentials_sends_no_authorization(recorder: Recorder) -> None:
+    async def main() -> list[object]:
+        async with aio.AsyncClient(client_for(f"http://{recorder.host}")) as client:
+            return await aio.latest(client, "shop", 3)
+
+    assert asyncio.run(main()) == []
+    assert recorder.authorizations and set(recorder.authorizations) == {None}
+
+
+def test_a_closed_client_says_so() -> None:
+    async def main() -> None:
+        # Nothing is sent: the port is never reached.
+        client = aio.AsyncClient(client_for("http://127.0.0.1:9"))
+        sequence = aio.AsyncSequence(client, "shop", "n")
+        await client.aclose()
+
+        async def window() -> list[object]:
+            return [doc async for doc in aio.window(client, "shop", "2020-01-01", "2030-01-01")]
+
+        calls: dict[str, Callable[[], Awaitable[object]]] = {
+            "latest": lambda: aio.latest(client, "shop"),
+            "count": lambda: aio.count(client, "shop", "2020-01-01", "2030-01-01"),
+            "window": window,
+            "Sequence.next": sequence.next,
+        }
+        for name, call in calls.items():
+            with pytest.raises(InvalidArgumentError) as caught:
+                await call()
+            message = str(caught.value)
+            assert "is closed" in message and "new_instance()" in message, (name, message)
+
+    asyncio.run(main())
