@@ -8,6 +8,7 @@ configuration.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from typing import Final
@@ -42,13 +43,31 @@ _FIELD = re.compile(
     r"refresh_token|bearer_token|token)['\"]?\s*[:=]\s*['\"]?)[^\s'\",&;}]+"
 )
 
+# Where a given secret starts and ends, on a side where it has a word character: next to no
+# other word character, unless that one ends an escape ("%3A", "\\n") that stands for a
+# character that is not one.
+_START: Final = (
+    r"(?:(?<!\w)|(?<=%[0-9A-Fa-f]{2})|(?<=\\[nrt])|(?<=\\x[0-9A-Fa-f]{2})"
+    r"|(?<=\\u[0-9A-Fa-f]{4}))"
+)
+_END: Final = r"(?!\w)"
+# Beside a secret that is an ordinary word, what makes it a value rather than a word of a
+# sentence: before it a quote, = or :, a URL's / ? & # or a percent-escape, an opening
+# bracket; after it a quote or a URL's @ / ? & # %. (Not "pass:" or "pass=": a key, or prose.)
+_VALUE_BEFORE: Final = r"""(?:(?<=['"`=:/?&#(\[{<])|(?<=%[0-9A-Fa-f]{2}))"""
+_VALUE_AFTER: Final = r"""(?=['"`@/?&#%])"""
+
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
     """``text`` with every credential in it replaced by ``***``.
 
     Masks the user info of URLs, with or without a scheme; ``Authorization`` and cookie
     values; ``password``/``apikey``/token fields; and each of ``secrets`` as given,
-    percent-encoded and percent-decoded (longest first, so none is half replaced).
+    percent-encoded and percent-decoded, where it stands whole: not as part of a longer word
+    (a secret ``pass`` is left in ``passed``). A secret that is an ordinary word (letters
+    only, or digits only) is masked where it stands as a value (quoted, after ``=`` or ``:``,
+    in a URL, in brackets, the whole text), not where it reads as a word of a sentence:
+    ``*** start <= end`` would tell the secret to anyone who knows the message.
 
     >>> redact("could not reach http://bob:pw@db.local/x")
     'could not reach http://***@db.local/x'
@@ -56,9 +75,12 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
     'Failed to parse: ***@127.0.0.1:1'
     >>> redact("user bob with password hunter2 may not", ["hunter2"])
     'user bob with password *** may not'
+    >>> redact("pass: the server said 'pass'; pass start <= end", ["pass"])
+    "pass: the server said '***'; pass start <= end"
     """
-    for secret in _variants(secrets):
-        text = text.replace(secret, MASK)
+    variants = _variants(secrets)
+    if variants:
+        text = _secrets_pattern(tuple(variants)).sub(MASK, text)
     text = _URL_USERINFO.sub(MASK + "@", text)
     text = _BARE_USERINFO.sub(MASK + "@", text)
     text = _AUTHORIZATION.sub(lambda m: m[1] + (f"{m[2]} " if m[2] else "") + MASK, text)
@@ -82,6 +104,25 @@ def secrets_of(config: Mapping[str, str]) -> list[str]:
         info = head.rpartition("//")[2]
         found += [info, info.partition(":")[2]]
     return sorted({secret for secret in found if secret})
+
+
+@functools.lru_cache(maxsize=32)
+def _secrets_pattern(variants: tuple[str, ...]) -> re.Pattern[str]:
+    """One pattern for every variant (longest first), each where it stands whole."""
+    return re.compile("|".join(_whole(variant) for variant in variants))
+
+
+def _whole(secret: str) -> str:
+    start = _START if re.match(r"\w", secret) else ""
+    end = _END if re.search(r"\w$", secret) else ""
+    escaped = re.escape(secret)
+    if secret.isalpha() or secret.isdigit():
+        # As a value on at least one side, and whole on both; or the whole text.
+        return (
+            f"(?:{_VALUE_BEFORE}{escaped}{end}|{start}{escaped}{_VALUE_AFTER}"
+            rf"|\A{escaped}\Z)"
+        )
+    return f"{start}{escaped}{end}"
 
 
 def _variants(secrets: Iterable[str]) -> list[str]:

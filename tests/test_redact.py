@@ -1,0 +1,113 @@
+"""Masking a given secret where it stands as the credential, and nowhere else: a password that
+is an ordinary word must not turn couchids' own words into ``***`` (which tells the password to
+anyone who knows the message), and a secret inside a longer word is not that secret."""
+
+from __future__ import annotations
+
+import logging
+from urllib.parse import quote
+
+import pytest
+from faultproxy import client_for
+from ibm_cloud_sdk_core.logger import get_logger
+
+import couchids
+from couchids.config import mask_sdk_logs
+from couchids.redact import MASK, redact
+
+#: A password that is an ordinary word, and one in couchids' own messages.
+WORD = "pass"
+STRONG = "Zq9-marker-S3cret"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the window ends (2020) before it starts (2030); pass start <= end",
+        "pass start <= end",
+        "the request passed, bypassing the passage",
+        "pass: the key; pass= a form's key",
+    ],
+)
+def test_an_ordinary_word_is_left_where_it_reads_as_a_word(text: str) -> None:
+    assert redact(text, [WORD]) == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"the server said '{WORD}'",
+        f'{{"reason": "{WORD}"}}',
+        f"pw={WORD}&x=1",
+        f"user=bob:{WORD}",
+        f"next=http%3A%2F%2Fbob%3A{WORD}%40db.local",
+        f"(/{WORD}/x)",
+        f"the token `{WORD}` is refused",
+        WORD,
+    ],
+)
+def test_an_ordinary_word_is_masked_where_it_stands_as_a_value(text: str) -> None:
+    masked = redact(text, [WORD])
+    assert MASK in masked and WORD not in masked.replace("password", ""), masked
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"http://bob:{WORD}@db.local/x",
+        f"Authorization: Basic {WORD}",
+        f"Cookie: AuthSession={WORD}",
+        f'{{"password": "{WORD}"}}',
+    ],
+)
+def test_the_credential_shapes_mask_an_ordinary_word_too(text: str) -> None:
+    masked = redact(text, [WORD])
+    assert WORD not in masked.replace("password", ""), masked
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"user bob with password {STRONG} may not",
+        f"said%20{STRONG}%20here",
+        f"'line\\n{STRONG}'",
+        f"{STRONG}.",
+        f"[{STRONG}]",
+    ],
+)
+def test_a_secret_is_masked_wherever_it_stands_whole(text: str) -> None:
+    assert STRONG not in redact(text, [STRONG]), redact(text, [STRONG])
+
+
+def test_a_secret_inside_a_longer_word_is_not_that_secret() -> None:
+    assert redact("hunter22 and xhunter2", ["hunter2"]) == "hunter22 and xhunter2"
+
+
+def test_every_encoding_of_a_secret_is_masked_where_it_stands_whole() -> None:
+    odd = "p@ss:w/rd"
+    for form in (odd, quote(odd, safe=""), quote(odd)):
+        assert form not in redact(f"said {form} here", [odd])
+        assert form not in redact(f"said {form}", [odd])
+
+
+def test_couchids_messages_keep_their_words_with_an_ordinary_password(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CLOUDANT_URL", f"http://bob:{WORD}@127.0.0.1:9")
+    monkeypatch.setenv("CLOUDANT_PASSWORD", WORD)
+    # The arguments are checked before anything is sent.
+    with pytest.raises(couchids.InvalidTimeError) as caught:
+        list(couchids.window(client_for("http://127.0.0.1:9"), "db", "2030-01-01", "2020-01-01"))
+    message = str(caught.value)
+    assert message.endswith("; pass start <= end") and MASK not in message, message
+
+
+def test_the_sdk_log_of_a_prepared_request_masks_the_url_credentials(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    mask_sdk_logs()
+    with caplog.at_level(logging.DEBUG):
+        get_logger().debug("Prepared request [%s %s]", "GET", f"http://bob:{STRONG}@host/db")
+    assert [record.getMessage() for record in caplog.records] == [
+        f"Prepared request [GET http://{MASK}@host/db]"
+    ]
