@@ -201,8 +201,10 @@ def test_seq_forms() -> None:
     for form, body in ((SEQ10, "12345"), (SEQ10, "123456789a"), (SEQ36, "000000Z")):
         with pytest.raises(InvalidIdError):
             form.read(body)
-    decoded = decode("order-0000000042")
+    decoded = decode("order-0000000042", form=SEQ10.with_separator("-"))
     assert (decoded.type, decoded.timestamp, str(decoded.form)) == ("order", None, "seq10")
+    with pytest.raises(InvalidIdError, match="holds no time"):
+        decode("order-0000000042")  # a form without a time is read only when named
     with pytest.raises(InvalidArgumentError, match="need a counter"):
         SEQ10.new()
     with pytest.raises(InvalidArgumentError, match="hold no time"):
