@@ -29,9 +29,12 @@ loopback: it answers each token request with a token, or, while ``silent``, neve
 from __future__ import annotations
 
 import base64
+import gzip
 import json
+import sys
 import threading
 import time
+import traceback
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Final
@@ -48,7 +51,33 @@ MODES: Final = (
     "echo",
     "session-refused",
 )
+#: How often a server's loop looks for a request to stop (socketserver's default, 0.5 s, is
+#: what leaving every ``with HostileServer(...)`` block would cost).
+POLL: Final = 0.05
 PAGE: Final = b"<!DOCTYPE html><html><head><title>Sign in</title></head><body>" + b"x" * 5000
+
+
+class _Server(ThreadingHTTPServer):
+    """Keeps the errors of its handlers in :attr:`errors` instead of printing them, but for a
+    client that went away (which the clients of these servers do)."""
+
+    # Tests connect many clients at once; with socketserver's backlog of 5 the ones beyond it
+    # would wait for the kernel to resend their connection request, a second or more later.
+    request_queue_size = 128
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        super().__init__(("127.0.0.1", 0), handler)
+        self.errors: list[str] = []
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            self.errors.append(traceback.format_exc())
+
+    def stop(self, failing: bool) -> None:
+        """Stop; unless the test is ``failing`` already, fail if a handler failed."""
+        self.shutdown()
+        self.server_close()
+        assert failing or not self.errors, "the server failed:\n" + "\n".join(self.errors)
 
 
 class HostileServer:
@@ -68,14 +97,18 @@ class HostileServer:
 
             def _any(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
-                server.answer(self, self.rfile.read(length) if length else b"")
+                body = self.rfile.read(length) if length else b""
+                if self.headers.get("Content-Encoding") == "gzip":
+                    # ibmcloudant's new_instance() compresses what it sends, as CouchDB accepts.
+                    body = gzip.decompress(body)
+                server.answer(self, body)
 
             do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _any
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = _Server(Handler)
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(POLL,), daemon=True)
 
     def __enter__(self) -> HostileServer:
         self.thread.start()
@@ -88,8 +121,7 @@ class HostileServer:
         tb: TracebackType | None,
     ) -> None:
         self.stopping.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.httpd.stop(failing=kind is not None)
 
     def answer(self, handler: BaseHTTPRequestHandler, body: bytes) -> None:
         mode, path, method = self.mode, handler.path.split("?")[0], handler.command
@@ -210,10 +242,10 @@ class TokenService:
                 answer = {"access_token": token, "token_type": "Bearer", "expires_in": 3600}
                 _send_json(self, 200, {**answer, "refresh_token": "not-used"})
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = _Server(Handler)
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(POLL,), daemon=True)
 
     def __enter__(self) -> TokenService:
         self.thread.start()
@@ -226,8 +258,7 @@ class TokenService:
         tb: TracebackType | None,
     ) -> None:
         self.stopping.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.httpd.stop(failing=kind is not None)
 
 
 def _jwt(claims: dict[str, int]) -> str:
