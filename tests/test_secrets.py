@@ -3,31 +3,48 @@ through every error path of the library and the command.
 
 Captured for each failure: the exception's ``str`` and ``repr``, the whole chained traceback
 as ``traceback.format_exception`` and ``logging.exception`` print it, and stdout/stderr. With IAM
-authentication the tokens the token service gave are secrets too.
+authentication the tokens the token service gave are secrets too. Every operation and command
+the server's answers make fail must have failed, so that there was something to look at.
+
+Each test runs its operations (or commands) at once. The default run takes every setting with
+the server that puts what it was sent into its errors, and every other mode with one setting;
+the full run (``-m full``, which CI runs) every setting with every mode.
 """
 
 from __future__ import annotations
 
+import base64
 import io
 import logging
 import traceback
+from functools import partial
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import pytest
 from hostileserver import MODES, HostileServer, TokenService
 from ibmcloudant.cloudant_v1 import CloudantV1
-from test_hostile import COMMANDS, OPERATIONS
+from test_hostile import (
+    COMMAND_SUCCEEDS,
+    COMMANDS,
+    OPERATIONS,
+    SUCCEEDS,
+    Commands,
+    Ran,
+    each_at_once,
+)
 
 from couchids import ServerTimeoutError
-from couchids.cli import main
 from couchids.redact import redact
 
 MARK = "Zq9-marker-S3cret"
 #: A password that must be percent-encoded in a URL.
 ODD_MARK = "Zq9/marker@S3c:ret"
 COOKIE_MARK = "Zq9-cookie-marker"
-MARKERS = (MARK, ODD_MARK, quote(ODD_MARK, safe=""), COOKIE_MARK)
+#: ``Authorization: Basic`` of the user and either password.
+BASIC_MARKS = tuple(base64.b64encode(f"bob:{mark}".encode()).decode() for mark in (MARK, ODD_MARK))
+MARKERS = (MARK, ODD_MARK, quote(ODD_MARK, safe=""), COOKIE_MARK, *BASIC_MARKS)
 
 SETTINGS = {
     "url": {"CLOUDANT_URL": f"http://bob:{MARK}@HOST", "CLOUDANT_AUTH_TYPE": "noauth"},
@@ -67,19 +84,44 @@ SETTINGS = {
 LOUD_MODES = [mode for mode in MODES if mode != "silent"]
 
 
+def setting_and_mode() -> list[Any]:
+    """Every (setting, mode); those outside the default run marked ``full``."""
+    settings = list(SETTINGS)
+    everyday = {(setting, "echo") for setting in settings} | {("session", "session-refused")}
+    others = [mode for mode in LOUD_MODES if mode not in ("echo", "session-refused")]
+    everyday |= {(settings[i % len(settings)], mode) for i, mode in enumerate(others)}
+    return [
+        pytest.param(
+            setting,
+            mode,
+            id=f"{setting}-{mode}",
+            marks=() if (setting, mode) in everyday else pytest.mark.full,
+        )
+        for mode in LOUD_MODES
+        for setting in settings
+    ]
+
+
 def outputs_of(exc: BaseException) -> list[str]:
     stream = io.StringIO()
-    logger = logging.getLogger("couchids-secrets-test")
-    handler = logging.StreamHandler(stream)
-    logger.addHandler(handler)
+    # A logger of its own (not the manager's), as operations fail in several threads at once.
+    logger = logging.Logger("couchids-secrets-test")
+    logger.addHandler(logging.StreamHandler(stream))
     try:
-        try:
-            raise exc
-        except BaseException:
-            logger.exception("the operation failed")
-    finally:
-        logger.removeHandler(handler)
+        raise exc
+    except BaseException:
+        logger.exception("the operation failed")
     return [str(exc), repr(exc), "".join(traceback.format_exception(exc)), stream.getvalue()]
+
+
+def leaks(texts: dict[str, list[str]], secrets: list[str]) -> list[str]:
+    """``where: text`` for each text holding one of ``secrets``."""
+    return [
+        f"{where}: {text}"
+        for where, each in texts.items()
+        for text in each
+        if any(secret in text for secret in secrets)
+    ]
 
 
 def set_environment(
@@ -89,31 +131,34 @@ def set_environment(
         monkeypatch.setenv(name, value.replace("HOST", host).replace("TOKENS", tokens))
 
 
-@pytest.mark.parametrize("mode", LOUD_MODES)
-@pytest.mark.parametrize("setting", SETTINGS)
+@pytest.mark.parametrize(("setting", "mode"), setting_and_mode())
 def test_no_secret_in_any_library_output(
     setting: str, mode: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    seen: dict[str, list[str]] = {}
     with HostileServer(mode, cookie=COOKIE_MARK) as server, TokenService() as iam:
         set_environment(monkeypatch, setting, server.url.removeprefix("http://"), iam.url)
-        seen: list[str] = []
-        for run in OPERATIONS.values():
+
+        def run(operation: str) -> None:
             client = CloudantV1.new_instance()
             client.set_http_config({"proxies": {"http": None, "https": None}})
             try:
-                run(client, "hostile", 5.0)
+                OPERATIONS[operation](client, "hostile", 5.0)
             except Exception as exc:
-                seen += outputs_of(exc)
+                seen[operation] = outputs_of(exc)
+
+        each_at_once({operation: partial(run, operation) for operation in OPERATIONS})
     out, err = capsys.readouterr()
-    seen += [out, err]
-    assert seen, "something failed"
-    for text in seen:
-        for marker in (*MARKERS, *iam.tokens):
-            assert marker not in text, text
+    seen["stdout and stderr"] = [out, err]
+    quiet = [op for op in OPERATIONS if op not in seen and (mode, op) not in SUCCEEDS]
+    assert not quiet, f"these passed against {mode}, leaving nothing to look at: {quiet}"
+    if setting == "iam-token":
+        assert iam.tokens, "the token service gave no token"
+    found = leaks(seen, [*MARKERS, *iam.tokens])
+    assert not found, "\n".join(found)
 
 
-@pytest.mark.parametrize("mode", LOUD_MODES)
-@pytest.mark.parametrize("setting", SETTINGS)
+@pytest.mark.parametrize(("setting", "mode"), setting_and_mode())
 def test_no_secret_in_any_command_output(
     setting: str,
     mode: str,
@@ -123,34 +168,58 @@ def test_no_secret_in_any_command_output(
 ) -> None:
     monkeypatch.setenv("COUCHIDS_REKEY_KEY", "k")
     monkeypatch.chdir(tmp_path)  # rekey's mapping file
+    commands = Commands(monkeypatch)
+    ran: dict[str, Ran] = {}
     with HostileServer(mode, cookie=COOKIE_MARK) as server, TokenService() as iam:
         set_environment(monkeypatch, setting, server.url.removeprefix("http://"), iam.url)
-        for command, rest in COMMANDS.items():
-            main([command, "hostile", *rest, "--timeout", "5"])
-    out, err = capsys.readouterr()
-    assert "couchids: error:" in err
-    for marker in (*MARKERS, *iam.tokens):
-        assert marker not in out and marker not in err, err
+
+        def run(command: str) -> None:
+            ran[command] = commands.run([command, "hostile", *COMMANDS[command], "--timeout", "5"])
+
+        each_at_once({command: partial(run, command) for command in COMMANDS})
+    out, err = capsys.readouterr()  # what any other thread wrote
+    quiet = [
+        command
+        for command in COMMANDS
+        if "couchids: error:" not in ran[command].err and (mode, command) not in COMMAND_SUCCEEDS
+    ]
+    assert not quiet, f"these reported no error against {mode}: {quiet}"
+    if setting == "iam-token":
+        assert iam.tokens, "the token service gave no token"
+    seen = {command: [ran[command].out, ran[command].err] for command in COMMANDS}
+    found = leaks({**seen, "other threads": [out, err]}, [*MARKERS, *iam.tokens])
+    assert not found, "\n".join(found)
 
 
 def test_no_secret_when_the_token_service_never_answers(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    seen: list[str] = []
+    seen: dict[str, list[str]] = {}
+    commands = Commands(monkeypatch)
     with TokenService(silent=True) as iam:
         set_environment(monkeypatch, "iam", iam.url.removeprefix("http://"))
-        for name in ("latest", "create"):
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")  # for the command's token request
+
+        def library(name: str) -> None:
             client = CloudantV1.new_instance()
             client.set_http_config({**client.http_config, "proxies": {"http": None, "https": None}})
             with pytest.raises(ServerTimeoutError) as caught:
                 OPERATIONS[name](client, "hostile", 1.5)
-            seen += outputs_of(caught.value)
-        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
-        main(["latest", "hostile", "--timeout", "1.5"])
+            seen[name] = outputs_of(caught.value)
+
+        def command() -> None:
+            ran = commands.run(["latest", "hostile", "--timeout", "1.5"])
+            seen["couchids latest"] = [ran.out, ran.err]
+            assert "did not answer the token request" in ran.err, ran.err
+
+        each_at_once(
+            {"latest": partial(library, "latest"), "create": partial(library, "create")}
+            | {"couchids latest": command}
+        )
     out, err = capsys.readouterr()
-    assert "did not answer the token request" in err
-    for text in [*seen, out, err]:
-        assert MARK not in text, text
+    seen["other threads"] = [out, err]
+    found = leaks(seen, [MARK])
+    assert not found, "\n".join(found)
 
 
 @pytest.mark.parametrize(
