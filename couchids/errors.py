@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from .config import scrub
-
 if TYPE_CHECKING:
     from .core.writes import WriteResult
 
@@ -19,9 +17,13 @@ if TYPE_CHECKING:
 class CouchidsError(Exception):
     """Base class of every error couchids raises.
 
-    Its message never holds a credential: every text argument is masked with
+    Its message never holds a credential. Errors of bad input (:class:`InvalidInputError`)
+    are made from the caller's arguments and cost no more than their message: ``decode`` of a
+    valid id makes none, and a refused one costs microseconds. Errors made from what a server
+    answered, a URL or the configuration (:class:`ServerError`, :class:`ConflictError`,
+    :class:`AllocationFailed`, :class:`BulkWriteError`) mask every text argument with
     ``couchids.config.scrub`` (the user info of URLs, ``Authorization`` and cookie values,
-    the configured passwords and API keys) when the error is made.
+    the configured passwords and API keys) when they are made.
 
     Writes (:func:`~couchids.create`, :func:`~couchids.bulk_create`,
     :func:`~couchids.create_short`) set these on every error raised once an id was chosen, and
@@ -40,7 +42,16 @@ class CouchidsError(Exception):
     stored: bool | None = False
     results: Sequence[WriteResult] = ()
 
+
+class _Masked(CouchidsError):
+    """An error whose message may quote a server's answer, a URL or the configuration: its
+    text arguments are masked as it is made (the configuration is read then, and only then)."""
+
     def __init__(self, *args: object) -> None:
+        # Imported here: reading ibmcloudant's configuration needs the SDK, which neither
+        # the ids nor the core import.
+        from .config import scrub
+
         super().__init__(*(scrub(arg) if isinstance(arg, str) else arg for arg in args))
 
 
@@ -64,7 +75,7 @@ class InvalidArgumentError(InvalidInputError):
     """Any other argument outside its accepted values."""
 
 
-class ServerError(CouchidsError):
+class ServerError(_Masked):
     """The server failed: an error answer, no answer, or an answer that is not CouchDB's.
 
     ``status`` is the HTTP status (0 when no answer came). The message names the operation,
@@ -94,7 +105,7 @@ class RateLimitedError(ServerError):
     """The server still answered 429 after the client's retries ran out."""
 
 
-class ConflictError(CouchidsError):
+class ConflictError(_Masked):
     """A different document already stands under the id being written."""
 
     def __init__(self, message: str, doc_id: str) -> None:
@@ -102,11 +113,11 @@ class ConflictError(CouchidsError):
         self.doc_id = doc_id
 
 
-class AllocationFailed(CouchidsError):
+class AllocationFailed(_Masked):
     """Every candidate short id was taken."""
 
 
-class BulkWriteError(CouchidsError):
+class BulkWriteError(_Masked):
     """Some documents of a bulk write were not stored.
 
     Raised only after every batch was attempted. ``results`` holds one
