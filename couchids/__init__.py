@@ -149,3 +149,7 @@ __all__ = [
     "v7s",
     "window",
 ]
+
+import logging as _logging
+
+_logging.getLogger(__name__).addHandler(_logging.NullHandler())  # silent until configured

@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import threading
+import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import timedelta
@@ -37,6 +39,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 import httpx
 from ibmcloudant.cloudant_v1 import CloudantV1
 
+from . import log
 from .core import counting, expiry, exporting, following, rekeying, short, windows, writes
 from .core.counting import DEFAULT_WORKERS, Bucket
 from .core.expiry import DEFAULT_EXPIRE_BATCH, ExpireReport
@@ -69,7 +72,7 @@ from .doctypes import AllTypes
 from .errors import CouchidsError, InvalidArgumentError, ServerError, ServerTimeoutError
 from .forms import KUUID, IdForm
 from .seq import SEQ10, SeqForm
-from .server import FAILURES, check_db, sanitized, server_error
+from .server import FAILURES, check_db, failure_kind, sanitized, server_error
 from .times import TimeLike
 
 __all__ = [
@@ -156,25 +159,40 @@ class AsyncClient:
             await self.http.aclose()
 
     async def perform(self, effect: Send) -> Response | Lost:
-        """Send one request: its answer, whatever the status, or what was lost."""
+        """Send one request: its answer, whatever the status, or what was lost. Logged at
+        DEBUG on ``couchids.request`` (``couchids.log``)."""
+        return (await self._performed(effect))[0]
+
+    async def _performed(self, effect: Send) -> tuple[Response | Lost, str]:
+        """:meth:`perform`'s outcome, logged, and what it was in a few words (``HTTP 503``,
+        ``timeout``) for the record of a retry that follows. The record of the last answer
+        counts the time since the first try, the client's retries included."""
+        started = time.perf_counter()
+        outcome, failure = await self._exchange(effect)
+        status = outcome.status if isinstance(outcome, Response) else None
+        log.sent(effect, status, failure, (time.perf_counter() - started) * 1000)
+        return outcome, f"HTTP {status}" if status is not None else failure or "no answer"
+
+    async def _exchange(self, effect: Send) -> tuple[Response | Lost, str | None]:
+        """:meth:`perform`'s outcome, and when it is :class:`Lost`, what happened."""
         policy = effect.policy
         left = policy.remaining()
         if left is not None and left <= 0:
-            return _timed_out(effect)
+            return _timed_out(effect), "timeout"
         try:
             async with asyncio.timeout(left):
                 prepared = await self._prepared(effect)
         except TimeoutError:
-            return _timed_out(effect, token=True)
-        if isinstance(prepared, Lost):
+            return _timed_out(effect, token=True), "token request timeout"
+        if isinstance(prepared, tuple):
             return prepared
         try:
             async with asyncio.timeout(policy.remaining()):
                 return await self._send(effect, prepared)
         except TimeoutError:
-            return _timed_out(effect)
+            return _timed_out(effect), "timeout"
 
-    async def _prepared(self, effect: Send) -> dict[str, Any] | Lost:
+    async def _prepared(self, effect: Send) -> dict[str, Any] | tuple[Lost, str]:
         """The request as the blocking client prepares it: URL, headers, authentication (a
         token request, if one is due, on a worker thread)."""
         sent = effect.request
@@ -191,15 +209,19 @@ class AsyncClient:
         else:
             prepared = await _in_thread(self._prepare, options)
         if isinstance(prepared, BaseException):
-            return _lost(prepared, effect, login=True)
+            kind = failure_kind(prepared, effect.policy)
+            return _lost(prepared, effect, login=True), f"login failed ({kind})"
         # httpx logs each request's URL: credentials in it go as the request's auth instead.
         prepared["url"], prepared["auth"] = _split_credentials(prepared["url"])
         return prepared
 
-    async def _send(self, effect: Send, prepared: dict[str, Any]) -> Response | Lost:
+    async def _send(
+        self, effect: Send, prepared: dict[str, Any]
+    ) -> tuple[Response | Lost, str | None]:
         retry = self.cloudant.retry_config
         attempt = 0
         while True:
+            started = time.perf_counter()
             try:
                 async with self._in_flight:
                     answer = await self.http.request(
@@ -211,7 +233,7 @@ class AsyncClient:
                         auth=prepared["auth"] or httpx.USE_CLIENT_DEFAULT,
                     )
             except httpx.HTTPError as exc:
-                return _httpx_lost(exc, effect)
+                return _httpx_lost(exc, effect), _httpx_failure(exc)
             except RuntimeError as exc:
                 if self.http.is_closed:  # closed while the operation ran
                     raise _closed_client() from exc
@@ -227,9 +249,13 @@ class AsyncClient:
                 or attempt >= retry.total
                 or answer.status_code not in (retry.status_forcelist or ())
             ):
-                return response
+                return response, None
             attempt += 1
-            await asyncio.sleep(_sdk_backoff(retry, response, attempt))
+            wait = _sdk_backoff(retry, response, attempt)
+            status = answer.status_code
+            log.sent(effect, status, None, (time.perf_counter() - started) * 1000)
+            log.retrying(effect, wait, f"HTTP {status}", client=(attempt, retry.total))
+            await asyncio.sleep(wait)
 
     def _prepare(self, options: dict[str, Any]) -> dict[str, Any] | BaseException:
         """The request as the blocking client prepares it (authenticated), or why it could not
@@ -836,6 +862,7 @@ async def _drive(
     tasks: list[asyncio.Task[Any]] = []
     outcome: Any = None
     failure: BaseException | None = None
+    heard = ""  # what the last request got (``HTTP 503``, ``timeout``), for a retry's record
     try:
         while True:
             try:
@@ -845,7 +872,7 @@ async def _drive(
                 return
             outcome, failure = None, None
             if isinstance(effect, Send):
-                outcome = await client.perform(effect)
+                outcome, heard = await client._performed(effect)
             elif isinstance(effect, Emit):
                 yield effect.value
             elif isinstance(effect, Start):
@@ -860,6 +887,8 @@ async def _drive(
                     failure = exc
                 tasks.remove(task)
             elif isinstance(effect, Sleep):
+                if effect.retry is not None:
+                    log.retrying(effect.retry, effect.seconds, heard)
                 await asyncio.sleep(effect.seconds)
             else:
                 raise TypeError(f"not an effect: {effect!r}")
@@ -907,6 +936,26 @@ def _httpx_lost(exc: httpx.HTTPError, effect: Send) -> Lost:
     # httpx's own text can quote the URL, credentials and all: it is not chained.
     error.__suppress_context__ = True
     return Lost(error, maybe_run=not never_sent, transient=True)
+
+
+def _httpx_failure(exc: httpx.HTTPError) -> str:
+    """What became of a request that failed with ``exc``, in a few words for a log record
+    (never httpx's text, which can quote the URL)."""
+    if isinstance(exc, httpx.ConnectTimeout):
+        return "connect timeout"
+    if isinstance(exc, httpx.TimeoutException):
+        return "timeout"
+    if isinstance(exc, httpx.ConnectError):
+        cause: BaseException | None = exc
+        while cause is not None:  # the socket's error, under httpcore's and anyio's
+            if isinstance(cause, OSError) and cause.errno:
+                # Its errno's words: asyncio's own text names the address.
+                return os.strerror(cause.errno).lower()
+            cause = cause.__cause__ or cause.__context__
+        return "connection failed"
+    if isinstance(exc, httpx.NetworkError | httpx.RemoteProtocolError):
+        return "connection closed"
+    return type(exc).__name__
 
 
 def _sdk_backoff(retry: Any, response: Response, attempt: int) -> float:

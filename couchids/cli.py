@@ -33,6 +33,7 @@ from .doctypes import ALL_TYPES, AllTypes
 from .errors import InvalidArgumentError, InvalidInputError, InvalidTimeError, ServerError
 from .explain import explain_empty
 from .forms import NAMED_FORMS, V7, V7S, IdForm, KuuidForm, form_named
+from .log import shown
 from .query import DEFAULT_PARALLEL, REMOTE_PARALLEL, latest, window_pages
 from .server import TokenTimeout
 from .times import now_ms, to_ms
@@ -135,7 +136,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         except SystemExit as exc:  # --help and --version
             return exc.code if isinstance(exc.code, int) else EXIT_OK
         command: Callable[[argparse.Namespace], int] = args.run
-        status = command(args)
+        with shown(args.verbose, sys.stderr):
+            status = command(args)
         # Written out now, so that a failure to write is reported as the command's own.
         sys.stdout.flush()
         return status
@@ -564,6 +566,10 @@ exit status:
 An empty answer is followed by a note on stderr when the database shows why (its ids are
 typed, or of another form), with the flags to use instead; the exit status stays 0.
 
+-v (before the command) shows each request and retry on stderr, such as
+  couchids: POST /orders/_all_docs 200 12 ms (attempt 1)
+  couchids: retrying PUT /orders/order%3A0... after HTTP 503, in 0.05 s (attempt 2 of 5)
+
 examples:
   couchids new --type user -n 3
   couchids decode user:001eVnWK1bu9mX3BsHnX0mhxvQ1ba2Xn
@@ -571,6 +577,7 @@ examples:
   couchids window orders --since 24h --type order > last-day.jsonl
   couchids histogram orders --since 7d --every 1d --type order
   couchids tail orders --type order -f
+  couchids -v latest orders -n 5
 
 Each command's --help has more examples.
 """
@@ -636,6 +643,15 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=raw,
     )
     parser.add_argument("--version", action="version", version=f"couchids {__version__}")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="before the command: one line on stderr per request sent (method, path, status "
+        "or failure, milliseconds, attempt) and per retry, credentials never shown; -vv adds "
+        "the HTTP library's (urllib3's) debug lines",
+    )
     commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
 
     new = commands.add_parser(

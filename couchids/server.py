@@ -38,6 +38,7 @@ from requests.adapters import BaseAdapter
 from requests.utils import prepend_scheme_if_needed, select_proxy
 from urllib3.exceptions import MaxRetryError, NewConnectionError, ResponseError
 
+from . import log
 from .config import mask_sdk_logs, scrub
 from .core import protocol
 from .core.protocol import (
@@ -663,6 +664,7 @@ def _drive(client: CloudantV1, program: Program[T]) -> Generator[Any, None, T]:
     pool: ThreadPoolExecutor | None = None
     outcome: Any = None
     failure: BaseException | None = None
+    heard = ""  # what the last request got (``HTTP 503``, ``timeout``), for a retry's record
     try:
         while True:
             try:
@@ -672,7 +674,7 @@ def _drive(client: CloudantV1, program: Program[T]) -> Generator[Any, None, T]:
                 return result
             outcome, failure = None, None
             if isinstance(effect, Send):
-                outcome = perform(client, effect)
+                outcome, heard = _performed(client, effect)
             elif isinstance(effect, Emit):
                 yield effect.value
             elif isinstance(effect, Start):
@@ -686,6 +688,8 @@ def _drive(client: CloudantV1, program: Program[T]) -> Generator[Any, None, T]:
                 except CouchidsError as exc:
                     failure = exc
             elif isinstance(effect, Sleep):
+                if effect.retry is not None:
+                    log.retrying(effect.retry, effect.seconds, heard)
                 time.sleep(effect.seconds)
             else:
                 raise TypeError(f"not an effect: {effect!r}")
@@ -696,7 +700,24 @@ def _drive(client: CloudantV1, program: Program[T]) -> Generator[Any, None, T]:
 
 
 def perform(client: CloudantV1, effect: Send) -> Response | Lost:
-    """Send one request through ``client``: its answer, whatever the status, or what was lost."""
+    """Send one request through ``client``: its answer, whatever the status, or what was lost.
+    Logged at DEBUG on ``couchids.request`` (``couchids.log``)."""
+    return _performed(client, effect)[0]
+
+
+def _performed(client: CloudantV1, effect: Send) -> tuple[Response | Lost, str]:
+    """:func:`perform`'s outcome, logged, and what it was in a few words (``HTTP 503``,
+    ``timeout``) for the record of a retry that follows."""
+    started = time.perf_counter()
+    outcome, failure = _exchange(client, effect)
+    status = outcome.status if isinstance(outcome, Response) else None
+    log.sent(effect, status, failure, (time.perf_counter() - started) * 1000)
+    return outcome, f"HTTP {status}" if status is not None else failure or "no answer"
+
+
+def _exchange(client: CloudantV1, effect: Send) -> tuple[Response | Lost, str | None]:
+    """:func:`perform`'s outcome, and when it is :class:`Lost`, what happened
+    (:func:`failure_kind`)."""
     sent, policy = effect.request, effect.policy
     headers = request_headers(sent, client.service_url)
     with bounded(policy):
@@ -711,24 +732,62 @@ def perform(client: CloudantV1, effect: Send) -> Response | Lost:
             answer = client.send(prepared, stream=True)
             raw = answer.get_result()
             if not isinstance(raw, requests.Response):  # 204, or a HEAD
-                return Response(int(answer.get_status_code() or 0), b"")
+                return Response(int(answer.get_status_code() or 0), b""), None
             try:
-                return response_of(raw)
+                return response_of(raw), None
             finally:
                 raw.close()
         except ApiException as exc:
             if exc.http_response is not None and not _login(exc):
-                return response_of(exc.http_response, hint=_check_hint(exc), cause=sanitized(exc))
+                hint, cause = _check_hint(exc), sanitized(exc)
+                return response_of(exc.http_response, hint=hint, cause=cause), None
             return _lost(exc, effect)
         except FAILURES as exc:
             return _lost(exc, effect)
 
 
-def _lost(exc: BaseException, effect: Send) -> Lost:
+def _lost(exc: BaseException, effect: Send) -> tuple[Lost, str]:
     error = server_error(exc, effect.db, effect.policy)
     error.__cause__ = sanitized(exc)
     error.__suppress_context__ = True
-    return Lost(error, may_have_run(exc), is_transient(exc), _login(exc))
+    lost = Lost(error, may_have_run(exc), is_transient(exc), _login(exc))
+    kind = failure_kind(exc, effect.policy)
+    return lost, f"login failed ({kind})" if lost.login else kind
+
+
+def failure_kind(exc: BaseException, policy: RetryPolicy | None = None) -> str:
+    """What became of a request that failed with ``exc``, in a few words for a log record:
+    ``timeout``, ``connection refused``, ``connection closed``, ``HTTP 503 after the client's
+    retries``, ... Never the exception's text, which can quote a URL; ``policy`` tells a
+    read cut short by its deadline."""
+    if isinstance(exc, TokenTimeout):
+        return "token request timeout"
+    if isinstance(exc, StopIteration):
+        return "no session cookie"
+    if isinstance(exc, requests.exceptions.ConnectTimeout):
+        return "connect timeout"
+    status = status_of(exc)
+    if isinstance(exc, requests.Timeout) or (
+        policy is not None and policy.expired() and not status
+    ):
+        return "timeout"
+    if status:
+        spent = isinstance(exc, requests.exceptions.RetryError)
+        return f"HTTP {status}" + (" after the client's retries" if spent else "")
+    if isinstance(
+        exc, requests.exceptions.ChunkedEncodingError | requests.exceptions.ContentDecodingError
+    ):
+        return "answer broke off"
+    if isinstance(exc, requests.ConnectionError):
+        found = _ERRNO.search(str(exc))
+        if found:
+            return found.group(1).strip().lower()
+        cause = exc.args[0] if exc.args else None
+        reason = cause.reason if isinstance(cause, MaxRetryError) else cause
+        return (
+            "connection failed" if isinstance(reason, NewConnectionError) else "connection closed"
+        )
+    return type(exc).__name__
 
 
 #: Bytes read from an answer's body at a time: requests' ``content`` reads 10 KiB at a time,

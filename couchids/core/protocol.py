@@ -130,6 +130,8 @@ class Send:
     request: Request
     policy: RetryPolicy
     db: str
+    #: 1 for the first try of ``request``, 2 for its first retry, ... (for the drivers' logs).
+    attempt: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +150,11 @@ class Wait:
 
 @dataclass(frozen=True, slots=True)
 class Sleep:
+    """Wait ``seconds``; ``retry`` is the request sent again after the wait, when it is a
+    retry's backoff (for the drivers' logs)."""
+
     seconds: float
+    retry: Send | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -693,7 +699,7 @@ def ask(
     """
     attempt = 0
     while True:
-        outcome = yield Send(request, policy, db)
+        outcome = yield Send(request, policy, db, attempt + 1)
         if isinstance(outcome, Response):
             status = outcome.status
             if 200 <= status < 300:
@@ -722,7 +728,7 @@ def ask(
         left = policy.remaining()
         if left is not None and wait >= left:
             raise error
-        yield Sleep(wait)
+        yield Sleep(wait, Send(request, policy, db, attempt + 2))
         attempt += 1
 
 

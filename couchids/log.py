@@ -1,0 +1,140 @@
+"""What couchids logs, through the standard library's :mod:`logging`.
+
+Both drivers log on ``couchids.request``, a child of the package's logger ``couchids``, which
+has a ``NullHandler`` (the practice of libraries): nothing is shown until the application
+configures logging, say ``logging.basicConfig(level=logging.DEBUG)``, or
+``logging.getLogger("couchids").setLevel(logging.DEBUG)`` with a handler of its own.
+
+- DEBUG, one record per request sent: ``POST /db/_all_docs 200 12 ms (attempt 1)``; instead
+  of a status, what happened when no answer came (``timeout``, ``connection refused``,
+  ``connection closed``, ...).
+- INFO, one record per retry, before the wait:
+  ``retrying PUT /db/x after HTTP 503, in 0.05 s (attempt 2 of 5)``.
+
+The path is couchids' own, from the server's root: never the query string, the server URL's
+user info or a request's body, so a record holds no credential. Handlers find the values in
+the record too (``extra``): ``couchids_method``, ``couchids_path``, ``couchids_status`` (``None``
+when no answer came), ``couchids_failure`` (``None`` when one came), ``couchids_ms``,
+``couchids_attempt``, ``couchids_operation`` (``"latest"``) and ``couchids_db``; a retry's
+record has ``couchids_reason`` and ``couchids_wait`` (seconds) instead of the status, failure
+and time, and the attempt about to be made.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator
+from typing import Final, TextIO
+
+from .core.protocol import Send
+
+__all__ = ["LOGGER", "REQUESTS", "CompactFormatter", "retrying", "sent", "shown"]
+
+#: The package's logger: every record of couchids is on it or on a child.
+LOGGER: Final = logging.getLogger("couchids")
+#: Where the drivers log each request sent (DEBUG) and each retry (INFO).
+REQUESTS: Final = logging.getLogger("couchids.request")
+#: The loggers of the HTTP library the blocking driver sends through (``-vv`` of the command).
+HTTP_LOGGERS: Final = ("urllib3",)
+
+
+def _route(effect: Send) -> tuple[str, str]:
+    request = effect.request
+    # couchids' paths hold no query string (the parameters travel apart): cut one anyway.
+    return request.method, request.path.split("?", 1)[0]
+
+
+def sent(effect: Send, status: int | None, failure: str | None, ms: float) -> None:
+    """Log the request of ``effect`` at DEBUG: its answer's ``status``, or the ``failure``
+    when no answer came, after ``ms`` milliseconds."""
+    if not REQUESTS.isEnabledFor(logging.DEBUG):
+        return
+    method, path = _route(effect)
+    outcome = str(status) if status is not None else failure or "no answer"
+    REQUESTS.debug(
+        "%s %s %s %d ms (attempt %d)",
+        method,
+        path,
+        outcome,
+        round(ms),
+        effect.attempt,
+        extra={
+            "couchids_method": method,
+            "couchids_path": path,
+            "couchids_status": status,
+            "couchids_failure": None if status is not None else outcome,
+            "couchids_ms": round(ms, 1),
+            "couchids_attempt": effect.attempt,
+            "couchids_operation": effect.policy.operation,
+            "couchids_db": effect.db,
+        },
+    )
+
+
+def retrying(
+    retry: Send, seconds: float, reason: str, *, client: tuple[int, int] | None = None
+) -> None:
+    """Log at INFO that ``retry`` is sent again in ``seconds``, after ``reason`` (``HTTP 503``,
+    ``timeout``, ...). ``client`` numbers a retry of the client's own (``enable_retries()``),
+    which the asyncio driver makes itself: ``(number, most)``."""
+    if not REQUESTS.isEnabledFor(logging.INFO):
+        return
+    method, path = _route(retry)
+    if client is None:
+        which = f"attempt {retry.attempt} of {retry.policy.retries + 1}"
+    else:
+        which = f"the client's retry {client[0]} of {client[1]}"
+    REQUESTS.info(
+        "retrying %s %s after %s, in %.2f s (%s)",
+        method,
+        path,
+        reason,
+        seconds,
+        which,
+        extra={
+            "couchids_method": method,
+            "couchids_path": path,
+            "couchids_reason": reason,
+            "couchids_wait": seconds,
+            "couchids_attempt": retry.attempt,
+            "couchids_client_retry": None if client is None else client[0],
+            "couchids_operation": retry.policy.operation,
+            "couchids_db": retry.db,
+        },
+    )
+
+
+class CompactFormatter(logging.Formatter):
+    """One line a record, ``couchids: POST /db/_all_docs 200 12 ms (attempt 1)``: couchids'
+    records under the package's name, others under their logger's (``urllib3.connectionpool:
+    Starting new HTTP connection (1): 127.0.0.1:5984``)."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        name = record.name
+        source = LOGGER.name if name.partition(".")[0] == LOGGER.name else name
+        return f"{source}: {record.message}"
+
+
+@contextlib.contextmanager
+def shown(verbosity: int, stream: TextIO) -> Iterator[None]:
+    """Inside, couchids' records go to ``stream`` (the command's ``-v``): with ``verbosity`` 1
+    its requests and retries, with 2 or more the HTTP library's DEBUG records too; with 0
+    nothing changes. The handler and levels are put back after."""
+    if verbosity <= 0:
+        yield
+        return
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(CompactFormatter())
+    loggers = [LOGGER, *(logging.getLogger(name) for name in HTTP_LOGGERS if verbosity >= 2)]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.DEBUG)
+        logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.removeHandler(handler)
+            logger.setLevel(level)
+        handler.close()
