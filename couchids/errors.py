@@ -43,16 +43,14 @@ class CouchidsError(Exception):
     results: Sequence[WriteResult] = ()
 
 
-class _Masked(CouchidsError):
-    """An error whose message may quote a server's answer, a URL or the configuration: its
-    text arguments are masked as it is made (the configuration is read then, and only then)."""
+def _masked(*args: object) -> tuple[object, ...]:
+    """``args`` with each text masked, for an error whose message may quote a server's
+    answer, a URL or the configuration (which is read then, and only then)."""
+    # Imported here: reading ibmcloudant's configuration needs the SDK, which neither the ids
+    # nor the core import.
+    from .config import scrub
 
-    def __init__(self, *args: object) -> None:
-        # Imported here: reading ibmcloudant's configuration needs the SDK, which neither
-        # the ids nor the core import.
-        from .config import scrub
-
-        super().__init__(*(scrub(arg) if isinstance(arg, str) else arg for arg in args))
+    return tuple(scrub(arg) if isinstance(arg, str) else arg for arg in args)
 
 
 class InvalidInputError(CouchidsError, ValueError):
@@ -75,7 +73,7 @@ class InvalidArgumentError(InvalidInputError):
     """Any other argument outside its accepted values."""
 
 
-class ServerError(_Masked):
+class ServerError(CouchidsError):
     """The server failed: an error answer, no answer, or an answer that is not CouchDB's.
 
     ``status`` is the HTTP status (0 when no answer came). The message names the operation,
@@ -85,7 +83,7 @@ class ServerError(_Masked):
     """
 
     def __init__(self, message: str, status: int = 0) -> None:
-        super().__init__(message)
+        super().__init__(*_masked(message))
         self.status = status
 
 
@@ -105,19 +103,22 @@ class RateLimitedError(ServerError):
     """The server still answered 429 after the client's retries ran out."""
 
 
-class ConflictError(_Masked):
+class ConflictError(CouchidsError):
     """A different document already stands under the id being written."""
 
     def __init__(self, message: str, doc_id: str) -> None:
-        super().__init__(message)
+        super().__init__(*_masked(message))
         self.doc_id = doc_id
 
 
-class AllocationFailed(_Masked):
+class AllocationFailed(CouchidsError):
     """Every candidate short id was taken."""
 
+    def __init__(self, *args: object) -> None:
+        super().__init__(*_masked(*args))
 
-class BulkWriteError(_Masked):
+
+class BulkWriteError(CouchidsError):
     """Some documents of a bulk write were not stored.
 
     Raised only after every batch was attempted. ``results`` holds one
@@ -127,7 +128,7 @@ class BulkWriteError(_Masked):
     """
 
     def __init__(self, message: str, results: Sequence[WriteResult]) -> None:
-        super().__init__(message)
+        super().__init__(*_masked(message))
         self.results = list(results)
 
     @property
