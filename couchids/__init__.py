@@ -4,13 +4,15 @@ Ids compatible byte for byte with the kuuid npm package (and kuuid 3's UUIDv7 fo
 queries and writes that use them on the primary index, ``_all_docs``.
 """
 
+from __future__ import annotations
+
+import importlib as _importlib
+import logging as _logging
+import sys as _sys
+import types as _types
+from typing import TYPE_CHECKING, Any
+
 from .base36 import BASE36_V7
-from .connect import connect
-from .core.counting import Bucket
-from .core.expiry import ExpireReport
-from .core.exporting import ArchiveReport
-from .core.rekeying import RekeyReport
-from .core.scan import Checkpoint
 from .couchid import COUCH_RANDOM, UTC_RANDOM, UtcIdForm
 from .decode import DecodedId, decode
 from .doctypes import ALL_TYPES
@@ -30,7 +32,6 @@ from .errors import (
     ServerTimeoutError,
     UnauthorizedError,
 )
-from .explain import explain_empty
 from .forms import (
     KUUID,
     KUUID_MS,
@@ -58,17 +59,27 @@ from .kuuid import (
     prefix_reverse_ms,
     rand,
 )
-from .lifecycle import archive, count, expire, export, follow, histogram, rekey
-from .query import latest, window
 from .seq import SEQ10, SEQ36
-from .sequence import Sequence
-from .short import create_short
 from .tid62 import TID62
 from .typed import TypedId
 from .ulid import ULID
 from .uuid464 import UUID464
 from .v7 import v7, v7s
-from .write import WriteResult, bulk_create, bulk_create_iter, create
+
+# Loaded on first use (``__getattr__``): the ibmcloudant SDK and the query machinery.
+if TYPE_CHECKING:
+    from .connect import connect
+    from .core.counting import Bucket
+    from .core.expiry import ExpireReport
+    from .core.exporting import ArchiveReport
+    from .core.rekeying import RekeyReport
+    from .core.scan import Checkpoint
+    from .explain import explain_empty
+    from .lifecycle import archive, count, expire, export, follow, histogram, rekey
+    from .query import latest, window
+    from .sequence import Sequence
+    from .short import create_short
+    from .write import WriteResult, bulk_create, bulk_create_iter, create
 
 __version__ = "0.1.0"
 
@@ -150,6 +161,67 @@ __all__ = [
     "window",
 ]
 
-import logging as _logging
+#: The names loaded on first use, each with the module that defines it: importing couchids
+#: (and making or decoding an id) loads no SDK, HTTP client or query machinery.
+_LAZY: dict[str, str] = {
+    "connect": ".connect",
+    "Bucket": ".core.counting",
+    "ExpireReport": ".core.expiry",
+    "ArchiveReport": ".core.exporting",
+    "RekeyReport": ".core.rekeying",
+    "Checkpoint": ".core.scan",
+    "explain_empty": ".explain",
+    "archive": ".lifecycle",
+    "count": ".lifecycle",
+    "expire": ".lifecycle",
+    "export": ".lifecycle",
+    "follow": ".lifecycle",
+    "histogram": ".lifecycle",
+    "rekey": ".lifecycle",
+    "latest": ".query",
+    "window": ".query",
+    "Sequence": ".sequence",
+    "create_short": ".short",
+    "WriteResult": ".write",
+    "bulk_create": ".write",
+    "bulk_create_iter": ".write",
+    "create": ".write",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Load a name of :data:`_LAZY` from its module on first use (PEP 562), then keep it."""
+    try:
+        module = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(_importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return list(__all__)
+
+
+class _Package(_types.ModuleType):
+    """couchids itself: a submodule named like a lazy name never hides that name.
+
+    Loading the submodule ``couchids.connect`` (``import couchids.connect``, or any import of
+    it before ``couchids.connect`` was first used) would otherwise bind the module in the
+    function's place, as the eager ``from .connect import connect`` never let happen.
+    """
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if (
+            name in _LAZY
+            and isinstance(value, _types.ModuleType)
+            and value.__name__ == f"{__name__}.{name}"
+        ):
+            return
+        super().__setattr__(name, value)
+
+
+_sys.modules[__name__].__class__ = _Package
 
 _logging.getLogger(__name__).addHandler(_logging.NullHandler())  # silent until configured

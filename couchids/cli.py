@@ -18,25 +18,25 @@ import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime, timedelta
-from typing import Any, NoReturn, TextIO
-
-from ibmcloudant.cloudant_v1 import CloudantV1
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from . import __version__
 from .cli_lifecycle import Tools, add_commands
-from .config import safe_url, scrub
-from .connect import connect
 from .constants import DEFAULT_BLOCKS, SEPARATORS, SHORT_BLOCKS
+from .core.pages import DEFAULT_PARALLEL, REMOTE_PARALLEL
 from .core.protocol import DEFAULT_TIMEOUT, MAX_TIMEOUT, dumps
 from .decode import DecodedId, decode
 from .doctypes import ALL_TYPES, AllTypes
 from .errors import InvalidArgumentError, InvalidInputError, InvalidTimeError, ServerError
-from .explain import explain_empty
 from .forms import NAMED_FORMS, V7, V7S, IdForm, KuuidForm, form_named
 from .log import shown
-from .query import DEFAULT_PARALLEL, REMOTE_PARALLEL, latest, window_pages
-from .server import TokenTimeout
 from .times import now_ms, to_ms
+
+# What talks to a server (the ibmcloudant SDK and the modules built on it) is loaded by the
+# commands that need one, when they run: ``couchids new``, ``couchids decode`` and every
+# ``--help`` load none of it.
+if TYPE_CHECKING:
+    from ibmcloudant.cloudant_v1 import CloudantV1
 
 __all__ = [
     "EXIT_BAD_INPUT",
@@ -146,6 +146,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InvalidInputError as exc:
         return _fail(str(exc), EXIT_BAD_INPUT)
     except ServerError as exc:
+        from .config import safe_url
+        from .server import TokenTimeout
+
         hint = ""
         if isinstance(exc.__cause__, TokenTimeout):
             hint = "; check CLOUDANT_AUTH_URL and that the token service is up"
@@ -218,6 +221,8 @@ def _decode(args: argparse.Namespace) -> int:
 
 
 def _latest(args: argparse.Namespace) -> int:
+    from .query import latest
+
     form = _form(args)
     client = _connect()
     scope = _scope(args)
@@ -231,6 +236,8 @@ def _latest(args: argparse.Namespace) -> int:
 
 
 def _window(args: argparse.Namespace) -> int:
+    from .query import window_pages
+
     form = _form(args)
     now = now_ms()
     start = parse_time(args.since, now)
@@ -272,6 +279,8 @@ def _window(args: argparse.Namespace) -> int:
 
 def _connect() -> CloudantV1:
     """A client from ibmcloudant's standard configuration, or one line saying what to set."""
+    from .connect import connect
+
     return connect()
 
 
@@ -282,6 +291,8 @@ def _note_empty(
     shows a reason (:func:`couchids.explain_empty`); the exit status stays 0."""
     if scope is ALL_TYPES:
         return
+    from .explain import explain_empty
+
     try:
         why = explain_empty(client, db, type=scope, form=form, style="command", timeout=timeout)
     except ServerError:
@@ -390,6 +401,9 @@ class _Progress:
 
 def _fail(message: str, status: int) -> int:
     # One line, whatever the message holds: a reason from a server may contain newlines.
+    # Masking reads the configuration (and loads the SDK): only when something failed.
+    from .config import scrub
+
     line = " ".join(scrub(message).split())
     print(f"couchids: error: {line}", file=sys.stderr)
     return status

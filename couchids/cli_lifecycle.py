@@ -15,18 +15,20 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from ibmcloudant.cloudant_v1 import CloudantV1
-
-from .core.counting import parse_every
-from .core.expiry import ExpireReport
-from .core.rekeying import RekeyReport
-from .core.scan import Checkpoint, read_policy
 from .errors import InvalidArgumentError
 from .forms import IdForm
-from .lifecycle import count, counted, expire, export, follow, histogram, rekey
 from .times import now_ms
+
+# The commands load what talks to a server (the ibmcloudant SDK, the query machinery) when
+# they run: building the parser, and the offline commands of couchids.cli, load none of it.
+if TYPE_CHECKING:
+    from ibmcloudant.cloudant_v1 import CloudantV1
+
+    from .core.expiry import ExpireReport
+    from .core.rekeying import RekeyReport
+    from .core.scan import Checkpoint
 
 __all__ = [
     "EXIT_INTERRUPTED",
@@ -85,6 +87,8 @@ def parse_duration(text: str) -> float:
     >>> parse_duration("90s"), parse_duration("2h")
     (90.0, 7200.0)
     """
+    from .core.counting import parse_every
+
     try:
         return parse_every(text) / 1000
     except InvalidArgumentError:
@@ -112,6 +116,8 @@ def add_commands(commands: Any, tools: Tools) -> None:
         return tools.parse_time(args.since, now), end
 
     def run_count(args: argparse.Namespace) -> int:
+        from .lifecycle import count
+
         start, end = times(args)
         client, form = tools.connect(), tools.form(args)
         n = count(
@@ -130,6 +136,9 @@ def add_commands(commands: Any, tools: Tools) -> None:
         return 0
 
     def run_histogram(args: argparse.Namespace) -> int:
+        from .core.counting import parse_every
+        from .lifecycle import histogram
+
         start, end = times(args)
         # The first bucket is a whole one, labelled at its aligned start (--since 7d --every 1d
         # starts at a UTC midnight): the library's inner edges are these multiples already.
@@ -167,6 +176,9 @@ def add_commands(commands: Any, tools: Tools) -> None:
         return 0
 
     def run_expire(args: argparse.Namespace) -> int:
+        from .core.scan import Checkpoint, read_policy
+        from .lifecycle import counted, expire
+
         before = tools.parse_time(args.before, now_ms())
         client, form = tools.connect(), tools.form(args)
         mark = Checkpoint(last_id=args.after)
@@ -205,6 +217,9 @@ def add_commands(commands: Any, tools: Tools) -> None:
         return 1 if report.conflicts or report.failed else 0
 
     def run_export(args: argparse.Namespace) -> int:
+        from .core.scan import Checkpoint
+        from .lifecycle import export
+
         start, end = times(args)
         client, form = tools.connect(), tools.form(args)
         fields = None if args.csv is None else _fields(args.csv)
@@ -235,6 +250,9 @@ def add_commands(commands: Any, tools: Tools) -> None:
         return 0
 
     def run_tail(args: argparse.Namespace) -> int:
+        from .core.scan import Checkpoint
+        from .lifecycle import follow
+
         client, form = tools.connect(), tools.form(args)
         mark = Checkpoint(since=args.since)
         deadline = None if args.duration is None else time.monotonic() + args.duration
@@ -269,6 +287,9 @@ def add_commands(commands: Any, tools: Tools) -> None:
             return EXIT_INTERRUPTED
 
     def run_rekey(args: argparse.Namespace) -> int:
+        from .core.scan import Checkpoint
+        from .lifecycle import rekey
+
         secret = os.environ.get(args.key_env)
         if not secret:
             raise InvalidArgumentError(
