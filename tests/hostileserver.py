@@ -36,8 +36,13 @@ import threading
 import time
 import traceback
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from types import TracebackType
 from typing import Final
+
+import certifi
+import pytest
+import requests.certs
 
 MODES: Final = (
     "html",
@@ -266,3 +271,23 @@ def _jwt(claims: dict[str, int]) -> str:
         return base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()
 
     return f"{part({'alg': 'RS256', 'typ': 'JWT'})}.{part(claims)}.c2lnbmF0dXJl"
+
+
+def trust_one_certificate(monkeypatch: pytest.MonkeyPatch, directory: Path) -> None:
+    """Until ``monkeypatch`` undoes it, every client made loads a trust store of one certificate
+    (certifi's first, written into ``directory``) instead of certifi's 117.
+
+    The clients of these servers speak plain HTTP on loopback and never use it, but ibmcloudant
+    (each ``CloudantV1``) and httpx (each ``AsyncClient``) parse it for every client they make,
+    40 ms each: most of the time of tests that make a client or two for every case. Not for a
+    client of a server that may speak HTTPS (``COUCHIDS_TEST_URL``).
+    """
+    bundle = directory / "one-certificate.pem"
+    if not bundle.exists():
+        end = "-----END CERTIFICATE-----"
+        text = certifi.contents()
+        first = text[text.index("-----BEGIN CERTIFICATE-----") : text.index(end) + len(end)]
+        bundle.write_text(first + "\n")
+    # httpx asks certifi.where(); ibmcloudant's adapter asks requests.certs.where().
+    monkeypatch.setattr(certifi, "where", lambda: str(bundle))
+    monkeypatch.setattr(requests.certs, "where", lambda: str(bundle))

@@ -23,12 +23,13 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from hostileserver import MODES, HostileServer, TokenService
+from hostileserver import MODES, HostileServer, TokenService, trust_one_certificate
 from ibmcloudant.cloudant_v1 import CloudantV1
 from test_hostile import (
     COMMAND_SUCCEEDS,
     COMMANDS,
     OPERATIONS,
+    PATIENT,
     SUCCEEDS,
     Commands,
     Ran,
@@ -82,6 +83,17 @@ SETTINGS = {
 }
 # Silence is covered by test_hostile; here it would only wait.
 LOUD_MODES = [mode for mode in MODES if mode != "silent"]
+
+
+@pytest.fixture(autouse=True)
+def one_certificate(
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """Clients of loopback servers load a small trust store (see hostileserver)."""
+    if "couch_url" not in request.fixturenames:  # the server under test may speak HTTPS
+        trust_one_certificate(monkeypatch, tmp_path_factory.getbasetemp())
 
 
 def setting_and_mode() -> list[Any]:
@@ -143,7 +155,7 @@ def test_no_secret_in_any_library_output(
             client = CloudantV1.new_instance()
             client.set_http_config({"proxies": {"http": None, "https": None}})
             try:
-                OPERATIONS[operation](client, "hostile", 5.0)
+                OPERATIONS[operation](client, "hostile", PATIENT)
             except Exception as exc:
                 seen[operation] = outputs_of(exc)
 
@@ -174,7 +186,8 @@ def test_no_secret_in_any_command_output(
         set_environment(monkeypatch, setting, server.url.removeprefix("http://"), iam.url)
 
         def run(command: str) -> None:
-            ran[command] = commands.run([command, "hostile", *COMMANDS[command], "--timeout", "5"])
+            argv = [command, "hostile", *COMMANDS[command], "--timeout", str(PATIENT)]
+            ran[command] = commands.run(argv)
 
         each_at_once({command: partial(run, command) for command in COMMANDS})
     out, err = capsys.readouterr()  # what any other thread wrote
