@@ -1,0 +1,91 @@
+"""Importing couchids, making and decoding ids, and the offline commands load no SDK.
+
+Each case runs in a fresh interpreter: this test process has loaded the SDK long ago.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import couchids
+
+#: What talks to a server: none of it is loaded until something needs a server.
+SDK = ("ibmcloudant", "ibm_cloud_sdk_core", "requests", "urllib3", "httpx")
+
+REPORT = f"import json, sys; print(json.dumps(sorted(m for m in {SDK!r} if m in sys.modules)))"
+
+
+def loaded(code: str) -> list[str]:
+    """The modules of SDK loaded once ``code`` ran in a fresh interpreter."""
+    run = subprocess.run(
+        [sys.executable, "-c", f"{code}\n{REPORT}"], capture_output=True, text=True, check=True
+    )
+    names: list[str] = json.loads(run.stdout.splitlines()[-1])
+    return names
+
+
+def test_import_make_and_decode_load_no_sdk() -> None:
+    code = "import couchids\ncouchids.decode(couchids.id())\ncouchids.decode(couchids.v7())"
+    assert loaded(code) == []
+
+
+def test_importing_the_command_loads_no_sdk() -> None:
+    assert loaded("import couchids.cli\nimport couchids.__main__") == []
+
+
+def test_the_offline_commands_and_the_help_load_no_sdk() -> None:
+    code = (
+        "import contextlib, io\n"
+        "from couchids import cli\n"
+        "out = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out):\n"
+        "    assert cli.main(['new', '-n', '2', '--type', 'user']) == 0\n"
+        "    doc_id = out.getvalue().split()[0]\n"
+        "    assert cli.main(['decode', doc_id]) == 0\n"
+        "    assert cli.main(['--help']) == 0\n"
+        "    for command in ('new', 'decode', 'latest', 'window', 'count', 'export', 'rekey'):\n"
+        "        assert cli.main([command, '--help']) == 0\n"
+        'assert \'"type":"user"\' in out.getvalue()'
+    )
+    assert loaded(code) == []
+
+
+def test_python_m_couchids_new_and_decode_import_no_sdk() -> None:
+    def imported(*args: str) -> tuple[str, set[str]]:
+        run = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "couchids", *args],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        modules = {line.rsplit("|", 1)[-1].strip() for line in run.stderr.splitlines()}
+        assert "couchids.cli" in modules  # the stderr is the import log
+        return run.stdout, {m.split(".")[0] for m in modules}
+
+    out, modules = imported("new")
+    assert not modules & set(SDK)
+    out, modules = imported("decode", out.strip())
+    assert json.loads(out)["form"] == "kuuid"
+    assert not modules & set(SDK)
+
+
+def test_the_lazy_names_resolve_on_first_use() -> None:
+    code = (
+        "import couchids, couchids.query, couchids.connect\n"
+        "assert couchids.latest is couchids.query.latest\n"
+        "import couchids.connect as connect\n"
+        "assert callable(connect) and couchids.connect.__module__ == 'couchids.connect'\n"
+        "assert couchids.ExpireReport.__name__ == 'ExpireReport'\n"
+        "assert 'latest' in vars(couchids)  # kept after the first use\n"
+    )
+    assert set(loaded(code)) >= {"ibmcloudant"}
+
+
+def test_dir_lists_every_public_name_and_each_resolves() -> None:
+    assert set(couchids.__all__) <= set(dir(couchids))
+    for name in couchids.__all__:
+        assert getattr(couchids, name) is not None, name
+    assert couchids.latest.__module__ == "couchids.query"
+    assert callable(couchids.connect)
