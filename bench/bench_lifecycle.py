@@ -31,7 +31,10 @@ outside the timed part. As in bench/timing.py, every way runs once first (a warm
 answer is checked too), then ``--rounds`` rounds run each way once, in order on even rounds
 and in reverse on odd ones. Prints each way's median, fastest and slowest round, and per
 ratio the least and greatest of the rounds' own ratios (the ways of a round run back to
-back), a measure of the noise.
+back), a measure of the noise; then the same for the CPU time each worker used during the
+call (``client CPU``): the client's own work, which a busy machine and the server's pace
+sway far less than the time taken, so it shows what the checks cost the client even where
+the times are too noisy to.
 
 Always exits 0 when every answer is right: the numbers are for a reader, not a gate.
 """
@@ -77,7 +80,11 @@ RATIOS = [
     ("export", "this", "plain"),
     ("expire", "this", "plain"),
 ]
+#: What the workers measure: the call's time, and the CPU time the worker used meanwhile.
+MEASURES = {"seconds": "", "cpu": " (client CPU)"}
 Command = dict[str, Any]
+#: Per measure, per way, the rounds' values.
+Times = dict[str, dict[str, list[float]]]
 
 
 class Worker:
@@ -217,11 +224,12 @@ def interleave(
     rounds: int,
     prepare: Callable[[], dict[str, Command]],
     finish: Callable[[dict[str, Command]], None],
-) -> dict[str, list[float]]:
-    """Each worker's seconds in each of ``rounds`` rounds, after a warm-up, in bench/timing.py's
-    order; ``prepare`` gives each round's commands and ``finish`` checks and clears up after
-    it. The ways must agree on what they found, the first and last id where they say."""
-    times: dict[str, list[float]] = {name: [] for name in workers}
+) -> Times:
+    """Each worker's seconds and CPU seconds in each of ``rounds`` rounds, after a warm-up, in
+    bench/timing.py's order; ``prepare`` gives each round's commands and ``finish`` checks and
+    clears up after it. The ways must agree on what they found, the first and last id where
+    they say."""
+    times: Times = {measure: {name: [] for name in workers} for measure in MEASURES}
     order = list(workers)
     for number in range(-1, rounds):
         commands = prepare()
@@ -234,27 +242,36 @@ def interleave(
                 raise RuntimeError(f"the ways disagree on the {key} id: {answers}")
         if number >= 0:
             for name, answer in answers.items():
-                times[name].append(answer["seconds"])
+                for measure in MEASURES:
+                    times[measure][name].append(answer[measure])
     return times
 
 
-def report(kind: str, args: argparse.Namespace, times: dict[str, dict[str, list[float]]]) -> None:
+def spread(values: list[float]) -> str:
+    """The median in ms, and in brackets the fastest and slowest round."""
+    median, least, most = (1000 * f(values) for f in (statistics.median, min, max))
+    return f"{median:9.1f}  ({least:.1f} .. {most:.1f})"
+
+
+def report(kind: str, args: argparse.Namespace, times: dict[str, Times]) -> None:
     print(
-        f"{kind}, medians of {args.rounds} rounds in ms (fastest .. slowest): window and "
-        f"export {args.docs:,} documents, expire {args.expire_docs:,}"
+        f"{kind}, medians of {args.rounds} rounds in ms (fastest .. slowest), and the worker's "
+        f"CPU time: window and export {args.docs:,} documents, expire {args.expire_docs:,}"
     )
-    for op, ways in times.items():
-        for name, spent in ways.items():
-            median, least, most = (1000 * f(spent) for f in (statistics.median, min, max))
-            print(f"  {op:7} {name:9} {median:9.1f}   ({least:.1f} .. {most:.1f})")
+    for op, measures in times.items():
+        for name in measures["seconds"]:
+            took, cpu = spread(measures["seconds"][name]), spread(measures["cpu"][name])
+            print(f"  {op:7} {name:9} {took:34} cpu {cpu}")
     print(f"{kind}, of the medians (in brackets: the least and greatest of the rounds' own):")
-    for op, top, bottom in RATIOS:
-        if bottom not in times[op]:
-            continue
-        mine, theirs = times[op][top], times[op][bottom]
-        ratio = statistics.median(mine) / statistics.median(theirs)
-        each = [a / b for a, b in zip(mine, theirs, strict=True)]
-        print(f"  {op}: {top} / {bottom} = {ratio:.3f}   ({min(each):.3f} .. {max(each):.3f})")
+    for measure, label in MEASURES.items():
+        for op, top, bottom in RATIOS:
+            if bottom not in times[op][measure]:
+                continue
+            mine, theirs = times[op][measure][top], times[op][measure][bottom]
+            ratio = statistics.median(mine) / statistics.median(theirs)
+            each = [a / b for a, b in zip(mine, theirs, strict=True)]
+            least, most = min(each), max(each)
+            print(f"  {op}: {top} / {bottom}{label} = {ratio:.3f}   ({least:.3f} .. {most:.3f})")
 
 
 def run_server(kind: str, args: argparse.Namespace, tree: Path | None) -> None:
@@ -290,7 +307,7 @@ def run_server(kind: str, args: argparse.Namespace, tree: Path | None) -> None:
         before = T0 + args.expire_docs * STEP
         reading = {"db": db, "type": TYPE, "start": start_ms, "end": end_ms, "expect": args.docs}
         reading |= key_range(start_ms, end_ms)
-        times: dict[str, dict[str, list[float]]] = {}
+        times: dict[str, Times] = {}
 
         def same(op: str) -> Callable[[], dict[str, Command]]:
             return lambda: {

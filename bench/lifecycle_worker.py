@@ -5,9 +5,11 @@ window, exporting it and expiring documents, on commands read from its standard 
     python bench/lifecycle_worker.py URL plain                      # requests alone
 
 Each line in is a JSON command (``op``, ``db`` and the op's arguments, ``expect``: the count
-a right answer has); each line out is ``{"seconds": ..., "count": ..., "first": ...,
-"last": ...}``, the time spent inside this process on the call alone (no interpreter start,
-no checks) and what it found. A wrong count ends the worker with an error, so a broken tree
+a right answer has); each line out is ``{"seconds": ..., "cpu": ..., "count": ...,
+"first": ..., "last": ...}``: the time spent inside this process on the call alone (no
+interpreter start, no checks), the CPU time this process used meanwhile (all its threads; the
+client's own work, which the server's pace and a busy machine sway far less), and what it
+found. A wrong count ends the worker with an error, so a broken tree
 cannot look fast. The first line out names the couchids it imported.
 """
 
@@ -128,9 +130,9 @@ def main() -> None:
     for line in sys.stdin:
         command = json.loads(line)
         gc.collect()
-        began = time.perf_counter()
+        began, cpu = time.perf_counter(), time.process_time()
         count, first, last = run(command)
-        seconds = time.perf_counter() - began
+        seconds, cpu = time.perf_counter() - began, time.process_time() - cpu
         if count != command["expect"]:
             raise SystemExit(f"{way} {command['op']}: {count} documents, not {command['expect']}")
         if command["op"] == "export":
@@ -138,7 +140,7 @@ def main() -> None:
                 lines = sum(1 for _line in written)
             if lines != count:
                 raise SystemExit(f"{way} export: {lines} lines written, not {count}")
-        answer = {"seconds": seconds, "count": count, "first": first, "last": last}
+        answer = {"seconds": seconds, "cpu": cpu, "count": count, "first": first, "last": last}
         print(json.dumps(answer), flush=True)
 
 
