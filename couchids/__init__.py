@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import importlib as _importlib
 import logging as _logging
-import sys as _sys
-import types as _types
 from typing import TYPE_CHECKING, Any
 
 from .base36 import BASE36_V7
@@ -68,7 +66,7 @@ from .v7 import v7, v7s
 
 # Loaded on first use (``__getattr__``): the ibmcloudant SDK and the query machinery.
 if TYPE_CHECKING:
-    from .connect import connect
+    from .connecting import connect
     from .core.counting import Bucket
     from .core.expiry import ExpireReport
     from .core.exporting import ArchiveReport
@@ -164,7 +162,7 @@ __all__ = [
 #: The names loaded on first use, each with the module that defines it: importing couchids
 #: (and making or decoding an id) loads no SDK, HTTP client or query machinery.
 _LAZY: dict[str, str] = {
-    "connect": ".connect",
+    "connect": ".connecting",
     "Bucket": ".core.counting",
     "ExpireReport": ".core.expiry",
     "ArchiveReport": ".core.exporting",
@@ -203,25 +201,5 @@ def __getattr__(name: str) -> Any:
 def __dir__() -> list[str]:
     return list(__all__)
 
-
-class _Package(_types.ModuleType):
-    """couchids itself: a submodule named like a lazy name never hides that name.
-
-    Loading the submodule ``couchids.connect`` (``import couchids.connect``, or any import of
-    it before ``couchids.connect`` was first used) would otherwise bind the module in the
-    function's place, as the eager ``from .connect import connect`` never let happen.
-    """
-
-    def __setattr__(self, name: str, value: object) -> None:
-        if (
-            name in _LAZY
-            and isinstance(value, _types.ModuleType)
-            and value.__name__ == f"{__name__}.{name}"
-        ):
-            return
-        super().__setattr__(name, value)
-
-
-_sys.modules[__name__].__class__ = _Package
 
 _logging.getLogger(__name__).addHandler(_logging.NullHandler())  # silent until configured

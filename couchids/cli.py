@@ -279,7 +279,7 @@ def _window(args: argparse.Namespace) -> int:
 
 def _connect() -> CloudantV1:
     """A client from ibmcloudant's standard configuration, or one line saying what to set."""
-    from .connect import connect
+    from .connecting import connect
 
     return connect()
 

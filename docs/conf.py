@@ -78,7 +78,7 @@ couchids_api_pages = {
         "couchids.ids",
     ],
     "queries": [
-        "couchids.connect",
+        "couchids.connecting",
         "couchids.explain",
         "couchids.query",
         "couchids.doctypes",

@@ -1,4 +1,4 @@
-"""couchids.connect (couchids/connect.py): a client from CLOUDANT_* or arguments, and errors
+"""couchids.connect (couchids/connecting.py): a client from CLOUDANT_* or arguments, and errors
 that say what to set; and the README's Quickstart, which uses it, run twice."""
 
 from __future__ import annotations
