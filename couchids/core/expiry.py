@@ -29,6 +29,7 @@ from .counting import server_kind
 from .protocol import (
     END,
     FactsCache,
+    KeySpan,
     Program,
     Puller,
     RetryPolicy,
@@ -38,6 +39,7 @@ from .protocol import (
     delete_revision,
     describe,
     expect_object,
+    expect_rows,
     live_leaves,
     path,
     post_json,
@@ -219,8 +221,7 @@ def delete_revisions(
             raise answer_error(each, db, f"_bulk_docs answered a row without rev: {describe(row)}")
     # A 409 is a document changed since it was read, or one deleted already (by another
     # client, or by a first attempt of this batch whose answer was lost): tell them apart.
-    # A document deleted now that is still live had conflicts.
-    states = yield from _states(db, [*conflicted, *tombstones], policy)
+    states = yield from _states(db, conflicted, policy)
     for doc_id in conflicted:
         live, rev = states.get(doc_id, (False, None))
         if not live and rev is not None:
@@ -228,14 +229,31 @@ def delete_revisions(
             tombstones[doc_id] = rev
         else:
             report.conflicts.append(doc_id)
-    for doc_id in [i for i in tombstones if i not in conflicted]:
-        if not states.get(doc_id, (False, None))[0]:
+    # A document deleted now that is still live had conflicts: another leaf took its place.
+    deleted_now = [doc_id for doc_id in tombstones if doc_id not in conflicted]
+    still = yield from _still_live(db, deleted_now, policy)
+    for doc_id in deleted_now:
+        if doc_id not in still:
             report.deleted += 1
         elif every_leaf:
             yield from _delete_leaves(known, db, doc_id, report, policy)
         else:
             report.conflicts.append(doc_id)
     return tombstones
+
+
+def _still_live(db: str, ids: list[str], policy: RetryPolicy) -> Program[set[str]]:
+    """Which of ``ids``, just deleted, are still live: one read of the key range from the
+    lowest to the highest of them (a deleted document leaves ``_all_docs``; the range holds
+    about a batch of rows, and costs a fraction of a lookup of the ids by ``keys``)."""
+    if not ids:
+        return set()
+    each = policy.renewed()
+    span = KeySpan(min(ids), max(ids))
+    asked = post_json(path(db, "_all_docs"), {"start_key": span.start, "end_key": span.end})
+    reply = yield from ask(asked, each, db)
+    rows = expect_rows(reply.body, each, db, sent=reply.sent, span=span)
+    return {row["id"] for row in rows}.intersection(ids)
 
 
 def _states(db: str, ids: list[str], policy: RetryPolicy) -> Program[dict[str, State]]:
