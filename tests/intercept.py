@@ -64,5 +64,6 @@ def answer(status: int, body: Any) -> DetailedResponse:
     response = requests.Response()
     response.status_code = status
     response._content = json.dumps(body).encode()
+    response._content_consumed = True  # read, as requests leaves an answer it has read
     response.headers["Content-Type"] = "application/json"
     return DetailedResponse(response=response, headers=response.headers, status_code=status)
