@@ -248,6 +248,9 @@ def _populate(client: CloudantV1, db: str, *docs: dict[str, Any]) -> list[str]:
     return ids
 
 
+# CouchDB refuses a document holding a lone surrogate (400 invalid UTF-8 JSON); PouchDB Server
+# stores it, and export must write it back exactly.
+@pytest.mark.needs("pouchdb")
 def test_export_writes_text_and_lone_surrogates_exactly(
     api: Api, client: CloudantV1, db: str, tmp_path: Path
 ) -> None:

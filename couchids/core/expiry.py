@@ -29,7 +29,6 @@ from .counting import server_kind
 from .protocol import (
     END,
     FactsCache,
-    KeySpan,
     Program,
     Puller,
     RetryPolicy,
@@ -39,7 +38,6 @@ from .protocol import (
     delete_revision,
     describe,
     expect_object,
-    expect_rows,
     live_leaves,
     path,
     post_json,
@@ -170,7 +168,9 @@ def _expire(
         rows = [row for row in page if inside(row["id"])]
         report.matched += len(rows)
         if rows and not dry_run:
-            tombstones = yield from delete_revisions(known, db, rows, report, policy)
+            tombstones = yield from delete_revisions(
+                known, db, rows, report, policy, scope=(form, doc_type)
+            )
             if purge and tombstones:
                 report.purged += yield from _purge(db, tombstones, policy)
         if rows:
@@ -188,6 +188,7 @@ def delete_revisions(
     report: ExpireReport,
     policy: RetryPolicy,
     *,
+    scope: tuple[IdForm, str | None],
     every_leaf: bool = True,
 ) -> Program[dict[str, str]]:
     """Delete the documents of ``_all_docs`` rows (``{"id", "value": {"rev"}}``) by the
@@ -231,7 +232,7 @@ def delete_revisions(
             report.conflicts.append(doc_id)
     # A document deleted now that is still live had conflicts: another leaf took its place.
     deleted_now = [doc_id for doc_id in tombstones if doc_id not in conflicted]
-    still = yield from _still_live(db, deleted_now, policy)
+    still = yield from _still_live(known, db, deleted_now, scope, policy)
     for doc_id in deleted_now:
         if doc_id not in still:
             report.deleted += 1
@@ -242,18 +243,29 @@ def delete_revisions(
     return tombstones
 
 
-def _still_live(db: str, ids: list[str], policy: RetryPolicy) -> Program[set[str]]:
-    """Which of ``ids``, just deleted, are still live: one read of the key range from the
-    lowest to the highest of them (a deleted document leaves ``_all_docs``; the range holds
-    about a batch of rows, and costs a fraction of a lookup of the ids by ``keys``)."""
+def _still_live(
+    known: FactsCache,
+    db: str,
+    ids: list[str],
+    scope: tuple[IdForm, str | None],
+    policy: RetryPolicy,
+) -> Program[set[str]]:
+    """Which of ``ids`` (of the form and type of ``scope``), just deleted, are still live: a
+    read of the key range from the lowest to the highest of them, from their partition in a
+    partitioned database (a deleted document leaves ``_all_docs``; the range holds about a
+    batch of rows, and costs a fraction of a lookup of the ids by ``keys``)."""
     if not ids:
         return set()
-    each = policy.renewed()
-    span = KeySpan(min(ids), max(ids))
-    asked = post_json(path(db, "_all_docs"), {"start_key": span.start, "end_key": span.end})
-    reply = yield from ask(asked, each, db)
-    rows = expect_rows(reply.body, each, db, sent=reply.sent, span=span)
-    return {row["id"] for row in rows}.intersection(ids)
+    form, doc_type = scope
+    # The highest id itself is in the range: its successor is the range's excluded end.
+    keys = KeyRange(min(ids), max(ids) + "\0", form.type_prefix(doc_type))
+    pages = Puller(
+        range_pages(known, db, keys, form, policy, doc_type=doc_type, page_size=len(ids))
+    )
+    live: set[str] = set()
+    while (page := (yield from pages.next())) is not END:
+        live.update(row["id"] for row in page)
+    return live.intersection(ids)
 
 
 def _states(db: str, ids: list[str], policy: RetryPolicy) -> Program[dict[str, State]]:

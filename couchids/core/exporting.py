@@ -161,7 +161,8 @@ def archive(
         copies=True,
     )
     inside = in_window(form, type, *_span(start, end))
-    return _archive(known, db, target_db, pages, inside, expire, report, on_progress, policy)
+    scope = (form, type)
+    return _archive(known, db, target_db, pages, inside, scope, expire, report, on_progress, policy)
 
 
 def _archive(
@@ -170,6 +171,7 @@ def _archive(
     target_db: str,
     pages: Program[None],
     inside: Callable[[str], bool],
+    scope: tuple[IdForm, str | None],
     expire: bool,
     report: ArchiveReport,
     on_progress: Callable[[ArchiveReport], None] | None,
@@ -206,7 +208,7 @@ def _archive(
             report.expired.matched += len(stored)
             if rows:
                 yield from delete_revisions(
-                    known, db, rows, report.expired, policy, every_leaf=False
+                    known, db, rows, report.expired, policy, scope=scope, every_leaf=False
                 )
         mark.last_id = page[-1]["_id"]
         mark.done += len(page)
