@@ -131,7 +131,8 @@ def run_writers(
                 step.wait(timeout=600)
                 try:
                     result: str | CouchidsError = create_short(
-                        client, db, {"writer": number, "seq": seq}, now=NOW, rng=rng
+                        client, db, {"writer": number, "seq": seq}, now=NOW, rng=rng,
+                        timeout=None,  # exclusivity is tested here, not speed
                     ).id
                 except CouchidsError as error:  # counted by the test: never silent
                     result = error

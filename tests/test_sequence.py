@@ -134,9 +134,12 @@ def test_a_block_changed_by_hand_is_a_clear_error(client: CloudantV1, db: str) -
 def test_forty_writers_on_three_nodes_never_share_a_number(
     cluster: CouchDBCluster, db: str, client: CloudantV1
 ) -> None:
-    # Small blocks, so that writers claim often and meet at the same start.
+    # Small blocks, so that writers claim often and meet at the same start. Forty writers on
+    # three nodes of one small machine can wait minutes for an answer: this test is about
+    # exclusivity, so no call may run out of time (timeout=None).
     writers = [
-        Sequence(client_for(cluster.node_urls[i % 3]), db, "orders", block=3) for i in range(40)
+        Sequence(client_for(cluster.node_urls[i % 3]), db, "orders", block=3, timeout=None)
+        for i in range(40)
     ]
     got: dict[int, list[int]] = {}
     start = threading.Barrier(40)

@@ -198,7 +198,9 @@ def test_forty_concurrent_writers_get_two_hundred_distinct_ids(
         start.wait()
         try:
             for seq in range(5):
-                result = create_short(own, db, {"writer": number, "seq": seq}, now=NOW)
+                result = create_short(
+                    own, db, {"writer": number, "seq": seq}, now=NOW, timeout=None
+                )
                 with lock:
                     results[(number, seq)] = result.id
         except BaseException as exc:  # reported below, with the test's own assertion
