@@ -5,16 +5,46 @@ from __future__ import annotations
 import doctest
 import importlib
 import pkgutil
+from pathlib import Path
 
 import pytest
 
 import couchids
 
-MODULES = sorted(info.name for info in pkgutil.iter_modules(couchids.__path__, prefix="couchids."))
+
+def _raise(name: str) -> None:
+    # walk_packages would pass over a subpackage that fails to import, and its modules with it.
+    raise ImportError(f"cannot import {name} to look for its modules")
+
+
+#: couchids and every module in it, subpackages' too; ``__main__`` runs the command when imported.
+MODULES = sorted(
+    [
+        "couchids",
+        *(
+            info.name
+            for info in pkgutil.walk_packages(couchids.__path__, prefix="couchids.", onerror=_raise)
+            if info.name != "couchids.__main__"
+        ),
+    ]
+)
 
 
 def test_every_module_is_collected() -> None:
     assert {"couchids.kuuid", "couchids.v7", "couchids.decode", "couchids.forms"} <= set(MODULES)
+    assert "couchids.core.protocol" in MODULES
+    # Each source file, however deep, is a module whose examples run.
+    root = Path(couchids.__file__).parent
+    expected = set()
+    for path in root.rglob("*.py"):
+        parts = path.relative_to(root).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        name = ".".join(("couchids", *parts))
+        if name != "couchids.__main__":
+            expected.add(name)
+    missing = sorted(expected - set(MODULES))
+    assert not missing, f"modules whose examples would not run: {missing}"
 
 
 @pytest.mark.parametrize("name", MODULES)
