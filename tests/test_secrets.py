@@ -4,7 +4,8 @@ through every error path of the library and the command.
 Captured for each failure: the exception's ``str`` and ``repr``, the whole chained traceback
 as ``traceback.format_exception`` and ``logging.exception`` print it, and stdout/stderr. With IAM
 authentication the tokens the token service gave are secrets too. Every operation and command
-the server's answers make fail must have failed, so that there was something to look at.
+the server's answers make fail must have failed, and said so naming itself and its database (the
+command refusing a URL without a scheme names the setting), so that there was something to look at.
 
 Each test runs its operations (or commands) at once. The default run takes every setting with
 the server that puts what it was sent into its errors, and every other mode with one setting;
@@ -28,9 +29,12 @@ from ibmcloudant.cloudant_v1 import CloudantV1
 from test_hostile import (
     COMMAND_SUCCEEDS,
     COMMANDS,
+    DB,
     OPERATIONS,
     PATIENT,
+    RUNS,
     SUCCEEDS,
+    TARGET,
     Commands,
     Ran,
     each_at_once,
@@ -126,6 +130,40 @@ def outputs_of(exc: BaseException) -> list[str]:
     return [str(exc), repr(exc), "".join(traceback.format_exception(exc)), stream.getvalue()]
 
 
+def says_what_failed(operation: str, texts: list[str]) -> list[str]:
+    """What is wrong with the outputs :func:`outputs_of` collected of a failed ``operation``: each
+    is there and names the operation and its database, so that looking for secrets in them
+    looks at something."""
+    name = operation.removesuffix("-now").removeprefix("aio.")
+    said = (f"{name} on {DB!r}", f"{name} on {TARGET!r}")
+    if len(texts) != 4 or not all(texts):
+        return [f"{operation}: outputs missing or empty: {texts!r}"]
+    message, representation, trace, logged = texts
+    first = message.splitlines()[0]
+    wrong = [
+        where
+        for where, right in (
+            ("str", message.startswith(said)),
+            ("repr", any(each in representation for each in said)),
+            ("traceback", first in trace),
+            ("log", logged.startswith("the operation failed") and first in logged),
+        )
+        if not right
+    ]
+    return [f"{operation}: the {where} does not say {name} failed: {texts!r}" for where in wrong]
+
+
+def says_the_command_failed(command: str, ran: Ran, setting: str = "") -> bool:
+    """Whether the command's stderr is the error naming its operation and database (or, given
+    a URL without a scheme, which the command refuses before it asks anything, the setting)."""
+    if setting == "url-no-scheme":
+        return ran.err.startswith("couchids: error: CLOUDANT_URL=") and "no http://" in ran.err
+    name = RUNS.get(command, command)
+    return ran.err.startswith(
+        (f"couchids: error: {name} on {DB!r}", f"couchids: error: {name} on {TARGET!r}")
+    )
+
+
 def leaks(texts: dict[str, list[str]], secrets: list[str]) -> list[str]:
     """``where: text`` for each text holding one of ``secrets``."""
     return [
@@ -164,6 +202,8 @@ def test_no_secret_in_any_library_output(
     seen["stdout and stderr"] = [out, err]
     quiet = [op for op in OPERATIONS if op not in seen and (mode, op) not in SUCCEEDS]
     assert not quiet, f"these passed against {mode}, leaving nothing to look at: {quiet}"
+    unsaid = [wrong for op in OPERATIONS if op in seen for wrong in says_what_failed(op, seen[op])]
+    assert not unsaid, "\n".join(unsaid)
     if setting == "iam-token":
         assert iam.tokens, "the token service gave no token"
     found = leaks(seen, [*MARKERS, *iam.tokens])
@@ -194,9 +234,14 @@ def test_no_secret_in_any_command_output(
     quiet = [
         command
         for command in COMMANDS
-        if "couchids: error:" not in ran[command].err and (mode, command) not in COMMAND_SUCCEEDS
+        if not says_the_command_failed(command, ran[command], setting)
+        and not (
+            (mode, command) in COMMAND_SUCCEEDS and ran[command].code == 0 and ran[command].out
+        )
     ]
-    assert not quiet, f"these reported no error against {mode}: {quiet}"
+    assert not quiet, f"these reported no error against {mode}: " + "\n".join(
+        f"{command}: {ran[command]}" for command in quiet
+    )
     if setting == "iam-token":
         assert iam.tokens, "the token service gave no token"
     seen = {command: [ran[command].out, ran[command].err] for command in COMMANDS}
@@ -219,10 +264,13 @@ def test_no_secret_when_the_token_service_never_answers(
             with pytest.raises(ServerTimeoutError) as caught:
                 OPERATIONS[name](client, "hostile", 1.5)
             seen[name] = outputs_of(caught.value)
+            assert not says_what_failed(name, seen[name]), says_what_failed(name, seen[name])
+            assert "did not answer the token request" in seen[name][0], seen[name]
 
         def command() -> None:
             ran = commands.run(["latest", "hostile", "--timeout", "1.5"])
             seen["couchids latest"] = [ran.out, ran.err]
+            assert says_the_command_failed("latest", ran), ran.err
             assert "did not answer the token request" in ran.err, ran.err
 
         each_at_once(
@@ -231,6 +279,7 @@ def test_no_secret_when_the_token_service_never_answers(
         )
     out, err = capsys.readouterr()
     seen["other threads"] = [out, err]
+    assert {"latest", "create", "couchids latest"} <= set(seen), list(seen)
     found = leaks(seen, [MARK])
     assert not found, "\n".join(found)
 
