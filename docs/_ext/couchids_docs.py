@@ -7,8 +7,12 @@ description, every option with its help, and its epilog (the examples).
 ``.. couchids-api:: PAGE`` documents the public names of ``couchids.__all__`` (or, for the
 page ``aio``, of ``couchids.aio.__all__``) that belong on PAGE, with autodoc: a name added to
 ``__all__`` appears on its page without an edit here. A name's page follows from what it is
-and where it is defined (``couchids_api_pages`` in conf.py maps module prefixes to pages);
-exceptions go to ``errors`` and a name of no listed module to ``other``.
+and where it is defined (``couchids_api_pages`` in conf.py maps module prefixes to pages; a
+value loaded on first use is defined where the package's ``_LAZY`` says); exceptions go to
+``errors`` and a name of no listed module to ``other``. The deprecated module-level functions
+of 0.1 (:mod:`couchids.deprecated`, in ``couchids`` and ``couchids.aio``) are listed last, one
+line each pointing to the method of the database handle that replaces them, on the page
+``couchids_deprecated_pages`` in conf.py names (every ``couchids.aio`` one on ``aio``).
 
 The guide and the FAQ include sections of README.md with MyST's ``{include}``; as the README
 is read for them, each heading gets a marker line before it, ``<!-- section: TITLE -->``, so
@@ -20,6 +24,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import importlib.util
 import inspect
 import os
 import re
@@ -39,7 +44,9 @@ from sphinx.util.parsing import nested_parse_to_nodes
 #: Width of the usage lines, whatever the terminal of the build.
 USAGE_WIDTH = 88
 #: What each kind of name is called in a page's subheadings, in the order they appear.
-KINDS = ("Functions", "Classes", "Constants", "Exceptions")
+KINDS = ("Functions", "Classes", "Constants", "Exceptions", "Deprecated functions")
+#: The database handle of each public module, whose methods replace its deprecated functions.
+HANDLES = {"couchids": "Database", "couchids.aio": "AsyncDatabase"}
 
 
 # -- the README's sections --------------------------------------------------------------------
@@ -215,27 +222,52 @@ def public_module(page: str) -> ModuleType:
     return importlib.import_module("couchids.aio" if page == "aio" else "couchids")
 
 
-def defined_in(obj: Any) -> str:
-    """The module that defines ``obj``, or that of its class for a value (a form, a flag)."""
+def deprecated(package: ModuleType) -> list[str]:
+    """The deprecated functions of ``package`` (made by :mod:`couchids.deprecated`), sorted."""
+    from couchids.deprecated import OPERATIONS
+
+    return sorted(
+        name
+        for name in OPERATIONS
+        if getattr(getattr(package, name, None), "__module__", None) == package.__name__
+    )
+
+
+def defined_in(package: ModuleType, name: str, obj: Any) -> str:
+    """The module that defines ``obj``: its own for a function or class, else the one the
+    package loads it from on first use (``_LAZY``), else that of its class (a form, a flag)."""
     module = getattr(obj, "__module__", None)
     if isinstance(module, str) and (inspect.isroutine(obj) or inspect.isclass(obj)):
         return module
+    lazy: dict[str, str] = getattr(package, "_LAZY", {})
+    if name in lazy:
+        return importlib.util.resolve_name(lazy[name], package.__name__)
     return type(obj).__module__
 
 
-def page_of(name: str, obj: Any, pages: dict[str, list[str]]) -> str:
+def page_of(package: ModuleType, name: str, obj: Any, config: Any) -> str:
+    if package.__name__ == "couchids.aio":
+        return "aio"
+    if name in deprecated(package):
+        for page, names in config.couchids_deprecated_pages.items():
+            if name in names:
+                return str(page)
+        return "other"
     if inspect.isclass(obj) and issubclass(obj, BaseException):
         return "errors"
-    module = defined_in(obj)
+    module = defined_in(package, name, obj)
     best, best_len = "other", 0
-    for page, prefixes in pages.items():
+    for page, prefixes in config.couchids_api_pages.items():
         for prefix in prefixes:
             if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best_len:
                 best, best_len = page, len(prefix)
     return best
 
 
-def kind_of(obj: Any) -> str:
+def kind_of(package: ModuleType, name: str) -> str:
+    if name in deprecated(package):
+        return "Deprecated functions"
+    obj = getattr(package, name)
     if inspect.isclass(obj):
         return "Exceptions" if issubclass(obj, BaseException) else "Classes"
     if inspect.isroutine(obj):
@@ -243,13 +275,11 @@ def kind_of(obj: Any) -> str:
     return "Constants"
 
 
-def names_on(page: str, pages: dict[str, list[str]]) -> list[str]:
-    """The sorted public names that belong on ``page``."""
+def names_on(page: str, config: Any) -> list[str]:
+    """The sorted public names that belong on ``page``, the deprecated functions among them."""
     module = public_module(page)
-    names = sorted(module.__all__)
-    if page == "aio":
-        return names
-    return [n for n in names if page_of(n, getattr(module, n), pages) == page]
+    names = sorted({*module.__all__, *deprecated(module)})
+    return [n for n in names if page_of(module, n, getattr(module, n), config) == page]
 
 
 def attribute_doc(package: ModuleType, name: str, obj: Any) -> list[str]:
@@ -283,9 +313,32 @@ def constant_rst(package: ModuleType, name: str, obj: Any) -> list[str]:
     return lines + indent("\n".join(doc)) + [""]
 
 
+def deprecated_rst(package: ModuleType, name: str, obj: Any) -> list[str]:
+    """A deprecated function in brief: its signature and the method that replaces it, with
+    the old names of the parameters it still takes."""
+    from couchids.deprecated import RENAMED
+
+    signature = inspect.signature(obj)
+    bare = signature.replace(
+        parameters=[p.replace(annotation=p.empty) for p in signature.parameters.values()],
+        return_annotation=signature.empty,
+    )
+    handle = HANDLES[package.__name__]
+    method = f"{package.__name__}.{handle}.{name}"
+    text = f"Deprecated: use :meth:`{handle}(client, db).{name}(...) <{method}>`"
+    renamed = RENAMED.get(name, {})
+    if renamed:
+        olds = ", ".join(f"``{old}`` for ``{new}``" for old, new in renamed.items())
+        text += f"; it still takes {olds}"
+    lines = [f".. py:function:: {name}{bare}", f"   :module: {package.__name__}", ""]
+    return lines + indent(text + ".") + [""]
+
+
 def entry_rst(package: ModuleType, name: str, obj: Any) -> list[str]:
     full = f"{package.__name__}.{name}"
-    kind = kind_of(obj)
+    kind = kind_of(package, name)
+    if kind == "Deprecated functions":
+        return deprecated_rst(package, name, obj)
     if kind == "Functions":
         return [f".. autofunction:: {full}", ""]
     if kind == "Exceptions":
@@ -302,16 +355,23 @@ class PublicNames(SphinxDirective):
 
     def run(self) -> list[nodes.Node]:
         page = self.arguments[0]
-        pages: dict[str, list[str]] = self.config.couchids_api_pages
         package = public_module(page)
-        names = names_on(page, pages)
+        names = names_on(page, self.config)
         lines: list[str] = []
         for kind in KINDS:
-            of_kind = [n for n in names if kind_of(getattr(package, n)) == kind]
+            of_kind = [n for n in names if kind_of(package, n) == kind]
             if not of_kind:
                 continue
-            if len({kind_of(getattr(package, n)) for n in names}) > 1:
+            if len({kind_of(package, n) for n in names}) > 1:
                 lines += [kind, "-" * len(kind), ""]
+            if kind == "Deprecated functions":
+                lines += [
+                    f"The module-level functions of couchids 0.1, kept for one release: each "
+                    f"warns with a ``DeprecationWarning`` and calls the method of the same name "
+                    f"on ``{HANDLES[package.__name__]}(client, db)`` (see "
+                    ":mod:`couchids.deprecated`).",
+                    "",
+                ]
             for name in of_kind:
                 lines += entry_rst(package, name, getattr(package, name))
         self.env.note_dependency(package.__file__ or "")
@@ -320,6 +380,7 @@ class PublicNames(SphinxDirective):
 
 def setup(app: Sphinx) -> dict[str, Any]:
     app.add_config_value("couchids_api_pages", {}, "env")
+    app.add_config_value("couchids_deprecated_pages", {}, "env")
     app.add_directive("couchids-cli", CommandLine)
     app.add_directive("couchids-api", PublicNames)
     app.connect("include-read", on_include_read)
