@@ -66,18 +66,32 @@ from .v7 import v7, v7s
 
 # Loaded on first use (``__getattr__``): the ibmcloudant SDK and the query machinery.
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from .connecting import connect
     from .core.counting import Bucket
     from .core.expiry import ExpireReport
     from .core.exporting import ArchiveReport
+    from .core.pages import DEFAULT_PARALLEL, REMOTE_PARALLEL
     from .core.rekeying import RekeyReport
     from .core.scan import Checkpoint
-    from .explain import explain_empty
-    from .lifecycle import archive, count, expire, export, follow, histogram, rekey
-    from .query import latest, window
-    from .sequence import Sequence
-    from .short import create_short
-    from .write import WriteResult, bulk_create, bulk_create_iter, create
+    from .core.writes import WriteResult
+    from .database import Database, Sequence
+
+    # Deprecated (see couchids.deprecated): the methods of Database, on Database(client, db).
+    archive: Callable[..., Any]
+    bulk_create: Callable[..., Any]
+    bulk_create_iter: Callable[..., Any]
+    count: Callable[..., Any]
+    create: Callable[..., Any]
+    create_short: Callable[..., Any]
+    expire: Callable[..., Any]
+    export: Callable[..., Any]
+    follow: Callable[..., Any]
+    histogram: Callable[..., Any]
+    latest: Callable[..., Any]
+    rekey: Callable[..., Any]
+    window: Callable[..., Any]
 
 __version__ = "0.1.0"
 
@@ -85,10 +99,12 @@ __all__ = [
     "ALL_TYPES",
     "BASE36_V7",
     "COUCH_RANDOM",
+    "DEFAULT_PARALLEL",
     "KUUID",
     "KUUID_MS",
     "KUUID_MS_REVERSE",
     "KUUID_REVERSE",
+    "REMOTE_PARALLEL",
     "SEQ10",
     "SEQ36",
     "SHORT",
@@ -106,6 +122,7 @@ __all__ = [
     "Checkpoint",
     "ConflictError",
     "CouchidsError",
+    "Database",
     "DatabaseNotFoundError",
     "DecodedId",
     "ExpireReport",
@@ -135,7 +152,6 @@ __all__ = [
     "create_short",
     "decode",
     "expire",
-    "explain_empty",
     "export",
     "follow",
     "form_named",
@@ -168,32 +184,25 @@ _LAZY: dict[str, str] = {
     "ArchiveReport": ".core.exporting",
     "RekeyReport": ".core.rekeying",
     "Checkpoint": ".core.scan",
-    "explain_empty": ".explain",
-    "archive": ".lifecycle",
-    "count": ".lifecycle",
-    "expire": ".lifecycle",
-    "export": ".lifecycle",
-    "follow": ".lifecycle",
-    "histogram": ".lifecycle",
-    "rekey": ".lifecycle",
-    "latest": ".query",
-    "window": ".query",
-    "Sequence": ".sequence",
-    "create_short": ".short",
-    "WriteResult": ".write",
-    "bulk_create": ".write",
-    "bulk_create_iter": ".write",
-    "create": ".write",
+    "DEFAULT_PARALLEL": ".core.pages",
+    "REMOTE_PARALLEL": ".core.pages",
+    "WriteResult": ".core.writes",
+    "Database": ".database",
+    "Sequence": ".database",
 }
 
 
 def __getattr__(name: str) -> Any:
-    """Load a name of :data:`_LAZY` from its module on first use (PEP 562), then keep it."""
-    try:
-        module = _LAZY[name]
-    except KeyError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    value = getattr(_importlib.import_module(module, __name__), name)
+    """Load a name of :data:`_LAZY` from its module on first use (PEP 562), then keep it; the
+    deprecated module-level operations are made then too (:mod:`couchids.deprecated`)."""
+    from .deprecated import OPERATIONS, operations
+
+    if name in OPERATIONS:
+        value = operations(__getattr__("Database"), __name__, (name,))[name]
+    elif name in _LAZY:
+        value = getattr(_importlib.import_module(_LAZY[name], __name__), name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = value
     return value
 

@@ -6,7 +6,7 @@
 ...: :func:`couchids.connect`). Every failure is one line on stderr, with every credential of
 the configuration (password, API key, the user:password of a URL) masked. An answer with
 nothing in it is followed by a note on stderr when the database shows why
-(:func:`couchids.explain_empty`).
+(:meth:`couchids.Database.explain_empty`).
 """
 
 from __future__ import annotations
@@ -221,12 +221,14 @@ def _decode(args: argparse.Namespace) -> int:
 
 
 def _latest(args: argparse.Namespace) -> int:
-    from .query import latest
+    from .database import Database
 
     form = _form(args)
     client = _connect()
     scope = _scope(args)
-    docs = latest(client, _db(args.db), args.n, type=scope, form=form, timeout=args.timeout)
+    docs = Database(client, _db(args.db)).latest(
+        args.n, type=scope, form=form, timeout=args.timeout
+    )
     out = sys.stdout
     for doc in docs:
         out.write(_json(doc) + "\n")
@@ -236,7 +238,7 @@ def _latest(args: argparse.Namespace) -> int:
 
 
 def _window(args: argparse.Namespace) -> int:
-    from .query import window_pages
+    from .database import Database
 
     form = _form(args)
     now = now_ms()
@@ -246,16 +248,14 @@ def _window(args: argparse.Namespace) -> int:
     out = _Blocks(sys.stdout)
     progress = _Progress(sys.stderr)
     scope = _scope(args)
-    pages = window_pages(
-        client,
-        _db(args.db),
+    pages = Database(client, _db(args.db)).window_pages(
         start,
         end,
         type=scope,
         form=form,
         newest_first=not args.oldest_first,
         include_docs=not args.ids_only,
-        page_size=args.page_size,
+        batch_size=args.page_size,
         timeout=args.timeout,
         parallel=args.parallel,
     )
@@ -288,13 +288,15 @@ def _note_empty(
     client: CloudantV1, db: str, scope: str | AllTypes | None, form: IdForm, timeout: float
 ) -> None:
     """After an answer with nothing in it, a note on stderr saying why, when the database
-    shows a reason (:func:`couchids.explain_empty`); the exit status stays 0."""
+    shows a reason (:meth:`couchids.Database.explain_empty`); the exit status stays 0."""
     if scope is ALL_TYPES:
         return
-    from .explain import explain_empty
+    from .database import Database
 
     try:
-        why = explain_empty(client, db, type=scope, form=form, style="command", timeout=timeout)
+        why = Database(client, db).explain_empty(
+            type=scope, form=form, style="command", timeout=timeout
+        )
     except ServerError:
         # The answer, nothing, stands: failing to find out why is not the command failing.
         return

@@ -116,13 +116,11 @@ def add_commands(commands: Any, tools: Tools) -> None:
         return tools.parse_time(args.since, now), end
 
     def run_count(args: argparse.Namespace) -> int:
-        from .lifecycle import count
+        from .database import Database
 
         start, end = times(args)
         client, form = tools.connect(), tools.form(args)
-        n = count(
-            client,
-            args.db,
+        n = Database(client, args.db).count(
             start,
             end,
             type=args.type,
@@ -137,16 +135,14 @@ def add_commands(commands: Any, tools: Tools) -> None:
 
     def run_histogram(args: argparse.Namespace) -> int:
         from .core.counting import parse_every
-        from .lifecycle import histogram
+        from .database import Database
 
         start, end = times(args)
         # The first bucket is a whole one, labelled at its aligned start (--since 7d --every 1d
         # starts at a UTC midnight): the library's inner edges are these multiples already.
         start -= start % parse_every(args.every)
         client, form = tools.connect(), tools.form(args)
-        buckets = histogram(
-            client,
-            args.db,
+        buckets = Database(client, args.db).histogram(
             start,
             end,
             every=args.every,
@@ -176,24 +172,28 @@ def add_commands(commands: Any, tools: Tools) -> None:
         return 0
 
     def run_expire(args: argparse.Namespace) -> int:
+        from .core.counting import counted
         from .core.scan import Checkpoint, read_policy
-        from .lifecycle import counted, expire
+        from .database import Database
+        from .server import known_facts, run
 
         before = tools.parse_time(args.before, now_ms())
         client, form = tools.connect(), tools.form(args)
+        db = Database(client, args.db)
         mark = Checkpoint(last_id=args.after)
         # Counted for the progress bar; a failure names the command the user ran.
         policy = read_policy(args.timeout, "expire")
-        total = counted(policy, client, args.db, 0, before, type=args.type, form=form, exact=False)
+        program = counted(
+            known_facts(client), policy, db.name, 0, before, type=args.type, form=form, exact=False
+        )
+        total = run(client, program)
         bar = _bar(total, "deleting" if args.yes else "checking")
 
         def progress(report: ExpireReport) -> None:
             bar.update(report.checkpoint.done - bar.n)
 
         try:
-            report = expire(
-                client,
-                args.db,
+            report = db.expire(
                 before,
                 type=args.type,
                 form=form,
@@ -218,7 +218,7 @@ def add_commands(commands: Any, tools: Tools) -> None:
 
     def run_export(args: argparse.Namespace) -> int:
         from .core.scan import Checkpoint
-        from .lifecycle import export
+        from .database import Database
 
         start, end = times(args)
         client, form = tools.connect(), tools.form(args)
@@ -226,9 +226,7 @@ def add_commands(commands: Any, tools: Tools) -> None:
         mark = Checkpoint(last_id=args.after)
         bar = _bar(None, "exporting")
         try:
-            export(
-                client,
-                args.db,
+            Database(client, args.db).export(
                 start,
                 end,
                 sys.stdout,
@@ -251,17 +249,16 @@ def add_commands(commands: Any, tools: Tools) -> None:
 
     def run_tail(args: argparse.Namespace) -> int:
         from .core.scan import Checkpoint
-        from .lifecycle import follow
+        from .database import Database
 
         client, form = tools.connect(), tools.form(args)
+        db = Database(client, args.db)
         mark = Checkpoint(since=args.since)
         deadline = None if args.duration is None else time.monotonic() + args.duration
         left: int | None = args.limit
 
         def changes(wait: bool) -> Iterator[dict[str, Any]]:
-            return follow(
-                client,
-                args.db,
+            return db.follow(
                 type=args.type,
                 form=form,
                 checkpoint=mark,
@@ -288,7 +285,7 @@ def add_commands(commands: Any, tools: Tools) -> None:
 
     def run_rekey(args: argparse.Namespace) -> int:
         from .core.scan import Checkpoint
-        from .lifecycle import rekey
+        from .database import Database
 
         secret = os.environ.get(args.key_env)
         if not secret:
@@ -305,9 +302,7 @@ def add_commands(commands: Any, tools: Tools) -> None:
 
         try:
             with mapping:
-                report = rekey(
-                    client,
-                    args.source,
+                report = Database(client, args.source).rekey(
                     args.target,
                     key=secret,
                     time_field=args.time_field,

@@ -22,7 +22,7 @@ class AllTypes(Enum):
         return "couchids.ALL_TYPES"
 
 
-#: ``type=ALL_TYPES``: a query of every type at once (see :func:`couchids.latest`).
+#: ``type=ALL_TYPES``: a query of every type at once (see :meth:`couchids.Database.latest`).
 ALL_TYPES: Final = AllTypes.ALL_TYPES
 
 RULE = f"a type is 1-{TYPE_MAX_LEN} ASCII letters, digits, '_' and '-', not starting with '_'"

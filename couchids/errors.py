@@ -25,8 +25,9 @@ class CouchidsError(Exception):
     ``couchids.config.scrub`` (the user info of URLs, ``Authorization`` and cookie values,
     the configured passwords and API keys) when they are made.
 
-    Writes (:func:`~couchids.create`, :func:`~couchids.bulk_create`,
-    :func:`~couchids.create_short`) set these on every error raised once an id was chosen, and
+    Writes (:meth:`~couchids.Database.create`, :meth:`~couchids.Database.bulk_create`,
+    :meth:`~couchids.Database.create_short`) set these on every error raised once an id was
+    chosen, and
     their message says the same in words:
 
     Attributes:
@@ -35,7 +36,7 @@ class CouchidsError(Exception):
             been (an answer was lost); writing it again under the same id (or key) finds out
             and never stores it twice.
         results: bulk writes: a :class:`~couchids.WriteResult` for every document handled
-            before the error, each with its id (see :func:`~couchids.bulk_create`).
+            before the error, each with its id (see :meth:`~couchids.Database.bulk_create`).
     """
 
     doc_id: str | None = None

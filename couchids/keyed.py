@@ -46,7 +46,8 @@ def keyed_id(
     """The id of form ``form`` that idempotency key ``key`` names at time ``timestamp``.
 
     The same arguments always give the same id, in every process and on every machine (see
-    the module docstring). :func:`couchids.create` and :func:`couchids.bulk_create` use it
+    the module docstring). :meth:`~couchids.Database.create` and
+    :meth:`~couchids.Database.bulk_create` use it
     when given ``key=``; call it to find a keyed document again.
 
     Args:

@@ -41,6 +41,7 @@ from urllib3.exceptions import MaxRetryError, NewConnectionError, ResponseError
 from . import log
 from .config import mask_sdk_logs, scrub
 from .core import protocol
+from .core.pages import handed_on
 from .core.protocol import (
     QUOTE_LEN,
     TRANSIENT_STATUSES,
@@ -98,28 +99,6 @@ def status_of(exc: BaseException) -> int:
 
 
 # -- what went wrong, in words ------------------------------------------------------------------
-
-#: CouchDB's rule for database names (its documentation of ``PUT /{db}``), at most 238 bytes.
-DB_NAME: Final = re.compile(r"[a-z][a-z0-9_$()+/-]*")
-DB_NAME_MAX: Final = 238
-#: Databases whose names start with ``_`` that a client may read and write.
-SYSTEM_DBS: Final = frozenset({"_users", "_replicator", "_global_changes"})
-
-
-def check_db(db: object) -> str:
-    """``db`` if it is a database name CouchDB accepts; else :class:`InvalidArgumentError`."""
-    if not isinstance(db, str):
-        raise InvalidArgumentError(
-            f"db={db!r}: a database name is a str, not a {type(db).__name__}"
-        )
-    if db in SYSTEM_DBS:
-        return db
-    if not DB_NAME.fullmatch(db) or len(db.encode()) > DB_NAME_MAX:
-        raise InvalidArgumentError(
-            f"db={db!r} is not a CouchDB database name: 1-{DB_NAME_MAX} characters, a lower-case "
-            "letter first, then lower-case letters, digits and _ $ ( ) + - /"
-        )
-    return db
 
 
 def check_client(client: object) -> CloudantV1:
@@ -648,10 +627,39 @@ def run(client: CloudantV1, program: Program[T]) -> T:
     raise TypeError(f"a program run for its result emitted {type(value).__name__}")
 
 
-def stream(client: CloudantV1, program: Program[Any]) -> Iterator[Any]:
+def stream(client: CloudantV1, program: Program[Any]) -> Generator[Any, None, None]:
     """Carry out ``program`` with ``client``, yielding what it emits as it emits it. Closing
     the iterator stops the program and drops the requests it started."""
     yield from _drive(client, program)
+
+
+def pages(client: CloudantV1, program: Program[Any]) -> Iterator[list[Any]]:
+    """:func:`stream` of a program that emits pages, with the first page read by the call: a
+    missing database or a refused request is raised here, not by the first step of the loop
+    over the answer."""
+    emitted = stream(client, program)
+    first = next(emitted, None)
+    return _following(first, emitted)
+
+
+def _following(first: list[Any] | None, rest: Iterator[list[Any]]) -> Iterator[list[Any]]:
+    if first is not None:
+        yield first
+        del first
+        yield from rest
+
+
+def flat(pages: Iterator[list[T]]) -> Iterator[T]:
+    """The items of the pages, in order. Each is let go of as it is handed on, so the page
+    being worked through holds only the items still to come."""
+    for page in pages:
+        yield from handed_on(page)
+
+
+def after(client: CloudantV1, begin: Program[None], then: Program[Any]) -> Iterator[Any]:
+    """What ``then`` emits, once ``begin`` has run (by the call)."""
+    run(client, begin)
+    return stream(client, then)
 
 
 def database_facts(client: CloudantV1, db: str, policy: RetryPolicy | None = None) -> DatabaseFacts:

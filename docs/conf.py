@@ -83,7 +83,7 @@ couchids_api_pages = {
     "queries": [
         "couchids.connecting",
         "couchids.database",
-        "couchids.explain",
+        "couchids.core.explaining",
         "couchids.doctypes",
         "couchids.core.writes",
         "couchids.core.windows",

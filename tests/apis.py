@@ -1,7 +1,7 @@
-"""The two APIs behind one face, so one test body checks both: the blocking functions of
-couchids, and the coroutines of couchids.aio (run on a fresh event loop per call, over an
-``AsyncClient`` made from the test's ``CloudantV1`` client, so both send to the same server
-with the same authentication)."""
+"""The two APIs behind one face, so one test body checks both: the methods of
+``couchids.Database``, and those of ``couchids.aio.AsyncDatabase`` (run on a fresh event loop
+per call, over an ``AsyncClient`` made from the test's ``CloudantV1`` client, so both send to
+the same server with the same authentication). Iterators are read into lists."""
 
 from __future__ import annotations
 
@@ -21,59 +21,59 @@ class Blocking:
     name = "blocking"
 
     def latest(self, client: CloudantV1, db: str, n: int = 10, **options: Any) -> list[Any]:
-        return couchids.latest(client, db, n, **options)
+        return couchids.Database(client, db).latest(n, **options)
 
     def window(
         self, client: CloudantV1, db: str, start: Any, end: Any, **options: Any
     ) -> list[Any]:
-        return list(couchids.window(client, db, start, end, **options))
+        return list(couchids.Database(client, db).window(start, end, **options))
 
     def create(self, client: CloudantV1, db: str, doc: Any, **options: Any) -> WriteResult:
-        return couchids.create(client, db, doc, **options)
+        return couchids.Database(client, db).create(doc, **options)
 
     def bulk_create(
         self, client: CloudantV1, db: str, docs: Iterable[Any], **options: Any
     ) -> list[WriteResult]:
-        return couchids.bulk_create(client, db, docs, **options)
+        return couchids.Database(client, db).bulk_create(docs, **options)
 
     def create_short(self, client: CloudantV1, db: str, doc: Any, **options: Any) -> WriteResult:
-        return couchids.create_short(client, db, doc, **options)
+        return couchids.Database(client, db).create_short(doc, **options)
 
     def numbers(
         self, client: CloudantV1, db: str, name: str, count: int, **options: Any
     ) -> list[int]:
         """``count`` numbers from one Sequence object."""
-        sequence = couchids.Sequence(client, db, name, **options)
+        sequence = couchids.Database(client, db).sequence(name, **options)
         return [sequence.next() for _ in range(count)]
 
     def count(self, client: CloudantV1, db: str, start: Any, end: Any, **options: Any) -> int:
-        return couchids.count(client, db, start, end, **options)
+        return couchids.Database(client, db).count(start, end, **options)
 
     def histogram(
         self, client: CloudantV1, db: str, start: Any, end: Any, **options: Any
     ) -> list[Any]:
-        return couchids.histogram(client, db, start, end, **options)
+        return couchids.Database(client, db).histogram(start, end, **options)
 
     def expire(self, client: CloudantV1, db: str, before: Any, **options: Any) -> Any:
-        return couchids.expire(client, db, before, **options)
+        return couchids.Database(client, db).expire(before, **options)
 
     def export(self, client: CloudantV1, db: str, start: Any, end: Any, out: Any, **o: Any) -> Any:
-        return couchids.export(client, db, start, end, out, **o)
+        return couchids.Database(client, db).export(start, end, out, **o)
 
     def archive(
         self, client: CloudantV1, db: str, target: str, start: Any, end: Any, **o: Any
     ) -> Any:
-        return couchids.archive(client, db, target, start, end, **o)
+        return couchids.Database(client, db).archive(target, start, end, **o)
 
     def follow(
         self, client: CloudantV1, db: str, *, stop: int | None = None, **options: Any
     ) -> list[Any]:
         """The documents ``follow`` yields, until it ends (``wait=False``) or ``stop`` came."""
-        stream = couchids.follow(client, db, **options)
+        stream = couchids.Database(client, db).follow(**options)
         return list(itertools.islice(stream, stop))
 
     def rekey(self, client: CloudantV1, source: str, target: str, **options: Any) -> Any:
-        return couchids.rekey(client, source, target, **options)
+        return couchids.Database(client, source).rekey(target, **options)
 
 
 class Async:
@@ -81,7 +81,7 @@ class Async:
 
     def latest(self, client: CloudantV1, db: str, n: int = 10, **options: Any) -> list[Any]:
         async def call(ac: aio.AsyncClient) -> list[Any]:
-            return await aio.latest(ac, db, n, **options)
+            return await aio.AsyncDatabase(ac, db).latest(n, **options)
 
         return _on_a_loop(client, call)
 
@@ -89,13 +89,13 @@ class Async:
         self, client: CloudantV1, db: str, start: Any, end: Any, **options: Any
     ) -> list[Any]:
         async def call(ac: aio.AsyncClient) -> list[Any]:
-            return [doc async for doc in aio.window(ac, db, start, end, **options)]
+            return [doc async for doc in aio.AsyncDatabase(ac, db).window(start, end, **options)]
 
         return _on_a_loop(client, call)
 
     def create(self, client: CloudantV1, db: str, doc: Any, **options: Any) -> WriteResult:
         async def call(ac: aio.AsyncClient) -> WriteResult:
-            return await aio.create(ac, db, doc, **options)
+            return await aio.AsyncDatabase(ac, db).create(doc, **options)
 
         return _on_a_loop(client, call)
 
@@ -103,13 +103,13 @@ class Async:
         self, client: CloudantV1, db: str, docs: Iterable[Any], **options: Any
     ) -> list[WriteResult]:
         async def call(ac: aio.AsyncClient) -> list[WriteResult]:
-            return await aio.bulk_create(ac, db, docs, **options)
+            return await aio.AsyncDatabase(ac, db).bulk_create(docs, **options)
 
         return _on_a_loop(client, call)
 
     def create_short(self, client: CloudantV1, db: str, doc: Any, **options: Any) -> WriteResult:
         async def call(ac: aio.AsyncClient) -> WriteResult:
-            return await aio.create_short(ac, db, doc, **options)
+            return await aio.AsyncDatabase(ac, db).create_short(doc, **options)
 
         return _on_a_loop(client, call)
 
@@ -117,36 +117,36 @@ class Async:
         self, client: CloudantV1, db: str, name: str, count: int, **options: Any
     ) -> list[int]:
         async def call(ac: aio.AsyncClient) -> list[int]:
-            sequence = aio.AsyncSequence(ac, db, name, **options)
+            sequence = aio.AsyncDatabase(ac, db).sequence(name, **options)
             return [await sequence.next() for _ in range(count)]
 
         return _on_a_loop(client, call)
 
     def count(self, client: CloudantV1, db: str, start: Any, end: Any, **options: Any) -> int:
-        return _call(client, lambda ac: aio.count(ac, db, start, end, **options))
+        return _call(client, lambda ac: aio.AsyncDatabase(ac, db).count(start, end, **options))
 
     def histogram(
         self, client: CloudantV1, db: str, start: Any, end: Any, **options: Any
     ) -> list[Any]:
-        return _call(client, lambda ac: aio.histogram(ac, db, start, end, **options))
+        return _call(client, lambda ac: aio.AsyncDatabase(ac, db).histogram(start, end, **options))
 
     def expire(self, client: CloudantV1, db: str, before: Any, **options: Any) -> Any:
-        return _call(client, lambda ac: aio.expire(ac, db, before, **options))
+        return _call(client, lambda ac: aio.AsyncDatabase(ac, db).expire(before, **options))
 
     def export(self, client: CloudantV1, db: str, start: Any, end: Any, out: Any, **o: Any) -> Any:
-        return _call(client, lambda ac: aio.export(ac, db, start, end, out, **o))
+        return _call(client, lambda ac: aio.AsyncDatabase(ac, db).export(start, end, out, **o))
 
     def archive(
         self, client: CloudantV1, db: str, target: str, start: Any, end: Any, **o: Any
     ) -> Any:
-        return _call(client, lambda ac: aio.archive(ac, db, target, start, end, **o))
+        return _call(client, lambda ac: aio.AsyncDatabase(ac, db).archive(target, start, end, **o))
 
     def follow(
         self, client: CloudantV1, db: str, *, stop: int | None = None, **options: Any
     ) -> list[Any]:
         async def call(ac: aio.AsyncClient) -> list[Any]:
             got: list[Any] = []
-            async with contextlib.aclosing(aio.follow(ac, db, **options)) as stream:  # type: ignore[type-var]
+            async with contextlib.aclosing(aio.AsyncDatabase(ac, db).follow(**options)) as stream:  # type: ignore[type-var]
                 async for doc in stream:
                     got.append(doc)
                     if len(got) == stop:
@@ -156,7 +156,7 @@ class Async:
         return _on_a_loop(client, call)
 
     def rekey(self, client: CloudantV1, source: str, target: str, **options: Any) -> Any:
-        return _call(client, lambda ac: aio.rekey(ac, source, target, **options))
+        return _call(client, lambda ac: aio.AsyncDatabase(ac, source).rekey(target, **options))
 
 
 def _call(client: CloudantV1, coroutine: Any) -> Any:

@@ -128,7 +128,7 @@ def test_the_operations_check_a_checkpoint_changed_after_it_was_made(
 @pytest.mark.parametrize("since", [None, 1.5, True, b"0"], ids=repr)
 def test_follow_refuses_a_since_that_is_no_sequence(api: Api, since: object) -> None:
     with pytest.raises(InvalidArgumentError, match="since="):
-        api.follow(C, "db", since=since, wait=False)
+        api.follow(C, "db", since_seq=since, wait=False)
 
 
 # -- export's out and fields ------------------------------------------------------------------

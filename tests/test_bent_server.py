@@ -47,7 +47,6 @@ import couchids
 from couchids import ALL_TYPES, KUUID, aio
 from couchids.core.counting import bucket_edges
 from couchids.core.rekeying import derived_id
-from couchids.query import types_present
 from couchids.times import to_datetime, to_ms
 
 #: The ``timeout`` each operation is given.
@@ -186,15 +185,14 @@ def window(doc_type: Any, **options: Any) -> Callable[[Call], Any]:
     """The window's ids as handed out, kept as they come (also when an error ends it)."""
 
     def run(call: Call) -> Any:
-        args = (call.db, *WINDOW)
-        kwargs = {"type": doc_type, "page_size": PAGE, "timeout": call.timeout, **options}
+        kwargs = {"type": doc_type, "batch_size": PAGE, "timeout": call.timeout, **options}
         if call.api == "blocking":
-            for doc in couchids.window(call.client, *args, **kwargs):
+            for doc in couchids.Database(call.client, call.db).window(*WINDOW, **kwargs):
                 call.handed_out.append(doc["_id"])
         else:
 
             async def read(client: aio.AsyncClient) -> None:
-                async for doc in aio.window(client, *args, **kwargs):
+                async for doc in aio.AsyncDatabase(client, call.db).window(*WINDOW, **kwargs):
                     call.handed_out.append(doc["_id"])
 
             on_a_loop(call.client, read)
@@ -213,10 +211,10 @@ def on_a_loop(client: CloudantV1, work: Callable[[aio.AsyncClient], Any]) -> Any
 
 def present(call: Call) -> Any:
     if call.api == "blocking":
-        return types_present(call.client, call.db, timeout=call.timeout)
+        return couchids.Database(call.client, call.db).types_present(timeout=call.timeout)
     return on_a_loop(
         call.client,
-        lambda client: aio.types_present(client, call.db, timeout=call.timeout),  # type: ignore[attr-defined]
+        lambda client: aio.AsyncDatabase(client, call.db).types_present(timeout=call.timeout),
     )
 
 
@@ -260,7 +258,7 @@ def export(call: Call) -> Any:
             *WINDOW,
             call.out,
             type="a",
-            page_size=PAGE,
+            batch_size=PAGE,
             parallel=3,
             timeout=call.timeout,
         )
@@ -278,7 +276,7 @@ def archive(call: Call) -> Any:
         *WINDOW,
         type="a",
         expire=True,
-        page_size=PAGE,
+        batch_size=PAGE,
         parallel=3,
         timeout=call.timeout,
     )
@@ -355,7 +353,6 @@ OPERATIONS: Final[dict[str, Operation]] = {
         "types_present",
         present,
         lambda s: sorted({x.type for x in s if x.type is not None}),
-        apis=("blocking", "aio") if hasattr(aio, "types_present") else ("blocking",),
     ),
     "count": Operation("count", count(), lambda s: len(of(s, "a", *WINDOW))),
     "count-exact": Operation("count", count(exact=True), lambda s: len(of(s, "a", *WINDOW))),

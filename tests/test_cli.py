@@ -28,9 +28,10 @@ from kuuid_node import KuuidNode
 import couchids
 from couchids import cli
 from couchids.cli import EXIT_BAD_INPUT, EXIT_OK, EXIT_SERVER, main, parse_time
+from couchids.core.pages import DEFAULT_PARALLEL
+from couchids.core.windows import DEFAULT_PAGE_SIZE
 from couchids.errors import InvalidTimeError
 from couchids.forms import KUUID, KUUID_MS, KUUID_MS_REVERSE, KUUID_REVERSE, V7S, IdForm
-from couchids.query import DEFAULT_PAGE_SIZE, DEFAULT_PARALLEL
 from couchids.times import now_ms, to_ms
 
 HOUR_MS = 3_600_000

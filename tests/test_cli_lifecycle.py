@@ -14,7 +14,7 @@ from test_expiry import populate
 import couchids
 from couchids import KUUID
 from couchids.cli import main
-from couchids.query import DEFAULT_PARALLEL
+from couchids.core.pages import DEFAULT_PARALLEL
 from couchids.times import to_ms
 
 SINCE, UNTIL = "2024-04-30T12:00:00Z", "2024-05-02T12:00:00Z"

@@ -28,7 +28,7 @@ from localserver import CouchDBCluster
 
 from couchids import ConflictError, CouchidsError, create, create_short
 from couchids.constants import SHORT_ID_ALPHABET
-from couchids.short import ALLOC_FIELD, random_nonce
+from couchids.core.short import ALLOC_FIELD, random_nonce
 
 pytestmark = pytest.mark.needs("cluster")
 
@@ -131,7 +131,11 @@ def run_writers(
                 step.wait(timeout=600)
                 try:
                     result: str | CouchidsError = create_short(
-                        client, db, {"writer": number, "seq": seq}, now=NOW, rng=rng,
+                        client,
+                        db,
+                        {"writer": number, "seq": seq},
+                        now=NOW,
+                        rng=rng,
                         timeout=None,  # exclusivity is tested here, not speed
                     ).id
                 except CouchidsError as error:  # counted by the test: never silent

@@ -1,4 +1,4 @@
-"""couchids.explain_empty (couchids/explain.py) and the note the command prints after an empty
+"""Database.explain_empty (couchids/core/explaining.py) and the note the command prints after an
 answer, against the local server. Each explanation is checked by following its advice."""
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from couchids import (
     V7S,
     DatabaseNotFoundError,
     InvalidArgumentError,
-    explain_empty,
 )
 from couchids.cli import main
 
@@ -42,7 +41,7 @@ def typed(client: CloudantV1, db: str) -> str:
 
 def test_untyped_query_of_typed_ids(client: CloudantV1, typed: str) -> None:
     assert couchids.latest(client, typed, 5) == []
-    why = explain_empty(client, typed)
+    why = couchids.Database(client, typed).explain_empty()
     assert why == (
         f"no untyped kuuid ids in {typed!r}; it holds ids of types order, user: pass "
         "type='order' or type=couchids.ALL_TYPES"
@@ -50,22 +49,22 @@ def test_untyped_query_of_typed_ids(client: CloudantV1, typed: str) -> None:
     # The advice finds them.
     assert len(couchids.latest(client, typed, 5, type="order")) == 2
     assert len(couchids.latest(client, typed, 5, type=couchids.ALL_TYPES)) == 3
-    command = explain_empty(client, typed, style="command")
+    command = couchids.Database(client, typed).explain_empty(style="command")
     assert command is not None and command.endswith(": pass --type order or --all-types")
 
 
 def test_a_misspelt_type(client: CloudantV1, typed: str) -> None:
-    why = explain_empty(client, typed, type="ordr")
+    why = couchids.Database(client, typed).explain_empty(type="ordr")
     assert why == f"no ids of type 'ordr' in {typed!r}; it holds ids of types order, user: " + (
         "pass type= one of them"
     )
-    command = explain_empty(client, typed, type="ordr", style="command")
+    command = couchids.Database(client, typed).explain_empty(type="ordr", style="command")
     assert command is not None and command.endswith(": pass --type with one of them")
 
 
 def test_a_type_asked_of_untyped_ids(client: CloudantV1, db: str) -> None:
     insert(client, db, [KUUID.new(WHEN) for _ in range(3)])
-    why = explain_empty(client, db, type="order", style="command")
+    why = couchids.Database(client, db).explain_empty(type="order", style="command")
     assert why == f"no ids of type 'order' in {db!r}; its ids are untyped: leave out --type"
 
 
@@ -73,7 +72,7 @@ def test_ids_of_another_form(client: CloudantV1, db: str) -> None:
     ids = [V7S.new(WHEN) for _ in range(3)]
     insert(client, db, ids)
     assert couchids.latest(client, db, 5) == []
-    why = explain_empty(client, db)
+    why = couchids.Database(client, db).explain_empty()
     assert why is not None
     assert why.startswith(f"the untyped ids of {db!r} are not kuuid ids: they read as v7s (such as")
     assert why.endswith(": pass form=couchids.form_named('v7s')")
@@ -83,7 +82,7 @@ def test_ids_of_another_form(client: CloudantV1, db: str) -> None:
 def test_second_ids_asked_as_millisecond_ones(client: CloudantV1, db: str) -> None:
     # A second-precision kuuid id is also a well-formed millisecond one, of 1970.
     insert(client, db, [KUUID.new(WHEN, type="order") for _ in range(3)])
-    why = explain_empty(client, db, type="order", form=KUUID_MS, style="command")
+    why = couchids.Database(client, db).explain_empty(type="order", form=KUUID_MS, style="command")
     assert why is not None
     assert why.startswith(f"the ids of type 'order' in {db!r} are not kuuid-ms ids: they read as")
     assert why.endswith(": pass --form kuuid")
@@ -91,7 +90,9 @@ def test_second_ids_asked_as_millisecond_ones(client: CloudantV1, db: str) -> No
 
 def test_ids_without_a_time_under_a_separator(client: CloudantV1, db: str) -> None:
     insert(client, db, [f"inv-{SEQ10.encode(n)}" for n in range(3)])
-    why = explain_empty(client, db, type="inv", form=TID62.with_separator("-"), style="command")
+    why = couchids.Database(client, db).explain_empty(
+        type="inv", form=TID62.with_separator("-"), style="command"
+    )
     assert why == (
         f"the ids of type 'inv' in {db!r} are not tid62 ids: they read as seq10 (which holds no "
         "time) (such as 'inv-0000000000'); time queries read only forms with a time"
@@ -102,24 +103,27 @@ def test_ids_of_the_form_outside_the_window_need_no_explanation(
     client: CloudantV1, typed: str
 ) -> None:
     assert list(couchids.window(client, typed, "2030-01-01", "2030-01-02", type="order")) == []
-    assert explain_empty(client, typed, type="order") is None
-    assert explain_empty(client, typed, type="order", form=KUUID.with_separator(":")) is None
+    assert couchids.Database(client, typed).explain_empty(type="order") is None
+    assert (
+        couchids.Database(client, typed).explain_empty(type="order", form=KUUID.with_separator(":"))
+        is None
+    )
 
 
 def test_an_empty_database_needs_no_explanation(client: CloudantV1, db: str) -> None:
-    assert explain_empty(client, db) is None
+    assert couchids.Database(client, db).explain_empty() is None
     insert(client, db, ["_design/only"])
-    assert explain_empty(client, db) is None
-    assert explain_empty(client, db, type="order") is None
+    assert couchids.Database(client, db).explain_empty() is None
+    assert couchids.Database(client, db).explain_empty(type="order") is None
 
 
 def test_arguments_are_checked(client: CloudantV1, db: str) -> None:
     with pytest.raises(InvalidArgumentError, match="style="):
-        explain_empty(client, db, style="shell")  # type: ignore[arg-type]
+        couchids.Database(client, db).explain_empty(style="shell")  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError, match="form="):
-        explain_empty(client, db, form="kuuid")  # type: ignore[arg-type]
+        couchids.Database(client, db).explain_empty(form="kuuid")  # type: ignore[arg-type]
     with pytest.raises(DatabaseNotFoundError):
-        explain_empty(client, "test_no_such_database")
+        couchids.Database(client, "test_no_such_database").explain_empty()
 
 
 # -- the command -------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from test_query import insert
 
 import couchids
 from couchids import KUUID, KUUID_REVERSE, V7, V7S, Checkpoint, IdForm, InvalidArgumentError
-from couchids.query import DEFAULT_PARALLEL
+from couchids.core.pages import DEFAULT_PARALLEL
 
 FORMS = (KUUID, KUUID_REVERSE, V7, V7S)
 START, END = BEFORE - 24 * HOUR, BEFORE + 24 * HOUR
@@ -53,7 +53,7 @@ def test_export_is_the_window_oldest_first(
 ) -> None:
     populate(client, db, form, 21)
     out = io.StringIO()
-    mark = api.export(client, db, START, END, out, type="ord", form=form, page_size=7)
+    mark = api.export(client, db, START, END, out, type="ord", form=form, batch_size=7)
     lines = [json.loads(line) for line in out.getvalue().splitlines()]
     assert [doc["_id"] for doc in lines] == reference(client, db, form)
     assert len(lines) > 20 and mark.done == len(lines) and mark.last_id == lines[-1]["_id"]
@@ -93,7 +93,9 @@ def test_a_checkpoint_outside_the_window_resumes_at_its_edge(
     for last_id, expected in [(earliest, ids), (latest, []), (ids[9], ids[10:])]:
         out = io.StringIO()
         mark = Checkpoint(last_id)
-        api.export(client, db, START, END, out, type="ord", form=form, checkpoint=mark, page_size=4)
+        api.export(
+            client, db, START, END, out, type="ord", form=form, checkpoint=mark, batch_size=4
+        )
         assert [json.loads(line)["_id"] for line in out.getvalue().splitlines()] == expected
 
 
@@ -109,7 +111,7 @@ def test_export_reads_time_slices_in_parallel(
         proxy.hold_for_company("_all_docs", seconds=0.5)
         out = io.StringIO()
         fresh = client_for(proxy.url)
-        api.export(fresh, db, START, END, out, type="ord", page_size=page_size, **slices)
+        api.export(fresh, db, START, END, out, type="ord", batch_size=page_size, **slices)
     assert [json.loads(line)["_id"] for line in out.getvalue().splitlines()] == reference(
         client, db, KUUID
     )

@@ -98,7 +98,7 @@ OPERATIONS: dict[str, Operation] = {
     "aio.export": lambda c, db, t: ASYNC.export(
         c, db, "2020-01-01", "2030-01-01", io.StringIO(), timeout=t
     ),
-    "aio.follow": lambda c, db, t: ASYNC.follow(c, db, since=0, wait=False, timeout=t),
+    "aio.follow": lambda c, db, t: ASYNC.follow(c, db, since_seq=0, wait=False, timeout=t),
     "aio.rekey": lambda c, db, t: ASYNC.rekey(c, db, TARGET, key=b"k", timeout=t),
     "aio.Sequence.next": lambda c, db, t: ASYNC.numbers(c, db, "n", 1, timeout=t, backoff=0),
 }

@@ -73,8 +73,9 @@ def test_python_m_couchids_new_and_decode_import_no_sdk() -> None:
 
 def test_the_lazy_names_resolve_on_first_use() -> None:
     code = (
-        "import couchids, couchids.query, couchids.connecting\n"
-        "assert couchids.latest is couchids.query.latest\n"
+        "import couchids, couchids.database, couchids.connecting\n"
+        "assert couchids.Database is couchids.database.Database\n"
+        "assert couchids.latest.__name__ == 'latest'  # deprecated, made on first use\n"
         "assert couchids.connect is couchids.connecting.connect\n"
         "assert couchids.ExpireReport.__name__ == 'ExpireReport'\n"
         "assert 'latest' in vars(couchids)  # kept after the first use\n"
@@ -86,5 +87,6 @@ def test_dir_lists_every_public_name_and_each_resolves() -> None:
     assert set(couchids.__all__) <= set(dir(couchids))
     for name in couchids.__all__:
         assert getattr(couchids, name) is not None, name
-    assert couchids.latest.__module__ == "couchids.query"
+    assert couchids.Database.__module__ == "couchids.database"
+    assert couchids.latest.__module__ == "couchids"  # deprecated: Database(client, db).latest
     assert callable(couchids.connect)

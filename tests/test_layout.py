@@ -24,7 +24,15 @@ IO_LIBRARIES = {
     "urllib3",
 }
 #: The modules of couchids that do I/O: the two drivers and what is built on them.
-IO_MODULES = {"server", "aio", "query", "write", "short", "sequence", "lifecycle", "cli"}
+IO_MODULES = {
+    "server",
+    "aio",
+    "database",
+    "deprecated",
+    "connecting",
+    "cli",
+    "cli_lifecycle",
+}
 CORE = sorted((PACKAGE / "core").glob("*.py"))
 
 

@@ -170,7 +170,7 @@ def test_window_returns_exactly_the_ids_made_in_it(api: Api, mixed: Mixed, form:
             newest = [
                 d["_id"]
                 for d in api.window(
-                    mixed.client, mixed.db, start, end, type=doc_type, form=form, page_size=PAGE
+                    mixed.client, mixed.db, start, end, type=doc_type, form=form, batch_size=PAGE
                 )
             ]
             oldest = [
@@ -317,7 +317,7 @@ def test_page_boundaries(api: Api, client: CloudantV1, db: str, form: IdForm, co
                 type="user",
                 form=form,
                 newest_first=newest_first,
-                page_size=PAGE_N,
+                batch_size=PAGE_N,
             )
         ]
         assert len(got) == len(set(got)) == count

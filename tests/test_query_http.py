@@ -126,7 +126,7 @@ def test_the_direction_follows_the_form(
     )
     [sent] = posts(http)
     assert sent["descending"] is descending
-    assert sent["limit"] == couchids.query.DEFAULT_PAGE_SIZE // 2  # the first of slices
+    assert sent["limit"] == couchids.core.windows.DEFAULT_PAGE_SIZE // 2  # the first of slices
     # The high key is sent first when descending; a reverse id's key for this second is the
     # one kuuid publishes for prefixReverse.
     if form is KUUID_REVERSE:
@@ -228,7 +228,7 @@ def test_partition_requests_never_ask_for_more_than_2000_rows(
 
     def answer(request: Any) -> tuple[int, dict[str, str], str]:
         sent = json.loads(gzip.decompress(request.body))
-        assert sent["limit"] <= couchids.query.PARTITION_QUERY_LIMIT
+        assert sent["limit"] <= couchids.core.windows.PARTITION_QUERY_LIMIT
         low, high = sent["start_key"], sent["end_key"]
         page = [i for i in ids if low <= i <= high][: sent["limit"]]
         return 200, {}, json.dumps({"rows": list(map(row, page))})

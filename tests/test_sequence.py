@@ -17,9 +17,9 @@ from intercept import answer, intercepted, path_of
 from localserver import CouchDBCluster
 
 import couchids
-from couchids import SEQ36, InvalidArgumentError, InvalidTypeError, ServerError, decode
+from couchids import SEQ36, InvalidArgumentError, InvalidTypeError, Sequence, ServerError, decode
 from couchids.core.claim import ALLOC_FIELD
-from couchids.sequence import BLOCK_PREFIX, Sequence, block_id
+from couchids.core.sequence import BLOCK_PREFIX, block_id
 
 pytestmark = pytest.mark.integration
 

@@ -28,8 +28,8 @@ from intercept import intercepted, path_of
 from couchids import AllocationFailed, InvalidArgumentError, bulk_create, create_short
 from couchids.constants import SHORT_ID_ALPHABET
 from couchids.core.protocol import RetryPolicy, delete_revision
+from couchids.core.short import ALLOC_FIELD, SHORT_ID, format_day, random_nonce
 from couchids.server import database_facts, run
-from couchids.short import ALLOC_FIELD, SHORT_ID, format_day, random_nonce
 
 NOW = datetime(2026, 1, 7, 15, 4, 5, tzinfo=UTC)
 DAY = "260107"
@@ -140,7 +140,7 @@ def test_create_short_stores_the_document_under_a_two_letter_id_of_the_day(
 ) -> None:
     doc = {"title": "hello", "tags": ["x"]}
     before = copy.deepcopy(doc)
-    result = api.create_short(client, db, doc, now=NOW)
+    result = api.create_short(client, db, doc, timestamp=NOW)
     assert doc == before, "the caller's document is not changed"
     assert re.fullmatch(rf"{DAY}-[{SHORT_ID_ALPHABET}]{{2}}", result.id)
     assert result.duplicate is False
@@ -154,7 +154,7 @@ def test_create_short_tries_another_nonce_when_the_id_is_taken(
     api: Api, client: CloudantV1, db: str
 ) -> None:
     taken = client.put_document(db=db, doc_id=f"{DAY}-bc", document={"theirs": 1}).get_result()
-    result = api.create_short(client, db, {"ours": 1}, now=NOW, rng=scripted("bc", "bd"))
+    result = api.create_short(client, db, {"ours": 1}, timestamp=NOW, rng=scripted("bc", "bd"))
     assert result.id == f"{DAY}-bd"
     assert client.get_document(db=db, doc_id=f"{DAY}-bc").get_result() == {
         "_id": f"{DAY}-bc",
@@ -168,7 +168,7 @@ def test_a_lost_answer_is_retried_with_the_same_id_and_stored_once(
     api: Api, client: CloudantV1, proxy: FaultProxy, db: str, mode: str
 ) -> None:
     proxy.fail(mode, method="PUT", path=f"^/{db}/")  # type: ignore[arg-type]
-    result = api.create_short(client_for(proxy.url), db, {"n": 1}, now=NOW)
+    result = api.create_short(client_for(proxy.url), db, {"n": 1}, timestamp=NOW)
     assert proxy.pending() == 0
     puts = proxy.requests("PUT", f"^/{db}/")
     assert [e.outcome for e in puts[:2]] == [mode, "forwarded"]
@@ -233,13 +233,13 @@ def test_when_every_two_letter_id_is_taken_a_three_letter_id_is_made(
     api: Api, client: CloudantV1, db: str
 ) -> None:
     fill_two_letter_ids(client, db)
-    result = api.create_short(client, db, {"n": 1}, now=NOW)
+    result = api.create_short(client, db, {"n": 1}, timestamp=NOW)
     assert re.fullmatch(rf"{DAY}-[{SHORT_ID_ALPHABET}]{{3}}", result.id)
     stored = all_docs(client, db)
     assert len(stored) == 401
     assert all(doc.get("filler") for doc_id, doc in stored.items() if doc_id != result.id)
     # Another day still has every two-letter id free.
-    tomorrow = api.create_short(client, db, {"n": 2}, now=NOW + timedelta(days=1))
+    tomorrow = api.create_short(client, db, {"n": 2}, timestamp=NOW + timedelta(days=1))
     assert re.fullmatch(rf"260108-[{SHORT_ID_ALPHABET}]{{2}}", tomorrow.id)
 
 
@@ -256,7 +256,7 @@ def test_allocation_fails_when_every_try_is_taken_and_leaves_nothing_behind(
         return "b" * length
 
     with pytest.raises(AllocationFailed, match=f"no free short id for {DAY}"):
-        api.create_short(client, db, {"n": 1}, now=NOW, rng=only_taken)
+        api.create_short(client, db, {"n": 1}, timestamp=NOW, rng=only_taken)
     assert tries == [2] * 10 + [3] * 10
     assert db_state(client, db) == before
 
@@ -282,7 +282,7 @@ def test_a_write_fewer_copies_than_a_quorum_took_is_given_up_and_deleted(
 ) -> None:
     proxy.fail("202-after", method="PUT", times=1)
     result = api.create_short(
-        client_for(proxy.url), db, {"n": 1}, now=NOW, rng=scripted("bc", "bd")
+        client_for(proxy.url), db, {"n": 1}, timestamp=NOW, rng=scripted("bc", "bd")
     )
     assert result.id == f"{DAY}-bd" and result.duplicate is False
     assert list(all_docs(client, db)) == [result.id], "the 202 claim is gone"
@@ -326,7 +326,7 @@ def test_a_409_that_hides_our_own_revision_never_stores_the_document_twice(
     # answer says 409). Moving on to another nonce without a look would store it twice.
     proxy.fail("409-after", method="PUT", times=1)
     result = api.create_short(
-        client_for(proxy.url), db, {"n": 1}, now=NOW, rng=scripted("bc", "bd")
+        client_for(proxy.url), db, {"n": 1}, timestamp=NOW, rng=scripted("bc", "bd")
     )
     stored = {doc_id: doc for doc_id, doc in all_docs(client, db).items() if doc.get("n") == 1}
     assert list(stored) == [result.id], "stored exactly once, under the id returned"

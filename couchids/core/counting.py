@@ -1,13 +1,13 @@
 """Counting the documents of a time window, and a histogram of counts per time bucket.
 
 What is counted are the ids of the form and type made in the window: the ids
-:func:`couchids.window` returns.
+:meth:`couchids.Database.window` returns.
 
 On CouchDB (and Cloudant) ``_all_docs?startkey=K`` answers ``offset``, the number of rows
 before ``K`` (on a cluster, summed over the shards), so the ids in a key range number
 ``offset(high) - offset(low)``: two small requests whatever the size of the window.
 PouchDB Server's ``offset`` is always 0, so there the ids are scanned (``_all_docs`` pages
-without documents, read as time slices in parallel as :func:`couchids.window` reads them)
+without documents, read as time slices in parallel as :meth:`couchids.Database.window` reads them)
 and only ids of the form counted.
 
 **Foreign ids.** An offset counts every id in the key range, not only ids of the form: a
@@ -176,7 +176,7 @@ def counted(
     form: IdForm,
     exact: bool,
 ) -> Program[int]:
-    """The program of :func:`couchids.count`, for the operation of ``policy`` (whose
+    """The program of :meth:`couchids.Database.count`, for the operation of ``policy`` (whose
     messages name it); arguments checked now."""
     start_ms, end_ms = _window(start, end)
     _check_form(form)
@@ -223,7 +223,7 @@ def histogram(
     exact: bool,
     workers: int,
 ) -> Program[list[Bucket]]:
-    """The program of :func:`couchids.histogram`; arguments checked now."""
+    """The program of :meth:`couchids.Database.histogram`; arguments checked now."""
     start_ms, end_ms = _window(start, end)
     _check_form(form)
     check_flag("exact", exact)

@@ -106,7 +106,7 @@ def expire(
     backoff: float,
     timeout: float | None,
 ) -> Program[ExpireReport]:
-    """The program of :func:`couchids.expire` (see there); arguments checked now."""
+    """The program of :meth:`couchids.Database.expire` (see there); arguments checked now."""
     policy = RetryPolicy.checked(retries, backoff, timeout, "expire")
     before_ms = to_ms(before)
     check_size("batch_size", batch_size)

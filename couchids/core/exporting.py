@@ -1,6 +1,6 @@
 """Exporting a time window to NDJSON or CSV, and archiving it into another database.
 
-Both read the window oldest first as :func:`couchids.window` reads it (time slices in
+Both read the window oldest first as :meth:`couchids.Database.window` reads it (time slices in
 parallel; memory stays at a few pages), and keep a :class:`~couchids.Checkpoint` whose
 ``last_id`` is the last document written: given back, it continues just after that document,
 so an interrupted export, resumed, writes the same rows as one that ran through. Lost answers
@@ -70,7 +70,7 @@ def export(
     timeout: float | None,
     parallel: int,
 ) -> Program[Checkpoint]:
-    """The program of :func:`couchids.export` (see there); arguments checked now."""
+    """The program of :meth:`couchids.Database.export` (see there); arguments checked now."""
     policy = read_policy(timeout, "export")
     if format not in FORMATS:
         raise InvalidArgumentError(f"format={format!r}: one of {FORMATS}")
@@ -134,7 +134,7 @@ def archive(
     timeout: float | None,
     parallel: int,
 ) -> Program[ArchiveReport]:
-    """The program of :func:`couchids.archive` (see there); arguments checked now (the
+    """The program of :meth:`couchids.Database.archive` (see there); arguments checked now (the
     caller checks ``target_db``)."""
     policy = RetryPolicy.checked(retries, backoff, timeout, "archive")
     check_flag("expire", expire)

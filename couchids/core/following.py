@@ -71,7 +71,7 @@ def follow(
     wait_ms: int,
     timeout: float | None,
 ) -> tuple[Program[None], Program[None]]:
-    """The programs of :func:`couchids.follow` (see there): the first looks the database up
+    """The programs of :meth:`couchids.Database.follow` (see there): the first looks the database up
     and pins a ``since`` of ``"now"`` (drivers run it at the call, so "now" is the call's, not
     the first read's); the second emits each new document. The arguments are checked now."""
     policy = read_policy(timeout, "follow")

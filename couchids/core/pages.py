@@ -57,8 +57,8 @@ T = TypeVar("T")
 #: ``fetch(start_key, end_key, limit)``: the program reading the rows of one request.
 RangeFetch = Callable[[str, str, int], Program[list[Row]]]
 
-#: Time slices :func:`couchids.window` reads at a time by default. 50,000 documents in pages
-#: of 2000 (bench/bench_query.py's data, medians of interleaved runs): against one raw
+#: Time slices :meth:`~couchids.Database.window` reads at a time by default. 50,000 documents
+#: in pages of 2000 (bench/bench_query.py's data, medians of interleaved runs): against one raw
 #: request, 1, 2, 3 and 4 slices took 1.12, 0.81, 0.86 and 0.84x on PouchDB Server and 1.05,
 #: 1.07, 1.03 and 1.03x on CouchDB 3.4.3, whose own work on one request already keeps both
 #: cores of the machine busy; peak memory 0.07, 0.09 and 0.10x the raw request's with 2, 3

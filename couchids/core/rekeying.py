@@ -3,8 +3,8 @@
 Each source document gets the id ``form`` would make at its time, with the random part taken
 from a keyed hash (HMAC-SHA256) of its source id: the same source document always gets the same
 new id, so a second run, or one resumed after a stop, stores nothing twice (the write meets its
-own earlier copy and compares equal, as :func:`couchids.bulk_create` does). Keyed, so that the
-new ids cannot be worked out from the old ones without the key. The source is only read.
+own earlier copy and compares equal, as :meth:`~couchids.Database.bulk_create` does). Keyed,
+so that the new ids cannot be worked out from the old ones without the key. The source is only read.
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def rekey(
     on_progress: Callable[[RekeyReport], None] | None,
     timeout: float | None,
 ) -> Program[RekeyReport]:
-    """The program of :func:`couchids.rekey` (see there); arguments checked now (the caller
+    """The program of :meth:`couchids.Database.rekey` (see there); arguments checked now (the caller
     checks the database names)."""
     policy = RetryPolicy.checked(DEFAULT_RETRIES, DEFAULT_BACKOFF, timeout, "rekey")
     if target_db == source_db:

@@ -69,7 +69,7 @@ class Checkpoint:
         last_id: the last id the operation finished (export, expire, archive, rekey): a
             non-empty str of valid Unicode (no lone surrogates), or ``None`` to start at the
             beginning.
-        since: the ``_changes`` sequence :func:`couchids.follow` continues from: a str (such
+        since: the ``_changes`` sequence :meth:`couchids.Database.follow` continues from: a str (such
             as CouchDB's ``"12-g1AAAA..."``, ``"0"`` or ``"now"``) or an int (PouchDB's and
             CouchDB 1's sequences), or ``None`` for follow's own ``since``.
         done: how many documents it handled so far, an int >= 0.

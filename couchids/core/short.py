@@ -10,7 +10,7 @@ and where it weakens, is stated in :mod:`couchids.core.claim`. So a claimed id h
 live revision, the owner's, on a single node and on a cluster alike.
 
 Pure: the allocation is a program (see :mod:`couchids.core.protocol`);
-:func:`couchids.create_short` and :func:`couchids.aio.create_short` run it.
+:meth:`couchids.Database.create_short` and :meth:`couchids.aio.AsyncDatabase.create_short` run it.
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ def create_short(
     backoff: float,
     timeout: float | None,
 ) -> Program[WriteResult]:
-    """The program of :func:`couchids.create_short` (see there); arguments checked now."""
+    """The program of :meth:`couchids.Database.create_short` (see there); arguments checked now."""
     policy = RetryPolicy.checked(retries, backoff, timeout, "create_short")
     check_new(doc, "the document", own_id=False)
     if ALLOC_FIELD in doc:

@@ -1,4 +1,5 @@
-"""The programs of :func:`couchids.latest` and :func:`couchids.window`, for either driver.
+"""The programs of :meth:`couchids.Database.latest` and :meth:`~couchids.Database.window`,
+for either driver.
 
 The key range comes from :mod:`couchids.keys`; a program keeps only rows whose id is of the
 requested form and type (never a design document, another type, or a foreign id that happens
@@ -34,10 +35,10 @@ from .protocol import (
 
 __all__ = ["DEFAULT_PAGE_SIZE", "PARTITION_QUERY_LIMIT", "latest", "scan_pages", "window"]
 
-#: Rows a page of :func:`~couchids.window` asks for by default. Two pages are held at a time,
-#: so this bounds memory; fewer, larger requests cost less per row (bench/bench_query.py: at 2000 a
-#: 50,000-document window takes about as long as one unpaged request, in a fifteenth of its
-#: memory).
+#: Rows a page of :meth:`~couchids.Database.window` asks for by default. Two pages are held
+#: at a time, so this bounds memory; fewer, larger requests cost less per row
+#: (bench/bench_query.py: at 2000 a 50,000-document window takes about as long as one unpaged
+#: request, in a fifteenth of its memory).
 DEFAULT_PAGE_SIZE: Final = 2000
 #: Cloudant answers at most this many rows to one partition query.
 PARTITION_QUERY_LIMIT: Final = 2000
@@ -61,7 +62,7 @@ def window(
     timeout: float | None,
     parallel: int | None,
 ) -> Program[None]:
-    """The program of :func:`couchids.window` (see there): emits pages of the answer.
+    """The program of :meth:`couchids.Database.window` (see there): emits pages of the answer.
 
     ``known`` is the driver's cache of :class:`~couchids.core.protocol.DatabaseFacts`.
     The arguments are checked now, before the program runs.
@@ -157,7 +158,7 @@ def latest(
     include_docs: bool,
     timeout: float | None,
 ) -> Program[list[Row]]:
-    """The program of :func:`couchids.latest` (see there): returns the newest ``n``.
+    """The program of :meth:`couchids.Database.latest` (see there): returns the newest ``n``.
 
     The arguments are checked now, before the program runs.
     """

@@ -187,7 +187,7 @@ def create(
     backoff: float,
     timeout: float | None,
 ) -> Program[WriteResult]:
-    """The program of :func:`couchids.create` (see there); arguments checked now."""
+    """The program of :meth:`couchids.Database.create` (see there); arguments checked now."""
     policy = RetryPolicy.checked(retries, backoff, timeout, "create")
     check_new(doc, "the document")
     doc_id = _assign_id(doc, type, timestamp, key, form, "the document")
@@ -200,7 +200,7 @@ TimeOf = Callable[[Doc], TimeLike]
 
 
 class Collected:
-    """The results of a bulk write gathered into a list, as :func:`couchids.bulk_create`
+    """The results of a bulk write gathered into a list, as :meth:`couchids.Database.bulk_create`
     returns them: a failure that ends the job carries the results before it, and rows that
     were not stored raise :class:`~couchids.BulkWriteError` at the end."""
 
@@ -254,7 +254,7 @@ def bulk(
     backoff: float,
     timeout: float | None,
 ) -> Program[None]:
-    """The program of :func:`couchids.bulk_create_iter` for the public ``operation`` its
+    """The program of :meth:`couchids.Database.bulk_create_iter` for the public ``operation`` its
     messages name: emits the results of each batch as a list. Arguments are checked now;
     documents are read lazily, a batch at a time."""
     policy = RetryPolicy.checked(retries, backoff, timeout, operation)

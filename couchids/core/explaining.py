@@ -1,8 +1,8 @@
-"""Why a query found nothing: :func:`explain_empty`.
+"""Why a query found nothing: the program of :meth:`couchids.Database.explain_empty`.
 
 An empty answer is right by the query's own rules, but the reason is often in the database:
 its ids are typed and the query asked for untyped ones (the FAQ's first question), they are of
-another form (UUIDv7s asked for as kuuid ids), or the type is misspelt. :func:`explain_empty`
+another form (UUIDv7s asked for as kuuid ids), or the type is misspelt. ``explain_empty``
 looks, with a few small ``_all_docs`` requests, and says which in one sentence; the command
 prints it after an empty ``latest``, ``window``, ``count``, ``histogram`` or ``export``.
 """
@@ -12,12 +12,13 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Final, Literal
 
-from ibmcloudant.cloudant_v1 import CloudantV1
-
-from .constants import SEPARATORS, TYPE_SEPARATOR
-from .core import alltypes
-from .core.protocol import (
-    DEFAULT_TIMEOUT,
+from ..constants import SEPARATORS, TYPE_SEPARATOR
+from ..decode import TIMELESS_FORMS, decode
+from ..errors import InvalidArgumentError, InvalidIdError
+from ..forms import IdForm
+from ..keys import type_step, window_keys
+from . import alltypes
+from .protocol import (
     KeySpan,
     Program,
     RetryPolicy,
@@ -26,14 +27,9 @@ from .core.protocol import (
     path,
     post_json,
 )
-from .core.scan import read_policy
-from .decode import TIMELESS_FORMS, decode
-from .errors import InvalidArgumentError, InvalidIdError
-from .forms import KUUID, IdForm
-from .keys import type_step, window_keys
-from .server import check_client, check_db, run
+from .scan import read_policy
 
-__all__ = ["SAMPLE", "Style", "explain_empty"]
+__all__ = ["SAMPLE", "Style", "explain"]
 
 #: Ids read from each place looked at: the start of the scope and the form's key range in it.
 SAMPLE: Final = 20
@@ -43,58 +39,23 @@ _NAMED_TYPES: Final = 8
 Style = Literal["python", "command"]
 
 
-def explain_empty(
-    client: CloudantV1,
+def explain(
     db: str,
     *,
-    type: str | None = None,
-    form: IdForm = KUUID,
-    style: Style = "python",
-    timeout: float | None = DEFAULT_TIMEOUT,
-) -> str | None:
-    """Why a query of ``type`` and ``form`` on ``db`` may have found nothing, when the
-    database shows a reason; ``None`` when it holds ids of that type and form (then the time
-    window, or ``n``, is why) or nothing at all.
-
-    The reasons, each with what to pass instead:
-
-    - no untyped ids, but typed ones: ``no untyped kuuid ids in 'shop'; it holds ids of types
-      order, user: pass type='order' or type=couchids.ALL_TYPES``;
-    - no ids of ``type``, but of other types (a misspelt type), or only untyped ones;
-    - ids of the scope, but none of ``form``: the message names the forms they read as
-      (:func:`couchids.decode`), such as ``v7s``, and the one to pass.
-
-    Costs two or three ``_all_docs`` requests of at most ``SAMPLE`` ids, and, when the
-    scope is empty, the search for the types present (about one request per type, see
-    ``couchids.query.types_present``).
-
-    Args:
-        client: an ``ibmcloudant`` ``CloudantV1`` client.
-        db: the database name.
-        type, form: the scope and form of the query that found nothing (``None``: untyped).
-        style: ``"python"`` for advice in arguments (``type='order'``), ``"command"`` in
-            flags of the ``couchids`` command (``--type order``).
-        timeout: seconds each request may take, retries included (default 60).
-
-    Raises:
-        InvalidArgumentError, InvalidTypeError: bad arguments.
-        ServerError: (or a subclass, such as ``DatabaseNotFoundError``) the server failed.
-
-    Example::
-
-        if not couchids.latest(client, "shop"):
-            print(couchids.explain_empty(client, "shop"))
-            # no untyped kuuid ids in 'shop'; it holds ids of types order, user: pass
-            # type='order' or type=couchids.ALL_TYPES
-    """
-    client, db = check_client(client), check_db(db)
+    type: str | None,
+    form: IdForm,
+    style: Style,
+    timeout: float | None,
+) -> Program[str | None]:
+    """The program of :meth:`couchids.Database.explain_empty` (see there); arguments checked
+    now."""
     if not isinstance(form, IdForm):
         raise InvalidArgumentError(f"form={form!r}: pass an IdForm such as couchids.KUUID")
     if style not in ("python", "command"):
         raise InvalidArgumentError(f"style={style!r}: 'python' or 'command'")
     prefix = form.type_prefix(type)
     policy = read_policy(timeout, "explain_empty")
-    return run(client, _explain(db, type, prefix, form, style, policy))
+    return _explain(db, type, prefix, form, style, policy)
 
 
 def _explain(

@@ -1,7 +1,9 @@
-"""couchids for asyncio: the same operations as coroutines, over ``httpx``.
+"""The asyncio driver: :class:`AsyncClient` sends the requests of couchids' programs over
+``httpx``.
 
-Install with ``pip install 'couchids[async]'``. Each function runs the same program of
-``couchids.core`` as its blocking twin, so both answer alike; only the sending differs:
+Install with ``pip install 'couchids[async]'``. Each method of
+:class:`~couchids.aio.AsyncDatabase` runs the same program of ``couchids.core`` as its
+blocking twin on :class:`couchids.Database`, so both answer alike; only the sending differs:
 
 - Requests go through an ``httpx.AsyncClient``; concurrent parts of an operation (the
   slices of a window, the types of an all-types query) are tasks on the caller's loop.
@@ -20,7 +22,7 @@ Example::
 
     async def newest_clicks():
         async with aio.new_instance() as client:
-            return await aio.latest(client, "events", 10, type="click")
+            return await aio.AsyncDatabase(client, "events").latest(10, type="click")
 """
 
 from __future__ import annotations
@@ -30,69 +32,42 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
-from datetime import timedelta
-from typing import Any, Final, TextIO, TypeVar
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from typing import Any, Final, TypeVar
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 import httpx
 from ibmcloudant.cloudant_v1 import CloudantV1
 
-from . import log
-from .core import counting, expiry, exporting, following, rekeying, short, windows, writes
-from .core.counting import DEFAULT_WORKERS, Bucket
-from .core.expiry import DEFAULT_EXPIRE_BATCH, ExpireReport
-from .core.exporting import ArchiveReport, Format
-from .core.following import DEFAULT_FOLLOW_BATCH, DEFAULT_WAIT_MS
-from .core.pages import DEFAULT_PARALLEL, handed_on
-from .core.protocol import (
-    DEFAULT_BACKOFF,
-    DEFAULT_RETRIES,
-    DEFAULT_TIMEOUT,
+from .. import log
+from ..core.pages import handed_on
+from ..core.protocol import (
     Emit,
     FactsCache,
     Lost,
     Program,
     Response,
-    RetryPolicy,
     Send,
     Sleep,
     Start,
     Wait,
     request_headers,
 )
-from .core.rekeying import DEFAULT_REKEY_BATCH, RekeyReport
-from .core.scan import Checkpoint, read_policy
-from .core.sequence import DEFAULT_BLOCK, check_sequence, claim_block, seq_prefix
-from .core.short import NonceSource
-from .core.windows import DEFAULT_PAGE_SIZE, check_count
-from .core.writes import DEFAULT_BATCH_SIZE, Collected, Doc, KeyOf, TimeOf, WriteResult
-from .doctypes import AllTypes
-from .errors import CouchidsError, InvalidArgumentError, ServerError, ServerTimeoutError
-from .forms import KUUID, IdForm
-from .seq import SEQ10, SeqForm
-from .server import FAILURES, check_db, failure_kind, sanitized, server_error
-from .times import TimeLike
+from ..core.windows import check_count
+from ..errors import CouchidsError, InvalidArgumentError, ServerError, ServerTimeoutError
+from ..server import FAILURES, failure_kind, sanitized, server_error
 
 __all__ = [
     "CONNECTIONS",
     "AsyncClient",
-    "AsyncSequence",
-    "archive",
-    "bulk_create",
-    "bulk_create_iter",
-    "count",
-    "create",
-    "create_short",
-    "expire",
-    "export",
-    "follow",
-    "histogram",
-    "latest",
+    "after",
+    "check_client",
+    "flat",
+    "known_facts",
     "new_instance",
-    "rekey",
-    "window",
+    "pages",
+    "run",
+    "stream",
 ]
 
 T = TypeVar("T")
@@ -299,469 +274,6 @@ def _http_client(connections: int, **options: Any) -> httpx.AsyncClient:
     return httpx.AsyncClient(**{"timeout": None, "limits": limits, **options})
 
 
-# -- the operations -----------------------------------------------------------------------------
-
-
-async def latest(
-    client: AsyncClient,
-    db: str,
-    n: int = 10,
-    *,
-    type: str | AllTypes | None = None,
-    form: IdForm = KUUID,
-    include_docs: bool = True,
-    timeout: float | None = DEFAULT_TIMEOUT,
-) -> list[Row]:
-    """:func:`couchids.latest`, awaited."""
-    client, db = _checked(client), check_db(db)
-    program = windows.latest(
-        client.facts, db, n, type=type, form=form, include_docs=include_docs, timeout=timeout
-    )
-    return await _run(client, program)
-
-
-def window(
-    client: AsyncClient,
-    db: str,
-    start: TimeLike,
-    end: TimeLike,
-    *,
-    type: str | AllTypes | None = None,
-    form: IdForm = KUUID,
-    newest_first: bool = True,
-    include_docs: bool = True,
-    page_size: int | None = None,
-    timeout: float | None = DEFAULT_TIMEOUT,
-    parallel: int | None = None,
-) -> AsyncIterator[Row]:
-    """:func:`couchids.window` as an async iterator: ``async for doc in aio.window(...)``.
-
-    The arguments are checked by the call; the first request is sent by the first step.
-    """
-    client, db = _checked(client), check_db(db)
-    program = windows.window(
-        client.facts,
-        db,
-        start,
-        end,
-        type=type,
-        form=form,
-        newest_first=newest_first,
-        include_docs=include_docs,
-        page_size=page_size,
-        timeout=timeout,
-        parallel=parallel,
-    )
-    return _flat(_drive(client, program, []))
-
-
-async def create(
-    client: AsyncClient,
-    db: str,
-    doc: Doc,
-    *,
-    type: str | None = None,
-    timestamp: TimeLike = None,
-    key: str | None = None,
-    form: IdForm = KUUID,
-    retries: int = DEFAULT_RETRIES,
-    backoff: float = DEFAULT_BACKOFF,
-    timeout: float | None = DEFAULT_TIMEOUT,
-) -> WriteResult:
-    """:func:`couchids.create`, awaited."""
-    client, db = _checked(client), check_db(db)
-    program = writes.create(
-        client.facts,
-        db,
-        doc,
-        type=type,
-        timestamp=timestamp,
-        key=key,
-        form=form,
-        retries=retries,
-        backoff=backoff,
-        timeout=timeout,
-    )
-    return await _run(client, program)
-
-
-async def bulk_create(
-    client: AsyncClient,
-    db: str,
-    docs: Iterable[Doc],
-    *,
-    type: str | None = None,
-    form: IdForm = KUUID,
-    key: KeyOf | None = None,
-    timestamp: TimeOf | None = None,
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    retries: int = DEFAULT_RETRIES,
-    backoff: float = DEFAULT_BACKOFF,
-    timeout: float | None = DEFAULT_TIMEOUT,
-) -> list[WriteResult]:
-    """:func:`couchids.bulk_create`, awaited."""
-    client, db = _checked(client), check_db(db)
-    program = writes.bulk(
-        client.facts,
-        "bulk_create",
-        db,
-        docs,
-        type=type,
-        form=form,
-        key=key,
-        timestamp=timestamp,
-        batch_size=batch_size,
-        retries=retries,
-        backoff=backoff,
-        timeout=timeout,
-    )
-    collected = Collected(db)
-    try:
-        async with contextlib.aclosing(_drive(client, program, [])) as batches:
-            async for batch in batches:
-                collected.add(batch)
-    except CouchidsError as exc:
-        collected.ended_by(exc)
-        raise
-    return collected.finish()
-
-
-def bulk_create_iter(
-    client: AsyncClient,
-    db: str,
-    docs: Iterable[Doc],
-    *,
-    type: str | None = None,
-    form: IdForm = KUUID,
-    key: KeyOf | None = None,
-    timestamp: TimeOf | None = None,
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    retries: int = DEFAULT_RETRIES,
-    backoff: float = DEFAULT_BACKOFF,
-    timeout: float | None = DEFAULT_TIMEOUT,
-) -> AsyncIterator[WriteResult]:
-    """:func:`couchids.bulk_create_iter` as an async iterator."""
-    client, db = _checked(client), check_db(db)
-    program = writes.bulk(
-        client.facts,
-        "bulk_create_iter",
-        db,
-        docs,
-        type=type,
-        form=form,
-        key=key,
-        timestamp=timestamp,
-        batch_size=batch_size,
-        retries=retries,
-        backoff=backoff,
-        timeout=timeout,
-    )
-    return _flat(_drive(client, program, []))
-
-
-async def create_short(
-    client: AsyncClient,
-    db: str,
-    doc: Mapping[str, Any],
-    *,
-    now: TimeLike = None,
-    rng: NonceSource | None = None,
-    retries: int = DEFAULT_RETRIES,
-    backoff: float = DEFAULT_BACKOFF,
-    timeout: float | None = DEFAULT_TIMEOUT,
-) -> WriteResult:
-    """:func:`couchids.create_short`, awaited."""
-    client, db = _checked(client), check_db(db)
-    program = short.create_short(
-        client.facts,
-        db,
-        doc,
-        now=now,
-        rng=rng,
-        retries=retries,
-        backoff=backoff,
-        timeout=timeout,
-    )
-    return await _run(client, program)
-
-
-class AsyncSequence:
-    """:class:`couchids.Sequence` for asyncio: ``await seq.next()``, ``await seq.new_id()``.
-
-    Safe to share between the tasks of one event loop.
-    """
-
-    def __init__(
-        self,
-        client: AsyncClient,
-        db: str,
-        name: str,
-        *,
-        block: int = DEFAULT_BLOCK,
-        retries: int = DEFAULT_RETRIES,
-        backoff: float = DEFAULT_BACKOFF,
-        timeout: float | None = DEFAULT_TIMEOUT,
-    ) -> None:
-        self._policy = RetryPolicy.checked(retries, backoff, timeout, "Sequence.next")
-        self.client, self.db = _checked(client), check_db(db)
-        check_sequence(name, block)
-        self.name, self.block = name, block
-        self._lock = asyncio.Lock()
-        self._next = self._end = 0
-
-    def __repr__(self) -> str:
-        return f"AsyncSequence(db={self.db!r}, name={self.name!r}, block={self.block})"
-
-    async def next(self) -> int:
-        """:meth:`couchids.Sequence.next`, awaited."""
-        return await self._take("Sequence.next")
-
-    async def new_id(self, *, type: str | None = None, form: SeqForm = SEQ10) -> str:
-        """``couchids.Sequence.new_id``, awaited."""
-        prefix = seq_prefix(form, type)  # checked before a number is taken
-        return prefix + form.encode(await self._take("Sequence.new_id"))
-
-    async def _take(self, operation: str) -> int:
-        async with self._lock:
-            if self._next >= self._end:
-                policy = replace(self._policy, operation=operation).renewed()
-                claim = claim_block(self.client.facts, self.db, self.name, self.block, policy)
-                self._next, self._end = await _run(self.client, claim)
-            number = self._next
-            self._next += 1
-            return number
-
-
-async def count(
-    client: AsyncClient,
-    db: str,
-    start: TimeLike,
-    end: TimeLike,
-    *,
-    type: str | None = None,
-    form: IdForm = KUUID,
-    exact: bool = False,
-    timeout: float | None = DEFAULT_TIMEOUT,
-) -> int:
-    """:func:`couchids.count`, awaited."""
-    client, db = _checked(client), check_db(db)
-    policy = read_policy(timeout, "count")
-    program = counting.counted(
-        client.facts, policy, db, start, end, type=type, form=form, exact=exact
-    )
-    return await _run(client, program)
-
-
-async def histogram(
-    client: AsyncClient,
-    db: str,
-    start: TimeLike,
-    end: TimeLike,
-    *,
-    every: str | timedelta = "1h",
-    type: str | None = None,
-    form: IdForm = KUUID,
-    exact: bool = False,
-    workers: int = DEFAULT_WORKERS,
-    timeout: float | None = DEFAULT_TIMEOUT,
-) -> list[Bucket]:
-    """:func:`couchids.histogram`, awaited."""
-    client, db = _checked(client), check_db(db)
-    program = counting.histogram(
-        client.facts,
-        read_policy(timeout, "histogram"),
-        db,
-        start,
-        end,
-        every=every,
-        type=type,
-        form=form,
-        exact=exact,
-        workers=workers,
-    )
-    return await _run(client, program)
-
-
-async def expire(
-    client: AsyncClient,
-    db: str,
-    before: TimeLike,
-    *,
-    type: str | None,
-    form: IdForm = KUUID,
-    dry_run: bool = True,
-    purge: bool = False,
-    batch_size: int = DEFAULT_EXPIRE_BATCH,
-    checkpoint: Checkpoint | None = None,
-    on_progress: Callable[[ExpireReport], None] | None = None,
-    retries: int = DEFAULT_RETRIES,
-    backoff: float = DEFAULT_BACKOFF,
-    timeout: float | None = DEFAULT_TIMEOUT,
-) -> ExpireReport:
-    """:func:`couchids.expire`, awaited."""
-    client, db = _checked(client), check_db(db)
-    program = expiry.expire(
-        client.facts,
-        db,
-        before,
-        type=type,
-        form=form,
-        dry_run=dry_run,
-        purge=purge,
-        batch_size=batch_size,
-        checkpoint=checkpoint,
-        on_progress=on_progress,
-        retries=retries,
-        backoff=backoff,
-        timeout=timeout,
-    )
-    return await _run(client, program)
-
-
-async def export(
-    client: AsyncClient,
-    db: str,
-    start: TimeLike,
-    end: TimeLike,
-    out: TextIO,
-    *,
-    type: str | None = None,
-    form: IdForm = KUUID,
-    format: Format = "ndjson",
-    fields: Sequence[str] | None = None,
-    checkpoint: Checkpoint | None = None,
-    page_size: int = DEFAULT_PAGE_SIZE,
-    on_progress: Callable[[Checkpoint], None] | None = None,
-    timeout: float | None = DEFAULT_TIMEOUT,
-    parallel: int = DEFAULT_PARALLEL,
-) -> Checkpoint:
-    """:func:`couchids.export`, awaited (``out`` is written on the event loop's thread)."""
-    client, db = _checked(client), check_db(db)
-    program = exporting.export(
-        client.facts,
-        db,
-        start,
-        end,
-        out,
-        type=type,
-        form=form,
-        format=format,
-        fields=fields,
-        checkpoint=checkpoint,
-        page_size=page_size,
-        on_progress=on_progress,
-        timeout=timeout,
-        parallel=parallel,
-    )
-    return await _run(client, program)
-
-
-async def archive(
-    client: AsyncClient,
-    db: str,
-    target_db: str,
-    start: TimeLike,
-    end: TimeLike,
-    *,
-    type: str | None = None,
-    form: IdForm = KUUID,
-    expire: bool = False,
-    checkpoint: Checkpoint | None = None,
-    page_size: int = 500,
-    on_progress: Callable[[ArchiveReport], None] | None = None,
-    retries: int = DEFAULT_RETRIES,
-    backoff: float = DEFAULT_BACKOFF,
-    timeout: float | None = DEFAULT_TIMEOUT,
-    parallel: int = DEFAULT_PARALLEL,
-) -> ArchiveReport:
-    """:func:`couchids.archive`, awaited."""
-    client, db, target_db = _checked(client), check_db(db), check_db(target_db)
-    program = exporting.archive(
-        client.facts,
-        db,
-        target_db,
-        start,
-        end,
-        type=type,
-        form=form,
-        expire=expire,
-        checkpoint=checkpoint,
-        page_size=page_size,
-        on_progress=on_progress,
-        retries=retries,
-        backoff=backoff,
-        timeout=timeout,
-        parallel=parallel,
-    )
-    return await _run(client, program)
-
-
-def follow(
-    client: AsyncClient,
-    db: str,
-    *,
-    type: str | None = None,
-    form: IdForm = KUUID,
-    since: str | int = "now",
-    checkpoint: Checkpoint | None = None,
-    wait: bool = True,
-    batch_size: int = DEFAULT_FOLLOW_BATCH,
-    wait_ms: int = DEFAULT_WAIT_MS,
-    timeout: float | None = DEFAULT_TIMEOUT,
-) -> AsyncIterator[dict[str, Any]]:
-    """:func:`couchids.follow` as an async iterator. The arguments are checked by the call; a
-    ``since`` of ``"now"`` is the time of the first step."""
-    client, db = _checked(client), check_db(db)
-    begin, changes = following.follow(
-        client.facts,
-        db,
-        type=type,
-        form=form,
-        since=since,
-        checkpoint=checkpoint,
-        wait=wait,
-        batch_size=batch_size,
-        wait_ms=wait_ms,
-        timeout=timeout,
-    )
-    return _after(client, begin, changes)
-
-
-async def rekey(
-    client: AsyncClient,
-    source_db: str,
-    target_db: str,
-    *,
-    key: bytes | str,
-    time_field: str | None = None,
-    type: str | None = None,
-    form: IdForm = KUUID,
-    mapping: TextIO | None = None,
-    checkpoint: Checkpoint | None = None,
-    batch_size: int = DEFAULT_REKEY_BATCH,
-    on_progress: Callable[[RekeyReport], None] | None = None,
-    timeout: float | None = DEFAULT_TIMEOUT,
-) -> RekeyReport:
-    """:func:`couchids.rekey`, awaited."""
-    client = _checked(client)
-    source_db, target_db = check_db(source_db), check_db(target_db)
-    program = rekeying.rekey(
-        client.facts,
-        source_db,
-        target_db,
-        key=key,
-        time_field=time_field,
-        type=type,
-        form=form,
-        mapping=mapping,
-        checkpoint=checkpoint,
-        batch_size=batch_size,
-        on_progress=on_progress,
-        timeout=timeout,
-    )
-    return await _run(client, program)
-
-
 # -- the driver ---------------------------------------------------------------------------------
 
 
@@ -796,7 +308,7 @@ async def _in_thread(work: Callable[[dict[str, Any]], T], options: dict[str, Any
     return await done
 
 
-def _checked(client: object) -> AsyncClient:
+def check_client(client: object) -> AsyncClient:
     if not isinstance(client, AsyncClient):
         raise InvalidArgumentError(
             f"client={type(client).__name__}: pass a couchids.aio.AsyncClient, such as "
@@ -827,7 +339,25 @@ def _split_credentials(url: str) -> tuple[str, httpx.BasicAuth | None]:
     return bare, httpx.BasicAuth(unquote(user), unquote(password))
 
 
-async def _run(client: AsyncClient, program: Program[T]) -> T:
+def known_facts(client: AsyncClient) -> FactsCache:
+    """What couchids has learnt about databases through ``client`` (kept while it lives)."""
+    return client.facts
+
+
+def stream(client: AsyncClient, program: Program[Any]) -> AsyncGenerator[Any, None]:
+    """Carry out ``program`` with ``client``, yielding what it emits as it emits it. Closing
+    the iterator (``aclose()``) stops the program and cancels the requests it started."""
+    return _drive(client, program, [])
+
+
+def pages(client: AsyncClient, program: Program[Any]) -> AsyncGenerator[Any, None]:
+    """:func:`stream` of a program that emits pages; the first step sends the first request
+    (an async function cannot read before it is iterated)."""
+    return _drive(client, program, [])
+
+
+async def run(client: AsyncClient, program: Program[T]) -> T:
+    """Carry out ``program`` (one that emits nothing) with ``client``; return its result."""
     result: list[T] = []
     async with contextlib.aclosing(_drive(client, program, result)) as emitted:
         async for value in emitted:
@@ -835,20 +365,20 @@ async def _run(client: AsyncClient, program: Program[T]) -> T:
     return result[0]
 
 
-async def _after(
+async def after(
     client: AsyncClient, begin: Program[None], then: Program[None]
 ) -> AsyncIterator[Any]:
     """What ``then`` emits, once ``begin`` has run."""
-    await _run(client, begin)
+    await run(client, begin)
     async with contextlib.aclosing(_drive(client, then, [])) as emitted:
         async for value in emitted:
             yield value
 
 
-async def _flat(pages: AsyncGenerator[list[T], None]) -> AsyncIterator[T]:
+async def flat(pages: AsyncIterator[list[T]]) -> AsyncIterator[T]:
     """The items of each page, each let go of as it is handed on; closing this closes
-    ``pages`` (and so what it started)."""
-    async with contextlib.aclosing(pages):
+    ``pages`` (an async generator, and so what it started)."""
+    async with contextlib.aclosing(pages):  # type: ignore[type-var]
         async for page in pages:
             taking = handed_on(page)
             for _ in range(len(page)):
@@ -876,7 +406,7 @@ async def _drive(
             elif isinstance(effect, Emit):
                 yield effect.value
             elif isinstance(effect, Start):
-                task = asyncio.ensure_future(_run(client, effect.program))
+                task = asyncio.ensure_future(run(client, effect.program))
                 tasks.append(task)
                 outcome = task
             elif isinstance(effect, Wait):

@@ -1,0 +1,45 @@
+"""couchids for asyncio: :class:`AsyncDatabase`, the same operations as
+:class:`couchids.Database` as coroutines and async iterators, over ``httpx``.
+
+Install with ``pip install 'couchids[async]'``. :class:`AsyncClient` sends the requests
+(:mod:`couchids.aio.client`); :class:`AsyncDatabase` and :class:`AsyncSequence`
+(:mod:`couchids.aio.database`) are the handles. Cancelling a coroutine, or closing an async
+iterator mid-stream, cancels the requests it started and leaves no task behind.
+
+Example::
+
+    from couchids import aio
+
+    async def newest_clicks():
+        async with aio.new_instance() as client:
+            return await aio.AsyncDatabase(client, "events").latest(10, type="click")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..deprecated import OPERATIONS, operations
+from .client import CONNECTIONS, AsyncClient, new_instance
+from .database import AsyncDatabase, AsyncSequence
+
+if TYPE_CHECKING:
+    # Deprecated (see couchids.deprecated): the methods of AsyncDatabase(client, db).
+    archive: Callable[..., Any]
+    bulk_create: Callable[..., Any]
+    bulk_create_iter: Callable[..., Any]
+    count: Callable[..., Any]
+    create: Callable[..., Any]
+    create_short: Callable[..., Any]
+    expire: Callable[..., Any]
+    export: Callable[..., Any]
+    follow: Callable[..., Any]
+    histogram: Callable[..., Any]
+    latest: Callable[..., Any]
+    rekey: Callable[..., Any]
+    window: Callable[..., Any]
+
+__all__ = ["CONNECTIONS", "AsyncClient", "AsyncDatabase", "AsyncSequence", "new_instance"]
+
+globals().update(operations(AsyncDatabase, __name__, OPERATIONS))

@@ -1,0 +1,140 @@
+"""The database handles: ``couchids.Database`` is generated from ``couchids.aio.AsyncDatabase``
+(scripts/unasync.py), both have the same methods with the same parameters, and the module-level
+functions of 0.1 still answer, deprecated, through them."""
+
+from __future__ import annotations
+
+import inspect
+import shutil
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ibmcloudant.cloudant_v1 import CloudantV1
+
+import couchids
+from couchids import aio
+from couchids.deprecated import OPERATIONS, RENAMED
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "scripts" / "unasync.py"
+
+
+def public(cls: type) -> dict[str, Any]:
+    return {name: member for name, member in vars(cls).items() if not name.startswith("_")}
+
+
+@pytest.mark.parametrize(
+    ("blocking", "asyncio"),
+    [(couchids.Database, aio.AsyncDatabase), (couchids.Sequence, aio.AsyncSequence)],
+    ids=["Database", "Sequence"],
+)
+def test_both_handles_have_the_same_methods_and_parameters(blocking: type, asyncio: type) -> None:
+    ours, theirs = public(blocking), public(asyncio)
+    assert sorted(ours) == sorted(theirs)
+    for name, method in ours.items():
+        mine, twin = inspect.signature(method), inspect.signature(theirs[name])
+        assert list(mine.parameters) == list(twin.parameters), name
+        for parameter in mine.parameters.values():
+            other = twin.parameters[parameter.name]
+            assert (parameter.kind, parameter.default) == (other.kind, other.default), (
+                name,
+                parameter.name,
+            )
+        assert method.__doc__ and len(method.__doc__) > 80, f"{name} has no full docstring"
+        assert not inspect.iscoroutinefunction(method), name
+
+
+def test_every_operation_of_0_1_is_a_method() -> None:
+    assert set(OPERATIONS) <= set(public(couchids.Database))
+    assert {"window_pages", "types_present", "sequence"} <= set(public(couchids.Database))
+
+
+def test_the_blocking_file_says_it_is_generated_and_matches_its_source() -> None:
+    head = (ROOT / "couchids" / "database.py").read_text(encoding="utf-8").splitlines()[:2]
+    assert "Generated from couchids/aio/database.py by scripts/unasync.py" in head[0]
+    done = subprocess.run([sys.executable, str(SCRIPT), "--check"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout
+
+
+def test_the_check_fails_when_the_twins_drift(tmp_path: Path) -> None:
+    # A copy of the tree where the asyncio source gained a parameter the blocking file lacks.
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(SCRIPT, tmp_path / "scripts" / "unasync.py")
+    shutil.copytree(ROOT / "couchids", tmp_path / "couchids")
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    source = tmp_path / "couchids" / "aio" / "database.py"
+    text = source.read_text(encoding="utf-8")
+    source.write_text(text.replace("        n: int = 10,\n", "        n: int = 11,\n", 1))
+    script = tmp_path / "scripts" / "unasync.py"
+    drifted = subprocess.run(
+        [sys.executable, str(script), "--check"], capture_output=True, text=True
+    )
+    assert drifted.returncode == 1
+    assert "n: int = 11" in drifted.stdout and "differs from its asyncio source" in drifted.stdout
+    subprocess.run([sys.executable, str(script)], check=True)
+    assert "n: int = 11" in (tmp_path / "couchids" / "database.py").read_text(encoding="utf-8")
+
+
+def test_a_handle_checks_its_arguments_once(client: CloudantV1) -> None:
+    with pytest.raises(couchids.InvalidArgumentError, match="not a CouchDB database name"):
+        couchids.Database(client, "Shop")
+    with pytest.raises(couchids.InvalidArgumentError, match="pass an id form"):
+        couchids.Database(client, "shop", form="kuuid")  # type: ignore[arg-type]
+    with pytest.raises(couchids.InvalidArgumentError, match="CloudantV1"):
+        couchids.Database(object(), "shop")  # type: ignore[arg-type]
+    shop = couchids.Database(client, "shop", form=couchids.V7S)
+    assert shop.form is couchids.V7S and shop.name == "shop"
+    assert "shop" in repr(shop)
+
+
+def test_the_handle_form_is_the_default_of_every_call(client: CloudantV1, db: str) -> None:
+    stored = couchids.Database(client, db, form=couchids.V7S).create({"n": 1}, type="t")
+    assert couchids.decode(stored.id, form=couchids.V7S).type == "t"
+    assert [
+        d["_id"] for d in couchids.Database(client, db, form=couchids.V7S).latest(type="t")
+    ] == [stored.id]
+    assert couchids.Database(client, db).latest(type="t") == []  # kuuid: another form
+    assert couchids.Database(client, db).latest(type="t", form=couchids.V7S)[0]["_id"] == stored.id
+
+
+def test_the_0_1_functions_warn_and_answer_as_the_methods(client: CloudantV1, db: str) -> None:
+    with pytest.warns(DeprecationWarning, match=r"couchids\.Database\(client, db\)\.create"):
+        made = couchids.create(client, db, {"n": 1}, type="a", timestamp="2024-05-01")
+    with pytest.warns(DeprecationWarning, match="latest"):
+        assert [d["_id"] for d in couchids.latest(client, db, 5, type="a")] == [made.id]
+    with pytest.warns(DeprecationWarning):
+        # The old names of renamed parameters are taken.
+        rows = list(couchids.window(client, db, "2024-01-01", None, type="a", page_size=7))
+    assert [r["_id"] for r in rows] == [made.id]
+    with pytest.warns(DeprecationWarning):
+        short = couchids.create_short(client, db, {"n": 2}, now="2024-05-01")
+    assert short.id.startswith("240501-")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert couchids.Database(client, db).count("2024-01-01", None, type="a") == 1
+
+
+def test_the_0_1_async_functions_warn_and_answer_as_the_methods(
+    client: CloudantV1, db: str
+) -> None:
+    import asyncio
+
+    async def main() -> list[str]:
+        async with aio.AsyncClient(client) as ac:
+            with pytest.warns(DeprecationWarning, match=r"couchids\.aio\.AsyncDatabase"):
+                await aio.create(ac, db, {"n": 1}, type="a")
+            with pytest.warns(DeprecationWarning):
+                return [d["_id"] async for d in aio.window(ac, db, 0, None, type="a", page_size=3)]
+
+    assert len(asyncio.run(main())) == 1
+
+
+def test_every_renamed_parameter_exists_under_its_new_name() -> None:
+    for operation, names in RENAMED.items():
+        parameters = inspect.signature(getattr(couchids.Database, operation)).parameters
+        for old, new in names.items():
+            assert new in parameters and old not in parameters, (operation, old)
