@@ -38,9 +38,9 @@ from localserver import KINDS, start
 import couchids
 from couchids import KUUID, Checkpoint
 from couchids.core.following import DEFAULT_WAIT_MS
+from couchids.core.keys import window_keys
 from couchids.core.scan import range_pages, read_policy
-from couchids.keys import window_keys
-from couchids.server import known_facts, stream
+from couchids.drivers.blocking import known_facts, stream
 from couchids.times import MAX_MS
 
 DB, TYPE = "bench_follow", "ord"

@@ -61,7 +61,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 from localserver import start
 
 from couchids import KUUID
-from couchids.keys import window_keys
+from couchids.core.keys import window_keys
 
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent

@@ -72,10 +72,10 @@ from timing import interleaved
 
 import couchids
 from couchids import KUUID
-from couchids.cli import WINDOW_PAGE_SIZE
+from couchids.cli.main import WINDOW_PAGE_SIZE
+from couchids.core.keys import window_keys
 from couchids.core.pages import DEFAULT_PARALLEL, REMOTE_PARALLEL
 from couchids.core.windows import DEFAULT_PAGE_SIZE
-from couchids.keys import window_keys
 
 BENCH = Path(__file__).resolve().parent
 T0 = 1_700_000_000_000

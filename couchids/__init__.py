@@ -10,11 +10,11 @@ import importlib as _importlib
 import logging as _logging
 from typing import TYPE_CHECKING, Any
 
-from .base36 import BASE36_V7
-from .couchid import COUCH_RANDOM, UTC_RANDOM, UtcIdForm
-from .decode import DecodedId, decode
-from .doctypes import ALL_TYPES
-from .errors import (
+from couchids.base36 import BASE36_V7
+from couchids.couchid import COUCH_RANDOM, UTC_RANDOM, UtcIdForm
+from couchids.decode import DecodedId, decode
+from couchids.doctypes import ALL_TYPES
+from couchids.errors import (
     AllocationFailed,
     BulkWriteError,
     ConflictError,
@@ -30,7 +30,7 @@ from .errors import (
     ServerTimeoutError,
     UnauthorizedError,
 )
-from .forms import (
+from couchids.forms import (
     KUUID,
     KUUID_MS,
     KUUID_MS_REVERSE,
@@ -43,8 +43,8 @@ from .forms import (
     KuuidForm,
     form_named,
 )
-from .keyed import keyed_id
-from .kuuid import (
+from couchids.keyed import keyed_id
+from couchids.kuuid import (
     id,
     idms,
     idmsr,
@@ -57,26 +57,26 @@ from .kuuid import (
     prefix_reverse_ms,
     rand,
 )
-from .seq import SEQ10, SEQ36
-from .tid62 import TID62
-from .typed import TypedId
-from .ulid import ULID
-from .uuid464 import UUID464
-from .v7 import v7, v7s
+from couchids.seq import SEQ10, SEQ36
+from couchids.tid62 import TID62
+from couchids.typed import TypedId
+from couchids.ulid import ULID
+from couchids.uuid464 import UUID464
+from couchids.v7 import v7, v7s
 
 # Loaded on first use (``__getattr__``): the ibmcloudant SDK and the query machinery.
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from .connecting import connect
-    from .core.counting import Bucket
-    from .core.expiry import ExpireReport
-    from .core.exporting import ArchiveReport
-    from .core.pages import DEFAULT_PARALLEL, REMOTE_PARALLEL
-    from .core.rekeying import RekeyReport
-    from .core.scan import Checkpoint
-    from .core.writes import WriteResult
-    from .database import Database, Sequence
+    from couchids.core.counting import Bucket
+    from couchids.core.expiry import ExpireReport
+    from couchids.core.exporting import ArchiveReport
+    from couchids.core.pages import DEFAULT_PARALLEL, REMOTE_PARALLEL
+    from couchids.core.rekeying import RekeyReport
+    from couchids.core.scan import Checkpoint
+    from couchids.database import Database, Sequence
+    from couchids.drivers.connecting import connect
+    from couchids.results import WriteResult
 
     # Deprecated (see couchids.deprecated): the methods of Database, on Database(client, db).
     archive: Callable[..., Any]
@@ -178,7 +178,7 @@ __all__ = [
 #: The names loaded on first use, each with the module that defines it: importing couchids
 #: (and making or decoding an id) loads no SDK, HTTP client or query machinery.
 _LAZY: dict[str, str] = {
-    "connect": ".connecting",
+    "connect": ".drivers.connecting",
     "Bucket": ".core.counting",
     "ExpireReport": ".core.expiry",
     "ArchiveReport": ".core.exporting",
@@ -186,7 +186,7 @@ _LAZY: dict[str, str] = {
     "Checkpoint": ".core.scan",
     "DEFAULT_PARALLEL": ".core.pages",
     "REMOTE_PARALLEL": ".core.pages",
-    "WriteResult": ".core.writes",
+    "WriteResult": ".results",
     "Database": ".database",
     "Sequence": ".database",
 }
@@ -195,7 +195,7 @@ _LAZY: dict[str, str] = {
 def __getattr__(name: str) -> Any:
     """Load a name of :data:`_LAZY` from its module on first use (PEP 562), then keep it; the
     deprecated module-level operations are made then too (:mod:`couchids.deprecated`)."""
-    from .deprecated import OPERATIONS, operations
+    from couchids.deprecated import OPERATIONS, operations
 
     if name in OPERATIONS:
         value = operations(__getattr__("Database"), __name__, (name,))[name]

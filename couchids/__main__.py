@@ -1,6 +1,6 @@
 """``python -m couchids``: the ``couchids`` command."""
 
-from .cli import main
+from couchids.cli.main import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -7,8 +7,8 @@ Both APIs are one text. ``couchids/aio/database.py`` holds the asyncio handle
 :class:`couchids.aio.AsyncClient`), written by hand; ``couchids/database.py`` holds the
 blocking one (``couchids.Database`` and ``Sequence``, over ``ibmcloudant``'s ``CloudantV1``),
 generated from it by ``scripts/unasync.py``, which rewrites ``async``/``await`` and the names
-of the asyncio driver (:mod:`couchids.aio.client`) to those of the blocking one
-(:mod:`couchids.server`). So both have the same methods with the same parameters, defaults
+of the asyncio driver (:mod:`couchids.drivers.aio`) to those of the blocking one
+(:mod:`couchids.drivers.blocking`). So both have the same methods with the same parameters, defaults
 and docstrings, and ``scripts/test`` fails when the two drift.
 
 Each method checks its arguments and runs the program of :mod:`couchids.core` that describes
@@ -71,12 +71,9 @@ from couchids.core.scan import Checkpoint, read_policy
 from couchids.core.sequence import DEFAULT_BLOCK, check_sequence, claim_block, seq_prefix
 from couchids.core.short import NonceSource
 from couchids.core.windows import DEFAULT_PAGE_SIZE
-from couchids.core.writes import DEFAULT_BATCH_SIZE, Collected, Doc, KeyOf, TimeOf, WriteResult
+from couchids.core.writes import DEFAULT_BATCH_SIZE, Collected, Doc, KeyOf, TimeOf
 from couchids.doctypes import AllTypes
-from couchids.errors import CouchidsError, InvalidArgumentError
-from couchids.forms import KUUID, IdForm
-from couchids.seq import SEQ10, SeqForm
-from couchids.server import (
+from couchids.drivers.blocking import (
     after,
     check_client,
     flat,
@@ -85,6 +82,10 @@ from couchids.server import (
     run,
     stream,
 )
+from couchids.errors import CouchidsError, InvalidArgumentError
+from couchids.forms import KUUID, IdForm
+from couchids.results import WriteResult
+from couchids.seq import SEQ10, SeqForm
 from couchids.times import TimeLike
 
 __all__ = ["Database", "Sequence"]
@@ -386,7 +387,7 @@ class Database:
 
         Args:
             doc: the document, a JSON object; of the top-level ``_`` fields only ``_id`` and
-                ``_attachments`` (see :mod:`couchids.document`).
+                ``_attachments`` (see :mod:`couchids.core.document`).
             type: the document type (``user`` makes ``user:<id>``). With an own ``_id``, the
                 id must have this type.
             timestamp: the document's own time, in its id (default now; required with

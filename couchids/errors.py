@@ -7,11 +7,11 @@ accepted.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .core.writes import WriteResult
+    from couchids.results import WriteResult
 
 
 class CouchidsError(Exception):
@@ -22,7 +22,7 @@ class CouchidsError(Exception):
     valid id makes none, and a refused one costs microseconds. Errors made from what a server
     answered, a URL or the configuration (:class:`ServerError`, :class:`ConflictError`,
     :class:`AllocationFailed`, :class:`BulkWriteError`) mask every text argument with
-    ``couchids.config.scrub`` (the user info of URLs, ``Authorization`` and cookie values,
+    ``couchids.drivers.config.scrub`` (the user info of URLs, ``Authorization`` and cookie values,
     the configured passwords and API keys) when they are made.
 
     Writes (:meth:`~couchids.Database.create`, :meth:`~couchids.Database.bulk_create`,
@@ -44,14 +44,27 @@ class CouchidsError(Exception):
     results: Sequence[WriteResult] = ()
 
 
+#: What masks the texts of server-side errors: none until a driver is loaded, which installs
+#: :func:`couchids.drivers.config.scrub` (:func:`mask_with`). No server error exists before:
+#: only a driver's requests make them. The ids and the core, which import this module, so
+#: load no SDK and read no configuration.
+_mask: Callable[[str], str] | None = None
+
+
+def mask_with(mask: Callable[[str], str]) -> None:
+    """Mask every text of the server-side errors made from now on with ``mask`` (called by
+    the drivers, which know where the configured credentials are)."""
+    global _mask
+    _mask = mask
+
+
 def _masked(*args: object) -> tuple[object, ...]:
     """``args`` with each text masked, for an error whose message may quote a server's
-    answer, a URL or the configuration (which is read then, and only then)."""
-    # Imported here: reading ibmcloudant's configuration needs the SDK, which neither the ids
-    # nor the core import.
-    from .config import scrub
-
-    return tuple(scrub(arg) if isinstance(arg, str) else arg for arg in args)
+    answer, a URL or the configuration."""
+    mask = _mask
+    if mask is None:
+        return args
+    return tuple(mask(arg) if isinstance(arg, str) else arg for arg in args)
 
 
 class InvalidInputError(CouchidsError, ValueError):

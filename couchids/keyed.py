@@ -27,11 +27,11 @@ from __future__ import annotations
 import hashlib
 from typing import Final
 
-from .constants import US_PER_MS
-from .errors import InvalidArgumentError
-from .forms import KUUID
-from .idform import IdForm
-from .times import TimeLike, to_ms
+from couchids.constants import US_PER_MS
+from couchids.errors import InvalidArgumentError
+from couchids.forms import KUUID
+from couchids.idform import IdForm
+from couchids.times import TimeLike, to_ms
 
 __all__ = ["KEY_HASH_PERSON", "keyed_id"]
 

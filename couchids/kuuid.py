@@ -10,8 +10,8 @@ as local time.
 
 from __future__ import annotations
 
-from .base62 import encode_prefix
-from .constants import (
+from couchids.base62 import encode_prefix
+from couchids.constants import (
     BLOCK_LEN,
     DEFAULT_BLOCKS,
     MAX_BLOCKS,
@@ -20,10 +20,10 @@ from .constants import (
     MS_PER_SECOND,
     SHORT_BLOCKS,
 )
-from .doctypes import type_prefix
-from .entropy import POOL
-from .errors import InvalidArgumentError, InvalidTimeError
-from .times import TimeLike, now_ms, to_datetime, to_ms
+from couchids.doctypes import type_prefix
+from couchids.entropy import POOL
+from couchids.errors import InvalidArgumentError, InvalidTimeError
+from couchids.times import TimeLike, now_ms, to_datetime, to_ms
 
 __all__ = [
     "id",

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import radix
-from .constants import BASE36_ALPHABET, SEQ10_LEN, SEQ36_LEN
-from .errors import InvalidArgumentError, InvalidIdError
-from .idform import IdForm
-from .times import TimeLike
+from couchids import radix
+from couchids.constants import BASE36_ALPHABET, SEQ10_LEN, SEQ36_LEN
+from couchids.errors import InvalidArgumentError, InvalidIdError
+from couchids.idform import IdForm
+from couchids.times import TimeLike
 
 __all__ = ["SEQ10", "SEQ36", "SeqForm"]
 

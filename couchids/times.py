@@ -9,7 +9,7 @@ import time
 from datetime import UTC, date, datetime, timedelta
 from typing import TypeAlias
 
-from .errors import InvalidTimeError
+from couchids.errors import InvalidTimeError
 
 #: What every ``timestamp``/``start``/``end`` argument takes.
 TimeLike: TypeAlias = "datetime | date | str | int | None"

@@ -24,12 +24,12 @@ import threading
 from datetime import datetime
 from typing import Any, ClassVar, Self
 
-from .constants import TYPE_SEPARATOR
-from .decode import DecodedId
-from .doctypes import check_type
-from .errors import InvalidIdError, InvalidTypeError
-from .forms import KUUID, IdForm
-from .times import TimeLike, to_datetime
+from couchids.constants import TYPE_SEPARATOR
+from couchids.decode import DecodedId
+from couchids.doctypes import check_type
+from couchids.errors import InvalidIdError, InvalidTypeError
+from couchids.forms import KUUID, IdForm
+from couchids.times import TimeLike, to_datetime
 
 __all__ = ["TypedId"]
 

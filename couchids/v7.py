@@ -27,10 +27,10 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 
-from .constants import V7_RANDOM_BITS, V7_VERSION
-from .doctypes import type_prefix
-from .errors import InvalidTimeError
-from .times import TimeLike, now_ms, to_datetime, to_ms
+from couchids.constants import V7_RANDOM_BITS, V7_VERSION
+from couchids.doctypes import type_prefix
+from couchids.errors import InvalidTimeError
+from couchids.times import TimeLike, now_ms, to_datetime, to_ms
 
 __all__ = ["uuid7_from", "v7", "v7_hex", "v7s"]
 

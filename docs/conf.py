@@ -54,7 +54,7 @@ nitpick_ignore_regex = [
     ("py:class", r"(ibmcloudant|ibm_cloud_sdk_core|httpx)\..*|CloudantV1|couchids\.seq\.SeqForm"),
     ("py:class", r"(collections\.abc|typing|datetime|re)\..*|timedelta|Format|list\[tuple\[str"),
     # Internal plumbing named in signatures (a deadline passed between couchids' own modules).
-    ("py:class", r"couchids\.server\..*"),
+    ("py:class", r"couchids\.drivers\.(blocking|aio)\..*"),
     # IdForm.try_read names NOT_READ without its module, and IdForm is documented as
     # couchids.IdForm: the name is couchids.idform.NOT_READ, documented on the ids page.
     ("py:data", r"NOT_READ"),
@@ -81,10 +81,11 @@ couchids_api_pages = {
         "couchids.ids",
     ],
     "queries": [
-        "couchids.connecting",
+        "couchids.drivers.connecting",
         "couchids.database",
         "couchids.core.explaining",
         "couchids.doctypes",
+        "couchids.results",
         "couchids.core.writes",
         "couchids.core.windows",
         "couchids.core.pages",

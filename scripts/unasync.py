@@ -27,7 +27,7 @@ TARGET = ROOT / "couchids" / "database.py"
 #: Whole phrases first (docstrings), then words; each pattern is a regular expression.
 SUBS: list[tuple[str, str]] = [
     (r":class:`~couchids\.aio\.AsyncClient`", "``ibmcloudant`` ``CloudantV1`` client"),
-    (r"^from couchids\.aio\.client import", "from couchids.server import"),
+    (r"^from couchids\.drivers\.aio import", "from couchids.drivers.blocking import"),
     (r"^import asyncio$", "import threading"),
     (r"\basyncio\.Lock\b", "threading.Lock"),
     (r"^from contextlib import aclosing$", "from contextlib import closing"),
@@ -53,8 +53,9 @@ def generated(source: str) -> str:
         text = re.sub(pattern, replacement, text, flags=re.MULTILINE)
     # The blocking client class comes from ibmcloudant, not from the driver module.
     text = text.replace(
-        "from couchids.server import (\n    CloudantV1,\n",
-        "from ibmcloudant.cloudant_v1 import CloudantV1\n\nfrom couchids.server import (\n",
+        "from couchids.drivers.blocking import (\n    CloudantV1,\n",
+        "from ibmcloudant.cloudant_v1 import CloudantV1\n\n"
+        "from couchids.drivers.blocking import (\n",
     )
     head = (
         "# Generated from couchids/aio/database.py by scripts/unasync.py: do not edit by hand;\n"

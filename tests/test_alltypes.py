@@ -16,10 +16,10 @@ from intercept import body_of, intercepted
 import couchids
 from couchids import ALL_TYPES, BASE36_V7, KUUID, KUUID_MS_REVERSE, TID62, ULID, IdForm
 from couchids.core.alltypes import types_present
+from couchids.core.keys import type_step
 from couchids.core.protocol import RetryPolicy
+from couchids.drivers.blocking import run
 from couchids.errors import DatabaseNotFoundError
-from couchids.keys import type_step
-from couchids.server import run
 from couchids.times import to_ms
 
 T0 = to_ms("2024-03-01T12:00:00Z")
@@ -52,10 +52,10 @@ def test_type_step_jumps_past_a_type_and_its_noise() -> None:
     # A design document rules out everything under '_'.
     assert type_step("_design/x", ":").next_key == "`"
     # A character no type holds rules out everything sharing the text up to it.
-    assert type_step("user.json", ":") == couchids.keys.TypeStep(None, "user/")
-    assert type_step("user:abc", "-") == couchids.keys.TypeStep(None, "user;")
+    assert type_step("user.json", ":") == couchids.core.keys.TypeStep(None, "user/")
+    assert type_step("user:abc", "-") == couchids.core.keys.TypeStep(None, "user;")
     # An untyped id of type characters may be the start of a type: move just past it.
-    assert type_step("001eVnWK", ":") == couchids.keys.TypeStep(None, "001eVnWK", after=True)
+    assert type_step("001eVnWK", ":") == couchids.core.keys.TypeStep(None, "001eVnWK", after=True)
     # Too long to be a type.
     assert type_step("a" * 70 + ":x", ":").next_key == "a" * 64 + "b"
 

@@ -12,7 +12,7 @@ import pytest
 from faultproxy import client_for
 
 import couchids
-from couchids.cli import EXIT_BAD_INPUT, main
+from couchids.cli.main import EXIT_BAD_INPUT, main
 from couchids.errors import (
     InvalidArgumentError,
     InvalidIdError,

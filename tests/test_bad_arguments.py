@@ -27,7 +27,7 @@ from test_arguments import closed_port
 
 import couchids
 from couchids import Checkpoint
-from couchids.cli import EXIT_BAD_INPUT, EXIT_OK, EXIT_SERVER, main
+from couchids.cli.main import EXIT_BAD_INPUT, EXIT_OK, EXIT_SERVER, main
 from couchids.errors import InvalidArgumentError, InvalidIdError, InvalidTimeError
 from couchids.times import to_ms
 

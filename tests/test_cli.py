@@ -26,8 +26,8 @@ from ibmcloudant.cloudant_v1 import CloudantV1
 from kuuid_node import KuuidNode
 
 import couchids
-from couchids import cli
-from couchids.cli import EXIT_BAD_INPUT, EXIT_OK, EXIT_SERVER, main, parse_time
+from couchids.cli import main as cli
+from couchids.cli.main import EXIT_BAD_INPUT, EXIT_OK, EXIT_SERVER, main, parse_time
 from couchids.core.pages import DEFAULT_PARALLEL
 from couchids.core.windows import DEFAULT_PAGE_SIZE
 from couchids.errors import InvalidTimeError

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from couchids import cli
-from couchids.cli import EXIT_BAD_INPUT, EXIT_OK, main
+from couchids.cli import main as cli
+from couchids.cli.main import EXIT_BAD_INPUT, EXIT_OK, main
 
 #: The subcommands that work without a server.
 OFFLINE = {"new", "decode"}

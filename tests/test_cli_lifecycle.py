@@ -13,7 +13,7 @@ from test_expiry import populate
 
 import couchids
 from couchids import KUUID
-from couchids.cli import main
+from couchids.cli.main import main
 from couchids.core.pages import DEFAULT_PARALLEL
 from couchids.times import to_ms
 

@@ -1,5 +1,5 @@
-"""couchids.connect (couchids/connecting.py): a client from CLOUDANT_* or arguments, and errors
-that say what to set; and the README's Quickstart, which uses it, run twice."""
+"""couchids.connect (couchids/drivers/connecting.py): a client from CLOUDANT_* or arguments,
+and errors that say what to set; and the README's Quickstart, which uses it, run twice."""
 
 from __future__ import annotations
 

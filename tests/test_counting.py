@@ -49,10 +49,10 @@ from couchids import (
     InvalidTimeError,
 )
 from couchids.core.counting import bucket_edges, counts_by_offset, parse_every
+from couchids.core.keys import KeyRange, window_keys
 from couchids.core.pages import DEFAULT_PARALLEL
 from couchids.core.scan import PROBE_ROWS, read_policy
-from couchids.keys import KeyRange, window_keys
-from couchids.server import known_facts, run
+from couchids.drivers.blocking import known_facts, run
 from couchids.times import to_ms
 
 HOUR = 3_600_000

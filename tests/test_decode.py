@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
+import string
 from datetime import UTC, datetime
 from typing import Any
 
@@ -10,8 +13,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import couchids
-from couchids import IdForm, InvalidIdError, decode
-from couchids.forms import KUUID_FORMS
+from couchids import IdForm, InvalidIdError, InvalidTypeError, decode
+from couchids.doctypes import scope_prefix
+from couchids.forms import ALL_FORMS, KUUID_FORMS, NAMED_FORMS
+from couchids.idform import NOT_READ
 from couchids.times import MAX_MS, to_datetime
 
 LAST_MS_PREFIX = 62**8 - 1
@@ -361,3 +366,105 @@ def test_a_short_body_after_any_type_gets_the_same_message(doc_type: str) -> Non
 def test_ids_with_a_time_report_their_precision() -> None:
     assert decode(GOOD_KUUID).millisecond is False
     assert decode(GOOD_V7S).millisecond is True
+
+
+# -- the readings decode makes without raising agree with the forms' own --------------------
+
+#: Every form: those decode infers, those only form= names, and a utc_id form.
+EVERY_FORM: list[IdForm] = list(
+    dict.fromkeys([*ALL_FORMS, *NAMED_FORMS.values(), couchids.UtcIdForm("-n1")])
+)
+#: Characters of every form's alphabet, and a few of none.
+CHARACTERS = string.ascii_letters + string.digits + "-_:!é "
+
+
+def made(form: IdForm) -> str:
+    """A body of ``form``: made now, or for the forms that make none, written out."""
+    if form.kind == "base36_v7_unpadded":
+        return couchids.BASE36_V7.new()[1:]  # its padding is one 0 from 1986 to 2556
+    if form.kind in ("seq10", "seq36"):
+        return "0" * (form.length - 2) + "42"
+    return form.new()
+
+
+@st.composite
+def forms_and_bodies(draw: st.DrawFn) -> tuple[IdForm, str]:
+    form = draw(st.sampled_from(EVERY_FORM))
+    source = draw(st.sampled_from(EVERY_FORM))  # another form's id, often of another length
+    body = made(draw(st.sampled_from([form, source])))
+    for _ in range(draw(st.integers(min_value=0, max_value=3))):  # a few characters changed
+        at = draw(st.integers(min_value=0, max_value=max(len(body) - 1, 0)))
+        body = body[:at] + draw(st.sampled_from(CHARACTERS)) + body[at + 1 :]
+    if draw(st.booleans()):
+        body = draw(st.sampled_from([body.upper(), body.lower(), body[1:], body + "0"]))
+    return form, body
+
+
+@given(forms_and_bodies())
+def test_try_read_and_refusal_agree_with_read(case: tuple[IdForm, str]) -> None:
+    form, body = case
+    try:
+        expected = form.read(body)
+    except InvalidIdError as exc:
+        assert form.try_read(body) is NOT_READ
+        assert form.refusal(body) == str(exc)
+    else:
+        assert form.try_read(body) == expected
+
+
+@pytest.mark.parametrize("form", [f for f in KUUID_FORMS if f.kind == "kuuid"], ids=str)
+def test_each_kuuid_mode_is_read_up_to_the_edges_of_2000_2100(form: IdForm) -> None:
+    # decode finds the one mode whose time lies in 2000-2100 from the prefix number alone:
+    # the first and the last time of those years that a mode writes are its own, and the
+    # times just outside are not taken as it.
+    unit = 1 if form.millisecond else 1000
+    for ms in (Y2000, Y2100 - unit):
+        decoded = decode(form.new(ms))
+        assert (decoded.form, decoded.timestamp) == (form, to_datetime(ms))
+    for ms in (Y2000 - unit, Y2100):
+        try:
+            decoded = decode(form.new(ms))
+        except InvalidIdError:
+            continue
+        assert decoded.form != form
+
+
+def test_the_fast_decoded_id_is_the_dataclass() -> None:
+    decode_module = importlib.import_module("couchids.decode")
+    when = datetime(2024, 1, 1, tzinfo=UTC)
+    fast = decode_module._decoded("user:x", "user", when, couchids.TID62)
+    made_by_init = couchids.DecodedId("user:x", "user", when, couchids.TID62)
+    assert fast == made_by_init and hash(fast) == hash(made_by_init)
+    assert vars(fast) == vars(made_by_init) and repr(fast) == repr(made_by_init)
+    assert [f.name for f in dataclasses.fields(couchids.DecodedId)] == list(vars(fast))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fast.type = "other"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("doc_id", "flags"),
+    [
+        (GOOD_KUUID, {}),
+        ("user:" + GOOD_KUUID, {"reverse": False}),
+        ("user-" + GOOD_V7S, {}),
+        ("acct_" + GOOD_V7, {"millisecond": True}),
+        ("a:b:" + GOOD_KUUID[:20], {}),
+    ],
+)
+def test_decode_is_the_same_on_every_call(doc_id: str, flags: dict[str, bool]) -> None:
+    # The tables decode makes at its first call are kept: later calls give the same answer.
+    first = decode(doc_id, **flags)  # type: ignore[arg-type]
+    assert all(decode(doc_id, **flags) == first for _ in range(3))  # type: ignore[arg-type]
+
+
+@given(st.text(alphabet=string.ascii_letters + string.digits + "_-:é !", max_size=70))
+def test_prefixes_are_checked_as_the_type_rule_says(head: str) -> None:
+    # decode tests a prefix with a pattern (no exception built); scope_prefix is the rule.
+    decode_module = importlib.import_module("couchids.decode")
+    try:
+        scope_prefix(head, ":")
+    except InvalidTypeError:
+        valid = False
+    else:
+        valid = True
+    assert decode_module._is_scope(head) == valid

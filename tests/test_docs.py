@@ -16,7 +16,7 @@ import pytest
 
 import couchids
 import couchids.aio
-from couchids import cli
+from couchids.cli import main as cli
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"

@@ -20,7 +20,7 @@ from couchids import (
     DatabaseNotFoundError,
     InvalidArgumentError,
 )
-from couchids.cli import main
+from couchids.cli.main import main
 
 SINCE, UNTIL = "2024-05-01", "2024-05-03"
 WHEN = "2024-05-01T12:00:00Z"

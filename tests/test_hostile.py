@@ -33,7 +33,7 @@ from ibmcloudant.cloudant_v1 import CloudantV1
 from localserver import free_port
 
 import couchids
-from couchids.cli import EXIT_SERVER, main
+from couchids.cli.main import EXIT_SERVER, main
 
 #: The timeout given to every operation; "silent" must end within it plus :data:`SLACK`.
 TIMEOUT = 1.5
@@ -199,7 +199,7 @@ class Ran:
 
 
 class Commands:
-    """Runs the ``couchids`` command (:func:`couchids.cli.main`) in the calling thread with its
+    """Runs the ``couchids`` command (:func:`couchids.cli.main.main`) in the calling thread with its
     own stdout and stderr, so that many threads can run it at once (in one environment).
 
     Made in the test itself: pytest sets ``sys.stdout`` and ``sys.stderr`` again between a

@@ -33,8 +33,8 @@ from couchids import (
 )
 from couchids.base36 import BASE36_V7_UNPADDED, uuid_text
 from couchids.constants import ALPHABET, BASE36_ALPHABET, ULID_ALPHABET
+from couchids.core.keys import window_keys
 from couchids.couchid import COUCH_RANDOM
-from couchids.keys import window_keys
 from couchids.tid62 import tid62_text
 from couchids.times import EPOCH, MAX_MS, to_ms
 from couchids.ulid import ulid_text

@@ -32,13 +32,13 @@ def test_import_make_and_decode_load_no_sdk() -> None:
 
 
 def test_importing_the_command_loads_no_sdk() -> None:
-    assert loaded("import couchids.cli\nimport couchids.__main__") == []
+    assert loaded("import couchids.cli.main\nimport couchids.__main__") == []
 
 
 def test_the_offline_commands_and_the_help_load_no_sdk() -> None:
     code = (
         "import contextlib, io\n"
-        "from couchids import cli\n"
+        "from couchids.cli import main as cli\n"
         "out = io.StringIO()\n"
         "with contextlib.redirect_stdout(out):\n"
         "    assert cli.main(['new', '-n', '2', '--type', 'user']) == 0\n"
@@ -61,7 +61,7 @@ def test_python_m_couchids_new_and_decode_import_no_sdk() -> None:
             check=True,
         )
         modules = {line.rsplit("|", 1)[-1].strip() for line in run.stderr.splitlines()}
-        assert "couchids.cli" in modules  # the stderr is the import log
+        assert "couchids.cli.main" in modules  # the stderr is the import log
         return run.stdout, {m.split(".")[0] for m in modules}
 
     out, modules = imported("new")
@@ -73,10 +73,10 @@ def test_python_m_couchids_new_and_decode_import_no_sdk() -> None:
 
 def test_the_lazy_names_resolve_on_first_use() -> None:
     code = (
-        "import couchids, couchids.database, couchids.connecting\n"
+        "import couchids, couchids.database, couchids.drivers.connecting\n"
         "assert couchids.Database is couchids.database.Database\n"
         "assert couchids.latest.__name__ == 'latest'  # deprecated, made on first use\n"
-        "assert couchids.connect is couchids.connecting.connect\n"
+        "assert couchids.connect is couchids.drivers.connecting.connect\n"
         "assert couchids.ExpireReport.__name__ == 'ExpireReport'\n"
         "assert 'latest' in vars(couchids)  # kept after the first use\n"
     )

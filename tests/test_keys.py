@@ -1,4 +1,4 @@
-"""Key ranges of time windows (couchids.keys): pure arithmetic, proven by properties.
+"""Key ranges of time windows (couchids.core.keys): pure arithmetic, proven by properties.
 
 Python compares ``str`` by code point, which for the ASCII ids here is the raw byte order
 ``_all_docs`` uses, so ``low <= doc_id < high`` is exactly "the server returns it".
@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from ids_helpers import load_vectors
 
 from couchids.constants import TYPE_PATTERN
+from couchids.core.keys import KeyRange, window_keys
 from couchids.forms import (
     KUUID,
     KUUID_FORMS,
@@ -26,7 +27,6 @@ from couchids.forms import (
     V7S,
     IdForm,
 )
-from couchids.keys import KeyRange, window_keys
 from couchids.times import MAX_MS, to_ms
 
 PRESETS = (KUUID, KUUID_REVERSE, KUUID_MS, KUUID_MS_REVERSE, SHORT, SHORT_REVERSE, V7, V7S)

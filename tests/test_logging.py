@@ -1,4 +1,4 @@
-"""couchids' log records (couchids.log): one DEBUG record per request either driver sends,
+"""couchids' log records (couchids.drivers.log): one DEBUG record per request either driver sends,
 an INFO record per retry, no credential in any record of any logger (couchids', the SDK's,
 the HTTP library's), a NullHandler on the package's logger, and the command's ``-v``.
 
@@ -29,7 +29,7 @@ from faultproxy import FaultProxy, client_for
 
 import couchids
 from couchids import ServerError
-from couchids.cli import EXIT_OK, main
+from couchids.cli.main import EXIT_OK, main
 
 USER = "logbob"
 PASSWORD = "Zq9-log-S3cret"

@@ -23,11 +23,11 @@ from ibmcloudant.cloudant_v1 import CloudantV1
 
 import couchids
 from couchids import KUUID, KUUID_MS, KUUID_REVERSE, V7S, ServerError
+from couchids.core.keys import window_keys
 from couchids.core.pages import Slice, SlicePlan, rows_of, sliced_pages
 from couchids.core.protocol import Program, RetryPolicy
+from couchids.drivers.blocking import stream
 from couchids.forms import IdForm
-from couchids.keys import window_keys
-from couchids.server import stream
 from couchids.times import MAX_MS
 
 URL = "http://127.0.0.1:5984"

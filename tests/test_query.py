@@ -42,10 +42,10 @@ from couchids import (
     aio,
 )
 from couchids.constants import ALPHABET
+from couchids.core.keys import window_keys
 from couchids.core.windows import matcher as _matcher
 from couchids.errors import InvalidIdError
 from couchids.forms import KUUID_FORMS, IdForm
-from couchids.keys import window_keys
 from couchids.times import MAX_MS, TimeLike
 
 FORMS = (KUUID, KUUID_REVERSE, KUUID_MS, KUUID_MS_REVERSE, SHORT, SHORT_REVERSE, V7, V7S)

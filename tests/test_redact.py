@@ -12,8 +12,8 @@ from faultproxy import client_for
 from ibm_cloud_sdk_core.logger import get_logger
 
 import couchids
-from couchids.config import mask_sdk_logs
-from couchids.redact import MASK, redact
+from couchids.drivers.config import mask_sdk_logs
+from couchids.drivers.redact import MASK, redact
 
 #: A password that is an ordinary word, and one in couchids' own messages.
 WORD = "pass"

@@ -51,8 +51,8 @@ from test_bent_server import (
 
 import couchids
 from couchids import KUUID, KUUID_MS, UTC_RANDOM, V7S, Checkpoint, IdForm
+from couchids.core.keys import window_keys
 from couchids.core.rekeying import derived_id
-from couchids.keys import window_keys
 from couchids.times import to_ms
 
 DAY: Final = 86_400_000

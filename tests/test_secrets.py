@@ -41,7 +41,7 @@ from test_hostile import (
 )
 
 from couchids import ServerTimeoutError
-from couchids.redact import redact
+from couchids.drivers.redact import redact
 
 MARK = "Zq9-marker-S3cret"
 #: A password that must be percent-encoded in a URL.

@@ -29,7 +29,7 @@ from couchids import AllocationFailed, InvalidArgumentError, bulk_create, create
 from couchids.constants import SHORT_ID_ALPHABET
 from couchids.core.protocol import RetryPolicy, delete_revision
 from couchids.core.short import ALLOC_FIELD, SHORT_ID, format_day, random_nonce
-from couchids.server import database_facts, run
+from couchids.drivers.blocking import database_facts, run
 
 NOW = datetime(2026, 1, 7, 15, 4, 5, tzinfo=UTC)
 DAY = "260107"

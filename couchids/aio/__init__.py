@@ -2,7 +2,7 @@
 :class:`couchids.Database` as coroutines and async iterators, over ``httpx``.
 
 Install with ``pip install 'couchids[async]'``. :class:`AsyncClient` sends the requests
-(:mod:`couchids.aio.client`); :class:`AsyncDatabase` and :class:`AsyncSequence`
+(:mod:`couchids.drivers.aio`); :class:`AsyncDatabase` and :class:`AsyncSequence`
 (:mod:`couchids.aio.database`) are the handles. Cancelling a coroutine, or closing an async
 iterator mid-stream, cancels the requests it started and leaves no task behind.
 
@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..deprecated import OPERATIONS, operations
-from .client import CONNECTIONS, AsyncClient, new_instance
-from .database import AsyncDatabase, AsyncSequence
+from couchids.aio.database import AsyncDatabase, AsyncSequence
+from couchids.deprecated import OPERATIONS, operations
+from couchids.drivers.aio import CONNECTIONS, AsyncClient, new_instance
 
 if TYPE_CHECKING:
     # Deprecated (see couchids.deprecated): the methods of AsyncDatabase(client, db).

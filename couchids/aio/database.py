@@ -5,8 +5,8 @@ Both APIs are one text. ``couchids/aio/database.py`` holds the asyncio handle
 :class:`couchids.aio.AsyncClient`), written by hand; ``couchids/database.py`` holds the
 blocking one (``couchids.Database`` and ``Sequence``, over ``ibmcloudant``'s ``CloudantV1``),
 generated from it by ``scripts/unasync.py``, which rewrites ``async``/``await`` and the names
-of the asyncio driver (:mod:`couchids.aio.client`) to those of the blocking one
-(:mod:`couchids.server`). So both have the same methods with the same parameters, defaults
+of the asyncio driver (:mod:`couchids.drivers.aio`) to those of the blocking one
+(:mod:`couchids.drivers.blocking`). So both have the same methods with the same parameters, defaults
 and docstrings, and ``scripts/test`` fails when the two drift.
 
 Each method checks its arguments and runs the program of :mod:`couchids.core` that describes
@@ -36,16 +36,6 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any, TextIO
 
-from couchids.aio.client import (
-    AsyncClient,
-    after,
-    check_client,
-    flat,
-    known_facts,
-    pages,
-    run,
-    stream,
-)
 from couchids.core import (
     alltypes,
     counting,
@@ -77,10 +67,21 @@ from couchids.core.scan import Checkpoint, read_policy
 from couchids.core.sequence import DEFAULT_BLOCK, check_sequence, claim_block, seq_prefix
 from couchids.core.short import NonceSource
 from couchids.core.windows import DEFAULT_PAGE_SIZE
-from couchids.core.writes import DEFAULT_BATCH_SIZE, Collected, Doc, KeyOf, TimeOf, WriteResult
+from couchids.core.writes import DEFAULT_BATCH_SIZE, Collected, Doc, KeyOf, TimeOf
 from couchids.doctypes import AllTypes
+from couchids.drivers.aio import (
+    AsyncClient,
+    after,
+    check_client,
+    flat,
+    known_facts,
+    pages,
+    run,
+    stream,
+)
 from couchids.errors import CouchidsError, InvalidArgumentError
 from couchids.forms import KUUID, IdForm
+from couchids.results import WriteResult
 from couchids.seq import SEQ10, SeqForm
 from couchids.times import TimeLike
 
@@ -383,7 +384,7 @@ class AsyncDatabase:
 
         Args:
             doc: the document, a JSON object; of the top-level ``_`` fields only ``_id`` and
-                ``_attachments`` (see :mod:`couchids.document`).
+                ``_attachments`` (see :mod:`couchids.core.document`).
             type: the document type (``user`` makes ``user:<id>``). With an own ``_id``, the
                 id must have this type.
             timestamp: the document's own time, in its id (default now; required with

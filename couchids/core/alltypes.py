@@ -5,7 +5,7 @@ key range. This module finds the types present and merges one query per type by 
 
 1. **Finding the types** (``types_present``): read the first id of the database; if it
    names a type (``order:…``), jump past every id of that type (to ``order;``) and read the
-   first id there; and so on (:func:`couchids.keys.type_step` says where each jump lands). One
+   first id there; and so on (:func:`couchids.core.keys.type_step` says where each jump lands). One
    request per type, never the type's rows. Design documents and foreign ids between types
    cost one step each; only runs of untyped ids are read past row by row, in pages that grow
    while they last (1, 2, 4, ... up to :data:`MAX_STEP_PAGE` rows).
@@ -27,9 +27,8 @@ import heapq
 from collections.abc import Callable
 from typing import Any, Final, TypeVar
 
-from ..idform import IdForm
-from ..keys import type_step
-from .protocol import (
+from couchids.core.keys import type_step
+from couchids.core.protocol import (
     END,
     Emit,
     KeySpan,
@@ -43,6 +42,7 @@ from .protocol import (
     path,
     post_json,
 )
+from couchids.idform import IdForm
 
 __all__ = ["MAX_STEP_PAGE", "each_type", "merge_by_time", "types_present"]
 

@@ -45,7 +45,7 @@ import secrets
 from collections.abc import Mapping
 from typing import Any, Final
 
-from .protocol import (
+from couchids.core.protocol import (
     CONFLICT,
     Attempts,
     FactsCache,
@@ -59,7 +59,7 @@ from .protocol import (
     path,
     revision,
 )
-from .writes import WriteResult
+from couchids.results import WriteResult
 
 __all__ = ["ALLOC_FIELD", "Claim"]
 
@@ -71,7 +71,7 @@ class Claim:
     """One try at a new id: write the document with a fresh token; keep the id only on a 201.
 
     >>> claim = Claim(known, "db", "260107-bc", {"n": 1}, RetryPolicy(0, 0))  # doctest: +SKIP
-    >>> couchids.server.run(client, claim.run())  # doctest: +SKIP
+    >>> couchids.drivers.blocking.run(client, claim.run())  # doctest: +SKIP
     WriteResult(id='260107-bc', rev='1-...', duplicate=False)
     """
 

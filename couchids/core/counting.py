@@ -21,7 +21,7 @@ by a scan of that range instead. A range of at most that many ids is therefore a
 in a larger one, foreign ids past its first ones are counted. An untyped range that reaches
 past every key of its form (a window ending after the form's last time: tid62 after 2156,
 millisecond kuuid after 8888) or across ``_design/`` holds every typed and design document in
-between, and is always scanned (:func:`couchids.keys.reaches_other_ids`). ``exact=True`` scans
+between, and is always scanned (:func:`couchids.core.keys.reaches_other_ids`). ``exact=True`` scans
 every range (a read of the window's ids). For a loose form (``utc_random``) a type that also holds
 CouchDB's ``random`` ids is refused (:func:`couchids.core.scan.check_one_form`): a scan cannot tell
 those apart either.
@@ -37,11 +37,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final, Literal
 
-from ..errors import InvalidArgumentError, InvalidTimeError
-from ..forms import IdForm
-from ..keys import KeyRange, reaches_other_ids, window_keys
-from ..times import TimeLike, to_datetime, to_ms
-from .protocol import (
+from couchids.core.keys import KeyRange, reaches_other_ids, window_keys
+from couchids.core.protocol import (
     END,
     FactsCache,
     KeySpan,
@@ -60,8 +57,11 @@ from .protocol import (
     path,
     post_json,
 )
-from .scan import PROBE_ROWS, check_flag, check_one_form
-from .windows import scan_pages
+from couchids.core.scan import PROBE_ROWS, check_flag, check_one_form
+from couchids.core.windows import scan_pages
+from couchids.errors import InvalidArgumentError, InvalidTimeError
+from couchids.forms import IdForm
+from couchids.times import TimeLike, to_datetime, to_ms
 
 __all__ = [
     "DEFAULT_WORKERS",

@@ -21,12 +21,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from ..errors import InvalidArgumentError
-from ..forms import IdForm
-from ..keys import KeyRange, in_window, window_keys
-from ..times import TimeLike, to_ms
-from .counting import server_kind
-from .protocol import (
+from couchids.core.counting import server_kind
+from couchids.core.keys import KeyRange, in_window, window_keys
+from couchids.core.protocol import (
     END,
     FactsCache,
     Program,
@@ -42,7 +39,7 @@ from .protocol import (
     path,
     post_json,
 )
-from .scan import (
+from couchids.core.scan import (
     Checkpoint,
     check_checkpoint,
     check_flag,
@@ -50,6 +47,9 @@ from .scan import (
     check_size,
     range_pages,
 )
+from couchids.errors import InvalidArgumentError
+from couchids.forms import IdForm
+from couchids.times import TimeLike, to_ms
 
 __all__ = ["DEFAULT_EXPIRE_BATCH", "PURGE_BATCH", "ExpireReport", "delete_revisions", "expire"]
 

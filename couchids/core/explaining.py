@@ -12,13 +12,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Final, Literal
 
-from ..constants import SEPARATORS, TYPE_SEPARATOR
-from ..decode import TIMELESS_FORMS, decode
-from ..errors import InvalidArgumentError, InvalidIdError
-from ..forms import IdForm
-from ..keys import type_step, window_keys
-from . import alltypes
-from .protocol import (
+from couchids.constants import SEPARATORS, TYPE_SEPARATOR
+from couchids.core import alltypes
+from couchids.core.keys import type_step, window_keys
+from couchids.core.protocol import (
     KeySpan,
     Program,
     RetryPolicy,
@@ -27,7 +24,10 @@ from .protocol import (
     path,
     post_json,
 )
-from .scan import read_policy
+from couchids.core.scan import read_policy
+from couchids.decode import TIMELESS_FORMS, decode
+from couchids.errors import InvalidArgumentError, InvalidIdError
+from couchids.forms import IdForm
 
 __all__ = ["SAMPLE", "Style", "explain"]
 

@@ -16,13 +16,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TextIO
 
-from ..document import valid_unicode
-from ..errors import InvalidArgumentError, InvalidTimeError
-from ..forms import IdForm
-from ..keys import check_time_form, in_window
-from ..times import TimeLike, to_ms
-from .expiry import ExpireReport, delete_revisions
-from .protocol import (
+from couchids.core.document import valid_unicode
+from couchids.core.expiry import ExpireReport, delete_revisions
+from couchids.core.keys import check_time_form, in_window
+from couchids.core.protocol import (
     END,
     Emit,
     FactsCache,
@@ -36,7 +33,7 @@ from .protocol import (
     path,
     post_json,
 )
-from .scan import (
+from couchids.core.scan import (
     Checkpoint,
     check_checkpoint,
     check_flag,
@@ -44,7 +41,10 @@ from .scan import (
     check_size,
     read_policy,
 )
-from .windows import scan_pages
+from couchids.core.windows import scan_pages
+from couchids.errors import InvalidArgumentError, InvalidTimeError
+from couchids.forms import IdForm
+from couchids.times import TimeLike, to_ms
 
 __all__ = ["FORMATS", "ArchiveReport", "archive", "export"]
 

@@ -32,10 +32,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Final
 
-from ..errors import InvalidArgumentError
-from ..forms import IdForm
-from ..keys import window_keys
-from .protocol import (
+from couchids.core.keys import window_keys
+from couchids.core.protocol import (
     Emit,
     FactsCache,
     Program,
@@ -48,7 +46,9 @@ from .protocol import (
     expect_object,
     path,
 )
-from .scan import Checkpoint, check_checkpoint, check_flag, check_size, read_policy
+from couchids.core.scan import Checkpoint, check_checkpoint, check_flag, check_size, read_policy
+from couchids.errors import InvalidArgumentError
+from couchids.forms import IdForm
 
 __all__ = ["DEFAULT_FOLLOW_BATCH", "DEFAULT_WAIT_MS", "follow"]
 

@@ -7,7 +7,7 @@ too), never by the SDK's own decoding. Pages stay small, so the garbage collecto
 walks every live object, never sees a whole window at once: decoding 50,000 rows as 25
 pages costs a third of decoding them in one piece.
 
-A window's key range splits exactly at time boundaries (:func:`couchids.keys.window_keys`
+A window's key range splits exactly at time boundaries (:func:`couchids.core.keys.window_keys`
 of adjacent time intervals share their edge key), so :func:`sliced_pages` reads several
 slices of one window at a time and still hands them out in order. The slices are sized from
 what the pages so far held (documents per millisecond), aiming at half a page each, so that
@@ -21,10 +21,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ..errors import InvalidIdError
-from ..forms import IdForm
-from ..keys import window_keys
-from .protocol import (
+from couchids.core.keys import window_keys
+from couchids.core.protocol import (
     Emit,
     KeySpan,
     Program,
@@ -39,6 +37,8 @@ from .protocol import (
     path,
     post_json,
 )
+from couchids.errors import InvalidIdError
+from couchids.forms import IdForm
 
 __all__ = [
     "DEFAULT_PARALLEL",

@@ -2,7 +2,7 @@
 
 An operation is written once, as a *program*: a generator that yields effects and is sent
 their outcomes. It never touches the network, a thread or a clock's sleep; a driver does
-that. The blocking driver (``couchids.server``, through the caller's ``ibmcloudant``
+that. The blocking driver (``couchids.drivers.blocking``, through the caller's ``ibmcloudant``
 client) and the asyncio driver (:mod:`couchids.aio`, through ``httpx``) run the same
 programs, so the two APIs cannot drift apart, and a program runs in a test with a driver of
 a few lines.
@@ -39,7 +39,7 @@ from urllib.parse import quote, urlsplit
 
 import orjson
 
-from ..errors import (
+from couchids.errors import (
     DatabaseNotFoundError,
     InvalidArgumentError,
     RateLimitedError,

@@ -16,15 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final, TextIO
 
-from ..couchid import UTC_RANDOM
-from ..doctypes import type_prefix
-from ..document import valid_unicode
-from ..errors import CouchidsError, InvalidArgumentError, InvalidIdError
-from ..forms import KUUID, IdForm
-from ..keyed import keyed_id
-from ..keys import KeyRange
-from ..times import to_ms
-from .protocol import (
+from couchids.core.document import valid_unicode
+from couchids.core.keys import KeyRange
+from couchids.core.protocol import (
     DEFAULT_BACKOFF,
     DEFAULT_RETRIES,
     END,
@@ -34,8 +28,15 @@ from .protocol import (
     RetryPolicy,
     database_facts,
 )
-from .scan import Checkpoint, check_checkpoint, check_size, range_pages
-from .writes import WriteResult, bulk
+from couchids.core.scan import Checkpoint, check_checkpoint, check_size, range_pages
+from couchids.core.writes import bulk
+from couchids.couchid import UTC_RANDOM
+from couchids.doctypes import type_prefix
+from couchids.errors import CouchidsError, InvalidArgumentError, InvalidIdError
+from couchids.forms import KUUID, IdForm
+from couchids.keyed import keyed_id
+from couchids.results import WriteResult
+from couchids.times import to_ms
 
 __all__ = ["DEFAULT_REKEY_BATCH", "RekeyReport", "derived_id", "rekey"]
 

@@ -19,11 +19,9 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any, Final
 
-from ..document import valid_unicode
-from ..errors import InvalidArgumentError
-from ..forms import IdForm
-from ..keys import KeyRange, beyond_keys, resume_point
-from .protocol import (
+from couchids.core.document import valid_unicode
+from couchids.core.keys import KeyRange, beyond_keys, resume_point
+from couchids.core.protocol import (
     DEFAULT_BACKOFF,
     DEFAULT_RETRIES,
     END,
@@ -39,7 +37,9 @@ from .protocol import (
     path,
     post_json,
 )
-from .windows import DEFAULT_PAGE_SIZE, PARTITION_QUERY_LIMIT, partition_of
+from couchids.core.windows import DEFAULT_PAGE_SIZE, PARTITION_QUERY_LIMIT, partition_of
+from couchids.errors import InvalidArgumentError
+from couchids.forms import IdForm
 
 __all__ = [
     "PROBE_ROWS",
@@ -189,7 +189,7 @@ def range_pages(
 
     ``after`` (an id the caller finished, a checkpoint's) resumes just past it: it must be an
     id the walk wants (``wanted``; by default ``form``'s ids of the range's type), and one
-    outside the range is clamped to it (:func:`~couchids.keys.resume_point`). In a
+    outside the range is clamped to it (:func:`~couchids.core.keys.resume_point`). In a
     partitioned database a typed range is read from its partition alone (the part of the
     type before its first colon). ``to_the_end`` reads past ``keys.high`` to the end of the
     index, whatever the ids' characters. The database's existence is checked first, so an

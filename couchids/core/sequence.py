@@ -33,10 +33,8 @@ from __future__ import annotations
 import random
 from typing import Final
 
-from ..errors import AllocationFailed, InvalidArgumentError
-from ..seq import SeqForm
-from .claim import Claim
-from .protocol import (
+from couchids.core.claim import Claim
+from couchids.core.protocol import (
     MAX_BACKOFF,
     FactsCache,
     KeySpan,
@@ -50,6 +48,8 @@ from .protocol import (
     path,
     post_json,
 )
+from couchids.errors import AllocationFailed, InvalidArgumentError
+from couchids.seq import SeqForm
 
 __all__ = [
     "BLOCK_PREFIX",

@@ -1,7 +1,7 @@
 """The programs of :meth:`couchids.Database.latest` and :meth:`~couchids.Database.window`,
 for either driver.
 
-The key range comes from :mod:`couchids.keys`; a program keeps only rows whose id is of the
+The key range comes from :mod:`couchids.core.keys`; a program keeps only rows whose id is of the
 requested form and type (never a design document, another type, or a foreign id that happens
 to sort inside the range), and pages with keyset paging: each page starts at the last id of
 the one before (CouchDB's ``startkey`` is inclusive, so that row comes back and is dropped).
@@ -15,15 +15,19 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from ..constants import TYPE_SEPARATOR
-from ..doctypes import ALL_TYPES, AllTypes
-from ..errors import InvalidArgumentError, InvalidTimeError
-from ..forms import IdForm
-from ..keys import KeyRange, check_time_form, resume_point, window_keys
-from ..times import MAX_MS, TimeLike, to_datetime, to_ms
-from .alltypes import each_type, merge_by_time, types_present
-from .pages import DEFAULT_PARALLEL, RangeFetch, Slice, SlicePlan, fetch_page, keyset, sliced_pages
-from .protocol import (
+from couchids.constants import TYPE_SEPARATOR
+from couchids.core.alltypes import each_type, merge_by_time, types_present
+from couchids.core.keys import KeyRange, check_time_form, resume_point, window_keys
+from couchids.core.pages import (
+    DEFAULT_PARALLEL,
+    RangeFetch,
+    Slice,
+    SlicePlan,
+    fetch_page,
+    keyset,
+    sliced_pages,
+)
+from couchids.core.protocol import (
     END,
     Emit,
     FactsCache,
@@ -32,6 +36,10 @@ from .protocol import (
     RetryPolicy,
     database_facts,
 )
+from couchids.doctypes import ALL_TYPES, AllTypes
+from couchids.errors import InvalidArgumentError, InvalidTimeError
+from couchids.forms import IdForm
+from couchids.times import MAX_MS, TimeLike, to_datetime, to_ms
 
 __all__ = ["DEFAULT_PAGE_SIZE", "PARTITION_QUERY_LIMIT", "latest", "scan_pages", "window"]
 
@@ -106,7 +114,7 @@ def scan_pages(
     ``end_ms``, oldest first, as :func:`window` reads them (``parallel`` time slices at a
     time): its documents, or with ``include_docs=False`` its rows. ``after`` (an
     id handed out before, a checkpoint's) resumes just past it (refused when it is no id of
-    the window's type and form: :func:`~couchids.keys.resume_point`); ``attachments``
+    the window's type and form: :func:`~couchids.core.keys.resume_point`); ``attachments``
     includes attachment data in the documents, ``conflicts`` their ``_conflicts``. What
     counting, export and archive read."""
     scan = _Scan(

@@ -21,30 +21,14 @@ stored one, both without ``_id`` and ``_rev``.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any, Final
 
-from ..content import same_content
-from ..decode import split_type
-from ..doctypes import type_prefix
-from ..document import check_new
-from ..errors import (
-    BulkWriteError,
-    ConflictError,
-    CouchidsError,
-    InvalidArgumentError,
-    InvalidInputError,
-    RateLimitedError,
-    ServerError,
-    UnauthorizedError,
-)
-from ..forms import IdForm
-from ..keyed import keyed_id
-from ..times import TimeLike, to_ms
-from .protocol import (
+from couchids.core.content import same_content
+from couchids.core.document import check_new
+from couchids.core.protocol import (
     CONFLICT,
     Attempts,
     Emit,
@@ -67,6 +51,22 @@ from .protocol import (
     revision,
     winner,
 )
+from couchids.decode import split_type
+from couchids.doctypes import type_prefix
+from couchids.errors import (
+    BulkWriteError,
+    ConflictError,
+    CouchidsError,
+    InvalidArgumentError,
+    InvalidInputError,
+    RateLimitedError,
+    ServerError,
+    UnauthorizedError,
+)
+from couchids.forms import IdForm
+from couchids.keyed import keyed_id
+from couchids.results import WriteResult
+from couchids.times import TimeLike, to_ms
 
 __all__ = ["DEFAULT_BATCH_SIZE", "Collected", "WriteResult", "bulk", "create", "written"]
 
@@ -85,72 +85,6 @@ _ROW_STATUS: Final = {
 _RATE_LIMITED: Final = "too_many_requests"
 
 Doc = Mapping[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class WriteResult:
-    """The outcome of writing one document.
-
-    Attributes:
-        id: the document's ``_id``.
-        rev: its revision as stored (``None`` when ``error`` is set).
-        duplicate: ``True`` when the document was already stored, with the same content, before
-            the request that succeeded: by an earlier attempt whose answer was lost, or by an
-            earlier call that wrote the same ``_id`` (or key). Either way it is stored once.
-        error: only in bulk results: why this document was not stored (its ``stored`` says
-            whether it may have been all the same; see :class:`~couchids.CouchidsError`).
-
-    >>> WriteResult("user:001", "1-abc").ok
-    True
-    """
-
-    id: str
-    rev: str | None
-    duplicate: bool = False
-    error: CouchidsError | None = None
-
-    @property
-    def ok(self) -> bool:
-        """Whether the document is stored."""
-        return self.error is None
-
-
-# bulk_create holds every result until it returns the list, so a result is kept small: a
-# revision of CouchDB's form, "<generation>-<32 hex digits>", is kept in the rev slot as one
-# int (48 bytes instead of a str's 96), and read back as the same str. Anything else is kept
-# as given (an int given by hand inside a 1-tuple, so it cannot pass for a packed one). The
-# dataclass's __init__, __eq__, __hash__, __repr__, replace, asdict and pickling all reach the
-# slot through this property, so they see the str; assignment stays refused (frozen). The
-# property replaces the slot's descriptor once dataclass(slots=True) has made the slot.
-_REV: Final = re.compile(r"([1-9][0-9]{0,8})-([0-9a-f]{32})")
-_DIGEST_BITS: Final = 128
-_rev_slot: Final = WriteResult.__dict__["rev"]
-
-
-def _pack_rev(rev: object) -> object:
-    if type(rev) is str:
-        found = _REV.fullmatch(rev)
-        return int(found[1]) << _DIGEST_BITS | int(found[2], 16) if found else rev
-    return None if rev is None else (rev,)
-
-
-def _unpack_rev(stored: object) -> Any:
-    if type(stored) is int:
-        return f"{stored >> _DIGEST_BITS}-{stored & ((1 << _DIGEST_BITS) - 1):032x}"
-    return stored[0] if type(stored) is tuple else stored
-
-
-def _get_rev(result: WriteResult) -> str | None:
-    """Its revision as stored (``None`` when ``error`` is set)."""
-    rev: str | None = _unpack_rev(_rev_slot.__get__(result, WriteResult))
-    return rev
-
-
-def _set_rev(result: WriteResult, rev: str | None) -> None:
-    _rev_slot.__set__(result, _pack_rev(rev))
-
-
-type.__setattr__(WriteResult, "rev", property(_get_rev, _set_rev, doc=_get_rev.__doc__))
 
 
 def written(exc: CouchidsError, doc_id: str | None, stored: bool | None) -> CouchidsError:
@@ -681,7 +615,7 @@ def _assign_id(
     form: IdForm,
     label: str,
 ) -> str:
-    """The id of ``doc`` (checked by :func:`~couchids.document.check_new` already)."""
+    """The id of ``doc`` (checked by :func:`~couchids.core.document.check_new` already)."""
     if not isinstance(form, IdForm):
         raise InvalidArgumentError(f"form={form!r} is not a couchids IdForm such as KUUID")
     own = doc.get("_id")

@@ -1,7 +1,7 @@
 """What writes couchids' documentation pages from the code and the README, so they cannot drift.
 
 ``.. couchids-cli::`` walks the argparse parser of the ``couchids`` command
-(:func:`couchids.cli._parser`) and renders the command and each subcommand: its usage,
+(:func:`couchids.cli.main._parser`) and renders the command and each subcommand: its usage,
 description, every option with its help, and its epilog (the examples).
 
 ``.. couchids-api:: PAGE`` documents the public names of ``couchids.__all__`` (or, for the
@@ -198,7 +198,7 @@ class CommandLine(SphinxDirective):
     has_content = False
 
     def run(self) -> list[nodes.Node]:
-        from couchids import cli
+        from couchids.cli import main as cli
 
         parser = cli._parser()
         lines = command_rst(parser, "")
@@ -210,7 +210,7 @@ class CommandLine(SphinxDirective):
         lines.append("")
         for name, command in subcommands(parser).items():
             lines += command_rst(command, helps.get(name, ""))
-        for module in ("couchids.cli", "couchids.cli_lifecycle"):
+        for module in ("couchids.cli.main", "couchids.cli.lifecycle"):
             self.env.note_dependency(importlib.import_module(module).__file__ or "")
         return nested_parse_to_nodes(self.state, StringList(lines), source="<couchids-cli>")
 

@@ -22,9 +22,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .constants import TYPE_CHARS, TYPE_MAX_LEN
-from .errors import InvalidArgumentError, InvalidIdError
-from .idform import IdForm
+from couchids.constants import TYPE_CHARS, TYPE_MAX_LEN
+from couchids.errors import InvalidArgumentError, InvalidIdError
+from couchids.idform import IdForm
 
 #: Above every character of every sortable form's alphabet: the end of an untyped range.
 _AFTER_ALPHABET = "{"

@@ -13,7 +13,8 @@ from ibm_cloud_sdk_core import read_external_sources
 from ibm_cloud_sdk_core.logger import get_logger
 from ibmcloudant.cloudant_v1 import CloudantV1
 
-from .redact import redact, secrets_of
+from couchids.drivers.redact import redact, secrets_of
+from couchids.errors import mask_with
 
 __all__ = ["cloudant_config", "configured_secrets", "mask_sdk_logs", "safe_url", "scrub"]
 
@@ -42,14 +43,14 @@ def safe_url() -> str:
 
 
 def scrub(text: str) -> str:
-    """``text`` with every credential masked: :func:`couchids.redact.redact` with the
+    """``text`` with every credential masked: :func:`couchids.drivers.redact.redact` with the
     configured secrets."""
     return redact(text, configured_secrets())
 
 
 class _MaskedRecords(logging.Filter):
     """A logger filter masking credentials in each record by their shape (the user info of a
-    URL, an ``Authorization`` value, ...: :func:`couchids.redact.redact`).
+    URL, an ``Authorization`` value, ...: :func:`couchids.drivers.redact.redact`).
 
     Only by their shape: finding the configured secrets reads the configuration, which the
     SDK logs about, through this filter.
@@ -76,3 +77,8 @@ def mask_sdk_logs() -> None:
     logger = get_logger()
     if _MASKED not in logger.filters:
         logger.addFilter(_MASKED)
+
+
+# The server-side errors mask their texts with scrub from now on: a driver imports this module
+# before it sends anything, and only a driver's requests make such errors.
+mask_with(scrub)

@@ -2,7 +2,7 @@
 
 Pure string work, no I/O: the secrets to mask besides the ones recognisable by their shape
 (the user info of a URL, an ``Authorization`` or cookie value, a ``password``/``apikey``/token
-field) are passed in; :func:`couchids.config.configured_secrets` finds them in ibmcloudant's
+field) are passed in; :func:`couchids.drivers.config.configured_secrets` finds them in ibmcloudant's
 configuration.
 """
 

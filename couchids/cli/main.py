@@ -1,7 +1,7 @@
 """The ``couchids`` command: make and read ids, and export documents by the time in their ids.
 
 ``couchids new`` and ``couchids decode`` work offline; every other command (``latest``,
-``window`` and those of :mod:`couchids.cli_lifecycle`) talks to a database through an
+``window`` and those of :mod:`couchids.cli.lifecycle`) talks to a database through an
 ``ibmcloudant`` client configured the standard way (``CLOUDANT_URL``, ``CLOUDANT_AUTH_TYPE``,
 ...: :func:`couchids.connect`). Every failure is one line on stderr, with every credential of
 the configuration (password, API key, the user:password of a URL) masked. An answer with
@@ -20,17 +20,17 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
-from . import __version__
-from .cli_lifecycle import Tools, add_commands
-from .constants import DEFAULT_BLOCKS, SEPARATORS, SHORT_BLOCKS
-from .core.pages import DEFAULT_PARALLEL, REMOTE_PARALLEL
-from .core.protocol import DEFAULT_TIMEOUT, MAX_TIMEOUT, dumps
-from .decode import DecodedId, decode
-from .doctypes import ALL_TYPES, AllTypes
-from .errors import InvalidArgumentError, InvalidInputError, InvalidTimeError, ServerError
-from .forms import NAMED_FORMS, V7, V7S, IdForm, KuuidForm, form_named
-from .log import shown
-from .times import now_ms, to_ms
+from couchids import __version__
+from couchids.cli.lifecycle import Tools, add_commands
+from couchids.constants import DEFAULT_BLOCKS, SEPARATORS, SHORT_BLOCKS
+from couchids.core.pages import DEFAULT_PARALLEL, REMOTE_PARALLEL
+from couchids.core.protocol import DEFAULT_TIMEOUT, MAX_TIMEOUT, dumps
+from couchids.decode import DecodedId, decode
+from couchids.doctypes import ALL_TYPES, AllTypes
+from couchids.drivers.log import shown
+from couchids.errors import InvalidArgumentError, InvalidInputError, InvalidTimeError, ServerError
+from couchids.forms import NAMED_FORMS, V7, V7S, IdForm, KuuidForm, form_named
+from couchids.times import now_ms, to_ms
 
 # What talks to a server (the ibmcloudant SDK and the modules built on it) is loaded by the
 # commands that need one, when they run: ``couchids new``, ``couchids decode`` and every
@@ -146,8 +146,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InvalidInputError as exc:
         return _fail(str(exc), EXIT_BAD_INPUT)
     except ServerError as exc:
-        from .config import safe_url
-        from .server import TokenTimeout
+        from couchids.drivers.blocking import TokenTimeout
+        from couchids.drivers.config import safe_url
 
         hint = ""
         if isinstance(exc.__cause__, TokenTimeout):
@@ -221,7 +221,7 @@ def _decode(args: argparse.Namespace) -> int:
 
 
 def _latest(args: argparse.Namespace) -> int:
-    from .database import Database
+    from couchids.database import Database
 
     form = _form(args)
     client = _connect()
@@ -238,7 +238,7 @@ def _latest(args: argparse.Namespace) -> int:
 
 
 def _window(args: argparse.Namespace) -> int:
-    from .database import Database
+    from couchids.database import Database
 
     form = _form(args)
     now = now_ms()
@@ -279,7 +279,7 @@ def _window(args: argparse.Namespace) -> int:
 
 def _connect() -> CloudantV1:
     """A client from ibmcloudant's standard configuration, or one line saying what to set."""
-    from .connecting import connect
+    from couchids.drivers.connecting import connect
 
     return connect()
 
@@ -291,7 +291,7 @@ def _note_empty(
     shows a reason (:meth:`couchids.Database.explain_empty`); the exit status stays 0."""
     if scope is ALL_TYPES:
         return
-    from .database import Database
+    from couchids.database import Database
 
     try:
         why = Database(client, db).explain_empty(
@@ -404,7 +404,7 @@ class _Progress:
 def _fail(message: str, status: int) -> int:
     # One line, whatever the message holds: a reason from a server may contain newlines.
     # Masking reads the configuration (and loads the SDK): only when something failed.
-    from .config import scrub
+    from couchids.drivers.config import scrub
 
     line = " ".join(scrub(message).split())
     print(f"couchids: error: {line}", file=sys.stderr)

@@ -38,11 +38,9 @@ from requests.adapters import BaseAdapter
 from requests.utils import prepend_scheme_if_needed, select_proxy
 from urllib3.exceptions import MaxRetryError, NewConnectionError, ResponseError
 
-from . import log
-from .config import mask_sdk_logs, scrub
-from .core import protocol
-from .core.pages import handed_on
-from .core.protocol import (
+from couchids.core import protocol
+from couchids.core.pages import handed_on
+from couchids.core.protocol import (
     QUOTE_LEN,
     TRANSIENT_STATUSES,
     DatabaseFacts,
@@ -59,7 +57,9 @@ from .core.protocol import (
     current_request,
     request_headers,
 )
-from .errors import (
+from couchids.drivers import log
+from couchids.drivers.config import mask_sdk_logs, scrub
+from couchids.errors import (
     CouchidsError,
     InvalidArgumentError,
     RateLimitedError,
@@ -709,7 +709,7 @@ def _drive(client: CloudantV1, program: Program[T]) -> Generator[Any, None, T]:
 
 def perform(client: CloudantV1, effect: Send) -> Response | Lost:
     """Send one request through ``client``: its answer, whatever the status, or what was lost.
-    Logged at DEBUG on ``couchids.request`` (``couchids.log``)."""
+    Logged at DEBUG on ``couchids.request`` (``couchids.drivers.log``)."""
     return _performed(client, effect)[0]
 
 

@@ -39,9 +39,8 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 import httpx
 from ibmcloudant.cloudant_v1 import CloudantV1
 
-from .. import log
-from ..core.pages import handed_on
-from ..core.protocol import (
+from couchids.core.pages import handed_on
+from couchids.core.protocol import (
     Emit,
     FactsCache,
     Lost,
@@ -53,9 +52,10 @@ from ..core.protocol import (
     Wait,
     request_headers,
 )
-from ..core.windows import check_count
-from ..errors import CouchidsError, InvalidArgumentError, ServerError, ServerTimeoutError
-from ..server import FAILURES, failure_kind, sanitized, server_error
+from couchids.core.windows import check_count
+from couchids.drivers import log
+from couchids.drivers.blocking import FAILURES, failure_kind, sanitized, server_error
+from couchids.errors import CouchidsError, InvalidArgumentError, ServerError, ServerTimeoutError
 
 __all__ = [
     "CONNECTIONS",
@@ -135,7 +135,7 @@ class AsyncClient:
 
     async def perform(self, effect: Send) -> Response | Lost:
         """Send one request: its answer, whatever the status, or what was lost. Logged at
-        DEBUG on ``couchids.request`` (``couchids.log``)."""
+        DEBUG on ``couchids.request`` (``couchids.drivers.log``)."""
         return (await self._performed(effect))[0]
 
     async def _performed(self, effect: Send) -> tuple[Response | Lost, str]:

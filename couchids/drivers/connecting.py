@@ -4,7 +4,8 @@ ibmcloudant's ``CloudantV1.new_instance()`` reads the ``CLOUDANT_*`` configurati
 credentials file, the environment, ``VCAP_SERVICES``) and, when something is missing, falls
 back to IBM Cloud container authentication, which fails anywhere else with a message about
 IAM profiles. :func:`connect` reads the same configuration
-(:func:`couchids.config.cloudant_config`), lets arguments take the place of its variables, and
+(:func:`couchids.drivers.config.cloudant_config`), lets arguments take the place of its
+variables, and
 checks it first: a missing URL or authentication type is a couchids error that says what to
 set.
 """
@@ -18,9 +19,9 @@ from ibm_cloud_sdk_core.authenticators import Authenticator
 from ibmcloudant.cloudant_v1 import CloudantV1
 from ibmcloudant.couchdb_session_get_authenticator_patch import new_construct_authenticator
 
-from .config import cloudant_config
-from .errors import InvalidArgumentError
-from .redact import redact, secrets_of
+from couchids.drivers.config import cloudant_config
+from couchids.drivers.redact import redact, secrets_of
+from couchids.errors import InvalidArgumentError
 
 __all__ = ["AUTH_TYPES", "EXAMPLE_URL", "SERVER_SETUP", "connect"]
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from .errors import InvalidArgumentError, InvalidIdError
+from couchids.errors import InvalidArgumentError, InvalidIdError
 
 __all__ = ["NEW_DOC_FIELDS", "check_new", "valid_unicode"]
 

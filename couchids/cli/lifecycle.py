@@ -1,5 +1,5 @@
 """The ``couchids`` subcommands of the data lifecycle: count, histogram, expire, export, tail
-and rekey. :mod:`couchids.cli` adds them to its parser with :func:`add_commands`.
+and rekey. :mod:`couchids.cli.main` adds them to its parser with :func:`add_commands`.
 
 Long runs show a progress bar (``tqdm``) with a rate and an ETA on a terminal's stderr and
 nothing when stderr is not a terminal; Ctrl-C stops them cleanly with the resume point printed.
@@ -17,18 +17,18 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
-from .errors import InvalidArgumentError
-from .forms import IdForm
-from .times import now_ms
+from couchids.errors import InvalidArgumentError
+from couchids.forms import IdForm
+from couchids.times import now_ms
 
 # The commands load what talks to a server (the ibmcloudant SDK, the query machinery) when
-# they run: building the parser, and the offline commands of couchids.cli, load none of it.
+# they run: building the parser, and the offline commands of couchids.cli.main, load none of it.
 if TYPE_CHECKING:
     from ibmcloudant.cloudant_v1 import CloudantV1
 
-    from .core.expiry import ExpireReport
-    from .core.rekeying import RekeyReport
-    from .core.scan import Checkpoint
+    from couchids.core.expiry import ExpireReport
+    from couchids.core.rekeying import RekeyReport
+    from couchids.core.scan import Checkpoint
 
 __all__ = [
     "EXIT_INTERRUPTED",
@@ -51,7 +51,7 @@ _BAR_WIDTH = 40
 
 @dataclass(frozen=True)
 class Tools:
-    """What the subcommands take from :mod:`couchids.cli`: the client, the id form, times,
+    """What the subcommands take from :mod:`couchids.cli.main`: the client, the id form, times,
     the ``--timeout`` and ``--parallel`` flags, and the note after an empty answer."""
 
     connect: Callable[[], CloudantV1]
@@ -87,7 +87,7 @@ def parse_duration(text: str) -> float:
     >>> parse_duration("90s"), parse_duration("2h")
     (90.0, 7200.0)
     """
-    from .core.counting import parse_every
+    from couchids.core.counting import parse_every
 
     try:
         return parse_every(text) / 1000
@@ -116,7 +116,7 @@ def add_commands(commands: Any, tools: Tools) -> None:
         return tools.parse_time(args.since, now), end
 
     def run_count(args: argparse.Namespace) -> int:
-        from .database import Database
+        from couchids.database import Database
 
         start, end = times(args)
         client, form = tools.connect(), tools.form(args)
@@ -134,8 +134,8 @@ def add_commands(commands: Any, tools: Tools) -> None:
         return 0
 
     def run_histogram(args: argparse.Namespace) -> int:
-        from .core.counting import parse_every
-        from .database import Database
+        from couchids.core.counting import parse_every
+        from couchids.database import Database
 
         start, end = times(args)
         # The first bucket is a whole one, labelled at its aligned start (--since 7d --every 1d
@@ -172,10 +172,10 @@ def add_commands(commands: Any, tools: Tools) -> None:
         return 0
 
     def run_expire(args: argparse.Namespace) -> int:
-        from .core.counting import counted
-        from .core.scan import Checkpoint, read_policy
-        from .database import Database
-        from .server import known_facts, run
+        from couchids.core.counting import counted
+        from couchids.core.scan import Checkpoint, read_policy
+        from couchids.database import Database
+        from couchids.drivers.blocking import known_facts, run
 
         before = tools.parse_time(args.before, now_ms())
         client, form = tools.connect(), tools.form(args)
@@ -217,8 +217,8 @@ def add_commands(commands: Any, tools: Tools) -> None:
         return 1 if report.conflicts or report.failed else 0
 
     def run_export(args: argparse.Namespace) -> int:
-        from .core.scan import Checkpoint
-        from .database import Database
+        from couchids.core.scan import Checkpoint
+        from couchids.database import Database
 
         start, end = times(args)
         client, form = tools.connect(), tools.form(args)
@@ -248,8 +248,8 @@ def add_commands(commands: Any, tools: Tools) -> None:
         return 0
 
     def run_tail(args: argparse.Namespace) -> int:
-        from .core.scan import Checkpoint
-        from .database import Database
+        from couchids.core.scan import Checkpoint
+        from couchids.database import Database
 
         client, form = tools.connect(), tools.form(args)
         db = Database(client, args.db)
@@ -284,8 +284,8 @@ def add_commands(commands: Any, tools: Tools) -> None:
             return EXIT_INTERRUPTED
 
     def run_rekey(args: argparse.Namespace) -> int:
-        from .core.scan import Checkpoint
-        from .database import Database
+        from couchids.core.scan import Checkpoint
+        from couchids.database import Database
 
         secret = os.environ.get(args.key_env)
         if not secret:
