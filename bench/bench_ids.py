@@ -1,15 +1,21 @@
-"""How fast couchids makes ids, against uuid4 and against kuuid itself in Node.
+"""How fast couchids makes and reads ids, against uuid and against kuuid itself in Node.
 
 Prints nanoseconds per id for ``couchids.id()``, ``couchids.v7s()``, each form's ``new()``,
 ``uuid.uuid4().hex`` and kuuid's ``id()`` (timed inside Node by ``node/kuuid-bridge.js
---bench``), then the ratios the project aims for. The functions are timed in alternating
-rounds, so background load on a shared machine skews every function alike; each ratio is
-given for the fastest round of each function and for the median round, and meets its target
-only if both do. It is a report, not a test: it always exits 0.
+--bench``); and per call of ``couchids.decode()`` without ``form=`` (a kuuid id, a v7s id,
+and strings it refuses) beside ``uuid.UUID()`` reading a UUID's text; then the ratios the
+project aims for. The functions are timed in alternating rounds, so background load on a
+shared machine skews every function alike; each ratio is given for the fastest round of each
+function and for the median round, and meets its target only if both do. The decode() calls
+take from one to twenty times as long as uuid.UUID(): each of those functions is timed for
+the same stretch of time (``--decode-seconds``, its calls counted at the warm-up) rather than
+the same number of calls, so that load that comes and goes falls on each alike. It is a
+report, not a test: it always exits 0.
 
 Run from the repository root::
 
     .venv/bin/python bench/bench_ids.py [--rounds 5] [--number 200000] [--node-calls 300000]
+        [--decode-seconds 0.1]
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import sys
 import timeit
 import uuid
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import couchids
@@ -46,16 +53,51 @@ PYTHON_FUNCTIONS: dict[str, Callable[[], str]] = {
 }
 KUUID = "kuuid id() in Node"
 
+UUID_TEXT = str(uuid.uuid4())
+#: Strings decode() refuses: not an id at all; 32 hex digits of a UUID version 4 (the length
+#: of a kuuid, v7s and utc_random id, and read as none: the message says why for each);
+#: a type before a body of no form's length.
+REFUSED = {
+    "decode(refused: text)": "not-an-id!",
+    "decode(refused: 32 hex)": uuid.UUID("1b4e28ba-2fa1-41d2-883f-0016d3cca427").hex,
+    "decode(refused: typed)": "user:hello world",
+}
+
+
+def refusal(text: str) -> Callable[[], object]:
+    """A call of ``decode(text)``, which must refuse ``text``."""
+
+    def call() -> None:
+        try:
+            couchids.decode(text)
+        except couchids.InvalidIdError:
+            return
+        raise AssertionError(f"decode read {text!r}, which the bench takes for refused")
+
+    return call
+
+
+#: decode() without form=, beside uuid.UUID() reading the 36 characters of a UUID.
+DECODE_FUNCTIONS: dict[str, Callable[[], object]] = {
+    "decode(kuuid)": partial(couchids.decode, couchids.id()),
+    "decode(v7s)": partial(couchids.decode, couchids.v7s()),
+    **{name: refusal(text) for name, text in REFUSED.items()},
+    "uuid.UUID(text)": partial(uuid.UUID, UUID_TEXT),
+}
+
 # (numerator, denominator, target, whether lower is better)
 TARGETS = [
     ("couchids.id()", "uuid.uuid4().hex", 0.6, True),
     (KUUID, "couchids.id()", 8.0, False),
     ("couchids.v7s()", "uuid.uuid4().hex", 1.0, True),
     *((name, "uuid.uuid4().hex", 1.0, True) for name in NEW_FORMS),
+    ("decode(kuuid)", "uuid.UUID(text)", 4.0, True),
+    ("decode(v7s)", "uuid.UUID(text)", 4.0, True),
+    *((name, "uuid.UUID(text)", 15.0, True) for name in REFUSED),
 ]
 
 
-def python_ns(fn: Callable[[], str], number: int) -> float:
+def python_ns(fn: Callable[[], object], number: int) -> float:
     """Nanoseconds per call of ``fn`` over ``number`` calls."""
     return timeit.timeit(fn, number=number) / number * 1e9
 
@@ -78,31 +120,39 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5, help="alternating rounds (default 5)")
     parser.add_argument("--number", type=int, default=200_000, help="Python calls per timing")
     parser.add_argument("--node-calls", type=int, default=300_000, help="kuuid calls per timing")
+    parser.add_argument(
+        "--decode-seconds",
+        type=float,
+        default=0.1,
+        help="how long each timing of decode() and uuid.UUID() lasts (default 0.1)",
+    )
     args = parser.parse_args(argv)
 
     node = shutil.which("node")
     if node is None or not BRIDGE.is_file():
         print("node or node/kuuid-bridge.js not found: kuuid is left out", file=sys.stderr)
 
-    for fn in PYTHON_FUNCTIONS.values():  # warm up: fill the random pools and caches
-        python_ns(fn, args.number // 10)
+    timed = [(name, fn, args.number) for name, fn in PYTHON_FUNCTIONS.items()]
+    for _, fn, number in timed:  # warm up: fill the random pools and caches
+        python_ns(fn, number // 10)
+    for name, fn in DECODE_FUNCTIONS.items():  # warm up, and count the calls of a timing
+        ns = min(python_ns(fn, 2_000) for _ in range(3))
+        timed.append((name, fn, max(1_000, round(args.decode_seconds * 1e9 / ns))))
 
     rounds: dict[str, list[float]] = {}
     for round_number in range(args.rounds):
-        names = list(PYTHON_FUNCTIONS)
-        if round_number % 2:
-            names.reverse()  # alternate the order so no function always runs first
-        for name in names:
-            rounds.setdefault(name, []).append(python_ns(PYTHON_FUNCTIONS[name], args.number))
+        # Alternate the order so no function always runs first.
+        for name, fn, number in reversed(timed) if round_number % 2 else timed:
+            rounds.setdefault(name, []).append(python_ns(fn, number))
         if node is not None and BRIDGE.is_file():
             rounds.setdefault(KUUID, []).append(node_ns(node, args.node_calls))
     best = {name: min(times) for name, times in rounds.items()}
     median = {name: statistics.median(times) for name, times in rounds.items()}
 
-    print(f"{args.rounds} rounds, nanoseconds per id (Python {sys.version.split()[0]})")
-    print(f"  {'':<22} {'best':>10} {'median':>10}")
+    print(f"{args.rounds} rounds, nanoseconds per call (Python {sys.version.split()[0]})")
+    print(f"  {'':<24} {'best':>10} {'median':>10}")
     for name in rounds:
-        print(f"  {name:<22} {best[name]:10.0f} {median[name]:10.0f}")
+        print(f"  {name:<24} {best[name]:10.0f} {median[name]:10.0f}")
     print("ratios (best, median)")
     for top, bottom, target, lower_is_better in TARGETS:
         if top not in rounds or bottom not in rounds:

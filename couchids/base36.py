@@ -14,6 +14,7 @@ the padded form.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -28,7 +29,7 @@ from .constants import (
     V7_VERSION,
 )
 from .errors import InvalidArgumentError, InvalidIdError, InvalidTimeError
-from .idform import IdForm, at_most_pattern
+from .idform import NOT_READ, IdForm, ReadAttempt, at_most_pattern
 from .times import MAX_MS, TimeLike, to_ms
 from .v7 import SEQUENCER, uuid7_from
 
@@ -37,6 +38,7 @@ __all__ = ["BASE36_V7", "BASE36_V7_UNPADDED", "Base36V7Form", "uuid7_time"]
 _TIME_SHIFT = UUID_BITS - V7_TIME_BITS
 _MAX_TEXT = radix.encode((1 << UUID_BITS) - 1, BASE36_UUID_LEN, BASE36_ALPHABET)
 _LIMIT = len(BASE36_ALPHABET) ** BASE36_UUID_LEN
+_TEXT = re.compile("[0-9a-z]+")
 #: Five base36 digits: a chunk below 36**5 is below 2**30, one machine digit to CPython.
 _CHUNK = 36**5
 _PAIRS = tuple(a + b for a in BASE36_ALPHABET for b in BASE36_ALPHABET)
@@ -180,6 +182,16 @@ class Base36V7Form(IdForm):
                 "the RFC 9562 variant, a time up to 9999-12-31)"
             )
         return ms * 1000
+
+    def try_read(self, body: str) -> ReadAttempt:
+        if len(body) != self.length or _TEXT.fullmatch(body) is None:
+            return NOT_READ
+        if (self.padded and body > _MAX_TEXT) or (not self.padded and body[0] == "0"):
+            return NOT_READ
+        # int() reads lower-case base36 as radix.decode does (the pattern has kept out the
+        # spaces, signs and underscores int() would also take).
+        ms = uuid7_time(int(body, len(BASE36_ALPHABET)))
+        return NOT_READ if ms is None else ms * 1000
 
 
 #: UUIDv7s as 25 lower-case base36 characters (CouchDB's ``uuid_v7`` ``base_36`` format).

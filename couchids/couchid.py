@@ -45,7 +45,7 @@ from .constants import (
 )
 from .entropy import WORDS
 from .errors import InvalidArgumentError, InvalidIdError, InvalidTimeError
-from .idform import IdForm
+from .idform import NOT_READ, IdForm, NotRead, ReadAttempt
 from .times import EPOCH, MAX_MS, TimeLike, to_ms
 
 __all__ = ["COUCH_RANDOM", "UTC_RANDOM", "CouchRandomForm", "UtcIdForm", "UtcRandomForm"]
@@ -55,6 +55,21 @@ _LAST_US = min(_MAX_US, MAX_MS * US_PER_MS + US_PER_MS - 1)
 _TIME = f"[0-9a-f]{{{UTC_TIME_LEN}}}"
 _HEX_RULE = "lower-case hex digits (0-9, a-f)"
 _RUNWAY = "2000-01-01 to 2100-01-01"
+_RANDOM_BODY = re.compile(f"{_TIME}[0-9a-f]{{{UTC_RANDOM_LEN}}}")
+_COUCH_RANDOM_BODY = re.compile(f"[0-9a-f]{{{COUCH_HEX_LEN}}}")
+_NAIVE_EPOCH = EPOCH.replace(tzinfo=None)
+
+
+def utc_text(us: int) -> str:
+    """``str(EPOCH + timedelta(microseconds=us))``, as messages quote a time.
+
+    Written as the naive time's text and the UTC offset: ``str()`` of an aware datetime takes
+    longer, and :func:`couchids.decode` quotes one in every refusal of 32 hex digits.
+
+    >>> utc_text(1_500_000) == str(EPOCH + timedelta(microseconds=1_500_000))
+    True
+    """
+    return f"{_NAIVE_EPOCH + timedelta(microseconds=us)}+00:00"
 
 
 class _MicroClock:
@@ -108,12 +123,22 @@ class _UtcForm(IdForm):
     def _read_time(self, body: str) -> int:
         if not isinstance(body, str) or len(body) != self.length:
             raise self.wrong_length(body)
-        if re.fullmatch(self.body_pattern(), body) is None:
+        if self._body().fullmatch(body) is None:
             raise InvalidIdError(f"{body!r} is not a {self} id: {self.rule()}")
         us = int(body[:UTC_TIME_LEN], 16)
         if us > _LAST_US:
             raise InvalidIdError(f"{body!r} holds a time after 9999-12-31 ({self})")
         return us
+
+    def _body(self) -> re.Pattern[str]:
+        """:meth:`body_pattern`, compiled (re keeps the compiled patterns it has seen)."""
+        return re.compile(self.body_pattern())
+
+    def try_read(self, body: str) -> ReadAttempt:
+        if len(body) != self.length or self._body().fullmatch(body) is None:
+            return NOT_READ
+        us = int(body[:UTC_TIME_LEN], 16)
+        return NOT_READ if us > _LAST_US else us
 
     def rule(self) -> str:
         """What an id of this form is, for messages."""
@@ -176,16 +201,37 @@ class UtcRandomForm(_UtcForm):
         return f"{us:014x}{random:018x}"
 
     def body_pattern(self) -> str:
-        return f"{_TIME}[0-9a-f]{{{UTC_RANDOM_LEN}}}"
+        return _RANDOM_BODY.pattern
+
+    def _body(self) -> re.Pattern[str]:
+        return _RANDOM_BODY
 
     def read(self, body: str) -> int:
-        us = self._read_time(body)
+        if not isinstance(body, str) or len(body) != self.length:
+            raise self.wrong_length(body)
+        us = self.try_read(body)
+        if us is NOT_READ:
+            raise InvalidIdError(self.refusal(body))
+        return us
+
+    def refusal(self, body: str) -> str:
+        try:
+            us = self._read_time(body)  # the refusals of every utc form
+        except InvalidIdError as exc:
+            return str(exc)
+        # What is left: a time outside the runway.
+        return (
+            f"{body!r} reads as {utc_text(us)}, outside the utc_random runway ({_RUNWAY}): 32 "
+            "hex digits of another form, such as a v7s id or CouchDB's random ids"
+        )
+
+    def try_read(self, body: str) -> int | NotRead:
+        if len(body) != UTC_TIME_LEN + UTC_RANDOM_LEN or _RANDOM_BODY.fullmatch(body) is None:
+            return NOT_READ
+        us = int(body[:UTC_TIME_LEN], 16)
+        # The runway ends in 2100, so a time inside it is never past 9999 (read's other check).
         if not UTC_RANDOM_FROM_MS <= us // US_PER_MS < UTC_RANDOM_UNTIL_MS:
-            raise InvalidIdError(
-                f"{body!r} reads as {EPOCH + timedelta(microseconds=us)}, outside the "
-                f"utc_random runway ({_RUNWAY}): 32 hex digits of another form, such as a v7s "
-                "id or CouchDB's random ids"
-            )
+            return NOT_READ
         return us
 
     def _tail(self) -> str:
@@ -276,6 +322,9 @@ class CouchRandomForm(IdForm):
         if any(ch not in HEX_DIGITS for ch in body):
             raise InvalidIdError(f"{body!r} is not a couch_random id: 32 {_HEX_RULE}")
         return None
+
+    def try_read(self, body: str) -> ReadAttempt:
+        return None if _COUCH_RANDOM_BODY.fullmatch(body) else NOT_READ
 
 
 #: CouchDB's ``utc_random`` ids.

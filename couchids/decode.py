@@ -10,23 +10,40 @@ Forms that hold no time (seq10, seq36, CouchDB's ``random`` and ``sequential`` i
 only when ``form=`` names them: nearly any short string of digits or letters is an ordinal
 (``abcdefg`` is a seq36 id, a phone number a seq10 one), so guessing them would make every
 typo an id. A string that only they read is refused with a message naming them.
+
+Inference is fast (a few times ``uuid.UUID()`` for an id, a few times more for a refusal):
+the forms are looked up by length and tried without raising (``IdForm.try_read``); the one
+reading in 2000-2100 is looked for first, kuuid's modes by their prefix number alone; every
+reading, and the messages of refusals, are made only when that does not settle it. The
+comments above ``_infer`` say how.
 """
 
 from __future__ import annotations
 
+import math
+import re
+import sys
+from bisect import bisect_right
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import cache
+from itertools import pairwise
 
-from .constants import SEPARATORS, TYPE_SEPARATOR
+from .constants import MAX_PREFIX_VALUE, SEPARATORS, TYPE_PATTERN, TYPE_SEPARATOR
 from .doctypes import check_type, scope_prefix
 from .errors import InvalidArgumentError, InvalidIdError, InvalidTypeError
-from .forms import ALL_FORMS, NAMED_FORMS
-from .idform import IdForm
+from .forms import ALL_FORMS, NAMED_FORMS, KuuidForm
+from .idform import NOT_READ, IdForm, NotRead, ReadAttempt
 from .times import EPOCH
 
 #: Without ``form=``, of several readings the one whose time lies between these is taken.
 PLAUSIBLE_FROM = datetime(2000, 1, 1, tzinfo=UTC)
 PLAUSIBLE_UNTIL = datetime(2100, 1, 1, tzinfo=UTC)
+#: The same, in microseconds since 1970: readings keep their time so until one is chosen.
+_FROM_US = (PLAUSIBLE_FROM - EPOCH) // timedelta(microseconds=1)
+_UNTIL_US = (PLAUSIBLE_UNTIL - EPOCH) // timedelta(microseconds=1)
+_MICROSECOND = timedelta(microseconds=1)
 #: The named forms that hold no time: read only with ``form=``.
 TIMELESS_FORMS: tuple[IdForm, ...] = tuple(f for f in NAMED_FORMS.values() if not f.has_time)
 #: What each of ``TIMELESS_FORMS`` is, for messages.
@@ -59,6 +76,26 @@ class DecodedId:
     def millisecond(self) -> bool | None:
         """Whether the time is finer than seconds; ``None`` for an id that holds no time."""
         return None if self.timestamp is None else self.form.millisecond
+
+
+_new_object = object.__new__
+_set_attribute = object.__setattr__
+
+
+def _decoded(
+    doc_id: str, doc_type: str | None, timestamp: datetime | None, form: IdForm
+) -> DecodedId:
+    """``DecodedId(doc_id, doc_type, timestamp, form)``, made in two thirds of the time.
+
+    A frozen dataclass's ``__init__`` sets each field with ``object.__setattr__``; setting
+    the instance's ``__dict__`` at once makes the same object (tests/test_decode.py compares
+    them), and decode's usual path is a few times uuid.UUID(), so this shows.
+    """
+    decoded = _new_object(DecodedId)
+    _set_attribute(
+        decoded, "__dict__", {"id": doc_id, "type": doc_type, "timestamp": timestamp, "form": form}
+    )
+    return decoded
 
 
 def split_type(doc_id: str) -> tuple[str | None, str]:
@@ -117,9 +154,10 @@ def decode(
     """
     if not isinstance(doc_id, str):
         raise InvalidIdError(f"{doc_id!r} is not an id: ids are strings")
-    for name, flag in (("reverse", reverse), ("millisecond", millisecond)):
-        if flag is not None and not isinstance(flag, bool):
-            raise InvalidArgumentError(f"{name}={flag!r}: must be True, False or None")
+    if reverse is not None or millisecond is not None:
+        for name, flag in (("reverse", reverse), ("millisecond", millisecond)):
+            if flag is not None and not isinstance(flag, bool):
+                raise InvalidArgumentError(f"{name}={flag!r}: must be True, False or None")
     if form is not None:
         if not isinstance(form, IdForm):
             raise InvalidArgumentError(f"form={form!r} is not a couchids IdForm such as TID62")
@@ -135,14 +173,20 @@ def _split(doc_id: str, length: int, separators: tuple[str, ...]) -> tuple[str |
     cut = len(doc_id) - length
     if cut == 0:
         return None, doc_id
+    if cut < 2 or doc_id[cut - 1] not in separators:
+        return None
     head = doc_id[: cut - 1]
-    if doc_id[cut - 1] not in separators or not head:
-        return None
-    try:
-        scope_prefix(head, doc_id[cut - 1])
-    except InvalidTypeError:
-        return None
-    return head, doc_id[cut:]
+    return (head, doc_id[cut:]) if _is_scope(head) else None
+
+
+#: A type, or types joined by colons (``partition:type``): the rule :func:`scope_prefix`
+#: checks, as a pattern, so that a string is tested without building an exception.
+_SCOPE = re.compile(f"{TYPE_PATTERN}(?:{re.escape(TYPE_SEPARATOR)}{TYPE_PATTERN})*")
+
+
+def _is_scope(head: str) -> bool:
+    """Whether ``scope_prefix(head, ...)`` accepts ``head`` (a non-empty string)."""
+    return _SCOPE.fullmatch(head) is not None
 
 
 def _read_as(doc_id: str, form: IdForm) -> DecodedId:
@@ -157,56 +201,333 @@ def _read_as(doc_id: str, form: IdForm) -> DecodedId:
     return DecodedId(id=doc_id, type=doc_type, timestamp=_datetime(us), form=form)
 
 
-Reading = tuple[IdForm, str | None, datetime | None]
+# -- inference -------------------------------------------------------------------------------
+#
+# decode() without form= tries a string against every form whose length fits it. So that a
+# call costs a few times uuid.UUID():
+#
+# - the forms are looked up by length in a table made at the first call (one per pair of
+#   flags), and a string of letters and digits only is not split for a prefix;
+# - each form answers with try_read, which builds no exception;
+# - first only the readings in 2000-2100 are looked for. Exactly one is what _choose takes,
+#   whatever the others are (its first two rules), and that is the usual case. kuuid's modes
+#   of one number of blocks read the same number from the prefix, and each mode's time rises
+#   (or falls) with it: the table holds, for each mode, the numbers it reads as a time in
+#   2000-2100, and one bisection finds the mode, without making the time of every mode;
+# - only when there is not exactly one such reading is every reading made (the forms are not
+#   tried again if none read the string at all), and weighed by _choose; only a refusal
+#   builds the messages of the forms that did not fit (IdForm.refusal, which raises nothing).
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    """A form :func:`decode` tries: its position in ``ALL_FORMS`` (the order of the
+    messages), the form, and itself with each separator (what a reading after that
+    separator is)."""
+
+    position: int
+    form: IdForm
+    by_separator: dict[str, IdForm]
+
+
+@dataclass(frozen=True)
+class _Single:
+    """A form that is not a kuuid mode, with its ``try_read``."""
+
+    candidate: _Candidate
+    read: Callable[[str], ReadAttempt]
+
+
+@dataclass(frozen=True)
+class _Modes:
+    """kuuid's modes of one number of blocks: they check a body alike and read the same
+    number from its prefix (``prefix``, the first mode's ``read_prefix``), and differ only in
+    the time each makes of it (``KuuidForm.time_of_prefix``)."""
+
+    candidates: tuple[_Candidate, ...]
+    modes: tuple[KuuidForm, ...]
+    prefix: Callable[[str], int | NotRead]
+    #: For each mode whose times reach 2000-2100, by ``starts``: the prefix numbers it reads
+    #: as a time in those years, ``starts[i] <= number < ends[i]``, and the mode, as its
+    #: forms by separator and its ``time_of_prefix``. No two ranges overlap (see _in_window).
+    starts: tuple[int, ...]
+    ends: tuple[int, ...]
+    by_separator: tuple[dict[str, IdForm], ...]
+    time_of_prefix: tuple[Callable[[int], int | NotRead], ...]
+
+
+@dataclass(frozen=True)
+class _Length:
+    """The forms of one length that a table tries."""
+
+    singles: tuple[_Single, ...]
+    #: kuuid's modes (of the number of blocks this length is), or ``None``.
+    modes: _Modes | None
+
+
+@dataclass(frozen=True)
+class _Table:
+    """The forms with a time that the flags ``reverse``/``millisecond`` allow, by length."""
+
+    by_length: dict[int, _Length]
+    #: The lengths of ``by_length``, shortest first.
+    lengths: tuple[int, ...]
+    #: The lengths of strings that some form with a time could read, but no form with these
+    #: flags: from the shortest form with a time to the shortest form of ``by_length``.
+    unflagged: range
+
+
+_TABLES: dict[tuple[bool | None, bool | None], _Table] = {}
+
+
+def _table(reverse: bool | None, millisecond: bool | None) -> _Table:
+    """The table of the flags, made at its first use (a race makes it twice, harmlessly)."""
+    table = _TABLES.get((reverse, millisecond))
+    if table is None:
+        table = _TABLES[reverse, millisecond] = _make_table(reverse, millisecond)
+    return table
+
+
+def _make_table(reverse: bool | None, millisecond: bool | None) -> _Table:
+    singles: dict[int, list[_Single]] = {}
+    modes: dict[int, list[tuple[_Candidate, KuuidForm]]] = {}
+    for position, form in enumerate(ALL_FORMS):
+        if not form.has_time:
+            continue
+        if (reverse is not None and form.reverse != reverse) or (
+            millisecond is not None and form.millisecond != millisecond
+        ):
+            continue
+        variants = {sep: form.with_separator(sep) for sep in SEPARATORS}
+        variants[form.separator] = form
+        candidate = _Candidate(position, form, variants)
+        if isinstance(form, KuuidForm) and form.kind == "kuuid":
+            modes.setdefault(form.length, []).append((candidate, form))
+        else:
+            singles.setdefault(form.length, []).append(_Single(candidate, form.try_read))
+    lengths = sorted({*singles, *modes})
+    shortest_timed = min(form.length for form in ALL_FORMS if form.has_time)
+    return _Table(
+        by_length={
+            length: _Length(
+                tuple(singles.get(length, ())),
+                _modes(modes[length]) if length in modes else None,
+            )
+            for length in lengths
+        },
+        lengths=tuple(lengths),
+        unflagged=range(shortest_timed, lengths[0] if lengths else sys.maxsize),
+    )
+
+
+def _modes(found: list[tuple[_Candidate, KuuidForm]]) -> _Modes:
+    """kuuid's modes of one number of blocks, with the prefix numbers each reads in
+    2000-2100."""
+    candidates = tuple(candidate for candidate, _ in found)
+    modes = tuple(form for _, form in found)
+    windows = sorted(
+        (window, index)
+        for index, mode in enumerate(modes)
+        if (window := _in_window(mode)) is not None
+    )
+    # The readings of one kuuid prefix lie centuries apart, so at most one of them falls in
+    # 2000-2100 (tests/test_decode.py checks this for every mode, through decode).
+    for ((_, end), _), ((start, _), _) in pairwise(windows):
+        assert end <= start, "two kuuid modes read one prefix in 2000-2100"
+    return _Modes(
+        candidates,
+        modes,
+        modes[0].read_prefix,
+        starts=tuple(start for (start, _), _ in windows),
+        ends=tuple(end for (_, end), _ in windows),
+        by_separator=tuple(candidates[index].by_separator for _, index in windows),
+        time_of_prefix=tuple(modes[index].time_of_prefix for _, index in windows),
+    )
+
+
+def _in_window(mode: KuuidForm) -> tuple[int, int] | None:
+    """The prefix numbers ``[start, end)`` that ``mode`` reads as a time in 2000-2100, or
+    ``None``. Its time rises with the number (falls, in a reverse mode), and a number it
+    does not read (a time past 9999) lies beyond every other: so they are a range, whose
+    ends bisection finds."""
+
+    def time(value: int) -> float:
+        us = mode.time_of_prefix(value)
+        return math.inf if us is NOT_READ else us
+
+    if mode.reverse:
+        start = _first(lambda value: time(value) < _UNTIL_US)
+        end = _first(lambda value: time(value) < _FROM_US)
+    else:
+        start = _first(lambda value: time(value) >= _FROM_US)
+        end = _first(lambda value: time(value) >= _UNTIL_US)
+    return (start, end) if start < end else None
+
+
+def _first(test: Callable[[int], bool]) -> int:
+    """The least prefix number that passes ``test``, which fails below some number and
+    passes from it on (``MAX_PREFIX_VALUE + 1`` if none passes)."""
+    low, high = 0, MAX_PREFIX_VALUE + 1
+    while low < high:
+        middle = (low + high) // 2
+        if test(middle):
+            high = middle
+        else:
+            low = middle + 1
+    return low
+
+
+#: A reading: the form (with the separator the id uses), the type, the time in microseconds.
+Reading = tuple[IdForm, str | None, int | None]
+#: A form that did not read the string but may say why it was refused: its position in
+#: ``ALL_FORMS``, the form and the body it refused.
+Miss = tuple[int, IdForm, str]
+#: A split of a string after a prefix: the forms of the length left, the body, the type
+#: (the prefix) and the separator between them.
+Split = tuple[_Length, str, str, str]
 
 
 def _infer(doc_id: str, reverse: bool | None, millisecond: bool | None) -> DecodedId:
-    sized = [f for f in ALL_FORMS if f.has_time and len(doc_id) >= f.length]
-    candidates = [
-        f
-        for f in sized
-        if (reverse is None or f.reverse == reverse)
-        and (millisecond is None or f.millisecond == millisecond)
-    ]
-    if sized and not candidates:
+    table = _TABLES.get((reverse, millisecond)) or _table(reverse, millisecond)
+    size = len(doc_id)
+    if size in table.unflagged:
+        # Forms with a time are short enough, but none of them has these flags.
         flags = [f"{k}={v}" for k, v in (("reverse", reverse), ("millisecond", millisecond)) if v]
         raise InvalidIdError(
             f"{doc_id!r}: no id form of this length has {' and '.join(flags) or 'these flags'}; "
             "only kuuid ids have reverse and second/millisecond modes"
         )
-    errors: list[tuple[IdForm, str]] = []
+    in_window: list[Reading] = []
+    whole = table.by_length.get(size)
+    read = whole is not None and _read_in_window(whole, doc_id, None, TYPE_SEPARATOR, in_window)
+    # Letters and digits only (most ids): no separator, so no prefix to try.
+    prefixed = [] if doc_id.isalnum() else _prefixed(doc_id, table)
+    for split in prefixed:
+        if _read_in_window(*split, in_window):
+            read = True
+    if len(in_window) == 1:
+        form, doc_type, us = in_window[0]
+        assert us is not None
+        # EPOCH + a product of timedeltas, as _datetime (a call more) makes it.
+        return _decoded(doc_id, doc_type, EPOCH + _MICROSECOND * us, form)
+    # Every reading, and the forms that refused and may say why; when no form read anything,
+    # there is nothing to read again, and every form refused.
     readings: list[Reading] = []
-    # Every split the string allows: no prefix, or a valid prefix and one of the separators
-    # right before a body of the form's length. _choose settles between readings.
-    for form in candidates:
-        split = _split(doc_id, form.length, SEPARATORS)
-        if split is None:
-            continue
-        doc_type, body = split
-        sep = doc_id[-form.length - 1] if doc_type is not None else TYPE_SEPARATOR
-        try:
-            us = form.read(body)
-        except InvalidIdError as exc:
-            # No form's alphabet has a colon: in a body holding one, the colon is a type's,
-            # and the reading after it is the one to explain ('user:admin' as 'order:admin').
-            if sep == TYPE_SEPARATOR and TYPE_SEPARATOR not in body:
-                errors.append((form, str(exc)))
-            continue
-        readings.append(
-            (form.with_separator(sep) if sep != form.separator else form, doc_type, _datetime(us))
-        )
+    misses: list[Miss] = []
+    if whole is not None:
+        _read(whole, doc_id, None, TYPE_SEPARATOR, readings, misses, refused=not read)
+    for split in prefixed:
+        _read(*split, readings, misses, refused=not read)
     if not readings:
         _check_prefix(doc_id)
         timeless = _timeless_readings(doc_id)
         if timeless:
-            raise InvalidIdError(_no_time(doc_id, timeless, errors))
-        raise InvalidIdError(_no_form(doc_id, errors))
-    chosen = _choose(doc_id, readings, errors)
-    form, doc_type, timestamp = chosen
-    return DecodedId(id=doc_id, type=doc_type, timestamp=timestamp, form=form)
+            raise InvalidIdError(_no_time(doc_id, timeless, _complaints(misses)))
+        raise InvalidIdError(_no_form(doc_id, _complaints(misses)))
+    form, doc_type, us = _choose(doc_id, readings, misses)
+    return DecodedId(doc_id, doc_type, _datetime(us), form)
 
 
-def _choose(doc_id: str, readings: list[Reading], errors: list[tuple[IdForm, str]]) -> Reading:
+def _prefixed(doc_id: str, table: _Table) -> list[Split]:
+    """Every split of ``doc_id`` into a valid prefix, one of the separators and a body of
+    the length of a form of ``table`` (the whole string, without a prefix, is the other)."""
+    size = len(doc_id)
+    splits: list[Split] = []
+    for length in table.lengths:
+        cut = size - length  # the body starts here, after a prefix and a separator
+        if cut < 2:
+            break
+        sep = doc_id[cut - 1]
+        if sep in SEPARATORS:
+            head = doc_id[: cut - 1]
+            if _is_scope(head):
+                splits.append((table.by_length[length], doc_id[cut:], head, sep))
+    return splits
+
+
+def _read_in_window(
+    forms: _Length, body: str, doc_type: str | None, sep: str, found: list[Reading]
+) -> bool:
+    """Add to ``found`` the readings of ``body`` (after ``doc_type`` and ``sep``) as
+    ``forms`` whose time lies in 2000-2100; whether any form read it at all."""
+    read = False
+    for single in forms.singles:
+        us = single.read(body)
+        if us is not NOT_READ:
+            read = True
+            if us is not None and _FROM_US <= us < _UNTIL_US:
+                found.append((single.candidate.by_separator[sep], doc_type, us))
+    modes = forms.modes
+    if modes is not None:
+        value = modes.prefix(body)
+        if value is not NOT_READ:
+            read = True
+            # The one range of prefix numbers that may hold value: the last starting at or
+            # below it.
+            at = bisect_right(modes.starts, value) - 1
+            if at >= 0 and value < modes.ends[at]:
+                us = modes.time_of_prefix[at](value)
+                if us is not NOT_READ:  # always, inside the range
+                    found.append((modes.by_separator[at][sep], doc_type, us))
+    return read
+
+
+def _read(
+    forms: _Length,
+    body: str,
+    doc_type: str | None,
+    sep: str,
+    readings: list[Reading],
+    misses: list[Miss],
+    *,
+    refused: bool,
+) -> None:
+    """Add to ``readings`` every reading of ``body`` (after ``doc_type`` and ``sep``) as
+    ``forms``, and to ``misses`` the forms that refused it and may say why. ``refused``:
+    every form is known to refuse the body (it is not read again)."""
+    # No form's alphabet has a colon: in a body holding one, the colon is a type's, and the
+    # reading after it is the one to explain ('user:admin' as 'order:admin').
+    explains = sep == TYPE_SEPARATOR and TYPE_SEPARATOR not in body
+    for single in forms.singles:
+        candidate = single.candidate
+        us = NOT_READ if refused else single.read(body)
+        if us is not NOT_READ:
+            readings.append((candidate.by_separator[sep], doc_type, us))
+        elif explains:
+            misses.append((candidate.position, candidate.form, body))
+    modes = forms.modes
+    if modes is None:
+        return
+    value = NOT_READ if refused else modes.prefix(body)
+    if value is NOT_READ:
+        # Every mode refuses the body alike, and of one kind only the first form's
+        # complaint is shown (_complaints): the first mode stands for them all.
+        if explains:
+            first = modes.candidates[0]
+            misses.append((first.position, first.form, body))
+        return
+    for candidate, mode in zip(modes.candidates, modes.modes, strict=True):
+        us = mode.time_of_prefix(value)
+        if us is not NOT_READ:
+            readings.append((candidate.by_separator[sep], doc_type, us))
+        elif explains:
+            misses.append((candidate.position, candidate.form, body))
+
+
+def _complaints(misses: list[Miss]) -> dict[str, str]:
+    """Why the forms of ``misses`` refused their bodies, by kind, in ``ALL_FORMS`` order: the
+    first form of each kind only. A 32-character string fails as a kuuid id and as a v7s id,
+    and the caller may have meant either; the kuuid modes say the same."""
+    found: dict[str, str] = {}
+    # Each form has one length, so one split and at most one miss: positions differ, and
+    # the tuples sort by them alone.
+    for _, form, body in sorted(misses):
+        if form.kind not in found:
+            found[form.kind] = form.refusal(body)
+    return found
+
+
+def _choose(doc_id: str, readings: list[Reading], misses: list[Miss]) -> Reading:
     """The one reading to take, by tiers: a time in 2000-2100 (a structured form first);
     else a structured form (a UUIDv7, whose version bits a random string rarely has); else
     a form holding no time. A single reading is taken unless its form is loose."""
@@ -215,12 +536,7 @@ def _choose(doc_id: str, readings: list[Reading], errors: list[tuple[IdForm, str
     # The readings of one kuuid prefix lie centuries apart, so at most one of them falls in
     # 2000-2100 (tests/test_decode.py checks this for every mode); tests/test_idforms.py
     # checks that each form's ids made in those years have no other reading there.
-    tiers = (
-        [r for r in readings if r[2] is not None and _plausible(r[2])],
-        [r for r in readings if r[0].structured],
-        [r for r in readings if r[2] is None],
-    )
-    for tier in tiers:
+    for tier in _tiers(readings):
         if len(tier) > 1:
             # A v7s id made in 2087-2100 also reads as a utc_random id of 2000-2003.
             structured = [r for r in tier if r[0].structured]
@@ -238,28 +554,23 @@ def _choose(doc_id: str, readings: list[Reading], errors: list[tuple[IdForm, str
         if all(r[0].kind == "kuuid" for r in readings)
         else "pass form= to say which it is"
     )
-    why = "".join(f"; {message}" for message in _first_by_kind(errors).values())
+    why = "".join(f"; {message}" for message in _complaints(misses).values())
     raise InvalidIdError(
         f"{doc_id!r}: no reading of this id has a time between 2000 and 2100 "
         f"(it reads as {names}); {hint}{why}"
     )
 
 
-def _plausible(when: datetime) -> bool:
-    return PLAUSIBLE_FROM <= when < PLAUSIBLE_UNTIL
+def _tiers(readings: list[Reading]) -> Iterator[list[Reading]]:
+    """The tiers of :func:`_choose`, each made only when the ones before it settled nothing."""
+    yield [r for r in readings if r[2] is not None and _FROM_US <= r[2] < _UNTIL_US]
+    yield [r for r in readings if r[0].structured]
+    yield [r for r in readings if r[2] is None]
 
 
 def _datetime(us: int | None) -> datetime | None:
-    return None if us is None else EPOCH + timedelta(microseconds=us)
-
-
-def _first_by_kind(errors: list[tuple[IdForm, str]]) -> dict[str, str]:
-    # One complaint per kind: a 32-character string fails as a kuuid id and as a v7s id,
-    # and the caller may have meant either.
-    first: dict[str, str] = {}
-    for form, message in errors:
-        first.setdefault(form.kind, message)
-    return first
+    # A product of timedeltas costs less than a timedelta made from a keyword.
+    return None if us is None else EPOCH + _MICROSECOND * us
 
 
 def _check_prefix(doc_id: str) -> None:
@@ -275,14 +586,12 @@ def _check_prefix(doc_id: str) -> None:
 def _timeless_readings(doc_id: str) -> list[tuple[IdForm, str | None]]:
     """The readings of ``doc_id`` as a form of ``TIMELESS_FORMS``: ``(form, type)``."""
     found: list[tuple[IdForm, str | None]] = []
-    for form in TIMELESS_FORMS:
-        split = _split(doc_id, form.length, SEPARATORS)
+    for form, length in _timeless_lengths():
+        split = _split(doc_id, length, SEPARATORS)
         if split is None:
             continue
         doc_type, body = split
-        try:
-            form.read(body)
-        except InvalidIdError:
+        if form.try_read(body) is NOT_READ:
             continue
         sep = doc_id[-form.length - 1] if doc_type is not None else TYPE_SEPARATOR
         found.append((form.with_separator(sep) if sep != form.separator else form, doc_type))
@@ -290,7 +599,7 @@ def _timeless_readings(doc_id: str) -> list[tuple[IdForm, str | None]]:
 
 
 def _no_time(
-    doc_id: str, timeless: list[tuple[IdForm, str | None]], errors: list[tuple[IdForm, str]]
+    doc_id: str, timeless: list[tuple[IdForm, str | None]], complaints: dict[str, str]
 ) -> str:
     """Why a string only forms without a time read is refused, and how to read it anyway."""
     readings, passes, flags = [], [], []
@@ -301,8 +610,7 @@ def _no_time(
         sep = form.separator
         passes.append(constant if sep == TYPE_SEPARATOR else f"{constant}.with_separator({sep!r})")
         flags.append(f"--form {form.kind}" + ("" if sep == TYPE_SEPARATOR else f" --sep {sep}"))
-    complaints = list(_first_by_kind(errors).values())
-    why = f"; as an id with a time: {'; '.join(complaints)}" if complaints else ""
+    why = f"; as an id with a time: {'; '.join(complaints.values())}" if complaints else ""
     return (
         f"{doc_id!r} holds no time: it reads only as {' or '.join(readings)}, and forms "
         f"without a time are read only when named: pass form={' or form='.join(passes)} "
@@ -310,14 +618,10 @@ def _no_time(
     )
 
 
-def _no_form(doc_id: str, errors: list[tuple[IdForm, str]]) -> str:
-    if errors:
-        return f"{doc_id!r} is not a valid id: " + "; ".join(_first_by_kind(errors).values())
-    timed = [form for form in ALL_FORMS if form.has_time]
-    others = ", ".join(
-        f"{form} {form.length}" for form in timed if form.kind not in ("kuuid", "v7")
-    )
-    timeless = ", ".join(f"{form} {form.length}" for form in TIMELESS_FORMS)
+def _no_form(doc_id: str, complaints: dict[str, str]) -> str:
+    if complaints:
+        return f"{doc_id!r} is not a valid id: " + "; ".join(complaints.values())
+    others, timeless = _form_lengths()
     body = doc_id.rpartition(TYPE_SEPARATOR)[2]
     return (
         f"{doc_id!r} is not an id couchids reads: after an optional 'type:', a kuuid id has "
@@ -327,16 +631,39 @@ def _no_form(doc_id: str, errors: list[tuple[IdForm, str]]) -> str:
     )
 
 
-def _closest(length: int) -> str:
-    """The forms with a time whose length is nearest ``length`` (kuuid's modes as one)."""
+@cache
+def _timeless_lengths() -> tuple[tuple[IdForm, int], ...]:
+    return tuple((form, form.length) for form in TIMELESS_FORMS)
+
+
+@cache
+def _form_lengths() -> tuple[str, str]:
+    """For :func:`_no_form`, written once: the forms with a time but kuuid and v7, and the
+    forms without, each with its length."""
+    others = ", ".join(
+        f"{form} {form.length}"
+        for form in ALL_FORMS
+        if form.has_time and form.kind not in ("kuuid", "v7")
+    )
+    timeless = ", ".join(f"{form} {form.length}" for form in TIMELESS_FORMS)
+    return others, timeless
+
+
+@cache
+def _sizes() -> tuple[tuple[str, int], ...]:
+    """The forms with a time (kuuid's modes as one) and their lengths, by length then name."""
     sizes = {
         (form.kind if form.kind in ("kuuid", "v7") else str(form), form.length)
         for form in ALL_FORMS
         if form.has_time
     }
+    return tuple(sorted(sizes, key=lambda pair: (pair[1], pair[0])))
+
+
+def _closest(length: int) -> str:
+    """The forms with a time whose length is nearest ``length`` (kuuid's modes as one)."""
+    sizes = _sizes()
     nearest = min(abs(size - length) for _, size in sizes)
     return ", ".join(
-        f"{name} ({size} characters)"
-        for name, size in sorted(sizes, key=lambda pair: (pair[1], pair[0]))
-        if abs(size - length) == nearest
+        f"{name} ({size} characters)" for name, size in sizes if abs(size - length) == nearest
     )

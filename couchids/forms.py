@@ -16,8 +16,7 @@ from typing import Literal
 
 from . import kuuid, v7
 from .base36 import BASE36_V7, BASE36_V7_UNPADDED
-from .base62 import decode as base62_decode
-from .base62 import encode, encode_prefix
+from .base62 import decode_prefix, encode, encode_prefix
 from .constants import (
     ALPHABET,
     BLOCK_BITS,
@@ -40,7 +39,7 @@ from .constants import (
 )
 from .couchid import COUCH_RANDOM, UTC_RANDOM, UtcIdForm
 from .errors import InvalidArgumentError, InvalidIdError
-from .idform import IdForm, at_most_pattern
+from .idform import NOT_READ, IdForm, NotRead, at_most_pattern
 from .seq import SEQ10, SEQ36
 from .tid62 import TID62
 from .times import MAX_MS, TimeLike
@@ -64,6 +63,9 @@ _V7S_TEXT = r"[0-9a-f]{12}7[0-9a-f]{3}[89ab][0-9a-f]{15}"
 _V7_TEXT = r"[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"
 _V7S = re.compile(_V7S_TEXT)
 _B62 = "[0-9A-Za-z]"
+#: Bodies of hex digits only, of base62 characters only (for the messages of refusals).
+_HEX = re.compile(f"[{HEX_DIGITS}]+")
+_BASE62 = re.compile(f"{_B62}+")
 
 
 #: A random block: 6 base62 characters holding at most ``2**32 - 1``.
@@ -110,8 +112,13 @@ class KuuidForm(IdForm):
                 )
             object.__setattr__(self, "millisecond", True)
         object.__setattr__(self, "_pattern", re.compile(self.body_pattern()))
+        object.__setattr__(self, "_name", self._make_name())  # messages name forms often
 
     def __str__(self) -> str:
+        name: str = self.__dict__["_name"]
+        return name
+
+    def _make_name(self) -> str:
         if self.kind != "kuuid":
             return self.kind
         parts = ["kuuid"]
@@ -241,17 +248,53 @@ class KuuidForm(IdForm):
         """
         if not isinstance(body, str) or len(body) != self.length:
             raise self.wrong_length(body)
+        us = self.try_read(body)
+        if us is NOT_READ:
+            raise InvalidIdError(self.refusal(body))
+        return us
+
+    def try_read(self, body: str) -> int | NotRead:
+        """:meth:`read` without building an error: :data:`~couchids.idform.NOT_READ` where it
+        raises (each pattern has a fixed length, so it checks the length too)."""
+        if self.kind == "kuuid":
+            return self.time_of_prefix(self.read_prefix(body))
         pattern: re.Pattern[str] = self.__dict__["_pattern"]
         if pattern.fullmatch(body) is None:
-            raise InvalidIdError(self._complaint(body))
-        if self.kind == "kuuid":
-            value = base62_decode(body[:PREFIX_LEN])
-            ms = kuuid.prefix_time(value, reverse=self.reverse, millisecond=self.millisecond)
-        else:
-            ms = int(body[:8] + body[9:13] if self.kind == "v7" else body[:12], 16)
-        if ms > MAX_MS:
-            raise InvalidIdError(f"{body!r} holds a time after 9999-12-31 ({self})")
-        return ms * US_PER_MS
+            return NOT_READ
+        ms = int(body[:8] + body[9:13] if self.kind == "v7" else body[:12], 16)
+        return NOT_READ if ms > MAX_MS else ms * US_PER_MS
+
+    def read_prefix(self, body: str) -> int | NotRead:
+        """kuuid forms: the number a body's 8-character prefix stores, once the body has
+        passed every check of :meth:`read` but the one of its time; ``NOT_READ`` if it fails
+        one. The modes of one number of blocks check a body alike and differ only in the time
+        they make of this number (:meth:`time_of_prefix`): :func:`couchids.decode` reads the
+        prefix once for all of them."""
+        pattern: re.Pattern[str] = self.__dict__["_pattern"]
+        if pattern.fullmatch(body) is None:
+            return NOT_READ
+        return decode_prefix(body[:PREFIX_LEN])
+
+    def time_of_prefix(self, value: int | NotRead) -> int | NotRead:
+        """kuuid forms: the time, in microseconds, of an id of this mode whose prefix stores
+        ``value`` (from :meth:`read_prefix`); ``NOT_READ`` for ``NOT_READ`` or a time past
+        9999-12-31. It rises with ``value``, or falls for reverse modes."""
+        if value is NOT_READ:
+            return NOT_READ
+        # kuuid.prefix_time, written out: decode's usual path runs this, and a call to it
+        # would cost more than the arithmetic.
+        if self.reverse:
+            value = MAX_PREFIX_VALUE - value
+        ms = value if self.millisecond else value * MS_PER_SECOND
+        return NOT_READ if ms > MAX_MS else ms * US_PER_MS
+
+    def refusal(self, body: str) -> str:
+        if len(body) != self.length:
+            return str(self.wrong_length(body))
+        pattern: re.Pattern[str] = self.__dict__["_pattern"]
+        if pattern.fullmatch(body) is None:
+            return self._complaint(body)
+        return f"{body!r} holds a time after 9999-12-31 ({self})"
 
     def _complaint(self, body: str) -> str:
         """What is wrong with ``body``, of the right length, that the pattern refused."""
@@ -263,12 +306,12 @@ class KuuidForm(IdForm):
             )
         if _V7S.fullmatch(body) is not None:
             return f"{body!r} is a v7s id (a UUIDv7), not a {self} id"
-        if all(ch in HEX_DIGITS for ch in body):
+        if _HEX.fullmatch(body) is not None:
             return (
                 f"{body!r} is not a {self} id: 32 lower-case hex digits are a v7s, utc_random "
                 "or CouchDB random id"
             )
-        if all(ch in ALPHABET for ch in body):
+        if _BASE62.fullmatch(body) is not None:
             blocks = (body[i : i + BLOCK_LEN] for i in range(PREFIX_LEN, len(body), BLOCK_LEN))
             high = next(block for block in blocks if block > MAX_BLOCK)
             return (

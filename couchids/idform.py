@@ -8,7 +8,9 @@ and implements five things:
 
 - :meth:`IdForm.new`: make an id for a time;
 - :meth:`IdForm.read`: check a body strictly and return the time it holds, in microseconds
-  (``None`` for forms that hold no time);
+  (``None`` for forms that hold no time); :meth:`IdForm.try_read` answers the same without
+  building an error (:data:`NOT_READ` where ``read`` raises), for :func:`couchids.decode`,
+  which tries a string against every form whose length fits;
 - :meth:`IdForm.key` / :meth:`IdForm.key_fits`: the text that every id made at (or after) a
   time sorts at or above, which is all :mod:`couchids.keys` needs for an exact key range;
 - :meth:`IdForm.id_pattern`: one regex per form, which checks an id as :meth:`IdForm.read` does
@@ -30,14 +32,30 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Self
+from enum import Enum
+from typing import Any, Final, Literal, Self, TypeAlias
 
 from .constants import MS_PER_SECOND, SEPARATORS, TYPE_SEPARATOR, US_PER_MS
 from .doctypes import scope_prefix
 from .errors import InvalidArgumentError, InvalidIdError
 from .times import TimeLike
 
-__all__ = ["IdForm", "at_most_pattern"]
+__all__ = ["NOT_READ", "IdForm", "NotRead", "ReadAttempt", "at_most_pattern"]
+
+
+class NotRead(Enum):
+    """The type of :data:`NOT_READ` (an enum of one member, so type checkers know it)."""
+
+    NOT_READ = "not read"
+
+    def __repr__(self) -> str:
+        return "couchids.idform.NOT_READ"
+
+
+#: What :meth:`IdForm.try_read` answers for a body that is not of the form.
+NOT_READ: Final = NotRead.NOT_READ
+#: What :meth:`IdForm.try_read` answers: microseconds, ``None`` (no time) or :data:`NOT_READ`.
+ReadAttempt: TypeAlias = "int | Literal[NotRead.NOT_READ] | None"
 
 
 def at_most_pattern(bound: str, alphabet: str) -> str:
@@ -219,6 +237,37 @@ class IdForm(ABC):
         """
 
     # -- what follows from it --------------------------------------------------------------
+
+    def try_read(self, body: str) -> ReadAttempt:
+        """What :meth:`read` returns for ``body``, or :data:`NOT_READ` where it raises.
+
+        For :func:`couchids.decode`, which tries a string against several forms and keeps
+        the messages only of the forms that may explain a refusal: building an exception
+        (and its message) for each form that does not fit costs more than the reading. The
+        forms with a time of :data:`couchids.forms.ALL_FORMS` answer without raising; this
+        default (for the rest) catches what :meth:`read` raises. ``tests/test_decode.py``
+        checks that every form's ``try_read`` agrees with its ``read``.
+        """
+        try:
+            return self.read(body)
+        except InvalidIdError:
+            return NOT_READ
+
+    def refusal(self, body: str) -> str:
+        """The message of the error :meth:`read` raises for ``body``, a string it refuses.
+
+        For :func:`couchids.decode`, whose refusals quote the forms that might have been
+        meant. This default catches what :meth:`read` raises; the forms decode quotes most
+        often make the message without raising.
+
+        Raises:
+            ValueError: ``read`` accepts ``body``.
+        """
+        try:
+            self.read(body)
+        except InvalidIdError as exc:
+            return str(exc)
+        raise ValueError(f"{body!r} is a {self} id: read refuses nothing")
 
     def id_pattern(self, prefix: str = "") -> re.Pattern[str]:
         """A regex whose ``fullmatch`` accepts ``prefix`` followed by an id of this form."""

@@ -11,6 +11,7 @@ The specification writes prefixed ids ``user-<tid62>``: use ``TID62.with_separat
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from . import radix
@@ -25,7 +26,7 @@ from .constants import (
 )
 from .entropy import WORDS
 from .errors import InvalidIdError, InvalidTimeError
-from .idform import IdForm, at_most_pattern
+from .idform import NOT_READ, IdForm, ReadAttempt, at_most_pattern
 from .times import TimeLike, now_ms, to_datetime, to_ms
 
 __all__ = ["TID62", "Tid62Form"]
@@ -34,6 +35,7 @@ _LAST_S = TID62_EPOCH_S + (1 << TID62_TIME_BITS) - 1
 _MAX_TEXT = radix.encode((1 << (TID62_TIME_BITS + TID62_RANDOM_BITS)) - 1, TID62_LEN, ALPHABET)
 _BODY = at_most_pattern(_MAX_TEXT, ALPHABET)
 _LIMIT = len(ALPHABET) ** TID62_LEN
+_TEXT = re.compile(f"[0-9A-Za-z]{{{TID62_LEN}}}")
 #: Five base62 digits: a chunk below 62**5 is below 2**30, one machine digit to CPython.
 _CHUNK = 62**5
 _PAIRS = tuple(a + b for a in ALPHABET for b in ALPHABET)
@@ -134,6 +136,12 @@ class Tid62Form(IdForm):
                 f"{body!r} is not a tid62 id: above {_MAX_TEXT}, the largest 12-byte number"
             )
         seconds = TID62_EPOCH_S + (value >> TID62_RANDOM_BITS)
+        return seconds * MS_PER_SECOND * US_PER_MS
+
+    def try_read(self, body: str) -> ReadAttempt:
+        if len(body) != TID62_LEN or _TEXT.fullmatch(body) is None or body > _MAX_TEXT:
+            return NOT_READ
+        seconds = TID62_EPOCH_S + (radix.decode(body, ALPHABET) >> TID62_RANDOM_BITS)
         return seconds * MS_PER_SECOND * US_PER_MS
 
 

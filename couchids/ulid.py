@@ -13,13 +13,14 @@ bits.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from . import radix
 from .constants import ULID_ALPHABET, ULID_LEN, ULID_RANDOM_BITS, ULID_TIME_LEN, US_PER_MS
 from .entropy import WORDS
 from .errors import InvalidArgumentError, InvalidIdError, InvalidTimeError
-from .idform import IdForm
+from .idform import NOT_READ, IdForm, ReadAttempt
 from .times import MAX_MS, TimeLike, to_ms
 from .v7 import SEQUENCER
 
@@ -28,6 +29,9 @@ __all__ = ["ULID", "UlidForm"]
 _CHAR = f"[{ULID_ALPHABET}]"
 #: 26 characters hold 130 bits; a ULID has 128, so the first character is at most 7.
 _BODY = f"[0-7]{_CHAR}{{{ULID_LEN - 1}}}"
+_PATTERN = re.compile(_BODY)
+#: Crockford's alphabet to the digits int() reads in base 32, in the same order.
+_TO_BASE32 = str.maketrans(ULID_ALPHABET, "0123456789abcdefghijklmnopqrstuv")
 _SPARE_BITS = ULID_RANDOM_BITS - 74
 _PAIRS = tuple(a + b for a in ULID_ALPHABET for b in ULID_ALPHABET)
 _30_BITS = (1 << 30) - 1
@@ -122,6 +126,13 @@ class UlidForm(IdForm):
         if ms > MAX_MS:
             raise InvalidIdError(f"{body!r} holds a time after 9999-12-31 (ulid)")
         return ms * US_PER_MS
+
+    def try_read(self, body: str) -> ReadAttempt:
+        # The pattern holds both checks of the characters: the alphabet and a first one of 0-7.
+        if len(body) != ULID_LEN or _PATTERN.fullmatch(body) is None:
+            return NOT_READ
+        ms = int(body[:ULID_TIME_LEN].translate(_TO_BASE32), 32)
+        return NOT_READ if ms > MAX_MS else ms * US_PER_MS
 
 
 #: ULIDs (Crockford base32, 26 characters, 48-bit milliseconds).

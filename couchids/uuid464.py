@@ -17,7 +17,7 @@ from .base36 import uuid7_time
 from .constants import US_PER_MS, UUID464_LEN
 from .entropy import WORDS
 from .errors import InvalidArgumentError, InvalidIdError
-from .idform import IdForm
+from .idform import NOT_READ, IdForm, ReadAttempt
 from .times import TimeLike
 
 __all__ = ["UUID464", "Uuid464Form"]
@@ -77,17 +77,23 @@ class Uuid464Form(IdForm):
         """The time of a UUIDv7 inside, in microseconds; ``None`` for other UUIDs."""
         if not isinstance(body, str) or len(body) != UUID464_LEN:
             raise self.wrong_length(body)
-        raw = b""
-        if _PATTERN.fullmatch(body) is not None:
-            try:
-                raw = base64.urlsafe_b64decode(body + "==")
-            except (binascii.Error, ValueError):
-                raw = b""
-        if len(raw) != 16:
+        us = self.try_read(body)
+        if us is NOT_READ:
             raise InvalidIdError(
                 f"{body!r} is not a uuid464 id: 22 base64url characters (A-Z, a-z, 0-9, -, _) "
                 "holding 16 bytes, the last one A, Q, g or w"
             )
+        return us
+
+    def try_read(self, body: str) -> ReadAttempt:
+        if len(body) != UUID464_LEN or _PATTERN.fullmatch(body) is None:
+            return NOT_READ
+        try:
+            raw = base64.urlsafe_b64decode(body + "==")
+        except (binascii.Error, ValueError):
+            return NOT_READ
+        if len(raw) != 16:
+            return NOT_READ
         ms = uuid7_time(int.from_bytes(raw))
         return None if ms is None else ms * US_PER_MS
 

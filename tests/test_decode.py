@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import string
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -14,10 +14,11 @@ from hypothesis import strategies as st
 
 import couchids
 from couchids import IdForm, InvalidIdError, InvalidTypeError, decode
+from couchids.couchid import utc_text
 from couchids.doctypes import scope_prefix
 from couchids.forms import ALL_FORMS, KUUID_FORMS, NAMED_FORMS
 from couchids.idform import NOT_READ
-from couchids.times import MAX_MS, to_datetime
+from couchids.times import EPOCH, MAX_MS, to_datetime
 
 LAST_MS_PREFIX = 62**8 - 1
 Y2000 = 946684800000
@@ -468,3 +469,8 @@ def test_prefixes_are_checked_as_the_type_rule_says(head: str) -> None:
     else:
         valid = True
     assert decode_module._is_scope(head) == valid
+
+
+@given(st.integers(min_value=0, max_value=16**14 - 1))
+def test_the_time_a_utc_random_refusal_quotes_is_str_of_the_datetime(us: int) -> None:
+    assert utc_text(us) == str(EPOCH + timedelta(microseconds=us))
