@@ -36,7 +36,7 @@ from timing import interleaved
 
 import couchids
 from couchids import aio
-from couchids.times import to_ms
+from couchids.idforms.times import to_ms
 
 CONCURRENT = 50
 BASE = to_ms("2024-05-01")

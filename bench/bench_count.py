@@ -20,7 +20,7 @@ from localserver import KINDS, start
 from timing import interleaved
 
 import couchids
-from couchids.times import to_ms
+from couchids.idforms.times import to_ms
 
 
 def main() -> None:

@@ -41,7 +41,7 @@ from couchids.core.following import DEFAULT_WAIT_MS
 from couchids.core.keys import window_keys
 from couchids.core.scan import range_pages, read_policy
 from couchids.drivers.blocking import known_facts, stream
-from couchids.times import MAX_MS
+from couchids.idforms.times import MAX_MS
 
 DB, TYPE = "bench_follow", "ord"
 Follower = Callable[[CloudantV1, threading.Event], Iterator[dict[str, Any]]]

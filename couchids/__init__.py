@@ -10,10 +10,6 @@ import importlib as _importlib
 import logging as _logging
 from typing import TYPE_CHECKING, Any
 
-from couchids.base36 import BASE36_V7
-from couchids.couchid import COUCH_RANDOM, UTC_RANDOM, UtcIdForm
-from couchids.decode import DecodedId, decode
-from couchids.doctypes import ALL_TYPES
 from couchids.errors import (
     AllocationFailed,
     BulkWriteError,
@@ -30,7 +26,11 @@ from couchids.errors import (
     ServerTimeoutError,
     UnauthorizedError,
 )
-from couchids.forms import (
+from couchids.idforms.base36 import BASE36_V7
+from couchids.idforms.couchid import COUCH_RANDOM, UTC_RANDOM, UtcIdForm
+from couchids.idforms.decode import DecodedId, decode
+from couchids.idforms.doctypes import ALL_TYPES
+from couchids.idforms.forms import (
     KUUID,
     KUUID_MS,
     KUUID_MS_REVERSE,
@@ -43,8 +43,8 @@ from couchids.forms import (
     KuuidForm,
     form_named,
 )
-from couchids.keyed import keyed_id
-from couchids.kuuid import (
+from couchids.idforms.keyed import keyed_id
+from couchids.idforms.kuuid import (
     id,
     idms,
     idmsr,
@@ -57,12 +57,12 @@ from couchids.kuuid import (
     prefix_reverse_ms,
     rand,
 )
-from couchids.seq import SEQ10, SEQ36
-from couchids.tid62 import TID62
-from couchids.typed import TypedId
-from couchids.ulid import ULID
-from couchids.uuid464 import UUID464
-from couchids.v7 import v7, v7s
+from couchids.idforms.seq import SEQ10, SEQ36
+from couchids.idforms.tid62 import TID62
+from couchids.idforms.typed import TypedId
+from couchids.idforms.ulid import ULID
+from couchids.idforms.uuid464 import UUID464
+from couchids.idforms.v7 import v7, v7s
 
 # Loaded on first use (``__getattr__``): the ibmcloudant SDK and the query machinery.
 if TYPE_CHECKING:

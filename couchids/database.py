@@ -72,7 +72,6 @@ from couchids.core.sequence import DEFAULT_BLOCK, check_sequence, claim_block, s
 from couchids.core.short import NonceSource
 from couchids.core.windows import DEFAULT_PAGE_SIZE
 from couchids.core.writes import DEFAULT_BATCH_SIZE, Collected, Doc, KeyOf, TimeOf
-from couchids.doctypes import AllTypes
 from couchids.drivers.blocking import (
     after,
     check_client,
@@ -83,10 +82,11 @@ from couchids.drivers.blocking import (
     stream,
 )
 from couchids.errors import CouchidsError, InvalidArgumentError
-from couchids.forms import KUUID, IdForm
+from couchids.idforms.doctypes import AllTypes
+from couchids.idforms.forms import KUUID, IdForm
+from couchids.idforms.seq import SEQ10, SeqForm
+from couchids.idforms.times import TimeLike
 from couchids.results import WriteResult
-from couchids.seq import SEQ10, SeqForm
-from couchids.times import TimeLike
 
 __all__ = ["Database", "Sequence"]
 

@@ -51,12 +51,15 @@ suppress_warnings = ["myst.header"]
 # Names from outside couchids, which the build has no inventory for (it never reaches the
 # network): the ibmcloudant client, the standard library's abstract types, type aliases.
 nitpick_ignore_regex = [
-    ("py:class", r"(ibmcloudant|ibm_cloud_sdk_core|httpx)\..*|CloudantV1|couchids\.seq\.SeqForm"),
+    (
+        "py:class",
+        r"(ibmcloudant|ibm_cloud_sdk_core|httpx)\..*|CloudantV1|couchids\.idforms\.seq\.SeqForm",
+    ),
     ("py:class", r"(collections\.abc|typing|datetime|re)\..*|timedelta|Format|list\[tuple\[str"),
     # Internal plumbing named in signatures (a deadline passed between couchids' own modules).
     ("py:class", r"couchids\.drivers\.(blocking|aio)\..*"),
     # IdForm.try_read names NOT_READ without its module, and IdForm is documented as
-    # couchids.IdForm: the name is couchids.idform.NOT_READ, documented on the ids page.
+    # couchids.IdForm: the name is couchids.idforms.idform.NOT_READ, documented on the ids page.
     ("py:data", r"NOT_READ"),
 ]
 
@@ -65,26 +68,26 @@ nitpick_ignore_regex = [
 # listed here to "other" (the API index), so a new name is documented somewhere at once.
 couchids_api_pages = {
     "ids": [
-        "couchids.kuuid",
-        "couchids.v7",
-        "couchids.forms",
-        "couchids.idform",
-        "couchids.decode",
-        "couchids.typed",
-        "couchids.keyed",
-        "couchids.tid62",
-        "couchids.base36",
-        "couchids.ulid",
-        "couchids.couchid",
-        "couchids.uuid464",
-        "couchids.seq",
+        "couchids.idforms.kuuid",
+        "couchids.idforms.v7",
+        "couchids.idforms.forms",
+        "couchids.idforms.idform",
+        "couchids.idforms.decode",
+        "couchids.idforms.typed",
+        "couchids.idforms.keyed",
+        "couchids.idforms.tid62",
+        "couchids.idforms.base36",
+        "couchids.idforms.ulid",
+        "couchids.idforms.couchid",
+        "couchids.idforms.uuid464",
+        "couchids.idforms.seq",
         "couchids.ids",
     ],
     "queries": [
         "couchids.drivers.connecting",
         "couchids.database",
         "couchids.core.explaining",
-        "couchids.doctypes",
+        "couchids.idforms.doctypes",
         "couchids.results",
         "couchids.core.writes",
         "couchids.core.windows",

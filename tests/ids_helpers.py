@@ -15,8 +15,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from couchids.base62 import decode as base62_decode
-from couchids.constants import ALPHABET
+from couchids.idforms.base62 import decode as base62_decode
+from couchids.idforms.constants import ALPHABET
 
 UINT32 = 2**32
 MAX_BLOCK = "4gfFC3"

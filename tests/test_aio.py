@@ -21,7 +21,7 @@ from localserver import COUCHDB_ADMIN
 
 import couchids
 from couchids import KUUID, aio
-from couchids.times import to_ms
+from couchids.idforms.times import to_ms
 
 T0 = to_ms("2024-05-01")
 

@@ -20,7 +20,7 @@ from couchids.core.keys import type_step
 from couchids.core.protocol import RetryPolicy
 from couchids.drivers.blocking import run
 from couchids.errors import DatabaseNotFoundError
-from couchids.times import to_ms
+from couchids.idforms.times import to_ms
 
 T0 = to_ms("2024-03-01T12:00:00Z")
 SECOND = 1000

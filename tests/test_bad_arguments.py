@@ -29,7 +29,7 @@ import couchids
 from couchids import Checkpoint
 from couchids.cli.main import EXIT_BAD_INPUT, EXIT_OK, EXIT_SERVER, main
 from couchids.errors import InvalidArgumentError, InvalidIdError, InvalidTimeError
-from couchids.times import to_ms
+from couchids.idforms.times import to_ms
 
 C = client_for(f"http://127.0.0.1:{closed_port()}")
 LONE = "\ud800"

@@ -1,4 +1,4 @@
-"""Fixed-width base62 (couchids/base62.py) against kuuid's own base62 test vectors."""
+"""Fixed-width base62 (couchids/idforms/base62.py) against kuuid's own base62 test vectors."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from couchids import base62
-from couchids.constants import ALPHABET, BASE, PREFIX_LEN
+from couchids.idforms import base62
+from couchids.idforms.constants import ALPHABET, BASE, PREFIX_LEN
 
 # kuuid's lib/base62.test.js: kuuid's encoder writes no leading zeros.
 KUUID_BASE62 = [

@@ -47,7 +47,7 @@ import couchids
 from couchids import ALL_TYPES, KUUID, aio
 from couchids.core.counting import bucket_edges
 from couchids.core.rekeying import derived_id
-from couchids.times import to_datetime, to_ms
+from couchids.idforms.times import to_datetime, to_ms
 
 #: The ``timeout`` each operation is given.
 TIMEOUT: Final = 10.0

@@ -31,8 +31,8 @@ from couchids.cli.main import EXIT_BAD_INPUT, EXIT_OK, EXIT_SERVER, main, parse_
 from couchids.core.pages import DEFAULT_PARALLEL
 from couchids.core.windows import DEFAULT_PAGE_SIZE
 from couchids.errors import InvalidTimeError
-from couchids.forms import KUUID, KUUID_MS, KUUID_MS_REVERSE, KUUID_REVERSE, V7S, IdForm
-from couchids.times import now_ms, to_ms
+from couchids.idforms.forms import KUUID, KUUID_MS, KUUID_MS_REVERSE, KUUID_REVERSE, V7S, IdForm
+from couchids.idforms.times import now_ms, to_ms
 
 HOUR_MS = 3_600_000
 # kuuid's README: an id made at 2018-01-01T00:00:00Z starts with this prefix.

@@ -15,7 +15,7 @@ import couchids
 from couchids import KUUID
 from couchids.cli.main import main
 from couchids.core.pages import DEFAULT_PARALLEL
-from couchids.times import to_ms
+from couchids.idforms.times import to_ms
 
 SINCE, UNTIL = "2024-04-30T12:00:00Z", "2024-05-02T12:00:00Z"
 

@@ -27,8 +27,8 @@ from faultproxy import client_for
 from localserver import CouchDBCluster
 
 from couchids import ConflictError, CouchidsError, create, create_short
-from couchids.constants import SHORT_ID_ALPHABET
 from couchids.core.short import ALLOC_FIELD, random_nonce
+from couchids.idforms.constants import SHORT_ID_ALPHABET
 
 pytestmark = pytest.mark.needs("cluster")
 

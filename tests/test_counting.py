@@ -53,7 +53,7 @@ from couchids.core.keys import KeyRange, window_keys
 from couchids.core.pages import DEFAULT_PARALLEL
 from couchids.core.scan import PROBE_ROWS, read_policy
 from couchids.drivers.blocking import known_facts, run
-from couchids.times import to_ms
+from couchids.idforms.times import to_ms
 
 HOUR = 3_600_000
 #: The histogram's window: T0 is no hour edge, so its first and last buckets are partial, and

@@ -1,4 +1,5 @@
-"""Reading ids back (couchids/decode.py): round trips in every form, and every kind of bad id."""
+"""Reading ids back (couchids/idforms/decode.py): round trips in every form, and every kind of
+bad id."""
 
 from __future__ import annotations
 
@@ -14,11 +15,11 @@ from hypothesis import strategies as st
 
 import couchids
 from couchids import IdForm, InvalidIdError, InvalidTypeError, decode
-from couchids.couchid import utc_text
-from couchids.doctypes import scope_prefix
-from couchids.forms import ALL_FORMS, KUUID_FORMS, NAMED_FORMS
-from couchids.idform import NOT_READ
-from couchids.times import EPOCH, MAX_MS, to_datetime
+from couchids.idforms.couchid import utc_text
+from couchids.idforms.doctypes import scope_prefix
+from couchids.idforms.forms import ALL_FORMS, KUUID_FORMS, NAMED_FORMS
+from couchids.idforms.idform import NOT_READ
+from couchids.idforms.times import EPOCH, MAX_MS, to_datetime
 
 LAST_MS_PREFIX = 62**8 - 1
 Y2000 = 946684800000
@@ -299,7 +300,7 @@ def v7s_that_reads_as_kuuid(ms: int) -> str:
 
 @pytest.mark.parametrize("when", ["2099-01-01T00:00:00.000Z", "2024-01-01T00:00:00.000Z"])
 def test_v7s_that_also_passes_as_kuuid_reads_as_v7s(when: str) -> None:
-    ms = couchids.times.to_ms(when)
+    ms = couchids.idforms.times.to_ms(when)
     ms -= ms % 2**16  # character 8 (bits 12-15 of the time) becomes 0
     doc_id = v7s_that_reads_as_kuuid(ms)
     # It fits the kuuid pattern, but a UUIDv7 is what it is: every 4-block kuuid form refuses
@@ -431,7 +432,7 @@ def test_each_kuuid_mode_is_read_up_to_the_edges_of_2000_2100(form: IdForm) -> N
 
 
 def test_the_fast_decoded_id_is_the_dataclass() -> None:
-    decode_module = importlib.import_module("couchids.decode")
+    decode_module = importlib.import_module("couchids.idforms.decode")
     when = datetime(2024, 1, 1, tzinfo=UTC)
     fast = decode_module._decoded("user:x", "user", when, couchids.TID62)
     made_by_init = couchids.DecodedId("user:x", "user", when, couchids.TID62)
@@ -461,7 +462,7 @@ def test_decode_is_the_same_on_every_call(doc_id: str, flags: dict[str, bool]) -
 @given(st.text(alphabet=string.ascii_letters + string.digits + "_-:é !", max_size=70))
 def test_prefixes_are_checked_as_the_type_rule_says(head: str) -> None:
     # decode tests a prefix with a pattern (no exception built); scope_prefix is the rule.
-    decode_module = importlib.import_module("couchids.decode")
+    decode_module = importlib.import_module("couchids.idforms.decode")
     try:
         scope_prefix(head, ":")
     except InvalidTypeError:

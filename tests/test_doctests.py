@@ -31,7 +31,12 @@ MODULES = sorted(
 
 
 def test_every_module_is_collected() -> None:
-    assert {"couchids.kuuid", "couchids.v7", "couchids.decode", "couchids.forms"} <= set(MODULES)
+    assert {
+        "couchids.idforms.kuuid",
+        "couchids.idforms.v7",
+        "couchids.idforms.decode",
+        "couchids.idforms.forms",
+    } <= set(MODULES)
     assert "couchids.core.protocol" in MODULES
     # Each source file, however deep, is a module whose examples run.
     root = Path(couchids.__file__).parent
@@ -57,6 +62,11 @@ def test_doctests(name: str) -> None:
 def test_examples_exist_where_the_style_asks_for_them() -> None:
     # Public id makers document themselves with a runnable example.
     finder = doctest.DocTestFinder()
-    for name in ("couchids.kuuid", "couchids.v7", "couchids.decode", "couchids.times"):
+    for name in (
+        "couchids.idforms.kuuid",
+        "couchids.idforms.v7",
+        "couchids.idforms.decode",
+        "couchids.idforms.times",
+    ):
         module = importlib.import_module(name)
         assert sum(len(t.examples) for t in finder.find(module)) >= 2, name

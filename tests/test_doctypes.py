@@ -1,4 +1,4 @@
-"""The document type rule (couchids/doctypes.py) and how id makers apply it."""
+"""The document type rule (couchids/idforms/doctypes.py) and how id makers apply it."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import couchids
 from couchids import InvalidTypeError
-from couchids.doctypes import check_type, type_prefix
+from couchids.idforms.doctypes import check_type, type_prefix
 
 TYPE_CHARS = string.ascii_letters + string.digits + "_-"
 

@@ -1,4 +1,4 @@
-"""Random blocks (couchids/entropy.py): always valid, distributed exactly like kuuid's."""
+"""Random blocks (couchids/idforms/entropy.py): always valid, distributed exactly like kuuid's."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from ids_helpers import (
 )
 
 import couchids
-from couchids import entropy
-from couchids.constants import ALPHABET
+from couchids.idforms import entropy
+from couchids.idforms.constants import ALPHABET
 
 BLOCKS = 400_000
 

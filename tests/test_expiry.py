@@ -42,7 +42,7 @@ from couchids import (
     InvalidArgumentError,
 )
 from couchids.core.expiry import ExpireReport
-from couchids.times import to_ms
+from couchids.idforms.times import to_ms
 
 FORMS = (KUUID, KUUID_REVERSE, KUUID_MS_REVERSE, SHORT, V7, V7S)
 BEFORE = to_ms("2024-05-01T12:00:00Z")

@@ -1,4 +1,5 @@
-"""Id forms (couchids/forms.py): presets, what each form makes, its keys and strict parsing."""
+"""Id forms (couchids/idforms/forms.py): presets, what each form makes, its keys and strict
+parsing."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from hypothesis import strategies as st
 
 import couchids
 from couchids import IdForm, InvalidArgumentError, InvalidIdError
-from couchids.forms import KUUID_FORMS
-from couchids.times import MAX_MS
+from couchids.idforms.forms import KUUID_FORMS
+from couchids.idforms.times import MAX_MS
 
 LAST_MS_PREFIX = 62**8 - 1
 

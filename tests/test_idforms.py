@@ -1,5 +1,6 @@
-"""The id forms beyond kuuid's (couchids/tid62.py, base36.py, ulid.py, couchid.py, uuid464.py,
-seq.py): known answers from their specifications, round trips, order, and near-misses."""
+"""The id forms beyond kuuid's (couchids/idforms/tid62.py, base36.py, ulid.py, couchid.py,
+uuid464.py, seq.py): known answers from their specifications, round trips, order, and
+near-misses."""
 
 from __future__ import annotations
 
@@ -29,16 +30,16 @@ from couchids import (
     InvalidTimeError,
     UtcIdForm,
     decode,
-    radix,
 )
-from couchids.base36 import BASE36_V7_UNPADDED, uuid_text
-from couchids.constants import ALPHABET, BASE36_ALPHABET, ULID_ALPHABET
 from couchids.core.keys import window_keys
-from couchids.couchid import COUCH_RANDOM
-from couchids.tid62 import tid62_text
-from couchids.times import EPOCH, MAX_MS, to_ms
-from couchids.ulid import ulid_text
-from couchids.v7 import uuid7_from
+from couchids.idforms import radix
+from couchids.idforms.base36 import BASE36_V7_UNPADDED, uuid_text
+from couchids.idforms.constants import ALPHABET, BASE36_ALPHABET, ULID_ALPHABET
+from couchids.idforms.couchid import COUCH_RANDOM
+from couchids.idforms.tid62 import tid62_text
+from couchids.idforms.times import EPOCH, MAX_MS, to_ms
+from couchids.idforms.ulid import ulid_text
+from couchids.idforms.v7 import uuid7_from
 
 Y2000, Y2100 = to_ms("2000-01-01"), to_ms("2100-01-01")
 UTC_LAST = (16**14 - 1) // 1000  # 14 hex digits of microseconds: 4253-05-31

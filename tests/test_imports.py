@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import couchids
 
@@ -29,6 +30,18 @@ def loaded(code: str) -> list[str]:
 def test_import_make_and_decode_load_no_sdk() -> None:
     code = "import couchids\ncouchids.decode(couchids.id())\ncouchids.decode(couchids.v7())"
     assert loaded(code) == []
+
+
+def test_every_id_and_core_module_loads_no_sdk() -> None:
+    # The pure half, imported whole: the id forms and every program of the core.
+    package = Path(couchids.__file__).parent
+    names = [
+        "couchids." + ".".join(path.relative_to(package).with_suffix("").parts)
+        for folder in ("idforms", "core")
+        for path in sorted((package / folder).glob("*.py"))
+    ]
+    assert len(names) > 30
+    assert loaded("\n".join(f"import {name.removesuffix('.__init__')}" for name in names)) == []
 
 
 def test_importing_the_command_loads_no_sdk() -> None:

@@ -34,8 +34,8 @@ from couchids import (
     decode,
     keyed_id,
 )
-from couchids.base62 import decode as base62_decode
-from couchids.keyed import KEY_HASH_PERSON
+from couchids.idforms.base62 import decode as base62_decode
+from couchids.idforms.keyed import KEY_HASH_PERSON
 
 FORMS = [KUUID, KUUID_MS, KUUID_REVERSE, KUUID_MS_REVERSE, SHORT, SHORT_REVERSE, V7, V7S]
 FORMS += [IdForm(random=1), IdForm(random=3, millisecond=True)]

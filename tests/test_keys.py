@@ -13,9 +13,9 @@ from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 from ids_helpers import load_vectors
 
-from couchids.constants import TYPE_PATTERN
 from couchids.core.keys import KeyRange, window_keys
-from couchids.forms import (
+from couchids.idforms.constants import TYPE_PATTERN
+from couchids.idforms.forms import (
     KUUID,
     KUUID_FORMS,
     KUUID_MS,
@@ -27,7 +27,7 @@ from couchids.forms import (
     V7S,
     IdForm,
 )
-from couchids.times import MAX_MS, to_ms
+from couchids.idforms.times import MAX_MS, to_ms
 
 PRESETS = (KUUID, KUUID_REVERSE, KUUID_MS, KUUID_MS_REVERSE, SHORT, SHORT_REVERSE, V7, V7S)
 SECOND_FORMS = tuple(f for f in KUUID_FORMS if not f.millisecond)

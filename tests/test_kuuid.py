@@ -1,4 +1,4 @@
-"""kuuid ids (couchids/kuuid.py): kuuid's published answers, shapes, order and refusals."""
+"""kuuid ids (couchids/idforms/kuuid.py): kuuid's published answers, shapes, order and refusals."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 import couchids
 from couchids import InvalidArgumentError, InvalidTimeError
-from couchids.base62 import decode as base62_decode
-from couchids.times import MAX_MS
+from couchids.idforms.base62 import decode as base62_decode
+from couchids.idforms.times import MAX_MS
 
 MAX_BLOCK = "4gfFC3"
 LAST_MS_PREFIX = 62**8 - 1  # the largest time an 8-character prefix holds

@@ -18,7 +18,7 @@ from kuuid_node import KuuidNode
 
 import couchids
 from couchids import IdForm, decode
-from couchids.times import to_datetime, to_ms
+from couchids.idforms.times import to_datetime, to_ms
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_VECTORS = REPO.parent / "shared" / "vectors"

@@ -1,6 +1,7 @@
-"""The layout shows the design: the modules under couchids/core/ (and the pure id modules) do no
-I/O. Each is read as source: none imports a network, thread or event-loop library, nor a
-module of couchids that does."""
+"""The layout shows the design: the modules under couchids/core/ and couchids/idforms/ do no
+I/O. Each is read as source: none imports a network library or the SDK, none under core/ a
+thread or event-loop library, and none a module of couchids that does I/O (the drivers, the
+handles, the command). tests/test_layers.py checks the import graph as a whole."""
 
 from __future__ import annotations
 
@@ -23,31 +24,40 @@ IO_LIBRARIES = {
     "threading",
     "urllib3",
 }
-#: The modules of couchids that do I/O: the two drivers and what is built on them.
-IO_MODULES = {
-    "server",
-    "aio",
-    "database",
-    "deprecated",
-    "connecting",
-    "cli",
-    "cli_lifecycle",
-}
+#: The packages and modules of couchids that do I/O: the drivers and what is built on them.
+IO_MODULES = (
+    "couchids.drivers",
+    "couchids.aio",
+    "couchids.database",
+    "couchids.deprecated",
+    "couchids.cli",
+)
+#: What no id module imports: a network library or the SDK.
+NETWORK = {"http", "httpx", "ibm_cloud_sdk_core", "ibmcloudant", "requests", "socket", "urllib3"}
 CORE = sorted((PACKAGE / "core").glob("*.py"))
+IDS = sorted((PACKAGE / "idforms").glob("*.py"))
 
 
-def imported(path: Path) -> set[str]:
-    """The top-level names of the modules ``path`` imports (relative ones as ``.name``)."""
+def imported(path: Path, package: str | None = None) -> set[str]:
+    """The modules ``path`` imports, by their full names (relative ones resolved within its
+    package, or ``package``)."""
+    package = package or "couchids." + ".".join(path.relative_to(PACKAGE).parent.parts)
     names = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
-            names |= {alias.name.split(".")[0] for alias in node.names}
+            names |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
-            if node.level == 0 and node.module:
-                names.add(node.module.split(".")[0])
-            elif node.level == 2 and node.module:
-                names.add("." + node.module.split(".")[0])
+            if node.level:
+                base = package.rstrip(".").split(".")[: len(package.split(".")) - node.level + 1]
+                names.add(".".join([*base, *([node.module] if node.module else [])]))
+            elif node.module:
+                names.add(node.module)
     return names
+
+
+def reaches(names: set[str], modules: set[str] | tuple[str, ...]) -> set[str]:
+    """Those of ``names`` that are, or are inside, one of ``modules``."""
+    return {n for n in names if any(n == m or n.startswith(m + ".") for m in modules)}
 
 
 def test_the_core_has_every_operation() -> None:
@@ -68,14 +78,24 @@ def test_the_core_has_every_operation() -> None:
 @pytest.mark.parametrize("path", CORE, ids=lambda p: p.stem)
 def test_a_core_module_does_no_io(path: Path) -> None:
     names = imported(path)
-    assert not names & IO_LIBRARIES, f"{path.name} imports {names & IO_LIBRARIES}"
-    reached = {name.lstrip(".") for name in names if name.startswith(".")}
-    assert not reached & IO_MODULES, f"{path.name} imports couchids.{reached & IO_MODULES}"
+    assert not reaches(names, tuple(IO_LIBRARIES)), f"{path.name} imports {names}"
+    assert not reaches(names, IO_MODULES), f"{path.name} imports {reaches(names, IO_MODULES)}"
     assert "sleep(" not in path.read_text(encoding="utf-8").replace("Sleep(", "")
+
+
+@pytest.mark.parametrize("path", IDS, ids=lambda p: p.stem)
+def test_an_id_module_does_no_io(path: Path) -> None:
+    names = imported(path)
+    assert not reaches(names, tuple(NETWORK)), f"{path.name} imports {names}"
+    assert not reaches(names, IO_MODULES), f"{path.name} imports {reaches(names, IO_MODULES)}"
+    assert not reaches(names, ("couchids.core",)), f"{path.name} reaches up into the core"
 
 
 def test_the_checks_see_an_import_of_the_network(tmp_path: Path) -> None:
     # The check itself: a module that imports requests, or the blocking driver, is caught.
     bad = tmp_path / "bad.py"
-    bad.write_text("import requests\nfrom ..server import run\n", encoding="utf-8")
-    assert imported(bad) == {"requests", ".server"}
+    bad.write_text("import requests\nfrom ..drivers.blocking import run\n", encoding="utf-8")
+    names = imported(bad, "couchids.core")
+    assert names == {"requests", "couchids.drivers.blocking"}
+    assert reaches(names, IO_MODULES) == {"couchids.drivers.blocking"}
+    assert reaches(names, tuple(IO_LIBRARIES)) == {"requests"}

@@ -27,8 +27,8 @@ from couchids.core.keys import window_keys
 from couchids.core.pages import Slice, SlicePlan, rows_of, sliced_pages
 from couchids.core.protocol import Program, RetryPolicy
 from couchids.drivers.blocking import stream
-from couchids.forms import IdForm
-from couchids.times import MAX_MS
+from couchids.idforms.forms import IdForm
+from couchids.idforms.times import MAX_MS
 
 URL = "http://127.0.0.1:5984"
 POLICY = RetryPolicy.checked(0, 0)

@@ -47,8 +47,8 @@ from couchids.core.expiry import ExpireReport
 from couchids.core.keys import window_keys
 from couchids.core.scan import PROBE_ROWS
 from couchids.core.windows import PARTITION_QUERY_LIMIT
-from couchids.forms import IdForm
-from couchids.times import MAX_MS
+from couchids.idforms.forms import IdForm
+from couchids.idforms.times import MAX_MS
 
 pytestmark = pytest.mark.needs("couchdb")
 

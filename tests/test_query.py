@@ -41,12 +41,12 @@ from couchids import (
     InvalidTimeError,
     aio,
 )
-from couchids.constants import ALPHABET
 from couchids.core.keys import window_keys
 from couchids.core.windows import matcher as _matcher
 from couchids.errors import InvalidIdError
-from couchids.forms import KUUID_FORMS, IdForm
-from couchids.times import MAX_MS, TimeLike
+from couchids.idforms.constants import ALPHABET
+from couchids.idforms.forms import KUUID_FORMS, IdForm
+from couchids.idforms.times import MAX_MS, TimeLike
 
 FORMS = (KUUID, KUUID_REVERSE, KUUID_MS, KUUID_MS_REVERSE, SHORT, SHORT_REVERSE, V7, V7S)
 TYPES = ("user", "users", "use", None)

@@ -1,7 +1,7 @@
-"""Queries on every time form (couchids/query.py with the forms of couchids/idform.py), on real
-servers: ground truth by construction, with noise, under ':', '-' and '_' prefixes, composite
-partition prefixes, a database whose ids CouchDB made itself, and CouchDB's ids without time
-(``sequential`` and ``random``)."""
+"""Queries on every time form (couchids.Database with the forms of couchids/idforms/idform.py),
+on real servers: ground truth by construction, with noise, under ':', '-' and '_' prefixes,
+composite partition prefixes, a database whose ids CouchDB made itself, and CouchDB's ids
+without time (``sequential`` and ``random``)."""
 
 from __future__ import annotations
 
@@ -28,8 +28,8 @@ from couchids import (
     InvalidIdError,
     decode,
 )
-from couchids.couchid import COUCH_RANDOM
-from couchids.times import to_ms
+from couchids.idforms.couchid import COUCH_RANDOM
+from couchids.idforms.times import to_ms
 
 T0 = to_ms("2024-03-01T12:00:00Z")
 SECOND = 1000

@@ -31,7 +31,7 @@ from couchids import (
     ServerError,
     UnauthorizedError,
 )
-from couchids.forms import IdForm
+from couchids.idforms.forms import IdForm
 
 URL = "http://127.0.0.1:5984"
 ALL_DOCS = f"{URL}/db/_all_docs"

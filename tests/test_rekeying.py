@@ -15,7 +15,7 @@ from ibmcloudant.cloudant_v1 import CloudantV1
 import couchids
 from couchids import KUUID, KUUID_MS_REVERSE, V7, V7S, Checkpoint, IdForm, decode
 from couchids.core.rekeying import derived_id
-from couchids.times import to_ms
+from couchids.idforms.times import to_ms
 
 KEY = b"test secret"
 T0 = to_ms("2024-05-01")
@@ -34,7 +34,7 @@ def sources(client: CloudantV1, db: str, seed: int) -> dict[str, int]:
         ms = T0 + rng.randrange(30 * 86_400_000)
         created: object = ms if n % 2 else "2024-05-01T00:00:00Z"
         if n % 2 == 0:
-            created = couchids.times.to_datetime(ms).isoformat()
+            created = couchids.idforms.times.to_datetime(ms).isoformat()
         doc_id = uuid.UUID(int=rng.getrandbits(128)).hex
         made[doc_id] = ms
         docs.append({"_id": doc_id, "created": created, "n": n})

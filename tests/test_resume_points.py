@@ -53,7 +53,7 @@ import couchids
 from couchids import KUUID, KUUID_MS, UTC_RANDOM, V7S, Checkpoint, IdForm
 from couchids.core.keys import window_keys
 from couchids.core.rekeying import derived_id
-from couchids.times import to_ms
+from couchids.idforms.times import to_ms
 
 DAY: Final = 86_400_000
 DESIGN: Final = "_design/noise"

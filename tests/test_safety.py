@@ -28,7 +28,7 @@ from couchids.core.counting import MAX_BUCKETS
 from couchids.core.protocol import KeySpan, RetryPolicy, check_span
 from couchids.core.scan import PROBE_ROWS
 from couchids.errors import ServerError
-from couchids.times import to_ms
+from couchids.idforms.times import to_ms
 
 OLD, NEW = "2024-01-10T00:00:00Z", "2024-03-10T00:00:00Z"
 

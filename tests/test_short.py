@@ -26,10 +26,10 @@ from ibmcloudant.cloudant_v1 import CloudantV1
 from intercept import intercepted, path_of
 
 from couchids import AllocationFailed, InvalidArgumentError, bulk_create, create_short
-from couchids.constants import SHORT_ID_ALPHABET
 from couchids.core.protocol import RetryPolicy, delete_revision
 from couchids.core.short import ALLOC_FIELD, SHORT_ID, format_day, random_nonce
 from couchids.drivers.blocking import database_facts, run
+from couchids.idforms.constants import SHORT_ID_ALPHABET
 
 NOW = datetime(2026, 1, 7, 15, 4, 5, tzinfo=UTC)
 DAY = "260107"

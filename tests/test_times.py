@@ -1,4 +1,5 @@
-"""Reading times (couchids/times.py): what is accepted, what each is worth, what is refused."""
+"""Reading times (couchids/idforms/times.py): what is accepted, what each is worth, what is
+refused."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from couchids import InvalidInputError, InvalidTimeError
-from couchids.times import MAX_MS, to_datetime, to_ms
+from couchids.idforms.times import MAX_MS, to_datetime, to_ms
 
 
 def utc_ms(

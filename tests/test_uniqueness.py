@@ -1,4 +1,5 @@
-"""No id repeats across forked processes and threads (couchids/entropy.py and v7.py fork hooks)."""
+"""No id repeats across forked processes and threads (couchids/idforms/entropy.py and v7.py fork
+hooks)."""
 
 from __future__ import annotations
 

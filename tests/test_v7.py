@@ -1,4 +1,5 @@
-"""UUIDv7 ids (couchids/v7.py): layout, exact time, strict order within a process, refusals."""
+"""UUIDv7 ids (couchids/idforms/v7.py): layout, exact time, strict order within a process,
+refusals."""
 
 from __future__ import annotations
 
@@ -15,10 +16,10 @@ from hypothesis import strategies as st
 
 import couchids
 from couchids import InvalidTimeError, v7, v7s
-from couchids.times import MAX_MS
+from couchids.idforms.times import MAX_MS
 
 # ``couchids.v7`` is the function (re-exported by the package); the module holds the sequencer.
-v7_module = importlib.import_module("couchids.v7")
+v7_module = importlib.import_module("couchids.idforms.v7")
 
 
 def strictly_increasing(items: list[str]) -> bool:
@@ -61,9 +62,9 @@ def test_known_times() -> None:
 
 
 def test_default_is_now() -> None:
-    before = couchids.times.now_ms()
+    before = couchids.idforms.times.now_ms()
     text = v7s()
-    after = couchids.times.now_ms()
+    after = couchids.idforms.times.now_ms()
     assert before <= int(text[:12], 16) <= after + 1  # +1: the sequence may move on a millisecond
 
 

@@ -5,8 +5,8 @@ tests/test_expiry.py)."""
 from __future__ import annotations
 
 from couchids import BASE36_V7, IdForm, UtcIdForm
-from couchids.base36 import BASE36_V7_UNPADDED
-from couchids.forms import ALL_FORMS
+from couchids.idforms.base36 import BASE36_V7_UNPADDED
+from couchids.idforms.forms import ALL_FORMS
 
 T0 = 1_700_000_000_000  # 2023-11-14T22:13:20Z, on a second edge
 SECOND, DAY, WEEK = 1000, 86_400_000, 7 * 86_400_000

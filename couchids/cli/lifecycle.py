@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
 from couchids.errors import InvalidArgumentError
-from couchids.forms import IdForm
-from couchids.times import now_ms
+from couchids.idforms.forms import IdForm
+from couchids.idforms.times import now_ms
 
 # The commands load what talks to a server (the ibmcloudant SDK, the query machinery) when
 # they run: building the parser, and the offline commands of couchids.cli.main, load none of it.

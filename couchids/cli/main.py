@@ -22,15 +22,15 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from couchids import __version__
 from couchids.cli.lifecycle import Tools, add_commands
-from couchids.constants import DEFAULT_BLOCKS, SEPARATORS, SHORT_BLOCKS
 from couchids.core.pages import DEFAULT_PARALLEL, REMOTE_PARALLEL
 from couchids.core.protocol import DEFAULT_TIMEOUT, MAX_TIMEOUT, dumps
-from couchids.decode import DecodedId, decode
-from couchids.doctypes import ALL_TYPES, AllTypes
 from couchids.drivers.log import shown
 from couchids.errors import InvalidArgumentError, InvalidInputError, InvalidTimeError, ServerError
-from couchids.forms import NAMED_FORMS, V7, V7S, IdForm, KuuidForm, form_named
-from couchids.times import now_ms, to_ms
+from couchids.idforms.constants import DEFAULT_BLOCKS, SEPARATORS, SHORT_BLOCKS
+from couchids.idforms.decode import DecodedId, decode
+from couchids.idforms.doctypes import ALL_TYPES, AllTypes
+from couchids.idforms.forms import NAMED_FORMS, V7, V7S, IdForm, KuuidForm, form_named
+from couchids.idforms.times import now_ms, to_ms
 
 # What talks to a server (the ibmcloudant SDK and the modules built on it) is loaded by the
 # commands that need one, when they run: ``couchids new``, ``couchids decode`` and every
@@ -84,8 +84,8 @@ TIME_HELP = (
 def parse_time(text: str, now: int) -> int:
     """Read a command-line time as epoch milliseconds.
 
-    Takes what :func:`couchids.times.to_ms` reads from a string (ISO-8601), ``now``, or a time
-    ago: a whole number and a unit, ``s``, ``m`` (minutes), ``h``, ``d`` or ``w``.
+    Takes what :func:`~couchids.idforms.times.to_ms` reads from a string (ISO-8601), ``now``,
+    or a time ago: a whole number and a unit, ``s``, ``m`` (minutes), ``h``, ``d`` or ``w``.
 
     Args:
         text: the time as typed.

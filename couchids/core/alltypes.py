@@ -42,7 +42,7 @@ from couchids.core.protocol import (
     path,
     post_json,
 )
-from couchids.idform import IdForm
+from couchids.idforms.idform import IdForm
 
 __all__ = ["MAX_STEP_PAGE", "each_type", "merge_by_time", "types_present"]
 

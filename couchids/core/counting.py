@@ -60,8 +60,8 @@ from couchids.core.protocol import (
 from couchids.core.scan import PROBE_ROWS, check_flag, check_one_form
 from couchids.core.windows import scan_pages
 from couchids.errors import InvalidArgumentError, InvalidTimeError
-from couchids.forms import IdForm
-from couchids.times import TimeLike, to_datetime, to_ms
+from couchids.idforms.forms import IdForm
+from couchids.idforms.times import TimeLike, to_datetime, to_ms
 
 __all__ = [
     "DEFAULT_WORKERS",

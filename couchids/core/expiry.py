@@ -48,8 +48,8 @@ from couchids.core.scan import (
     range_pages,
 )
 from couchids.errors import InvalidArgumentError
-from couchids.forms import IdForm
-from couchids.times import TimeLike, to_ms
+from couchids.idforms.forms import IdForm
+from couchids.idforms.times import TimeLike, to_ms
 
 __all__ = ["DEFAULT_EXPIRE_BATCH", "PURGE_BATCH", "ExpireReport", "delete_revisions", "expire"]
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Final, Literal
 
-from couchids.constants import SEPARATORS, TYPE_SEPARATOR
 from couchids.core import alltypes
 from couchids.core.keys import type_step, window_keys
 from couchids.core.protocol import (
@@ -25,9 +24,10 @@ from couchids.core.protocol import (
     post_json,
 )
 from couchids.core.scan import read_policy
-from couchids.decode import TIMELESS_FORMS, decode
 from couchids.errors import InvalidArgumentError, InvalidIdError
-from couchids.forms import IdForm
+from couchids.idforms.constants import SEPARATORS, TYPE_SEPARATOR
+from couchids.idforms.decode import TIMELESS_FORMS, decode
+from couchids.idforms.forms import IdForm
 
 __all__ = ["SAMPLE", "Style", "explain"]
 

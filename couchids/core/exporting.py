@@ -43,8 +43,8 @@ from couchids.core.scan import (
 )
 from couchids.core.windows import scan_pages
 from couchids.errors import InvalidArgumentError, InvalidTimeError
-from couchids.forms import IdForm
-from couchids.times import TimeLike, to_ms
+from couchids.idforms.forms import IdForm
+from couchids.idforms.times import TimeLike, to_ms
 
 __all__ = ["FORMATS", "ArchiveReport", "archive", "export"]
 

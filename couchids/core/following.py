@@ -48,7 +48,7 @@ from couchids.core.protocol import (
 )
 from couchids.core.scan import Checkpoint, check_checkpoint, check_flag, check_size, read_policy
 from couchids.errors import InvalidArgumentError
-from couchids.forms import IdForm
+from couchids.idforms.forms import IdForm
 
 __all__ = ["DEFAULT_FOLLOW_BATCH", "DEFAULT_WAIT_MS", "follow"]
 

@@ -22,9 +22,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from couchids.constants import TYPE_CHARS, TYPE_MAX_LEN
 from couchids.errors import InvalidArgumentError, InvalidIdError
-from couchids.idform import IdForm
+from couchids.idforms.constants import TYPE_CHARS, TYPE_MAX_LEN
+from couchids.idforms.idform import IdForm
 
 #: Above every character of every sortable form's alphabet: the end of an untyped range.
 _AFTER_ALPHABET = "{"
@@ -72,7 +72,7 @@ def window_keys(form: IdForm, doc_type: str | None, start_ms: int, end_ms: int) 
         InvalidArgumentError: the form's ids do not sort by time (uuid464) or hold none.
         InvalidTypeError: ``doc_type`` breaks the type rule.
 
-    >>> from couchids.forms import KUUID
+    >>> from couchids.idforms.forms import KUUID
     >>> window_keys(KUUID, "user", 1514764800000, 1514764801000)
     KeyRange(low='user:001eVnWK', high='user:001eVnWL', prefix='user:')
     """
@@ -126,8 +126,8 @@ def in_window(
     that deletes, copies or writes checks of each id before it acts, whatever the server
     answered and wherever a checkpoint said to resume.
 
-    >>> from couchids.forms import KUUID
-    >>> from couchids.kuuid import id
+    >>> from couchids.idforms.forms import KUUID
+    >>> from couchids.idforms.kuuid import id
     >>> ok = in_window(KUUID, "user", 1514764800000, 1514764860000)
     >>> ok(id("2018-01-01T00:00:30Z", type="user")), ok(id("2018-01-01T00:01:00Z", type="user"))
     (True, False)
@@ -171,10 +171,10 @@ def resume_point(
     Raises:
         InvalidArgumentError: ``after`` is not a wanted id; ``what`` says what is.
 
-    >>> from couchids.forms import KUUID
+    >>> from couchids.idforms.forms import KUUID
     >>> keys = window_keys(KUUID, "user", 1514764800000, 1514764860000)
     >>> ok = KUUID.matcher("user:")
-    >>> from couchids.kuuid import id
+    >>> from couchids.idforms.kuuid import id
     >>> inside, before = id("2018-01-01T00:00:30Z", type="user"), id("2017-01-01", type="user")
     >>> resume_point(keys, inside, descending=False, wanted=ok, what="a kuuid id")[:13]
     'user:001eVnWo'
@@ -205,7 +205,7 @@ def reaches_other_ids(keys: KeyRange) -> bool:
 
     A count by offset counts every id in the range; over such a range it must read the ids.
 
-    >>> from couchids.forms import KUUID
+    >>> from couchids.idforms.forms import KUUID
     >>> reaches_other_ids(window_keys(KUUID, None, 0, 1514764800000))
     False
     >>> reaches_other_ids(KeyRange("001", _AFTER_ALPHABET, ""))

@@ -38,7 +38,7 @@ from couchids.core.protocol import (
     post_json,
 )
 from couchids.errors import InvalidIdError
-from couchids.forms import IdForm
+from couchids.idforms.forms import IdForm
 
 __all__ = [
     "DEFAULT_PARALLEL",

@@ -30,13 +30,13 @@ from couchids.core.protocol import (
 )
 from couchids.core.scan import Checkpoint, check_checkpoint, check_size, range_pages
 from couchids.core.writes import bulk
-from couchids.couchid import UTC_RANDOM
-from couchids.doctypes import type_prefix
 from couchids.errors import CouchidsError, InvalidArgumentError, InvalidIdError
-from couchids.forms import KUUID, IdForm
-from couchids.keyed import keyed_id
+from couchids.idforms.couchid import UTC_RANDOM
+from couchids.idforms.doctypes import type_prefix
+from couchids.idforms.forms import KUUID, IdForm
+from couchids.idforms.keyed import keyed_id
+from couchids.idforms.times import to_ms
 from couchids.results import WriteResult
-from couchids.times import to_ms
 
 __all__ = ["DEFAULT_REKEY_BATCH", "RekeyReport", "derived_id", "rekey"]
 

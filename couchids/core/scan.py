@@ -39,7 +39,7 @@ from couchids.core.protocol import (
 )
 from couchids.core.windows import DEFAULT_PAGE_SIZE, PARTITION_QUERY_LIMIT, partition_of
 from couchids.errors import InvalidArgumentError
-from couchids.forms import IdForm
+from couchids.idforms.forms import IdForm
 
 __all__ = [
     "PROBE_ROWS",

@@ -49,7 +49,7 @@ from couchids.core.protocol import (
     post_json,
 )
 from couchids.errors import AllocationFailed, InvalidArgumentError
-from couchids.seq import SeqForm
+from couchids.idforms.seq import SeqForm
 
 __all__ = [
     "BLOCK_PREFIX",

@@ -21,14 +21,14 @@ import secrets
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Protocol, runtime_checkable
 
-from couchids.constants import SHORT_ID_ALPHABET, SHORT_ID_DATE_FORMAT
 from couchids.core.claim import ALLOC_FIELD, Claim
 from couchids.core.document import check_new
 from couchids.core.protocol import FactsCache, Program, RetryPolicy, check_keys
 from couchids.core.writes import written
 from couchids.errors import AllocationFailed, InvalidArgumentError, ServerError
+from couchids.idforms.constants import SHORT_ID_ALPHABET, SHORT_ID_DATE_FORMAT
+from couchids.idforms.times import TimeLike, to_datetime, to_ms
 from couchids.results import WriteResult
-from couchids.times import TimeLike, to_datetime, to_ms
 
 __all__ = [
     "ALLOC_FIELD",

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from couchids.constants import TYPE_SEPARATOR
 from couchids.core.alltypes import each_type, merge_by_time, types_present
 from couchids.core.keys import KeyRange, check_time_form, resume_point, window_keys
 from couchids.core.pages import (
@@ -36,10 +35,11 @@ from couchids.core.protocol import (
     RetryPolicy,
     database_facts,
 )
-from couchids.doctypes import ALL_TYPES, AllTypes
 from couchids.errors import InvalidArgumentError, InvalidTimeError
-from couchids.forms import IdForm
-from couchids.times import MAX_MS, TimeLike, to_datetime, to_ms
+from couchids.idforms.constants import TYPE_SEPARATOR
+from couchids.idforms.doctypes import ALL_TYPES, AllTypes
+from couchids.idforms.forms import IdForm
+from couchids.idforms.times import MAX_MS, TimeLike, to_datetime, to_ms
 
 __all__ = ["DEFAULT_PAGE_SIZE", "PARTITION_QUERY_LIMIT", "latest", "scan_pages", "window"]
 

@@ -51,8 +51,6 @@ from couchids.core.protocol import (
     revision,
     winner,
 )
-from couchids.decode import split_type
-from couchids.doctypes import type_prefix
 from couchids.errors import (
     BulkWriteError,
     ConflictError,
@@ -63,10 +61,12 @@ from couchids.errors import (
     ServerError,
     UnauthorizedError,
 )
-from couchids.forms import IdForm
-from couchids.keyed import keyed_id
+from couchids.idforms.decode import split_type
+from couchids.idforms.doctypes import type_prefix
+from couchids.idforms.forms import IdForm
+from couchids.idforms.keyed import keyed_id
+from couchids.idforms.times import TimeLike, to_ms
 from couchids.results import WriteResult
-from couchids.times import TimeLike, to_ms
 
 __all__ = ["DEFAULT_BATCH_SIZE", "Collected", "WriteResult", "bulk", "create", "written"]
 

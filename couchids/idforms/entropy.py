@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from itertools import compress
 from operator import not_
 
-from couchids.constants import ALPHABET, BLOCK_LEN, MAX_BLOCK, MAX_BLOCKS
+from couchids.idforms.constants import ALPHABET, BLOCK_LEN, MAX_BLOCK, MAX_BLOCKS
 
 _DIGITS = ALPHABET.encode()
 _BASE62_LIMIT = 4 * 62  # the largest multiple of 62 that fits in a byte

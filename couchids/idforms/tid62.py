@@ -14,8 +14,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from . import radix
-from .constants import (
+from couchids.errors import InvalidIdError, InvalidTimeError
+from couchids.idforms import radix
+from couchids.idforms.constants import (
     ALPHABET,
     MS_PER_SECOND,
     TID62_EPOCH_S,
@@ -24,10 +25,9 @@ from .constants import (
     TID62_TIME_BITS,
     US_PER_MS,
 )
-from .entropy import WORDS
-from .errors import InvalidIdError, InvalidTimeError
-from .idform import NOT_READ, IdForm, ReadAttempt, at_most_pattern
-from .times import TimeLike, now_ms, to_datetime, to_ms
+from couchids.idforms.entropy import WORDS
+from couchids.idforms.idform import NOT_READ, IdForm, ReadAttempt, at_most_pattern
+from couchids.idforms.times import TimeLike, now_ms, to_datetime, to_ms
 
 __all__ = ["TID62", "Tid62Form"]
 

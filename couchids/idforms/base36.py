@@ -1,6 +1,6 @@
 """UUIDv7s in base36: the typed ids of the Identifiers article, and CouchDB's ``base_36`` format.
 
-The 128-bit UUIDv7 (:mod:`couchids.v7`) written as a lower-case base36 number (``0-9a-z``,
+The 128-bit UUIDv7 (:mod:`couchids.idforms.v7`) written as a lower-case base36 number (``0-9a-z``,
 in byte order), zero-padded to 25 characters: the width of ``2**128 - 1``, and exactly what
 CouchDB's ``[uuids] format = base_36`` makes. Fixed width makes ids sort by their
 millisecond in ``_all_docs``, and the text reads the same in any case.
@@ -18,8 +18,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import radix
-from .constants import (
+from couchids.errors import InvalidArgumentError, InvalidIdError, InvalidTimeError
+from couchids.idforms import radix
+from couchids.idforms.constants import (
     BASE36_ALPHABET,
     BASE36_UUID_LEN,
     US_PER_MS,
@@ -28,10 +29,9 @@ from .constants import (
     V7_TIME_BITS,
     V7_VERSION,
 )
-from .errors import InvalidArgumentError, InvalidIdError, InvalidTimeError
-from .idform import NOT_READ, IdForm, ReadAttempt, at_most_pattern
-from .times import MAX_MS, TimeLike, to_ms
-from .v7 import SEQUENCER, uuid7_from
+from couchids.idforms.idform import NOT_READ, IdForm, ReadAttempt, at_most_pattern
+from couchids.idforms.times import MAX_MS, TimeLike, to_ms
+from couchids.idforms.v7 import SEQUENCER, uuid7_from
 
 __all__ = ["BASE36_V7", "BASE36_V7_UNPADDED", "Base36V7Form", "uuid7_time"]
 

@@ -2,9 +2,9 @@
 
 An id form is a fixed-width layout of an id's body (the part after an optional prefix such
 as ``user:``). Each form is a frozen dataclass subclassing :class:`IdForm`, in a module of its
-own (:mod:`couchids.forms` for kuuid's layouts, :mod:`couchids.tid62`, :mod:`couchids.ulid`,
-:mod:`couchids.base36`, :mod:`couchids.couchid`, :mod:`couchids.uuid464`, :mod:`couchids.seq`),
-and implements five things:
+own (:mod:`couchids.idforms.forms` for kuuid's layouts, :mod:`couchids.idforms.tid62`,
+:mod:`couchids.idforms.ulid`, :mod:`couchids.idforms.base36`, :mod:`couchids.idforms.couchid`,
+:mod:`couchids.idforms.uuid464`, :mod:`couchids.idforms.seq`), and implements five things:
 
 - :meth:`IdForm.new`: make an id for a time;
 - :meth:`IdForm.read`: check a body strictly and return the time it holds, in microseconds
@@ -33,12 +33,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Final, Literal, Self, TypeAlias
+from typing import Any, ClassVar, Final, Literal, Self, TypeAlias
 
-from .constants import MS_PER_SECOND, SEPARATORS, TYPE_SEPARATOR, US_PER_MS
-from .doctypes import scope_prefix
-from .errors import InvalidArgumentError, InvalidIdError
-from .times import TimeLike
+from couchids.errors import InvalidArgumentError, InvalidIdError
+from couchids.idforms.constants import MS_PER_SECOND, SEPARATORS, TYPE_SEPARATOR, US_PER_MS
+from couchids.idforms.doctypes import scope_prefix
+from couchids.idforms.times import TimeLike
 
 __all__ = ["NOT_READ", "IdForm", "NotRead", "ReadAttempt", "at_most_pattern"]
 
@@ -49,7 +49,7 @@ class NotRead(Enum):
     NOT_READ = "not read"
 
     def __repr__(self) -> str:
-        return "couchids.idform.NOT_READ"
+        return "couchids.idforms.idform.NOT_READ"
 
 
 #: What :meth:`IdForm.try_read` answers for a body that is not of the form.
@@ -126,11 +126,19 @@ class IdForm(ABC):
         """Whether ids sort by time in ``_all_docs`` byte order, so a time query is a range."""
         return self.has_time
 
+    #: What ``IdForm(...)`` builds: the family declared with ``default=True``.
+    _default_family: ClassVar[type[IdForm]]
+
+    def __init_subclass__(cls, *, default: bool = False, **kwargs: Any) -> None:
+        """``class KuuidForm(IdForm, default=True)`` makes ``IdForm(...)`` build that family
+        (kuuid's, which lives with its presets in :mod:`couchids.idforms.forms`)."""
+        super().__init_subclass__(**kwargs)
+        if default:
+            IdForm._default_family = cls
+
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
         if cls is IdForm:
-            from .forms import KuuidForm  # the kuuid family lives with kuuid's presets
-
-            return KuuidForm(*args, **kwargs)
+            return IdForm._default_family(*args, **kwargs)
         return super().__new__(cls)
 
     def __post_init__(self) -> None:
@@ -244,7 +252,7 @@ class IdForm(ABC):
         For :func:`couchids.decode`, which tries a string against several forms and keeps
         the messages only of the forms that may explain a refusal: building an exception
         (and its message) for each form that does not fit costs more than the reading. The
-        forms with a time of :data:`couchids.forms.ALL_FORMS` answer without raising; this
+        forms with a time of :data:`couchids.idforms.forms.ALL_FORMS` answer without raising; this
         default (for the rest) catches what :meth:`read` raises. ``tests/test_decode.py``
         checks that every form's ``try_read`` agrees with its ``read``.
         """

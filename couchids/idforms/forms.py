@@ -1,6 +1,6 @@
 """Id forms: which of the id layouts a database uses, as one value, and the presets.
 
-An :class:`~couchids.idform.IdForm` names a layout and does everything that depends on it:
+An :class:`~couchids.idforms.idform.IdForm` names a layout and does everything that depends on it:
 makes ids, checks and reads them strictly, and writes the key for a time, which is all the
 query code needs. This module holds kuuid's layouts (:class:`KuuidForm`: kuuid in its modes,
 and kuuid 3's UUIDv7 forms) and gathers every preset, of every form module, in
@@ -14,10 +14,11 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from . import kuuid, v7
-from .base36 import BASE36_V7, BASE36_V7_UNPADDED
-from .base62 import decode_prefix, encode, encode_prefix
-from .constants import (
+from couchids.errors import InvalidArgumentError, InvalidIdError
+from couchids.idforms import kuuid, v7
+from couchids.idforms.base36 import BASE36_V7, BASE36_V7_UNPADDED
+from couchids.idforms.base62 import decode_prefix, encode, encode_prefix
+from couchids.idforms.constants import (
     ALPHABET,
     BLOCK_BITS,
     BLOCK_LEN,
@@ -37,14 +38,13 @@ from .constants import (
     V7_RANDOM_BITS,
     V7_TIME_BITS,
 )
-from .couchid import COUCH_RANDOM, UTC_RANDOM, UtcIdForm
-from .errors import InvalidArgumentError, InvalidIdError
-from .idform import NOT_READ, IdForm, NotRead, at_most_pattern
-from .seq import SEQ10, SEQ36
-from .tid62 import TID62
-from .times import MAX_MS, TimeLike
-from .ulid import ULID
-from .uuid464 import UUID464
+from couchids.idforms.couchid import COUCH_RANDOM, UTC_RANDOM, UtcIdForm
+from couchids.idforms.idform import NOT_READ, IdForm, NotRead, at_most_pattern
+from couchids.idforms.seq import SEQ10, SEQ36
+from couchids.idforms.tid62 import TID62
+from couchids.idforms.times import MAX_MS, TimeLike
+from couchids.idforms.ulid import ULID
+from couchids.idforms.uuid464 import UUID464
 
 __all__ = [
     "ALL_FORMS",
@@ -73,7 +73,7 @@ _BLOCK = at_most_pattern(MAX_BLOCK, ALPHABET)
 
 
 @dataclass(frozen=True)
-class KuuidForm(IdForm):
+class KuuidForm(IdForm, default=True):
     """The layouts of the kuuid package: kuuid ids in their modes, and kuuid 3's UUIDv7s.
 
     Args:
@@ -185,7 +185,7 @@ class KuuidForm(IdForm):
     def compose(self, us: int, random: int) -> str:
         """The id made at ``us`` with random part ``random``: a UUIDv7's 74 bits, or kuuid's
         blocks, 32 bits each from the top. (:meth:`new` for kuuid takes its blocks from a
-        batched pool, :mod:`couchids.entropy`, which is faster; the layout is the same.)"""
+        batched pool, :mod:`couchids.idforms.entropy`, which is faster; the layout is the same.)"""
         ms = us // US_PER_MS
         if self.kind != "kuuid":
             text = v7.v7_hex(ms, random)
@@ -254,8 +254,8 @@ class KuuidForm(IdForm):
         return us
 
     def try_read(self, body: str) -> int | NotRead:
-        """:meth:`read` without building an error: :data:`~couchids.idform.NOT_READ` where it
-        raises (each pattern has a fixed length, so it checks the length too)."""
+        """:meth:`read` without building an error: :data:`~couchids.idforms.idform.NOT_READ`
+        where it raises (each pattern has a fixed length, so it checks the length too)."""
         if self.kind == "kuuid":
             return self.time_of_prefix(self.read_prefix(body))
         pattern: re.Pattern[str] = self.__dict__["_pattern"]

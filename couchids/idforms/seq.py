@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from couchids import radix
-from couchids.constants import BASE36_ALPHABET, SEQ10_LEN, SEQ36_LEN
 from couchids.errors import InvalidArgumentError, InvalidIdError
-from couchids.idform import IdForm
-from couchids.times import TimeLike
+from couchids.idforms import radix
+from couchids.idforms.constants import BASE36_ALPHABET, SEQ10_LEN, SEQ36_LEN
+from couchids.idforms.idform import IdForm
+from couchids.idforms.times import TimeLike
 
 __all__ = ["SEQ10", "SEQ36", "SeqForm"]
 

@@ -13,12 +13,12 @@ import binascii
 import re
 from dataclasses import dataclass
 
-from .base36 import uuid7_time
-from .constants import US_PER_MS, UUID464_LEN
-from .entropy import WORDS
-from .errors import InvalidArgumentError, InvalidIdError
-from .idform import NOT_READ, IdForm, ReadAttempt
-from .times import TimeLike
+from couchids.errors import InvalidArgumentError, InvalidIdError
+from couchids.idforms.base36 import uuid7_time
+from couchids.idforms.constants import US_PER_MS, UUID464_LEN
+from couchids.idforms.entropy import WORDS
+from couchids.idforms.idform import NOT_READ, IdForm, ReadAttempt
+from couchids.idforms.times import TimeLike
 
 __all__ = ["UUID464", "Uuid464Form"]
 

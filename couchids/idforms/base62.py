@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from . import radix
-from .constants import ALPHABET, BASE, PREFIX_LEN
+from couchids.idforms import radix
+from couchids.idforms.constants import ALPHABET, BASE, PREFIX_LEN
 
 _PAIR = BASE * BASE
 # Two characters a lookup: an 8-character prefix is four table reads instead of eight divisions.

@@ -1,6 +1,6 @@
 """Reading an id back into its type, time and form.
 
-:func:`decode` recognises every form of ``couchids.forms.ALL_FORMS`` by its length and
+:func:`decode` recognises every form of ``couchids.idforms.forms.ALL_FORMS`` by its length and
 alphabet, after an optional prefix ``<type>:``, ``<type>-`` or ``<type>_``. When several
 forms read an id (``acct_`` and a 17-character tid62 are 22 characters, as a uuid464 is), the
 one whose time lies in 2000-2100 is taken; when none or several do, the message names the
@@ -30,12 +30,12 @@ from datetime import UTC, datetime, timedelta
 from functools import cache
 from itertools import pairwise
 
-from .constants import MAX_PREFIX_VALUE, SEPARATORS, TYPE_PATTERN, TYPE_SEPARATOR
-from .doctypes import check_type, scope_prefix
-from .errors import InvalidArgumentError, InvalidIdError, InvalidTypeError
-from .forms import ALL_FORMS, NAMED_FORMS, KuuidForm
-from .idform import NOT_READ, IdForm, NotRead, ReadAttempt
-from .times import EPOCH
+from couchids.errors import InvalidArgumentError, InvalidIdError, InvalidTypeError
+from couchids.idforms.constants import MAX_PREFIX_VALUE, SEPARATORS, TYPE_PATTERN, TYPE_SEPARATOR
+from couchids.idforms.doctypes import check_type, scope_prefix
+from couchids.idforms.forms import ALL_FORMS, NAMED_FORMS, KuuidForm
+from couchids.idforms.idform import NOT_READ, IdForm, NotRead, ReadAttempt
+from couchids.idforms.times import EPOCH
 
 #: Without ``form=``, of several readings the one whose time lies between these is taken.
 PLAUSIBLE_FROM = datetime(2000, 1, 1, tzinfo=UTC)

@@ -7,8 +7,8 @@ from enum import Enum
 from functools import lru_cache
 from typing import Final
 
-from couchids.constants import TYPE_MAX_LEN, TYPE_PATTERN, TYPE_SEPARATOR
 from couchids.errors import InvalidTypeError
+from couchids.idforms.constants import TYPE_MAX_LEN, TYPE_PATTERN, TYPE_SEPARATOR
 
 _TYPE = re.compile(TYPE_PATTERN)
 

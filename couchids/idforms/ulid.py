@@ -7,7 +7,7 @@ the time, the last 16 the randomness, in Crockford's alphabet ``0-9A-Z`` without
 valid to the specification, but would not sort among upper-case ones.
 
 Within one process, ULIDs of one millisecond strictly increase (the specification's
-monotonic mode); their 80 bits are the 74 of :mod:`couchids.v7`'s sequence and 6 random
+monotonic mode); their 80 bits are the 74 of :mod:`couchids.idforms.v7`'s sequence and 6 random
 bits.
 """
 
@@ -16,13 +16,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from . import radix
-from .constants import ULID_ALPHABET, ULID_LEN, ULID_RANDOM_BITS, ULID_TIME_LEN, US_PER_MS
-from .entropy import WORDS
-from .errors import InvalidArgumentError, InvalidIdError, InvalidTimeError
-from .idform import NOT_READ, IdForm, ReadAttempt
-from .times import MAX_MS, TimeLike, to_ms
-from .v7 import SEQUENCER
+from couchids.errors import InvalidArgumentError, InvalidIdError, InvalidTimeError
+from couchids.idforms import radix
+from couchids.idforms.constants import (
+    ULID_ALPHABET,
+    ULID_LEN,
+    ULID_RANDOM_BITS,
+    ULID_TIME_LEN,
+    US_PER_MS,
+)
+from couchids.idforms.entropy import WORDS
+from couchids.idforms.idform import NOT_READ, IdForm, ReadAttempt
+from couchids.idforms.times import MAX_MS, TimeLike, to_ms
+from couchids.idforms.v7 import SEQUENCER
 
 __all__ = ["ULID", "UlidForm"]
 

@@ -34,7 +34,8 @@ import time
 from dataclasses import dataclass
 from datetime import timedelta
 
-from .constants import (
+from couchids.errors import InvalidArgumentError, InvalidIdError, InvalidTimeError
+from couchids.idforms.constants import (
     COUCH_HEX_LEN,
     HEX_DIGITS,
     US_PER_MS,
@@ -43,10 +44,9 @@ from .constants import (
     UTC_RANDOM_UNTIL_MS,
     UTC_TIME_LEN,
 )
-from .entropy import WORDS
-from .errors import InvalidArgumentError, InvalidIdError, InvalidTimeError
-from .idform import NOT_READ, IdForm, NotRead, ReadAttempt
-from .times import EPOCH, MAX_MS, TimeLike, to_ms
+from couchids.idforms.entropy import WORDS
+from couchids.idforms.idform import NOT_READ, IdForm, NotRead, ReadAttempt
+from couchids.idforms.times import EPOCH, MAX_MS, TimeLike, to_ms
 
 __all__ = ["COUCH_RANDOM", "UTC_RANDOM", "CouchRandomForm", "UtcIdForm", "UtcRandomForm"]
 

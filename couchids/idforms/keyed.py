@@ -27,11 +27,11 @@ from __future__ import annotations
 import hashlib
 from typing import Final
 
-from couchids.constants import US_PER_MS
 from couchids.errors import InvalidArgumentError
-from couchids.forms import KUUID
-from couchids.idform import IdForm
-from couchids.times import TimeLike, to_ms
+from couchids.idforms.constants import US_PER_MS
+from couchids.idforms.forms import KUUID
+from couchids.idforms.idform import IdForm
+from couchids.idforms.times import TimeLike, to_ms
 
 __all__ = ["KEY_HASH_PERSON", "keyed_id"]
 

@@ -24,12 +24,12 @@ import threading
 from datetime import datetime
 from typing import Any, ClassVar, Self
 
-from couchids.constants import TYPE_SEPARATOR
-from couchids.decode import DecodedId
-from couchids.doctypes import check_type
 from couchids.errors import InvalidIdError, InvalidTypeError
-from couchids.forms import KUUID, IdForm
-from couchids.times import TimeLike, to_datetime
+from couchids.idforms.constants import TYPE_SEPARATOR
+from couchids.idforms.decode import DecodedId
+from couchids.idforms.doctypes import check_type
+from couchids.idforms.forms import KUUID, IdForm
+from couchids.idforms.times import TimeLike, to_datetime
 
 __all__ = ["TypedId"]
 

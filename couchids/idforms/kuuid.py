@@ -10,8 +10,9 @@ as local time.
 
 from __future__ import annotations
 
-from couchids.base62 import encode_prefix
-from couchids.constants import (
+from couchids.errors import InvalidArgumentError, InvalidTimeError
+from couchids.idforms.base62 import encode_prefix
+from couchids.idforms.constants import (
     BLOCK_LEN,
     DEFAULT_BLOCKS,
     MAX_BLOCKS,
@@ -20,10 +21,9 @@ from couchids.constants import (
     MS_PER_SECOND,
     SHORT_BLOCKS,
 )
-from couchids.doctypes import type_prefix
-from couchids.entropy import POOL
-from couchids.errors import InvalidArgumentError, InvalidTimeError
-from couchids.times import TimeLike, now_ms, to_datetime, to_ms
+from couchids.idforms.doctypes import type_prefix
+from couchids.idforms.entropy import POOL
+from couchids.idforms.times import TimeLike, now_ms, to_datetime, to_ms
 
 __all__ = [
     "id",
@@ -66,7 +66,8 @@ def prefix(timestamp: TimeLike = None, *, reverse: bool = False, millisecond: bo
     """The 8-character time prefix of an id made at ``timestamp``.
 
     Args:
-        timestamp: any time couchids accepts (see :func:`couchids.times.to_ms`); ``None`` is now.
+        timestamp: any time couchids accepts (see :func:`~couchids.idforms.times.to_ms`);
+            ``None`` is now.
         reverse: store ``62**8 - 1 - time`` so that newer ids sort first.
         millisecond: count milliseconds instead of seconds.
 

@@ -27,10 +27,10 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 
-from couchids.constants import V7_RANDOM_BITS, V7_VERSION
-from couchids.doctypes import type_prefix
 from couchids.errors import InvalidTimeError
-from couchids.times import TimeLike, now_ms, to_datetime, to_ms
+from couchids.idforms.constants import V7_RANDOM_BITS, V7_VERSION
+from couchids.idforms.doctypes import type_prefix
+from couchids.idforms.times import TimeLike, now_ms, to_datetime, to_ms
 
 __all__ = ["uuid7_from", "v7", "v7_hex", "v7s"]
 
@@ -177,7 +177,7 @@ def v7s(timestamp: TimeLike = None, *, type: str | None = None) -> str:
     """A UUIDv7 as 32 lowercase hex characters (kuuid 3's ``v7s``).
 
     Args:
-        timestamp: when the id is made (default now); see :func:`couchids.times.to_ms`.
+        timestamp: when the id is made (default now); see :func:`couchids.idforms.times.to_ms`.
         type: document type written before the id as ``type:``.
 
     Raises:
