@@ -27,7 +27,7 @@ def test_the_quickstart_is_ten_lines_at_the_top() -> None:
     assert "pip install" in console
     assert python == python_blocks()[0], "it runs first, in test_readme_examples_run"
     assert len((console + python).strip().splitlines()) <= 10
-    for step in ("couchids.id(", "couchids.Database(", ".create(", ".latest("):
+    for step in ("couchids.Database(", ".create(", ".latest("):
         assert step in python
 
 
