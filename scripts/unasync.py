@@ -37,6 +37,7 @@ SUBS: list[tuple[str, str]] = [
     (r"\basync with\b", "with"),
     (r"\bawait ", ""),
     (r"\bAsyncIterator\b", "Iterator"),
+    (r"\bAsyncRows\b", "Rows"),
     (r"\bAsyncDatabase\b", "Database"),
     (r"\bAsyncSequence\b", "Sequence"),
     (r"\bAsyncClient\b", "CloudantV1"),

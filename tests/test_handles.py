@@ -50,7 +50,7 @@ def test_both_handles_have_the_same_methods_and_parameters(blocking: type, async
 
 def test_every_operation_of_0_1_is_a_method() -> None:
     assert set(OPERATIONS) <= set(public(couchids.Database))
-    assert {"window_pages", "types_present", "sequence"} <= set(public(couchids.Database))
+    assert {"types_present", "explain_empty", "sequence"} <= set(public(couchids.Database))
 
 
 def test_the_blocking_file_says_it_is_generated_and_matches_its_source() -> None:
@@ -138,3 +138,43 @@ def test_every_renamed_parameter_exists_under_its_new_name() -> None:
         parameters = inspect.signature(getattr(couchids.Database, operation)).parameters
         for old, new in names.items():
             assert new in parameters and old not in parameters, (operation, old)
+
+
+def test_a_window_streams_rows_or_pages_one_or_the_other(client: CloudantV1, db: str) -> None:
+    shop = couchids.Database(client, db)
+    made = [r.id for r in shop.bulk_create([{"n": n} for n in range(7)], type="a")]
+    window = ("2020-01-01", None)
+    pages = list(shop.window(*window, type="a", batch_size=3, parallel=1).pages())
+    assert [len(page) for page in pages] == [3, 3, 1]
+    assert [d["_id"] for page in pages for d in page] == sorted(made, reverse=True)
+    rows = shop.window(*window, type="a", batch_size=3, parallel=1)
+    assert next(rows)["_id"] == max(made)
+    with pytest.raises(couchids.InvalidArgumentError, match="one or the other"):
+        rows.pages()
+    rows.close()
+    assert list(rows) == []
+    taken = shop.window(*window, type="a")
+    taken.pages()
+    with pytest.raises(couchids.InvalidArgumentError, match="being read already"):
+        next(taken)
+
+
+def test_an_async_window_streams_rows_or_pages(client: CloudantV1, db: str) -> None:
+    import asyncio
+
+    made = [r.id for r in couchids.Database(client, db).bulk_create([{"n": 1}] * 5, type="a")]
+
+    async def main() -> tuple[list[int], list[str]]:
+        async with aio.AsyncClient(client) as ac:
+            shop = aio.AsyncDatabase(ac, db)
+            answer = shop.window(0, None, type="a", batch_size=2, parallel=1, newest_first=False)
+            sizes = [len(page) async for page in answer.pages()]
+            rows = shop.window(0, None, type="a", newest_first=False)
+            first = await anext(rows)
+            with pytest.raises(couchids.InvalidArgumentError, match="one or the other"):
+                rows.pages()
+            await rows.aclose()
+            return sizes, [first["_id"]]
+
+    sizes, first = asyncio.run(main())
+    assert sizes == [2, 2, 1] and first == [min(made)]

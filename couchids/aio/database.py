@@ -70,6 +70,7 @@ from couchids.core.windows import DEFAULT_PAGE_SIZE
 from couchids.core.writes import DEFAULT_BATCH_SIZE, Collected, Doc, KeyOf, TimeOf
 from couchids.drivers.aio import (
     AsyncClient,
+    AsyncRows,
     after,
     check_client,
     flat,
@@ -182,7 +183,7 @@ class AsyncDatabase:
         batch_size: int | None = None,
         timeout: float | None = DEFAULT_TIMEOUT,
         parallel: int | None = None,
-    ) -> AsyncIterator[Row]:
+    ) -> AsyncRows[Row]:
         """The documents whose id holds a time ``t`` with ``start <= t < end``, as they come.
 
         ``t`` is the time at the id's precision: a second-precision id made at 12:00:00.700
@@ -190,9 +191,12 @@ class AsyncDatabase:
         about ``parallel + 2`` pages: while the caller works through one page, the next are
         being fetched, and a document handed out is not kept.
 
-        The arguments are checked by the call. In the blocking API the call also reads the
-        first page, so that a missing database is raised by the call rather than by the
-        first step of the loop; in the asyncio API the first step sends the first request.
+        The answer streams the documents one at a time, or, from its ``pages()``, a page at a
+        time: each a list of documents (or rows) that is the caller's to keep or empty, for a
+        caller that handles whole pages (the ``couchids window`` command writes each as one
+        block). The arguments are checked by the call. In the blocking API the call also
+        reads the first page, so that a missing database is raised by the call rather than by
+        the first step of the loop; in the asyncio API the first step sends the first request.
 
         Args:
             start, end: any time couchids accepts (``None`` is now); ``end`` is exclusive.
@@ -231,42 +235,7 @@ class AsyncDatabase:
 
             async for doc in events.window("2024-05-01", "2024-05-02", type="click"):
                 print(doc["_id"])
-        """
-        return flat(
-            self.window_pages(
-                start,
-                end,
-                type=type,
-                form=form,
-                newest_first=newest_first,
-                include_docs=include_docs,
-                batch_size=batch_size,
-                timeout=timeout,
-                parallel=parallel,
-            )
-        )
-
-    def window_pages(
-        self,
-        start: TimeLike,
-        end: TimeLike,
-        *,
-        type: str | AllTypes | None = None,
-        form: IdForm | None = None,
-        newest_first: bool = True,
-        include_docs: bool = True,
-        batch_size: int | None = None,
-        timeout: float | None = DEFAULT_TIMEOUT,
-        parallel: int | None = None,
-    ) -> AsyncIterator[list[Row]]:
-        """:meth:`window`'s answer a page at a time: each a list of documents (or rows) that
-        is the caller's to keep or empty. For a caller that handles whole pages (the
-        ``couchids window`` command writes each as one block). The arguments are those of
-        :meth:`window`.
-
-        Example::
-
-            async for page in events.window_pages("2024-05-01", "2024-05-02"):
+            async for page in events.window("2024-05-01", "2024-05-02").pages():
                 print(len(page))
         """
         program = windows.window(
@@ -282,7 +251,7 @@ class AsyncDatabase:
             timeout=timeout,
             parallel=parallel,
         )
-        return pages(self.client, program)
+        return AsyncRows(pages(self.client, program))
 
     async def types_present(
         self, *, form: IdForm | None = None, timeout: float | None = DEFAULT_TIMEOUT

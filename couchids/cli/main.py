@@ -248,16 +248,20 @@ def _window(args: argparse.Namespace) -> int:
     out = _Blocks(sys.stdout)
     progress = _Progress(sys.stderr)
     scope = _scope(args)
-    pages = Database(client, _db(args.db)).window_pages(
-        start,
-        end,
-        type=scope,
-        form=form,
-        newest_first=not args.oldest_first,
-        include_docs=not args.ids_only,
-        batch_size=args.page_size,
-        timeout=args.timeout,
-        parallel=args.parallel,
+    pages = (
+        Database(client, _db(args.db))
+        .window(
+            start,
+            end,
+            type=scope,
+            form=form,
+            newest_first=not args.oldest_first,
+            include_docs=not args.ids_only,
+            batch_size=args.page_size,
+            timeout=args.timeout,
+            parallel=args.parallel,
+        )
+        .pages()
     )
     count = 0
     try:

@@ -60,6 +60,7 @@ from couchids.errors import CouchidsError, InvalidArgumentError, ServerError, Se
 __all__ = [
     "CONNECTIONS",
     "AsyncClient",
+    "AsyncRows",
     "after",
     "check_client",
     "flat",
@@ -383,6 +384,45 @@ async def flat(pages: AsyncIterator[list[T]]) -> AsyncIterator[T]:
             taking = handed_on(page)
             for _ in range(len(page)):
                 yield next(taking)  # no name here keeps the item while the caller has it
+
+
+class AsyncRows(AsyncIterator[T]):
+    """What a query streams: its rows one at a time, as an ``async for`` loop reads them, or a
+    page (one request's rows, a list that is the caller's to keep or empty) at a time from
+    :meth:`pages`; one or the other. A row handed on is not kept. ``aclose()`` stops the
+    query and cancels the requests it started."""
+
+    def __init__(self, pages: AsyncIterator[list[T]]) -> None:
+        self._pages: AsyncIterator[list[T]] | None = pages
+        self._rows: AsyncIterator[T] | None = None
+        self._started: AsyncIterator[Any] = pages
+
+    def __aiter__(self) -> AsyncRows[T]:
+        return self
+
+    async def __anext__(self) -> T:
+        if self._rows is None:
+            self._rows = self._started = flat(self._taken("the rows"))
+        return await anext(self._rows)
+
+    def pages(self) -> AsyncIterator[list[T]]:
+        """The rows a page at a time, in the same order."""
+        return self._taken("pages()")
+
+    async def aclose(self) -> None:
+        """Stop the query; the requests it started are cancelled."""
+        aclose = getattr(self._started, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+    def _taken(self, how: str) -> AsyncIterator[list[T]]:
+        pages, self._pages = self._pages, None
+        if pages is None:
+            raise InvalidArgumentError(
+                f"{how}: this answer is being read already (rows and pages() are one or the "
+                "other); ask the query again for another"
+            )
+        return pages
 
 
 async def _drive(

@@ -656,6 +656,45 @@ def flat(pages: Iterator[list[T]]) -> Iterator[T]:
         yield from handed_on(page)
 
 
+class Rows(Iterator[T]):
+    """What a query streams: its rows one at a time, as a ``for`` loop reads them, or a page
+    (one request's rows, a list that is the caller's to keep or empty) at a time from
+    :meth:`pages`; one or the other. A row handed on is not kept. ``close()`` stops the query
+    and drops the requests it started."""
+
+    def __init__(self, pages: Iterator[list[T]]) -> None:
+        self._pages: Iterator[list[T]] | None = pages
+        self._rows: Iterator[T] | None = None
+        self._started: Iterator[Any] = pages
+
+    def __iter__(self) -> Rows[T]:
+        return self
+
+    def __next__(self) -> T:
+        if self._rows is None:
+            self._rows = self._started = flat(self._taken("the rows"))
+        return next(self._rows)
+
+    def pages(self) -> Iterator[list[T]]:
+        """The rows a page at a time, in the same order."""
+        return self._taken("pages()")
+
+    def close(self) -> None:
+        """Stop the query; what it started is dropped."""
+        close = getattr(self._started, "close", None)
+        if close is not None:
+            close()
+
+    def _taken(self, how: str) -> Iterator[list[T]]:
+        pages, self._pages = self._pages, None
+        if pages is None:
+            raise InvalidArgumentError(
+                f"{how}: this answer is being read already (rows and pages() are one or the "
+                "other); ask the query again for another"
+            )
+        return pages
+
+
 def after(client: CloudantV1, begin: Program[None], then: Program[Any]) -> Iterator[Any]:
     """What ``then`` emits, once ``begin`` has run (by the call)."""
     run(client, begin)
