@@ -62,7 +62,7 @@ def measure(url: str, args: argparse.Namespace) -> dict[str, float]:
     body = orjson.dumps({**keys, "limit": args.latest})
 
     async def one() -> list[dict[str, Any]]:
-        return await aio.latest(async_client, "bench", args.latest, type="e")
+        return await aio.AsyncDatabase(async_client, "bench").latest(args.latest, type="e")
 
     async def many() -> list[list[dict[str, Any]]]:
         return await asyncio.gather(*(one() for _ in range(CONCURRENT)))
@@ -77,10 +77,12 @@ def measure(url: str, args: argparse.Namespace) -> dict[str, float]:
         return await asyncio.gather(*(raw_one() for _ in range(CONCURRENT)))
 
     async def async_window() -> int:
-        return len([d async for d in aio.window(async_client, "bench", BASE, end, type="e")])
+        return len(
+            [d async for d in aio.AsyncDatabase(async_client, "bench").window(BASE, end, type="e")]
+        )
 
     def blocking_window() -> int:
-        return sum(1 for _ in couchids.window(client, "bench", BASE, end, type="e"))
+        return sum(1 for _ in couchids.Database(client, "bench").window(BASE, end, type="e"))
 
     try:
         median, answers = interleaved(
@@ -98,7 +100,7 @@ def measure(url: str, args: argparse.Namespace) -> dict[str, float]:
         loop.run_until_complete(async_client.aclose())
         loop.run_until_complete(http.aclose())
         loop.close()
-    newest = couchids.latest(client, "bench", args.latest, type="e")
+    newest = couchids.Database(client, "bench").latest(args.latest, type="e")
     assert answers["aio.latest, 1 call"] == answers["raw httpx, 1 call"] == newest
     assert answers[f"aio.latest, {CONCURRENT} calls"] == [newest] * CONCURRENT
     assert answers["aio.window"] == answers["window (blocking)"] == args.docs

@@ -40,15 +40,17 @@ def main() -> None:
         end = base + args.docs * 1000
 
         def scan() -> int:
-            rows = couchids.window(client, "bench", base, end, type="e", include_docs=False)
+            rows = couchids.Database(client, "bench").window(
+                base, end, type="e", include_docs=False
+            )
             return sum(1 for _ in rows)
 
         median, answers = interleaved(
             {
                 "scan": scan,
-                "count": lambda: couchids.count(client, "bench", base, end, type="e"),
-                "histogram": lambda: couchids.histogram(
-                    client, "bench", base, end, every="1h", type="e"
+                "count": lambda: couchids.Database(client, "bench").count(base, end, type="e"),
+                "histogram": lambda: couchids.Database(client, "bench").histogram(
+                    base, end, every="1h", type="e"
                 ),
             },
             args.repeat,

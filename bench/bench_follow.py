@@ -48,7 +48,7 @@ Follower = Callable[[CloudantV1, threading.Event], Iterator[dict[str, Any]]]
 
 
 def by_changes(client: CloudantV1, stop: threading.Event) -> Iterator[dict[str, Any]]:
-    yield from couchids.follow(client, DB, type=TYPE, checkpoint=Checkpoint())
+    yield from couchids.Database(client, DB).follow(type=TYPE, checkpoint=Checkpoint())
 
 
 def by_polling(interval: float) -> Follower:
@@ -56,7 +56,7 @@ def by_polling(interval: float) -> Follower:
         keys = window_keys(KUUID, TYPE, 0, MAX_MS)
         assert keys is not None
         # Start from the newest id now, as follow starts from "now".
-        newest = couchids.latest(client, DB, 1, type=TYPE, include_docs=False)
+        newest = couchids.Database(client, DB).latest(1, type=TYPE, include_docs=False)
         last = newest[0]["id"] if newest else None
         while not stop.is_set():
             pages = range_pages(
@@ -111,13 +111,13 @@ def measure(
     for n in range(args.writes):
         time.sleep(rng.uniform(0.1, 0.4))
         sent[n] = time.perf_counter()
-        couchids.create(writer, DB, {"n": n}, type=TYPE)
-        couchids.create(writer, DB, {"noise": n}, type="other")
+        couchids.Database(writer, DB).create({"n": n}, type=TYPE)
+        couchids.Database(writer, DB).create({"noise": n}, type="other")
     deadline = time.monotonic() + 30
     while len(seen) < args.writes and time.monotonic() < deadline:
         time.sleep(0.05)
     stop.set()
-    couchids.create(writer, DB, {"wake": True}, type=TYPE)  # ends a waiting long poll
+    couchids.Database(writer, DB).create({"wake": True}, type=TYPE)  # ends a waiting long poll
     thread.join(timeout=15)
     delays = [(seen[n] - sent[n]) * 1000 for n in sent if n in seen]
     missed = args.writes - len(delays)
@@ -140,8 +140,8 @@ def main(argv: list[str] | None = None) -> int:
         writer = client_for(server.url)
         writer.put_database(db=DB).get_result()
         docs = [{"i": i} for i in range(args.docs)]
-        couchids.bulk_create(writer, DB, docs[: args.docs // 2], type=TYPE)
-        couchids.bulk_create(writer, DB, docs[args.docs // 2 :], type="other")
+        couchids.Database(writer, DB).bulk_create(docs[: args.docs // 2], type=TYPE)
+        couchids.Database(writer, DB).bulk_create(docs[args.docs // 2 :], type="other")
         print(
             f"{args.server}: {args.docs:,} documents before, {args.writes} writes, "
             f"{args.idle:.0f} s idle; _changes long poll waits "

@@ -173,8 +173,8 @@ def ways(
 
     def window(parallel: int) -> Callable[[], int]:
         def read() -> int:
-            docs = couchids.window(
-                client, db, start, end, type="event", page_size=args.page_size, parallel=parallel
+            docs = couchids.Database(client, db).window(
+                start, end, type="event", batch_size=args.page_size, parallel=parallel
             )
             return sum(1 for _doc in docs)
 
