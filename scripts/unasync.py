@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
-"""Write couchids/database.py, the blocking API, from couchids/aio/database.py, the asyncio one.
+"""Write the blocking handles (``couchids/X.py``) from the asyncio ones (``couchids/aio/X.py``).
 
-Both APIs are one text: the asyncio handle is written by hand and this script rewrites it into
-the blocking one (``async def`` to ``def``, ``await`` dropped, ``async for``/``async with`` to
-``for``/``with``, and the names of the asyncio driver to those of the blocking one), the way
-httpcore's ``scripts/unasync.py`` and psycopg's ``tools/async_to_sync.py`` keep their twins.
+Both APIs are one text: each asyncio handle module is written by hand and this script rewrites
+it into the blocking one (``async def`` to ``def``, ``await`` dropped, ``async for``/``async
+with`` to ``for``/``with``, and the names of the asyncio driver and handles to those of the
+blocking ones), the way httpcore's ``scripts/unasync.py`` and psycopg's
+``tools/async_to_sync.py`` keep their twins.
 
-    python scripts/unasync.py           write couchids/database.py
-    python scripts/unasync.py --check   exit 1 (and say where) when it differs from what the
+    python scripts/unasync.py           write every generated module
+    python scripts/unasync.py --check   exit 1 (and say where) when one differs from what the
                                         script would write
 """
 
@@ -21,8 +22,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCE = ROOT / "couchids" / "aio" / "database.py"
-TARGET = ROOT / "couchids" / "database.py"
+#: The asyncio handle modules, each generating ``couchids/<same name>``.
+SOURCES: tuple[str, ...] = ("database.py",)
 
 #: Whole phrases first (docstrings), then words; each pattern is a regular expression.
 SUBS: list[tuple[str, str]] = [
@@ -36,17 +37,17 @@ SUBS: list[tuple[str, str]] = [
     (r"\basync for\b", "for"),
     (r"\basync with\b", "with"),
     (r"\bawait ", ""),
+    (r"^from couchids\.aio\.(\w+) import", r"from couchids.\1 import"),
     (r"\bAsyncIterator\b", "Iterator"),
-    (r"\bAsyncRows\b", "Rows"),
-    (r"\bAsyncDatabase\b", "Database"),
-    (r"\bAsyncSequence\b", "Sequence"),
+    (r"\bAsync(Database|Sequence|Series|Replication|Rows)\b", r"\1"),
     (r"\bAsyncClient\b", "CloudantV1"),
 ]
 
 
-def generated(source: str) -> str:
-    """The blocking module for the asyncio ``source``. The module docstring, which speaks of
-    both files, is kept as it is; the result is sorted and formatted by ruff, as the source is.
+def generated(source: str, name: str) -> str:
+    """The blocking module ``couchids/<name>`` for the asyncio ``source``. The module
+    docstring, which speaks of both files, is kept as it is; the result is sorted and
+    formatted by ruff, as the source is.
     """
     end = source.index('"""', source.index('"""') + 3) + 3
     docstring, text = source[:end], source[end:]
@@ -59,15 +60,14 @@ def generated(source: str) -> str:
         "from couchids.drivers.blocking import (\n",
     )
     head = (
-        "# Generated from couchids/aio/database.py by scripts/unasync.py: do not edit by hand;\n"
+        f"# Generated from couchids/aio/{name} by scripts/unasync.py: do not edit by hand;\n"
         "# edit the asyncio source and run `python scripts/unasync.py`.\n"
     )
-    return _ruff(head + docstring + text)
+    return _ruff(head + docstring + text, f"couchids/{name}")
 
 
-def _ruff(text: str) -> str:
+def _ruff(text: str, name: str) -> str:
     """``text`` with its imports sorted and formatted, as ``ruff`` would leave the file."""
-    name = str(TARGET.relative_to(ROOT))
     ruff = [sys.executable, "-m", "ruff"]
     fixed = subprocess.run(
         [*ruff, "check", "--fix", "--select", "I,F401", "--stdin-filename", name, "-"],
@@ -90,25 +90,29 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="fail when the file is stale")
     args = parser.parse_args()
-    want = generated(SOURCE.read_text(encoding="utf-8"))
-    if not args.check:
-        TARGET.write_text(want, encoding="utf-8")
-        return 0
-    have = TARGET.read_text(encoding="utf-8") if TARGET.exists() else ""
-    if have == want:
-        return 0
-    diff = difflib.unified_diff(
-        have.splitlines(keepends=True),
-        want.splitlines(keepends=True),
-        str(TARGET.relative_to(ROOT)),
-        "generated from " + str(SOURCE.relative_to(ROOT)),
-    )
-    sys.stdout.writelines(list(diff)[:60])
-    print(
-        f"unasync: {TARGET.relative_to(ROOT)} differs from its asyncio source; "
-        "run `python scripts/unasync.py` (and edit only the source)"
-    )
-    return 1
+    stale = 0
+    for name in SOURCES:
+        source, target = ROOT / "couchids" / "aio" / name, ROOT / "couchids" / name
+        want = generated(source.read_text(encoding="utf-8"), name)
+        if not args.check:
+            target.write_text(want, encoding="utf-8")
+            continue
+        have = target.read_text(encoding="utf-8") if target.exists() else ""
+        if have == want:
+            continue
+        diff = difflib.unified_diff(
+            have.splitlines(keepends=True),
+            want.splitlines(keepends=True),
+            str(target.relative_to(ROOT)),
+            "generated from " + str(source.relative_to(ROOT)),
+        )
+        sys.stdout.writelines(list(diff)[:60])
+        print(
+            f"unasync: {target.relative_to(ROOT)} differs from its asyncio source; "
+            "run `python scripts/unasync.py` (and edit only the source)"
+        )
+        stale += 1
+    return 1 if stale else 0
 
 
 if __name__ == "__main__":
