@@ -22,8 +22,11 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-#: The asyncio handle modules, each generating ``couchids/<same name>``.
-SOURCES: tuple[str, ...] = ("database.py",)
+#: The asyncio handle modules: every module of ``couchids/aio/`` but its ``__init__``, each
+#: generating ``couchids/<same name>``.
+SOURCES: tuple[str, ...] = tuple(
+    sorted(p.name for p in (ROOT / "couchids" / "aio").glob("*.py") if p.name != "__init__.py")
+)
 
 #: Whole phrases first (docstrings), then words; each pattern is a regular expression.
 SUBS: list[tuple[str, str]] = [
