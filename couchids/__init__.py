@@ -7,7 +7,6 @@ queries and writes that use them on the primary index, ``_all_docs``.
 from __future__ import annotations
 
 import importlib as _importlib
-import logging as _logging
 from typing import TYPE_CHECKING, Any
 
 from couchids.errors import (
@@ -209,6 +208,3 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return list(__all__)
-
-
-_logging.getLogger(__name__).addHandler(_logging.NullHandler())  # silent until configured

@@ -15,6 +15,8 @@ import logging
 import os
 import re
 import socket
+import subprocess
+import sys
 from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -123,9 +125,17 @@ def http_loggers(api: Blocking | Async) -> tuple[str, ...]:
     return ("couchids.request", "ibm-cloud-sdk-core", *library)
 
 
-def test_the_package_logger_has_a_null_handler() -> None:
-    handlers = logging.getLogger("couchids").handlers
-    assert any(isinstance(handler, logging.NullHandler) for handler in handlers)
+def test_the_package_logger_has_a_null_handler_once_anything_can_log() -> None:
+    # In a fresh interpreter: the drivers (which log) bring the NullHandler; the id forms
+    # alone (`couchids new`) load no logging at all.
+    probe = (
+        "import sys, couchids; assert 'logging' not in sys.modules, 'logging loaded'; "
+        "import couchids.drivers.aio, logging; "
+        "print([type(h).__name__ for h in logging.getLogger('couchids').handlers])"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['NullHandler']"
 
 
 def test_each_request_sent_is_one_debug_record(

@@ -8,7 +8,6 @@ nothing when stderr is not a terminal; Ctrl-C stops them cleanly with the resume
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import sys
@@ -157,6 +156,8 @@ def add_commands(commands: Any, tools: Tools) -> None:
                 row = {"start": _iso(b.start), "end": _iso(b.end), "count": b.count}
                 out.write(json.dumps(row) + "\n")
         elif args.format == "csv":
+            import csv
+
             table = csv.writer(out)
             table.writerow(["start", "end", "count"])
             table.writerows([_iso(b.start), _iso(b.end), b.count] for b in buckets)

@@ -22,9 +22,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from couchids import __version__
 from couchids.cli.lifecycle import Tools, add_commands
-from couchids.core.pages import DEFAULT_PARALLEL, REMOTE_PARALLEL
-from couchids.core.protocol import DEFAULT_TIMEOUT, MAX_TIMEOUT, dumps
-from couchids.drivers.log import shown
+from couchids.core.defaults import DEFAULT_PARALLEL, DEFAULT_TIMEOUT, MAX_TIMEOUT, REMOTE_PARALLEL
 from couchids.errors import InvalidArgumentError, InvalidInputError, InvalidTimeError, ServerError
 from couchids.idforms.constants import DEFAULT_BLOCKS, SEPARATORS, SHORT_BLOCKS
 from couchids.idforms.decode import DecodedId, decode
@@ -136,7 +134,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         except SystemExit as exc:  # --help and --version
             return exc.code if isinstance(exc.code, int) else EXIT_OK
         command: Callable[[argparse.Namespace], int] = args.run
-        with shown(args.verbose, sys.stderr):
+        if args.verbose:
+            from couchids.drivers.log import shown
+
+            with shown(args.verbose, sys.stderr):
+                status = command(args)
+        else:  # the offline commands start without the drivers' machinery
             status = command(args)
         # Written out now, so that a failure to write is reported as the command's own.
         sys.stdout.flush()
@@ -238,6 +241,7 @@ def _latest(args: argparse.Namespace) -> int:
 
 
 def _window(args: argparse.Namespace) -> int:
+    from couchids.core.protocol import dumps
     from couchids.database import Database
 
     form = _form(args)

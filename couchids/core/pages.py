@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from couchids.core.defaults import DEFAULT_PARALLEL, REMOTE_PARALLEL
 from couchids.core.keys import window_keys
 from couchids.core.protocol import (
     Emit,
@@ -57,21 +58,6 @@ T = TypeVar("T")
 #: ``fetch(start_key, end_key, limit)``: the program reading the rows of one request.
 RangeFetch = Callable[[str, str, int], Program[list[Row]]]
 
-#: Time slices :meth:`~couchids.Database.window` reads at a time by default. 50,000 documents
-#: in pages of 2000 (bench/bench_query.py's data, medians of interleaved runs): against one raw
-#: request, 1, 2, 3 and 4 slices took 1.12, 0.81, 0.86 and 0.84x on PouchDB Server and 1.05,
-#: 1.07, 1.03 and 1.03x on CouchDB 3.4.3, whose own work on one request already keeps both
-#: cores of the machine busy; peak memory 0.07, 0.09 and 0.10x the raw request's with 2, 3
-#: and 4. 200,000 documents with 20 ms added to each round trip: 3 slices were 1.76x faster
-#: than 1 on PouchDB Server (2: 1.25x, 4: 1.81x), 1.1-1.2x on CouchDB (server-bound).
-DEFAULT_PARALLEL = 3
-#: Time slices worth reading at a time from a server tens of milliseconds away, where each
-#: request waits a round trip that more slices in flight hide. 100,000 documents with 20 ms
-#: added to each round trip (medians of 3): page after page took 1.6x as long as 3 slices
-#: and 1.9x as long as 8 on PouchDB Server, and 1.1x and 1.4x on CouchDB 3.4.3, whose work
-#: then keeps the rest of this 2-core machine busy. Memory grows with it (about
-#: ``parallel + 2`` pages), so it is not the default.
-REMOTE_PARALLEL = 8
 #: A slice aims at this share of a page, so that few slices need a second request.
 _SLICE_FILL = 0.5
 #: A slice's span changes by at most this factor from one slice to the next.

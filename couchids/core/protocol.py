@@ -39,6 +39,8 @@ from urllib.parse import quote, urlsplit
 
 import orjson
 
+from couchids.core.defaults import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
+from couchids.core.defaults import MAX_TIMEOUT as MAX_TIMEOUT
 from couchids.errors import (
     DatabaseNotFoundError,
     InvalidArgumentError,
@@ -57,12 +59,6 @@ DEFAULT_RETRIES: Final = 4
 MAX_BACKOFF: Final = 2.0
 #: The longest ``Retry-After`` (seconds) a 429 answer is obeyed for.
 MAX_RETRY_AFTER: Final = 30.0
-#: Seconds an operation (a write with its retries, a ``latest``, a page of a ``window``, a
-#: batch of a ``bulk_create``) may take by default before it gives up with
-#: :class:`~couchids.ServerTimeoutError`.
-DEFAULT_TIMEOUT: Final = 60.0
-#: The longest ``timeout`` accepted: a day.
-MAX_TIMEOUT: Final = 86_400.0
 JSON: Final = "application/json"
 #: The longest piece of a server's answer quoted in a message.
 QUOTE_LEN: Final = 120

@@ -31,8 +31,10 @@ from couchids.core.protocol import Send
 
 __all__ = ["LOGGER", "REQUESTS", "CompactFormatter", "retrying", "sent", "shown"]
 
-#: The package's logger: every record of couchids is on it or on a child.
+#: The package's logger: every record of couchids is on it or on a child. Its ``NullHandler``
+#: is added here, with the drivers that log (``import couchids`` alone loads no logging).
 LOGGER: Final = logging.getLogger("couchids")
+LOGGER.addHandler(logging.NullHandler())
 #: Where the drivers log each request sent (DEBUG) and each retry (INFO).
 REQUESTS: Final = logging.getLogger("couchids.request")
 #: The loggers of the HTTP library the blocking driver sends through (``-vv`` of the command).

@@ -10,6 +10,7 @@ command line's ``--form`` takes).
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -111,12 +112,17 @@ class KuuidForm(IdForm, default=True):
                     f"{self.kind} ids have no reverse mode and no random blocks to choose"
                 )
             object.__setattr__(self, "millisecond", True)
-        object.__setattr__(self, "_pattern", re.compile(self.body_pattern()))
         object.__setattr__(self, "_name", self._make_name())  # messages name forms often
 
     def __str__(self) -> str:
         name: str = self.__dict__["_name"]
         return name
+
+    @functools.cached_property
+    def _pattern(self) -> re.Pattern[str]:
+        """:meth:`body_pattern`, compiled on first use (a program that only makes ids, such
+        as ``couchids new``, never compiles the patterns of every form)."""
+        return re.compile(self.body_pattern())
 
     def _make_name(self) -> str:
         if self.kind != "kuuid":
@@ -258,8 +264,7 @@ class KuuidForm(IdForm, default=True):
         where it raises (each pattern has a fixed length, so it checks the length too)."""
         if self.kind == "kuuid":
             return self.time_of_prefix(self.read_prefix(body))
-        pattern: re.Pattern[str] = self.__dict__["_pattern"]
-        if pattern.fullmatch(body) is None:
+        if self._pattern.fullmatch(body) is None:
             return NOT_READ
         ms = int(body[:8] + body[9:13] if self.kind == "v7" else body[:12], 16)
         return NOT_READ if ms > MAX_MS else ms * US_PER_MS
@@ -270,8 +275,7 @@ class KuuidForm(IdForm, default=True):
         one. The modes of one number of blocks check a body alike and differ only in the time
         they make of this number (:meth:`time_of_prefix`): :func:`couchids.decode` reads the
         prefix once for all of them."""
-        pattern: re.Pattern[str] = self.__dict__["_pattern"]
-        if pattern.fullmatch(body) is None:
+        if self._pattern.fullmatch(body) is None:
             return NOT_READ
         return decode_prefix(body[:PREFIX_LEN])
 
@@ -291,8 +295,7 @@ class KuuidForm(IdForm, default=True):
     def refusal(self, body: str) -> str:
         if len(body) != self.length:
             return str(self.wrong_length(body))
-        pattern: re.Pattern[str] = self.__dict__["_pattern"]
-        if pattern.fullmatch(body) is None:
+        if self._pattern.fullmatch(body) is None:
             return self._complaint(body)
         return f"{body!r} holds a time after 9999-12-31 ({self})"
 

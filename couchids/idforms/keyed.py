@@ -24,7 +24,6 @@ document, and so is the same key in another form or type.
 
 from __future__ import annotations
 
-import hashlib
 from typing import Final
 
 from couchids.errors import InvalidArgumentError
@@ -89,6 +88,10 @@ def keyed_id(
         data = key.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise InvalidArgumentError(f"key={key!r} is not valid Unicode text: {exc}") from None
+    # Imported here: hashlib loads OpenSSL, which a program that never makes keyed ids (such
+    # as ``couchids new``) need not pay for at start-up.
+    import hashlib
+
     digest = int.from_bytes(
         hashlib.blake2b(data, digest_size=_DIGEST_BITS // 8, person=KEY_HASH_PERSON).digest()
     )
