@@ -117,6 +117,12 @@ class RateLimitedError(ServerError):
     """The server still answered 429 after the client's retries ran out."""
 
 
+class ReplicationFailed(ServerError):
+    """A replication cannot run or will not finish: the server's replicator gave up on it
+    (``failed``), keeps crashing on an error its retries do not mend, it was cancelled, or
+    the server has no replicator that can run it (PouchDB Server)."""
+
+
 class ConflictError(CouchidsError):
     """A different document already stands under the id being written."""
 

@@ -16,7 +16,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("couchids.idforms",),
     ("couchids.core",),
     ("couchids.drivers",),
-    ("couchids.database", "couchids.aio", "couchids.deprecated"),
+    ("couchids.database", "couchids.replication", "couchids.aio", "couchids.deprecated"),
     ("couchids.cli", "couchids.__main__", "couchids"),
 ]
 

@@ -36,6 +36,7 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any, TextIO
 
+from couchids.aio.replication import AsyncReplication
 from couchids.core import (
     alltypes,
     counting,
@@ -44,6 +45,7 @@ from couchids.core import (
     exporting,
     following,
     rekeying,
+    replication,
     short,
     windows,
     writes,
@@ -68,6 +70,7 @@ from couchids.core.sequence import DEFAULT_BLOCK, check_sequence, claim_block, s
 from couchids.core.short import NonceSource
 from couchids.core.windows import DEFAULT_PAGE_SIZE
 from couchids.core.writes import DEFAULT_BATCH_SIZE, Collected, Doc, KeyOf, TimeOf
+from couchids.drivers.access import server_access
 from couchids.drivers.aio import (
     AsyncClient,
     AsyncRows,
@@ -1084,6 +1087,94 @@ class AsyncDatabase:
             timeout=timeout,
         )
         return await run(self.client, program)
+
+    async def replicate(
+        self,
+        target: str,
+        start: TimeLike,
+        end: TimeLike | None = None,
+        *,
+        type: str | AllTypes | None = None,
+        form: IdForm | None = None,
+        continuous: bool = False,
+        create_target: bool = True,
+        server_url: str | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT,
+    ) -> AsyncReplication:
+        """Start a replication of the documents made in a time window to ``target``, on the
+        server; return its handle (:class:`~couchids.aio.AsyncReplication`) to wait for,
+        watch or cancel it.
+
+        The server's replicator copies the documents whose id is of ``form`` and ``type``
+        and holds a time ``t`` with ``start <= t < end``: exactly what :meth:`window` reads.
+        It reads the whole ``_changes`` feed of this database and keeps what the window's
+        selector matches (one regular expression per type, see
+        :mod:`couchids.core.replication`: CouchDB compares strings in a selector's ``$gte``
+        and ``$lt`` by ICU collation, not in id order). The replication is a document in the
+        server's ``_replicator`` database: it survives a restart of the server, and
+        ``cancel()`` deletes it. Documents already in the target are updated, not
+        duplicated; deletions inside the window are replicated too.
+
+        Needs Apache CouchDB 2.0+ or IBM Cloudant: PouchDB Server's replicator ignores a
+        selector, so there it raises ``ReplicationFailed`` and starts nothing.
+
+        Args:
+            target: a database name on this server, or the URL of a database anywhere
+                (``https://user:password@host/db``: the user info is sent as the endpoint's
+                credentials, never in a URL). A URL on this server without credentials gets
+                the client's.
+            start, end: the window, any time couchids accepts; ``end`` is exclusive, and
+                ``None`` (the default) runs to the last time ``form`` holds, so a continuous
+                replication keeps copying documents made from now on.
+            type: only ids ``type:<id>``; ``None`` for untyped ids;
+                :data:`couchids.ALL_TYPES` for every type present in the database when the
+                replication starts (a continuous one keeps to those types; untyped ids are
+                not included, as in :meth:`window`).
+            form: the id layout (default the handle's).
+            continuous: keep replicating new documents of the window until cancelled.
+            create_target: let the server create ``target`` if it does not exist (default).
+            server_url: the URL at which the server reaches itself, when it is not the
+                client's (a client behind a proxy or a port mapping); its user info, if any,
+                is the credentials the server uses for this database.
+            timeout: seconds the call may take, retries included (default 60); see
+                :meth:`~couchids.aio.AsyncReplication.wait` for the replication itself.
+
+        Raises:
+            InvalidTimeError: unreadable times, or ``end`` before ``start``.
+            InvalidTypeError: a bad ``type``.
+            InvalidArgumentError: a bad ``form``, flag or ``target``, a target that is this
+                database (by name or by a URL of it), or a client whose credentials cannot
+                be given to a replicator. Nothing is sent.
+            ReplicationFailed: the server cannot replicate a time window (PouchDB Server).
+            ServerError: (and subclasses) the server failed.
+
+        Example::
+
+            job = await shop.replicate("shop-edge", "2024-05-01", type="order",
+                                       continuous=True)
+            await job.wait(60)  # running
+            await job.cancel()
+        """
+        service_url, credentials = server_access(self.client)
+        source, goal = replication.endpoints(
+            service_url, credentials, self.name, target, server_url
+        )
+        plan = replication.plan(
+            self.name,
+            source,
+            goal,
+            start,
+            end,
+            type=type,
+            form=self._form(form),
+            continuous=continuous,
+            create_target=create_target,
+        )
+        policy = RetryPolicy.checked(DEFAULT_RETRIES, DEFAULT_BACKOFF, timeout, "replicate")
+        doc_ids = await run(self.client, replication.start(self._facts, [plan], policy))
+        return AsyncReplication(
+            self.client, doc_ids, source=source, target=goal, continuous=continuous
+        )
 
 
 class AsyncSequence:

@@ -1,0 +1,131 @@
+"""The handle of a time-window replication that :meth:`AsyncDatabase.replicate` started.
+
+``couchids/aio/replication.py`` holds the asyncio handle (``couchids.aio.AsyncReplication``),
+written by hand; ``couchids/replication.py`` holds the blocking one
+(``couchids.Replication``), generated from it by ``scripts/unasync.py``. What is sent, and
+why a replication is a ``_replicator`` document, is in :mod:`couchids.core.replication`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from couchids.core import replication
+from couchids.core.protocol import DEFAULT_BACKOFF, DEFAULT_RETRIES, DEFAULT_TIMEOUT, RetryPolicy
+from couchids.core.replication import Endpoint, ReplicationStatus
+from couchids.drivers.aio import (
+    AsyncClient,
+    run,
+)
+
+__all__ = ["AsyncReplication"]
+
+
+class AsyncReplication:
+    """A replication running on the server: watch it, wait for it, cancel it.
+
+    It is one ``_replicator`` document per source database (:attr:`doc_ids`); the server
+    runs it whether or not this object lives, and keeps a continuous one running until it is
+    cancelled (also across restarts). Its repr and messages never show credentials.
+
+    Attributes:
+        doc_ids: the ids of its documents in the server's ``_replicator`` database.
+        source, target: the databases (URLs, without credentials).
+        continuous: whether it keeps copying new documents of the window.
+
+    Example::
+
+        job = await shop.replicate("shop-edge", "2024-05-01", "2024-06-01", type="order")
+        stats = await job.wait(600)  # ReplicationStatus(state='completed', docs_written=...)
+    """
+
+    def __init__(
+        self,
+        client: AsyncClient,
+        doc_ids: Sequence[str],
+        *,
+        source: Endpoint,
+        target: Endpoint,
+        continuous: bool,
+    ) -> None:
+        self.client = client
+        self.doc_ids: tuple[str, ...] = tuple(doc_ids)
+        self.source, self.target = source.url, target.url
+        self.continuous = continuous
+        self._secrets = source.secrets() + target.secrets()
+
+    def __repr__(self) -> str:
+        kind = "continuous" if self.continuous else "one-shot"
+        ids = ", ".join(self.doc_ids)
+        return f"AsyncReplication({ids}: {self.source!r} -> {self.target!r}, {kind})"
+
+    async def status(self, *, timeout: float | None = DEFAULT_TIMEOUT) -> ReplicationStatus:
+        """Where the replication stands now, from the server's ``_scheduler/docs``.
+
+        Args:
+            timeout: seconds the call may take (one request per document); default 60.
+
+        Returns:
+            A :class:`~couchids.core.replication.ReplicationStatus`: its ``state``
+            (``initializing``, ``running``, ``pending``, ``crashing``, ``error``,
+            ``failed``, ``completed``, or ``cancelled`` once its document is gone) and the
+            server's counts (``docs_read``, ``docs_written``, ``doc_write_failures``, ...).
+
+        Raises:
+            ServerError: (and subclasses) the server failed.
+
+        Example::
+
+            (await job.status()).state  # 'running'
+        """
+        policy = RetryPolicy.checked(DEFAULT_RETRIES, DEFAULT_BACKOFF, timeout, "status")
+        return await run(self.client, replication.status(self.doc_ids, policy, self._secrets))
+
+    async def wait(self, timeout: float | None = None) -> ReplicationStatus:
+        """Wait until a one-shot replication has completed, and return its final status (the
+        server's counts); a continuous one until it is ``running`` (it never completes).
+
+        Polls ``_scheduler/docs``, every 0.25 s at first, then up to every 2 s.
+
+        Args:
+            timeout: seconds to wait at most, ``None`` (the default) for as long as it takes.
+
+        Raises:
+            ReplicationFailed: the server gave up on it (``failed``), it was cancelled, or it
+                is crashing on an error that retrying does not mend (a database not found,
+                credentials refused) or still crashing when ``timeout`` ran out; the message
+                says the server's reason.
+            ServerTimeoutError: ``timeout`` ran out while it was still under way (it goes
+                on: wait again, or cancel it).
+            ServerError: (and subclasses) the server failed.
+
+        Example::
+
+            done = await job.wait(timeout=3600)
+            done.docs_written, done.doc_write_failures  # (1200, 0)
+        """
+        program = replication.wait(
+            self.doc_ids, continuous=self.continuous, timeout=timeout, secrets=self._secrets
+        )
+        return await run(self.client, program)
+
+    async def cancel(self, *, timeout: float | None = DEFAULT_TIMEOUT) -> bool:
+        """Stop the replication: delete its ``_replicator`` documents. Safe to call again.
+
+        Documents it copied stay in the target.
+
+        Args:
+            timeout: seconds the call may take; default 60.
+
+        Returns:
+            Whether a document of it was still there to delete.
+
+        Raises:
+            ServerError: (and subclasses) the server failed.
+
+        Example::
+
+            await job.cancel()  # True; again: False
+        """
+        policy = RetryPolicy.checked(DEFAULT_RETRIES, DEFAULT_BACKOFF, timeout, "cancel")
+        return await run(self.client, replication.cancel(self.doc_ids, policy))

@@ -1,0 +1,817 @@
+"""Time-window replication: the selector of a window, the replication document, and the
+programs that start, watch and cancel it (:meth:`couchids.Database.replicate`).
+
+CouchDB 2+ replication takes a Mango ``selector``, applied on the server to each change of
+the source's ``_changes`` feed. couchids builds the selector of "the ids of these types and
+this form made in ``[start, end)``" from the same key ranges its queries read
+(:func:`couchids.core.keys.window_keys`: ``low <= id < high`` in ``_all_docs`` order).
+
+**Why a regular expression, not ``$gte``/``$lt``.** The replicator matches a selector with
+``mango_selector:match/3`` and ``mango_json:cmp/2`` (CouchDB's ``src/mango``), which compares
+strings with ICU collation, not in the code-point order of ``_all_docs``. ICU puts ``a``
+before ``A`` before ``b``, so ``{"_id": {"$gte": lo, "$lt": hi}}`` over kuuid's mixed-case
+alphabet (``0-9A-Za-z``) would copy documents outside the window and miss some inside it.
+``$regex`` is run by Erlang's ``re`` on the id's UTF-8 bytes, with no options (Latin-1 mode:
+a pattern byte is a subject byte), and UTF-8's byte order is code-point order. So each
+type's range becomes a regex that matches exactly the strings ``s`` with ``low <= s < high``
+(:func:`range_regex`), and a second one keeps only ids of the form (:func:`shape_regex`),
+which is what :meth:`~couchids.Database.window` keeps too. The patterns use only what PCRE
+and Python's ``re`` (on ``bytes``) read alike: ``^``, ``(?:…)``, ``(?!…)``, ``|``, byte
+classes ``[\\x00-\\x2f]`` and ``\\xHH`` escapes (every byte but an ASCII letter or digit is
+escaped), ``{n}``; the end of the id is ``(?![\\x00-\\xff])`` ("no byte follows"), since
+``$`` and ``\\Z`` also match before a final newline in PCRE.
+
+**Why ``_replicator`` documents, not ``POST /_replicate``.** A replication is a document
+``couchids-<kuuid id>`` in the server's ``_replicator`` database:
+
+- it survives a restart of the server (``_replicate`` jobs are transient) and runs whether
+  or not the caller stays connected: ``POST /_replicate`` holds its request open until a
+  one-shot replication ends, which outlives any sensible HTTP timeout for a large window;
+- ``GET /_scheduler/docs/_replicator/<id>`` reports its state and statistics at any time
+  (initializing, running, pending, crashing, error, failed, completed), from any process;
+- deleting the document cancels it, whoever does it and whenever.
+
+The price is a poll for the end of a one-shot replication. Measured on CouchDB 3.4.3, one
+node on loopback, 120 documents of which 40 in the window (medians of 5): ``POST
+/_replicate`` answered after 1.1 s; a ``_replicator`` document was seen ``completed`` after
+1.3 s polling every 0.25-2 s. CouchDB 3 wants URLs, not bare names, as the endpoints of a
+``_replicator`` document (apache/couchdb#2089), so couchids builds them from the client's
+service URL (or the ``server_url`` it is given): the server must reach itself there.
+
+**Credentials** never travel in a URL: the user info of a URL, and the client's own basic or
+CouchDB-session credentials, go into the endpoint's ``auth`` object
+(``{"url": ..., "auth": {"basic": {"username": ..., "password": ...}}}``, apache/couchdb#3599);
+IAM on Cloudant goes as ``{"auth": {"iam": {"api_key": ...}}}``. An :class:`Endpoint`'s repr
+and every message show the URL alone.
+
+Pure: no I/O; the drivers send what these programs ask (:mod:`couchids.core.protocol`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
+
+from couchids.core.alltypes import types_present
+from couchids.core.counting import server_kind
+from couchids.core.keys import check_time_form, window_keys
+from couchids.core.protocol import (
+    CONFLICT,
+    MISSING,
+    FactsCache,
+    Program,
+    Request,
+    RetryPolicy,
+    Sleep,
+    ask,
+    check_db,
+    dumps,
+    path,
+)
+from couchids.errors import (
+    InvalidArgumentError,
+    InvalidTimeError,
+    ReplicationFailed,
+    ServerTimeoutError,
+)
+from couchids.idforms.doctypes import ALL_TYPES, AllTypes
+from couchids.idforms.forms import IdForm
+from couchids.idforms.kuuid import id as kuuid_id
+from couchids.idforms.times import MAX_MS, TimeLike, to_datetime, to_ms
+
+__all__ = [
+    "REPLICATOR_DB",
+    "STATES",
+    "Credentials",
+    "Endpoint",
+    "ReplicationPlan",
+    "ReplicationStatus",
+    "cancel",
+    "check_target",
+    "database_endpoint",
+    "endpoints",
+    "plan",
+    "range_regex",
+    "shape_regex",
+    "start",
+    "status",
+    "url_endpoint",
+    "wait",
+    "window_selector",
+]
+
+#: The database whose documents are replications.
+REPLICATOR_DB: Final = "_replicator"
+#: The states ``_scheduler/docs`` reports for a replication document (CouchDB 3).
+STATES: Final = (
+    "initializing",
+    "running",
+    "pending",
+    "crashing",
+    "error",
+    "failed",
+    "completed",
+)
+#: States in which the replicator retries on its own, with a growing backoff.
+TROUBLED: Final = frozenset({"crashing", "error"})
+#: What a replication's state is once its document is gone (cancelled).
+CANCELLED: Final = "cancelled"
+#: The first and the longest pause between two polls of :func:`wait`.
+FIRST_POLL, LONGEST_POLL = 0.25, 2.0
+#: Words of a replicator's error that no retry of its own mends: :func:`wait` raises at once.
+LASTING: Final = ("not_found", "unauthorized", "forbidden", "invalid", "bad_request")
+#: The end of the subject: no byte follows (PCRE's ``$`` and ``\Z`` allow a final newline).
+END: Final = r"(?![\x00-\xff])"
+#: A pattern that matches nothing.
+NOTHING: Final = "(?!)"
+#: What a selector is that no id matches (an empty window, or no types present).
+NO_IDS: Final[dict[str, Any]] = {"_id": {"$in": []}}
+_DEFAULT_PORTS: Final = {"http": 80, "https": 443}
+
+
+# -- the selector --------------------------------------------------------------------------------
+
+
+def _byte(b: int) -> str:
+    """Byte ``b`` in a pattern: itself if an ASCII letter or digit, else ``\\xHH``."""
+    char = chr(b)
+    return char if char.isascii() and char.isalnum() else f"\\x{b:02x}"
+
+
+def _klass(first: int, last: int) -> str | None:
+    """The bytes ``first..last`` as a pattern, or ``None`` when there are none."""
+    if first > last:
+        return None
+    if first == last:
+        return _byte(first)
+    return f"[{_byte(first)}-{_byte(last)}]"
+
+
+def _either(options: list[str]) -> str:
+    """A pattern matching what any of ``options`` matches (nothing for none)."""
+    if not options:
+        return NOTHING
+    return options[0] if len(options) == 1 else "(?:" + "|".join(options) + ")"
+
+
+def _at_least(low: bytes) -> list[str]:
+    """Alternatives for the byte strings ``t >= low`` (what follows is free)."""
+    if not low:
+        return [""]
+    rest = _at_least(low[1:])
+    options = [_byte(low[0]) + _either(rest) if rest != [""] else _byte(low[0])]
+    above = _klass(low[0] + 1, 0xFF)
+    if above is not None:
+        options.append(above)
+    return options
+
+
+def _below(high: bytes) -> list[str]:
+    """Alternatives for the byte strings ``t < high``: a proper prefix of ``high`` (the empty
+    string too) or a smaller byte where they first differ."""
+    if not high:
+        return []
+    options = [END]
+    under = _klass(0, high[0] - 1)
+    if under is not None:
+        options.append(under)
+    rest = _below(high[1:])
+    if rest:
+        options.append(_byte(high[0]) + _either(rest))
+    return options
+
+
+def _between(low: bytes, high: bytes) -> list[str]:
+    """Alternatives for the byte strings ``low <= t < high``."""
+    if not high:
+        return []
+    if not low:
+        return _below(high)
+    if low[0] == high[0]:
+        rest = _between(low[1:], high[1:])
+        return [_byte(low[0]) + _either(rest)] if rest else []
+    if low[0] > high[0]:
+        return []
+    options = []
+    rest = _at_least(low[1:])
+    options.append(_byte(low[0]) + (_either(rest) if rest != [""] else ""))
+    middle = _klass(low[0] + 1, high[0] - 1)
+    if middle is not None:
+        options.append(middle)
+    under = _below(high[1:])
+    if under:
+        options.append(_byte(high[0]) + _either(under))
+    return options
+
+
+def range_regex(low: str, high: str) -> str:
+    """A regex matching exactly the strings ``s`` with ``low <= s < high`` in code-point order
+    (the order of ``_all_docs`` and of Python's ``str``), read on the UTF-8 bytes of ``s``.
+
+    It is what CouchDB's ``$regex`` does with an id (Erlang's ``re`` on the id's bytes, no
+    options), and what Python's ``re`` does with a ``bytes`` pattern and subject; see the
+    module docstring for the subset of the syntax it keeps to.
+
+    >>> import re
+    >>> pattern = re.compile(range_regex("user:001e", "user:001f").encode())
+    >>> [bool(pattern.match(s.encode())) for s in ("user:001e", "user:001eZ", "user:001f")]
+    [True, True, False]
+    >>> range_regex("a", "c")
+    '^(?:a|b)'
+    """
+    return "^" + _either(_between(low.encode(), high.encode()))
+
+
+def shape_regex(form: IdForm, prefix: str) -> str:
+    """A regex matching ``prefix`` followed by a whole id of ``form``, on UTF-8 bytes (the
+    form's own pattern, anchored at both ends; ``\\Z`` becomes "no byte follows").
+
+    >>> from couchids import V7S
+    >>> shape_regex(V7S, "t:")
+    '^t\\\\x3a[0-9a-f]{12}7[0-9a-f]{3}[89ab][0-9a-f]{15}(?![\\\\x00-\\\\xff])'
+    """
+    body = form.body_pattern().replace(r"\Z", END)
+    escaped = "".join(_byte(b) for b in prefix.encode())
+    return f"^{escaped}{body}{END}"
+
+
+def window_selector(
+    types: Sequence[str | None], start_ms: int, end_ms: int, form: IdForm
+) -> dict[str, Any]:
+    """The Mango selector of the ids of ``form`` of each of ``types`` (``None``: untyped ids)
+    that hold a time ``t`` with ``start_ms <= t < end_ms``: for each type, its key range
+    (:func:`range_regex`) and the form's id shape (:func:`shape_regex`), joined by ``$or``.
+
+    >>> from couchids import KUUID
+    >>> sel = window_selector(["user"], 1514764800000, 1514764801000, KUUID)
+    >>> sel["$and"][0]["_id"]["$regex"]
+    '^user\\\\x3a001eVnWK'
+    """
+    check_time_form(form)
+    clauses = []
+    for doc_type in dict.fromkeys(types):
+        keys = window_keys(form, doc_type, start_ms, end_ms)
+        if keys is None:
+            continue
+        clauses.append(
+            {
+                "$and": [
+                    {"_id": {"$regex": range_regex(keys.low, keys.high)}},
+                    {"_id": {"$regex": shape_regex(form, keys.prefix)}},
+                ]
+            }
+        )
+    if not clauses:
+        return dict(NO_IDS)
+    return clauses[0] if len(clauses) == 1 else {"$or": clauses}
+
+
+# -- endpoints -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """How an endpoint signs in: ``basic`` (a user name and password) or ``iam`` (an IBM
+    Cloud API key). The secret never shows in a repr.
+
+    >>> Credentials("basic", "admin", "s3cret")
+    Credentials(kind='basic', username='admin')
+    """
+
+    kind: Literal["basic", "iam"]
+    username: str = ""
+    secret: str = field(default="", repr=False)
+
+    def auth(self) -> dict[str, Any]:
+        """The endpoint's ``auth`` object."""
+        if self.kind == "iam":
+            return {"iam": {"api_key": self.secret}}
+        return {"basic": {"username": self.username, "password": self.secret}}
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A database as the replicator reaches it: a URL without credentials, and the
+    credentials apart.
+
+    >>> e = url_endpoint("https://bob:pw@db.example.com/edge/")
+    >>> e
+    Endpoint('https://db.example.com/edge', basic auth as 'bob')
+    >>> e.body()["auth"]
+    {'basic': {'username': 'bob', 'password': 'pw'}}
+    """
+
+    url: str
+    credentials: Credentials | None = None
+
+    def __repr__(self) -> str:
+        who = self.credentials
+        if who is None:
+            return f"Endpoint({self.url!r})"
+        signed = "IAM auth" if who.kind == "iam" else f"basic auth as {who.username!r}"
+        return f"Endpoint({self.url!r}, {signed})"
+
+    def body(self) -> dict[str, Any]:
+        """The endpoint as a replication document gives it."""
+        out: dict[str, Any] = {"url": self.url}
+        if self.credentials is not None:
+            out["auth"] = self.credentials.auth()
+        return out
+
+    def same_database(self, other: Endpoint) -> bool:
+        """Whether both name the same database of the same server (scheme, host and port
+        compared case-insensitively with default ports filled in, the path decoded and
+        without trailing slashes)."""
+        return _normalised(self.url) == _normalised(other.url)
+
+    def server(self) -> tuple[str, str, int]:
+        """``(scheme, host, port)`` of the URL, normalised."""
+        return _normalised(self.url)[:3]
+
+    def secrets(self) -> tuple[str, ...]:
+        """The secrets it holds (to keep out of messages)."""
+        return (self.credentials.secret,) if self.credentials and self.credentials.secret else ()
+
+
+def _normalised(url: str) -> tuple[str, str, int, str]:
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    port = parts.port or _DEFAULT_PORTS.get(scheme, 0)
+    return scheme, (parts.hostname or "").lower(), port, unquote(parts.path).rstrip("/")
+
+
+def _without_userinfo(url: str) -> str:
+    """``url`` with any user info cut out, for messages."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<unreadable URL>"
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=host))
+
+
+def url_endpoint(url: str, fallback: Credentials | None = None) -> Endpoint:
+    """The endpoint of a database URL (``https://[user:password@]host[:port]/db``): its user
+    info, percent-decoded, becomes its :class:`Credentials`; without user info it gets
+    ``fallback``. Query and fragment are refused, and so is a path that is no database name.
+
+    Raises:
+        InvalidArgumentError: not such a URL (the message shows it without credentials).
+    """
+    if not isinstance(url, str):
+        raise InvalidArgumentError(f"target={url!r}: give a database name or an http(s) URL")
+    shown = _without_userinfo(url)
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - a bad port raises here
+    except ValueError:
+        raise InvalidArgumentError(
+            f"{shown!r} is not a URL: give http(s)://host[:port]/db"
+        ) from None
+    if parts.scheme.lower() not in _DEFAULT_PORTS or not parts.hostname:
+        raise InvalidArgumentError(
+            f"{shown!r} is not a database URL: give http(s)://[user:password@]host[:port]/db"
+        )
+    if parts.query or parts.fragment:
+        raise InvalidArgumentError(
+            f"{shown!r}: a database URL has no query or fragment (?... or #...)"
+        )
+    if not unquote(parts.path).strip("/"):
+        raise InvalidArgumentError(f"{shown!r} names no database: add /dbname to the URL")
+    info, at, host = parts.netloc.rpartition("@")
+    credentials = fallback
+    if at:
+        user, _, password = info.partition(":")
+        credentials = Credentials("basic", unquote(user), unquote(password))
+    bare = urlunsplit((parts.scheme.lower(), host, parts.path.rstrip("/"), "", ""))
+    return Endpoint(bare, credentials)
+
+
+def server_root(url: str, credentials: Credentials | None) -> tuple[str, Credentials | None]:
+    """The service URL without user info and trailing slash, and the credentials to use
+    (``credentials`` when given, else the URL's user info)."""
+    parts = urlsplit(url)
+    info, at, host = parts.netloc.rpartition("@")
+    if at and credentials is None:
+        user, _, password = info.partition(":")
+        credentials = Credentials("basic", unquote(user), unquote(password))
+    root = urlunsplit((parts.scheme.lower(), host, parts.path.rstrip("/"), "", ""))
+    return root, credentials
+
+
+def database_endpoint(server_url: str, credentials: Credentials | None, db: str) -> Endpoint:
+    """The endpoint of database ``db`` on the server at ``server_url`` (a service URL, user
+    info moved into the credentials when no ``credentials`` are given).
+
+    >>> database_endpoint("http://admin:pw@127.0.0.1:5984/", None, "a/b")
+    Endpoint('http://127.0.0.1:5984/a%2Fb', basic auth as 'admin')
+    """
+    root, found = server_root(server_url, credentials)
+    return Endpoint(f"{root}/{quote(check_db(db), safe='')}", found)
+
+
+def check_target(
+    source: Endpoint, target: str, server_url: str, credentials: Credentials | None
+) -> Endpoint:
+    """The endpoint of ``target`` (a database name on the source's server, or a URL), refused
+    when it is the source itself under any spelling.
+
+    A URL naming no credentials on the source's own server (same scheme, host and port) gets
+    the source's.
+
+    Raises:
+        InvalidArgumentError: not a name or URL, or the source itself.
+    """
+    if isinstance(target, str) and "://" not in target:
+        endpoint = database_endpoint(server_url, credentials, target)
+    else:
+        endpoint = url_endpoint(target)
+        if endpoint.credentials is None and endpoint.server() == source.server():
+            endpoint = Endpoint(endpoint.url, source.credentials)
+    if endpoint.same_database(source):
+        raise InvalidArgumentError(
+            f"target {endpoint.url!r} is the source database itself: replicate to another "
+            "database (a name on this server, or a URL)"
+        )
+    return endpoint
+
+
+def endpoints(
+    service_url: str,
+    credentials: Credentials | None,
+    db: str,
+    target: str,
+    server_url: str | None = None,
+) -> tuple[Endpoint, Endpoint]:
+    """The replicator's endpoints of database ``db`` (the source) and of ``target``.
+
+    The source is ``db`` on the server at ``server_url`` (the URL the server reaches itself
+    at), by default the client's ``service_url``. Its credentials are the user info of
+    ``server_url`` if it has some, else the client's (``credentials``, or the user info of
+    ``service_url``). ``target`` is checked by :func:`check_target`.
+
+    Raises:
+        InvalidArgumentError: a bad ``server_url`` or ``target``, or a target that is the
+            source under any spelling (nothing is sent).
+
+    >>> server = "http://admin:pw@127.0.0.1:5984"
+    >>> source, target = endpoints(server, None, "shop", "http://127.0.0.1:5984/edge/")
+    >>> source
+    Endpoint('http://127.0.0.1:5984/shop', basic auth as 'admin')
+    >>> target
+    Endpoint('http://127.0.0.1:5984/edge', basic auth as 'admin')
+    """
+    root, signed = server_root(service_url, credentials)
+    if server_url is not None:
+        given = url_endpoint(server_url.rstrip("/") + "/_", fallback=None)
+        root = given.url[: -len("/_")]
+        signed = given.credentials or signed
+    source = database_endpoint(root, signed, db)
+    return source, check_target(source, target, root, signed)
+
+
+# -- the replication document --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReplicationPlan:
+    """One replication to start: from database ``db`` (reached by the replicator at
+    ``source``) to ``target``, of the window's ids.
+
+    ``types`` is a list of types (``None``: untyped ids) or :data:`~couchids.ALL_TYPES`,
+    resolved to the types present in ``db`` when it starts.
+    """
+
+    db: str
+    source: Endpoint
+    target: Endpoint
+    types: tuple[str | None, ...] | AllTypes
+    form: IdForm
+    start_ms: int
+    end_ms: int
+    continuous: bool
+    create_target: bool
+    doc_id: str
+
+    def document(self, types: Sequence[str | None]) -> dict[str, Any]:
+        """The ``_replicator`` document, for these (resolved) types."""
+        return {
+            "_id": self.doc_id,
+            "source": self.source.body(),
+            "target": self.target.body(),
+            "selector": window_selector(types, self.start_ms, self.end_ms, self.form),
+            "continuous": self.continuous,
+            "create_target": self.create_target,
+        }
+
+    def secrets(self) -> tuple[str, ...]:
+        return self.source.secrets() + self.target.secrets()
+
+
+def plan(
+    db: str,
+    source: Endpoint,
+    target: Endpoint,
+    start: TimeLike,
+    end: TimeLike | None,
+    *,
+    type: str | AllTypes | Sequence[str | None] | None,
+    form: IdForm,
+    continuous: bool,
+    create_target: bool,
+    doc_id: str | None = None,
+) -> ReplicationPlan:
+    """A checked :class:`ReplicationPlan`; ``end=None`` runs to the last time ``form`` holds.
+
+    Raises:
+        InvalidTimeError: unreadable times, or ``end`` before ``start``.
+        InvalidTypeError: a bad type.
+        InvalidArgumentError: a bad form or flag, or a target that is the source.
+    """
+    check_time_form(form)
+    start_ms = to_ms(start)
+    end_ms = MAX_MS + 1 if end is None else to_ms(end)
+    if end_ms < start_ms:
+        raise InvalidTimeError(
+            f"the window ends ({_iso(end_ms)}) before it starts ({_iso(start_ms)}); "
+            "pass start <= end, or end=None for no end"
+        )
+    for name, flag in (("continuous", continuous), ("create_target", create_target)):
+        if not isinstance(flag, bool):
+            raise InvalidArgumentError(f"{name}={flag!r}: must be True or False")
+    types: tuple[str | None, ...] | AllTypes
+    if type is ALL_TYPES:
+        types = ALL_TYPES
+    elif type is None or isinstance(type, str):
+        types = (type,)
+    else:
+        types = tuple(type)
+    if types is not ALL_TYPES:
+        for doc_type in types:
+            form.type_prefix(doc_type)  # raises InvalidTypeError
+    if source.same_database(target):
+        raise InvalidArgumentError(
+            f"target {target.url!r} is the source database itself: replicate to another database"
+        )
+    return ReplicationPlan(
+        db=check_db(db),
+        source=source,
+        target=target,
+        types=types,
+        form=form,
+        start_ms=start_ms,
+        end_ms=end_ms,
+        continuous=continuous,
+        create_target=create_target,
+        doc_id=doc_id if doc_id is not None else new_doc_id(),
+    )
+
+
+def new_doc_id() -> str:
+    """A new replication document id, ``couchids-<kuuid id>``: time-sortable, so the
+    replications couchids started list in the order they were started."""
+    return "couchids-" + kuuid_id()
+
+
+def _iso(ms: int) -> str:
+    return to_datetime(ms).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+# -- the programs --------------------------------------------------------------------------------
+
+
+def _hide(text: str, secrets: Sequence[str]) -> str:
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "***")
+    return text
+
+
+def check_server(known: FactsCache, policy: RetryPolicy, db: str) -> Program[None]:
+    """Refuse a server whose replicator cannot run a time window (PouchDB Server's ignores
+    a ``selector`` and has no ``_scheduler``), before anything is written."""
+    kind = yield from server_kind(known, policy, db)
+    if kind not in ("couchdb", "cloudant"):
+        what = "PouchDB Server" if kind == "pouchdb" else "this server (not CouchDB or Cloudant)"
+        raise ReplicationFailed(
+            f"replicate on {db!r}: {what} cannot replicate a time window: its replicator "
+            "ignores a selector and it has no _scheduler to watch a replication; time-window "
+            "replication needs Apache CouchDB 2.0+ or IBM Cloudant. Nothing was started."
+        )
+
+
+def start(
+    known: FactsCache, plans: Sequence[ReplicationPlan], policy: RetryPolicy
+) -> Program[list[str]]:
+    """Start each plan (a ``_replicator`` document each); return their document ids.
+
+    The server is checked first (:func:`check_server`); ``ALL_TYPES`` is resolved for each
+    source database to the types present now (a continuous replication keeps to those).
+    A missing ``_replicator`` database is created (CouchDB makes it at start-up; an admin
+    may have deleted it).
+    """
+    started: list[str] = []
+    for each in plans:
+        yield from check_server(known, policy, each.db)
+        if each.types is ALL_TYPES:
+            types: Sequence[str | None] = yield from types_present(
+                each.db, each.form.separator, policy
+            )
+        else:
+            types = each.types
+        body = dumps(each.document(types))
+        put = Request("PUT", path(REPLICATOR_DB, each.doc_id), body=body)
+        reply = yield from ask(put, policy, REPLICATOR_DB, expect=(MISSING, CONFLICT))
+        if reply is MISSING:
+            made = Request("PUT", path(REPLICATOR_DB))
+            yield from ask(made, policy, REPLICATOR_DB, expect=(CONFLICT,))
+            reply = yield from ask(put, policy, REPLICATOR_DB, expect=(CONFLICT,))
+        if reply is CONFLICT:  # a retried PUT that met its own first write
+            yield from ask(Request("GET", path(REPLICATOR_DB, each.doc_id)), policy, REPLICATOR_DB)
+        started.append(each.doc_id)
+    return started
+
+
+@dataclass(frozen=True)
+class ReplicationStatus:
+    """Where a replication stands, as ``_scheduler/docs`` reports it (summed over its
+    documents when it has several).
+
+    Attributes:
+        state: one of :data:`STATES`, or ``"cancelled"`` once its document is gone. For
+            several documents, the one that matters most: ``failed``, then ``crashing``,
+            ``error``, ``initializing``, ``pending``, ``running``, ``cancelled`` and
+            ``completed`` only when every one is.
+        docs_read, docs_written, doc_write_failures: the replicator's counts so far.
+        changes_pending: changes of the source not yet processed (``None`` when not said).
+        error: the replicator's last error, if any (credentials masked).
+        info: the server's ``info`` object of each document, by document id.
+    """
+
+    state: str
+    docs_read: int = 0
+    docs_written: int = 0
+    doc_write_failures: int = 0
+    changes_pending: int | None = None
+    error: str | None = None
+    info: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+#: How much each state matters when several documents are summed up (lowest first).
+_RANK: Final = {
+    "completed": 0,
+    CANCELLED: 1,
+    "running": 2,
+    "pending": 3,
+    "initializing": 4,
+    "error": 5,
+    "crashing": 6,
+    "failed": 7,
+}
+
+
+def _count(info: dict[str, Any], key: str) -> int:
+    value = info.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _doc_status(doc_id: str, policy: RetryPolicy) -> Program[dict[str, Any]]:
+    """The scheduler's view of one replication document, with ``state`` ``cancelled`` when
+    the document is gone and ``initializing`` while the scheduler has not seen it yet."""
+    docs = path("_scheduler", "docs", REPLICATOR_DB, doc_id)
+    reply = yield from ask(Request("GET", docs), policy, REPLICATOR_DB, expect=(MISSING,))
+    if reply is MISSING:
+        doc = yield from ask(
+            Request("GET", path(REPLICATOR_DB, doc_id)), policy, REPLICATOR_DB, expect=(MISSING,)
+        )
+        return {"state": CANCELLED if doc is MISSING else "initializing"}
+    body = reply.body if isinstance(reply.body, dict) else {}
+    if body.get("state") not in STATES:
+        body = {
+            **body,
+            "state": "initializing" if body.get("state") is None else str(body["state"]),
+        }
+    return body
+
+
+def status(
+    doc_ids: Sequence[str], policy: RetryPolicy, secrets: Sequence[str] = ()
+) -> Program[ReplicationStatus]:
+    """The :class:`ReplicationStatus` of a replication's documents (one request each)."""
+    states: list[str] = []
+    read = written = failures = 0
+    pending: int | None = None
+    errors: list[str] = []
+    infos: dict[str, Any] = {}
+    for doc_id in doc_ids:
+        doc = yield from _doc_status(doc_id, policy)
+        found = doc.get("info")
+        info: dict[str, Any] = found if isinstance(found, dict) else {}
+        states.append(str(doc["state"]))
+        read += _count(info, "docs_read")
+        written += _count(info, "docs_written")
+        failures += _count(info, "doc_write_failures")
+        if isinstance(info.get("changes_pending"), int):
+            pending = (pending or 0) + info["changes_pending"]
+        reason = info.get("error") or (
+            doc.get("info") if isinstance(doc.get("info"), str) else None
+        )
+        if reason:
+            errors.append(_hide(str(reason), secrets)[:400])
+        infos[doc_id] = info
+    state = max(states, key=lambda s: _RANK.get(s, 4)) if states else CANCELLED
+    if states and all(s == "completed" for s in states):
+        state = "completed"
+    return ReplicationStatus(
+        state=state,
+        docs_read=read,
+        docs_written=written,
+        doc_write_failures=failures,
+        changes_pending=pending,
+        error="; ".join(errors) or None,
+        info=infos,
+    )
+
+
+def wait(
+    doc_ids: Sequence[str],
+    *,
+    continuous: bool,
+    timeout: float | None,
+    secrets: Sequence[str] = (),
+) -> Program[ReplicationStatus]:
+    """Poll until the replication is done (one-shot: ``completed``; continuous: ``running``,
+    its first pass under way); return its status.
+
+    Raises:
+        ReplicationFailed: the server gave up (``failed``), the replication was cancelled, or
+            it is crashing with an error its retries do not mend (a database not found,
+            credentials refused), or still crashing when ``timeout`` ran out.
+        ServerTimeoutError: ``timeout`` ran out while it was still on its way.
+    """
+    deadline = RetryPolicy.checked(0, 0, timeout, "wait")
+    pause = FIRST_POLL
+    while True:
+        policy = RetryPolicy.checked(3, 0.1, 60.0, "wait")
+        now = yield from status(doc_ids, policy, secrets)
+        what = _what(doc_ids, now)
+        if now.state == "completed" or (continuous and now.state == "running"):
+            return now
+        if now.state == "failed":
+            raise ReplicationFailed(
+                f"{what}: the server gave up on it: {now.error or 'no reason given'}"
+            )
+        if now.state == CANCELLED:
+            raise ReplicationFailed(f"{what}: it was cancelled (its _replicator document is gone)")
+        if now.state in TROUBLED and now.error and any(w in now.error for w in LASTING):
+            raise ReplicationFailed(
+                f"{what} is {now.state}: {now.error} (the server keeps retrying; fix the cause "
+                "or cancel() it)"
+            )
+        left = deadline.remaining()
+        if left is not None and left <= 0:
+            if now.state in TROUBLED:
+                reason = now.error or "no reason given"
+                raise ReplicationFailed(f"{what} is still {now.state} after {timeout:g}s: {reason}")
+            raise ServerTimeoutError(
+                f"{what} is still {now.state} after {timeout:g}s ({now.docs_written} documents "
+                "written so far); it goes on: wait() again, or cancel() it",
+                0,
+            )
+        yield Sleep(pause if left is None else min(pause, max(left, 0.01)))
+        pause = min(pause * 2, LONGEST_POLL)
+
+
+def _what(doc_ids: Sequence[str], now: ReplicationStatus) -> str:
+    names = ", ".join(doc_ids[:3]) + (f" and {len(doc_ids) - 3} more" if len(doc_ids) > 3 else "")
+    return f"replication {names}"
+
+
+def cancel(doc_ids: Sequence[str], policy: RetryPolicy) -> Program[bool]:
+    """Delete each replication document (the replicator stops its job); return whether any
+    was still there. Idempotent: a document already gone is no error."""
+    found = False
+    for doc_id in doc_ids:
+        while True:
+            doc = yield from ask(
+                Request("GET", path(REPLICATOR_DB, doc_id)),
+                policy,
+                REPLICATOR_DB,
+                expect=(MISSING,),
+            )
+            if doc is MISSING:
+                break
+            rev = doc.body.get("_rev") if isinstance(doc.body, dict) else None
+            gone = yield from ask(
+                Request("DELETE", path(REPLICATOR_DB, doc_id), {"rev": str(rev)}),
+                policy,
+                REPLICATOR_DB,
+                expect=(MISSING, CONFLICT),
+            )
+            if gone is CONFLICT:  # the replicator updated the document meanwhile: read again
+                continue
+            found = found or gone is not MISSING
+            break
+    return found
