@@ -21,6 +21,7 @@ from couchids.errors import (
     InvalidTimeError,
     InvalidTypeError,
     RateLimitedError,
+    ReplicationFailed,
     ServerError,
     ServerTimeoutError,
     UnauthorizedError,
@@ -72,9 +73,11 @@ if TYPE_CHECKING:
     from couchids.core.exporting import ArchiveReport
     from couchids.core.pages import DEFAULT_PARALLEL, REMOTE_PARALLEL
     from couchids.core.rekeying import RekeyReport
+    from couchids.core.replication import ReplicationStatus
     from couchids.core.scan import Checkpoint
     from couchids.database import Database, Sequence
     from couchids.drivers.connecting import connect
+    from couchids.replication import Replication
     from couchids.results import WriteResult
 
     # Deprecated (see couchids.deprecated): the methods of Database, on Database(client, db).
@@ -134,6 +137,9 @@ __all__ = [
     "KuuidForm",
     "RateLimitedError",
     "RekeyReport",
+    "Replication",
+    "ReplicationFailed",
+    "ReplicationStatus",
     "Sequence",
     "ServerError",
     "ServerTimeoutError",
@@ -182,12 +188,14 @@ _LAZY: dict[str, str] = {
     "ExpireReport": ".core.expiry",
     "ArchiveReport": ".core.exporting",
     "RekeyReport": ".core.rekeying",
+    "ReplicationStatus": ".core.replication",
     "Checkpoint": ".core.scan",
     "DEFAULT_PARALLEL": ".core.pages",
     "REMOTE_PARALLEL": ".core.pages",
     "WriteResult": ".results",
     "Database": ".database",
     "Sequence": ".database",
+    "Replication": ".replication",
 }
 
 

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from couchids.aio.database import AsyncDatabase, AsyncSequence
+from couchids.aio.replication import AsyncReplication
 from couchids.deprecated import OPERATIONS, operations
 from couchids.drivers.aio import CONNECTIONS, AsyncClient, new_instance
 
@@ -40,6 +41,13 @@ if TYPE_CHECKING:
     rekey: Callable[..., Any]
     window: Callable[..., Any]
 
-__all__ = ["CONNECTIONS", "AsyncClient", "AsyncDatabase", "AsyncSequence", "new_instance"]
+__all__ = [
+    "CONNECTIONS",
+    "AsyncClient",
+    "AsyncDatabase",
+    "AsyncReplication",
+    "AsyncSequence",
+    "new_instance",
+]
 
 globals().update(operations(AsyncDatabase, __name__, OPERATIONS))
