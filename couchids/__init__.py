@@ -75,10 +75,12 @@ if TYPE_CHECKING:
     from couchids.core.rekeying import RekeyReport
     from couchids.core.replication import ReplicationStatus
     from couchids.core.scan import Checkpoint
+    from couchids.core.series import SeriesExpireReport
     from couchids.database import Database, Sequence
     from couchids.drivers.connecting import connect
     from couchids.replication import Replication
     from couchids.results import WriteResult
+    from couchids.series import Series
 
     # Deprecated (see couchids.deprecated): the methods of Database, on Database(client, db).
     archive: Callable[..., Any]
@@ -141,6 +143,8 @@ __all__ = [
     "ReplicationFailed",
     "ReplicationStatus",
     "Sequence",
+    "Series",
+    "SeriesExpireReport",
     "ServerError",
     "ServerTimeoutError",
     "TypedId",
@@ -196,6 +200,8 @@ _LAZY: dict[str, str] = {
     "Database": ".database",
     "Sequence": ".database",
     "Replication": ".replication",
+    "Series": ".series",
+    "SeriesExpireReport": ".core.series",
 }
 
 

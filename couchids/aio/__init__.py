@@ -3,8 +3,10 @@
 
 Install with ``pip install 'couchids[async]'``. :class:`AsyncClient` sends the requests
 (:mod:`couchids.drivers.aio`); :class:`AsyncDatabase` and :class:`AsyncSequence`
-(:mod:`couchids.aio.database`) are the handles. Cancelling a coroutine, or closing an async
-iterator mid-stream, cancels the requests it started and leaves no task behind.
+(:mod:`couchids.aio.database`) are the handles of one database, :class:`AsyncSeries`
+(:mod:`couchids.aio.series`) that of a series of databases, one per period. Cancelling a
+coroutine, or closing an async iterator mid-stream, cancels the requests it started and leaves
+no task behind.
 
 Example::
 
@@ -22,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from couchids.aio.database import AsyncDatabase, AsyncSequence
 from couchids.aio.replication import AsyncReplication
+from couchids.aio.series import AsyncSeries
 from couchids.deprecated import OPERATIONS, operations
 from couchids.drivers.aio import CONNECTIONS, AsyncClient, new_instance
 
@@ -47,6 +50,7 @@ __all__ = [
     "AsyncDatabase",
     "AsyncReplication",
     "AsyncSequence",
+    "AsyncSeries",
     "new_instance",
 ]
 

@@ -46,7 +46,15 @@ from couchids.errors import InvalidArgumentError, InvalidTimeError
 from couchids.idforms.forms import IdForm
 from couchids.idforms.times import TimeLike, to_ms
 
-__all__ = ["FORMATS", "ArchiveReport", "archive", "export"]
+__all__ = [
+    "FORMATS",
+    "ArchiveReport",
+    "archive",
+    "check_output",
+    "export",
+    "window_documents",
+    "write_documents",
+]
 
 Format = Literal["ndjson", "csv"]
 FORMATS: Final[tuple[Format, ...]] = ("ndjson", "csv")
@@ -72,20 +80,29 @@ def export(
 ) -> Program[Checkpoint]:
     """The program of :meth:`couchids.Database.export` (see there); arguments checked now."""
     policy = read_policy(timeout, "export")
+    fields, mark = check_output(out, format, fields, checkpoint)
+    pages = window_documents(
+        known, db, start, end, type, form, mark, page_size, policy, parallel=parallel
+    )
+    return write_documents(pages, out, format, fields, mark, on_progress)
+
+
+def check_output(
+    out: TextIO, format: Format, fields: Sequence[str] | None, checkpoint: Checkpoint | None
+) -> tuple[list[str] | None, Checkpoint]:
+    """The checked ``fields`` of an export to ``out`` in ``format``, and the checkpoint it
+    keeps (``checkpoint``, or a new one); :class:`~couchids.InvalidArgumentError` for a bad
+    ``format``, ``out``, ``fields`` or ``checkpoint``."""
     if format not in FORMATS:
         raise InvalidArgumentError(f"format={format!r}: one of {FORMATS}")
     _check_out(out)
-    fields, checkpoint = _check_fields(fields), check_checkpoint(checkpoint)
-    if format == "csv" and not fields:
+    checked, mark = _check_fields(fields), check_checkpoint(checkpoint)
+    if format == "csv" and not checked:
         raise InvalidArgumentError("a CSV export needs fields, such as ['_id', 'total']")
-    mark = checkpoint if checkpoint is not None else Checkpoint()
-    pages = _window_pages(
-        known, db, start, end, type, form, mark, page_size, policy, parallel=parallel
-    )
-    return _export(pages, out, format, fields, mark, on_progress)
+    return checked, mark
 
 
-def _export(
+def write_documents(
     pages: Program[None],
     out: TextIO,
     format: Format,
@@ -93,6 +110,11 @@ def _export(
     mark: Checkpoint,
     on_progress: Callable[[Checkpoint], None] | None,
 ) -> Program[Checkpoint]:
+    """Writes the documents ``pages`` emits (a page at a time, oldest first) to ``out`` in
+    ``format`` (the CSV header first, unless ``mark`` resumes an export), keeping ``mark`` at
+    the last one written; the arguments checked by :func:`check_output`. What
+    :func:`export` writes a window with, and a series (:mod:`couchids.core.series`) the
+    windows of its periods, one after the other."""
     write = _writer(out, format, fields, header=mark.last_id is None)
     documents = Puller(pages)
     while (page := (yield from documents.next())) is not END:
@@ -147,7 +169,7 @@ def archive(
     if checkpoint is not None:
         report.checkpoint = checkpoint
     mark = report.checkpoint
-    pages = _window_pages(
+    pages = window_documents(
         known,
         db,
         start,
@@ -217,7 +239,7 @@ def _archive(
     return report
 
 
-def _window_pages(
+def window_documents(
     known: FactsCache,
     db: str,
     start: TimeLike,
@@ -231,9 +253,10 @@ def _window_pages(
     parallel: int,
     copies: bool = False,
 ) -> Program[None]:
-    """Emits the documents of the window, a page at a time, after ``mark.last_id``, read
-    ``parallel`` time slices at a time; the arguments are checked now. ``copies`` reads
-    them for copying: with their attachments' data and their ``_conflicts``."""
+    """Emits the documents of the window, a page at a time, oldest first, after
+    ``mark.last_id`` (as it is when the program reaches its first read), read ``parallel``
+    time slices at a time; the arguments are checked now. ``copies`` reads them for copying:
+    with their attachments' data and their ``_conflicts``."""
     start_ms, end_ms = _span(start, end)
     check_size("page_size", page_size)
     check_size("parallel", parallel)

@@ -41,7 +41,14 @@ from couchids.idforms.doctypes import ALL_TYPES, AllTypes
 from couchids.idforms.forms import IdForm
 from couchids.idforms.times import MAX_MS, TimeLike, to_datetime, to_ms
 
-__all__ = ["DEFAULT_PAGE_SIZE", "PARTITION_QUERY_LIMIT", "latest", "scan_pages", "window"]
+__all__ = [
+    "DEFAULT_PAGE_SIZE",
+    "PARTITION_QUERY_LIMIT",
+    "latest",
+    "newest",
+    "scan_pages",
+    "window",
+]
 
 #: Rows a page of :meth:`~couchids.Database.window` asks for by default. Two pages are held
 #: at a time, so this bounds memory; fewer, larger requests cost less per row
@@ -173,21 +180,47 @@ def latest(
     policy = RetryPolicy.checked(0, 0, timeout, "latest")
     check_count("n", n, 0)
     _check_scan(form, include_docs)
+    return newest(known, db, n, type=type, form=form, include_docs=include_docs, policy=policy)
+
+
+def newest(
+    known: FactsCache,
+    db: str,
+    n: int,
+    *,
+    type: str | AllTypes | None,
+    form: IdForm,
+    include_docs: bool,
+    policy: RetryPolicy,
+    start_ms: int = 0,
+    end_ms: int = MAX_MS + 1,
+) -> Program[list[Row]]:
+    """The newest ``n`` documents (or rows) of ``type`` in ``db`` whose id holds a time
+    ``start_ms <= t < end_ms``, newest first: :func:`latest` within a window, for the
+    operation of ``policy`` (a series reads each period's database within its period). The
+    caller checks the arguments (as :func:`latest` does)."""
     if type is ALL_TYPES:
-        return _all_types_latest(known, db, n, form, include_docs, policy)
-    scan = _Scan(known, db, form, type, 0, MAX_MS + 1, True, include_docs, policy)
+        return _all_types_latest(known, db, n, form, include_docs, policy, start_ms, end_ms)
+    scan = _Scan(known, db, form, type, start_ms, end_ms, True, include_docs, policy)
     return _first(scan.run(n, max(n, LATEST_REFILL), prefetch=False), n)
 
 
 def _all_types_latest(
-    known: FactsCache, db: str, n: int, form: IdForm, include_docs: bool, policy: RetryPolicy
+    known: FactsCache,
+    db: str,
+    n: int,
+    form: IdForm,
+    include_docs: bool,
+    policy: RetryPolicy,
+    start_ms: int,
+    end_ms: int,
 ) -> Program[list[Row]]:
     if n == 0:
         return []
     types = yield from types_present(db, form.separator, policy)
 
     def newest(t: str) -> Program[list[Row]]:
-        scan = _Scan(known, db, form, t, 0, MAX_MS + 1, True, include_docs, policy.renewed())
+        scan = _Scan(known, db, form, t, start_ms, end_ms, True, include_docs, policy.renewed())
         return _first(scan.run(n, max(n, LATEST_REFILL), prefetch=False), n)
 
     each = yield from each_type(newest, types)

@@ -1,0 +1,312 @@
+"""The periods of a series of databases, and the database name of each: pure time arithmetic.
+
+A series (:class:`couchids.Series`) keeps its documents in one database per period of UTC
+time, the "timeboxed database" pattern Cloudant recommends for data that grows without end:
+write into the current period's database, create the next ones ahead of time, and drop whole
+databases as they age out (a ``DELETE /{db}`` is instant and leaves no tombstone behind).
+
+A period is a day, an ISO week, a month or a year, aligned to UTC. Each period's database is
+named ``<prefix>-<suffix>``, and the names of one series sort in the order of their periods
+(``_all_dbs`` lists them oldest first):
+
+=========  =======================  ==========================================================
+every      name                     the period
+=========  =======================  ==========================================================
+``year``   ``events-2026``          2026-01-01T00:00Z up to 2027-01-01T00:00Z
+``month``  ``events-2026-11``       2026-11-01T00:00Z up to 2026-12-01T00:00Z
+``week``   ``events-2026-w48``      ISO week 48 of ISO year 2026: Monday 2026-11-23T00:00Z up
+                                    to the next Monday (the ISO year, not the calendar year:
+                                    2027-01-01, a Friday, is in ``events-2026-w53``)
+``day``    ``events-2026-11-25``    2026-11-25T00:00Z up to 2026-11-26T00:00Z
+=========  =======================  ==========================================================
+
+Periods hold times from 1970 (the first ids) to the end of 9999 (the last time a ``datetime``
+holds): the first ISO week, 1970-W01, starts on Monday 1969-12-29, and is clamped to start at
+1970-01-01T00:00Z; the last ones end at 9999-12-31T23:59:59.999Z (:data:`END_OF_TIME` is the
+millisecond after it).
+
+Every time here is an ``int`` of Unix epoch milliseconds, as everywhere in couchids.
+
+>>> from couchids.idforms.times import to_ms
+>>> p = period_of("month", to_ms("2026-11-25T10:00:00Z"))
+>>> database_name("events", p), p.start.isoformat(), p.end.isoformat()
+('events-2026-11', '2026-11-01T00:00:00+00:00', '2026-12-01T00:00:00+00:00')
+>>> parse_name("events", "month", "events-2026-11") == p
+True
+>>> parse_name("events", "day", "events-2026-11") is None  # a month's name is no day's
+True
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from typing import Final, Literal
+
+from couchids.core.protocol import DB_NAME, DB_NAME_MAX
+from couchids.errors import InvalidArgumentError, InvalidTimeError
+from couchids.idforms.forms import IdForm
+from couchids.idforms.times import EPOCH, MAX_MS, to_datetime
+
+__all__ = [
+    "END_OF_TIME",
+    "EVERY",
+    "SUFFIX_LEN",
+    "Every",
+    "Period",
+    "check_every",
+    "check_prefix",
+    "database_name",
+    "form_end_ms",
+    "parse_name",
+    "period_of",
+    "periods_between",
+]
+
+Every = Literal["day", "week", "month", "year"]
+#: The periods a series may have, shortest first.
+EVERY: Final[tuple[Every, ...]] = ("day", "week", "month", "year")
+#: The length of the suffix ``-<period>`` each period adds to the series' prefix.
+SUFFIX_LEN: Final[dict[Every, int]] = {"day": 11, "week": 9, "month": 8, "year": 5}
+#: The millisecond after the last one a time in couchids can hold (the end of 9999): where the
+#: last period of every kind ends.
+END_OF_TIME: Final = MAX_MS + 1
+
+#: The suffix of each kind of period, as a regex whose groups are its numbers.
+_SUFFIX: Final[dict[Every, re.Pattern[str]]] = {
+    "day": re.compile(r"(\d{4})-(\d{2})-(\d{2})"),
+    "week": re.compile(r"(\d{4})-w(\d{2})"),
+    "month": re.compile(r"(\d{4})-(\d{2})"),
+    "year": re.compile(r"(\d{4})"),
+}
+_LAST_YEAR: Final = 9999
+
+
+@dataclass(frozen=True, order=True)
+class Period:
+    """One period of a series: the times ``start_ms <= t < end_ms``.
+
+    Periods of one kind compare (and sort) by time.
+
+    Attributes:
+        start_ms: where it starts, epoch milliseconds (inclusive).
+        end_ms: where the next one starts (exclusive).
+        every: its kind: ``"day"``, ``"week"``, ``"month"`` or ``"year"``.
+        suffix: what its database's name ends with after the prefix and ``-``, such as
+            ``2026-11`` (see the module docstring).
+
+    >>> from couchids.idforms.times import to_ms
+    >>> period_of("week", to_ms("2027-01-01")).suffix
+    '2026-w53'
+    """
+
+    start_ms: int
+    end_ms: int
+    every: Every
+    suffix: str
+
+    @property
+    def start(self) -> datetime:
+        """Where the period starts, an aware UTC ``datetime``."""
+        return to_datetime(self.start_ms)
+
+    @property
+    def end(self) -> datetime:
+        """Where the period ends (exclusive), an aware UTC ``datetime``; for the last period
+        of 9999, which ends after every ``datetime``, its last millisecond (inclusive) rather."""
+        return to_datetime(min(self.end_ms, MAX_MS))
+
+    def overlaps(self, start_ms: int, end_ms: int) -> bool:
+        """Whether some time ``start_ms <= t < end_ms`` lies in the period."""
+        return start_ms < self.end_ms and self.start_ms < end_ms
+
+    def following(self) -> Period:
+        """The next period of the same kind.
+
+        Raises:
+            InvalidTimeError: this is the last period a time in couchids reaches (9999).
+        """
+        if self.end_ms >= END_OF_TIME:
+            raise InvalidTimeError(
+                f"the {self.every} {self.suffix} is the last one: couchids' times end at "
+                "9999-12-31T23:59:59.999Z"
+            )
+        return period_of(self.every, self.end_ms)
+
+
+def check_every(every: object) -> Every:
+    """``every`` if it is a kind of period; else :class:`~couchids.InvalidArgumentError`.
+
+    >>> check_every("month")
+    'month'
+    """
+    if not isinstance(every, str) or every not in EVERY:
+        raise InvalidArgumentError(
+            f"every={every!r}: a series has a database per 'day', 'week' (ISO weeks, from "
+            "Monday), 'month' or 'year' of UTC time"
+        )
+    return every
+
+
+def check_prefix(prefix: object, every: Every) -> str:
+    """``prefix`` if ``<prefix>-<suffix>`` is a database name CouchDB accepts for every
+    period of ``every``; else :class:`~couchids.InvalidArgumentError`.
+
+    CouchDB's rule for database names: a lower-case letter first, then lower-case letters,
+    digits and ``_ $ ( ) + - /``, at most 238 characters; the prefix leaves room for the
+    longest suffix of ``every`` (:data:`SUFFIX_LEN`).
+
+    >>> check_prefix("events", "day")
+    'events'
+    >>> check_prefix("Events", "day")
+    Traceback (most recent call last):
+      ...
+    couchids.errors.InvalidArgumentError: prefix='Events' cannot start a database name: ...
+    """
+    room = DB_NAME_MAX - SUFFIX_LEN[every]
+    if not isinstance(prefix, str):
+        raise InvalidArgumentError(
+            f"prefix={prefix!r}: the prefix of a series' database names is a str, not a "
+            f"{type(prefix).__name__}"
+        )
+    if not DB_NAME.fullmatch(prefix) or len(prefix.encode()) > room:
+        raise InvalidArgumentError(
+            f"prefix={prefix!r:.80} cannot start a database name: 1-{room} characters (a "
+            f"{every}'s name adds {SUFFIX_LEN[every]}, and CouchDB takes at most "
+            f"{DB_NAME_MAX}), a lower-case letter first, then lower-case letters, digits and "
+            "_ $ ( ) + - /"
+        )
+    return prefix
+
+
+def database_name(prefix: str, period: Period) -> str:
+    """The name of the database of ``period`` in the series ``prefix``.
+
+    >>> from couchids.idforms.times import to_ms
+    >>> database_name("events", period_of("day", to_ms("2024-02-29T23:59:59Z")))
+    'events-2024-02-29'
+    """
+    return f"{prefix}-{period.suffix}"
+
+
+def parse_name(prefix: str, every: Every, name: str) -> Period | None:
+    """The period whose database in the series ``prefix`` of ``every`` is named ``name``, or
+    ``None`` when ``name`` is no such database's name (another series, another kind of
+    period, or a date that does not exist, such as ``events-2026-02-30``).
+
+    The name must be exactly what :func:`database_name` writes for the period, so one
+    series never takes another's databases for its own.
+
+    >>> parse_name("events", "week", "events-2026-w48").start.isoformat()
+    '2026-11-23T00:00:00+00:00'
+    >>> [parse_name("events", "month", n) for n in ("events-2026-13", "events-x-2026-11")]
+    [None, None]
+    """
+    head = prefix + "-"
+    if not name.startswith(head):
+        return None
+    found = _SUFFIX[every].fullmatch(name, len(head))
+    if found is None:
+        return None
+    numbers = [int(part) for part in found.groups()]
+    try:
+        if every == "year":
+            first = date(numbers[0], 1, 1)
+        elif every == "month":
+            first = date(numbers[0], numbers[1], 1)
+        elif every == "week":
+            first = date.fromisocalendar(numbers[0], numbers[1], 1)
+        else:
+            first = date(*numbers)
+    except ValueError:
+        return None
+    # 1970-W01 starts in 1969, and is clamped to 1970; a name of an earlier time reads as a
+    # period of 1970 too, whose name it is not.
+    period = period_of(every, max(0, _date_ms(first)))
+    return period if database_name(prefix, period) == name else None
+
+
+def period_of(every: Every, ms: int) -> Period:
+    """The period of ``every`` holding the time ``ms``.
+
+    Raises:
+        InvalidTimeError: ``ms`` is before 1970 or after 9999.
+
+    >>> from couchids.idforms.times import to_ms
+    >>> p = period_of("year", to_ms("2024-02-29"))
+    >>> p.suffix, p.end.isoformat()
+    ('2024', '2025-01-01T00:00:00+00:00')
+    """
+    every = check_every(every)
+    if isinstance(ms, bool) or not isinstance(ms, int) or not 0 <= ms <= MAX_MS:
+        raise InvalidTimeError(
+            f"{ms!r} is not a time of a period: epoch milliseconds from 1970 to the end of 9999"
+        )
+    day = to_datetime(ms).date()
+    if every == "day":
+        first, after, suffix = day, _next_day(day), day.isoformat()
+    elif every == "week":
+        year, week, weekday = day.isocalendar()
+        first = day - timedelta(days=weekday - 1)
+        after, suffix = _next_day(first, 7), f"{year:04d}-w{week:02d}"
+    elif every == "month":
+        first = day.replace(day=1)
+        after = _first_of(first.year + first.month // 12, first.month % 12 + 1)
+        suffix = f"{first.year:04d}-{first.month:02d}"
+    else:
+        first, after, suffix = (
+            day.replace(month=1, day=1),
+            _first_of(day.year + 1, 1),
+            f"{day.year:04d}",
+        )
+    start_ms = max(0, _date_ms(first))
+    end_ms = END_OF_TIME if after is None else min(_date_ms(after), END_OF_TIME)
+    return Period(start_ms, end_ms, every, suffix)
+
+
+def periods_between(every: Every, start_ms: int, end_ms: int) -> list[Period]:
+    """The periods of ``every`` that hold some time ``start_ms <= t < end_ms``, oldest first
+    (none when ``end_ms <= start_ms``).
+
+    >>> from couchids.idforms.times import to_ms
+    >>> [p.suffix for p in periods_between("month", to_ms("2026-11-30"), to_ms("2027-01-01"))]
+    ['2026-11', '2026-12']
+    """
+    found: list[Period] = []
+    if end_ms <= start_ms:
+        return found
+    period = period_of(every, start_ms)
+    while True:
+        found.append(period)
+        if period.end_ms >= min(end_ms, END_OF_TIME):
+            return found
+        period = period.following()
+
+
+def form_end_ms(form: IdForm) -> int:
+    """The millisecond after the last time an id of ``form`` can hold (at most
+    :data:`END_OF_TIME`): a series of ``form`` has no period past it.
+
+    >>> from couchids.idforms.forms import KUUID_MS
+    >>> to_datetime(form_end_ms(KUUID_MS)).year
+    8888
+    """
+    return min(END_OF_TIME, (form.max_unit + 1) * form.unit_ms)
+
+
+def _date_ms(day: date) -> int:
+    return (datetime(day.year, day.month, day.day, tzinfo=UTC) - EPOCH) // timedelta(milliseconds=1)
+
+
+def _next_day(day: date, days: int = 1) -> date | None:
+    """``days`` days after ``day``, or ``None`` past the end of 9999."""
+    try:
+        return day + timedelta(days=days)
+    except OverflowError:
+        return None
+
+
+def _first_of(year: int, month: int) -> date | None:
+    """The first of ``month`` in ``year``, or ``None`` past the end of 9999."""
+    return None if year > _LAST_YEAR else date(year, month, 1)

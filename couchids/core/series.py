@@ -1,0 +1,946 @@
+"""The programs of a series of databases (:class:`couchids.Series`): a database per period.
+
+The series ``events`` of months keeps the documents made in November 2026 in the database
+``events-2026-11`` (:mod:`couchids.core.periods` names them). What is here, for either
+driver:
+
+- :func:`list_databases`: which of the series' databases exist, from one ``GET /_all_dbs``
+  (with ``start_key``/``end_key`` around the prefix; the answer is filtered here too, name by
+  name, since PouchDB Server ignores those keys, and a name is taken only when it is exactly
+  the name of one of this series' periods).
+- :func:`create_database`, :func:`drop_database`: ``PUT`` and ``DELETE`` of a period's
+  database, each safe to repeat and to race (a ``412 file_exists`` is a database another
+  writer made; a ``404`` on delete one already gone).
+- The reads across periods, each the same operation of one database run on each period's
+  database in turn with its window clamped to that period: a document stored in the wrong
+  period's database (by hand, or a writer whose clock was wrong) is never read twice, nor
+  out of order. A period whose database does not exist, or is dropped while it is read, is
+  an empty period; any other failure is raised.
+- :func:`expire`: drops the databases of the whole periods before a time and expires the
+  older documents of the period that holds it.
+
+Pure: no I/O; the handles (:mod:`couchids.aio.series`, :mod:`couchids.series`) run these.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Final, TextIO, TypeVar
+
+from couchids.core import counting, expiry, exporting, windows
+from couchids.core.alltypes import types_present
+from couchids.core.counting import Bucket, bucket_edges, parse_every
+from couchids.core.document import check_new
+from couchids.core.expiry import ExpireReport
+from couchids.core.exporting import Format
+from couchids.core.keys import check_time_form
+from couchids.core.periods import (
+    Every,
+    Period,
+    check_every,
+    check_prefix,
+    database_name,
+    form_end_ms,
+    parse_name,
+    period_of,
+)
+from couchids.core.protocol import (
+    END,
+    MISSING,
+    Emit,
+    FactsCache,
+    Program,
+    Puller,
+    Request,
+    RetryPolicy,
+    Start,
+    Wait,
+    answer_error,
+    ask,
+    describe,
+    path,
+)
+from couchids.core.scan import Checkpoint, check_flag, read_policy
+from couchids.core.windows import check_count
+from couchids.errors import (
+    BulkWriteError,
+    DatabaseNotFoundError,
+    InvalidArgumentError,
+    InvalidInputError,
+    InvalidTimeError,
+    ServerError,
+)
+from couchids.idforms.doctypes import AllTypes
+from couchids.idforms.forms import IdForm
+from couchids.idforms.times import TimeLike, to_datetime, to_ms
+from couchids.results import WriteResult
+
+__all__ = [
+    "MAX_AHEAD",
+    "PERIOD_WORKERS",
+    "PeriodDocs",
+    "PlacedResults",
+    "SeriesExpireReport",
+    "SeriesLayout",
+    "count",
+    "create_database",
+    "drop_database",
+    "expire",
+    "export",
+    "histogram",
+    "latest",
+    "list_databases",
+    "prepare",
+    "route_documents",
+    "window",
+]
+
+T = TypeVar("T")
+Row = dict[str, Any]
+Doc = Mapping[str, Any]
+
+#: The most periods :meth:`couchids.Series.prepare` creates ahead of the current one.
+MAX_AHEAD: Final = 366
+#: Period databases :meth:`couchids.Series.count` and ``histogram`` read at a time.
+PERIOD_WORKERS: Final = 4
+
+
+@dataclass(frozen=True)
+class SeriesLayout:
+    """What names a series' databases: the prefix, the kind of period, and the form of its
+    ids (whose times route each document to its period), checked when made.
+
+    Attributes:
+        prefix: the databases' names start with it and ``-``.
+        every: ``"day"``, ``"week"``, ``"month"`` or ``"year"``.
+        form: the id form of the series' documents.
+        partitioned: whether its databases are created partitioned.
+
+    Raises:
+        InvalidArgumentError: a bad ``every``, a prefix that cannot start a database name,
+            a form whose ids hold no time in ``_all_docs`` order, or ``partitioned`` not a bool.
+
+    >>> from couchids.idforms.forms import KUUID
+    >>> from couchids.idforms.times import to_ms
+    >>> layout = SeriesLayout("events", "month", KUUID)
+    >>> layout.name(layout.period_at(to_ms("2026-11-25")))
+    'events-2026-11'
+    """
+
+    prefix: str
+    every: Every
+    form: IdForm
+    partitioned: bool = False
+
+    def __post_init__(self) -> None:
+        check_every(self.every)
+        check_prefix(self.prefix, self.every)
+        if not isinstance(self.form, IdForm):
+            raise InvalidArgumentError(
+                f"form={self.form!r}: pass an id form, such as couchids.KUUID or couchids.V7S"
+            )
+        check_time_form(self.form)
+        check_flag("partitioned", self.partitioned)
+
+    def name(self, period: Period) -> str:
+        """The name of ``period``'s database."""
+        return database_name(self.prefix, period)
+
+    def period(self, name: str) -> Period | None:
+        """The period whose database ``name`` is, or ``None`` when it is no database of this
+        series (:func:`~couchids.core.periods.parse_name`)."""
+        return parse_name(self.prefix, self.every, name)
+
+    def period_at(self, ms: int) -> Period:
+        """The period holding the time ``ms``.
+
+        Raises:
+            InvalidTimeError: ``ms`` is past the last time an id of the series' form holds.
+        """
+        if ms >= form_end_ms(self.form):
+            raise InvalidTimeError(
+                f"{to_datetime(ms).isoformat()} is past the last time a {self.form} id holds "
+                f"({to_datetime(form_end_ms(self.form) - 1).isoformat()}): the series "
+                f"{self.prefix!r} has no period for it"
+            )
+        return period_of(self.every, ms)
+
+    def time_of_id(self, doc_id: str) -> int:
+        """The time (ms) an id of the series' form holds, with or without a type: where a
+        document with its own ``_id`` belongs.
+
+        Raises:
+            InvalidArgumentError: ``doc_id`` is no id of the series' form.
+        """
+        form = self.form
+        if isinstance(doc_id, str):
+            # Untyped, typed (the body after the type and the separator), or typed with a
+            # type that holds the separator itself (``my-type-<id>``): the body's length.
+            for body in (doc_id[-form.length :], doc_id.partition(form.separator)[2], doc_id):
+                head = doc_id[: len(doc_id) - len(body)]
+                if body and (not head or head.endswith(form.separator)):
+                    try:
+                        return form.parse(body)
+                    except InvalidInputError:
+                        continue
+        raise InvalidArgumentError(
+            f"_id {doc_id!r:.80} is not a {form} id: a series routes a document with its own "
+            f"_id by the time in it, so the _id must be an id of the series' form ({form}), "
+            "with or without a type; or drop the _id to get a new one"
+        )
+
+
+# -- the databases ------------------------------------------------------------------------
+
+
+def list_databases(layout: SeriesLayout, policy: RetryPolicy) -> Program[list[tuple[Period, str]]]:
+    """The series' databases that exist, each with its period, oldest first: one
+    ``GET /_all_dbs``.
+
+    The keys ask for the names from ``<prefix>-`` up to ``<prefix>.`` (``.`` is the byte after
+    ``-``, and no database name holds one); each name of the answer is then read back with
+    :meth:`SeriesLayout.period`, so a server that ignores the keys (PouchDB Server), another
+    series whose prefix starts the same (``events-x``) or another kind of period of the same
+    prefix is never taken for this series.
+
+    Raises:
+        ServerError: (or a subclass) the server failed; ``UnauthorizedError`` when the
+            credentials may not list databases (CouchDB 3 lets only admins do it, unless
+            ``[chttpd] admin_only_all_dbs`` is false).
+    """
+    head = layout.prefix + "-"
+    params = {"start_key": json.dumps(head), "end_key": json.dumps(layout.prefix + ".")}
+    reply = yield from ask(Request("GET", "/_all_dbs", params), policy, layout.prefix)
+    names = reply.body
+    if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+        raise answer_error(
+            policy, layout.prefix, f"_all_dbs answered {describe(names)}, not a list of names"
+        )
+    found = []
+    for name in names:
+        period = layout.period(name) if name.startswith(head) else None
+        if period is not None:
+            found.append((period, name))
+    found.sort()
+    return found
+
+
+def create_database(
+    known: FactsCache, name: str, *, partitioned: bool, policy: RetryPolicy
+) -> Program[bool]:
+    """Create the database ``name`` (``?partitioned=true`` with ``partitioned``) unless it
+    exists: whether this call made it.
+
+    Safe when several processes race to make it: ``412 file_exists`` is a database another
+    made (or this call's own earlier attempt, whose answer was lost). On a cluster, a create
+    racing another can answer ``202`` (made, not yet on a quorum) or a ``500`` even though the
+    database was made: after a 5xx or a lost answer, ``GET /{db}`` decides, and only a
+    database that is still missing raises.
+
+    Raises:
+        ServerError: (or a subclass) the database could not be made.
+    """
+    params = {"partitioned": "true"} if partitioned else None
+    known.pop(name, None)  # a database of that name dropped since is not this one
+    try:
+        yield from ask(Request("PUT", path(name), params), policy, name)
+        return True
+    except ServerError as exc:
+        if exc.status == 412:
+            return False
+        failure = exc
+    if 0 < failure.status < 500:
+        raise failure
+    try:
+        there = yield from ask(
+            Request("GET", path(name)), policy.renewed(), name, expect=(MISSING,)
+        )
+    except ServerError:
+        raise failure from None
+    if there is MISSING:
+        raise failure
+    return False
+
+
+def drop_database(
+    known: FactsCache, layout: SeriesLayout, name: str, before_ms: int, policy: RetryPolicy
+) -> Program[bool]:
+    """Delete the database ``name`` of a period of ``layout`` that ended by ``before_ms``:
+    whether this call deleted it (``False``: it was gone already). What couchids knew of it
+    is forgotten.
+
+    The name is read back and the period checked against ``before_ms`` right here, just
+    before the ``DELETE``, whoever called: a database that is not one of the series' own, or
+    whose period has not ended, is never deleted.
+
+    Raises:
+        InvalidArgumentError: ``name`` is no database of the series, or its period ends after
+            ``before_ms``; nothing is sent.
+        ServerError: (or a subclass) the server failed.
+    """
+    period = layout.period(name)
+    if period is None:
+        raise InvalidArgumentError(
+            f"{name!r} is no database of the series {layout.prefix!r} of {layout.every}s: not "
+            "deleted"
+        )
+    if period.end_ms > before_ms:
+        raise InvalidArgumentError(
+            f"the period of {name!r} ends at {period.end.isoformat()}, after "
+            f"{to_datetime(before_ms).isoformat()}: not deleted"
+        )
+    answer = yield from ask(Request("DELETE", path(name)), policy, name, expect=(MISSING,))
+    known.pop(name, None)
+    return answer is not MISSING
+
+
+def prepare(
+    known: FactsCache, layout: SeriesLayout, now_ms: int, ahead: int, policy: RetryPolicy
+) -> Program[list[str]]:
+    """The program of :meth:`couchids.Series.prepare`: creates the databases of the period
+    of ``now_ms`` and the ``ahead`` periods after it; returns their names. Every period is
+    found (and a bad ``ahead``, or periods past the form's last time, refused) before a
+    request is sent."""
+    check_count("ahead", ahead, 0)
+    if ahead > MAX_AHEAD:
+        raise InvalidArgumentError(f"ahead={ahead!r}: at most {MAX_AHEAD} periods ahead")
+    period = layout.period_at(now_ms)
+    periods = [period]
+    for _ in range(ahead):
+        period = period.following()
+        layout.period_at(period.start_ms)  # within the form's times
+        periods.append(period)
+    return _prepare(known, layout, [layout.name(p) for p in periods], policy)
+
+
+def _prepare(
+    known: FactsCache, layout: SeriesLayout, names: list[str], policy: RetryPolicy
+) -> Program[list[str]]:
+    for name in names:
+        yield from create_database(
+            known, name, partitioned=layout.partitioned, policy=policy.renewed()
+        )
+    return names
+
+
+# -- writing into periods ---------------------------------------------------------------
+
+
+@dataclass
+class PeriodDocs:
+    """The documents of one bulk write that belong to one period.
+
+    Attributes:
+        period, name: the period, and its database.
+        positions: each document's position in the input.
+        docs: the documents, in input order.
+        times: each document's own time, by ``id()`` of the document (see :meth:`time_of`).
+    """
+
+    period: Period
+    name: str
+    positions: list[int] = field(default_factory=list)
+    docs: list[Doc] = field(default_factory=list)
+    times: dict[int, TimeLike] = field(default_factory=dict)
+
+    def time_of(self, doc: Doc) -> TimeLike:
+        """The time of ``doc`` (one of :attr:`docs`), as routing read it: what its id is
+        made for, so that the id holds a time of this period."""
+        return self.times[id(doc)]
+
+    def to_write_again(self, handled: Sequence[WriteResult]) -> list[int]:
+        """The positions in :attr:`docs` to write again once the database is made, after a
+        write that ended with ``DatabaseNotFoundError`` having handled ``handled`` (the error's
+        ``results``, from the first document on): those it did not reach, and those refused
+        for the missing database, which were not stored. Any other result stands."""
+        return [
+            at
+            for at in range(len(self.docs))
+            if at >= len(handled)
+            or (
+                isinstance(handled[at].error, DatabaseNotFoundError)
+                and handled[at].error.stored is False  # type: ignore[union-attr]
+            )
+        ]
+
+    def merged(
+        self, handled: Sequence[WriteResult], again: list[int], rewritten: Sequence[WriteResult]
+    ) -> list[WriteResult]:
+        """The results of every document: those of ``handled`` that stand, and for the
+        positions ``again`` (:meth:`to_write_again`) those of ``rewritten``, in order."""
+        results: list[WriteResult | None] = [*handled, *[None] * (len(self.docs) - len(handled))]
+        for at, result in zip(again, rewritten, strict=True):
+            results[at] = result
+        return [result for result in results if result is not None]
+
+
+def route_documents(
+    layout: SeriesLayout,
+    docs: Iterable[Doc],
+    *,
+    key: Callable[[Doc], str] | None,
+    timestamp: Callable[[Doc], TimeLike] | None,
+    now: datetime,
+) -> tuple[int, list[PeriodDocs]]:
+    """How many documents ``docs`` holds, and their periods, oldest first, each with its
+    documents (the program of :meth:`couchids.Series.bulk_create`'s routing; pure).
+
+    Each document's time is ``timestamp(doc)``, read once here; without ``timestamp``, the
+    time in a document's own ``_id`` or, for a document without one, ``now`` (one time for
+    the whole call, so a call made across the end of a period still puts each id in the
+    database of its time). Every document is checked (:func:`~couchids.core.document.check_new`)
+    before anything is written.
+
+    Raises:
+        InvalidArgumentError: ``docs`` is not an iterable of documents, a document cannot be
+            stored or routed (an own ``_id`` of another form), ``timestamp`` or ``key`` is
+            not a function, ``timestamp`` failed for a document, or ``key`` without
+            ``timestamp``.
+        InvalidTimeError: a document's time is unreadable or past the form's last time.
+    """
+    if isinstance(docs, Mapping | str | bytes) or not isinstance(docs, Iterable):
+        raise InvalidArgumentError(
+            f"docs must be an iterable of documents (e.g. a list of dicts), not one "
+            f"{type(docs).__name__}"
+        )
+    for name, function in (("key", key), ("timestamp", timestamp)):
+        if function is not None and not callable(function):
+            raise InvalidArgumentError(
+                f"{name}={function!r}: pass a function that takes a document "
+                f"(e.g. lambda doc: doc['{name}'])"
+            )
+    if key is not None and timestamp is None:
+        raise InvalidArgumentError(
+            "key= needs timestamp=, a function giving each document's own time: a keyed id "
+            "holds that time, which must be the same when the job runs again"
+        )
+    parts: dict[Period, PeriodDocs] = {}
+    total = 0
+    for position, doc in enumerate(docs):
+        label = f"document {position}"
+        check_new(doc, label)
+        own = doc.get("_id")
+        if timestamp is not None:
+            try:
+                when: TimeLike = timestamp(doc)
+            except Exception as exc:
+                raise InvalidArgumentError(
+                    f"timestamp= failed for {label}: {type(exc).__name__}: {exc}"
+                ) from exc
+        elif own is not None:
+            when = layout.time_of_id(own)
+        else:
+            when = now
+        try:
+            period = layout.period_at(to_ms(when))
+        except InvalidTimeError as exc:
+            raise InvalidTimeError(f"{label}: {exc}") from None
+        part = parts.get(period)
+        if part is None:
+            part = parts[period] = PeriodDocs(period, layout.name(period))
+        part.positions.append(position)
+        part.docs.append(doc)
+        part.times[id(doc)] = when
+        total += 1
+    return total, sorted(parts.values(), key=lambda part: part.period)
+
+
+class PlacedResults:
+    """The results of a bulk write into several periods, put back in input order."""
+
+    def __init__(self, total: int) -> None:
+        self._results: list[WriteResult | None] = [None] * total
+
+    def place(self, part: PeriodDocs, results: Sequence[WriteResult]) -> None:
+        """The results of ``part``'s documents, from the first on (fewer when its write
+        ended early)."""
+        for position, result in zip(part.positions, results, strict=False):
+            self._results[position] = result
+
+    def handled(self) -> list[WriteResult]:
+        """The results placed so far, in input order."""
+        return [result for result in self._results if result is not None]
+
+    def finish(self) -> list[WriteResult]:
+        """Every result in input order; :class:`~couchids.BulkWriteError` when some
+        documents were not stored."""
+        done = self.handled()
+        failed = [result for result in done if result.error is not None]
+        if failed:
+            shown = "; ".join(f"{r.id}: {r.error}" for r in failed[:3])
+            more = f" (and {len(failed) - 3} more)" if len(failed) > 3 else ""
+            raise BulkWriteError(
+                f"{len(failed)} of {len(done)} documents were not stored: {shown}{more}", done
+            )
+        return done
+
+
+# -- reading across periods ---------------------------------------------------------------
+
+
+def window(
+    known: FactsCache,
+    layout: SeriesLayout,
+    start: TimeLike,
+    end: TimeLike,
+    *,
+    type: str | AllTypes | None,
+    newest_first: bool,
+    include_docs: bool,
+    page_size: int | None,
+    timeout: float | None,
+    parallel: int | None,
+) -> Program[None]:
+    """The program of :meth:`couchids.Series.window`: emits the pages of the window of each
+    period's database, in the window's order, each window clamped to its period. The
+    arguments are checked now, as :func:`couchids.core.windows.window` checks them."""
+    start_ms, end_ms = to_ms(start), to_ms(end)
+
+    def part(name: str, a: int, b: int) -> Program[None]:
+        return windows.window(
+            known,
+            name,
+            a,
+            b,
+            type=type,
+            form=layout.form,
+            newest_first=newest_first,
+            include_docs=include_docs,
+            page_size=page_size,
+            timeout=timeout,
+            parallel=parallel,
+        )
+
+    _checked(part(layout.prefix, start_ms, end_ms))
+    policy = RetryPolicy.checked(0, 0, timeout, "window")
+    return _window(layout, start_ms, end_ms, newest_first, part, policy)
+
+
+def _window(
+    layout: SeriesLayout,
+    start_ms: int,
+    end_ms: int,
+    newest_first: bool,
+    part: Callable[[str, int, int], Program[None]],
+    policy: RetryPolicy,
+) -> Program[None]:
+    listed = yield from list_databases(layout, policy)
+    spans = _spans(listed, start_ms, end_ms)
+    if newest_first:
+        spans.reverse()
+    yield from _chained(part(name, a, b) for name, a, b in spans)
+
+
+def latest(
+    known: FactsCache,
+    layout: SeriesLayout,
+    n: int,
+    *,
+    type: str | AllTypes | None,
+    include_docs: bool,
+    timeout: float | None,
+) -> Program[list[Row]]:
+    """The program of :meth:`couchids.Series.latest`: the newest ``n`` across the periods,
+    newest database first, each read within its period, stopping once ``n`` are found.
+    The arguments are checked now, as :func:`couchids.core.windows.latest` checks them."""
+    form = layout.form
+    _checked(
+        windows.latest(
+            known,
+            layout.prefix,
+            n,
+            type=type,
+            form=form,
+            include_docs=include_docs,
+            timeout=timeout,
+        )
+    )
+    policy = RetryPolicy.checked(0, 0, timeout, "latest")
+    return _latest(known, layout, n, type, include_docs, policy)
+
+
+def _latest(
+    known: FactsCache,
+    layout: SeriesLayout,
+    n: int,
+    doc_type: str | AllTypes | None,
+    include_docs: bool,
+    policy: RetryPolicy,
+) -> Program[list[Row]]:
+    if n == 0:
+        return []
+    found: list[Row] = []
+    for period, name in reversed((yield from list_databases(layout, policy))):
+        newest = windows.newest(
+            known,
+            name,
+            n - len(found),
+            type=doc_type,
+            form=layout.form,
+            include_docs=include_docs,
+            policy=policy,
+            start_ms=period.start_ms,
+            end_ms=period.end_ms,
+        )
+        found += yield from _unless_missing(newest, [])
+        if len(found) >= n:
+            break
+    return found
+
+
+def count(
+    known: FactsCache,
+    layout: SeriesLayout,
+    start: TimeLike,
+    end: TimeLike,
+    *,
+    type: str | None,
+    exact: bool,
+    timeout: float | None,
+) -> Program[int]:
+    """The program of :meth:`couchids.Series.count`: the sum of each period's count of its
+    part of the window (:data:`PERIOD_WORKERS` databases at a time). The arguments are
+    checked now, as :func:`couchids.core.counting.counted` checks them."""
+    policy = read_policy(timeout, "count")
+    start_ms, end_ms = to_ms(start), to_ms(end)
+
+    def part(name: str, a: int, b: int) -> Program[int]:
+        each = policy.renewed()
+        program = counting.counted(
+            known, each, name, a, b, type=type, form=layout.form, exact=exact
+        )
+        return _unless_missing(program, 0)
+
+    _checked(part(layout.prefix, start_ms, end_ms))
+    return _count(layout, start_ms, end_ms, part, policy)
+
+
+def _count(
+    layout: SeriesLayout,
+    start_ms: int,
+    end_ms: int,
+    part: Callable[[str, int, int], Program[int]],
+    policy: RetryPolicy,
+) -> Program[int]:
+    spans = _spans((yield from list_databases(layout, policy)), start_ms, end_ms)
+    counts = yield from _each([part(*span) for span in spans], PERIOD_WORKERS)
+    return sum(counts)
+
+
+def histogram(
+    known: FactsCache,
+    layout: SeriesLayout,
+    start: TimeLike,
+    end: TimeLike,
+    *,
+    every: str | timedelta,
+    type: str | None,
+    exact: bool,
+    workers: int,
+    timeout: float | None,
+) -> Program[list[Bucket]]:
+    """The program of :meth:`couchids.Series.histogram`: the buckets of one database's
+    histogram of ``[start, end)`` (:func:`~couchids.core.counting.bucket_edges`), each the
+    sum of the counts of the periods' histograms of their parts of it.
+
+    A period's histogram has the same inner edges (multiples of ``every`` since 1970) and
+    edges at its period's start and end, so each of its buckets lies inside one bucket of the
+    whole window, and is added to it. The arguments are checked now, as
+    :func:`couchids.core.counting.histogram` checks them.
+    """
+    policy = read_policy(timeout, "histogram")
+    start_ms, end_ms = to_ms(start), to_ms(end)
+
+    def part(name: str, a: int, b: int) -> Program[list[Bucket]]:
+        program = counting.histogram(
+            known,
+            policy.renewed(),
+            name,
+            a,
+            b,
+            every=every,
+            type=type,
+            form=layout.form,
+            exact=exact,
+            workers=workers,
+        )
+        return _unless_missing(program, [])
+
+    _checked(part(layout.prefix, start_ms, end_ms))
+    edges = bucket_edges(start_ms, end_ms, parse_every(every))
+    return _histogram(layout, edges, part, policy)
+
+
+def _histogram(
+    layout: SeriesLayout,
+    edges: list[int],
+    part: Callable[[str, int, int], Program[list[Bucket]]],
+    policy: RetryPolicy,
+) -> Program[list[Bucket]]:
+    spans = list(itertools.pairwise(edges))
+    counts = [0] * len(spans)
+    if spans:
+        listed = yield from list_databases(layout, policy)
+        parts = _spans(listed, edges[0], edges[-1])
+        for buckets in (yield from _each([part(*span) for span in parts], PERIOD_WORKERS)):
+            for bucket in buckets:
+                slot = bisect.bisect_right(edges, to_ms(bucket.start)) - 1
+                counts[slot] += bucket.count
+    return [
+        Bucket(to_datetime(a), to_datetime(b), n) for (a, b), n in zip(spans, counts, strict=True)
+    ]
+
+
+def export(
+    known: FactsCache,
+    layout: SeriesLayout,
+    start: TimeLike,
+    end: TimeLike,
+    out: TextIO,
+    *,
+    type: str | None,
+    format: Format,
+    fields: Sequence[str] | None,
+    checkpoint: Checkpoint | None,
+    page_size: int,
+    on_progress: Callable[[Checkpoint], None] | None,
+    timeout: float | None,
+    parallel: int,
+) -> Program[Checkpoint]:
+    """The program of :meth:`couchids.Series.export`: the periods' windows written one after
+    the other by one writer (:func:`~couchids.core.exporting.write_documents`), so the output
+    is that of one database's export (one CSV header). A checkpoint's ``last_id`` resumes
+    just after that document, in whichever period it lies: the periods that end by its time
+    are not read. The arguments are checked now, as
+    :func:`couchids.core.exporting.export` checks them."""
+    policy = read_policy(timeout, "export")
+    columns, mark = exporting.check_output(out, format, fields, checkpoint)
+    start_ms, end_ms = to_ms(start), to_ms(end)
+
+    def part(name: str, a: int, b: int) -> Program[None]:
+        return exporting.window_documents(
+            known,
+            name,
+            a,
+            b,
+            type,
+            layout.form,
+            mark,
+            page_size,
+            policy.renewed(),
+            parallel=parallel,
+        )
+
+    _checked(part(layout.prefix, start_ms, end_ms))
+    if mark.last_id is not None:
+        # The checkpoint must be an id of this export (windows.scan_pages says so when it
+        # resumes); its time says which periods are done.
+        start_ms = max(start_ms, _resumed_at(layout, mark.last_id))
+    pages = _export_pages(layout, start_ms, end_ms, part, policy)
+    return exporting.write_documents(pages, out, format, columns, mark, on_progress)
+
+
+def _resumed_at(layout: SeriesLayout, last_id: str) -> int:
+    """The start of the period holding ``last_id``'s time: where a resumed export reads from
+    (0 when it is no id of the form: the first period read refuses it then)."""
+    try:
+        return period_of(layout.every, layout.time_of_id(last_id)).start_ms
+    except InvalidInputError:
+        return 0
+
+
+def _export_pages(
+    layout: SeriesLayout,
+    start_ms: int,
+    end_ms: int,
+    part: Callable[[str, int, int], Program[None]],
+    policy: RetryPolicy,
+) -> Program[None]:
+    listed = yield from list_databases(layout, policy)
+    yield from _chained(part(*span) for span in _spans(listed, start_ms, end_ms))
+
+
+# -- retention --------------------------------------------------------------------------
+
+
+@dataclass
+class SeriesExpireReport:
+    """What :meth:`couchids.Series.expire` did (or, in a dry run, would do).
+
+    Attributes:
+        dry_run: nothing was changed.
+        before: the time before which documents go.
+        dropped: the databases of the whole periods that ended by ``before``, oldest first:
+            deleted (in a dry run: that would be).
+        boundary: the database of the period holding ``before``, whose older documents were
+            expired, or ``None`` (no such database, or ``before`` starts a period).
+        deleted: documents deleted from ``boundary`` (in a dry run: that would be).
+        expired: the :class:`~couchids.ExpireReport` of each type of ``boundary``
+            (``None``: its untyped ids), with its conflicts and failures.
+    """
+
+    dry_run: bool
+    before: datetime
+    dropped: list[str] = field(default_factory=list)
+    boundary: str | None = None
+    deleted: int = 0
+    expired: dict[str | None, ExpireReport] = field(default_factory=dict)
+
+    @property
+    def conflicts(self) -> list[str]:
+        """Ids of documents of ``boundary`` changed since they were read: left alone."""
+        return [doc_id for report in self.expired.values() for doc_id in report.conflicts]
+
+    @property
+    def failed(self) -> list[tuple[str, str]]:
+        """``(id, reason)`` of documents of ``boundary`` the server refused to delete."""
+        return [failure for report in self.expired.values() for failure in report.failed]
+
+
+def expire(
+    known: FactsCache,
+    layout: SeriesLayout,
+    before: TimeLike,
+    *,
+    dry_run: bool,
+    purge: bool,
+    batch_size: int,
+    retries: int,
+    backoff: float,
+    timeout: float | None,
+) -> Program[SeriesExpireReport]:
+    """The program of :meth:`couchids.Series.expire`; the arguments are checked now, as
+    :func:`couchids.core.expiry.expire` checks them."""
+    policy = RetryPolicy.checked(retries, backoff, timeout, "expire")
+    before_ms = to_ms(before)
+
+    def part(name: str, doc_type: str | None) -> Program[ExpireReport]:
+        return expiry.expire(
+            known,
+            name,
+            before_ms,
+            type=doc_type,
+            form=layout.form,
+            dry_run=dry_run,
+            purge=purge,
+            batch_size=batch_size,
+            checkpoint=None,
+            on_progress=None,
+            retries=retries,
+            backoff=backoff,
+            timeout=timeout,
+        )
+
+    _checked(part(layout.prefix, None))
+    report = SeriesExpireReport(dry_run=dry_run, before=to_datetime(before_ms))
+    return _expire(known, layout, before_ms, part, report, policy)
+
+
+def _expire(
+    known: FactsCache,
+    layout: SeriesLayout,
+    before_ms: int,
+    part: Callable[[str, str | None], Program[ExpireReport]],
+    report: SeriesExpireReport,
+    policy: RetryPolicy,
+) -> Program[SeriesExpireReport]:
+    listed = yield from list_databases(layout, policy.renewed())
+    # The boundary period first: an expiry refused there (a purge the server cannot do) is
+    # refused before any database is dropped.
+    for period, name in listed:
+        if period.start_ms < before_ms < period.end_ms:
+            report.boundary = name
+            yield from _unless_missing(_expire_boundary(layout, name, part, report, policy), None)
+    for period, name in listed:
+        if period.end_ms <= before_ms:
+            report.dropped.append(name)
+            if not report.dry_run:
+                yield from drop_database(known, layout, name, before_ms, policy.renewed())
+    return report
+
+
+def _expire_boundary(
+    layout: SeriesLayout,
+    name: str,
+    part: Callable[[str, str | None], Program[ExpireReport]],
+    report: SeriesExpireReport,
+    policy: RetryPolicy,
+) -> Program[None]:
+    separator = layout.form.separator
+    found = yield from types_present(name, separator, policy.renewed())
+    for doc_type in [None, *found]:
+        try:
+            program = part(name, doc_type)
+        except InvalidInputError:
+            continue  # ids that start like a type but break the type rule: no ids of the form
+        each = yield from program
+        report.expired[doc_type] = each
+        report.deleted += each.matched if report.dry_run else each.deleted
+
+
+# -- helpers ------------------------------------------------------------------------------
+
+
+def _checked(program: Program[Any]) -> None:
+    """Let go of a program made only so that its arguments were checked (a program checks
+    them when it is made, and sends nothing before it runs)."""
+    program.close()
+
+
+def _spans(
+    listed: Iterable[tuple[Period, str]], start_ms: int, end_ms: int
+) -> list[tuple[str, int, int]]:
+    """Each listed database whose period overlaps ``[start_ms, end_ms)``, with the part of
+    the window in its period, oldest first."""
+    return [
+        (name, max(start_ms, period.start_ms), min(end_ms, period.end_ms))
+        for period, name in listed
+        if period.overlaps(start_ms, end_ms)
+    ]
+
+
+def _unless_missing(program: Program[T], missing: T) -> Program[T]:
+    """What ``program`` returns, or ``missing`` when its database does not exist (never
+    made, or dropped while it ran): a period without a database holds nothing."""
+    try:
+        return (yield from program)
+    except DatabaseNotFoundError:
+        return missing
+
+
+def _chained(parts: Iterator[Program[None]] | Iterable[Program[None]]) -> Program[None]:
+    """Emits the pages each program of ``parts`` emits, one program after the other; a
+    program whose database does not exist (or is dropped while it is read) ends there, as an
+    empty period. Each program is made when its turn comes."""
+    for part in parts:
+        puller = Puller(part)
+        try:
+            while (page := (yield from puller.next())) is not END:
+                yield Emit(page)
+        except DatabaseNotFoundError:
+            continue
+        finally:
+            puller.close()
+
+
+def _each(programs: list[Program[T]], workers: int) -> Program[list[T]]:
+    """What each of ``programs`` returns, in their order, ``workers`` running at a time."""
+    if workers == 1 or len(programs) <= 1:
+        results = []
+        for program in programs:
+            results.append((yield from program))
+        return results
+    started = []
+    for program in programs[:workers]:
+        started.append((yield Start(program)))
+    done: list[T] = []
+    for index in range(len(programs)):
+        done.append((yield Wait(started[index])))
+        if index + workers < len(programs):
+            started.append((yield Start(programs[index + workers])))
+    return done

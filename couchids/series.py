@@ -1,0 +1,724 @@
+# Generated from couchids/aio/series.py by scripts/unasync.py: do not edit by hand;
+# edit the asyncio source and run `python scripts/unasync.py`.
+"""The series handle: a database per period of time, and every couchids operation across them.
+
+Both APIs are one text, as for the database handle (:mod:`couchids.aio.database`):
+``couchids/aio/series.py`` holds the asyncio handle (``couchids.aio.AsyncSeries``), written by
+hand; ``couchids/series.py`` holds the blocking one (``couchids.Series``), generated from it by
+``scripts/unasync.py``.
+
+A series is Cloudant's "timeboxed database" pattern for data that grows without end
+(readings, events, logs): each period's documents live in a database of their own, named
+after the period (:mod:`couchids.core.periods`), and retention drops whole databases, which
+is instant and leaves no tombstone behind, where deleting documents one by one leaves a
+tombstone for each (they stay in the database, are replicated, and slow ``_all_docs``,
+replication and index builds; Cloudant has no ``_purge``). Time-sortable ids make the rest
+need no index: a document goes to the database of the time in its id, and a window across
+periods reads each period's database in turn, in order.
+
+What was decided, where a series could do otherwise:
+
+- **Writes create what is missing.** A write whose period's database does not exist creates
+  it (one ``PUT``; a ``412`` from a racing writer is as good) and is sent again, once:
+  nothing is lost when :meth:`AsyncSeries.prepare` did not run ahead. A late write into a
+  period already dropped by :meth:`AsyncSeries.expire` therefore makes that database again,
+  holding only the late documents; the next ``expire`` drops it again.
+- **A document belongs to the period of the time in its id.** Reads clamp each period's
+  window to its period, so a document stored in another period's database (by hand, or by a
+  writer whose clock was wrong) is never read twice nor out of order, and is not read at
+  all; ``expire`` leaves it where it is until its database is dropped.
+- **Missing periods are empty.** A period without a database (never written, or dropped
+  while read) holds nothing; any other failure of the server is raised, never read as "no
+  documents".
+- **One form.** Every operation uses the series' form, which routes documents to their
+  periods; there is no ``form=`` per call.
+- Listing the databases takes one ``GET /_all_dbs``, which CouchDB 3 allows only to admins
+  unless ``[chttpd] admin_only_all_dbs`` is false (Cloudant: any user allowed to list them).
+"""
+
+from __future__ import annotations
+
+import collections.abc
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any, TextIO
+
+from ibmcloudant.cloudant_v1 import CloudantV1
+
+from couchids.core import series
+from couchids.core.counting import DEFAULT_WORKERS, Bucket
+from couchids.core.expiry import DEFAULT_EXPIRE_BATCH
+from couchids.core.exporting import Format
+from couchids.core.pages import DEFAULT_PARALLEL
+from couchids.core.periods import Every, Period
+from couchids.core.protocol import (
+    DEFAULT_BACKOFF,
+    DEFAULT_RETRIES,
+    DEFAULT_TIMEOUT,
+    FactsCache,
+    RetryPolicy,
+)
+from couchids.core.scan import Checkpoint
+from couchids.core.series import PeriodDocs, PlacedResults, SeriesExpireReport, SeriesLayout
+from couchids.core.short import NonceSource
+from couchids.core.windows import DEFAULT_PAGE_SIZE
+from couchids.core.writes import DEFAULT_BATCH_SIZE, Doc, KeyOf, TimeOf
+from couchids.database import Database
+from couchids.drivers.blocking import (
+    Rows,
+    check_client,
+    known_facts,
+    pages,
+    run,
+)
+from couchids.errors import BulkWriteError, CouchidsError, DatabaseNotFoundError
+from couchids.idforms.doctypes import AllTypes
+from couchids.idforms.forms import KUUID, IdForm
+from couchids.idforms.times import TimeLike, to_ms
+from couchids.results import WriteResult
+
+__all__ = ["Series"]
+
+Row = dict[str, Any]
+
+
+class Series:
+    """A series of databases, one per day, ISO week, month or year of UTC time, and every
+    couchids operation across them.
+
+    The databases are named ``<prefix>-<period>``: ``events-2026`` (a year),
+    ``events-2026-11`` (a month), ``events-2026-w48`` (ISO week 48 of ISO year 2026, from
+    Monday), ``events-2026-11-25`` (a day); see :mod:`couchids.core.periods`. The handle
+    holds no connection of its own and sends nothing when made.
+
+    Args:
+        client: an ``ibmcloudant`` ``CloudantV1`` client.
+        prefix: what the series' database names start with: a lower-case letter, then
+            lower-case letters, digits and ``_ $ ( ) + - /``, leaving room for the period
+            (at most 227 characters for days, 233 for years).
+        every: ``"day"``, ``"week"``, ``"month"`` (the default) or ``"year"``.
+        form: the id form of the series' documents (default :data:`couchids.KUUID`): the
+            time in an id says which period's database holds the document.
+        partitioned: create the databases partitioned (``?partitioned=true``; CouchDB 3 and
+            Cloudant), for ids whose type is their partition (``sensor-7:<id>``).
+
+    Raises:
+        InvalidArgumentError: not an ``ibmcloudant`` ``CloudantV1`` client, an ``every`` that is
+            not a period, a prefix that cannot start a database name, a form whose ids hold
+            no time that sorts in ``_all_docs``, or ``partitioned`` not a bool.
+
+    Example::
+
+        events = Series(client, "events", every="month")
+        events.prepare()  # ['events-2026-11', 'events-2026-12']
+        events.create({"temp": 21.5}, type="reading")
+        for doc in events.window("2026-10-15", "2026-11-15", type="reading"):
+            print(doc["_id"])
+    """
+
+    def __init__(
+        self,
+        client: CloudantV1,
+        prefix: str,
+        *,
+        every: Every = "month",
+        form: IdForm = KUUID,
+        partitioned: bool = False,
+    ) -> None:
+        self.client = check_client(client)
+        self.layout = SeriesLayout(prefix, every, form, partitioned)
+        self.prefix, self.every, self.form = prefix, every, form
+        self.partitioned = partitioned
+        self._facts: FactsCache = known_facts(self.client)
+
+    def __repr__(self) -> str:
+        return f"Series({self.prefix!r}, every={self.every!r}, form={self.form!r})"
+
+    # -- the databases -----------------------------------------------------------------------
+
+    def database(self, at: TimeLike = None) -> Database:
+        """The handle of the database of the period holding the time ``at`` (default now),
+        whether it exists or not: for the operations of one database (``follow``,
+        ``rekey``, ...). Sends nothing.
+
+        Raises:
+            InvalidTimeError: an unreadable ``at``, or one past the last time of the form.
+
+        Example::
+
+            november = events.database("2026-11-25")
+            november.name  # 'events-2026-11'
+        """
+        return self._database(self.layout.period_at(to_ms(at)))
+
+    def databases(self, *, timeout: float | None = DEFAULT_TIMEOUT) -> list[str]:
+        """The names of the series' databases that exist, oldest first: one
+        ``GET /_all_dbs``.
+
+        A name is taken only when it is exactly the name of a period of this series: another
+        series whose prefix starts the same (``events-x``), or a database of other periods
+        with the same prefix, is left out (:func:`couchids.core.periods.parse_name` reads a
+        name back).
+
+        Args:
+            timeout: seconds the call may take, retries included (default 60).
+
+        Raises:
+            ServerError: (or a subclass) the server failed; ``UnauthorizedError`` when the
+                credentials may not list databases (CouchDB 3 lets only admins, unless
+                ``[chttpd] admin_only_all_dbs`` is false).
+
+        Example::
+
+            events.databases()  # ['events-2026-10', 'events-2026-11']
+        """
+        policy = RetryPolicy.checked(DEFAULT_RETRIES, DEFAULT_BACKOFF, timeout, "databases")
+        listed = run(self.client, series.list_databases(self.layout, policy))
+        return [name for _, name in listed]
+
+    def prepare(self, ahead: int = 1, *, timeout: float | None = DEFAULT_TIMEOUT) -> list[str]:
+        """Create the databases of the current period and of the ``ahead`` periods after it,
+        unless they exist; return their names.
+
+        Idempotent, and safe when several processes prepare at once: a database another
+        made meanwhile (``412 file_exists``) is as good, and on a cluster a create that
+        answers ``202`` or a ``500`` while the database was made is checked with a
+        ``GET``. Writes create a missing period's database themselves, so this only saves
+        the first write of each period that request; run it from a daily job.
+
+        Args:
+            ahead: periods after the current one, 0 to 366.
+            timeout: seconds each database's creation may take, retries included (default
+                60).
+
+        Raises:
+            InvalidArgumentError: a bad ``ahead`` or ``timeout``; nothing is created.
+            InvalidTimeError: a period past the last time of the series' form; nothing is
+                created.
+            ServerError: (or a subclass) a database could not be made.
+
+        Example::
+
+            events.prepare(ahead=2)  # ['events-2026-11', 'events-2026-12', 'events-2027-01']
+        """
+        policy = RetryPolicy.checked(DEFAULT_RETRIES, DEFAULT_BACKOFF, timeout, "prepare")
+        program = series.prepare(self._facts, self.layout, to_ms(None), ahead, policy)
+        return run(self.client, program)
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def create(
+        self,
+        doc: Doc,
+        *,
+        type: str | None = None,
+        timestamp: TimeLike = None,
+        key: str | None = None,
+        retries: int = DEFAULT_RETRIES,
+        backoff: float = DEFAULT_BACKOFF,
+        timeout: float | None = DEFAULT_TIMEOUT,
+    ) -> WriteResult:
+        """Store a new document in the database of its period, exactly once even when
+        retried (:meth:`Database.create` in that database).
+
+        The period is that of ``timestamp``; without one, of the time in the document's own
+        ``_id``, or of now (read once, and given to the id, so the id's time is always in
+        its database's period). A missing database is created and the write sent again
+        (once).
+
+        Args:
+            doc, type, key, retries, backoff: as for :meth:`Database.create`; an own
+                ``_id`` must be an id of the series' form.
+            timestamp: the document's own time, in its id, which picks its period (default
+                now).
+            timeout: seconds the write may take, retries included (default 60); the creation
+                of a missing database has as long again.
+
+        Returns:
+            :class:`~couchids.WriteResult` with ``id``, ``rev`` and ``duplicate``.
+
+        Raises:
+            as :meth:`Database.create`; ``InvalidTimeError`` for a time past the last
+            of the series' form; ``InvalidArgumentError`` for an own ``_id`` of another form.
+
+        Example::
+
+            result = events.create({"temp": 21.5}, type="reading",
+                                         timestamp="2026-11-25T10:00:00Z")
+            result.id  # 'reading:001yw3U2...', stored in events-2026-11
+        """
+        when = self._time_of(doc, timestamp, key)
+        period = self.layout.period_at(to_ms(when))
+        db = self._database(period)
+        try:
+            return db.create(
+                doc,
+                type=type,
+                timestamp=when,
+                key=key,
+                retries=retries,
+                backoff=backoff,
+                timeout=timeout,
+            )
+        except DatabaseNotFoundError:
+            self._make(period, timeout)
+        return db.create(
+            doc,
+            type=type,
+            timestamp=when,
+            key=key,
+            retries=retries,
+            backoff=backoff,
+            timeout=timeout,
+        )
+
+    def bulk_create(
+        self,
+        docs: Iterable[Doc],
+        *,
+        type: str | None = None,
+        key: KeyOf | None = None,
+        timestamp: TimeOf | None = None,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        retries: int = DEFAULT_RETRIES,
+        backoff: float = DEFAULT_BACKOFF,
+        timeout: float | None = DEFAULT_TIMEOUT,
+    ) -> list[WriteResult]:
+        """Store many new documents, each in the database of its period: one
+        :meth:`Database.bulk_create` per period, oldest period first.
+
+        Every document is read and checked, and its period found, before anything is
+        written (so ``docs`` is held in memory; split a job of millions of documents into
+        calls). Each document's time is ``timestamp(doc)``, called once; without
+        ``timestamp``, the time in its own ``_id``, or the time of the call, read once for all
+        of them: the ids of one call then share their millisecond (their order among
+        themselves is that of their random parts), and a call made across the end of a
+        period puts them all in one period's database, the one their ids name. A missing
+        database is created and the documents it refused are written again (once).
+
+        Args:
+            docs, type, key, batch_size, retries, backoff: as for
+                :meth:`Database.bulk_create`.
+            timestamp: a function giving each document's own time, which picks its period;
+                required with ``key``.
+            timeout: seconds each batch may take, retries included (default 60).
+
+        Returns:
+            One :class:`~couchids.WriteResult` per document, in input order.
+
+        Raises:
+            BulkWriteError: some documents were not stored; raised once every period was
+                written, with every result in input order.
+            InvalidArgumentError, InvalidTimeError: a document that cannot be stored or
+                routed, or a bad setting: nothing is written.
+            ServerError: a whole request failed: its ``results`` hold those of the periods
+                written before it, in input order, then those of the period that failed (see
+                :meth:`Database.bulk_create`).
+
+        Example::
+
+            readings = [{"at": "2026-11-30T23:59:00Z"}, {"at": "2026-12-01T00:01:00Z"}]
+            results = events.bulk_create(readings, type="reading",
+                                               timestamp=lambda d: d["at"])
+            # one _bulk_docs into events-2026-11, one into events-2026-12
+        """
+        now = datetime.now(UTC)
+        total, parts = series.route_documents(
+            self.layout, docs, key=key, timestamp=timestamp, now=now
+        )
+        placed = PlacedResults(total)
+        for part in parts:
+            try:
+                written = self._bulk_into(part, type, key, batch_size, retries, backoff, timeout)
+            except CouchidsError as exc:
+                exc.results = [*placed.handled(), *exc.results]
+                raise
+            placed.place(part, written)
+        return placed.finish()
+
+    def _bulk_into(
+        self,
+        part: PeriodDocs,
+        type: str | None,
+        key: KeyOf | None,
+        batch_size: int,
+        retries: int,
+        backoff: float,
+        timeout: float | None,
+    ) -> list[WriteResult]:
+        """The results of writing ``part``'s documents into its period's database (made when
+        it is missing, and the documents it refused written again)."""
+        db = self._database(part.period)
+        try:
+            return db.bulk_create(
+                part.docs,
+                type=type,
+                key=key,
+                timestamp=part.time_of,
+                batch_size=batch_size,
+                retries=retries,
+                backoff=backoff,
+                timeout=timeout,
+            )
+        except BulkWriteError as exc:
+            return list(exc.results)
+        except DatabaseNotFoundError as exc:
+            handled = list(exc.results)
+        self._make(part.period, timeout)
+        again = part.to_write_again(handled)
+        retried = set(again)
+        standing = [result for at, result in enumerate(handled) if at not in retried]
+        try:
+            rewritten = db.bulk_create(
+                [part.docs[at] for at in again],
+                type=type,
+                key=key,
+                timestamp=part.time_of,
+                batch_size=batch_size,
+                retries=retries,
+                backoff=backoff,
+                timeout=timeout,
+            )
+        except BulkWriteError as exc:
+            rewritten = list(exc.results)
+        except CouchidsError as exc:
+            exc.results = [*standing, *exc.results]
+            raise
+        return part.merged(handled, again, rewritten)
+
+    def create_short(
+        self,
+        doc: Mapping[str, Any],
+        *,
+        timestamp: TimeLike = None,
+        rng: NonceSource | None = None,
+        retries: int = DEFAULT_RETRIES,
+        backoff: float = DEFAULT_BACKOFF,
+        timeout: float | None = DEFAULT_TIMEOUT,
+    ) -> WriteResult:
+        """Store a new document under a free short id ``YYMMDD-<nonce>`` in the database of
+        the period of ``timestamp`` (:meth:`Database.create_short` there). Short ids
+        hold their UTC day, and every period is made of whole UTC days, so the id's day is
+        always in its database's period. A missing database is created and the write sent
+        again (once).
+
+        Args:
+            doc, rng, retries, backoff, timeout: as for :meth:`Database.create_short`.
+            timestamp: the document's own time, which picks its period and whose UTC date
+                starts the id (default now, read once).
+
+        Raises:
+            as :meth:`Database.create_short`.
+
+        Example::
+
+            result = posts.create_short({"title": "hello"})
+            result.id  # '261125-bc', in posts-2026-11
+        """
+        when = datetime.now(UTC) if timestamp is None else timestamp
+        period = self.layout.period_at(to_ms(when))
+        db = self._database(period)
+        try:
+            return db.create_short(
+                doc, timestamp=when, rng=rng, retries=retries, backoff=backoff, timeout=timeout
+            )
+        except DatabaseNotFoundError:
+            self._make(period, timeout)
+        return db.create_short(
+            doc, timestamp=when, rng=rng, retries=retries, backoff=backoff, timeout=timeout
+        )
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def latest(
+        self,
+        n: int = 10,
+        *,
+        type: str | AllTypes | None = None,
+        include_docs: bool = True,
+        timeout: float | None = DEFAULT_TIMEOUT,
+    ) -> list[Row]:
+        """The newest ``n`` documents across the series (fewer if fewer exist), newest first.
+
+        Lists the databases (one request), then reads the newest database first, each
+        within its period, until ``n`` are found: usually one or two databases.
+
+        Args:
+            n, type, include_docs: as for :meth:`Database.latest`.
+            timeout: seconds the whole call may take (default 60).
+
+        Raises:
+            as :meth:`Database.latest`; a missing database is an empty period.
+
+        Example::
+
+            newest = events.latest(5, type="reading")
+        """
+        program = series.latest(
+            self._facts, self.layout, n, type=type, include_docs=include_docs, timeout=timeout
+        )
+        return run(self.client, program)
+
+    def window(
+        self,
+        start: TimeLike,
+        end: TimeLike,
+        *,
+        type: str | AllTypes | None = None,
+        newest_first: bool = True,
+        include_docs: bool = True,
+        batch_size: int | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        parallel: int | None = None,
+    ) -> Rows[Row]:
+        """The documents whose id holds a time ``t`` with ``start <= t < end``, across the
+        periods, as they come: what one database holding them all would answer.
+
+        Lists the databases (one request), then reads :meth:`Database.window` of each
+        period's database that the window reaches, one after the other in the window's
+        order, each clamped to its period, so the order holds across the periods' ends and
+        no document comes twice. The answer streams documents, or pages from its
+        ``pages()`` (a page never spans two databases). In the blocking API the call reads
+        the first page; in the asyncio API the first step does.
+
+        Args:
+            start, end, type, newest_first, include_docs, batch_size, parallel: as for
+                :meth:`Database.window`; ``parallel`` slices within each database.
+            timeout: seconds each request may take (default 60).
+
+        Raises:
+            as :meth:`Database.window`; a missing database, or one dropped while it is
+            read, is an empty period.
+
+        Example::
+
+            for doc in events.window("2026-10-15", "2026-11-15", type="reading"):
+                print(doc["_id"])
+        """
+        program = series.window(
+            self._facts,
+            self.layout,
+            start,
+            end,
+            type=type,
+            newest_first=newest_first,
+            include_docs=include_docs,
+            page_size=batch_size,
+            timeout=timeout,
+            parallel=parallel,
+        )
+        return Rows(pages(self.client, program))
+
+    # -- the data lifecycle ------------------------------------------------------------------
+
+    def count(
+        self,
+        start: TimeLike,
+        end: TimeLike,
+        *,
+        type: str | None = None,
+        exact: bool = False,
+        timeout: float | None = DEFAULT_TIMEOUT,
+    ) -> int:
+        """The number of documents whose id holds a time ``t`` with ``start <= t < end``,
+        across the periods: the sum of :meth:`Database.count` of each period's part of
+        the window, a few databases at a time.
+
+        Args:
+            start, end, type, exact: as for :meth:`Database.count`.
+            timeout: seconds each request may take, retries included (default 60).
+
+        Raises:
+            as :meth:`Database.count`; a missing database is an empty period.
+
+        Example::
+
+            events.count("2026-01-01", "2027-01-01", type="reading")
+        """
+        program = series.count(
+            self._facts, self.layout, start, end, type=type, exact=exact, timeout=timeout
+        )
+        return run(self.client, program)
+
+    def histogram(
+        self,
+        start: TimeLike,
+        end: TimeLike,
+        *,
+        every: str | timedelta = "1h",
+        type: str | None = None,
+        exact: bool = False,
+        parallel: int = DEFAULT_WORKERS,
+        timeout: float | None = DEFAULT_TIMEOUT,
+    ) -> list[Bucket]:
+        """Counts per bucket of ``every``, aligned to UTC, covering ``[start, end)``: the
+        buckets :meth:`Database.histogram` gives for one database, each counting the
+        documents of every period in it.
+
+        Args:
+            start, end, every, type, exact: as for :meth:`Database.histogram`.
+            parallel: offset requests in flight at once, in each database.
+            timeout: seconds each request may take, retries included (default 60).
+
+        Raises:
+            as :meth:`Database.histogram`; a missing database is an empty period.
+
+        Example::
+
+            for bucket in events.histogram("2026-01-01", "2027-01-01", every="7d"):
+                print(bucket.start.date(), bucket.count)
+        """
+        program = series.histogram(
+            self._facts,
+            self.layout,
+            start,
+            end,
+            every=every,
+            type=type,
+            exact=exact,
+            workers=parallel,
+            timeout=timeout,
+        )
+        return run(self.client, program)
+
+    def expire(
+        self,
+        before: TimeLike,
+        *,
+        dry_run: bool = True,
+        purge: bool = False,
+        batch_size: int = DEFAULT_EXPIRE_BATCH,
+        retries: int = DEFAULT_RETRIES,
+        backoff: float = DEFAULT_BACKOFF,
+        timeout: float | None = DEFAULT_TIMEOUT,
+    ) -> SeriesExpireReport:
+        """Drop the databases of the whole periods before ``before``, and delete the older
+        documents of the period holding it.
+
+        A period that ended by ``before`` loses its database (``DELETE /{db}``: instant, no
+        tombstones, design documents and all). In the period that holds ``before`` the
+        documents made before it are deleted as :meth:`Database.expire` deletes them
+        (every id checked against the time and form before it goes), for every type present
+        and the untyped ids of the series' form; ids of other forms and design documents
+        stay. A dry run (the default) changes nothing and reports what would go. Safe to run
+        again: what went is not found again. Only databases whose names are exactly those of
+        this series' periods are ever dropped, each checked again just before its
+        ``DELETE``. A document stored in a later period's database than its id's time is left
+        alone.
+
+        Args:
+            before: what is older goes (exclusive); ``None`` is now.
+            dry_run: only report.
+            purge, batch_size, retries, backoff: as for :meth:`Database.expire`, in the
+                period holding ``before`` (a purge the server cannot do is refused before
+                anything changes).
+            timeout: seconds each request may take, retries included (default 60).
+
+        Returns:
+            :class:`~couchids.SeriesExpireReport`: ``dropped`` (the databases), ``deleted``
+            (documents of the boundary period), and each type's
+            :class:`~couchids.ExpireReport`.
+
+        Raises:
+            InvalidTimeError, InvalidArgumentError: bad arguments; nothing changes.
+            ServerError: (and subclasses) a request failed after the retries; what was done
+                stays done, and a re-run continues.
+
+        Example::
+
+            report = events.expire("2026-01-01", dry_run=False)
+            report.dropped  # ['events-2025-10', 'events-2025-11', 'events-2025-12']
+            report.deleted  # 0: 2026-01-01 starts a period
+        """
+        program = series.expire(
+            self._facts,
+            self.layout,
+            before,
+            dry_run=dry_run,
+            purge=purge,
+            batch_size=batch_size,
+            retries=retries,
+            backoff=backoff,
+            timeout=timeout,
+        )
+        return run(self.client, program)
+
+    def export(
+        self,
+        start: TimeLike,
+        end: TimeLike,
+        out: TextIO,
+        *,
+        type: str | None = None,
+        format: Format = "ndjson",
+        fields: collections.abc.Sequence[str] | None = None,
+        checkpoint: Checkpoint | None = None,
+        batch_size: int = DEFAULT_PAGE_SIZE,
+        on_progress: Callable[[Checkpoint], None] | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        parallel: int = DEFAULT_PARALLEL,
+    ) -> Checkpoint:
+        """Write the documents made in ``[start, end)`` to ``out``, oldest first, across the
+        periods: the output of :meth:`Database.export` of one database holding them all
+        (one CSV header), and a checkpoint that resumes it in whichever period it stopped.
+
+        Args:
+            start, end, out, type, format, fields, checkpoint, batch_size, on_progress,
+                parallel: as for :meth:`Database.export`.
+            timeout: seconds each request may take, retries included (default 60).
+
+        Returns:
+            :class:`~couchids.Checkpoint`: ``last_id`` is the last document written, ``done``
+            how many.
+
+        Raises:
+            as :meth:`Database.export`; a missing database is an empty period.
+
+        Example::
+
+            with open("2026.ndjson", "w") as out:
+                events.export("2026-01-01", "2027-01-01", out, type="reading")
+        """
+        program = series.export(
+            self._facts,
+            self.layout,
+            start,
+            end,
+            out,
+            type=type,
+            format=format,
+            fields=fields,
+            checkpoint=checkpoint,
+            page_size=batch_size,
+            on_progress=on_progress,
+            timeout=timeout,
+            parallel=parallel,
+        )
+        return run(self.client, program)
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _database(self, period: Period) -> Database:
+        return Database(self.client, self.layout.name(period), form=self.form)
+
+    def _time_of(self, doc: object, timestamp: TimeLike, key: str | None) -> TimeLike:
+        """The time a new document's id is made for: ``timestamp``, or the time in its own
+        ``_id``, or now; with a key, ``timestamp`` as it is (``create`` refuses a key
+        without one)."""
+        if timestamp is not None or key is not None:
+            return timestamp
+        own = doc.get("_id") if isinstance(doc, Mapping) else None
+        if own is not None:
+            return self.layout.time_of_id(own)
+        return datetime.now(UTC)
+
+    def _make(self, period: Period, timeout: float | None) -> None:
+        """Create the database of ``period``, for a write that found it missing."""
+        policy = RetryPolicy.checked(DEFAULT_RETRIES, DEFAULT_BACKOFF, timeout, "create")
+        program = series.create_database(
+            self._facts,
+            self.layout.name(period),
+            partitioned=self.layout.partitioned,
+            policy=policy,
+        )
+        run(self.client, program)
