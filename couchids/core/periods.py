@@ -73,12 +73,13 @@ SUFFIX_LEN: Final[dict[Every, int]] = {"day": 11, "week": 9, "month": 8, "year":
 #: last period of every kind ends.
 END_OF_TIME: Final = MAX_MS + 1
 
-#: The suffix of each kind of period, as a regex whose groups are its numbers.
+#: The suffix of each kind of period, as a regex whose groups are its numbers (ASCII digits:
+#: ``\d`` would take the digits of every script).
 _SUFFIX: Final[dict[Every, re.Pattern[str]]] = {
-    "day": re.compile(r"(\d{4})-(\d{2})-(\d{2})"),
-    "week": re.compile(r"(\d{4})-w(\d{2})"),
-    "month": re.compile(r"(\d{4})-(\d{2})"),
-    "year": re.compile(r"(\d{4})"),
+    "day": re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})"),
+    "week": re.compile(r"([0-9]{4})-w([0-9]{2})"),
+    "month": re.compile(r"([0-9]{4})-([0-9]{2})"),
+    "year": re.compile(r"([0-9]{4})"),
 }
 _LAST_YEAR: Final = 9999
 
