@@ -29,8 +29,12 @@ def public(cls: type) -> dict[str, Any]:
 
 @pytest.mark.parametrize(
     ("blocking", "asyncio"),
-    [(couchids.Database, aio.AsyncDatabase), (couchids.Sequence, aio.AsyncSequence)],
-    ids=["Database", "Sequence"],
+    [
+        (couchids.Database, aio.AsyncDatabase),
+        (couchids.Sequence, aio.AsyncSequence),
+        (couchids.Series, aio.AsyncSeries),
+    ],
+    ids=["Database", "Sequence", "Series"],
 )
 def test_both_handles_have_the_same_methods_and_parameters(blocking: type, asyncio: type) -> None:
     ours, theirs = public(blocking), public(asyncio)
@@ -46,6 +50,27 @@ def test_both_handles_have_the_same_methods_and_parameters(blocking: type, async
             )
         assert method.__doc__ and len(method.__doc__) > 80, f"{name} has no full docstring"
         assert not inspect.iscoroutinefunction(method), name
+
+
+def test_a_series_method_takes_its_database_twin_s_parameters_alike() -> None:
+    # A series' operation is the database's across periods: it takes no parameter the
+    # database's does not, and those they share have the same kind and default.
+    database, series = public(couchids.Database), public(couchids.Series)
+    shared = set(database) & set(series)
+    assert shared >= {"latest", "window", "create", "bulk_create", "create_short", "count"}
+    assert shared >= {"histogram", "expire", "export"}
+    for name in shared:
+        mine = inspect.signature(series[name]).parameters
+        twin = inspect.signature(database[name]).parameters
+        assert set(mine) <= set(twin), (name, set(mine) - set(twin))
+        for parameter in mine.values():
+            other = twin[parameter.name]
+            assert (parameter.kind, parameter.default) == (other.kind, other.default), (
+                name,
+                parameter.name,
+            )
+    head = (ROOT / "couchids" / "series.py").read_text(encoding="utf-8").splitlines()[:2]
+    assert "Generated from couchids/aio/series.py by scripts/unasync.py" in head[0]
 
 
 def test_every_operation_of_0_1_is_a_method() -> None:
