@@ -683,10 +683,23 @@ def _doc_status(doc_id: str, policy: RetryPolicy) -> Program[dict[str, Any]]:
     docs = path("_scheduler", "docs", REPLICATOR_DB, doc_id)
     reply = yield from ask(Request("GET", docs), policy, REPLICATOR_DB, expect=(MISSING,))
     if reply is MISSING:
+        # Not (or no longer) in the scheduler: the document says how it ended, if it did
+        # (CouchDB records a final state in it; on a cluster the scheduler may forget a
+        # completed one-shot replication).
         doc = yield from ask(
             Request("GET", path(REPLICATOR_DB, doc_id)), policy, REPLICATOR_DB, expect=(MISSING,)
         )
-        return {"state": CANCELLED if doc is MISSING else "initializing"}
+        if doc is MISSING:
+            return {"state": CANCELLED}
+        stored = doc.body if isinstance(doc.body, dict) else {}
+        state = stored.get("_replication_state")
+        if state not in ("completed", "failed"):
+            return {"state": "initializing"}
+        info = stored.get("_replication_stats")
+        info = dict(info) if isinstance(info, dict) else {}
+        if isinstance(stored.get("_replication_state_reason"), str):
+            info["error"] = stored["_replication_state_reason"]
+        return {"state": state, "info": info}
     body = reply.body if isinstance(reply.body, dict) else {}
     if body.get("state") not in STATES:
         body = {

@@ -1,0 +1,727 @@
+"""Time-window replication (couchids/core/replication.py, Database.replicate).
+
+Pure: the regex of a key range matches exactly ``low <= s < high`` in code-point order (a
+property test with Python's ``re`` on bytes, the semantics CouchDB's Erlang ``re`` has; and,
+where ``escript`` is installed, against Erlang's ``re`` itself); the selector of a window
+matches exactly the ids couchids' own window keeps; endpoints carry credentials only in their
+``auth`` objects; bad input is refused before anything is sent.
+
+Integration (CouchDB, one node and the cluster): ground truth of a window with noise around
+it, with mixed-case kuuid keys at its bounds (a window whose keys run from ``...W`` to
+``...q``, which CouchDB's ICU-collated ``$gte``/``$lt`` would read as an empty range); all
+types; a continuous replication picks up a new document, and stops once cancelled. PouchDB
+Server's replicator ignores a selector: there ``replicate`` refuses and starts nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import shutil
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from ibm_cloud_sdk_core import ApiException
+from ibm_cloud_sdk_core.authenticators import (
+    BasicAuthenticator,
+    BearerTokenAuthenticator,
+    IAMAuthenticator,
+    NoAuthAuthenticator,
+)
+from ibmcloudant import CouchDbSessionAuthenticator
+from ibmcloudant.cloudant_v1 import CloudantV1
+from localserver import CouchDBCluster
+
+import couchids
+from couchids import (
+    ALL_TYPES,
+    BASE36_V7,
+    KUUID,
+    KUUID_MS,
+    KUUID_REVERSE,
+    TID62,
+    ULID,
+    UTC_RANDOM,
+    UUID464,
+    V7,
+    V7S,
+    InvalidArgumentError,
+    InvalidTimeError,
+    InvalidTypeError,
+    ReplicationFailed,
+    aio,
+)
+from couchids.core import replication as core
+from couchids.core.keys import in_window, window_keys
+from couchids.drivers.access import server_access
+from couchids.idforms.times import to_ms
+
+# -- the regex of a key range ----------------------------------------------------------------------
+
+#: Characters of the id alphabets, and the ones a regex or UTF-8 could trip on.
+EDGES = [
+    *"0189AZaz:;_-./[]\\^${}()|?*+\n\x00\x7f\x80\xff",
+    *("\u00e9", "\u07ff", "\u0800", "\uffef", "\ufff0", "\uffff", "\U00010000"),
+    *("\U0001f600", "\U0010ffff"),
+]
+ALPHABET = st.sampled_from(EDGES) | st.characters(
+    min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=("Cs",)
+)
+TEXT = st.text(ALPHABET, max_size=7)
+
+
+def matches(pattern: str, s: str) -> bool:
+    """What CouchDB's ``$regex`` does: Erlang ``re`` (no options) on the id's UTF-8 bytes;
+    Python's ``re`` with a bytes pattern reads the same subset the same way."""
+    return re.compile(pattern.encode("ascii")).match(s.encode()) is not None
+
+
+@st.composite
+def near(draw: st.DrawFn) -> tuple[str, str, str]:
+    """Bounds, and a string near one of them: a prefix of it, it with a character changed or
+    added, or anything."""
+    low, high = draw(TEXT), draw(TEXT)
+    base = draw(st.sampled_from([low, high]))
+    cut = draw(st.integers(0, len(base)))
+    how = draw(st.sampled_from(["prefix", "change", "extend", "free", "same"]))
+    if how == "prefix":
+        s = base[:cut]
+    elif how == "change":
+        s = base[:cut] + draw(ALPHABET) + draw(TEXT)
+    elif how == "extend":
+        s = base + draw(TEXT)
+    elif how == "same":
+        s = base
+    else:
+        s = draw(TEXT)
+    return low, high, s
+
+
+@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(near())
+def test_the_range_regex_matches_exactly_the_range(case: tuple[str, str, str]) -> None:
+    low, high, s = case
+    pattern = core.range_regex(low, high)
+    assert pattern.isascii() and pattern.startswith("^")
+    assert matches(pattern, s) == (low <= s < high), (low, high, s, pattern)
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "inside", "outside"),
+    [
+        (
+            "user:001eVnWK",
+            "user:001eVnWL",
+            ["user:001eVnWK", "user:001eVnWKzz"],
+            ["user:001eVnWL", "user:001eVnWJ", "user:001eVnW", "user:001eVnWk"],
+        ),
+        ("a", "a\x00", ["a"], ["a\x00", "", "b", "A"]),
+        ("", "b", ["", "a", "a\U0010ffff", "\x00"], ["b", "ba", "é"]),
+        ("[", "^", ["[", "\\", "]x", "]"], ["^", "Z", "_"]),
+        ("a.b", "a.c", ["a.b", "a.bz"], ["a-b", "aXb", "a.c"]),
+        ("x\n", "x\x0b", ["x\n", "x\nz"], ["x", "x\x0b"]),
+        ("\U0001f600", "\U0010ffff", ["\U0001f600", "\U0001f601"], ["\uffff", "\U0010ffff"]),
+        ("b", "a", [], ["a", "b", "ab"]),
+        ("a", "a", [], ["a"]),
+    ],
+)
+def test_the_range_regex_at_its_edges(
+    low: str, high: str, inside: list[str], outside: list[str]
+) -> None:
+    pattern = core.range_regex(low, high)
+    assert [s for s in inside if not matches(pattern, s)] == []
+    assert [s for s in outside if matches(pattern, s)] == []
+
+
+ERLANG_CHECK = r"""
+main([File]) ->
+    {ok, Bin} = file:read_file(File),
+    io:format("~s~n", [loop(Bin, [])]).
+loop(<<>>, Acc) -> lists:reverse(Acc);
+loop(<<L1:32, P:L1/binary, L2:32, S:L2/binary, Rest/binary>>, Acc) ->
+    Got = case re:run(S, P, [{capture, none}]) of match -> $1; nomatch -> $0 end,
+    loop(Rest, [Got | Acc]).
+"""
+
+
+@pytest.mark.skipif(shutil.which("escript") is None, reason="needs Erlang's escript")
+def test_erlangs_re_reads_the_regexes_as_python_does(tmp_path: Path) -> None:
+    # The regexes go to CouchDB's mango_selector, which runs re:run(Id, Regex, [{capture,
+    # none}]) with the pattern compiled with no options: check that reading of them directly.
+    import random
+
+    rnd = random.Random(24)
+    cases = []
+    for _ in range(2000):
+        low, high = sorted(
+            "".join(rnd.choice(EDGES) for _ in range(rnd.randint(0, 5))) for _ in "ab"
+        )
+        base = rnd.choice([low, high])
+        s = base[: rnd.randint(0, len(base))] + "".join(
+            rnd.choice(EDGES) for _ in range(rnd.randint(0, 2))
+        )
+        cases.append((core.range_regex(low, high), s, low <= s < high))
+    data = tmp_path / "cases.bin"
+    with data.open("wb") as out:
+        for pattern, s, _ in cases:
+            for part in (pattern.encode(), s.encode()):
+                out.write(len(part).to_bytes(4, "big") + part)
+    script = tmp_path / "check.escript"
+    script.write_text(ERLANG_CHECK)
+    answer = subprocess.run(
+        ["escript", str(script), str(data)], capture_output=True, text=True, check=True, timeout=120
+    ).stdout.strip()
+    assert answer == "".join("1" if want else "0" for _, _, want in cases)
+
+
+# -- the selector of a window ----------------------------------------------------------------------
+
+
+def selects(selector: dict[str, Any], doc_id: str) -> bool:
+    """Mango's reading of the selectors couchids builds ($or, $and, $regex, $in on _id)."""
+    if "$or" in selector:
+        return any(selects(s, doc_id) for s in selector["$or"])
+    if "$and" in selector:
+        return all(selects(s, doc_id) for s in selector["$and"])
+    ((op, arg),) = selector["_id"].items()
+    if op == "$in":
+        return doc_id in arg
+    assert op == "$regex"
+    return matches(arg, doc_id)
+
+
+SORTABLE = [KUUID, KUUID_MS, KUUID_REVERSE, V7, V7S, TID62, ULID, BASE36_V7, UTC_RANDOM]
+TIMES = st.integers(to_ms("2000-01-01"), to_ms("2099-12-01"))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    form=st.sampled_from(SORTABLE),
+    start=TIMES,
+    length=st.integers(0, 10_000_000),
+    made=st.lists(st.integers(-5_000_000, 15_000_000), min_size=1, max_size=12),
+    doc_type=st.sampled_from([None, "order", "user"]),
+)
+def test_the_selector_keeps_exactly_what_window_keeps(
+    form: Any, start: int, length: int, made: list[int], doc_type: str | None
+) -> None:
+    end = start + length
+    selector = core.window_selector(["order", None], start, end, form)
+    keeps = {t: in_window(form, t, start, end) for t in ("order", None)}
+    for offset in made:
+        try:
+            doc_id = form.new(max(start + offset, 0), type=doc_type)
+        except InvalidTimeError:  # outside the form's runway (tid62 starts in 2020)
+            continue
+        wanted = doc_type in keeps and keeps[doc_type](doc_id)
+        assert selects(selector, doc_id) == wanted, (form, doc_id, start, end)
+
+
+def test_the_selector_leaves_out_foreign_ids_inside_the_key_range() -> None:
+    start, end = to_ms("2024-05-01T00:00:20Z"), to_ms("2024-05-01T00:00:40Z")
+    selector = core.window_selector(["order"], start, end, KUUID)
+    keys = window_keys(KUUID, "order", start, end)
+    assert keys is not None
+    inside = couchids.id("2024-05-01T00:00:30Z", type="order")
+    assert selects(selector, inside)
+    for foreign in (
+        inside + "x",
+        inside[:-1],
+        keys.low,
+        "_design/x",
+        inside.replace("order", "Order"),
+    ):
+        assert not selects(selector, foreign), foreign
+    # Untyped ids: the key range of the untyped window can reach typed ids; the shape cannot.
+    untyped = core.window_selector([None], start, to_ms("9999-01-01"), KUUID)
+    assert selects(untyped, couchids.id("2024-05-01T00:00:30Z"))
+    assert not selects(untyped, inside) and not selects(untyped, "_design/x")
+
+
+def test_an_empty_window_selects_nothing() -> None:
+    t = to_ms("2024-05-01T00:00:20.500Z")
+    assert core.window_selector(["order"], t, t + 100, KUUID) == {"_id": {"$in": []}}
+    assert core.window_selector([], 0, t, KUUID) == {"_id": {"$in": []}}
+
+
+def test_the_shape_regex_keeps_to_the_common_subset() -> None:
+    for form in SORTABLE:
+        pattern = core.shape_regex(form, "t:")
+        assert pattern.isascii() and pattern.endswith(core.END)
+        assert "\\Z" not in pattern and "$" not in pattern and "\\d" not in pattern
+        assert "\\w" not in pattern and "\\s" not in pattern and "." not in pattern
+        made = form.new(to_ms("2024-05-01"), type="t")
+        assert matches(pattern, made) and not matches(pattern, made + "\n")
+
+
+# -- endpoints and credentials ---------------------------------------------------------------------
+
+
+def test_user_info_moves_out_of_the_url() -> None:
+    e = core.url_endpoint("HTTPS://b%40b:p%3Aw%40rd@DB.example.com:443/edge%2Fone/")
+    assert e.url == "https://DB.example.com:443/edge%2Fone"
+    assert e.body() == {
+        "url": "https://DB.example.com:443/edge%2Fone",
+        "auth": {"basic": {"username": "b@b", "password": "p:w@rd"}},
+    }
+    assert "p:w@rd" not in repr(e) and "p%3Aw" not in repr(e)
+    assert core.url_endpoint("http://host/db").body() == {"url": "http://host/db"}
+
+
+def test_the_clients_credentials_go_into_the_source_and_a_target_on_its_server() -> None:
+    source, target = core.endpoints("http://admin:s3cret@127.0.0.1:5984/", None, "shop", "edge")
+    assert source.body() == {
+        "url": "http://127.0.0.1:5984/shop",
+        "auth": {"basic": {"username": "admin", "password": "s3cret"}},
+    }
+    assert target.url == "http://127.0.0.1:5984/edge" and target.credentials == source.credentials
+    # A URL elsewhere without credentials gets none; one on this server gets the client's.
+    _, elsewhere = core.endpoints(
+        "http://admin:s3cret@127.0.0.1:5984", None, "shop", "http://other:5984/x"
+    )
+    assert elsewhere.credentials is None
+    _, here = core.endpoints(
+        "http://admin:s3cret@127.0.0.1:5984", None, "shop", "http://127.0.0.1:5984/x"
+    )
+    assert here.credentials == source.credentials
+    # The server's own URL, for a server that reaches itself elsewhere.
+    source, target = core.endpoints(
+        "http://admin:s3cret@127.0.0.1:15984",
+        None,
+        "shop",
+        "edge",
+        "http://root:pw@127.0.0.1:5984/",
+    )
+    assert source.url == "http://127.0.0.1:5984/shop" and target.url == "http://127.0.0.1:5984/edge"
+    assert source.body()["auth"]["basic"] == {"username": "root", "password": "pw"}
+    iam = core.Credentials("iam", secret="KEY")
+    source, _ = core.endpoints("https://acct.cloudant.com", iam, "shop", "edge")
+    assert source.body() == {
+        "url": "https://acct.cloudant.com/shop",
+        "auth": {"iam": {"api_key": "KEY"}},
+    }
+    assert "KEY" not in repr(source)
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "shop",
+        "http://127.0.0.1:5984/shop",
+        "http://127.0.0.1:5984/shop/",
+        "HTTP://127.0.0.1:5984/shop//",
+        "http://admin:0ther-pw@127.0.0.1:5984/shop",
+        "http://127.0.0.1:5984/%73hop",
+    ],
+)
+def test_a_target_that_is_the_source_is_refused(target: str) -> None:
+    with pytest.raises(InvalidArgumentError, match="is the source database itself") as caught:
+        core.endpoints("http://admin:s3cret@127.0.0.1:5984", None, "shop", target)
+    assert "s3cret" not in str(caught.value) and "0ther-pw" not in str(caught.value)
+
+
+def test_the_same_name_on_another_server_or_port_is_not_the_source() -> None:
+    for target in ("http://127.0.0.1:5985/shop", "https://127.0.0.1:5984/shop", "http://h/shop"):
+        core.endpoints("http://127.0.0.1:5984", None, "shop", target)
+    assert core.url_endpoint("http://h:80/db").same_database(core.url_endpoint("http://H/db/"))
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("ftp://bob:pw1234@host/db", "not a database URL"),
+        ("http://bob:pw1234@host", "names no database"),
+        ("http://bob:pw1234@host/db?x=1", "no query or fragment"),
+        ("http://bob:pw1234@host:99999/db", "not a URL"),
+        ("Not A Name", "not a CouchDB database name"),
+    ],
+)
+def test_a_bad_target_is_refused_without_its_credentials(target: str, message: str) -> None:
+    with pytest.raises(InvalidArgumentError, match=message) as caught:
+        core.endpoints("http://127.0.0.1:5984", None, "shop", target)
+    assert "pw1234" not in str(caught.value)
+
+
+def test_the_credentials_of_each_authenticator() -> None:
+    def client(auth: Any, url: str = "https://h.example") -> CloudantV1:
+        c = CloudantV1(authenticator=auth)
+        c.set_service_url(url)
+        return c
+
+    assert server_access(client(NoAuthAuthenticator(), "http://a:b@h")) == ("http://a:b@h", None)
+    assert server_access(client(BasicAuthenticator("u", "p")))[1] == core.Credentials(
+        "basic", "u", "p"
+    )
+    session = server_access(client(CouchDbSessionAuthenticator("u", "p")))[1]
+    assert session == core.Credentials("basic", "u", "p")
+    iam = server_access(client(IAMAuthenticator("apikey-123")))[1]
+    assert iam is not None and iam.auth() == {"iam": {"api_key": "apikey-123"}}
+    with pytest.raises(InvalidArgumentError, match="supported: basic or couchdb_session") as caught:
+        server_access(client(BearerTokenAuthenticator("tok-secret")))
+    assert "tok-secret" not in str(caught.value)
+
+
+def test_the_handle_and_its_messages_show_no_credentials() -> None:
+    source, target = core.endpoints(
+        "http://admin:s3cret@127.0.0.1:5984", None, "shop", "http://bob:pw9876@far.example/x"
+    )
+    job = couchids.Replication(
+        CloudantV1(authenticator=NoAuthAuthenticator()),
+        ["couchids-1"],
+        source=source,
+        target=target,
+        continuous=False,
+    )
+    assert "s3cret" not in repr(job) and "pw9876" not in repr(job)
+    shown = "couchids-1: 'http://127.0.0.1:5984/shop' -> 'http://far.example/x', one-shot"
+    assert repr(job) == f"Replication({shown})"
+    plan = core.plan(
+        "shop",
+        source,
+        target,
+        "2024-05-01",
+        None,
+        type="order",
+        form=KUUID,
+        continuous=True,
+        create_target=True,
+    )
+    assert "s3cret" not in repr(plan) and "pw9876" not in repr(plan)
+
+
+# -- bad input: refused before anything is sent ---------------------------------------------------
+
+#: A client of a server that is not there: anything sent would fail with a ServerError.
+NOWHERE = "http://admin:s3cret@127.0.0.1:9"
+
+
+@pytest.fixture
+def nowhere() -> CloudantV1:
+    c = CloudantV1(authenticator=NoAuthAuthenticator())
+    c.set_service_url(NOWHERE)
+    return c
+
+
+@pytest.mark.parametrize(
+    ("options", "error"),
+    [
+        ({"target": "shop"}, InvalidArgumentError),
+        ({"target": "http://127.0.0.1:9/shop/"}, InvalidArgumentError),
+        ({"start": "2024-06-01", "end": "2024-05-01"}, InvalidTimeError),
+        ({"start": "yesterday-ish"}, InvalidTimeError),
+        ({"type": "Bad Type"}, InvalidTypeError),
+        ({"form": UUID464}, InvalidArgumentError),
+        ({"form": "kuuid"}, InvalidArgumentError),
+        ({"continuous": "yes"}, InvalidArgumentError),
+        ({"create_target": 1}, InvalidArgumentError),
+        ({"server_url": "not a url"}, InvalidArgumentError),
+        ({"timeout": -1}, InvalidArgumentError),
+    ],
+)
+def test_bad_input_is_refused_before_anything_is_sent(
+    nowhere: CloudantV1, options: dict[str, Any], error: type[Exception]
+) -> None:
+    args = {"target": "edge", "start": "2024-05-01", "end": None, **options}
+    with pytest.raises(error) as caught:
+        couchids.Database(nowhere, "shop").replicate(
+            args.pop("target"), args.pop("start"), args.pop("end"), **args
+        )
+    assert "s3cret" not in str(caught.value)
+
+    async def on_aio() -> None:
+        async with aio.AsyncClient(nowhere) as ac:
+            again = {"target": "edge", "start": "2024-05-01", "end": None, **options}
+            with pytest.raises(error):
+                await aio.AsyncDatabase(ac, "shop").replicate(
+                    again.pop("target"), again.pop("start"), again.pop("end"), **again
+                )
+
+    asyncio.run(on_aio())
+
+
+# -- against servers -------------------------------------------------------------------------------
+
+#: The window: kuuid keys (seconds) from 001s1xOW to 001s1xOq, upper case to lower case at
+#: their last character, the case ICU collation reads as an empty range.
+START = datetime(2024, 5, 1, 0, 0, 20, tzinfo=UTC)
+END = START + timedelta(seconds=20)
+TYPES = ("order", "user", "click")
+
+
+def made(doc_type: str | None, at: datetime) -> str:
+    return couchids.id(at, type=doc_type)
+
+
+@pytest.fixture
+def history(client: CloudantV1, db: str) -> dict[str, set[str]]:
+    """The source: per type (and untyped), an id each second from 3 s before the window to
+    3 s after it, ids a day off, a design document and foreign ids inside the key range.
+    Returns the ids in the window per type (``None``: untyped), the ground truth, and under
+    ``"order onwards"`` the order ids from the window's start on."""
+    truth: dict[str | None, set[str]] = {t: set() for t in (*TYPES, None)}
+    onwards: dict[str | None, set[str]] = {t: set() for t in (*TYPES, None)}
+    docs: list[dict[str, Any]] = []
+    assert couchids.prefix(START).endswith("W") and couchids.prefix(END).endswith("q")
+    for doc_type in (*TYPES, None):
+        for second in range(-3, 24):
+            at = START + timedelta(seconds=second, milliseconds=500 * (second % 2))
+            doc_id = made(doc_type, at)
+            docs.append({"_id": doc_id, "t": at.isoformat()})
+            if START <= at.replace(microsecond=0) < END:
+                truth[doc_type].add(doc_id)
+            if at.replace(microsecond=0) >= START:
+                onwards[doc_type].add(doc_id)
+        for far in (timedelta(days=-1), timedelta(days=1), timedelta(days=400)):
+            docs.append({"_id": made(doc_type, START + far)})
+            if far > timedelta(0):
+                onwards[doc_type].add(docs[-1]["_id"])
+    inside = made("order", START + timedelta(seconds=5))
+    lower_case = "order:" + couchids.prefix(START + timedelta(seconds=5)).lower() + inside[14:]
+    docs += [
+        {"_id": "_design/noise", "views": {}},
+        {"_id": inside + "x"},
+        {"_id": inside[:-3]},
+        {"_id": lower_case},  # a valid id, of a time after the window
+        {"_id": "Order:" + inside[6:]},  # an id of the type Order, in the window
+        {"_id": "no-time-here"},
+    ]
+    truth["Order"] = {"Order:" + inside[6:]}
+    truth["order onwards"] = onwards["order"] | {lower_case}
+    client.post_bulk_docs(db=db, bulk_docs={"docs": docs}).get_result()
+    return truth  # type: ignore[return-value]
+
+
+def ids_in(client: CloudantV1, db: str) -> set[str]:
+    """The ids in ``db`` (none while it does not exist: the replicator creates it)."""
+    try:
+        rows = client.post_all_docs(db=db).get_result()["rows"]
+    except ApiException as error:
+        if error.status_code != 404:
+            raise
+        return set()
+    return {row["id"] for row in rows}
+
+
+@pytest.fixture
+def server_url(couch_server: Any) -> str | None:
+    """Where CouchDB reaches itself: on the cluster the client's URL is a proxy in this
+    process, so the replicator is given a node's own URL."""
+    return couch_server.url if isinstance(couch_server, CouchDBCluster) else None
+
+
+@pytest.fixture
+def targets(client: CloudantV1) -> Iterator[list[str]]:
+    """Names for targets (made by the replications), deleted after the test, with their
+    replication documents."""
+    names: list[str] = []
+    yield names
+    for name in names:
+        with contextlib.suppress(Exception):
+            client.delete_database(db=name)
+
+
+def new_target(targets: list[str]) -> str:
+    name = f"test_{uuid.uuid4().hex}_copy"
+    targets.append(name)
+    return name
+
+
+class Handle:
+    """A replication handle of either API, with blocking methods."""
+
+    def __init__(self, job: Any, call: Callable[[Any], Any]) -> None:
+        self.job, self.call = job, call
+
+    def wait(self, timeout: float | None = None) -> core.ReplicationStatus:
+        return self.call(self.job.wait(timeout))  # type: ignore[no-any-return]
+
+    def status(self) -> core.ReplicationStatus:
+        return self.call(self.job.status())  # type: ignore[no-any-return]
+
+    def cancel(self) -> bool:
+        return self.call(self.job.cancel())  # type: ignore[no-any-return]
+
+
+@pytest.fixture(params=["blocking", "aio"])
+def replicate(
+    request: pytest.FixtureRequest, client: CloudantV1
+) -> Iterator[Callable[..., Handle]]:
+    """``replicate(db, target, start, end, **options)`` through one API; every replication
+    started is cancelled after the test."""
+    started: list[Handle] = []
+    if request.param == "blocking":
+
+        def call(value: Any) -> Any:
+            return value
+
+        def start(db: str, *args: Any, **options: Any) -> Handle:
+            handle = Handle(couchids.Database(client, db).replicate(*args, **options), call)
+            started.append(handle)
+            return handle
+
+        yield start
+    else:
+        loop = asyncio.new_event_loop()
+        ac = aio.AsyncClient(client)
+        call = loop.run_until_complete
+
+        def start(db: str, *args: Any, **options: Any) -> Handle:
+            job = call(aio.AsyncDatabase(ac, db).replicate(*args, **options))
+            assert isinstance(job, aio.AsyncReplication)
+            handle = Handle(job, call)
+            started.append(handle)
+            return handle
+
+        yield start
+    for handle in started:
+        handle.cancel()
+    if request.param == "aio":
+        loop.run_until_complete(ac.aclose())
+        loop.close()
+
+
+@pytest.mark.needs("couchdb")
+def test_a_one_shot_replication_copies_exactly_the_window_of_a_type(
+    client: CloudantV1,
+    db: str,
+    history: dict[str, set[str]],
+    replicate: Callable[..., Handle],
+    targets: list[str],
+    server_url: str | None,
+) -> None:
+    target = new_target(targets)
+    job = replicate(db, target, START, END, type="order", server_url=server_url)
+    done = job.wait(120)
+    assert done.state == "completed" and done.doc_write_failures == 0
+    assert ids_in(client, target) == history["order"]
+    assert done.docs_written == len(history["order"]) == 20
+    assert job.status().state == "completed"
+    assert job.cancel() is True and job.cancel() is False
+    assert job.status().state == "cancelled"
+
+
+@pytest.mark.needs("couchdb")
+def test_all_types_copies_every_type_present_and_no_untyped_id(
+    client: CloudantV1,
+    db: str,
+    history: dict[str, set[str]],
+    replicate: Callable[..., Handle],
+    targets: list[str],
+    server_url: str | None,
+) -> None:
+    target = new_target(targets)
+    job = replicate(db, target, START, END, type=ALL_TYPES, server_url=server_url)
+    job.wait(120)
+    want = set().union(*(history[t] for t in (*TYPES, "Order")))
+    assert len(want) == 3 * 20 + 1
+    assert ids_in(client, target) == want
+
+
+@pytest.mark.needs("couchdb")
+def test_untyped_ids_of_a_window(
+    client: CloudantV1,
+    db: str,
+    history: dict[str, set[str]],
+    replicate: Callable[..., Handle],
+    targets: list[str],
+    server_url: str | None,
+) -> None:
+    target = new_target(targets)
+    replicate(db, target, START, END, server_url=server_url).wait(120)
+    assert ids_in(client, target) == history[None]  # type: ignore[index]
+
+
+def poll(check: Callable[[], bool], seconds: float = 60.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.5)
+    return check()
+
+
+def scheduled(client: CloudantV1, doc_id: str) -> bool:
+    """Whether the scheduler has a job of replication document ``doc_id``."""
+    jobs = client.get_scheduler_jobs().get_result()["jobs"]
+    return any(job.get("doc_id") == doc_id for job in jobs)
+
+
+@pytest.mark.needs("couchdb")
+def test_a_continuous_replication_picks_up_new_documents_until_cancelled(
+    client: CloudantV1,
+    db: str,
+    history: dict[str, set[str]],
+    replicate: Callable[..., Handle],
+    targets: list[str],
+    server_url: str | None,
+) -> None:
+    target = new_target(targets)
+    job = replicate(db, target, START, type="order", continuous=True, server_url=server_url)
+    assert job.wait(120).state == "running"
+    assert poll(lambda: history["order onwards"] <= ids_in(client, target))
+    later = made("order", datetime.now(UTC))
+    client.post_document(db=db, document={"_id": later}).get_result()
+    assert poll(lambda: later in ids_in(client, target)), "the new document never arrived"
+    assert ids_in(client, target) == history["order onwards"] | {later}
+
+    assert job.cancel() is True
+    (doc_id,) = job.job.doc_ids
+    assert poll(lambda: not scheduled(client, doc_id)), "the scheduler still runs it"
+    assert job.status().state == "cancelled"
+    orphan = made("order", datetime.now(UTC))
+    sentinel = made("sentinel", datetime.now(UTC))
+    client.post_document(db=db, document={"_id": orphan}).get_result()
+    client.post_document(db=db, document={"_id": sentinel}).get_result()
+    # A replication of the sentinel, written after the orphan, into the same target: once it
+    # has arrived, the cancelled one would have had its chance at the orphan.
+    replicate(db, target, START, type="sentinel", server_url=server_url).wait(120)
+    assert sentinel in ids_in(client, target)
+    assert orphan not in ids_in(client, target)
+
+
+@pytest.mark.needs("couchdb")
+def test_a_replication_that_cannot_run_raises_why_without_credentials(
+    client: CloudantV1, db: str, replicate: Callable[..., Handle], server_url: str | None
+) -> None:
+    missing = f"test_{uuid.uuid4().hex}_missing"
+    job = replicate(
+        db, missing, START, END, type="order", create_target=False, server_url=server_url
+    )
+    with pytest.raises(ReplicationFailed, match=r"not_found|could not open|not found") as caught:
+        job.wait(120)
+    assert "pass@" not in str(caught.value) and ":pass" not in str(caught.value)
+
+
+@pytest.mark.needs("couchdb")
+def test_a_target_naming_the_source_sends_nothing(
+    client: CloudantV1, db: str, couch_url: str, replicate: Callable[..., Handle]
+) -> None:
+    before = client.get_database_information(db="_replicator").get_result()["doc_count"]
+    bare = re.sub(r"//[^@/]*@", "//", couch_url)
+    for target in (
+        db,
+        f"{bare}/{db}/",
+        f"{couch_url.upper().replace('ADMIN:PASS', 'admin:pass')}/{db}",
+    ):
+        with pytest.raises(InvalidArgumentError, match="source database itself"):
+            replicate(db, target, START, END, type="order")
+    assert client.get_database_information(db="_replicator").get_result()["doc_count"] == before
+
+
+@pytest.mark.needs("pouchdb")
+def test_pouchdb_server_cannot_replicate_a_window(
+    client: CloudantV1, db: str, replicate: Callable[..., Handle], targets: list[str]
+) -> None:
+    target = new_target(targets)
+    with pytest.raises(ReplicationFailed, match="PouchDB Server cannot replicate a time window"):
+        replicate(db, target, START, END, type="order")
+    assert target not in client.get_all_dbs().get_result()
