@@ -20,8 +20,8 @@ What was decided, where a series could do otherwise:
 
 - **Writes create what is missing.** A write whose period's database does not exist creates
   it (one ``PUT``; a ``412`` from a racing writer is as good) and is sent again, once:
-  nothing is lost when :meth:`AsyncSeries.prepare` did not run ahead. A late write into a
-  period already dropped by :meth:`AsyncSeries.expire` therefore makes that database again,
+  nothing is lost when ``prepare`` did not run ahead. A late write into a period already
+  dropped by ``expire`` therefore makes that database again,
   holding only the late documents; the next ``expire`` drops it again.
 - **A document belongs to the period of the time in its id.** Reads clamp each period's
   window to its period, so a document stored in another period's database (by hand, or by a
@@ -663,8 +663,9 @@ class Series:
         (one CSV header), and a checkpoint that resumes it in whichever period it stopped.
 
         Args:
-            start, end, out, type, format, fields, checkpoint, batch_size, on_progress,
-                parallel: as for :meth:`Database.export`.
+            start, end, out, type, format, fields: as for :meth:`Database.export`.
+            checkpoint, batch_size, on_progress, parallel: as for
+                :meth:`Database.export`.
             timeout: seconds each request may take, retries included (default 60).
 
         Returns:

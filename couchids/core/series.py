@@ -16,10 +16,11 @@ driver:
   period's database (by hand, or a writer whose clock was wrong) is never read twice, nor
   out of order. A period whose database does not exist, or is dropped while it is read, is
   an empty period; any other failure is raised.
-- :func:`expire`: drops the databases of the whole periods before a time and expires the
-  older documents of the period that holds it.
+- ``expire``: drops the databases of the whole periods before a time and expires the older
+  documents of the period that holds it.
 
-Pure: no I/O; the handles (:mod:`couchids.aio.series`, :mod:`couchids.series`) run these.
+Pure: no I/O; the handles (:mod:`couchids.aio.series`, and ``couchids.series`` generated from
+it) run these.
 """
 
 from __future__ import annotations
