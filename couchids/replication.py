@@ -88,7 +88,7 @@ class Replication:
         """Wait until a one-shot replication has completed, and return its final status (the
         server's counts); a continuous one until it is ``running`` (it never completes).
 
-        Polls ``_scheduler/docs``, every 0.25 s at first, then up to every 2 s.
+        Polls ``_scheduler/docs``, every 0.25 s at first, then less often, up to every second.
 
         Args:
             timeout: seconds to wait at most, ``None`` (the default) for as long as it takes.
