@@ -16,7 +16,13 @@ LAYERS: list[tuple[str, ...]] = [
     ("couchids.idforms",),
     ("couchids.core",),
     ("couchids.drivers",),
-    ("couchids.database", "couchids.replication", "couchids.aio", "couchids.deprecated"),
+    (
+        "couchids.database",
+        "couchids.replication",
+        "couchids.series",
+        "couchids.aio",
+        "couchids.deprecated",
+    ),
     ("couchids.cli", "couchids.__main__", "couchids"),
 ]
 
@@ -123,6 +129,7 @@ def test_the_checks_see_an_upward_import_and_a_circle(tmp_path: Path) -> None:
     assert layer("couchids.idforms.kuuid") < layer("couchids.core.protocol")
     assert layer("couchids.core.protocol") < layer("couchids.drivers.blocking")
     assert layer("couchids.drivers.aio") < layer("couchids.aio.database") < layer("couchids")
+    assert layer("couchids.core.series") < layer("couchids.series") < layer("couchids.cli.main")
     assert "couchids.core.protocol" in GRAPH["couchids.core.windows"]
     assert "couchids.results" not in GRAPH["couchids.errors"]  # only under TYPE_CHECKING
     assert sum(map(len, GRAPH.values())) > 100

@@ -29,6 +29,7 @@ IO_MODULES = (
     "couchids.drivers",
     "couchids.aio",
     "couchids.database",
+    "couchids.series",
     "couchids.deprecated",
     "couchids.cli",
 )
@@ -72,6 +73,8 @@ def test_the_core_has_every_operation() -> None:
         "exporting",
         "following",
         "rekeying",
+        "periods",
+        "series",
     }
 
 
