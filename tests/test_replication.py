@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import re
 import shutil
 import subprocess
@@ -60,6 +61,7 @@ from couchids import (
     ReplicationFailed,
     aio,
 )
+from couchids.cli.main import EXIT_BAD_INPUT, EXIT_OK, EXIT_SERVER, main
 from couchids.core import replication as core
 from couchids.core.keys import in_window, window_keys
 from couchids.drivers.access import server_access
@@ -725,3 +727,60 @@ def test_pouchdb_server_cannot_replicate_a_window(
     with pytest.raises(ReplicationFailed, match="PouchDB Server cannot replicate a time window"):
         replicate(db, target, START, END, type="order")
     assert target not in client.get_all_dbs().get_result()
+
+
+# -- the command -----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def configured(couch_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("CLOUDANT_URL", couch_url)
+    monkeypatch.setenv("CLOUDANT_AUTH_TYPE", "noauth")
+    return couch_url
+
+
+@pytest.mark.needs("couchdb")
+def test_the_command_replicates_a_window_and_prints_its_counts(
+    client: CloudantV1,
+    db: str,
+    history: dict[str, set[str]],
+    configured: str,
+    targets: list[str],
+    server_url: str | None,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    target = new_target(targets)
+    argv = ["replicate", db, target, "--since", START.isoformat(), "--until", END.isoformat()]
+    argv += ["--type", "order"] + (["--server-url", server_url] if server_url else [])
+    assert main(argv) == EXIT_OK
+    out, err = capsys.readouterr()
+    line = json.loads(out)
+    assert line["state"] == "completed" and line["docs_written"] == 20, (out, err)
+    assert line["replication"].startswith("couchids-")
+    assert ids_in(client, target) == history["order"]
+    assert "pass" not in out + err
+    client.delete_document(
+        db="_replicator",
+        doc_id=line["replication"],
+        rev=client.get_document(db="_replicator", doc_id=line["replication"]).get_result()["_rev"],
+    )
+
+
+@pytest.mark.needs("couchdb")
+def test_the_command_refuses_the_source_as_target(
+    db: str, configured: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["replicate", db, db, "--since", "1d"]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert err.startswith("couchids: error: ") and "source database itself" in err
+    assert err.count("\n") == 1
+    assert main(["replicate", db, "x", "--since", "1d", "--type", "a", "--all-types"]) == 2
+
+
+@pytest.mark.needs("pouchdb")
+def test_the_command_on_pouchdb_server_says_why_it_cannot(
+    db: str, configured: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["replicate", db, "elsewhere", "--since", "90d"]) == EXIT_SERVER
+    err = capsys.readouterr().err
+    assert err.startswith("couchids: error: ") and "PouchDB Server cannot replicate" in err

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from couchids import __version__
 from couchids.cli.lifecycle import Tools, add_commands
+from couchids.cli.replicating import add_replicate_command
 from couchids.core.defaults import DEFAULT_PARALLEL, DEFAULT_TIMEOUT, MAX_TIMEOUT, REMOTE_PARALLEL
 from couchids.errors import InvalidArgumentError, InvalidInputError, InvalidTimeError, ServerError
 from couchids.idforms.constants import DEFAULT_BLOCKS, SEPARATORS, SHORT_BLOCKS
@@ -771,4 +772,5 @@ def _parser() -> argparse.ArgumentParser:
         TIME_HELP,
     )
     add_commands(commands, tools)
+    add_replicate_command(commands, tools)
     return parser

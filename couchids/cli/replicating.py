@@ -1,0 +1,129 @@
+"""The ``couchids replicate`` subcommand: start a time-window replication on the server
+(:meth:`couchids.Database.replicate`), and by default wait for it. :mod:`couchids.cli.main`
+adds it to its parser with :func:`add_replicate_command`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+from couchids.cli.lifecycle import Tools
+from couchids.idforms.doctypes import ALL_TYPES
+from couchids.idforms.times import now_ms
+
+if TYPE_CHECKING:
+    from couchids.core.replication import ReplicationStatus
+
+__all__ = ["add_replicate_command"]
+
+
+def add_replicate_command(commands: Any, tools: Tools) -> None:
+    """Add ``couchids replicate`` to ``commands`` (argparse subparsers)."""
+    p = commands.add_parser(
+        "replicate",
+        help="replicate the documents made in a time window to another database",
+        description="Start a replication, on the server, of the documents made in a window.",
+        epilog=f"""\
+The server's replicator copies from SOURCE to TARGET the documents of --type (untyped ids by
+default; --all-types: every type present now) whose ids were made at a time t with
+SINCE <= t < UNTIL (no --until: no end, so a --continuous replication keeps copying new
+documents). TARGET is a database on the same server, or a URL (https://user:pass@host/db:
+the user:pass goes to the replicator as credentials, never in a URL). The replication is a
+document of the server's _replicator database, named couchids-<id>; it goes on if this
+command stops, and deleting that document cancels it. Needs Apache CouchDB 2+ or Cloudant.
+
+Prints one JSON line: the replication's id, state and counts. One-shot replications are
+waited for (--no-wait: print the first state and return); --continuous ones are not
+(--wait: until they run). Exit status 1 when the replication failed or cannot run.
+
+TIME is {tools.time_help}.
+
+examples:
+  couchids replicate events events-edge --since 90d --type reading
+  couchids replicate shop https://bob:secret@backup.example.com/shop --since 2024-01-01 --all-types
+  couchids replicate events events-live --since 1h --type click --continuous
+""",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("source", metavar="SOURCE", help="database name")
+    p.add_argument("target", metavar="TARGET", help="database name on this server, or URL")
+    p.add_argument("--since", required=True, metavar="TIME", help="start (inclusive)")
+    p.add_argument("--until", metavar="TIME", help="end (exclusive; default: no end)")
+    scope = p.add_mutually_exclusive_group()
+    scope.add_argument("--type", metavar="T", help="only ids T:<id> (default: untyped ids)")
+    scope.add_argument("--all-types", action="store_true", help="every type present in SOURCE now")
+    p.add_argument(
+        "--continuous", action="store_true", help="keep copying new documents until cancelled"
+    )
+    p.add_argument(
+        "--wait",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="wait until done (one-shot, the default) or running (--continuous)",
+    )
+    p.add_argument("--no-create-target", action="store_true", help="fail if TARGET does not exist")
+    p.add_argument(
+        "--server-url",
+        metavar="URL",
+        help="the URL the server reaches itself at, if not CLOUDANT_URL (a proxy, a port mapping)",
+    )
+    tools.timeout_flag(p, "a request")
+    tools.form_flags(p, "of the ids in SOURCE")
+
+    def run(args: argparse.Namespace) -> int:
+        from couchids.database import Database
+
+        now = now_ms()
+        start = tools.parse_time(args.since, now)
+        end = None if args.until is None else tools.parse_time(args.until, now)
+        form = tools.form(args)
+        client = tools.connect()
+        job = Database(client, args.source).replicate(
+            args.target,
+            start,
+            end,
+            type=ALL_TYPES if args.all_types else args.type,
+            form=form,
+            continuous=args.continuous,
+            create_target=not args.no_create_target,
+            server_url=args.server_url,
+            timeout=args.timeout,
+        )
+        wait = (not args.continuous) if args.wait is None else args.wait
+        (doc_id,) = job.doc_ids
+        if wait:
+            try:
+                now_status = job.wait()
+            except KeyboardInterrupt:
+                print(
+                    f"couchids: replication {doc_id} goes on on the server; delete "
+                    f"_replicator/{doc_id} to cancel it",
+                    file=sys.stderr,
+                )
+                raise
+        else:
+            now_status = job.status(timeout=args.timeout)
+        print(_line(doc_id, now_status))
+        if args.continuous:
+            print(
+                f"couchids: replication {doc_id} runs until _replicator/{doc_id} is deleted",
+                file=sys.stderr,
+            )
+        return 0
+
+    p.set_defaults(run=run)
+
+
+def _line(doc_id: str, status: ReplicationStatus) -> str:
+    return json.dumps(
+        {
+            "replication": doc_id,
+            "state": status.state,
+            "docs_read": status.docs_read,
+            "docs_written": status.docs_written,
+            "doc_write_failures": status.doc_write_failures,
+        }
+    )
