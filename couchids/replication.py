@@ -1,6 +1,7 @@
 # Generated from couchids/aio/replication.py by scripts/unasync.py: do not edit by hand;
 # edit the asyncio source and run `python scripts/unasync.py`.
-"""The handle of a time-window replication that :meth:`AsyncDatabase.replicate` started.
+"""The handle of a time-window replication, which
+:meth:`couchids.aio.AsyncDatabase.replicate` starts.
 
 ``couchids/aio/replication.py`` holds the asyncio handle (``couchids.aio.AsyncReplication``),
 written by hand; ``couchids/replication.py`` holds the blocking one

@@ -56,9 +56,9 @@ nitpick_ignore_regex = [
         r"(ibmcloudant|ibm_cloud_sdk_core|httpx)\..*|CloudantV1|couchids\.idforms\.seq\.SeqForm",
     ),
     ("py:class", r"(collections\.abc|typing|datetime|re)\..*|timedelta|Format|list\[tuple\[str"),
-    # The fields of the series' reports and routing (couchids.core.series), as autodoc splits
-    # their annotations.
-    ("py:class", r"datetime|dict\[(int|str \| None)"),
+    # The fields of the series' reports and routing (couchids.core.series) and of a
+    # replication's status (couchids.core.replication), as autodoc splits their annotations.
+    ("py:class", r"datetime|dict\[(int|str \| None|str)"),
     # Internal plumbing named in signatures (a deadline passed between couchids' own modules).
     ("py:class", r"couchids\.drivers\.(blocking|aio)\..*"),
     # The streaming answer of window (couchids.drivers: Rows, AsyncRows), named bare in the
@@ -108,6 +108,7 @@ couchids_api_pages = {
         "couchids.core.scan",
     ],
     "series": ["couchids.series", "couchids.core.series"],
+    "replication": ["couchids.replication", "couchids.core.replication"],
 }
 # The deprecated module-level functions of 0.1 (couchids.deprecated), listed briefly on the page
 # of what they do, each pointing to its Database method; couchids.aio's all go to "aio".

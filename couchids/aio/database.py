@@ -1102,8 +1102,7 @@ class AsyncDatabase:
         timeout: float | None = DEFAULT_TIMEOUT,
     ) -> AsyncReplication:
         """Start a replication of the documents made in a time window to ``target``, on the
-        server; return its handle (:class:`~couchids.aio.AsyncReplication`) to wait for,
-        watch or cancel it.
+        server; return its handle (an ``AsyncReplication``) to wait for, watch or cancel it.
 
         The server's replicator copies the documents whose id is of ``form`` and ``type``
         and holds a time ``t`` with ``start <= t < end``: exactly what :meth:`window` reads.
@@ -1136,8 +1135,8 @@ class AsyncDatabase:
             server_url: the URL at which the server reaches itself, when it is not the
                 client's (a client behind a proxy or a port mapping); its user info, if any,
                 is the credentials the server uses for this database.
-            timeout: seconds the call may take, retries included (default 60); see
-                :meth:`~couchids.aio.AsyncReplication.wait` for the replication itself.
+            timeout: seconds the call may take, retries included (default 60); the handle's
+                ``wait`` waits for the replication itself.
 
         Raises:
             InvalidTimeError: unreadable times, or ``end`` before ``start``.

@@ -1,4 +1,5 @@
-"""The handle of a time-window replication that :meth:`AsyncDatabase.replicate` started.
+"""The handle of a time-window replication, which
+:meth:`couchids.aio.AsyncDatabase.replicate` starts.
 
 ``couchids/aio/replication.py`` holds the asyncio handle (``couchids.aio.AsyncReplication``),
 written by hand; ``couchids/replication.py`` holds the blocking one

@@ -4,7 +4,7 @@ programs that start, watch and cancel it (:meth:`couchids.Database.replicate`).
 CouchDB 2+ replication takes a Mango ``selector``, applied on the server to each change of
 the source's ``_changes`` feed. couchids builds the selector of "the ids of these types and
 this form made in ``[start, end)``" from the same key ranges its queries read
-(:func:`couchids.core.keys.window_keys`: ``low <= id < high`` in ``_all_docs`` order).
+(``couchids.core.keys.window_keys``: ``low <= id < high`` in ``_all_docs`` order).
 
 **Why a regular expression, not ``$gte``/``$lt``.** The replicator matches a selector with
 ``mango_selector:match/3``, which compares values with ``mango_json:cmp/2``: ICU collation,
@@ -649,10 +649,10 @@ class ReplicationStatus:
     documents when it has several).
 
     Attributes:
-        state: one of :data:`STATES`, or ``"cancelled"`` once its document is gone. For
-            several documents, the one that matters most: ``failed``, then ``crashing``,
-            ``error``, ``initializing``, ``pending``, ``running``, ``cancelled`` and
-            ``completed`` only when every one is.
+        state: one of :data:`~couchids.core.replication.STATES`, or ``"cancelled"`` once
+            its document is gone. For several documents, the one that matters most:
+            ``failed``, then ``crashing``, ``error``, ``initializing``, ``pending``,
+            ``running``, ``cancelled``; and ``completed`` only when every one is.
         docs_read, docs_written, doc_write_failures: the replicator's counts so far.
         changes_pending: changes of the source not yet processed (``None`` when not said).
         error: the replicator's last error, if any (credentials masked).
