@@ -42,6 +42,21 @@ BENCHES: list[tuple[str, list[str], list[str], bool]] = [
         ["--docs", "2000", "--expire-docs", "500", "--rounds", "1"],
         True,
     ),
+    (
+        "bench_series.py",
+        ["--per-month", "1000", "--rounds", "5", "--window-per-month", "5000"],
+        [
+            "--per-month",
+            "100",
+            "--rounds",
+            "1",
+            "--window-per-month",
+            "300",
+            "--window-rounds",
+            "1",
+        ],
+        True,
+    ),
 ]
 #: The benches that compare with another commit's couchids, given ``--baseline-commit``.
 TAKE_BASELINE = {"bench_lifecycle.py"}
