@@ -183,8 +183,9 @@ class Series:
         Idempotent, and safe when several processes prepare at once: a database another
         made meanwhile (``412 file_exists``) is as good, and on a cluster a create that
         answers ``202`` or a ``500`` while the database was made is checked with a
-        ``GET``. Writes create a missing period's database themselves, so this only saves
-        the first write of each period that request; run it from a daily job.
+        ``GET``. Writes create a missing period's database themselves, so preparing only
+        spares the first write of each period that detour; run it from a daily job, with
+        ``ahead`` covering the job's longest pause.
 
         Args:
             ahead: periods after the current one, 0 to 366.
