@@ -565,6 +565,30 @@ def test_prepare_raced_from_several_processes_succeeds_everywhere(
     assert answers[0][0] == now and now.startswith(f"{prefix}-20")
 
 
+def test_a_create_answered_with_5xx_or_202_is_checked_not_failed(
+    client: CloudantV1, prefix: str, couch_url: str
+) -> None:
+    # A cluster that made the database can still answer a racing create with a 500 (or 202):
+    # the database is there, and that is what counts. One that was not made raises.
+    database = rf"^/{prefix}-[0-9]{{4}}(\?|$)"
+    with FaultProxy(couch_url) as proxy:
+        series = couchids.Series(client_for(proxy.url), prefix, every="year")
+        proxy.fail("503-after", method="PUT", path=database, times=5)  # every attempt
+        assert series.prepare(0) == [series.database().name]
+        puts = proxy.requests("PUT", database)
+        assert len(puts) == 5 and {entry.outcome for entry in puts} == {"503-after"}
+        assert len(proxy.requests("GET", database)) == 1  # which said it exists
+        proxy.fail("202-after", method="PUT", path=database, times=1)
+        result = series.create({}, type="t", timestamp="2027-06-01")
+        assert series.databases() == [series.database().name, f"{prefix}-2027"]
+        assert series.latest(1, type="t")[0]["_id"] == result.id
+        proxy.fail("503-before", method="PUT", path=database, times=5)
+        with pytest.raises(couchids.ServerError, match="503") as raised:
+            series.create({}, type="t", timestamp="2028-06-01")
+        assert raised.value.status == 503
+    assert f"{prefix}-2028" not in all_dbs(client)
+
+
 # -- bad input and partitions -----------------------------------------------------------------
 
 
