@@ -290,6 +290,27 @@ def test_bulk_results_keep_input_order_across_periods(
     assert again.id == keyed.id and again.duplicate
 
 
+@pytest.mark.parametrize(
+    "form", [couchids.KUUID_REVERSE, couchids.V7S, couchids.KUUID_MS], ids=lambda f: str(f.kind)
+)
+def test_weeks_across_an_iso_year_in_other_forms(
+    client: CloudantV1, prefix: str, form: couchids.IdForm
+) -> None:
+    series = couchids.Series(client, prefix, every="week", form=form)
+    times = ["2026-12-27T23:59:59.999Z", "2026-12-28", "2027-01-03T23:59:59Z", "2027-01-04"]
+    docs = [{"n": n, "at": at} for n, at in enumerate(times)]
+    made = [r.id for r in series.bulk_create(docs, type="t", timestamp=lambda d: d["at"])]
+    assert series.databases() == [f"{prefix}-2026-w52", f"{prefix}-2026-w53", f"{prefix}-2027-w01"]
+    for newest_first in (True, False):
+        got = series.window("2026-12-27", "2027-01-05", type="t", newest_first=newest_first)
+        assert [d["n"] for d in got] == ([3, 2, 1, 0] if newest_first else [0, 1, 2, 3])
+    assert [d["_id"] for d in series.latest(3, type="t")] == made[::-1][:3]
+    assert series.count("2026-12-28", "2027-01-04", type="t") == 2
+    report = series.expire("2027-01-01", dry_run=False)
+    assert report.dropped == [f"{prefix}-2026-w52"] and report.deleted == 1
+    assert [d["n"] for d in series.window(0, "2028-01-01", type="t", newest_first=False)] == [2, 3]
+
+
 def test_a_late_write_makes_a_dropped_period_again_and_expire_drops_it_again(
     client: CloudantV1, prefix: str
 ) -> None:
