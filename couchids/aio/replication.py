@@ -10,14 +10,17 @@ why a replication is a ``_replicator`` document, is in :mod:`couchids.core.repli
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from couchids.core import replication
 from couchids.core.protocol import DEFAULT_BACKOFF, DEFAULT_RETRIES, DEFAULT_TIMEOUT, RetryPolicy
-from couchids.core.replication import Endpoint, ReplicationStatus
+from couchids.core.replication import ReplicationPlan, ReplicationStatus
 from couchids.drivers.aio import (
     AsyncClient,
+    known_facts,
     run,
 )
+from couchids.errors import InvalidArgumentError
 
 __all__ = ["AsyncReplication"]
 
@@ -29,9 +32,15 @@ class AsyncReplication:
     runs it whether or not this object lives, and keeps a continuous one running until it is
     cancelled (also across restarts). Its repr and messages never show credentials.
 
+    Args:
+        client: the client that started it.
+        plans: what was started, one :class:`~couchids.core.replication.ReplicationPlan`
+            per ``_replicator`` document (all one-shot or all continuous).
+
     Attributes:
         doc_ids: the ids of its documents in the server's ``_replicator`` database.
-        source, target: the databases (URLs, without credentials).
+        sources: the source databases (URLs, without credentials), one per document.
+        target: the target database of the first document (a URL, without credentials).
         continuous: whether it keeps copying new documents of the window.
 
     Example::
@@ -40,25 +49,24 @@ class AsyncReplication:
         stats = await job.wait(600)  # ReplicationStatus(state='completed', docs_written=...)
     """
 
-    def __init__(
-        self,
-        client: AsyncClient,
-        doc_ids: Sequence[str],
-        *,
-        source: Endpoint,
-        target: Endpoint,
-        continuous: bool,
-    ) -> None:
+    def __init__(self, client: AsyncClient, plans: Sequence[ReplicationPlan]) -> None:
+        if not plans:
+            raise InvalidArgumentError("plans=[]: a replication has at least one plan")
         self.client = client
-        self.doc_ids: tuple[str, ...] = tuple(doc_ids)
-        self.source, self.target = source.url, target.url
-        self.continuous = continuous
-        self._secrets = source.secrets() + target.secrets()
+        self.doc_ids: tuple[str, ...] = tuple(plan.doc_id for plan in plans)
+        self.sources: tuple[str, ...] = tuple(plan.source.url for plan in plans)
+        self.target = plans[0].target.url
+        self.continuous = plans[0].continuous
+        self._secrets = tuple(secret for plan in plans for secret in plan.secrets())
+        self._facts = known_facts(client)
+        #: The documents seen completed or failed (see couchids.core.replication.status).
+        self._ended: dict[str, dict[str, Any]] = {}
 
     def __repr__(self) -> str:
         kind = "continuous" if self.continuous else "one-shot"
         ids = ", ".join(self.doc_ids)
-        return f"AsyncReplication({ids}: {self.source!r} -> {self.target!r}, {kind})"
+        sources = ", ".join(map(repr, self.sources))
+        return f"AsyncReplication({ids}: {sources} -> {self.target!r}, {kind})"
 
     async def status(self, *, timeout: float | None = DEFAULT_TIMEOUT) -> ReplicationStatus:
         """Where the replication stands now, from the server's ``_scheduler/docs``.
@@ -80,7 +88,8 @@ class AsyncReplication:
             (await job.status()).state  # 'running'
         """
         policy = RetryPolicy.checked(DEFAULT_RETRIES, DEFAULT_BACKOFF, timeout, "status")
-        return await run(self.client, replication.status(self.doc_ids, policy, self._secrets))
+        program = replication.status(self._facts, self.doc_ids, policy, self._secrets, self._ended)
+        return await run(self.client, program)
 
     async def wait(self, timeout: float | None = None) -> ReplicationStatus:
         """Wait until a one-shot replication has completed, and return its final status (the
@@ -106,7 +115,12 @@ class AsyncReplication:
             done.docs_written, done.doc_write_failures  # (1200, 0)
         """
         program = replication.wait(
-            self.doc_ids, continuous=self.continuous, timeout=timeout, secrets=self._secrets
+            self._facts,
+            self.doc_ids,
+            continuous=self.continuous,
+            timeout=timeout,
+            secrets=self._secrets,
+            ended=self._ended,
         )
         return await run(self.client, program)
 
@@ -129,4 +143,5 @@ class AsyncReplication:
             await job.cancel()  # True; again: False
         """
         policy = RetryPolicy.checked(DEFAULT_RETRIES, DEFAULT_BACKOFF, timeout, "cancel")
-        return await run(self.client, replication.cancel(self.doc_ids, policy))
+        program = replication.cancel(self._facts, self.doc_ids, policy)
+        return await run(self.client, program)

@@ -77,7 +77,9 @@ from couchids.core.protocol import (
     ask,
     check_db,
     dumps,
+    live_leaves,
     path,
+    winner,
 )
 from couchids.errors import (
     InvalidArgumentError,
@@ -133,6 +135,8 @@ FIRST_POLL, LONGEST_POLL = 0.25, 1.0
 LASTING: Final = ("not_found", "unauthorized", "forbidden", "invalid", "bad_request")
 #: The end of the subject: no byte follows (PCRE's ``$`` and ``\Z`` allow a final newline).
 END: Final = r"(?![\x00-\xff])"
+#: Rounds of deleting a replication document's live revisions before :func:`cancel` gives up.
+CANCEL_ROUNDS: Final = 5
 #: A pattern that matches nothing.
 NOTHING: Final = "(?!)"
 #: What a selector is that no id matches (an empty window, or no types present).
@@ -686,21 +690,23 @@ def _count(info: dict[str, Any], key: str) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def _doc_status(doc_id: str, policy: RetryPolicy) -> Program[dict[str, Any]]:
+def _doc_status(known: FactsCache, doc_id: str, policy: RetryPolicy) -> Program[dict[str, Any]]:
     """The scheduler's view of one replication document, with ``state`` ``cancelled`` when
-    the document is gone and ``initializing`` while the scheduler has not seen it yet."""
+    the document is gone and ``initializing`` while the scheduler has not seen it yet.
+
+    Whether the document lives is read from every copy
+    (:func:`~couchids.core.protocol.live_leaves`): on a cluster a plain read may still
+    answer a revision from before the deletion."""
     docs = path("_scheduler", "docs", REPLICATOR_DB, doc_id)
     reply = yield from ask(Request("GET", docs), policy, REPLICATOR_DB, expect=(MISSING,))
     if reply is MISSING:
         # Not (or no longer) in the scheduler: the document says how it ended, if it did
         # (CouchDB records a final state in it; on a cluster the scheduler may forget a
         # completed one-shot replication).
-        doc = yield from ask(
-            Request("GET", path(REPLICATOR_DB, doc_id)), policy, REPLICATOR_DB, expect=(MISSING,)
-        )
-        if doc is MISSING:
+        leaves = yield from live_leaves(known, REPLICATOR_DB, doc_id, policy)
+        if not leaves:
             return {"state": CANCELLED}
-        stored = doc.body if isinstance(doc.body, dict) else {}
+        stored = winner(leaves)
         state = stored.get("_replication_state")
         if state not in ("completed", "failed"):
             return {"state": "initializing"}
@@ -719,16 +725,32 @@ def _doc_status(doc_id: str, policy: RetryPolicy) -> Program[dict[str, Any]]:
 
 
 def status(
-    doc_ids: Sequence[str], policy: RetryPolicy, secrets: Sequence[str] = ()
+    known: FactsCache,
+    doc_ids: Sequence[str],
+    policy: RetryPolicy,
+    secrets: Sequence[str] = (),
+    ended: dict[str, dict[str, Any]] | None = None,
 ) -> Program[ReplicationStatus]:
-    """The :class:`ReplicationStatus` of a replication's documents (one request each)."""
+    """The :class:`ReplicationStatus` of a replication's documents (one request each, two for
+    a document the scheduler does not list).
+
+    ``ended`` (kept by the caller across calls) remembers the documents seen ``completed`` or
+    ``failed``: on a cluster the scheduler may forget a finished one-shot replication before
+    the replicator has recorded its end in the document, which then reads as not yet
+    started. A moment after :func:`cancel`, a cluster's scheduler may still list the document
+    it deleted."""
+    ended = {} if ended is None else ended
     states: list[str] = []
     read = written = failures = 0
     pending: int | None = None
     errors: list[str] = []
     infos: dict[str, Any] = {}
     for doc_id in doc_ids:
-        doc = yield from _doc_status(doc_id, policy)
+        doc = yield from _doc_status(known, doc_id, policy)
+        if doc["state"] in ("completed", "failed"):
+            ended[doc_id] = doc
+        elif doc["state"] != CANCELLED and doc_id in ended:
+            doc = ended[doc_id]
         found = doc.get("info")
         info: dict[str, Any] = found if isinstance(found, dict) else {}
         states.append(str(doc["state"]))
@@ -758,11 +780,13 @@ def status(
 
 
 def wait(
+    known: FactsCache,
     doc_ids: Sequence[str],
     *,
     continuous: bool,
     timeout: float | None,
     secrets: Sequence[str] = (),
+    ended: dict[str, dict[str, Any]] | None = None,
 ) -> Program[ReplicationStatus]:
     """Poll until the replication is done (one-shot: ``completed``; continuous: ``running``,
     its first pass under way); return its status.
@@ -774,10 +798,11 @@ def wait(
         ServerTimeoutError: ``timeout`` ran out while it was still on its way.
     """
     deadline = RetryPolicy.checked(0, 0, timeout, "wait")
+    ended = {} if ended is None else ended
     pause = FIRST_POLL
     while True:
         policy = RetryPolicy.checked(3, 0.1, 60.0, "wait")
-        now = yield from status(doc_ids, policy, secrets)
+        now = yield from status(known, doc_ids, policy, secrets, ended)
         what = _what(doc_ids, now)
         if now.state == "completed" or (continuous and now.state == "running"):
             return now
@@ -811,29 +836,35 @@ def _what(doc_ids: Sequence[str], now: ReplicationStatus) -> str:
     return f"replication {names}"
 
 
-def cancel(doc_ids: Sequence[str], policy: RetryPolicy) -> Program[bool]:
+def cancel(known: FactsCache, doc_ids: Sequence[str], policy: RetryPolicy) -> Program[bool]:
     """Delete each replication document (the replicator stops its job); return whether any
-    was still there. Idempotent: a document already gone is no error."""
+    was still there. Idempotent: a document already gone is no error.
+
+    Every live revision is deleted, read from every copy
+    (:func:`~couchids.core.protocol.live_leaves`): on a cluster the replicator may record a
+    one-shot replication's end in its document while the deletion reaches other copies, and
+    the two revisions then conflict; the live one would win and bring the document back.
+
+    Raises:
+        ReplicationFailed: a document still lives after :data:`CANCEL_ROUNDS` rounds.
+    """
     found = False
     for doc_id in doc_ids:
-        while True:
-            doc = yield from ask(
-                Request("GET", path(REPLICATOR_DB, doc_id)),
-                policy,
-                REPLICATOR_DB,
-                expect=(MISSING,),
-            )
-            if doc is MISSING:
+        for _ in range(CANCEL_ROUNDS):
+            leaves = yield from live_leaves(known, REPLICATOR_DB, doc_id, policy)
+            if not leaves:
                 break
-            rev = doc.body.get("_rev") if isinstance(doc.body, dict) else None
-            gone = yield from ask(
-                Request("DELETE", path(REPLICATOR_DB, doc_id), {"rev": str(rev)}),
-                policy,
-                REPLICATOR_DB,
-                expect=(MISSING, CONFLICT),
+            for leaf in leaves:
+                gone = yield from ask(
+                    Request("DELETE", path(REPLICATOR_DB, doc_id), {"rev": str(leaf["_rev"])}),
+                    policy,
+                    REPLICATOR_DB,
+                    expect=(MISSING, CONFLICT),
+                )
+                found = found or gone not in (MISSING, CONFLICT)
+        else:
+            raise ReplicationFailed(
+                f"cancel: the replication document {doc_id} still lives after "
+                f"{CANCEL_ROUNDS} rounds of deleting its revisions"
             )
-            if gone is CONFLICT:  # the replicator updated the document meanwhile: read again
-                continue
-            found = found or gone is not MISSING
-            break
     return found
