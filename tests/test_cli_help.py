@@ -1,5 +1,6 @@
-"""The help of the ``couchids`` command, computed from its parser: every subcommand shows an
-example, and the top-level help says truly which subcommands need a server."""
+"""The help of the ``couchids`` command, computed from its parser: every subcommand (and each
+subcommand of ``couchids series``) shows an example, and the top-level help says truly which
+subcommands need a server."""
 
 from __future__ import annotations
 
@@ -23,13 +24,33 @@ def subcommands() -> dict[str, argparse.ArgumentParser]:
     return dict(action.choices)
 
 
+def commands() -> dict[str, argparse.ArgumentParser]:
+    """Every subcommand, and the subcommands of those that have some (``series list``)."""
+    found = {}
+    for name, parser in subcommands().items():
+        found[name] = parser
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                found.update({f"{name} {sub}": p for sub, p in action.choices.items()})
+    return found
+
+
+def leaves() -> list[str]:
+    """The commands that run: all but those that only hold subcommands."""
+    return sorted(
+        name
+        for name, parser in commands().items()
+        if not any(isinstance(a, argparse._SubParsersAction) for a in parser._actions)
+    )
+
+
 def test_there_are_subcommands() -> None:
     assert {"new", "decode", "latest", "window", "count", "histogram", "tail"} <= set(subcommands())
 
 
-@pytest.mark.parametrize("name", sorted(subcommands()))
+@pytest.mark.parametrize("name", sorted(commands()))
 def test_every_subcommand_help_has_examples(name: str) -> None:
-    text = subcommands()[name].format_help()
+    text = commands()[name].format_help()
     section = re.search(r"^examples?:\n((?:  .*\n?)+)", text, re.IGNORECASE | re.MULTILINE)
     assert section is not None, f"couchids {name} --help has no examples section"
     lines = [line.strip() for line in section[1].splitlines()]
@@ -51,17 +72,25 @@ def test_the_top_level_help_names_the_offline_subcommands(
 
 def required_argv(name: str) -> list[str]:
     """The shortest command line of a subcommand: its positionals and required options."""
-    argv = [name]
-    for action in subcommands()[name]._actions:
+    argv = name.split()
+    for action in commands()[name]._actions:
         if not action.option_strings:
-            if action.nargs not in ("*", "?"):
+            # Optional positionals too: DB, where --series could stand instead.
+            if action.nargs != "*":
                 argv.append(f"db{len(argv)}")
         elif action.required:
-            argv += [action.option_strings[0], "order" if action.dest == "type" else "1d"]
+            value = "order" if action.dest == "type" else "1d"
+            if action.choices is not None:
+                value = str(next(iter(action.choices)))
+            argv += [action.option_strings[0], value]
     return argv
 
 
-@pytest.mark.parametrize("name", sorted(subcommands()))
+def test_series_has_its_subcommands() -> None:
+    assert {"series list", "series prepare", "series expire"} <= set(leaves())
+
+
+@pytest.mark.parametrize("name", leaves())
 def test_which_subcommands_need_a_server(
     name: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

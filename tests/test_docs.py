@@ -77,19 +77,25 @@ def test_the_api_pages_split_the_names(site: Path) -> None:
 
 
 def subcommands() -> dict[str, argparse.ArgumentParser]:
-    parser = cli._parser()
+    """Every subcommand, and the subcommands of those that have some (``series list``)."""
     found: dict[str, argparse.ArgumentParser] = {}
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            found.update(action.choices)
+    parents = [("", cli._parser())]
+    while parents:
+        prefix, parser = parents.pop(0)
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    found[prefix + name] = sub
+                    parents.append((f"{prefix}{name} ", sub))
     assert found, "the couchids parser has subcommands"
+    assert "series list" in found, "the subcommands of couchids series are walked"
     return found
 
 
 def test_the_cli_reference_has_every_subcommand_and_option(site: Path) -> None:
     text = page(site, "cli.html")
     for name, parser in subcommands().items():
-        start = text.find(f'id="cli-couchids-{name}"')
+        start = text.find(f'id="cli-couchids-{name.replace(" ", "-")}"')
         assert start >= 0, f"no section for couchids {name}"
         end = text.find('id="cli-couchids-', start + 1)
         section = text[start : end if end > 0 else len(text)]

@@ -1,5 +1,6 @@
 """The ``couchids`` subcommands of the data lifecycle: count, histogram, expire, export, tail
-and rekey. :mod:`couchids.cli.main` adds them to its parser with :func:`add_commands`.
+and rekey (count, histogram and export read a series too: :mod:`couchids.cli.series`).
+:mod:`couchids.cli.main` adds them to its parser with :func:`add_commands`.
 
 Long runs show a progress bar (``tqdm``) with a rate and an ETA on a terminal's stderr and
 nothing when stderr is not a terminal; Ctrl-C stops them cleanly with the resume point printed.
@@ -16,6 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
+from couchids.cli.series import SERIES_READS, note_empty, open_source, source_args
 from couchids.errors import InvalidArgumentError
 from couchids.idforms.forms import IdForm
 from couchids.idforms.times import now_ms
@@ -102,12 +104,12 @@ def add_commands(commands: Any, tools: Tools) -> None:
     raw = argparse.RawDescriptionHelpFormatter
 
     def window_args(parser: argparse.ArgumentParser, *, until: bool = True) -> None:
-        parser.add_argument("db", metavar="DB", help="database name")
+        source_args(parser)
         parser.add_argument("--since", required=True, metavar="TIME", help="start (inclusive)")
         if until:
             parser.add_argument("--until", metavar="TIME", help="end (exclusive; default now)")
         parser.add_argument("--type", metavar="T", help="only ids T:<id> (default: untyped)")
-        tools.form_flags(parser, "of the ids in DB")
+        tools.form_flags(parser, "of the ids in DB or the series")
 
     def times(args: argparse.Namespace) -> tuple[int, int]:
         now = now_ms()
@@ -115,40 +117,27 @@ def add_commands(commands: Any, tools: Tools) -> None:
         return tools.parse_time(args.since, now), end
 
     def run_count(args: argparse.Namespace) -> int:
-        from couchids.database import Database
 
         start, end = times(args)
-        client, form = tools.connect(), tools.form(args)
-        n = Database(client, args.db).count(
-            start,
-            end,
-            type=args.type,
-            form=form,
-            exact=args.exact,
-            timeout=args.timeout,
-        )
+        form = tools.form(args)
+        client, source = open_source(args, form, tools)
+        n = source.count(start, end, type=args.type, exact=args.exact, timeout=args.timeout)
         print(n)
         if not n:
-            tools.note_empty(client, args.db, args.type, form, args.timeout)
+            note_empty(tools, client, source, args.type, form, args.timeout, (start, end))
         return 0
 
     def run_histogram(args: argparse.Namespace) -> int:
         from couchids.core.counting import parse_every
-        from couchids.database import Database
 
         start, end = times(args)
         # The first bucket is a whole one, labelled at its aligned start (--since 7d --every 1d
         # starts at a UTC midnight): the library's inner edges are these multiples already.
         start -= start % parse_every(args.every)
-        client, form = tools.connect(), tools.form(args)
-        buckets = Database(client, args.db).histogram(
-            start,
-            end,
-            every=args.every,
-            type=args.type,
-            form=form,
-            exact=args.exact,
-            timeout=args.timeout,
+        form = tools.form(args)
+        client, source = open_source(args, form, tools)
+        buckets = source.histogram(
+            start, end, every=args.every, type=args.type, exact=args.exact, timeout=args.timeout
         )
         out = sys.stdout
         if args.format == "json":
@@ -169,7 +158,7 @@ def add_commands(commands: Any, tools: Tools) -> None:
                 bar = "█" * round(b.count * _BAR_WIDTH / top)
                 out.write(f"{_iso(b.start)}  {b.count:>8}  {bar}\n")
         if not any(b.count for b in buckets):
-            tools.note_empty(client, args.db, args.type, form, args.timeout)
+            note_empty(tools, client, source, args.type, form, args.timeout, (start, end))
         return 0
 
     def run_expire(args: argparse.Namespace) -> int:
@@ -219,20 +208,19 @@ def add_commands(commands: Any, tools: Tools) -> None:
 
     def run_export(args: argparse.Namespace) -> int:
         from couchids.core.scan import Checkpoint
-        from couchids.database import Database
 
         start, end = times(args)
-        client, form = tools.connect(), tools.form(args)
+        form = tools.form(args)
         fields = None if args.csv is None else _fields(args.csv)
+        client, source = open_source(args, form, tools)
         mark = Checkpoint(last_id=args.after)
         bar = _bar(None, "exporting")
         try:
-            Database(client, args.db).export(
+            source.export(
                 start,
                 end,
                 sys.stdout,
                 type=args.type,
-                form=form,
                 format="csv" if fields else "ndjson",
                 fields=fields,
                 checkpoint=mark,
@@ -245,7 +233,7 @@ def add_commands(commands: Any, tools: Tools) -> None:
             return _interrupted(bar, mark)
         bar.close()
         if not mark.done and args.after is None:
-            tools.note_empty(client, args.db, args.type, form, args.timeout)
+            note_empty(tools, client, source, args.type, form, args.timeout, (start, end))
         return 0
 
     def run_tail(args: argparse.Namespace) -> int:
@@ -335,11 +323,14 @@ time t with SINCE <= t < UNTIL. On CouchDB and Cloudant that takes two requests 
 there are, and ids of other forms inside the key range count too; --exact reads the ids and
 counts only those of the form (on PouchDB Server the ids are always read).
 
+{SERIES_READS}
+
 TIME is {tools.time_help}.
 
 examples:
   couchids count shop --since 30d --type order
   couchids count shop --since 2024-05-01 --until 2024-06-01 --type order --exact
+  couchids count --series events --period month --since 2026-01-01 --type reading
 """,
         formatter_class=raw,
     )
@@ -361,12 +352,15 @@ rounded down to one, so --since 7d --every 1d starts at a UTC midnight and is a 
 (--every 1w starts on a Thursday, as 1970-01-01 did); the last bucket ends at UNTIL. Formats:
 bars (a line per bucket), spark (one line), csv, json (a line per bucket).
 
+{SERIES_READS}
+
 TIME is {tools.time_help}.
 
 examples:
   couchids histogram shop --since 7d --every 1d --type order
   couchids histogram shop --since 24h --format spark --type order
   couchids histogram shop --since 2024-05-01 --until 2024-06-01 --every 1d --format csv
+  couchids histogram --series events --period month --since 90d --every 1w --type reading
 """,
         formatter_class=raw,
     )
@@ -418,12 +412,15 @@ examples:
 Writes the documents made at a time t with SINCE <= t < UNTIL, oldest first, as JSON lines,
 or with --csv FIELDS as CSV of those fields. Ctrl-C prints the --after ID to resume with.
 
+{SERIES_READS}
+
 TIME is {tools.time_help}.
 
 examples:
   couchids export shop --since 2024-05-01 --until 2024-06-01 --type order > may.jsonl
   couchids export shop --since 7d --type order --csv _id,total > week.csv
   couchids export shop --since 2024-05-01 --type order --after ID >> may.jsonl
+  couchids export --series events --period month --since 2026-01-01 --type reading > 2026.jsonl
 """,
         formatter_class=raw,
     )

@@ -1,7 +1,8 @@
 """The ``couchids`` command: make and read ids, and export documents by the time in their ids.
 
 ``couchids new`` and ``couchids decode`` work offline; every other command (``latest``,
-``window`` and those of :mod:`couchids.cli.lifecycle`) talks to a database through an
+``window``, those of :mod:`couchids.cli.lifecycle`, ``replicate`` and those of
+:mod:`couchids.cli.series`) talks to a database, or a series of them, through an
 ``ibmcloudant`` client configured the standard way (``CLOUDANT_URL``, ``CLOUDANT_AUTH_TYPE``,
 ...: :func:`couchids.connect`). Every failure is one line on stderr, with every credential of
 the configuration (password, API key, the user:password of a URL) masked. An answer with
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 from couchids import __version__
 from couchids.cli.lifecycle import Tools, add_commands
 from couchids.cli.replicating import add_replicate_command
+from couchids.cli.series import add_series_command, note_empty, open_source, source_args
 from couchids.core.defaults import DEFAULT_PARALLEL, DEFAULT_TIMEOUT, MAX_TIMEOUT, REMOTE_PARALLEL
 from couchids.errors import InvalidArgumentError, InvalidInputError, InvalidTimeError, ServerError
 from couchids.idforms.constants import DEFAULT_BLOCKS, SEPARATORS, SHORT_BLOCKS
@@ -225,49 +227,39 @@ def _decode(args: argparse.Namespace) -> int:
 
 
 def _latest(args: argparse.Namespace) -> int:
-    from couchids.database import Database
-
     form = _form(args)
-    client = _connect()
     scope = _scope(args)
-    docs = Database(client, _db(args.db)).latest(
-        args.n, type=scope, form=form, timeout=args.timeout
-    )
+    client, source = open_source(args, form, _tools())
+    docs = source.latest(args.n, type=scope, timeout=args.timeout)
     out = sys.stdout
     for doc in docs:
         out.write(_json(doc) + "\n")
     if not docs and args.n:
-        _note_empty(client, args.db, scope, form, args.timeout)
+        note_empty(_tools(), client, source, scope, form, args.timeout)
     return EXIT_OK
 
 
 def _window(args: argparse.Namespace) -> int:
     from couchids.core.protocol import dumps
-    from couchids.database import Database
 
     form = _form(args)
     now = now_ms()
     start = parse_time(args.since, now)
     end = now if args.until is None else parse_time(args.until, now)
-    client = _connect()
+    scope = _scope(args)
+    client, source = open_source(args, form, _tools())
     out = _Blocks(sys.stdout)
     progress = _Progress(sys.stderr)
-    scope = _scope(args)
-    pages = (
-        Database(client, _db(args.db))
-        .window(
-            start,
-            end,
-            type=scope,
-            form=form,
-            newest_first=not args.oldest_first,
-            include_docs=not args.ids_only,
-            batch_size=args.page_size,
-            timeout=args.timeout,
-            parallel=args.parallel,
-        )
-        .pages()
-    )
+    pages = source.window(
+        start,
+        end,
+        type=scope,
+        newest_first=not args.oldest_first,
+        include_docs=not args.ids_only,
+        batch_size=args.page_size,
+        timeout=args.timeout,
+        parallel=args.parallel,
+    ).pages()
     count = 0
     try:
         for page in pages:
@@ -279,7 +271,7 @@ def _window(args: argparse.Namespace) -> int:
         progress.clear()
         _close(pages)
     if not count:
-        _note_empty(client, args.db, scope, form, args.timeout)
+        note_empty(_tools(), client, source, scope, form, args.timeout, (start, end))
     return EXIT_OK
 
 
@@ -311,12 +303,6 @@ def _note_empty(
         return
     if why is not None:
         print(f"couchids: note: {why}", file=sys.stderr)
-
-
-def _db(name: str) -> str:
-    if not name:
-        raise _UsageError("the database name is empty")
-    return name
 
 
 def _close(rows: Iterator[Any]) -> None:
@@ -602,6 +588,8 @@ examples:
   couchids window orders --since 24h --type order > last-day.jsonl
   couchids histogram orders --since 7d --every 1d --type order
   couchids tail orders --type order -f
+  couchids series prepare events --period month
+  couchids window --series events --period month --since 90d --type reading
   couchids -v latest orders -n 5
 
 Each command's --help has more examples.
@@ -638,16 +626,21 @@ LATEST_EPILOG = """\
 Prints the newest N documents as JSON lines, newest first. Only ids of the given form and type
 count: other documents in the database are skipped.
 
+A series (--series PREFIX --period PERIOD instead of DB) answers as one database holding all
+its periods would: its newest database first, then the one before, until N are found.
+
 examples:
   couchids latest orders
   couchids latest orders -n 3 --type order
   couchids latest events -n 20 --ms --reverse
+  couchids latest --series events --period month -n 5 --type reading
 """
 
 WINDOW_EPILOG = f"""\
 Prints every document whose id was made at a time t with SINCE <= t < UNTIL, as JSON lines,
 newest first (or with --ids-only just the ids). On a terminal a count on stderr shows the
-progress of long exports.
+progress of long exports. A series (--series PREFIX --period PERIOD instead of DB) answers as
+one database holding all its periods would: each period's database in turn, in order.
 
 TIME is {TIME_HELP}.
 
@@ -655,6 +648,7 @@ examples:
   couchids window orders --since 24h --type order > last-day.jsonl
   couchids window orders --since 2024-05-01 --until 2024-06-01 --oldest-first
   couchids window events --since 7d --ids-only --v7s | wc -l
+  couchids window --series events --period month --since 90d --type reading
 """
 
 
@@ -728,12 +722,12 @@ def _parser() -> argparse.ArgumentParser:
         epilog=LATEST_EPILOG,
         formatter_class=raw,
     )
-    lat.add_argument("db", metavar="DB", help="database name")
+    source_args(lat)
     lat.add_argument("-n", type=_count(0), default=10, metavar="N", help="how many (default 10)")
     lat.add_argument("--type", metavar="T", help="only ids T:<id> (default: untyped ids)")
     _timeout_flag(lat, "the server")
     lat.add_argument("--all-types", action="store_true", help="every type, merged by time")
-    _form_flags(lat, "of the ids in DB")
+    _form_flags(lat, "of the ids in DB or the series")
     lat.set_defaults(run=_latest)
 
     win = commands.add_parser(
@@ -743,7 +737,7 @@ def _parser() -> argparse.ArgumentParser:
         epilog=WINDOW_EPILOG,
         formatter_class=raw,
     )
-    win.add_argument("db", metavar="DB", help="database name")
+    source_args(win)
     win.add_argument("--since", required=True, metavar="TIME", help="start (inclusive)")
     win.add_argument("--until", metavar="TIME", help="end (exclusive; default now)")
     win.add_argument("--type", metavar="T", help="only ids T:<id> (default: untyped ids)")
@@ -759,9 +753,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     _parallel_flag(win)
     _timeout_flag(win, "a request (one page)")
-    _form_flags(win, "of the ids in DB")
+    _form_flags(win, "of the ids in DB or the series")
     win.set_defaults(run=_window)
-    tools = Tools(
+    tools = _tools()
+    add_commands(commands, tools)
+    add_replicate_command(commands, tools)
+    add_series_command(commands, tools)
+    return parser
+
+
+def _tools() -> Tools:
+    """What the subcommands of the other modules take from this one."""
+    return Tools(
         _connect,
         _form,
         _form_flags,
@@ -771,6 +774,3 @@ def _parser() -> argparse.ArgumentParser:
         _note_empty,
         TIME_HELP,
     )
-    add_commands(commands, tools)
-    add_replicate_command(commands, tools)
-    return parser

@@ -1,8 +1,9 @@
 """What writes couchids' documentation pages from the code and the README, so they cannot drift.
 
 ``.. couchids-cli::`` walks the argparse parser of the ``couchids`` command
-(:func:`couchids.cli.main._parser`) and renders the command and each subcommand: its usage,
-description, every option with its help, and its epilog (the examples).
+(:func:`couchids.cli.main._parser`) and renders the command and each subcommand, and the
+subcommands of those that have some (``couchids series list``): its usage, description, every
+option with its help, and its epilog (the examples).
 
 ``.. couchids-api:: PAGE`` documents the public names of ``couchids.__all__`` (or, for the
 page ``aio``, of ``couchids.aio.__all__``) that belong on PAGE, with autodoc: a name added to
@@ -201,18 +202,28 @@ class CommandLine(SphinxDirective):
         from couchids.cli import main as cli
 
         parser = cli._parser()
-        lines = command_rst(parser, "")
-        helps = summaries(parser)
-        lines += [".. rubric:: commands", ""]
-        for name, command in subcommands(parser).items():
-            lines += [f"- :ref:`{command.prog} <cli-{command.prog.replace(' ', '-')}>`: "]
-            lines[-1] += escape(helps.get(name, ""))
-        lines.append("")
-        for name, command in subcommands(parser).items():
-            lines += command_rst(command, helps.get(name, ""))
-        for module in ("couchids.cli.main", "couchids.cli.lifecycle"):
+        lines = command_rst(parser, "") + commands_rst(parser)
+        modules = ("couchids.cli.main", "couchids.cli.lifecycle", "couchids.cli.series")
+        for module in modules:
             self.env.note_dependency(importlib.import_module(module).__file__ or "")
         return nested_parse_to_nodes(self.state, StringList(lines), source="<couchids-cli>")
+
+
+def commands_rst(parser: argparse.ArgumentParser) -> list[str]:
+    """The list of ``parser``'s subcommands, then each of them (and theirs: ``couchids series
+    list``) as :func:`command_rst` writes it; nothing for a command without subcommands."""
+    found = subcommands(parser)
+    if not found:
+        return []
+    helps = summaries(parser)
+    lines = [".. rubric:: commands", ""]
+    for name, command in found.items():
+        lines += [f"- :ref:`{command.prog} <cli-{command.prog.replace(' ', '-')}>`: "]
+        lines[-1] += escape(helps.get(name, ""))
+    lines.append("")
+    for name, command in found.items():
+        lines += command_rst(command, helps.get(name, "")) + commands_rst(command)
+    return lines
 
 
 # -- the API --------------------------------------------------------------------------------
