@@ -310,8 +310,10 @@ class Series:
         Raises:
             BulkWriteError: some documents were not stored; raised once every period was
                 written, with every result in input order.
-            InvalidArgumentError, InvalidTimeError: a document that cannot be stored or
-                routed, or a bad setting: nothing is written.
+            InvalidArgumentError, InvalidTimeError, InvalidTypeError: a document that cannot
+                be stored or routed, or a bad setting: nothing is written. A ``key`` that
+                fails for a document is raised when its period is written, with the results
+                of the periods before it.
             ServerError: a whole request failed: its ``results`` hold those of the periods
                 written before it, in input order, then those of the period that failed (see
                 :meth:`Database.bulk_create`).
