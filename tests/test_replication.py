@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import re
 import shutil
 import subprocess
@@ -59,11 +60,13 @@ from couchids import (
     InvalidTimeError,
     InvalidTypeError,
     ReplicationFailed,
+    ServerTimeoutError,
     aio,
 )
 from couchids.cli.main import EXIT_BAD_INPUT, EXIT_OK, EXIT_SERVER, main
 from couchids.core import replication as core
 from couchids.core.keys import in_window, window_keys
+from couchids.core.protocol import FactsCache, Request, Response, RetryPolicy, Send, Sleep
 from couchids.drivers.access import server_access
 from couchids.idforms.times import to_ms
 
@@ -791,3 +794,142 @@ def test_the_command_on_pouchdb_server_says_why_it_cannot(
     assert main(["replicate", db, "elsewhere", "--since", "90d"]) == EXIT_SERVER
     err = capsys.readouterr().err
     assert err.startswith("couchids: error: ") and "PouchDB Server cannot replicate" in err
+
+
+# -- waiting, on scripted answers ------------------------------------------------------------------
+
+
+def drive(program: Any, answer: Callable[[Request], tuple[int, Any]]) -> Any:
+    """Run a core program, answering each request with ``answer`` (status, JSON body) and
+    sleeping its sleeps; return its result."""
+    outcome: Any = None
+    while True:
+        try:
+            effect = program.send(outcome)
+        except StopIteration as done:
+            return done.value
+        if isinstance(effect, Send):
+            status, body = answer(effect.request)
+            outcome = Response(status, json.dumps(body).encode(), "application/json")
+        elif isinstance(effect, Sleep):
+            time.sleep(min(effect.seconds, 0.05))
+            outcome = None
+        else:
+            raise AssertionError(effect)
+
+
+def scripted(*states: dict[str, Any]) -> Callable[[Request], tuple[int, Any]]:
+    """Answers of a replication document that goes through ``states`` (the scheduler's
+    answers, one per poll; the last repeats): ``{"state": None}`` is "not listed yet"."""
+    left = list(states)
+
+    def answer(request: Request) -> tuple[int, Any]:
+        if request.path.startswith("/_scheduler/docs/"):
+            now = left.pop(0) if len(left) > 1 else left[0]
+            if now.get("state") is None:
+                return 404, {"error": "not_found", "reason": "missing"}
+            return 200, now
+        if request.method == "GET" and request.path == "/_replicator":
+            return 200, {"db_name": "_replicator"}
+        if request.method == "GET" and request.path.startswith("/_replicator/"):
+            return 200, [{"ok": {"_id": "couchids-1", "_rev": "1-a"}}]
+        raise AssertionError(request)
+
+    return answer
+
+
+def waited(answer: Callable[[Request], tuple[int, Any]], **options: Any) -> core.ReplicationStatus:
+    options.setdefault("continuous", False)
+    options.setdefault("timeout", 5.0)
+    program = core.wait(FactsCache(), ["couchids-1"], secrets=["s3cret"], **options)
+    return drive(program, answer)  # type: ignore[no-any-return]
+
+
+DONE = {"state": "completed", "info": {"docs_read": 3, "docs_written": 3, "doc_write_failures": 0}}
+
+
+def test_wait_polls_until_completed_and_returns_the_counts() -> None:
+    answer = scripted({"state": None}, {"state": "initializing"}, {"state": "running"}, DONE)
+    done = waited(answer)
+    assert (done.state, done.docs_read, done.docs_written, done.doc_write_failures) == (
+        "completed",
+        3,
+        3,
+        0,
+    )
+
+
+def test_wait_returns_once_a_continuous_replication_runs() -> None:
+    answer = scripted({"state": "pending"}, {"state": "running", "info": {"changes_pending": 7}})
+    running = waited(answer, continuous=True)
+    assert running.state == "running" and running.changes_pending == 7
+
+
+@pytest.mark.parametrize(
+    ("state", "reason", "message"),
+    [
+        ("failed", "invalid selector for s3cret", "the server gave up on it: invalid selector"),
+        ("crashing", "db_not_found: could not open http://a:s3cret@x/", "is crashing: db_not_fo"),
+        ("error", "unauthorized: s3cret refused", "is error: unauthorized"),
+    ],
+)
+def test_wait_raises_why_a_replication_will_not_end(state: str, reason: str, message: str) -> None:
+    answer = scripted({"state": "running"}, {"state": state, "info": {"error": reason}})
+    with pytest.raises(ReplicationFailed, match=message) as caught:
+        waited(answer)
+    assert "s3cret" not in str(caught.value) and "***" in str(caught.value)
+
+
+def test_wait_waits_out_a_crash_that_may_mend_then_says_it_still_crashes() -> None:
+    answer = scripted({"state": "crashing", "info": {"error": "econnrefused"}})
+    with pytest.raises(ReplicationFailed, match=r"still crashing after 0\.3s: econnrefused"):
+        waited(answer, timeout=0.3)
+    mended = scripted({"state": "crashing", "info": {"error": "econnrefused"}}, DONE)
+    assert waited(mended).state == "completed"
+
+
+def test_wait_times_out_on_a_replication_still_under_way() -> None:
+    with pytest.raises(ServerTimeoutError, match=r"still running after 0\.3s"):
+        waited(scripted({"state": "running"}), timeout=0.3)
+
+
+def test_wait_on_a_cancelled_replication_says_so() -> None:
+    def gone(request: Request) -> tuple[int, Any]:
+        if request.path == "/_replicator":
+            return 200, {"db_name": "_replicator"}
+        return 404, {"error": "not_found", "reason": "deleted"}
+
+    with pytest.raises(ReplicationFailed, match="it was cancelled"):
+        waited(gone)
+
+
+def test_a_completed_replication_stays_completed_when_the_scheduler_forgets_it() -> None:
+    ended: dict[str, Any] = {}
+    assert waited(scripted(DONE), ended=ended).state == "completed"
+    again = drive(core.status(FactsCache(), ["couchids-1"], POLICY, (), ended), scripted({}))
+    assert again.state == "completed" and again.docs_written == 3
+
+
+POLICY = RetryPolicy.checked(0, 0, 5.0, "status")
+
+
+@pytest.mark.needs("couchdb")
+def test_no_credential_reaches_the_logs(
+    client: CloudantV1,
+    db: str,
+    history: dict[str, set[str]],
+    targets: list[str],
+    server_url: str | None,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    target = new_target(targets)
+    with caplog.at_level(logging.DEBUG):
+        job = couchids.Database(client, db).replicate(
+            target, START, END, type="order", server_url=server_url
+        )
+        job.wait(120)
+        job.status()
+        job.cancel()
+    text = "\n".join(record.getMessage() for record in caplog.records)
+    assert "PUT /_replicator/" in text  # the requests were logged
+    assert "admin:pass" not in text and '"password"' not in text and '"pass"' not in text

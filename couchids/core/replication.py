@@ -620,6 +620,10 @@ def start(
 ) -> Program[list[str]]:
     """Start each plan (a ``_replicator`` document each); return their document ids.
 
+    Several plans (say, each period database of a series into one target, each made by
+    :func:`plan` with its own source) start one after the other, and one handle watches them
+    all (``couchids.aio.AsyncReplication(client, plans)``).
+
     The server is checked first (:func:`check_server`); ``ALL_TYPES`` is resolved for each
     source database to the types present now (a continuous replication keeps to those).
     A missing ``_replicator`` database is created (CouchDB makes it at start-up; an admin
