@@ -153,7 +153,7 @@ def note_empty(
         names = source.databases(timeout=timeout)
     except ServerError:
         return  # the answer, nothing, stands
-    kind = f"of {_PLURAL[layout.every]} ({_NAMED[layout.every].replace('PREFIX', layout.prefix)})"
+    kind = _kind(layout)
     if not names:
         _note(f"the series {layout.prefix!r} {kind} has no databases")
         return
@@ -175,6 +175,12 @@ def _period_of(layout: SeriesLayout, name: str) -> Any:
     period = layout.period(name)
     assert period is not None  # Series.databases lists only the series' own names
     return period
+
+
+def _kind(layout: SeriesLayout) -> str:
+    """``of months (named like events-2026-11)``: what a note calls the series' periods."""
+    named = _NAMED[layout.every].replace("PREFIX", layout.prefix)
+    return f"of {_PLURAL[layout.every]} (named like {named})"
 
 
 def _note(text: str) -> None:
@@ -243,9 +249,7 @@ def add_series_command(commands: Any, tools: Tools) -> None:
             else:
                 out.write(name + "\n")
         if not names:
-            plural = _PLURAL[layout.every]
-            named = _NAMED[layout.every].replace("PREFIX", layout.prefix)
-            _note(f"the series {layout.prefix!r} of {plural} ({named}) has no databases")
+            _note(f"the series {layout.prefix!r} {_kind(layout)} has no databases")
         return 0
 
     p = sub.add_parser(
