@@ -47,7 +47,7 @@ from couchids.core.counting import DEFAULT_WORKERS, Bucket
 from couchids.core.expiry import DEFAULT_EXPIRE_BATCH
 from couchids.core.exporting import Format
 from couchids.core.pages import DEFAULT_PARALLEL
-from couchids.core.periods import Every, Period
+from couchids.core.periods import Every, Period, SeriesLayout
 from couchids.core.protocol import (
     DEFAULT_BACKOFF,
     DEFAULT_RETRIES,
@@ -56,7 +56,7 @@ from couchids.core.protocol import (
     RetryPolicy,
 )
 from couchids.core.scan import Checkpoint
-from couchids.core.series import PeriodDocs, PlacedResults, SeriesExpireReport, SeriesLayout
+from couchids.core.series import PeriodDocs, PlacedResults, SeriesExpireReport
 from couchids.core.short import NonceSource
 from couchids.core.windows import DEFAULT_PAGE_SIZE
 from couchids.core.writes import DEFAULT_BATCH_SIZE, Doc, KeyOf, TimeOf

@@ -1,4 +1,6 @@
-"""The periods of a series of databases, and the database name of each: pure time arithmetic.
+"""The periods of a series of databases, the database name of each, and what routes a
+document to its period (:class:`SeriesLayout`): pure time arithmetic, light enough for the
+command line to load before anything else.
 
 A series (:class:`couchids.Series`) keeps its documents in one database per period of UTC
 time, the "timeboxed database" pattern Cloudant recommends for data that grows without end:
@@ -44,17 +46,20 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Final, Literal
 
-from couchids.core.protocol import DB_NAME, DB_NAME_MAX
-from couchids.errors import InvalidArgumentError, InvalidTimeError
+from couchids.core.keys import check_time_form
+from couchids.core.names import DB_NAME, DB_NAME_MAX
+from couchids.errors import InvalidArgumentError, InvalidInputError, InvalidTimeError
 from couchids.idforms.forms import IdForm
 from couchids.idforms.times import EPOCH, MAX_MS, to_datetime
 
 __all__ = [
     "END_OF_TIME",
     "EVERY",
+    "MAX_AHEAD",
     "SUFFIX_LEN",
     "Every",
     "Period",
+    "SeriesLayout",
     "check_every",
     "check_prefix",
     "database_name",
@@ -69,6 +74,8 @@ Every = Literal["day", "week", "month", "year"]
 EVERY: Final[tuple[Every, ...]] = ("day", "week", "month", "year")
 #: The length of the suffix ``-<period>`` each period adds to the series' prefix.
 SUFFIX_LEN: Final[dict[Every, int]] = {"day": 11, "week": 9, "month": 8, "year": 5}
+#: The most periods :meth:`couchids.Series.prepare` creates ahead of the current one.
+MAX_AHEAD: Final = 366
 #: The millisecond after the last one a time in couchids can hold (the end of 9999): where the
 #: last period of every kind ends.
 END_OF_TIME: Final = MAX_MS + 1
@@ -311,3 +318,89 @@ def _next_day(day: date, days: int = 1) -> date | None:
 def _first_of(year: int, month: int) -> date | None:
     """The first of ``month`` in ``year``, or ``None`` past the end of 9999."""
     return None if year > _LAST_YEAR else date(year, month, 1)
+
+
+@dataclass(frozen=True)
+class SeriesLayout:
+    """What names a series' databases: the prefix, the kind of period, and the form of its
+    ids (whose times route each document to its period), checked when made.
+
+    Attributes:
+        prefix: the databases' names start with it and ``-``.
+        every: ``"day"``, ``"week"``, ``"month"`` or ``"year"``.
+        form: the id form of the series' documents.
+        partitioned: whether its databases are created partitioned.
+
+    Raises:
+        InvalidArgumentError: a bad ``every``, a prefix that cannot start a database name,
+            a form whose ids hold no time in ``_all_docs`` order, or ``partitioned`` not a bool.
+
+    >>> from couchids.idforms.forms import KUUID
+    >>> from couchids.idforms.times import to_ms
+    >>> layout = SeriesLayout("events", "month", KUUID)
+    >>> layout.name(layout.period_at(to_ms("2026-11-25")))
+    'events-2026-11'
+    """
+
+    prefix: str
+    every: Every
+    form: IdForm
+    partitioned: bool = False
+
+    def __post_init__(self) -> None:
+        check_every(self.every)
+        check_prefix(self.prefix, self.every)
+        if not isinstance(self.form, IdForm):
+            raise InvalidArgumentError(
+                f"form={self.form!r}: pass an id form, such as couchids.KUUID or couchids.V7S"
+            )
+        check_time_form(self.form)
+        if not isinstance(self.partitioned, bool):
+            raise InvalidArgumentError(f"partitioned={self.partitioned!r}: must be True or False")
+
+    def name(self, period: Period) -> str:
+        """The name of ``period``'s database."""
+        return database_name(self.prefix, period)
+
+    def period(self, name: str) -> Period | None:
+        """The period whose database ``name`` is, or ``None`` when it is no database of this
+        series (:func:`~couchids.core.periods.parse_name`)."""
+        return parse_name(self.prefix, self.every, name)
+
+    def period_at(self, ms: int) -> Period:
+        """The period holding the time ``ms``.
+
+        Raises:
+            InvalidTimeError: ``ms`` is past the last time an id of the series' form holds.
+        """
+        if ms >= form_end_ms(self.form):
+            raise InvalidTimeError(
+                f"{to_datetime(ms).isoformat()} is past the last time a {self.form} id holds "
+                f"({to_datetime(form_end_ms(self.form) - 1).isoformat()}): the series "
+                f"{self.prefix!r} has no period for it"
+            )
+        return period_of(self.every, ms)
+
+    def time_of_id(self, doc_id: str) -> int:
+        """The time (ms) an id of the series' form holds, with or without a type: where a
+        document with its own ``_id`` belongs.
+
+        Raises:
+            InvalidArgumentError: ``doc_id`` is no id of the series' form.
+        """
+        form = self.form
+        if isinstance(doc_id, str):
+            # Untyped, typed (the body after the type and the separator), or typed with a
+            # type that holds the separator itself (``my-type-<id>``): the body's length.
+            for body in (doc_id[-form.length :], doc_id.partition(form.separator)[2], doc_id):
+                head = doc_id[: len(doc_id) - len(body)]
+                if body and (not head or head.endswith(form.separator)):
+                    try:
+                        return form.parse(body)
+                    except InvalidInputError:
+                        continue
+        raise InvalidArgumentError(
+            f"_id {doc_id!r:.80} is not a {form} id: a series routes a document with its own "
+            f"_id by the time in it, so the _id must be an id of the series' form ({form}), "
+            "with or without a type; or drop the _id to get a new one"
+        )

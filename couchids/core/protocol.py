@@ -29,7 +29,6 @@ import json
 import math
 import operator
 import random
-import re
 import time
 from collections.abc import Generator, Mapping
 from contextvars import ContextVar
@@ -41,6 +40,10 @@ import orjson
 
 from couchids.core.defaults import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
 from couchids.core.defaults import MAX_TIMEOUT as MAX_TIMEOUT
+from couchids.core.names import DB_NAME as DB_NAME
+from couchids.core.names import DB_NAME_MAX as DB_NAME_MAX
+from couchids.core.names import SYSTEM_DBS as SYSTEM_DBS
+from couchids.core.names import check_db as check_db
 from couchids.errors import (
     DatabaseNotFoundError,
     InvalidArgumentError,
@@ -70,32 +73,6 @@ TRANSIENT_STATUSES: Final = frozenset({408, 429, 500, 502, 503, 504})
 
 
 # -- requests, answers, effects ------------------------------------------------------------------
-
-
-# -- database names ---------------------------------------------------------------------------
-
-
-#: CouchDB's rule for database names (its documentation of ``PUT /{db}``), at most 238 bytes.
-DB_NAME: Final = re.compile(r"[a-z][a-z0-9_$()+/-]*")
-DB_NAME_MAX: Final = 238
-#: Databases whose names start with ``_`` that a client may read and write.
-SYSTEM_DBS: Final = frozenset({"_users", "_replicator", "_global_changes"})
-
-
-def check_db(db: object) -> str:
-    """``db`` if it is a database name CouchDB accepts; else :class:`InvalidArgumentError`."""
-    if not isinstance(db, str):
-        raise InvalidArgumentError(
-            f"db={db!r}: a database name is a str, not a {type(db).__name__}"
-        )
-    if db in SYSTEM_DBS:
-        return db
-    if not DB_NAME.fullmatch(db) or len(db.encode()) > DB_NAME_MAX:
-        raise InvalidArgumentError(
-            f"db={db!r} is not a CouchDB database name: 1-{DB_NAME_MAX} characters, a lower-case "
-            "letter first, then lower-case letters, digits and _ $ ( ) + - /"
-        )
-    return db
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,17 +39,7 @@ from couchids.core.counting import Bucket, bucket_edges, parse_every
 from couchids.core.document import check_new
 from couchids.core.expiry import ExpireReport
 from couchids.core.exporting import Format
-from couchids.core.keys import check_time_form
-from couchids.core.periods import (
-    Every,
-    Period,
-    check_every,
-    check_prefix,
-    database_name,
-    form_end_ms,
-    parse_name,
-    period_of,
-)
+from couchids.core.periods import MAX_AHEAD, Period, SeriesLayout, period_of
 from couchids.core.protocol import (
     END,
     MISSING,
@@ -66,7 +56,7 @@ from couchids.core.protocol import (
     describe,
     path,
 )
-from couchids.core.scan import Checkpoint, check_flag, read_policy
+from couchids.core.scan import Checkpoint, read_policy
 from couchids.core.windows import check_count
 from couchids.errors import (
     BulkWriteError,
@@ -77,7 +67,6 @@ from couchids.errors import (
     ServerError,
 )
 from couchids.idforms.doctypes import AllTypes
-from couchids.idforms.forms import IdForm
 from couchids.idforms.times import TimeLike, to_datetime, to_ms
 from couchids.results import WriteResult
 
@@ -105,95 +94,8 @@ T = TypeVar("T")
 Row = dict[str, Any]
 Doc = Mapping[str, Any]
 
-#: The most periods :meth:`couchids.Series.prepare` creates ahead of the current one.
-MAX_AHEAD: Final = 366
 #: Period databases :meth:`couchids.Series.count` and ``histogram`` read at a time.
 PERIOD_WORKERS: Final = 4
-
-
-@dataclass(frozen=True)
-class SeriesLayout:
-    """What names a series' databases: the prefix, the kind of period, and the form of its
-    ids (whose times route each document to its period), checked when made.
-
-    Attributes:
-        prefix: the databases' names start with it and ``-``.
-        every: ``"day"``, ``"week"``, ``"month"`` or ``"year"``.
-        form: the id form of the series' documents.
-        partitioned: whether its databases are created partitioned.
-
-    Raises:
-        InvalidArgumentError: a bad ``every``, a prefix that cannot start a database name,
-            a form whose ids hold no time in ``_all_docs`` order, or ``partitioned`` not a bool.
-
-    >>> from couchids.idforms.forms import KUUID
-    >>> from couchids.idforms.times import to_ms
-    >>> layout = SeriesLayout("events", "month", KUUID)
-    >>> layout.name(layout.period_at(to_ms("2026-11-25")))
-    'events-2026-11'
-    """
-
-    prefix: str
-    every: Every
-    form: IdForm
-    partitioned: bool = False
-
-    def __post_init__(self) -> None:
-        check_every(self.every)
-        check_prefix(self.prefix, self.every)
-        if not isinstance(self.form, IdForm):
-            raise InvalidArgumentError(
-                f"form={self.form!r}: pass an id form, such as couchids.KUUID or couchids.V7S"
-            )
-        check_time_form(self.form)
-        check_flag("partitioned", self.partitioned)
-
-    def name(self, period: Period) -> str:
-        """The name of ``period``'s database."""
-        return database_name(self.prefix, period)
-
-    def period(self, name: str) -> Period | None:
-        """The period whose database ``name`` is, or ``None`` when it is no database of this
-        series (:func:`~couchids.core.periods.parse_name`)."""
-        return parse_name(self.prefix, self.every, name)
-
-    def period_at(self, ms: int) -> Period:
-        """The period holding the time ``ms``.
-
-        Raises:
-            InvalidTimeError: ``ms`` is past the last time an id of the series' form holds.
-        """
-        if ms >= form_end_ms(self.form):
-            raise InvalidTimeError(
-                f"{to_datetime(ms).isoformat()} is past the last time a {self.form} id holds "
-                f"({to_datetime(form_end_ms(self.form) - 1).isoformat()}): the series "
-                f"{self.prefix!r} has no period for it"
-            )
-        return period_of(self.every, ms)
-
-    def time_of_id(self, doc_id: str) -> int:
-        """The time (ms) an id of the series' form holds, with or without a type: where a
-        document with its own ``_id`` belongs.
-
-        Raises:
-            InvalidArgumentError: ``doc_id`` is no id of the series' form.
-        """
-        form = self.form
-        if isinstance(doc_id, str):
-            # Untyped, typed (the body after the type and the separator), or typed with a
-            # type that holds the separator itself (``my-type-<id>``): the body's length.
-            for body in (doc_id[-form.length :], doc_id.partition(form.separator)[2], doc_id):
-                head = doc_id[: len(doc_id) - len(body)]
-                if body and (not head or head.endswith(form.separator)):
-                    try:
-                        return form.parse(body)
-                    except InvalidInputError:
-                        continue
-        raise InvalidArgumentError(
-            f"_id {doc_id!r:.80} is not a {form} id: a series routes a document with its own "
-            f"_id by the time in it, so the _id must be an id of the series' form ({form}), "
-            "with or without a type; or drop the _id to get a new one"
-        )
 
 
 # -- the databases ------------------------------------------------------------------------
@@ -205,9 +107,9 @@ def list_databases(layout: SeriesLayout, policy: RetryPolicy) -> Program[list[tu
 
     The keys ask for the names from ``<prefix>-`` up to ``<prefix>.`` (``.`` is the byte after
     ``-``, and no database name holds one); each name of the answer is then read back with
-    :meth:`SeriesLayout.period`, so a server that ignores the keys (PouchDB Server), another
-    series whose prefix starts the same (``events-x``) or another kind of period of the same
-    prefix is never taken for this series.
+    :meth:`~couchids.core.periods.SeriesLayout.period`, so a server that ignores the keys
+    (PouchDB Server), another series whose prefix starts the same (``events-x``) or another
+    kind of period of the same prefix is never taken for this series.
 
     Raises:
         ServerError: (or a subclass) the server failed; ``UnauthorizedError`` when the
