@@ -8,9 +8,10 @@ matches exactly the ids couchids' own window keeps; endpoints carry credentials 
 
 Integration (CouchDB, one node and the cluster): ground truth of a window with noise around
 it, with mixed-case kuuid keys at its bounds (a window whose keys run from ``...W`` to
-``...q``, which CouchDB's ICU-collated ``$gte``/``$lt`` would read as an empty range); all
-types; a continuous replication picks up a new document, and stops once cancelled. PouchDB
-Server's replicator ignores a selector: there ``replicate`` refuses and starts nothing.
+``...q``, which ICU collation would read as an empty range: CouchDB 3.4.3 compares ``_id``
+raw, any other field by ICU, as the last test shows); all types; a continuous replication
+picks up a new document, and stops once cancelled. PouchDB Server's replicator ignores a
+selector: there ``replicate`` refuses and starts nothing.
 """
 
 from __future__ import annotations
@@ -462,7 +463,7 @@ def test_bad_input_is_refused_before_anything_is_sent(
 # -- against servers -------------------------------------------------------------------------------
 
 #: The window: kuuid keys (seconds) from 001s1xOW to 001s1xOq, upper case to lower case at
-#: their last character, the case ICU collation reads as an empty range.
+#: their last character, which ICU collation would read as an empty range.
 START = datetime(2024, 5, 1, 0, 0, 20, tzinfo=UTC)
 END = START + timedelta(seconds=20)
 TYPES = ("order", "user", "click")
