@@ -30,7 +30,8 @@ months gone, each ``GET`` a 404), and the documents left in either, equal the pl
 **A window across three period databases**, 2025-05-15 to 2025-07-15 of the type ``reading``
 (May, June and July), newest first: ``list(Series.window(...))`` against
 ``list(Database.window(...))`` on the database holding everything, with their defaults, in
-``--rounds`` interleaved rounds (bench/timing.py). The goal is ``series / one database <= 1.1``.
+``--window-rounds`` interleaved rounds (bench/timing.py's order). The goal is
+``series / one database <= 1.1``.
 The server alone is the floor of each: one plain ``POST _all_docs`` with ``include_docs`` over
 the window's key range, with ``requests`` (uncompressed, as couchids asks a server on loopback),
 per series database (each within its month) or on the one database. Every way must return the
@@ -51,7 +52,7 @@ import statistics
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -65,7 +66,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from faultproxy import client_for
 from localserver import start
-from timing import interleaved
 
 import couchids
 from couchids import KUUID
@@ -152,7 +152,7 @@ class Server:
         """A new database ``db`` holding a document per id."""
         self.http.put(f"{self.url}/{db}").raise_for_status()
         for first in range(0, len(ids), LOAD_BATCH):
-            docs = [
+            docs: list[dict[str, Any]] = [
                 {"_id": doc_id, "n": n, "value": round(n * 0.37 % 50, 2), "tags": ["bench"]}
                 for n, doc_id in enumerate(ids[first : first + LOAD_BATCH], first)
             ]
@@ -314,7 +314,7 @@ def retention(client: Any, server: Server, plan: Plan, run: str, rounds: int) ->
 
 def window(
     client: Any, server: Server, plan: Plan, run: str, rounds: int
-) -> tuple[dict[str, float], int]:
+) -> tuple[dict[str, list[float]], int]:
     """Series.window across three months against Database.window on one database, and the
     server alone for each."""
     prefix, single = f"bench_{run}_window", f"bench_{run}_window_one"
@@ -343,7 +343,7 @@ def window(
         ),
         "server alone, one database": lambda: server.all_docs(single, start, end, True),
     }
-    medians, answers = interleaved(ways, rounds)
+    times, answers = interleaved(ways, rounds)
     if answers["series"] != answers["one database"] or answers["series"][0] != expected:
         raise RuntimeError(f"the windows disagree: {answers}, expected {expected} documents")
     for name in ("server alone, 3 databases", "server alone, one database"):
@@ -352,12 +352,41 @@ def window(
     for name in names:
         server.drop(name)
     server.drop(single)
-    return medians, expected
+    return times, expected
 
 
-def ratio_line(what: str, mine: float, theirs: float, note: str = "") -> str:
-    value = mine / theirs if theirs else 0.0
-    return f"  {what:52} = {value:6.3f}{note}"
+def interleaved(
+    ways: dict[str, Callable[[], Any]], rounds: int
+) -> tuple[dict[str, list[float]], dict[str, Any]]:
+    """Each way's seconds in each of ``rounds`` rounds, and its answer to a warm-up run first:
+    bench/timing.py's order (each way once per round, in order on even rounds and reversed on
+    odd ones), keeping every round for the spread of the rounds' own ratios."""
+    answers = {name: way() for name, way in ways.items()}
+    times: dict[str, list[float]] = {name: [] for name in ways}
+    order = list(ways.items())
+    for number in range(rounds):
+        for name, way in order if number % 2 == 0 else order[::-1]:
+            gc.collect()
+            began = time.perf_counter()
+            way()
+            times[name].append(time.perf_counter() - began)
+    return times, answers
+
+
+def ratio_line(what: str, mine: Sequence[float], theirs: Sequence[float], note: str = "") -> str:
+    """The ratio of the medians, and in brackets the least and greatest of the rounds' own
+    ratios (the ways of a round run back to back): a measure of the noise."""
+    top, bottom = statistics.median(mine), statistics.median(theirs)
+    value = top / bottom if bottom else 0.0
+    each = [a / b if b else 0.0 for a, b in zip(mine, theirs, strict=True)]
+    spread = f"({min(each):.3f} .. {max(each):.3f})"
+    return f"  {what:50} = {value:6.3f}  {spread:18}{note}".rstrip()
+
+
+def spread(seconds: list[float]) -> str:
+    """The median in ms, and in brackets the fastest and slowest round."""
+    median, least, most = (1000 * f(seconds) for f in (statistics.median, min, max))
+    return f"{median:9.1f} ms  ({least:.1f} .. {most:.1f})"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -368,95 +397,64 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--window-per-month", type=int, default=5000, help="the window's data: docs a month"
     )
-    parser.add_argument("--window-rounds", type=int, default=7)
+    parser.add_argument("--window-rounds", type=int, default=9)
     args = parser.parse_args(argv)
 
     REQUESTS.setLevel(logging.DEBUG)
     REQUESTS.addHandler(COUNTER)
     run = uuid.uuid4().hex[:8]
-    with start(args.server) as local:  # type: ignore[arg-type]
+    with start(args.server) as local:
         client = client_for(local.url)
         server = Server(local.url)
         plan = Plan.made(args.per_month)
         began = time.perf_counter()
         kept = retention(client, server, plan, run, args.rounds)
         took = time.perf_counter() - began
-        print(
-            f"{args.server}: retention of 3 of 12 months, {len(plan.docs):,} documents "
-            f"({plan.count(0, BEFORE):,} before 2025-04-01), medians of {args.rounds} rounds on "
-            f"fresh copies ({took:.0f}s with loading)"
-        )
-        for name, measure in kept.items():
-            print(
-                f"  {name:13} {1000 * statistics.median(measure.seconds):9.1f} ms "
-                f"({1000 * min(measure.seconds):.1f} .. {1000 * max(measure.seconds):.1f})"
-                f"  requests {statistics.median(measure.requests):7.0f}"
-                f"  tombstones left {statistics.median(measure.tombstones):7.0f}"
-            )
-        series, one = kept["series"], kept["one database"]
-        print(f"{args.server}: retention ratios, series / one database (medians):")
-        print(
-            ratio_line(
-                "time: series / one database",
-                statistics.median(series.seconds),
-                statistics.median(one.seconds),
-            )
-        )
-        print(
-            ratio_line(
-                "requests: series / one database",
-                statistics.median(series.requests),
-                statistics.median(one.requests),
-            )
-        )
-        print(
-            ratio_line(
-                "tombstones left: series / one database",
-                statistics.median(series.tombstones),
-                statistics.median(one.tombstones),
-            )
-        )
-
         window_plan = Plan.made(args.window_per_month, seed=25)
-        medians, expected = window(client, server, window_plan, run, args.window_rounds)
+        times, expected = window(client, server, window_plan, run, args.window_rounds)
+
+    print(
+        f"{args.server}: retention of the 3 oldest of 12 months, {len(plan.docs):,} documents "
+        f"({plan.count(0, BEFORE):,} before 2025-04-01), medians of {args.rounds} rounds on "
+        f"fresh copies ({took:.0f}s with loading), fastest .. slowest"
+    )
+    for name, measure in kept.items():
         print(
-            f"{args.server}: a window across 3 monthly databases (2025-05-15 .. 2025-07-15, "
-            f"{expected:,} of {len(window_plan.docs):,} documents), newest first, medians of "
-            f"{args.window_rounds} rounds"
+            f"  {name:13} {spread(measure.seconds)}  requests "
+            f"{statistics.median(measure.requests):5.0f}  tombstones left "
+            f"{statistics.median(measure.tombstones):6.0f}"
         )
-        for name, seconds in medians.items():
-            print(f"  {name:27} {1000 * seconds:9.1f} ms")
-        verdict = "met" if medians["series"] / medians["one database"] <= GOAL else "NOT met"
-        print(f"{args.server}: window ratios (medians):")
-        print(
-            ratio_line(
-                "window: series / one database",
-                medians["series"],
-                medians["one database"],
-                f"   goal <= {GOAL}: {verdict}",
-            )
-        )
-        print(
-            ratio_line(
-                "window: series / server alone (3 databases)",
-                medians["series"],
-                medians["server alone, 3 databases"],
-            )
-        )
-        print(
-            ratio_line(
-                "window: one database / server alone (one database)",
-                medians["one database"],
-                medians["server alone, one database"],
-            )
-        )
-        print(
-            ratio_line(
-                "server alone: 3 databases / one database",
-                medians["server alone, 3 databases"],
-                medians["server alone, one database"],
-            )
-        )
+    series, one = kept["series"], kept["one database"]
+    print(f"{args.server}: retention ratios, series / one database (in brackets: of each round)")
+    for what, mine, theirs in (
+        ("time", series.seconds, one.seconds),
+        ("requests", series.requests, one.requests),
+        ("tombstones left", series.tombstones, one.tombstones),
+    ):
+        print(ratio_line(f"{what}: series / one database", mine, theirs))
+
+    print(
+        f"{args.server}: a window across 3 monthly databases (2025-05-15 .. 2025-07-15 of one "
+        f"type, {expected:,} of {len(window_plan.docs):,} documents), newest first, medians of "
+        f"{args.window_rounds} rounds, fastest .. slowest"
+    )
+    for name, seconds in times.items():
+        print(f"  {name:27} {spread(seconds)}")
+    medians = {name: statistics.median(seconds) for name, seconds in times.items()}
+    verdict = "met" if medians["series"] / medians["one database"] <= GOAL else "NOT met"
+    print(f"{args.server}: window ratios (in brackets: of each round)")
+    for what, top, bottom, note in (
+        ("series / one database", "series", "one database", f"goal <= {GOAL}: {verdict}"),
+        ("series / server alone (3 databases)", "series", "server alone, 3 databases", ""),
+        ("one database / server alone (one)", "one database", "server alone, one database", ""),
+        (
+            "server alone: 3 databases / one",
+            "server alone, 3 databases",
+            "server alone, one database",
+            "",
+        ),
+    ):
+        print(ratio_line(f"window: {what}", times[top], times[bottom], note))
     return 0
 
 
