@@ -384,7 +384,8 @@ examples:
         epilog=f"""\
 Deletes the documents of --type whose ids were made before --before; without --yes it only
 counts them. Safe to run again, also after Ctrl-C, which prints the --after ID to resume with.
-A document changed meanwhile is kept and named on stderr, and the exit status is then 1.
+A document changed meanwhile is kept and named on stderr, and the exit status is then 1. For a
+series (a database per period), couchids series expire drops whole databases instead.
 
 TIME is {tools.time_help}.
 
