@@ -21,8 +21,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from couchids.core.periods import EVERY, Every
-from couchids.core.series import MAX_AHEAD, SeriesLayout
+from couchids.core.periods import EVERY, MAX_AHEAD, Every, SeriesLayout
 from couchids.errors import InvalidArgumentError, ServerError
 from couchids.idforms.doctypes import ALL_TYPES, AllTypes
 from couchids.idforms.forms import KUUID, IdForm
