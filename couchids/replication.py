@@ -20,6 +20,7 @@ from couchids.core import replication
 from couchids.core.protocol import DEFAULT_BACKOFF, DEFAULT_RETRIES, DEFAULT_TIMEOUT, RetryPolicy
 from couchids.core.replication import ReplicationPlan, ReplicationStatus
 from couchids.drivers.blocking import (
+    check_client,
     known_facts,
     run,
 )
@@ -55,7 +56,7 @@ class Replication:
     def __init__(self, client: CloudantV1, plans: Sequence[ReplicationPlan]) -> None:
         if not plans:
             raise InvalidArgumentError("plans=[]: a replication has at least one plan")
-        self.client = client
+        self.client = check_client(client)
         self.doc_ids: tuple[str, ...] = tuple(plan.doc_id for plan in plans)
         self.sources: tuple[str, ...] = tuple(plan.source.url for plan in plans)
         self.target = plans[0].target.url

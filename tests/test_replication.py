@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import drop_database, fresh_database
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ibm_cloud_sdk_core import ApiException
@@ -69,6 +70,7 @@ from couchids.core import replication as core
 from couchids.core.keys import in_window, window_keys
 from couchids.core.protocol import FactsCache, Request, Response, RetryPolicy, Send, Sleep
 from couchids.drivers.access import server_access
+from couchids.drivers.blocking import run as couchids_run
 from couchids.idforms.times import to_ms
 
 # -- the regex of a key range ----------------------------------------------------------------------
@@ -952,3 +954,49 @@ def test_how_couchdb_compares_a_selectors_range(client: CloudantV1, db: str) -> 
 
     assert selected("_id") == {i for i in ids if "A" <= i < "b"} == {"AA", "Ab", "B0", "aa", "ab"}
     assert selected("k") == {"AA", "Ab", "aa", "ab"}  # ICU: "B0" sorts after "b"
+
+
+@pytest.mark.needs("couchdb")
+def test_one_handle_watches_the_replications_of_several_databases(
+    client: CloudantV1,
+    db: str,
+    history: dict[str, set[str]],
+    targets: list[str],
+    server_url: str | None,
+) -> None:
+    # What a series replicates: each period database into one target, one handle for all.
+    other = fresh_database(client)
+    try:
+        more = {made("order", START + timedelta(seconds=s)) for s in range(-2, 3)}
+        client.post_bulk_docs(db=other, bulk_docs={"docs": [{"_id": i} for i in more]})
+        url, credentials = server_access(client)
+        target = new_target(targets)
+        plans = []
+        for source in (db, other):
+            ends = core.endpoints(url, credentials, source, target, server_url)
+            plans.append(
+                core.plan(
+                    source,
+                    *ends,
+                    START,
+                    END,
+                    type="order",
+                    form=KUUID,
+                    continuous=False,
+                    create_target=True,
+                )
+            )
+        policy = RetryPolicy.checked(0, 0, 60.0, "replicate")
+        assert couchids_run(client, core.start(FactsCache(), plans, policy)) == [
+            plan.doc_id for plan in plans
+        ]
+        job = couchids.Replication(client, plans)
+        assert len(job.doc_ids) == 2 and job.sources[1].endswith("/" + other)
+        done = job.wait(120)
+        in_window = {i for i in more if i >= made("order", START)[:14]}
+        assert done.state == "completed" and done.docs_written == 20 + len(in_window) == 23
+        assert ids_in(client, target) == history["order"] | in_window
+        assert job.cancel() is True
+        assert poll(lambda: job.status().state == "cancelled")
+    finally:
+        drop_database(client, other)

@@ -17,6 +17,7 @@ from couchids.core.protocol import DEFAULT_BACKOFF, DEFAULT_RETRIES, DEFAULT_TIM
 from couchids.core.replication import ReplicationPlan, ReplicationStatus
 from couchids.drivers.aio import (
     AsyncClient,
+    check_client,
     known_facts,
     run,
 )
@@ -52,7 +53,7 @@ class AsyncReplication:
     def __init__(self, client: AsyncClient, plans: Sequence[ReplicationPlan]) -> None:
         if not plans:
             raise InvalidArgumentError("plans=[]: a replication has at least one plan")
-        self.client = client
+        self.client = check_client(client)
         self.doc_ids: tuple[str, ...] = tuple(plan.doc_id for plan in plans)
         self.sources: tuple[str, ...] = tuple(plan.source.url for plan in plans)
         self.target = plans[0].target.url
