@@ -93,6 +93,7 @@ from couchids.idforms.kuuid import id as kuuid_id
 from couchids.idforms.times import MAX_MS, TimeLike, to_datetime, to_ms
 
 __all__ = [
+    "CANCEL_ROUNDS",
     "REPLICATOR_DB",
     "STATES",
     "Credentials",
@@ -100,11 +101,14 @@ __all__ = [
     "ReplicationPlan",
     "ReplicationStatus",
     "cancel",
+    "check_server",
     "check_target",
     "database_endpoint",
     "endpoints",
+    "new_doc_id",
     "plan",
     "range_regex",
+    "server_root",
     "shape_regex",
     "start",
     "status",
@@ -129,8 +133,9 @@ STATES: Final = (
 TROUBLED: Final = frozenset({"crashing", "error"})
 #: What a replication's state is once its document is gone (cancelled).
 CANCELLED: Final = "cancelled"
-#: The first and the longest pause between two polls of :func:`wait`.
-FIRST_POLL, LONGEST_POLL = 0.25, 1.0
+#: The first and the longest pause between two polls of :func:`wait` (seconds).
+FIRST_POLL: Final = 0.25
+LONGEST_POLL: Final = 1.0
 #: Words of a replicator's error that no retry of its own mends: :func:`wait` raises at once.
 LASTING: Final = ("not_found", "unauthorized", "forbidden", "invalid", "bad_request")
 #: The end of the subject: no byte follows (PCRE's ``$`` and ``\Z`` allow a final newline).
@@ -807,7 +812,7 @@ def wait(
     while True:
         policy = RetryPolicy.checked(3, 0.1, 60.0, "wait")
         now = yield from status(known, doc_ids, policy, secrets, ended)
-        what = _what(doc_ids, now)
+        what = _what(doc_ids)
         if now.state == "completed" or (continuous and now.state == "running"):
             return now
         if now.state == "failed":
@@ -835,7 +840,7 @@ def wait(
         pause = min(pause * 1.5, LONGEST_POLL)
 
 
-def _what(doc_ids: Sequence[str], now: ReplicationStatus) -> str:
+def _what(doc_ids: Sequence[str]) -> str:
     names = ", ".join(doc_ids[:3]) + (f" and {len(doc_ids) - 3} more" if len(doc_ids) > 3 else "")
     return f"replication {names}"
 
