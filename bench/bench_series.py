@@ -35,10 +35,13 @@ months gone, each ``GET`` a 404), and the documents left in either, equal the pl
 The server alone is the floor of each: one plain ``POST _all_docs`` with ``include_docs`` over
 the window's key range, with ``requests`` (uncompressed, as couchids asks a server on loopback),
 per series database (each within its month) or on the one database. Every way must return the
-plan's count, and the couchids ways the same first and last ids.
+plan's count, and the couchids ways the same first and last ids. Each way's client CPU time
+(``time.process_time``, all threads) and couchids requests are shown too: on a busy machine the
+client's own work is far steadier than the time taken, which the server's pace sways.
 
-Prints the medians, then the ratios. Always exits 0 when every answer is right: the numbers are
-for a reader, not a gate; a wrong answer raises.
+Prints the medians, then the ratios, each with the least and greatest of the rounds' own.
+Always exits 0 when every answer is right: the numbers are for a reader, not a gate; a wrong
+answer raises.
 """
 
 from __future__ import annotations
@@ -228,6 +231,7 @@ def load_both(server: Server, plan: Plan, prefix: str, single: str) -> list[str]
 @dataclass
 class Measure:
     seconds: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
     requests: list[int] = field(default_factory=list)
     tombstones: list[int] = field(default_factory=list)
 
@@ -314,7 +318,7 @@ def retention(client: Any, server: Server, plan: Plan, run: str, rounds: int) ->
 
 def window(
     client: Any, server: Server, plan: Plan, run: str, rounds: int
-) -> tuple[dict[str, list[float]], int]:
+) -> tuple[dict[str, Measure], int]:
     """Series.window across three months against Database.window on one database, and the
     server alone for each."""
     prefix, single = f"bench_{run}_window", f"bench_{run}_window_one"
@@ -357,20 +361,24 @@ def window(
 
 def interleaved(
     ways: dict[str, Callable[[], Any]], rounds: int
-) -> tuple[dict[str, list[float]], dict[str, Any]]:
-    """Each way's seconds in each of ``rounds`` rounds, and its answer to a warm-up run first:
-    bench/timing.py's order (each way once per round, in order on even rounds and reversed on
-    odd ones), keeping every round for the spread of the rounds' own ratios."""
+) -> tuple[dict[str, Measure], dict[str, Any]]:
+    """Each way's seconds, client CPU seconds and couchids requests in each of ``rounds``
+    rounds, and its answer to a warm-up run first: bench/timing.py's order (each way once per
+    round, in order on even rounds and reversed on odd ones), keeping every round for the
+    spread of the rounds' own ratios."""
     answers = {name: way() for name, way in ways.items()}
-    times: dict[str, list[float]] = {name: [] for name in ways}
+    measures = {name: Measure() for name in ways}
     order = list(ways.items())
     for number in range(rounds):
         for name, way in order if number % 2 == 0 else order[::-1]:
             gc.collect()
-            began = time.perf_counter()
-            way()
-            times[name].append(time.perf_counter() - began)
-    return times, answers
+            with counted() as counter:
+                began, used = time.perf_counter(), time.process_time()
+                way()
+                measures[name].seconds.append(time.perf_counter() - began)
+                measures[name].cpu.append(time.process_time() - used)
+            measures[name].requests.append(counter.sent)
+    return measures, answers
 
 
 def ratio_line(what: str, mine: Sequence[float], theirs: Sequence[float], note: str = "") -> str:
@@ -438,9 +446,13 @@ def main(argv: list[str] | None = None) -> int:
         f"type, {expected:,} of {len(window_plan.docs):,} documents), newest first, medians of "
         f"{args.window_rounds} rounds, fastest .. slowest"
     )
-    for name, seconds in times.items():
-        print(f"  {name:27} {spread(seconds)}")
-    medians = {name: statistics.median(seconds) for name, seconds in times.items()}
+    for name, measure in times.items():
+        print(
+            f"  {name:27} {spread(measure.seconds)}  client CPU "
+            f"{1000 * statistics.median(measure.cpu):7.1f} ms  couchids requests "
+            f"{statistics.median(measure.requests):3.0f}"
+        )
+    medians = {name: statistics.median(measure.seconds) for name, measure in times.items()}
     verdict = "met" if medians["series"] / medians["one database"] <= GOAL else "NOT met"
     print(f"{args.server}: window ratios (in brackets: of each round)")
     for what, top, bottom, note in (
@@ -454,7 +466,9 @@ def main(argv: list[str] | None = None) -> int:
             "",
         ),
     ):
-        print(ratio_line(f"window: {what}", times[top], times[bottom], note))
+        print(ratio_line(f"window: {what}", times[top].seconds, times[bottom].seconds, note))
+    series_cpu, one_cpu = times["series"].cpu, times["one database"].cpu
+    print(ratio_line("window: series / one database (client CPU)", series_cpu, one_cpu))
     return 0
 
 
