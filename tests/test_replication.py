@@ -687,6 +687,10 @@ def test_a_continuous_replication_picks_up_new_documents_until_cancelled(
     client.post_document(db=db, document={"_id": later}).get_result()
     assert poll(lambda: later in ids_in(client, target)), "the new document never arrived"
     assert ids_in(client, target) == history["order onwards"] | {later}
+    # A deletion in the window is replicated too.
+    rev = client.get_document(db=db, doc_id=later).get_result()["_rev"]
+    client.delete_document(db=db, doc_id=later, rev=rev).get_result()
+    assert poll(lambda: later not in ids_in(client, target)), "the deletion never arrived"
 
     assert job.cancel() is True
     (doc_id,) = job.job.doc_ids
