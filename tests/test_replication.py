@@ -1004,3 +1004,30 @@ def test_one_handle_watches_the_replications_of_several_databases(
         assert poll(lambda: job.status().state == "cancelled")
     finally:
         drop_database(client, other)
+
+
+@pytest.mark.needs("couchdb")
+def test_the_commands_start_show_and_cancel_a_continuous_replication(
+    client: CloudantV1,
+    db: str,
+    history: dict[str, set[str]],
+    configured: str,
+    targets: list[str],
+    server_url: str | None,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    target = new_target(targets)
+    argv = ["replicate", db, target, "--since", START.isoformat(), "--type", "order"]
+    argv += ["--continuous"] + (["--server-url", server_url] if server_url else [])
+    assert main(argv) == EXIT_OK
+    out, err = capsys.readouterr()
+    doc_id = json.loads(out)["replication"]
+    assert f"couchids replication {doc_id} --cancel" in err
+    assert poll(lambda: history["order onwards"] <= ids_in(client, target))
+    assert main(["replication", doc_id]) == EXIT_OK
+    assert json.loads(capsys.readouterr().out)["state"] == "running"
+    assert main(["replication", doc_id, "--cancel"]) == EXIT_OK
+    assert json.loads(capsys.readouterr().out) == {"replication": doc_id, "cancelled": True}
+    assert main(["replication", doc_id, "--cancel"]) == EXIT_OK
+    assert json.loads(capsys.readouterr().out)["cancelled"] is False
+    assert poll(lambda: not scheduled(client, doc_id))

@@ -1,6 +1,7 @@
 """The ``couchids replicate`` subcommand: start a time-window replication on the server
-(:meth:`couchids.Database.replicate`), and by default wait for it. :mod:`couchids.cli.main`
-adds it to its parser with :func:`add_replicate_command`.
+(:meth:`couchids.Database.replicate`), and by default wait for it; and ``couchids
+replication ID [--cancel]``: its state, or cancel it. :mod:`couchids.cli.main` adds both to
+its parser with :func:`add_replicate_command`.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ __all__ = ["add_replicate_command"]
 
 
 def add_replicate_command(commands: Any, tools: Tools) -> None:
-    """Add ``couchids replicate`` to ``commands`` (argparse subparsers)."""
+    """Add ``couchids replicate`` and ``couchids replication`` to ``commands`` (argparse
+    subparsers)."""
     p = commands.add_parser(
         "replicate",
         help="replicate the documents made in a time window to another database",
@@ -99,8 +101,8 @@ examples:
                 now_status = job.wait()
             except KeyboardInterrupt:
                 print(
-                    f"couchids: replication {doc_id} goes on on the server; delete "
-                    f"_replicator/{doc_id} to cancel it",
+                    f"couchids: replication {doc_id} goes on on the server; cancel it with "
+                    f"couchids replication {doc_id} --cancel",
                     file=sys.stderr,
                 )
                 raise
@@ -109,9 +111,53 @@ examples:
         print(_line(doc_id, now_status))
         if args.continuous:
             print(
-                f"couchids: replication {doc_id} runs until _replicator/{doc_id} is deleted",
+                f"couchids: replication {doc_id} runs until cancelled: "
+                f"couchids replication {doc_id} --cancel",
                 file=sys.stderr,
             )
+        return 0
+
+    p.set_defaults(run=run)
+    _add_replication_command(commands, tools)
+
+
+def _add_replication_command(commands: Any, tools: Tools) -> None:
+    """``couchids replication ID [--cancel]``: the state of a replication, or cancel it."""
+    p = commands.add_parser(
+        "replication",
+        help="show or cancel a replication that couchids replicate started",
+        description="Print the state and counts of a replication, or cancel it.",
+        epilog="""\
+ID is what couchids replicate printed (couchids-<id>, a document of the server's _replicator
+database). Prints one JSON line: its state (initializing, running, pending, crashing, error,
+failed, completed, or cancelled once its document is gone) and counts; with --cancel, whether
+it was still there to cancel. Cancelling twice is no error.
+
+examples:
+  couchids replication couchids-001xWdCU0WfykU1Ya0aA02TunP3bWVEA
+  couchids replication couchids-001xWdCU0WfykU1Ya0aA02TunP3bWVEA --cancel
+""",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("doc_id", metavar="ID", help="the replication's id")
+    p.add_argument("--cancel", action="store_true", help="stop it (delete its document)")
+    tools.timeout_flag(p, "a request")
+
+    def run(args: argparse.Namespace) -> int:
+        from couchids.core import replication
+        from couchids.core.protocol import DEFAULT_BACKOFF, DEFAULT_RETRIES, RetryPolicy
+        from couchids.drivers.blocking import check_client, known_facts
+        from couchids.drivers.blocking import run as run_program
+
+        client = check_client(tools.connect())
+        operation = "cancel" if args.cancel else "status"
+        policy = RetryPolicy.checked(DEFAULT_RETRIES, DEFAULT_BACKOFF, args.timeout, operation)
+        known, ids = known_facts(client), [args.doc_id]
+        if args.cancel:
+            found = run_program(client, replication.cancel(known, ids, policy))
+            print(json.dumps({"replication": args.doc_id, "cancelled": found}))
+        else:
+            print(_line(args.doc_id, run_program(client, replication.status(known, ids, policy))))
         return 0
 
     p.set_defaults(run=run)
