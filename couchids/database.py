@@ -1173,8 +1173,8 @@ class Database:
             create_target=create_target,
         )
         policy = RetryPolicy.checked(DEFAULT_RETRIES, DEFAULT_BACKOFF, timeout, "replicate")
-        doc_ids = run(self.client, replication.start(self._facts, [plan], policy))
-        return Replication(self.client, doc_ids, source=source, target=goal, continuous=continuous)
+        run(self.client, replication.start(self._facts, [plan], policy))
+        return Replication(self.client, [plan])
 
 
 class Sequence:

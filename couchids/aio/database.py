@@ -1170,10 +1170,8 @@ class AsyncDatabase:
             create_target=create_target,
         )
         policy = RetryPolicy.checked(DEFAULT_RETRIES, DEFAULT_BACKOFF, timeout, "replicate")
-        doc_ids = await run(self.client, replication.start(self._facts, [plan], policy))
-        return AsyncReplication(
-            self.client, doc_ids, source=source, target=goal, continuous=continuous
-        )
+        await run(self.client, replication.start(self._facts, [plan], policy))
+        return AsyncReplication(self.client, [plan])
 
 
 class AsyncSequence:
