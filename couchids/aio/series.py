@@ -42,7 +42,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, TextIO
 
 from couchids.aio.database import AsyncDatabase
-from couchids.core import series
+from couchids.aio.replication import AsyncReplication
+from couchids.core import replication, series
 from couchids.core.counting import DEFAULT_WORKERS, Bucket
 from couchids.core.expiry import DEFAULT_EXPIRE_BATCH
 from couchids.core.exporting import Format
@@ -60,6 +61,7 @@ from couchids.core.series import PeriodDocs, PlacedResults, SeriesExpireReport
 from couchids.core.short import NonceSource
 from couchids.core.windows import DEFAULT_PAGE_SIZE
 from couchids.core.writes import DEFAULT_BATCH_SIZE, Doc, KeyOf, TimeOf
+from couchids.drivers.access import server_access
 from couchids.drivers.aio import (
     AsyncClient,
     AsyncRows,
@@ -68,7 +70,13 @@ from couchids.drivers.aio import (
     pages,
     run,
 )
-from couchids.errors import BulkWriteError, CouchidsError, DatabaseNotFoundError
+from couchids.errors import (
+    BulkWriteError,
+    CouchidsError,
+    DatabaseNotFoundError,
+    InvalidArgumentError,
+    InvalidTimeError,
+)
 from couchids.idforms.doctypes import AllTypes
 from couchids.idforms.forms import KUUID, IdForm
 from couchids.idforms.times import TimeLike, to_ms
@@ -700,6 +708,93 @@ class AsyncSeries:
             parallel=parallel,
         )
         return await run(self.client, program)
+
+    async def replicate(
+        self,
+        target: str,
+        start: TimeLike,
+        end: TimeLike | None = None,
+        *,
+        type: str | AllTypes | None = None,
+        continuous: bool = False,
+        create_target: bool = True,
+        server_url: str | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT,
+    ) -> AsyncReplication:
+        """Start a replication of the documents made in a time window, from every period
+        database the window reaches, into one ``target``; return its handle (an
+        ``AsyncReplication``, one ``_replicator`` document per period database).
+
+        Each period's database sends the documents of ``type`` made in the window clamped to
+        its period: what :meth:`window` reads, gathered in one database (a reporting copy,
+        an edge node). Lists the databases first (one request); the periods that exist then
+        are replicated. A continuous replication keeps each of those databases' new
+        documents coming; a period whose database is made later (the next month) is not in
+        it: start another replication for it, from the job that runs :meth:`prepare`.
+
+        Args:
+            target: a database name on this server, or a URL, as for
+                :meth:`AsyncDatabase.replicate`; never one of the series' own databases.
+            start, end: the window (``end`` exclusive; ``None``: to the end of the newest
+                period).
+            type, continuous, create_target, server_url: as for
+                :meth:`AsyncDatabase.replicate`.
+            timeout: seconds the listing and each start may take, retries included (default
+                60).
+
+        Raises:
+            InvalidTimeError: unreadable times, or ``end`` before ``start``.
+            InvalidArgumentError: a target that is a database of this series, a bad
+                ``type`` or flag, or no database of the series in the window; nothing is
+                started.
+            ReplicationFailed, ServerError: as for :meth:`AsyncDatabase.replicate`.
+
+        Example::
+
+            job = await events.replicate("events-q4", "2026-10-01", "2027-01-01",
+                                         type="reading")
+            await job.wait(600)
+        """
+        start_ms = to_ms(start)
+        end_ms = None if end is None else to_ms(end)
+        if end_ms is not None and end_ms < start_ms:
+            raise InvalidTimeError(f"end {end!r} is before start {start!r}")
+        if self.layout.period(target) is not None:
+            raise InvalidArgumentError(
+                f"target={target!r} is a database of the series {self.prefix!r}: replicate "
+                "into a database outside it"
+            )
+        policy = RetryPolicy.checked(DEFAULT_RETRIES, DEFAULT_BACKOFF, timeout, "replicate")
+        listed = await run(self.client, series.list_databases(self.layout, policy))
+        reached = [
+            (period, name)
+            for period, name in listed
+            if period.end_ms > start_ms and (end_ms is None or period.start_ms < end_ms)
+        ]
+        if not reached:
+            raise InvalidArgumentError(
+                f"no database of the series {self.prefix!r} holds a time of the window; "
+                f"it has {', '.join(name for _, name in listed) or 'none'}"
+            )
+        service_url, credentials = server_access(self.client)
+        plans = []
+        for period, name in reached:
+            source, goal = replication.endpoints(service_url, credentials, name, target, server_url)
+            plans.append(
+                replication.plan(
+                    name,
+                    source,
+                    goal,
+                    max(start_ms, period.start_ms),
+                    period.end_ms if end_ms is None else min(end_ms, period.end_ms),
+                    type=type,
+                    form=self.form,
+                    continuous=continuous,
+                    create_target=create_target,
+                )
+            )
+        await run(self.client, replication.start(self._facts, plans, policy))
+        return AsyncReplication(self.client, plans)
 
     # -- helpers -----------------------------------------------------------------------------
 
