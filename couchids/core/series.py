@@ -685,6 +685,13 @@ class SeriesExpireReport:
         deleted: documents deleted from ``boundary`` (in a dry run: that would be).
         expired: the :class:`~couchids.ExpireReport` of each type of ``boundary``
             (``None``: its untyped ids), with its conflicts and failures.
+
+    Example::
+
+        report = events.expire("2026-01-15")  # a dry run: what would go
+        report.dropped  # ['events-2025-11', 'events-2025-12']
+        report.boundary, report.deleted  # ('events-2026-01', 412)
+        report.expired["reading"].matched  # 400 of them readings
     """
 
     dry_run: bool
