@@ -96,12 +96,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "couch_server" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.integration)
-            # Run in parallel (scripts/test: pytest-xdist, --dist loadgroup), each worker
-            # starts the servers its tests need: every test of the 3-node cluster goes to one
-            # worker, so that the machine runs one cluster, not one per worker.
-            callspec = getattr(item, "callspec", None)
-            if callspec is not None and callspec.params.get("couch_server") == "cluster":
-                item.add_marker(pytest.mark.xdist_group("cluster"))
 
 
 @pytest.fixture(scope="session")
