@@ -28,7 +28,6 @@ from couchids.errors import (
 )
 from couchids.idforms.base36 import BASE36_V7
 from couchids.idforms.couchid import COUCH_RANDOM, UTC_RANDOM, UtcIdForm
-from couchids.idforms.decode import DecodedId, decode
 from couchids.idforms.doctypes import ALL_TYPES
 from couchids.idforms.forms import (
     KUUID,
@@ -64,7 +63,8 @@ from couchids.idforms.ulid import ULID
 from couchids.idforms.uuid464 import UUID464
 from couchids.idforms.v7 import v7, v7s
 
-# Loaded on first use (``__getattr__``): the ibmcloudant SDK and the query machinery.
+# Loaded on first use (``__getattr__``): the ibmcloudant SDK, the query machinery and the
+# reading of ids of any form (``decode``, which builds its tables of every form).
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -78,6 +78,7 @@ if TYPE_CHECKING:
     from couchids.core.series import SeriesExpireReport
     from couchids.database import Database, Sequence
     from couchids.drivers.connecting import connect
+    from couchids.idforms.decode import DecodedId, decode
     from couchids.replication import Replication
     from couchids.results import WriteResult
     from couchids.series import Series
@@ -187,6 +188,8 @@ __all__ = [
 #: The names loaded on first use, each with the module that defines it: importing couchids
 #: (and making or decoding an id) loads no SDK, HTTP client or query machinery.
 _LAZY: dict[str, str] = {
+    "decode": ".idforms.decode",
+    "DecodedId": ".idforms.decode",
     "connect": ".drivers.connecting",
     "Bucket": ".core.counting",
     "ExpireReport": ".core.expiry",

@@ -82,6 +82,9 @@ def test_python_m_couchids_new_and_decode_import_no_sdk() -> None:
     # Nor the query machinery, logging or OpenSSL: `couchids new` starts as the id forms load.
     assert not modules & {"orjson", "logging", "hashlib", "csv", "couchids.core.protocol"}
     assert not [m for m in modules if m.startswith("couchids.drivers")]
+    # Nor the reading of every form, nor the other subcommands and what they import.
+    assert not modules & {"json", "couchids.idforms.decode", "couchids.cli.lifecycle"}
+    assert not modules & {"couchids.cli.series", "couchids.core.periods", "couchids.core.keys"}
     out, modules = imported("decode", out.strip())
     assert json.loads(out)["form"] == "kuuid"
     assert not {m.split(".")[0] for m in modules} & set(SDK)

@@ -13,7 +13,6 @@ nothing in it is followed by a note on stderr when the database shows why
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import sys
@@ -22,22 +21,22 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from couchids import __version__
-from couchids.cli.lifecycle import Tools, add_commands
-from couchids.cli.replicating import add_replicate_command
-from couchids.cli.series import add_series_command, note_empty, open_source, source_args
 from couchids.core.defaults import DEFAULT_PARALLEL, DEFAULT_TIMEOUT, MAX_TIMEOUT, REMOTE_PARALLEL
 from couchids.errors import InvalidArgumentError, InvalidInputError, InvalidTimeError, ServerError
 from couchids.idforms.constants import DEFAULT_BLOCKS, SEPARATORS, SHORT_BLOCKS
-from couchids.idforms.decode import DecodedId, decode
 from couchids.idforms.doctypes import ALL_TYPES, AllTypes
 from couchids.idforms.forms import NAMED_FORMS, V7, V7S, IdForm, KuuidForm, form_named
 from couchids.idforms.times import now_ms, to_ms
 
 # What talks to a server (the ibmcloudant SDK and the modules built on it) is loaded by the
 # commands that need one, when they run: ``couchids new``, ``couchids decode`` and every
-# ``--help`` load none of it.
+# ``--help`` load none of it. The subcommands of the other modules (and the period and key
+# machinery they import) are loaded only when the command run is not an offline one.
 if TYPE_CHECKING:
     from ibmcloudant.cloudant_v1 import CloudantV1
+
+    from couchids.cli.lifecycle import Tools
+    from couchids.idforms.decode import DecodedId
 
 __all__ = [
     "EXIT_BAD_INPUT",
@@ -133,7 +132,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     try:
         try:
-            args = _parser().parse_args(argv)
+            args = _parser(_offline_command(sys.argv[1:] if argv is None else argv)).parse_args(
+                argv
+            )
         except SystemExit as exc:  # --help and --version
             return exc.code if isinstance(exc.code, int) else EXIT_OK
         command: Callable[[argparse.Namespace], int] = args.run
@@ -201,6 +202,8 @@ def _new(args: argparse.Namespace) -> int:
 
 
 def _decode(args: argparse.Namespace) -> int:
+    from couchids.idforms.decode import decode
+
     if not args.ids and sys.stdin.isatty():
         # Waiting for ids to be typed looks like a hang: say what the command wants instead.
         raise _UsageError(
@@ -227,6 +230,8 @@ def _decode(args: argparse.Namespace) -> int:
 
 
 def _latest(args: argparse.Namespace) -> int:
+    from couchids.cli.series import note_empty, open_source
+
     form = _form(args)
     scope = _scope(args)
     client, source = open_source(args, form, _tools())
@@ -240,6 +245,7 @@ def _latest(args: argparse.Namespace) -> int:
 
 
 def _window(args: argparse.Namespace) -> int:
+    from couchids.cli.series import note_empty, open_source
     from couchids.core.protocol import dumps
 
     form = _form(args)
@@ -316,6 +322,8 @@ def _close(rows: Iterator[Any]) -> None:
 
 
 def _json(value: Any) -> str:
+    import json
+
     return json.dumps(value, separators=(",", ":"))
 
 
@@ -652,7 +660,27 @@ examples:
 """
 
 
-def _parser() -> argparse.ArgumentParser:
+#: The commands that need no server. When one of them is run, the parser is built with it
+#: alone: the other subcommands' arguments, and the modules they come from, are not loaded.
+OFFLINE_COMMANDS = ("new", "decode")
+
+
+def _offline_command(argv: Sequence[str]) -> str | None:
+    """The offline command ``argv`` runs, or ``None`` (another command, or none: ``--help``).
+
+    Only ``-v``/``--verbose`` (which take no value) may come before a command.
+    """
+    for arg in argv:
+        if not arg.startswith("-"):
+            return arg if arg in OFFLINE_COMMANDS else None
+        if arg != "--verbose" and not re.fullmatch(r"-v+", arg):
+            return None
+    return None
+
+
+def _parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command's parser; with ``only`` (one of :data:`OFFLINE_COMMANDS`), that subcommand
+    alone, which parses its arguments exactly as the whole parser does."""
     raw = argparse.RawDescriptionHelpFormatter
     parser = _Parser(
         prog="couchids",
@@ -673,47 +701,16 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
 
-    new = commands.add_parser(
-        "new",
-        help="make ids (offline)",
-        description="Make ids, one per line.",
-        epilog=NEW_EPILOG,
-        formatter_class=raw,
-    )
-    new.add_argument("--type", metavar="T", help="document type: ids T:<id>")
-    new.add_argument("-n", type=_count(0), default=1, metavar="N", help="how many (default 1)")
-    new.add_argument("--at", metavar="TIME", help="the time in the ids (default now)")
-    _form_flags(new, "of the ids made")
-    new.set_defaults(run=_new)
+    if only in (None, "new"):
+        _new_command(commands)
+    if only in (None, "decode"):
+        _decode_command(commands)
+    if only is not None:
+        return parser
 
-    dec = commands.add_parser(
-        "decode",
-        help="read the type, time and form of ids (offline)",
-        description="Read ids given as arguments, or one per line on stdin.",
-        epilog=DECODE_EPILOG,
-        formatter_class=raw,
-    )
-    dec.add_argument("ids", nargs="*", metavar="ID", help="ids (default: read stdin)")
-    direction = dec.add_mutually_exclusive_group()
-    direction.add_argument(
-        "--reverse",
-        dest="reverse",
-        action="store_const",
-        const=True,
-        help="only reverse kuuid readings",
-    )
-    direction.add_argument(
-        "--forward", dest="reverse", action="store_const", const=False, help="only forward readings"
-    )
-    precision = dec.add_mutually_exclusive_group()
-    precision.add_argument(
-        "--ms", dest="ms", action="store_const", const=True, help="only millisecond readings"
-    )
-    precision.add_argument(
-        "--seconds", dest="ms", action="store_const", const=False, help="only second readings"
-    )
-    _form_name_flags(dec.add_argument_group("id form (instead of guessing it)"))
-    dec.set_defaults(run=_decode)
+    from couchids.cli.lifecycle import add_commands
+    from couchids.cli.replicating import add_replicate_command
+    from couchids.cli.series import add_series_command, source_args
 
     lat = commands.add_parser(
         "latest",
@@ -762,8 +759,58 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _new_command(commands: Any) -> None:
+    raw = argparse.RawDescriptionHelpFormatter
+    new = commands.add_parser(
+        "new",
+        help="make ids (offline)",
+        description="Make ids, one per line.",
+        epilog=NEW_EPILOG,
+        formatter_class=raw,
+    )
+    new.add_argument("--type", metavar="T", help="document type: ids T:<id>")
+    new.add_argument("-n", type=_count(0), default=1, metavar="N", help="how many (default 1)")
+    new.add_argument("--at", metavar="TIME", help="the time in the ids (default now)")
+    _form_flags(new, "of the ids made")
+    new.set_defaults(run=_new)
+
+
+def _decode_command(commands: Any) -> None:
+    raw = argparse.RawDescriptionHelpFormatter
+    dec = commands.add_parser(
+        "decode",
+        help="read the type, time and form of ids (offline)",
+        description="Read ids given as arguments, or one per line on stdin.",
+        epilog=DECODE_EPILOG,
+        formatter_class=raw,
+    )
+    dec.add_argument("ids", nargs="*", metavar="ID", help="ids (default: read stdin)")
+    direction = dec.add_mutually_exclusive_group()
+    direction.add_argument(
+        "--reverse",
+        dest="reverse",
+        action="store_const",
+        const=True,
+        help="only reverse kuuid readings",
+    )
+    direction.add_argument(
+        "--forward", dest="reverse", action="store_const", const=False, help="only forward readings"
+    )
+    precision = dec.add_mutually_exclusive_group()
+    precision.add_argument(
+        "--ms", dest="ms", action="store_const", const=True, help="only millisecond readings"
+    )
+    precision.add_argument(
+        "--seconds", dest="ms", action="store_const", const=False, help="only second readings"
+    )
+    _form_name_flags(dec.add_argument_group("id form (instead of guessing it)"))
+    dec.set_defaults(run=_decode)
+
+
 def _tools() -> Tools:
     """What the subcommands of the other modules take from this one."""
+    from couchids.cli.lifecycle import Tools
+
     return Tools(
         _connect,
         _form,

@@ -22,14 +22,16 @@ from __future__ import annotations
 import builtins
 import threading
 from datetime import datetime
-from typing import Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from couchids.errors import InvalidIdError, InvalidTypeError
 from couchids.idforms.constants import TYPE_SEPARATOR
-from couchids.idforms.decode import DecodedId
 from couchids.idforms.doctypes import check_type
 from couchids.idforms.forms import KUUID, IdForm
 from couchids.idforms.times import TimeLike, to_datetime
+
+if TYPE_CHECKING:
+    from couchids.idforms.decode import DecodedId
 
 __all__ = ["TypedId"]
 
@@ -193,6 +195,8 @@ class TypedId(str):
     @property
     def decoded(self) -> DecodedId:
         """The id's type, time and form, as :func:`couchids.decode` gives them."""
+        from couchids.idforms.decode import DecodedId
+
         return DecodedId(id=str(self), type=self.doc_type, timestamp=self.timestamp, form=self.form)
 
     def __repr__(self) -> str:
