@@ -369,6 +369,46 @@ def test_window_pages_slices_and_rows(
         assert [row["id"] for row in rows] == want and "value" in rows[0]
 
 
+def test_window_reads_the_first_page_of_the_next_period_ahead(
+    prefix: str, data: Truth, couch_url: str
+) -> None:
+    start, end = WINDOWS[0]
+    want = data.window(start, end, "a", False)
+    with FaultProxy(couch_url) as proxy:
+        series = couchids.Series(client_for(proxy.url), prefix, every="day")
+        rows = series.window(start, end, type="a", newest_first=False, batch_size=2, parallel=1)
+        got = [next(rows)["_id"]]  # the caller holds day 0's first page
+
+        def asked(day: int) -> int:
+            return len(proxy.requests("POST", f"/{day_name(prefix, day)}/_all_docs"))
+
+        # Day 1's first request is sent while the caller works through day 0, none of day 2's.
+        deadline = time.monotonic() + 60
+        while not asked(1) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert (asked(1), asked(2)) == (1, 0)
+        got += [d["_id"] for d in rows]
+        reads = proxy.requests("POST", "/_all_docs")
+    assert got == want
+    # Read ahead, not read twice: as many requests as reading each day's database in turn.
+    with FaultProxy(couch_url) as proxy:
+        one_by_one = client_for(proxy.url)
+        names = couchids.Series(one_by_one, prefix, every="day").databases()
+        for day in range(len(DAYS)):
+            if day_name(prefix, day) in names:
+                list(
+                    couchids.Database(one_by_one, day_name(prefix, day)).window(
+                        DAYS[day],
+                        DAYS[day] + DAY,
+                        type="a",
+                        newest_first=False,
+                        batch_size=2,
+                        parallel=1,
+                    )
+                )
+        assert len(proxy.requests("POST", "/_all_docs")) == len(reads)
+
+
 def test_latest_spans_periods(
     client: CloudantV1, prefix: str, data: Truth, api: type[Blocking] | type[Async]
 ) -> None:
@@ -453,19 +493,20 @@ def test_a_missing_or_dropped_period_is_empty_but_a_failure_is_raised(
     assert [d["_id"] for d in series.window(start, end, type="a", newest_first=False)] == want
     assert series.count(start, end, type="a") == len(want)
     assert sum(b.count for b in series.histogram(start, end, every="1d", type="a")) == len(want)
-    # Dropped while it is read: the pages of day 0 come, then day 1 is dropped.
+    # Dropped while the window is read: the pages of day 0 come (and the first of day 1, read
+    # ahead), then day 2 is dropped before its turn.
     rows = series.window(start, end, type="a", newest_first=False, batch_size=2, parallel=1)
     first = [next(rows)["_id"]]
-    client.delete_database(db=day_name(prefix, 1))
+    client.delete_database(db=day_name(prefix, 2))
     rest = [d["_id"] for d in rows]
-    gone |= {i for i, t in data.times.items() if DAYS[1] <= t < DAYS[2]}
+    gone |= {i for i, t in data.times.items() if DAYS[2] <= t < DAYS[3]}
     day0 = [i for i in want if data.times[i] < DAYS[1]]
     assert first + rest[: len(day0) - 1] == day0
     assert rest[len(day0) - 1 :] == [i for i in want if i not in gone and i not in day0]
     # Any other failure of the server is raised, never "no documents".
     with FaultProxy(couch_url) as proxy:
         failing = couchids.Series(client_for(proxy.url), prefix, every="day")
-        proxy.fail("503-before", method="POST", path=day_name(prefix, 2) + "/_all_docs", times=50)
+        proxy.fail("503-before", method="POST", path=day_name(prefix, 4) + "/_all_docs", times=50)
         with pytest.raises(couchids.ServerError, match="503") as raised:
             list(failing.window(start, end, type="a"))
         assert not isinstance(raised.value, couchids.DatabaseNotFoundError)

@@ -44,9 +44,11 @@ from couchids.idforms.forms import IdForm
 __all__ = [
     "DEFAULT_PARALLEL",
     "REMOTE_PARALLEL",
+    "PageRequest",
     "Slice",
     "SlicePlan",
     "fetch_page",
+    "first_request",
     "handed_on",
     "keyset",
     "rows_of",
@@ -57,6 +59,8 @@ Row = dict[str, Any]
 T = TypeVar("T")
 #: ``fetch(start_key, end_key, limit)``: the program reading the rows of one request.
 RangeFetch = Callable[[str, str, int], Program[list[Row]]]
+#: The arguments of one ``fetch``: ``(start_key, end_key, limit)``.
+PageRequest = tuple[str, str, int]
 
 #: A slice aims at this share of a page, so that few slices need a second request.
 _SLICE_FILL = 0.5
@@ -179,8 +183,12 @@ class SlicePlan:
         self.after: str | None = None
 
     def whole(self) -> Slice | None:
-        """The whole window as one slice, or ``None`` when it holds no time."""
-        return self._slice(self.lo, self.hi)
+        """The whole window as one slice (after the resume point, if any: that stays for the
+        next slice too), or ``None`` when it holds no time."""
+        after = self.after
+        piece = self._slice(self.lo, self.hi)
+        self.after = after
+        return piece
 
     def resume(self, after_id: str, prefix: str) -> None:
         """Plan only what comes after ``after_id``, an id handed out before (a checkpoint's):
@@ -250,6 +258,31 @@ class SlicePlan:
         return Slice(after or first, last, after)
 
 
+def first_request(plan: SlicePlan | Slice, limit: int) -> PageRequest | None:
+    """The first request :func:`sliced_pages` (given a plan) or :func:`keyset` (given a
+    slice) sends for pages of ``limit`` rows, or ``None`` when the window holds no time: what
+    a caller reads ahead and hands over as their ``first``."""
+    if isinstance(plan, Slice):
+        return _keyset_request(plan, limit)
+    whole = plan.whole()
+    if whole is None:
+        return None
+    return whole.first, whole.last, _asked(whole, max(1, int(limit * _SLICE_FILL)))
+
+
+def _keyset_request(piece: Slice, limit: int) -> PageRequest:
+    return piece.first, piece.last, _asked(piece, limit)
+
+
+def _first_rows(
+    fetch: RangeFetch, request: PageRequest, first: list[Row] | None
+) -> Program[list[Row]]:
+    """The answer to ``request``: ``first`` when it was read ahead, else fetched now."""
+    if first is not None:
+        return first
+    return (yield from fetch(*request))
+
+
 def sliced_pages(
     fetch: RangeFetch,
     plan: SlicePlan,
@@ -257,6 +290,7 @@ def sliced_pages(
     limit: int,
     wanted: Callable[[str], object],
     prefix: str,
+    first: list[Row] | None = None,
 ) -> Program[None]:
     """Emits the pages of a window, read as up to ``parallel`` time slices at a time, in order.
 
@@ -267,12 +301,13 @@ def sliced_pages(
     request goes on with keyset pages (each starting at the last id of the one before)
     before the next slice is handed out. Holds at most ``parallel + 2`` pages. An emitted
     page is its taker's, to empty (a window's scan does, once it has the documents).
+    ``first`` is the answer to the first request (:func:`first_request`), read ahead.
     """
-    whole = plan.whole()
-    if whole is None:
+    whole, request = plan.whole(), first_request(plan, limit)
+    if whole is None or request is None:
         return
-    first_limit = _asked(whole, max(1, int(limit * _SLICE_FILL)))
-    rows = yield from fetch(whole.first, whole.last, first_limit)
+    first_limit = request[2]
+    rows = yield from _first_rows(fetch, request, first)
     full = len(rows) >= first_limit
     if whole.after is not None and rows and rows[0]["id"] == whole.after:
         del rows[0]
@@ -345,10 +380,16 @@ def _asked(piece: Slice, limit: int) -> int:
 
 
 def keyset(
-    fetch: RangeFetch, piece: Slice, first_limit: int, limit: int, prefetch: bool = True
+    fetch: RangeFetch,
+    piece: Slice,
+    first_limit: int,
+    limit: int,
+    prefetch: bool = True,
+    first: list[Row] | None = None,
 ) -> Program[None]:
     """Emits the keyset pages of ``piece`` from its first key on: ``first_limit`` rows first,
-    then ``limit`` a page (see :func:`_continue`)."""
-    asked = _asked(piece, first_limit)
-    rows = yield from fetch(piece.first, piece.last, asked)
-    yield from _continue(fetch, piece, rows, asked, limit, prefetch)
+    then ``limit`` a page (see :func:`_continue`). ``first`` is the answer to the first
+    request (:func:`first_request`), read ahead."""
+    request = _keyset_request(piece, first_limit)
+    rows = yield from _first_rows(fetch, request, first)
+    yield from _continue(fetch, piece, rows, request[2], limit, prefetch)

@@ -404,8 +404,8 @@ def window(
     arguments are checked now, as :func:`couchids.core.windows.window` checks them."""
     start_ms, end_ms = to_ms(start), to_ms(end)
 
-    def part(name: str, a: int, b: int) -> Program[None]:
-        return windows.window(
+    def part(name: str, a: int, b: int) -> windows.WindowRead:
+        return windows.window_read(
             known,
             name,
             a,
@@ -419,7 +419,7 @@ def window(
             parallel=parallel,
         )
 
-    _checked(part(layout.prefix, start_ms, end_ms))
+    part(layout.prefix, start_ms, end_ms)  # checks the arguments now
     policy = RetryPolicy.checked(0, 0, timeout, "window")
     return _window(layout, start_ms, end_ms, newest_first, part, policy)
 
@@ -429,14 +429,39 @@ def _window(
     start_ms: int,
     end_ms: int,
     newest_first: bool,
-    part: Callable[[str, int, int], Program[None]],
+    part: Callable[[str, int, int], windows.WindowRead],
     policy: RetryPolicy,
 ) -> Program[None]:
     listed = yield from list_databases(layout, policy)
     spans = _spans(listed, start_ms, end_ms)
     if newest_first:
         spans.reverse()
-    yield from _chained(part(name, a, b) for name, a, b in spans)
+    yield from _read_ahead([part(name, a, b) for name, a, b in spans])
+
+
+def _read_ahead(reads: list[windows.WindowRead]) -> Program[None]:
+    """Emits the pages of each of ``reads`` (one database's window each), one after the
+    other, as :func:`_chained` does; the answer to the first request of each read is read
+    while the caller works through the read before it (one request more in flight, one
+    page more held), so the first page of the next database is there when its turn comes.
+    A missing database (or one dropped while it is read) is an empty period."""
+    ahead: object = None
+    for index, read in enumerate(reads):
+        handle = ahead if index else (yield Start(read.open()))
+        if index + 1 < len(reads):
+            ahead = yield Start(reads[index + 1].open())
+        try:
+            opened = yield Wait(handle)
+        except DatabaseNotFoundError:
+            continue
+        puller = Puller(read.pages(opened))
+        try:
+            while (page := (yield from puller.next())) is not END:
+                yield Emit(page)
+        except DatabaseNotFoundError:
+            continue
+        finally:
+            puller.close()
 
 
 def latest(

@@ -13,16 +13,20 @@ documents (or rows) for a driver to hand out.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final, NamedTuple
 
 from couchids.core.alltypes import each_type, merge_by_time, types_present
 from couchids.core.keys import KeyRange, check_time_form, resume_point, window_keys
 from couchids.core.pages import (
     DEFAULT_PARALLEL,
+    PageRequest,
     RangeFetch,
     Slice,
     SlicePlan,
     fetch_page,
+    first_request,
     keyset,
     sliced_pages,
 )
@@ -44,10 +48,13 @@ from couchids.idforms.times import MAX_MS, TimeLike, to_datetime, to_ms
 __all__ = [
     "DEFAULT_PAGE_SIZE",
     "PARTITION_QUERY_LIMIT",
+    "Opening",
+    "WindowRead",
     "latest",
     "newest",
     "scan_pages",
     "window",
+    "window_read",
 ]
 
 #: Rows a page of :meth:`~couchids.Database.window` asks for by default. Two pages are held
@@ -82,6 +89,63 @@ def window(
     ``known`` is the driver's cache of :class:`~couchids.core.protocol.DatabaseFacts`.
     The arguments are checked now, before the program runs.
     """
+    return window_read(
+        known,
+        db,
+        start,
+        end,
+        type=type,
+        form=form,
+        newest_first=newest_first,
+        include_docs=include_docs,
+        page_size=page_size,
+        timeout=timeout,
+        parallel=parallel,
+    ).pages()
+
+
+class WindowRead:
+    """A window of one database, its arguments checked (:func:`window_read`): :meth:`pages`
+    reads it, :meth:`open` reads the answer to its first request ahead of that."""
+
+    def __init__(
+        self, scan: _Scan | Callable[[], Program[None]], page_size: int, parallel: int
+    ) -> None:
+        self._scan, self._size, self._parallel = scan, page_size, parallel
+
+    def pages(self, opened: Opening | None = None) -> Program[None]:
+        """Emits the pages of the window; ``opened`` is what :meth:`open` read, or ``None``."""
+        if not isinstance(self._scan, _Scan):
+            return self._scan()
+        size = self._size
+        return self._scan.run(size, size, prefetch=True, parallel=self._parallel, opened=opened)
+
+    def open(self) -> Program[Opening | None]:
+        """The answer to the first page request of :meth:`pages`, read ahead: a series reads
+        the next period's database so while the caller works through the one before. A
+        missing database raises (as :meth:`pages` does). ``None`` for a window of every type
+        (its first requests are for the types present)."""
+        if not isinstance(self._scan, _Scan):
+            return None
+        return (yield from self._scan.open(self._size, self._size, parallel=self._parallel))
+
+
+def window_read(
+    known: FactsCache,
+    db: str,
+    start: TimeLike,
+    end: TimeLike,
+    *,
+    type: str | AllTypes | None,
+    form: IdForm,
+    newest_first: bool,
+    include_docs: bool,
+    page_size: int | None,
+    timeout: float | None,
+    parallel: int | None,
+) -> WindowRead:
+    """The window :func:`window` reads, to read in two steps (:class:`WindowRead`). The
+    arguments are checked now."""
     policy = RetryPolicy.checked(0, 0, timeout, "window")
     start_ms, end_ms = to_ms(start), to_ms(end)
     if end_ms < start_ms:
@@ -94,11 +158,15 @@ def window(
     slices = DEFAULT_PARALLEL if parallel is None else check_count("parallel", parallel, 1)
     if type is ALL_TYPES:
         _check_scan(form, include_docs)
-        return _all_types_window(
-            known, db, policy, start_ms, end_ms, form, newest_first, include_docs, size, slices
+        return WindowRead(
+            lambda: _all_types_window(
+                known, db, policy, start_ms, end_ms, form, newest_first, include_docs, size, slices
+            ),
+            size,
+            slices,
         )
     scan = _Scan(known, db, form, type, start_ms, end_ms, newest_first, include_docs, policy)
-    return scan.run(size, size, prefetch=True, parallel=slices)
+    return WindowRead(scan, size, slices)
 
 
 def scan_pages(
@@ -275,6 +343,24 @@ def _check_scan(form: IdForm, include_docs: bool) -> None:
     check_time_form(form)
 
 
+@dataclass(frozen=True)
+class Opening:
+    """The answer to a scan's first page request, read ahead of the scan (``_Scan.open``):
+    ``request`` is ``(start_key, end_key, limit)`` (``None`` for a window holding no id), and
+    a scan uses ``rows`` only when its own first request is that one."""
+
+    request: PageRequest | None
+    rows: list[Row]
+
+
+class _Reading(NamedTuple):
+    """How a scan reads (``_Scan._reading``)."""
+
+    request: PageRequest
+    fetch: RangeFetch
+    pages: Callable[[list[Row] | None], Program[None]]
+
+
 class _Scan:
     """One query: the fixed options of its requests, and the rows they return. ``after`` (an
     id handed out before) resumes just past it; ``attachments`` adds attachment data,
@@ -306,14 +392,55 @@ class _Scan:
         self._wanted = matcher(form, self.keys)
 
     def run(
-        self, first_limit: int, next_limit: int, *, prefetch: bool, parallel: int = 1
+        self,
+        first_limit: int,
+        next_limit: int,
+        *,
+        prefetch: bool,
+        parallel: int = 1,
+        opened: Opening | None = None,
     ) -> Program[None]:
-        """Emits the wanted rows (or documents), a page at a time."""
+        """Emits the wanted rows (or documents), a page at a time; ``opened`` is the answer
+        to the first request, read ahead (:meth:`open`)."""
+        reading = yield from self._reading(first_limit, next_limit, prefetch, parallel)
+        if reading is None:
+            return
+        first = opened.rows if opened is not None and opened.request == reading.request else None
+        puller = Puller(reading.pages(first))
+        try:
+            while True:
+                page = yield from puller.next()
+                if page is END:
+                    return
+                wanted = self._wanted_of(page)
+                # The page's rows hold its documents, and the program that read it holds
+                # the page until the next one comes: emptied, it keeps no document alive
+                # once the caller is done with it.
+                page.clear()
+                yield Emit(wanted)
+                del wanted
+        finally:
+            puller.close()
+
+    def open(self, first_limit: int, next_limit: int, *, parallel: int = 1) -> Program[Opening]:
+        """Reads the answer to the first request :meth:`run` (with the same arguments) sends,
+        ahead of it: a series reads the next period's database so while the caller works
+        through the one before. A missing database raises, as in :meth:`run`."""
+        reading = yield from self._reading(first_limit, next_limit, True, parallel)
+        if reading is None:
+            return Opening(None, [])
+        return Opening(reading.request, (yield from reading.fetch(*reading.request)))
+
+    def _reading(
+        self, first_limit: int, next_limit: int, prefetch: bool, parallel: int
+    ) -> Program[_Reading | None]:
+        """How the scan reads: its first page request, and its pages given the answer to
+        that request (read ahead, or ``None``); ``None`` when the window holds no id."""
         # Learning whether the database is partitioned also proves it exists, so an empty
         # answer is never a missing database.
         facts = yield from database_facts(self.known, self.db, self.policy)
         if self.keys is None:
-            return
+            return None
         partition = partition_of(self.keys.prefix) if facts.partitioned else None
         if partition is not None:
             first_limit = min(first_limit, PARTITION_QUERY_LIMIT - 1)
@@ -331,24 +458,25 @@ class _Scan:
                 ours = self.form.matcher(self.keys.prefix)
                 resume_point(self.keys, self.after, descending=descending, wanted=ours, what=what)
                 plan.resume(self.after, self.keys.prefix)
-            pages = sliced_pages(fetch, plan, parallel, first_limit, self._wanted, self.keys.prefix)
-        else:
-            pages = keyset(fetch, Slice(first_key, last_key), first_limit, next_limit, prefetch)
-        puller = Puller(pages)
-        try:
-            while True:
-                page = yield from puller.next()
-                if page is END:
-                    return
-                wanted = self._wanted_of(page)
-                # The page's rows hold its documents, and the program that read it holds
-                # the page until the next one comes: emptied, it keeps no document alive
-                # once the caller is done with it.
-                page.clear()
-                yield Emit(wanted)
-                del wanted
-        finally:
-            puller.close()
+            prefix, wanted = self.keys.prefix, self._wanted
+            request = first_request(plan, first_limit)
+            if request is None:
+                return None
+            return _Reading(
+                request,
+                fetch,
+                lambda first: sliced_pages(
+                    fetch, plan, parallel, first_limit, wanted, prefix, first
+                ),
+            )
+        piece = Slice(first_key, last_key)
+        request = first_request(piece, first_limit)
+        assert request is not None  # a slice is a request
+        return _Reading(
+            request,
+            fetch,
+            lambda first: keyset(fetch, piece, first_limit, next_limit, prefetch, first),
+        )
 
     def _fetcher(self, keys: KeyRange, partition: str | None) -> tuple[str, str, RangeFetch]:
         """The keys the scan starts and ends at, and a function fetching a page of keys."""
