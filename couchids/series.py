@@ -488,9 +488,11 @@ class Series:
         Lists the databases (one request), then reads :meth:`Database.window` of each
         period's database that the window reaches, one after the other in the window's
         order, each clamped to its period, so the order holds across the periods' ends and
-        no document comes twice. The answer streams documents, or pages from its
-        ``pages()`` (a page never spans two databases). In the blocking API the call reads
-        the first page; in the asyncio API the first step does.
+        no document comes twice. While the caller works through one database's pages, the
+        first page of the next is read (one request more in flight and one page more held
+        than in one database; no request more). The answer streams documents, or pages from
+        its ``pages()`` (a page never spans two databases). In the blocking API the call
+        reads the first page; in the asyncio API the first step does.
 
         Args:
             start, end, type, newest_first, include_docs, batch_size, parallel: as for
