@@ -21,9 +21,11 @@ it fails: CI runs every server and skips nothing.
 from __future__ import annotations
 
 import os
+import re
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from apis import APIS, Async, Blocking
@@ -90,6 +92,27 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         # Not configured here: the fixture skips it (or fails it under CI) with the reason.
         servers = [next(kind for kind in (*KINDS, "url") if needed <= TRAITS[kind])]
     metafunc.parametrize("couch_server", servers, indirect=True, scope="session")
+
+
+#: A test of the 3-node cluster, by its id: ``[cluster]``, ``[blocking-cluster]``, ...
+CLUSTER_TEST = re.compile(r"[\[-]cluster[\]-]")
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under pytest-xdist (``scripts/test`` runs ``-n 3 --dist loadscope``): every test of the
+    3-node cluster in one process, so that one cluster is started; every other test is a
+    unit of its own, handed to whichever process is free. (xdist's own ``loadgroup`` marks
+    do not reach its scheduler under pytest 9: it renames the items through an attribute
+    pytest no longer reads.)"""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class OneCluster(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "cluster" if CLUSTER_TEST.search(nodeid) else nodeid
+
+    return OneCluster(config, log)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

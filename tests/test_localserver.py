@@ -182,3 +182,13 @@ def test_exit_ends_the_server_process_group() -> None:
         os.killpg(pid, 0)
     with pytest.raises(LocalServerError):
         _ = server.url
+
+
+def test_the_tests_of_the_cluster_are_known_by_their_ids() -> None:
+    # The parallel run hands these to one process (conftest.pytest_xdist_make_scheduler).
+    from conftest import CLUSTER_TEST
+
+    ids = ["[cluster]", "[blocking-cluster]", "[aio-cluster]", "[cluster-kuuid0]", "[a-cluster-b]"]
+    assert all(CLUSTER_TEST.search(f"tests/test_x.py::test_y{i}") for i in ids)
+    others = ["[pouchdb]", "[couchdb-cluster_name]", "[blocking-couchdb]", ""]
+    assert not any(CLUSTER_TEST.search(f"tests/test_cluster.py::test_cluster{i}") for i in others)
