@@ -256,7 +256,7 @@ class Database:
             page_size=batch_size,
             timeout=timeout,
             parallel=parallel,
-        )
+        ).pages()
         return Rows(pages(self.client, program))
 
     def types_present(

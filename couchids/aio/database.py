@@ -253,7 +253,7 @@ class AsyncDatabase:
             page_size=batch_size,
             timeout=timeout,
             parallel=parallel,
-        )
+        ).pages()
         return AsyncRows(pages(self.client, program))
 
     async def types_present(

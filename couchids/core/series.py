@@ -405,7 +405,7 @@ def window(
     start_ms, end_ms = to_ms(start), to_ms(end)
 
     def part(name: str, a: int, b: int) -> windows.WindowRead:
-        return windows.window_read(
+        return windows.window(
             known,
             name,
             a,
@@ -454,14 +454,7 @@ def _read_ahead(reads: list[windows.WindowRead]) -> Program[None]:
             opened = yield Wait(handle)
         except DatabaseNotFoundError:
             continue
-        puller = Puller(read.pages(opened))
-        try:
-            while (page := (yield from puller.next())) is not END:
-                yield Emit(page)
-        except DatabaseNotFoundError:
-            continue
-        finally:
-            puller.close()
+        yield from _period(read.pages(opened))
 
 
 def latest(
@@ -853,14 +846,20 @@ def _chained(parts: Iterator[Program[None]] | Iterable[Program[None]]) -> Progra
     program whose database does not exist (or is dropped while it is read) ends there, as an
     empty period. Each program is made when its turn comes."""
     for part in parts:
-        puller = Puller(part)
-        try:
-            while (page := (yield from puller.next())) is not END:
-                yield Emit(page)
-        except DatabaseNotFoundError:
-            continue
-        finally:
-            puller.close()
+        yield from _period(part)
+
+
+def _period(part: Program[None]) -> Program[None]:
+    """Emits the pages ``part`` emits; a missing database (or one dropped while it is read)
+    ends it, as an empty period."""
+    puller = Puller(part)
+    try:
+        while (page := (yield from puller.next())) is not END:
+            yield Emit(page)
+    except DatabaseNotFoundError:
+        return
+    finally:
+        puller.close()
 
 
 def _each(programs: list[Program[T]], workers: int) -> Program[list[T]]:

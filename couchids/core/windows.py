@@ -54,7 +54,6 @@ __all__ = [
     "newest",
     "scan_pages",
     "window",
-    "window_read",
 ]
 
 #: Rows a page of :meth:`~couchids.Database.window` asks for by default. Two pages are held
@@ -70,43 +69,9 @@ LATEST_REFILL: Final = 100
 Row = dict[str, Any]
 
 
-def window(
-    known: FactsCache,
-    db: str,
-    start: TimeLike,
-    end: TimeLike,
-    *,
-    type: str | AllTypes | None,
-    form: IdForm,
-    newest_first: bool,
-    include_docs: bool,
-    page_size: int | None,
-    timeout: float | None,
-    parallel: int | None,
-) -> Program[None]:
-    """The program of :meth:`couchids.Database.window` (see there): emits pages of the answer.
-
-    ``known`` is the driver's cache of :class:`~couchids.core.protocol.DatabaseFacts`.
-    The arguments are checked now, before the program runs.
-    """
-    return window_read(
-        known,
-        db,
-        start,
-        end,
-        type=type,
-        form=form,
-        newest_first=newest_first,
-        include_docs=include_docs,
-        page_size=page_size,
-        timeout=timeout,
-        parallel=parallel,
-    ).pages()
-
-
 class WindowRead:
-    """A window of one database, its arguments checked (:func:`window_read`): :meth:`pages`
-    reads it, :meth:`open` reads the answer to its first request ahead of that."""
+    """A window of one database, its arguments checked (:func:`window`): :meth:`pages` reads
+    it, :meth:`open` reads the answer to its first request ahead of that."""
 
     def __init__(
         self, scan: _Scan | Callable[[], Program[None]], page_size: int, parallel: int
@@ -130,7 +95,7 @@ class WindowRead:
         return (yield from self._scan.open(self._size, self._size, parallel=self._parallel))
 
 
-def window_read(
+def window(
     known: FactsCache,
     db: str,
     start: TimeLike,
@@ -144,8 +109,12 @@ def window_read(
     timeout: float | None,
     parallel: int | None,
 ) -> WindowRead:
-    """The window :func:`window` reads, to read in two steps (:class:`WindowRead`). The
-    arguments are checked now."""
+    """The window of :meth:`couchids.Database.window` (see there): its ``pages()`` are the
+    program emitting the pages of the answer (:class:`WindowRead`).
+
+    ``known`` is the driver's cache of :class:`~couchids.core.protocol.DatabaseFacts`.
+    The arguments are checked now, before anything is sent.
+    """
     policy = RetryPolicy.checked(0, 0, timeout, "window")
     start_ms, end_ms = to_ms(start), to_ms(end)
     if end_ms < start_ms:
