@@ -329,6 +329,8 @@ def test_the_clients_credentials_go_into_the_source_and_a_target_on_its_server()
         "HTTP://127.0.0.1:5984/shop//",
         "http://admin:0ther-pw@127.0.0.1:5984/shop",
         "http://127.0.0.1:5984/%73hop",
+        "http://localhost:5984/shop",
+        "http://[::1]:5984/shop",
     ],
 )
 def test_a_target_that_is_the_source_is_refused(target: str) -> None:
@@ -338,7 +340,8 @@ def test_a_target_that_is_the_source_is_refused(target: str) -> None:
 
 
 def test_the_same_name_on_another_server_or_port_is_not_the_source() -> None:
-    for target in ("http://127.0.0.1:5985/shop", "https://127.0.0.1:5984/shop", "http://h/shop"):
+    others = ("http://127.0.0.1:5985/shop", "https://127.0.0.1:5984/shop", "http://h/shop")
+    for target in (*others, "http://localhost:5985/shop", "http://127.0.0.2:5984/shop"):
         core.endpoints("http://127.0.0.1:5984", None, "shop", target)
     assert core.url_endpoint("http://h:80/db").same_database(core.url_endpoint("http://H/db/"))
 

@@ -147,6 +147,9 @@ NOTHING: Final = "(?!)"
 #: What a selector is that no id matches (an empty window, or no types present).
 NO_IDS: Final[dict[str, Any]] = {"_id": {"$in": []}}
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443}
+#: The names of this machine's loopback interface, taken as one host when endpoints are
+#: compared (``localhost:5984`` and ``127.0.0.1:5984`` are the same server).
+_LOOPBACK: Final = frozenset({"localhost", "127.0.0.1", "::1"})
 
 
 # -- the selector --------------------------------------------------------------------------------
@@ -340,8 +343,8 @@ class Endpoint:
 
     def same_database(self, other: Endpoint) -> bool:
         """Whether both name the same database of the same server (scheme, host and port
-        compared case-insensitively with default ports filled in, the path decoded and
-        without trailing slashes)."""
+        compared case-insensitively with default ports filled in, the loopback's names as one,
+        the path decoded and without trailing slashes)."""
         return _normalised(self.url) == _normalised(other.url)
 
     def server(self) -> tuple[str, str, int]:
@@ -357,7 +360,9 @@ def _normalised(url: str) -> tuple[str, str, int, str]:
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     port = parts.port or _DEFAULT_PORTS.get(scheme, 0)
-    return scheme, (parts.hostname or "").lower(), port, unquote(parts.path).rstrip("/")
+    host = (parts.hostname or "").lower()
+    host = "127.0.0.1" if host in _LOOPBACK else host
+    return scheme, host, port, unquote(parts.path).rstrip("/")
 
 
 def _without_userinfo(url: str) -> str:
