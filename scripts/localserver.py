@@ -153,7 +153,7 @@ class _Process:
         atexit.register(self.stop)
         return self._workdir
 
-    def _spawn(self, argv: list[str]) -> None:
+    def _spawn(self, argv: list[str], env: dict[str, str] | None = None) -> None:
         assert self._workdir is not None
         # A fresh log per attempt, so a retry does not see the previous attempt's messages.
         with open(self._workdir / "server.out", "wb") as out:
@@ -164,6 +164,7 @@ class _Process:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                env=env,
             )
 
     def _check_alive(self) -> None:
@@ -277,6 +278,19 @@ class LocalServer(_Process):
         raise self._error(f"pouchdb-server did not answer GET / within {self.timeout:g}s")
 
 
+#: Erlang flags for the CouchDB servers started here: a scheduler out of work sleeps at once
+#: instead of spinning first, which on a small machine takes CPU from the client and the other
+#: servers of a test run (the launcher sets it for a cluster's nodes already).
+QUIET_ERLANG = "+sbwt none +sbwtdcpu none +sbwtdio none"
+
+
+def _quiet_erlang() -> dict[str, str]:
+    """The environment of a CouchDB launched here: this one, with :data:`QUIET_ERLANG` added to
+    ``ERL_FLAGS``."""
+    flags = f"{os.environ.get('ERL_FLAGS', '')} {QUIET_ERLANG}".strip()
+    return {**os.environ, "ERL_FLAGS": flags}
+
+
 def couchdb_launcher() -> Path:
     """The CouchDB launcher named by ``COUCHIDS_COUCHDB``.
 
@@ -319,7 +333,10 @@ class CouchDBNode(_Process):
         workdir = self._prepare("couchids-couchdb-")
         try:
             port = free_port()
-            self._spawn([str(launcher), "run", str(port), str(workdir / "node"), _admin()])
+            self._spawn(
+                [str(launcher), "run", str(port), str(workdir / "node"), _admin()],
+                _quiet_erlang(),
+            )
             url = _admin_url(port)
             deadline = time.monotonic() + self.timeout
             while not _answers(port, auth=True):
@@ -363,7 +380,8 @@ class CouchDBCluster(_Process):
                     ",".join(map(str, ports)),
                     str(workdir / "nodes"),
                     _admin(),
-                ]
+                ],
+                _quiet_erlang(),
             )
             deadline = time.monotonic() + self.timeout
             while "ready" not in self.log_tail().split():
