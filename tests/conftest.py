@@ -20,10 +20,11 @@ it fails: CI runs every server and skips nothing.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,25 +95,50 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("couch_server", servers, indirect=True, scope="session")
 
 
-#: A test of the 3-node cluster, by its id: ``[cluster]``, ``[blocking-cluster]``, ...
-CLUSTER_TEST = re.compile(r"[\[-]cluster[\]-]")
+#: The server a test runs on, by its id: ``[cluster]``, ``[blocking-pouchdb-kuuid]``, ...
+SERVER_IN_ID = re.compile(r"[\[-](" + "|".join(TRAITS) + r")[\]-]")
+#: How a module says that its tests share something costly (a site, a seeded database, a
+#: batch of cases run together): a fixture of the module's scope.
+MODULE_FIXTURE = re.compile(r"""@pytest\.fixture\(\s*scope\s*=\s*["']module["']""")
+
+
+def unit_of(nodeid: str, shares_fixtures: Callable[[str], bool]) -> str:
+    """The unit of work a test belongs to in a parallel run, by its id; ``shares_fixtures``
+    tells whether a module (its path) has a module-scoped fixture.
+
+    - every test of the 3-node cluster is one unit, so that one cluster is started;
+    - the tests of a module with a module-scoped fixture are one unit per server, so that
+      what they share is built once (a process builds its own copy of each module fixture it
+      needs, and a batched module runs all its cases of a server on the first demand);
+    - every other test is a unit of its own, handed to whichever process is free.
+    """
+    found = SERVER_IN_ID.search(nodeid)
+    server = found.group(1) if found else ""
+    if server == "cluster":
+        return "cluster"
+    module = nodeid.split("::", 1)[0]
+    return f"{module}[{server}]" if shares_fixtures(module) else nodeid
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """Under pytest-xdist (``scripts/test`` runs ``-n 3 --dist loadscope``): every test of the
-    3-node cluster in one process, so that one cluster is started; every other test is a
-    unit of its own, handed to whichever process is free. (xdist's own ``loadgroup`` marks
-    do not reach its scheduler under pytest 9: it renames the items through an attribute
-    pytest no longer reads.)"""
+    """Under pytest-xdist (``scripts/test`` runs ``-n 3 --dist loadscope``): the tests go to
+    the processes in the units of :func:`unit_of`. (xdist's own ``loadgroup`` marks do not
+    reach its scheduler under pytest 9: it renames the items through an attribute pytest no
+    longer reads.)"""
     if config.getvalue("dist") != "loadscope":
         return None
     from xdist.scheduler import LoadScopeScheduling
 
-    class OneCluster(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            return "cluster" if CLUSTER_TEST.search(nodeid) else nodeid
+    @functools.cache
+    def shares_fixtures(module: str) -> bool:
+        path = config.rootpath / module
+        return path.is_file() and MODULE_FIXTURE.search(path.read_text("utf-8")) is not None
 
-    return OneCluster(config, log)
+    class Units(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return unit_of(nodeid, shares_fixtures)
+
+    return Units(config, log)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

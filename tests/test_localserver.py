@@ -184,11 +184,36 @@ def test_exit_ends_the_server_process_group() -> None:
         _ = server.url
 
 
-def test_the_tests_of_the_cluster_are_known_by_their_ids() -> None:
-    # The parallel run hands these to one process (conftest.pytest_xdist_make_scheduler).
-    from conftest import CLUSTER_TEST
+def test_a_parallel_run_hands_out_the_tests_in_units() -> None:
+    # conftest.pytest_xdist_make_scheduler hands out the units of conftest.unit_of.
+    from conftest import unit_of
+
+    def shares(module: str) -> bool:
+        return module == "tests/test_shared.py"
 
     ids = ["[cluster]", "[blocking-cluster]", "[aio-cluster]", "[cluster-kuuid0]", "[a-cluster-b]"]
-    assert all(CLUSTER_TEST.search(f"tests/test_x.py::test_y{i}") for i in ids)
-    others = ["[pouchdb]", "[couchdb-cluster_name]", "[blocking-couchdb]", ""]
-    assert not any(CLUSTER_TEST.search(f"tests/test_cluster.py::test_cluster{i}") for i in others)
+    for module in ("tests/test_x.py", "tests/test_shared.py"):
+        assert {unit_of(f"{module}::test_y{i}", shares) for i in ids} == {"cluster"}
+    others = ["[pouchdb]", "[couchdb-cluster_name]", "[blocking-couchdb]", "", "[cluster_x]"]
+    for i in others:
+        nodeid = f"tests/test_x.py::test_cluster{i}"
+        assert unit_of(nodeid, shares) == nodeid
+    shared = {
+        "[pouchdb]": "tests/test_shared.py[pouchdb]",
+        "[honest-latest-pouchdb-aio]": "tests/test_shared.py[pouchdb]",
+        "[couchdb-cluster_name]": "tests/test_shared.py[couchdb]",
+        "[url]": "tests/test_shared.py[url]",
+        "": "tests/test_shared.py[]",
+        "[x-y]": "tests/test_shared.py[]",
+    }
+    for i, unit in shared.items():
+        assert unit_of(f"tests/test_shared.py::test_z{i}", shares) == unit
+
+
+def test_the_modules_that_share_a_fixture_are_found_by_their_source() -> None:
+    from conftest import MODULE_FIXTURE
+
+    here = Path(__file__).parent
+    found = {p.name for p in here.glob("test_*.py") if MODULE_FIXTURE.search(p.read_text())}
+    assert {"test_docs.py", "test_bent_server.py", "test_resume_points.py"} <= found
+    assert "test_keys.py" not in found and "test_localserver.py" not in found

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import pytest
 import responses
@@ -180,24 +180,32 @@ def test_a_keyed_job_killed_at_a_random_point_and_run_again_stores_each_document
     assert {line.split()[0] for line in lines} == set(stored)
 
 
+#: Documents of the memory test, and what each writer may hold above its baseline: two
+#: batches in flight, or those and a result per document (about 240 bytes). Measured here:
+#: 1.7 MiB and 9.3 MiB; holding the input as well (a list made of it) gave 15 and 23 MiB.
+MEMORY_DOCS: Final = 40_000
+MEMORY_BOUND_KIB: Final = {"bulk_create_iter": 6 * 1024, "bulk_create": 16 * 1024}
+
+
 @pytest.mark.needs("pouchdb")
 @pytest.mark.parametrize("function", ["bulk_create_iter", "bulk_create"])
-def test_a_bulk_write_of_200000_generated_documents_stays_within_50_mb(
+def test_a_bulk_write_of_generated_documents_never_holds_them(
     couch_url: str, db: str, function: str
 ) -> None:
     # Peak resident memory of the job's process during the call, above its peak just before
     # it (after imports and a warm-up write): a memory bound, not a timing. bulk_create holds
     # every result until it returns the list.
     done = subprocess.run(
-        [sys.executable, str(JOB), couch_url, db, "200000", "--memory", function],
+        [sys.executable, str(JOB), couch_url, db, str(MEMORY_DOCS), "--memory", function],
         capture_output=True,
         text=True,
         timeout=900,
         check=True,
     )
     stored, extra_kib = map(int, done.stdout.split())
-    assert stored == 200_000
-    assert extra_kib < 50 * 1024, f"{extra_kib} KiB above the baseline"
+    assert stored == MEMORY_DOCS
+    bound = MEMORY_BOUND_KIB[function]
+    assert extra_kib < bound, f"{extra_kib} KiB above the baseline (at most {bound})"
 
 
 # --- rate-limited rows and failed requests -----------------------------------------------
