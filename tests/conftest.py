@@ -97,6 +97,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 #: The server a test runs on, by its id: ``[cluster]``, ``[blocking-pouchdb-kuuid]``, ...
 SERVER_IN_ID = re.compile(r"[\[-](" + "|".join(TRAITS) + r")[\]-]")
+#: Where the second unit of the cluster's tests begins, by module path.
+CLUSTER_SPLIT = "tests/test_f"
 #: How a module says that its tests share something costly (a site, a seeded database, a
 #: batch of cases run together): a fixture of the module's scope.
 MODULE_FIXTURE = re.compile(r"""@pytest\.fixture\(\s*scope\s*=\s*["']module["']""")
@@ -106,7 +108,10 @@ def unit_of(nodeid: str, shares_fixtures: Callable[[str], bool]) -> str:
     """The unit of work a test belongs to in a parallel run, by its id; ``shares_fixtures``
     tells whether a module (its path) has a module-scoped fixture.
 
-    - every test of the 3-node cluster is one unit, so that one cluster is started;
+    - the tests of the 3-node cluster are two units, by module (before and from
+      :data:`CLUSTER_SPLIT`; about half the cluster's time each), so that two processes share
+      them, each starting one cluster (one process alone took longer than the other two with
+      everything else);
     - the tests of a module with a module-scoped fixture are one unit per server, so that
       what they share is built once (a process builds its own copy of each module fixture it
       needs, and a batched module runs all its cases of a server on the first demand);
@@ -114,9 +119,9 @@ def unit_of(nodeid: str, shares_fixtures: Callable[[str], bool]) -> str:
     """
     found = SERVER_IN_ID.search(nodeid)
     server = found.group(1) if found else ""
-    if server == "cluster":
-        return "cluster"
     module = nodeid.split("::", 1)[0]
+    if server == "cluster":
+        return "cluster" if module < CLUSTER_SPLIT else "cluster-2"
     return f"{module}[{server}]" if shares_fixtures(module) else nodeid
 
 

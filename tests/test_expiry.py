@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 import random
+import threading
 import time
 from typing import Any
 
@@ -214,6 +215,38 @@ def test_interrupted_with_lost_answers_and_run_again_is_exact(
     assert set(all_docs(setup, db)) == before - doomed
     assert report.conflicts == [] and report.failed == []
     assert report.checkpoint.done == len(doomed)
+
+
+def test_the_next_page_is_read_while_a_page_is_deleted(client: CloudantV1, db: str) -> None:
+    doomed = populate(client, db, KUUID, 5)
+    pages: list[str] = []  # the start key of each range read past the first page
+    lock = threading.Lock()
+    overlapped: list[bool] = []
+
+    def watch(request: dict[str, Any], send: Any) -> Any:
+        if path_of(request).endswith("/_all_docs"):
+            with lock:
+                pages.append(body_of(request).get("start_key", ""))
+        elif path_of(request).endswith("/_bulk_docs") and not overlapped:
+            deleting = max(doc["_id"] for doc in body_of(request)["docs"])
+            # Held until a read of the page after this one arrives (a bound, not a timing:
+            # without the read ahead it never does).
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                with lock:
+                    if any(key >= deleting for key in pages):
+                        break
+                time.sleep(0.01)
+            with lock:
+                overlapped.append(any(key >= deleting for key in pages))
+        return send()
+
+    with intercepted(client, watch):
+        report = couchids.Database(client, db).expire(
+            BEFORE, type="ord", dry_run=False, batch_size=7
+        )
+    assert overlapped == [True]
+    assert report.deleted == len(doomed) and not set(all_docs(client, db)) & doomed
 
 
 def test_a_document_changed_meanwhile_is_reported_not_deleted(client: CloudantV1, db: str) -> None:

@@ -192,8 +192,10 @@ def test_a_parallel_run_hands_out_the_tests_in_units() -> None:
         return module == "tests/test_shared.py"
 
     ids = ["[cluster]", "[blocking-cluster]", "[aio-cluster]", "[cluster-kuuid0]", "[a-cluster-b]"]
-    for module in ("tests/test_x.py", "tests/test_shared.py"):
+    for module in ("tests/test_aio.py", "tests/test_exporting.py"):
         assert {unit_of(f"{module}::test_y{i}", shares) for i in ids} == {"cluster"}
+    for module in ("tests/test_following.py", "tests/test_shared.py", "tests/test_x.py"):
+        assert {unit_of(f"{module}::test_y{i}", shares) for i in ids} == {"cluster-2"}
     others = ["[pouchdb]", "[couchdb-cluster_name]", "[blocking-couchdb]", "", "[cluster_x]"]
     for i in others:
         nodeid = f"tests/test_x.py::test_cluster{i}"

@@ -5,7 +5,8 @@ first, without documents (a row carries the current revision); only ids the form
 accepts are taken, so nothing of another type, form or time is ever touched. (A loose form,
 ``utc_random``, cannot tell its ids from CouchDB's ``random`` ids: a type that holds those
 is refused before anything is read, see :func:`couchids.core.scan.check_one_form`.) Each
-page goes to ``_bulk_docs`` as ``{"_id", "_rev", "_deleted": true}``. A document changed since
+page goes to ``_bulk_docs`` as ``{"_id", "_rev", "_deleted": true}``, while the next page is
+read. A document changed since
 it was read answers 409 and is reported, never forced. Deleted documents leave
 ``_all_docs``, so a second run simply finds what is left; a :class:`~couchids.Checkpoint`
 also lets it skip what the first run already reported.
@@ -29,6 +30,8 @@ from couchids.core.protocol import (
     Program,
     Puller,
     RetryPolicy,
+    Start,
+    Wait,
     answer_error,
     ask,
     database_facts,
@@ -162,7 +165,11 @@ def _expire(
             page_size=batch_size,
         )
     )
-    while (page := (yield from pages.next())) is not END:
+    page = yield from pages.next()
+    while page is not END:
+        # The next page is read while this one's documents are deleted: it starts past this
+        # page's last id, so nothing deleted now is in it.
+        ahead = None if dry_run else (yield Start(pages.next()))
         # The id's own time decides, whatever the server answered: nothing of another
         # type, form or time is ever deleted.
         rows = [row for row in page if inside(row["id"])]
@@ -178,6 +185,7 @@ def _expire(
         mark.done += len(rows)
         if on_progress is not None:
             on_progress(report)
+        page = (yield from pages.next()) if ahead is None else (yield Wait(ahead))
     return report
 
 
