@@ -6,10 +6,9 @@ accepts are taken, so nothing of another type, form or time is ever touched. (A 
 ``utc_random``, cannot tell its ids from CouchDB's ``random`` ids: a type that holds those
 is refused before anything is read, see :func:`couchids.core.scan.check_one_form`.) Each
 page goes to ``_bulk_docs`` as ``{"_id", "_rev", "_deleted": true}``, while the next page is
-read. A document changed since
-it was read answers 409 and is reported, never forced. Deleted documents leave
-``_all_docs``, so a second run simply finds what is left; a :class:`~couchids.Checkpoint`
-also lets it skip what the first run already reported.
+read. A document changed since it was read answers 409 and is reported, never forced.
+Deleted documents leave ``_all_docs``, so a second run simply finds what is left; a
+:class:`~couchids.Checkpoint` also lets it skip what the first run already reported.
 
 ``purge=True`` then removes the deleted revisions for good with ``POST /{db}/_purge``
 (CouchDB 2.3 and later). Cloudant has no ``_purge``, nor has PouchDB Server: there a purge is
