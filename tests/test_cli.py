@@ -369,7 +369,12 @@ def test_decode_refuses_opposite_flags(run: Any) -> None:
 
 @pytest.mark.parametrize(
     ("doc_id", "form"),
-    [("abcdefg", "seq36"), ("user:hello12", "seq36"), ("5551234567", "seq10")],
+    [
+        ("abcdefg", "seq36"),
+        ("user:hello12", "seq36"),
+        ("5551234567", "seq10"),
+        ("aH8609vI7eP05X4Gc3QFvw", "uuid464"),  # a random token, as token_urlsafe(16) makes
+    ],
 )
 def test_decode_reads_forms_without_a_time_only_when_named(
     run: Any, doc_id: str, form: str

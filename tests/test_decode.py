@@ -3,9 +3,13 @@ bad id."""
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import importlib
+import random
+import secrets
 import string
+import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -16,6 +20,7 @@ from hypothesis import strategies as st
 import couchids
 from couchids import IdForm, InvalidIdError, InvalidTypeError, decode
 from couchids.idforms.couchid import utc_text
+from couchids.idforms.decode import PLAUSIBLE_FROM, PLAUSIBLE_UNTIL
 from couchids.idforms.doctypes import scope_prefix
 from couchids.idforms.forms import ALL_FORMS, KUUID_FORMS, NAMED_FORMS
 from couchids.idforms.idform import NOT_READ
@@ -75,22 +80,21 @@ def test_decode_of_make_gives_the_time_at_the_ids_precision(
     assert flagged.timestamp.tzinfo is UTC
     assert (flagged.reverse, flagged.millisecond) == (form.reverse, form.millisecond)
 
-    if form.kind == "v7" or Y2000 <= ms < Y2100:
-        # A dashed UUIDv7 has a length of its own; other forms are inferred inside 2000-2100.
+    if Y2000 <= ms < Y2100:
+        # Inside 2000-2100 every form is inferred.
         plain = decode(doc_id)
         assert (plain.form, plain.timestamp, plain.type) == (form, expected, doc_type)
     else:
-        # Outside 2000-2100 the form is a guess: the one reading that is valid, or the one in
-        # 2000-2100 (which may be another form's), or an error asking for the flags.
+        # Outside 2000-2100 no time is plausible, so without flags or form= its own reading is
+        # never taken (even a dashed UUIDv7's): the reading in 2000-2100 of another form, or
+        # an error asking for the flags or the form.
         try:
             plain = decode(doc_id)
         except InvalidIdError as exc:
             assert "pass reverse= and millisecond=" in str(exc) or "pass form=" in str(exc)
         else:
-            in_window = datetime(2000, 1, 1, tzinfo=UTC) <= plain.timestamp < to_datetime(Y2100)
-            assert (plain.form, plain.timestamp) == (form, expected) or (
-                in_window and plain.form != form
-            )
+            assert plain.timestamp is not None and plain.form != form
+            assert datetime(2000, 1, 1, tzinfo=UTC) <= plain.timestamp < to_datetime(Y2100)
 
 
 @pytest.mark.parametrize("form", KUUID_FORMS, ids=str)
@@ -344,10 +348,65 @@ def test_forms_without_a_time_are_read_only_when_named(
     assert decoded.millisecond is None
 
 
-def test_a_uuid464_without_a_time_is_still_read() -> None:
-    # uuid464 is a form with a time (a UUIDv7 inside); a version 4 UUID in it holds none.
-    decoded = decode(couchids.UUID464.new())
+def test_a_uuid464_without_a_time_is_read_only_when_named() -> None:
+    # uuid464 is a form with a time (a UUIDv7 inside); a version 4 UUID in it holds none, and
+    # so does any 16 random bytes in base64url: such a reading is never guessed.
+    doc_id = couchids.UUID464.new()
+    with pytest.raises(InvalidIdError) as info:
+        decode(doc_id)
+    message = str(info.value)
+    assert message.startswith(f"{doc_id!r} holds no time: it reads only as a uuid464 id")
+    assert "form=couchids.UUID464" in message and "--form uuid464" in message
+    decoded = decode(doc_id, form=couchids.UUID464)
     assert (decoded.form, decoded.timestamp, decoded.millisecond) == (couchids.UUID464, None, None)
+    # A UUIDv7 inside is read without form= when its time is plausible, and refused when not.
+    assert decode("AYzCUfQAcACAAAAAAAAAAA").timestamp == datetime(2024, 1, 1, tzinfo=UTC)
+    early = base64.urlsafe_b64encode(uuid.UUID(couchids.V7.new("1990-01-01")).bytes)
+    with pytest.raises(InvalidIdError, match="no reading of this id has a time between 2000"):
+        decode(early[:22].decode())
+    assert decode(early[:22].decode(), form=couchids.UUID464).timestamp.year == 1990
+
+
+#: Random tokens of each length a form with a time has, in each alphabet ids are written in.
+TOKEN_ALPHABETS = {
+    "base62": string.digits + string.ascii_uppercase + string.ascii_lowercase,
+    "base64url": string.ascii_letters + string.digits + "-_",
+    "hex": string.hexdigits[:16],
+    "base36": string.digits + string.ascii_lowercase,
+    "crockford": "0123456789ABCDEFGHJKMNPQRSTVWXYZ",
+}
+
+
+def test_random_tokens_are_never_guessed_as_a_form_without_a_time() -> None:
+    # secrets.token_urlsafe(16) is 22 characters of base64url, ending in A, Q, g or w: a
+    # uuid464 id, without a time. Without form=, only a plausible time is ever a reading.
+    rng = random.Random(20240101)
+    lengths = sorted({form.length for form in ALL_FORMS if form.has_time} | {10, 7})
+    decoded = refused = 0
+    for name, alphabet in TOKEN_ALPHABETS.items():
+        for length in lengths:
+            for _ in range(400):
+                token = "".join(rng.choice(alphabet) for _ in range(length))
+                if name == "base64url" and length == 22:
+                    token = token[:21] + rng.choice("AQgw")  # as token_urlsafe(16) ends
+                for doc_id in (token, "user:" + token):
+                    try:
+                        found = decode(doc_id)
+                    except InvalidIdError:
+                        refused += 1
+                        continue
+                    decoded += 1
+                    assert found.timestamp is not None, (doc_id, found)
+                    assert found.form.has_time
+                    assert PLAUSIBLE_FROM <= found.timestamp < PLAUSIBLE_UNTIL, (doc_id, found)
+    assert refused > decoded > 0
+    for _ in range(2000):
+        token = secrets.token_urlsafe(16)
+        try:
+            found = decode(token)
+        except InvalidIdError:
+            continue
+        assert found.timestamp is not None and PLAUSIBLE_FROM <= found.timestamp < PLAUSIBLE_UNTIL
 
 
 @pytest.mark.parametrize("doc_type", ["user", "order", "a"])

@@ -184,7 +184,9 @@ def test_uuid464() -> None:
     v4 = UUID464.new()
     assert len(v4) == 22 and UUID464.read(v4) is None
     assert uuid.UUID(bytes=__import__("base64").urlsafe_b64decode(v4 + "==")).version == 4
-    decoded = decode(v4)
+    with pytest.raises(InvalidIdError, match="holds no time"):
+        decode(v4)  # a reading without a time is never guessed
+    decoded = decode(v4, form=UUID464)
     assert (decoded.form, decoded.timestamp) == (UUID464, None)
     with pytest.raises(InvalidIdError, match="the last one A, Q, g or w"):
         UUID464.parse(text[:-1] + "B")

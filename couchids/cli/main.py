@@ -617,11 +617,13 @@ TIME is {TIME_HELP}.
 DECODE_EPILOG = """\
 Prints one JSON object per id: id, type, timestamp (ISO-8601 UTC), form (such as
 kuuid-ms-reverse, kuuid-short, v7s), kind (kuuid, v7, v7s), reverse, millisecond (null for an
-id without a time). A kuuid id does not say which mode made it: the reading with a time in
-2000-2100 is taken; --reverse/--forward and --ms/--seconds say it for ids outside those years.
-Forms without a time (seq10, seq36, couch_random) are read only with --form: abcdefg or a
-phone number is refused, naming the form it would be. A bad id is reported on stderr and the
-others are still decoded; the exit status is then 2.
+id without a time). Without --form, only a reading with a time in 2000-2100 is taken (a kuuid
+id does not say which mode made it: that time says it); both of --reverse/--forward and
+--ms/--seconds name a kuuid mode, read in any year; --form reads any form in any year. A
+reading without a time (seq10, seq36, couch_random, a uuid464 that is not a UUIDv7) is taken
+only with --form: abcdefg, a phone number or a random token is refused, naming the form it
+would be. A bad id is reported on stderr and the others are still decoded; the exit status is
+then 2.
 
 examples:
   couchids decode user:001eVnWK1bu9mX3BsHnX0mhxvQ1ba2Xn

@@ -28,6 +28,7 @@ from couchids.errors import InvalidArgumentError, InvalidIdError
 from couchids.idforms.constants import SEPARATORS, TYPE_SEPARATOR
 from couchids.idforms.decode import TIMELESS_FORMS, decode
 from couchids.idforms.forms import IdForm
+from couchids.idforms.uuid464 import UUID464
 
 __all__ = ["SAMPLE", "Style", "explain"]
 
@@ -140,12 +141,15 @@ def _reading(doc_id: str) -> tuple[str, bool, str] | None:
     try:
         decoded = decode(doc_id)
     except InvalidIdError:
-        for form in TIMELESS_FORMS:
+        # decode() guesses no reading without a time: a uuid464 that is not a UUIDv7 included.
+        for form in (*TIMELESS_FORMS, UUID464):
             for sep in SEPARATORS:
                 try:
-                    return str(decode(doc_id, form=form.with_separator(sep)).form), False, sep
+                    found = decode(doc_id, form=form.with_separator(sep))
                 except InvalidIdError:
                     continue
+                if found.timestamp is None:
+                    return str(found.form), False, sep
         return None
     return str(decoded.form), True, decoded.form.separator
 

@@ -1,15 +1,19 @@
 """Reading an id back into its type, time and form.
 
 :func:`decode` recognises every form of ``couchids.idforms.forms.ALL_FORMS`` by its length and
-alphabet, after an optional prefix ``<type>:``, ``<type>-`` or ``<type>_``. When several
-forms read an id (``acct_`` and a 17-character tid62 are 22 characters, as a uuid464 is), the
-one whose time lies in 2000-2100 is taken; when none or several do, the message names the
-candidates and ``form=`` settles it.
+alphabet, after an optional prefix ``<type>:``, ``<type>-`` or ``<type>_``. Without ``form=``
+a reading is taken only when its time is plausible: it lies in 2000-2100
+(``PLAUSIBLE_FROM``/``PLAUSIBLE_UNTIL``) and no other reading's does (``acct_`` and a
+17-character tid62 are 22 characters, as a uuid464 is). When none or several do, the message
+names the candidates and ``form=`` settles it; ``reverse=`` with ``millisecond=`` names a
+kuuid mode, whose only reading is taken in any year.
 
-Forms that hold no time (seq10, seq36, CouchDB's ``random`` and ``sequential`` ids) are read
-only when ``form=`` names them: nearly any short string of digits or letters is an ordinal
-(``abcdefg`` is a seq36 id, a phone number a seq10 one), so guessing them would make every
-typo an id. A string that only they read is refused with a message naming them.
+Readings that hold no time are never guessed: forms without one (seq10, seq36, CouchDB's
+``random`` and ``sequential`` ids) and a uuid464 that is not a UUIDv7 (any 16 random bytes in
+base64url, as ``secrets.token_urlsafe(16)`` makes them) are read only when ``form=`` names
+them: nearly any short string of digits or letters is an ordinal (``abcdefg`` is a seq36 id, a
+phone number a seq10 one), so guessing them would make every typo and every token an id. A
+string that only they read is refused with a message naming them.
 
 Inference is fast (a few times ``uuid.UUID()`` for an id, a few times more for a refusal):
 the forms are looked up by length and tried without raising (``IdForm.try_read``); the one
@@ -24,7 +28,7 @@ import math
 import re
 import sys
 from bisect import bisect_right
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import cache
@@ -37,7 +41,8 @@ from couchids.idforms.forms import ALL_FORMS, NAMED_FORMS, KuuidForm
 from couchids.idforms.idform import NOT_READ, IdForm, NotRead, ReadAttempt
 from couchids.idforms.times import EPOCH
 
-#: Without ``form=``, of several readings the one whose time lies between these is taken.
+#: Without ``form=``, a reading is taken only when its time lies between these (a plausible
+#: time), and no other reading's does.
 PLAUSIBLE_FROM = datetime(2000, 1, 1, tzinfo=UTC)
 PLAUSIBLE_UNTIL = datetime(2100, 1, 1, tzinfo=UTC)
 #: The same, in microseconds since 1970: readings keep their time so until one is chosen.
@@ -51,6 +56,7 @@ _WITHOUT_TIME = {
     "seq10": "an ordinal of 10 digits",
     "seq36": "an ordinal of 7 base36 characters",
     "couch_random": "CouchDB's random or sequential uuid",
+    "uuid464": "a UUID that is not a UUIDv7, such as a random one",
 }
 
 
@@ -121,10 +127,13 @@ def decode(
 
     Without ``form``, every form of ``ALL_FORMS`` whose length fits is
     tried (kuuid: 8 + 6 per random block; tid62 17; uuid464 22; base36 UUIDv7 25, or 24
-    unpadded; ULID 26; v7s and CouchDB's ``utc_random`` 32; v7 36). A kuuid id's mode cannot
-    be read from it, so it is inferred: of the readings that ``reverse``/``millisecond``
-    allow, the one whose time lies in 2000-2100 is taken. Forms that hold no time (seq10,
-    seq36, CouchDB's ``random`` and ``sequential`` ids: ``TIMELESS_FORMS``) are read only
+    unpadded; ULID 26; v7s and CouchDB's ``utc_random`` 32; v7 36). A reading is taken only
+    when its time is plausible: of the readings that ``reverse``/``millisecond`` allow, the
+    one whose time lies in 2000-2100 (a kuuid id's mode cannot be read from it, so it is
+    inferred so too). A time outside those years is read with ``form=``, or, for a kuuid id,
+    with both ``reverse=`` and ``millisecond=`` (they name its mode). Readings that hold no
+    time are never guessed: forms without one (seq10, seq36, CouchDB's ``random`` and
+    ``sequential`` ids: ``TIMELESS_FORMS``) and a uuid464 that is not a UUIDv7 are read only
     with ``form=``: a string only they read is refused, and the message names them.
 
     Args:
@@ -135,8 +144,8 @@ def decode(
 
     Raises:
         InvalidIdError: no form fits, none or several fit with a time in 2000-2100 (the
-            message names the candidates), only a form without a time fits (the message
-            names it: pass it as ``form=``), or the prefix breaks the type rule.
+            message names the candidates), only readings without a time fit (the message
+            names them: pass one as ``form=``), or the prefix breaks the type rule.
         InvalidArgumentError: ``reverse`` or ``millisecond`` is not a bool or ``None``.
 
     >>> d = decode("user:001eVnWK1bu9mX3BsHnX0mhxvQ1ba2Xn")
@@ -151,6 +160,10 @@ def decode(
     >>> from couchids import SEQ10
     >>> decode("0000000042", form=SEQ10).millisecond is None
     True
+    >>> decode("aH8609vI7eP05X4Gc3QFvw")  # a random token
+    Traceback (most recent call last):
+      ...
+    couchids.errors.InvalidIdError: 'aH8609vI7eP05X4Gc3QFvw' holds no time: it reads only as ...
     """
     if not isinstance(doc_id, str):
         raise InvalidIdError(f"{doc_id!r} is not an id: ids are strings")
@@ -418,13 +431,17 @@ def _infer(doc_id: str, reverse: bool | None, millisecond: bool | None) -> Decod
         _read(whole, doc_id, None, TYPE_SEPARATOR, readings, misses, refused=not read)
     for split in prefixed:
         _read(*split, readings, misses, refused=not read)
-    if not readings:
+    # A reading without a time (a uuid464 that is not a UUIDv7) is never guessed.
+    timed = [reading for reading in readings if reading[2] is not None]
+    if not timed:
         _check_prefix(doc_id)
-        timeless = _timeless_readings(doc_id)
+        timeless = [(form, doc_type) for form, doc_type, _ in readings]
+        timeless += _timeless_readings(doc_id)
         if timeless:
             raise InvalidIdError(_no_time(doc_id, timeless, _complaints(misses)))
         raise InvalidIdError(_no_form(doc_id, _complaints(misses)))
-    form, doc_type, us = _choose(doc_id, readings, misses)
+    named_mode = reverse is not None and millisecond is not None
+    form, doc_type, us = _choose(doc_id, timed, readings, misses, named_mode=named_mode)
     return DecodedId(doc_id, doc_type, _datetime(us), form)
 
 
@@ -527,28 +544,38 @@ def _complaints(misses: list[Miss]) -> dict[str, str]:
     return found
 
 
-def _choose(doc_id: str, readings: list[Reading], misses: list[Miss]) -> Reading:
-    """The one reading to take, by tiers: a time in 2000-2100 (a structured form first);
-    else a structured form (a UUIDv7, whose version bits a random string rarely has); else
-    a form holding no time. A single reading is taken unless its form is loose."""
-    if len(readings) == 1 and not readings[0][0].loose:
-        return readings[0]
+def _choose(
+    doc_id: str,
+    timed: list[Reading],
+    readings: list[Reading],
+    misses: list[Miss],
+    *,
+    named_mode: bool,
+) -> Reading:
+    """The one reading of ``timed`` (the readings with a time; ``readings`` holds them all)
+    to take: the one with a plausible time, in 2000-2100 (a structured form first, when
+    several are). Outside those years only a kuuid mode named by ``reverse=`` and
+    ``millisecond=`` (``named_mode``) is read, when it is the only reading."""
     # The readings of one kuuid prefix lie centuries apart, so at most one of them falls in
     # 2000-2100 (tests/test_decode.py checks this for every mode); tests/test_idforms.py
     # checks that each form's ids made in those years have no other reading there.
-    for tier in _tiers(readings):
-        if len(tier) > 1:
-            # A v7s id made in 2087-2100 also reads as a utc_random id of 2000-2003.
-            structured = [r for r in tier if r[0].structured]
-            tier = structured if len(structured) == 1 else tier
-        if len(tier) == 1:
-            return tier[0]
-        if tier:
-            names = ", ".join(sorted({str(r[0]) for r in tier}))
+    plausible = [r for r in timed if r[2] is not None and _FROM_US <= r[2] < _UNTIL_US]
+    if len(plausible) > 1:
+        # A v7s id made in 2087-2100 also reads as a utc_random id of 2000-2003.
+        structured = [r for r in plausible if r[0].structured]
+        if len(structured) != 1:
+            names = ", ".join(sorted({str(r[0]) for r in plausible}))
             raise InvalidIdError(
                 f"{doc_id!r} is ambiguous: it reads as {names}; pass form= to say which it is"
             )
-    names = ", ".join(sorted({str(r[0]) for r in readings}))
+        plausible = structured
+    if plausible:
+        return plausible[0]
+    if named_mode and len(readings) == 1 and readings[0][0].kind == "kuuid":
+        return readings[0]
+    names = ", ".join(
+        sorted({str(r[0]) + (" (without a time)" if r[2] is None else "") for r in readings})
+    )
     hint = (
         "pass reverse= and millisecond= to say which kuuid mode it is in"
         if all(r[0].kind == "kuuid" for r in readings)
@@ -559,13 +586,6 @@ def _choose(doc_id: str, readings: list[Reading], misses: list[Miss]) -> Reading
         f"{doc_id!r}: no reading of this id has a time between 2000 and 2100 "
         f"(it reads as {names}); {hint}{why}"
     )
-
-
-def _tiers(readings: list[Reading]) -> Iterator[list[Reading]]:
-    """The tiers of :func:`_choose`, each made only when the ones before it settled nothing."""
-    yield [r for r in readings if r[2] is not None and _FROM_US <= r[2] < _UNTIL_US]
-    yield [r for r in readings if r[0].structured]
-    yield [r for r in readings if r[2] is None]
 
 
 def _datetime(us: int | None) -> datetime | None:
@@ -612,9 +632,9 @@ def _no_time(
         flags.append(f"--form {form.kind}" + ("" if sep == TYPE_SEPARATOR else f" --sep {sep}"))
     why = f"; as an id with a time: {'; '.join(complaints.values())}" if complaints else ""
     return (
-        f"{doc_id!r} holds no time: it reads only as {' or '.join(readings)}, and forms "
-        f"without a time are read only when named: pass form={' or form='.join(passes)} "
-        f"(couchids decode {' or '.join(flags)}){why}"
+        f"{doc_id!r} holds no time: it reads only as {' or '.join(readings)}, and ids "
+        "without a time are read only when their form is named: "
+        f"pass form={' or form='.join(passes)} (couchids decode {' or '.join(flags)}){why}"
     )
 
 
