@@ -29,9 +29,11 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from conftest import drop_database, fresh_database
+from faultproxy import FaultProxy, client_for
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ibm_cloud_sdk_core import ApiException
@@ -320,28 +322,83 @@ def test_the_clients_credentials_go_into_the_source_and_a_target_on_its_server()
     assert "KEY" not in repr(source)
 
 
-@pytest.mark.parametrize(
-    "target",
-    [
-        "shop",
-        "http://127.0.0.1:5984/shop",
-        "http://127.0.0.1:5984/shop/",
-        "HTTP://127.0.0.1:5984/shop//",
-        "http://admin:0ther-pw@127.0.0.1:5984/shop",
-        "http://127.0.0.1:5984/%73hop",
-        "http://localhost:5984/shop",
-        "http://[::1]:5984/shop",
-    ],
-)
+#: Spellings of the database ``shop`` of the server at ``http://127.0.0.1:5984``, as the target
+#: of a replication from it: each is the source itself.
+SOURCE_SPELLINGS = [
+    "shop",
+    "http://127.0.0.1:5984/shop",
+    "http://127.0.0.1:5984/shop/",
+    "HTTP://127.0.0.1:5984/shop//",
+    "http://admin:0ther-pw@127.0.0.1:5984/shop",
+    "Http://admin@127.0.0.1:5984///shop///",
+    # the path, as CouchDB reads it: empty and dot segments, percent-encoding
+    "http://127.0.0.1:5984//shop",
+    "http://127.0.0.1:5984/./shop",
+    "http://127.0.0.1:5984/x/../shop",
+    "http://127.0.0.1:5984/x/y/../../shop/.",
+    "http://127.0.0.1:5984/../shop",
+    "http://127.0.0.1:5984/%2e/shop",
+    "http://127.0.0.1:5984/x/%2E%2E/shop",
+    "http://127.0.0.1:5984/%73hop",
+    "http://127.0.0.1:5984/sh%6F%70",
+    "http://127.0.0.1:5984/shop%2F",
+    # the port
+    "http://127.0.0.1:05984/shop",
+    # the host: the loopback's names and an address's spellings
+    "http://localhost:5984/shop",
+    "http://LOCALHOST.:5984/shop",
+    "http://[::1]:5984/shop",
+    "http://[0:0:0:0:0:0:0:1]:5984/shop",
+    "http://[::ffff:127.0.0.1]:5984/shop",
+    "http://127.1:5984/shop",
+    "http://2130706433:5984/shop",
+    "http://0x7f.0.0.1:5984/shop",
+    "http://0177.0.0.1:5984/shop",
+    "http://127.0.0.%31:5984/shop",
+]
+
+
+@pytest.mark.parametrize("target", SOURCE_SPELLINGS)
 def test_a_target_that_is_the_source_is_refused(target: str) -> None:
     with pytest.raises(InvalidArgumentError, match="is the source database itself") as caught:
         core.endpoints("http://admin:s3cret@127.0.0.1:5984", None, "shop", target)
     assert "s3cret" not in str(caught.value) and "0ther-pw" not in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    ("server", "db", "target"),
+    [
+        ("http://127.0.0.1:5984", "a/b", "http://127.0.0.1:5984/a%2Fb"),
+        ("http://127.0.0.1:5984", "a/b", "http://127.0.0.1:5984/a%2fb/"),
+        ("http://127.0.0.1:5984", "a/b", "http://127.0.0.1:5984/a/b"),
+        ("http://127.0.0.1:5984", "a/b", "a/b"),
+        ("https://h.example", "shop", "HTTPS://H.EXAMPLE:443/shop"),
+        ("https://h.example", "shop", "https://h.example./shop"),
+        ("http://h.example:80", "shop", "http://h.example//shop"),
+        ("http://h.example/couch/", "shop", "http://h.example/couch//shop"),
+        ("http://h.example/couch/", "shop", "http://h.example/x/../couch/./shop"),
+        ("http://[::1]:5984", "shop", "http://localhost:5984/shop"),
+    ],
+)
+def test_the_source_is_recognised_on_any_server(server: str, db: str, target: str) -> None:
+    with pytest.raises(InvalidArgumentError, match="is the source database itself"):
+        core.endpoints(server, None, db, target)
+
+
 def test_the_same_name_on_another_server_or_port_is_not_the_source() -> None:
     others = ("http://127.0.0.1:5985/shop", "https://127.0.0.1:5984/shop", "http://h/shop")
-    for target in (*others, "http://localhost:5985/shop", "http://127.0.0.2:5984/shop"):
+    for target in (
+        *others,
+        "http://localhost:5985/shop",
+        "http://127.0.0.2:5984/shop",
+        "http://127.2:5984/shop",
+        "http://[::2]:5984/shop",
+        "http://127.0.0.1:5984/shop2",
+        "http://127.0.0.1:5984/x/shop",
+        "http://127.0.0.1:5984/shop/x",
+        "http://127.0.0.1:5984/shop/x/..x",
+        "http://127.0.0.1:5984/Shop",
+    ):
         core.endpoints("http://127.0.0.1:5984", None, "shop", target)
     assert core.url_endpoint("http://h:80/db").same_database(core.url_endpoint("http://H/db/"))
 
@@ -740,6 +797,43 @@ def test_a_target_naming_the_source_sends_nothing(
     # with other tests' cancelled replications.
     rows = client.post_all_docs(db="_replicator", include_docs=True).get_result()["rows"]
     assert [row["id"] for row in rows if db in json.dumps(row.get("doc"))] == []
+
+
+@pytest.mark.needs("couchdb")
+def test_no_spelling_of_the_source_sends_a_request(client: CloudantV1, couch_url: str) -> None:
+    # The database's name starts with "shop", so that the table's spellings of "shop" (some
+    # percent-encoded) become spellings of it with the rest of its name after them.
+    suffix = f"_{uuid.uuid4().hex}"
+    db = "shop" + suffix
+    client.put_database(db=db).get_result()
+    try:
+        with FaultProxy(couch_url) as proxy:
+            port = str(urlsplit(proxy.url).port)
+            spellings = [
+                re.sub(r"(shop|%73hop|sh%6F%70)", r"\g<1>" + suffix, t).replace("5984", port)
+                for t in SOURCE_SPELLINGS
+            ]
+            assert len(spellings) >= 20 and f"http://127.0.0.1:{port}//{db}" in spellings
+            through = client_for(proxy.url)
+
+            async def in_aio(target: str) -> None:
+                async with aio.AsyncClient(through) as ac:
+                    await aio.AsyncDatabase(ac, db).replicate(target, START, END, type="order")
+
+            for target in spellings:
+                with pytest.raises(InvalidArgumentError, match="source database itself"):
+                    couchids.Database(through, db).replicate(target, START, END, type="order")
+                with pytest.raises(InvalidArgumentError, match="source database itself"):
+                    asyncio.run(in_aio(target))
+            assert proxy.log == [], "a request was sent"
+            # The control: a target that is another database goes through the same proxy.
+            other = couchids.Database(through, db).replicate(
+                f"{db}_copy", START, END, type="order", create_target=False
+            )
+            assert proxy.requests("PUT", "/_replicator/")
+            other.cancel()
+    finally:
+        drop_database(client, db)
 
 
 @pytest.mark.needs("pouchdb")

@@ -58,6 +58,7 @@ Pure: no I/O; the drivers send what these programs ask (:mod:`couchids.core.prot
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
@@ -147,9 +148,10 @@ NOTHING: Final = "(?!)"
 #: What a selector is that no id matches (an empty window, or no types present).
 NO_IDS: Final[dict[str, Any]] = {"_id": {"$in": []}}
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443}
-#: The names of this machine's loopback interface, taken as one host when endpoints are
-#: compared (``localhost:5984`` and ``127.0.0.1:5984`` are the same server).
-_LOOPBACK: Final = frozenset({"localhost", "127.0.0.1", "::1"})
+#: How a host that names this machine's loopback interface (``localhost``, ``127.0.0.1``,
+#: ``::1``, in any spelling) reads when endpoints are compared: ``localhost:5984`` and
+#: ``127.0.0.1:5984`` are the same server.
+_LOOPBACK: Final = "127.0.0.1"
 
 
 # -- the selector --------------------------------------------------------------------------------
@@ -342,9 +344,19 @@ class Endpoint:
         return out
 
     def same_database(self, other: Endpoint) -> bool:
-        """Whether both name the same database of the same server (scheme, host and port
-        compared case-insensitively with default ports filled in, the loopback's names as one,
-        the path decoded and without trailing slashes)."""
+        """Whether both name the same database of the same server, however each is spelt:
+        scheme and host compared case-insensitively, default ports filled in, an IP address
+        in any of its spellings and the loopback's names (``localhost``, ``127.0.0.1``,
+        ``::1``) as one host, and the paths as a server reads them (:func:`_database_path`:
+        ``//db``, ``/./db``, ``/x/../db``, ``/d%62`` and ``/db/`` are all ``db``).
+
+        >>> def same(a: str, b: str) -> bool:
+        ...     return url_endpoint(a).same_database(url_endpoint(b))
+        >>> same("http://127.0.0.1:5984/shop", "HTTP://localhost:5984//x/../sh%6Fp/")
+        True
+        >>> same("http://127.0.0.1:5984/shop", "http://127.0.0.2:5984/shop")
+        False
+        """
         return _normalised(self.url) == _normalised(other.url)
 
     def server(self) -> tuple[str, str, int]:
@@ -357,12 +369,89 @@ class Endpoint:
 
 
 def _normalised(url: str) -> tuple[str, str, int, str]:
+    """``(scheme, host, port, database path)`` of ``url``, each as the server reads it."""
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     port = parts.port or _DEFAULT_PORTS.get(scheme, 0)
-    host = (parts.hostname or "").lower()
-    host = "127.0.0.1" if host in _LOOPBACK else host
-    return scheme, host, port, unquote(parts.path).rstrip("/")
+    return scheme, _host(parts.hostname or ""), port, _database_path(parts.path)
+
+
+def _host(name: str) -> str:
+    """A URL's host as one spelling: lower case, without the dot that ends a fully qualified
+    name, an IPv4 address in dotted decimal (``127.1``, ``0x7f.0.0.1`` and ``2130706433`` are
+    ``127.0.0.1``, as URL parsers and Erlang's ``inet`` read them), an IPv6 address
+    compressed (an IPv4-mapped one as its IPv4 address), and every name of the loopback
+    interface as :data:`_LOOPBACK`.
+
+    >>> [_host(h) for h in ("LOCALHOST.", "0:0:0:0:0:0:0:1", "::ffff:7f00:1", "127.1")]
+    ['127.0.0.1', '127.0.0.1', '127.0.0.1', '127.0.0.1']
+    >>> [_host(h) for h in ("Db.Example.COM", "127.0.0.2", "0x0a.1", "2001:DB8::0:1")]
+    ['db.example.com', '127.0.0.2', '10.0.0.1', '2001:db8::1']
+    """
+    host = unquote(name).lower()
+    host = host[:-1] if host.endswith(".") else host
+    if host == "localhost" or host.endswith(".localhost"):
+        return _LOOPBACK
+    address: ipaddress.IPv4Address | ipaddress.IPv6Address | None
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        address = _ipv4(host)
+    if address is None:
+        return host
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    if address in (ipaddress.IPv4Address(_LOOPBACK), ipaddress.IPv6Address("::1")):
+        return _LOOPBACK
+    return address.compressed
+
+
+def _ipv4(host: str) -> ipaddress.IPv4Address | None:
+    """The IPv4 address of a host written in the short or numeric forms URL parsers accept
+    (one to four parts, each decimal, ``0x`` hex or ``0`` octal; the last part fills the
+    bytes left), or ``None`` when it is a name."""
+    parts = host.split(".")
+    if not 1 <= len(parts) <= 4:
+        return None
+    numbers = []
+    for part in parts:
+        base, digits = 10, part
+        if part[:2] == "0x":
+            base, digits = 16, part[2:] or "0"
+        elif len(part) > 1 and part[0] == "0":
+            base, digits = 8, part[1:]
+        try:
+            numbers.append(int(digits, base) if digits.isascii() and digits.isalnum() else -1)
+        except ValueError:
+            return None
+    *head, last = numbers
+    if any(not 0 <= n <= 255 for n in head) or not 0 <= last < 256 ** (5 - len(numbers)):
+        return None
+    value = last
+    for at, number in enumerate(head):
+        value += number << (8 * (3 - at))
+    return ipaddress.IPv4Address(value)
+
+
+def _database_path(path: str) -> str:
+    """A URL's path as CouchDB reads it, to compare two databases: percent-decoded (``%2F``
+    too, so that a name holding ``/`` is compared whole), then split on ``/`` with the empty
+    and ``.`` segments dropped and each ``..`` dropping the segment before it (RFC 3986's dot
+    segments, which HTTP clients resolve; CouchDB reads ``//db`` as ``db``).
+
+    >>> [_database_path(p) for p in ("/shop/", "//shop", "/./shop", "/x/../shop", "/%73hop")]
+    ['shop', 'shop', 'shop', 'shop', 'shop']
+    >>> _database_path("/couch/a%2Fb"), _database_path("/a/b")
+    ('couch/a/b', 'a/b')
+    """
+    segments: list[str] = []
+    for segment in unquote(path).split("/"):
+        if segment == "..":
+            if segments:
+                segments.pop()
+        elif segment not in ("", "."):
+            segments.append(segment)
+    return "/".join(segments)
 
 
 def _without_userinfo(url: str) -> str:
