@@ -2,7 +2,7 @@
 
 Starts a test server (scripts/localserver.py: PouchDB Server, or with ``COUCHIDS_COUCHDB`` set
 an Apache CouchDB node or 3-node cluster), then in interleaved rounds writes 20,000 documents
-into a fresh database twice: with ``couchids.bulk_create`` (ids assigned, bodies checked, rows
+into a fresh database twice: with ``Database.bulk_create`` (ids assigned, bodies checked, rows
 checked) and with ``client.post_bulk_docs`` on the same documents with ids made beforehand, in
 batches of the same size. Prints the median and best time of each and their ratios. With
 ``--delay-ms`` every round trip costs that much more (bench/delayproxy.py), as on a remote
@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 from delayproxy import delayed
 from localserver import KINDS, start
 
-from couchids import KUUID, bulk_create
+from couchids import KUUID, Database
 
 TARGET = 1.0
 
@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         client.set_service_url(url)
 
         def with_couchids(db: str) -> None:
-            results = bulk_create(client, db, docs, type="event", batch_size=size)
+            results = Database(client, db).bulk_create(docs, type="event", batch_size=size)
             assert len(results) == len(docs)
 
         def raw(db: str) -> None:
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         ]
         db_round = [0]
         # A warm-up of each, so neither pays for the server's first allocations.
-        timed(client, lambda db: bulk_create(client, db, docs[:size], batch_size=size))
+        timed(client, lambda db: Database(client, db).bulk_create(docs[:size], batch_size=size))
         timed(client, lambda db: client.post_bulk_docs(db=db, bulk_docs={"docs": docs[:size]}))
 
         ours: list[float] = []

@@ -1,4 +1,4 @@
-"""Following new documents: ``_changes`` (what couchids.follow uses) against polling ``_all_docs``.
+"""Following new documents: ``_changes`` (what Database.follow uses) against polling ``_all_docs``.
 
     .venv/bin/python bench/bench_follow.py [--server pouchdb|couchdb|cluster] [--writes 30]
                                            [--idle 30] [--interval 1.0]

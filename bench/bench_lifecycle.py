@@ -22,9 +22,9 @@ export's lines, an expire's deleted count), so a broken tree cannot look fast:
   server on loopback for uncompressed answers: see bench/bench_query.py's ``raw
   uncompressed``).
 
-The calls are ``list(couchids.window(client, db, start, end, type=T))``, ``couchids.export(
-client, db, start, end, out, type=T)`` into a file, and ``couchids.expire(client, db, before,
-type=T, dry_run=False)``, all with their defaults. ``--docs`` events 10 ms apart (and other
+The calls are ``list(events.window(start, end, type=T))``, ``events.export(start, end, out,
+type=T)`` into a file, and ``events.expire(before, type=T, dry_run=False)`` on
+``events = couchids.Database(client, db)``, all with their defaults. ``--docs`` events 10 ms apart (and other
 types and times around them) are the window; each expire call gets a fresh database of
 ``--expire-docs`` events (and documents that must stay, which are counted afterwards), loaded
 outside the timed part. As in bench/timing.py, every way runs once first (a warm-up whose

@@ -1,4 +1,4 @@
-"""couchids.window against what a user would write instead, on PouchDB Server and CouchDB,
+"""Database.window against what a user would write instead, on PouchDB Server and CouchDB,
 at 0 ms and at an added round trip (bench/delayproxy.py), as ratios of medians.
 
 Per server (scripts/localserver.py ``start(kind)``), one database holds ``--docs-delayed``

@@ -57,17 +57,21 @@ def couchids_way(url: str) -> tuple[str, Callable[[dict[str, Any]], Answer]]:
         op, db, doc_type = command["op"], command["db"], command["type"]
         if op == "window":
             docs = list(
-                couchids.window(client, db, command["start"], command["end"], type=doc_type)
+                couchids.Database(client, db).window(
+                    command["start"], command["end"], type=doc_type
+                )
             )
             return ends(docs)
         if op == "export":
             with open(command["out"], "w", encoding="utf-8") as out:
-                mark = couchids.export(
-                    client, db, command["start"], command["end"], out, type=doc_type
+                mark = couchids.Database(client, db).export(
+                    command["start"], command["end"], out, type=doc_type
                 )
             return mark.done, "", mark.last_id or ""
         if op == "expire":
-            report = couchids.expire(client, db, command["before"], type=doc_type, dry_run=False)
+            report = couchids.Database(client, db).expire(
+                command["before"], type=doc_type, dry_run=False
+            )
             if report.conflicts or report.failed or report.gone:
                 raise RuntimeError(f"expire: {report}")
             return report.deleted, "", ""

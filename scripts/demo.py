@@ -41,6 +41,7 @@ def main() -> None:
 
 
 def run(client: CloudantV1) -> None:
+    shop = couchids.Database(client, DB)
     now = datetime.now(UTC)
     rng = random.Random(7)
 
@@ -61,25 +62,23 @@ def run(client: CloudantV1) -> None:
                 "made": made.isoformat(timespec="seconds"),
             }
         )
-    results = couchids.bulk_create(client, DB, docs)
+    results = shop.bulk_create(docs)
     print(f"stored {sum(not r.duplicate for r in results)} documents")
-    again = couchids.bulk_create(client, DB, docs)
+    again = shop.bulk_create(docs)
     print(
         f"writing them again stores {sum(not r.duplicate for r in again)} more (retries are safe)"
     )
-    one = couchids.create(client, DB, {"kind": "user", "name": "ada"}, type="user")
+    one = shop.create({"kind": "user", "name": "ada"}, type="user")
     print(f"create() gave {one.id}")
-    short = couchids.create_short(client, DB, {"title": "hello"})
+    short = shop.create_short({"title": "hello"})
     print(f"create_short() gave {short.id}")
 
     show("The 5 newest orders (one request to _all_docs, no index)")
-    for doc in couchids.latest(client, DB, 5, type="order"):
+    for doc in shop.latest(5, type="order"):
         print(f"{doc['_id']}  {doc['made']}  amount={doc['amount']}")
 
     show("Clicks in the last 6 hours, oldest first")
-    clicks = couchids.window(
-        client, DB, now - timedelta(hours=6), now, type="click", newest_first=False
-    )
+    clicks = shop.window(now - timedelta(hours=6), now, type="click", newest_first=False)
     for doc in clicks:
         print(f"{doc['_id']}  {doc['made']}")
 

@@ -67,7 +67,9 @@ def test_leaving_a_window_early_leaves_no_task_and_no_request(
     async def main() -> None:
         transport = Counting()
         async with aio.AsyncClient(client, httpx.AsyncClient(transport=transport)) as ac:
-            stream = aio.window(ac, filled, T0, T0 + 300_000, type="e", page_size=10, parallel=4)
+            stream = aio.AsyncDatabase(ac, filled).window(
+                T0, T0 + 300_000, type="e", batch_size=10, parallel=4
+            )
             got = [await anext(stream) for _ in range(15)]
             assert len(got) == 15
             assert others(), "slices are being read ahead"
@@ -86,11 +88,11 @@ def test_cancelling_a_call_to_a_silent_server_leaves_no_task_and_no_request() ->
         transport = Counting()
         async with aio.AsyncClient(client_for(url), httpx.AsyncClient(transport=transport)) as ac:
             calls = [
-                asyncio.ensure_future(aio.latest(ac, "db", 3, timeout=None)),
+                asyncio.ensure_future(aio.AsyncDatabase(ac, "db").latest(3, timeout=None)),
                 asyncio.ensure_future(
-                    _all(aio.window(ac, "db", T0, T0 + 1000, type="e", timeout=None))
+                    _all(aio.AsyncDatabase(ac, "db").window(T0, T0 + 1000, type="e", timeout=None))
                 ),
-                asyncio.ensure_future(aio.create(ac, "db", {"n": 1}, timeout=None)),
+                asyncio.ensure_future(aio.AsyncDatabase(ac, "db").create({"n": 1}, timeout=None)),
             ]
             await asyncio.sleep(0.3)
             assert transport.in_flight == len(calls), "each waits for its answer"
@@ -111,7 +113,7 @@ def test_a_silent_server_ends_by_the_deadline() -> None:
         async with aio.AsyncClient(client_for(url)) as ac:
             started = time.monotonic()
             with pytest.raises(couchids.ServerTimeoutError, match=r"^latest on 'db' \(GET /db\)"):
-                await aio.latest(ac, "db", timeout=0.5)
+                await aio.AsyncDatabase(ac, "db").latest(timeout=0.5)
             assert time.monotonic() - started < 1.5
 
     with HostileServer("silent") as server:
@@ -134,7 +136,7 @@ def test_retries_are_the_clients_and_obey_retry_after(couch_url: str, db: str) -
 
         async def main() -> couchids.WriteResult:
             async with aio.AsyncClient(cloudant) as ac:
-                return await aio.create(ac, db, {"n": 1}, retries=0)
+                return await aio.AsyncDatabase(ac, db).create({"n": 1}, retries=0)
 
         result = asyncio.run(main())
         assert result.ok
@@ -160,15 +162,15 @@ def test_the_authenticators_of_ibmcloudant_prepare_the_requests(
 
         async def main(cloudant: CloudantV1 = cloudant) -> list[dict[str, Any]]:
             async with aio.AsyncClient(cloudant) as ac:
-                return await aio.latest(ac, filled, 2, type="e")
+                return await aio.AsyncDatabase(ac, filled).latest(2, type="e")
 
-        assert asyncio.run(main()) == couchids.latest(client, filled, 2, type="e")
+        assert asyncio.run(main()) == couchids.Database(client, filled).latest(2, type="e")
     refused = CloudantV1(authenticator=BasicAuthenticator(user, "wrong-" + uuid.uuid4().hex))
     refused.set_service_url(plain)
 
     async def denied() -> None:
         async with aio.AsyncClient(refused) as ac:
-            await aio.latest(ac, filled, 2, type="e")
+            await aio.AsyncDatabase(ac, filled).latest(2, type="e")
 
     with pytest.raises(couchids.UnauthorizedError) as caught:
         asyncio.run(denied())
@@ -194,7 +196,7 @@ def test_an_authenticator_that_fails_on_its_thread_fails_the_call() -> None:
         cloudant.set_service_url(url)
         async with aio.AsyncClient(cloudant) as ac:
             with pytest.raises(ZeroDivisionError, match="bug in the authenticator"):
-                await asyncio.wait_for(aio.latest(ac, "db", timeout=None), 10)
+                await asyncio.wait_for(aio.AsyncDatabase(ac, "db").latest(timeout=None), 10)
 
     with HostileServer("silent") as server:
         asyncio.run(main(server.url))
@@ -208,12 +210,14 @@ def test_new_instance_reads_the_cloudant_variables(
 
     async def main() -> list[dict[str, Any]]:
         async with aio.new_instance(connections=2, headers={"X-Trace": "t"}) as ac:
-            got = await aio.latest(ac, filled, 3, type="e", include_docs=False)
+            got = await aio.AsyncDatabase(ac, filled).latest(3, type="e", include_docs=False)
         assert ac.http.is_closed, "the client new_instance made is closed with it"
         assert ac.http.headers["X-Trace"] == "t", "httpx options reach httpx"
         return got
 
-    assert asyncio.run(main()) == couchids.latest(client, filled, 3, type="e", include_docs=False)
+    assert asyncio.run(main()) == couchids.Database(client, filled).latest(
+        3, type="e", include_docs=False
+    )
 
 
 def test_requests_in_flight_are_at_most_connections(client: CloudantV1, filled: str) -> None:
@@ -224,12 +228,14 @@ def test_requests_in_flight_are_at_most_connections(client: CloudantV1, filled: 
         async with aio.AsyncClient(
             client, httpx.AsyncClient(transport=transport), connections=3
         ) as ac:
-            got = await asyncio.gather(*(aio.latest(ac, filled, 2, type="e") for _ in range(20)))
+            got = await asyncio.gather(
+                *(aio.AsyncDatabase(ac, filled).latest(2, type="e") for _ in range(20))
+            )
         assert transport.sent >= 20
         assert transport.peak == 3
         return got
 
-    expected = couchids.latest(client, filled, 2, type="e")
+    expected = couchids.Database(client, filled).latest(2, type="e")
     assert asyncio.run(main()) == [expected] * 20
 
 
@@ -242,6 +248,6 @@ def test_connections_is_a_positive_int(client: CloudantV1, connections: object) 
 @pytest.mark.parametrize("client", [None, "http://127.0.0.1:5984", object()])
 def test_the_client_must_be_an_async_client(client: object) -> None:
     with pytest.raises(couchids.InvalidArgumentError, match="AsyncClient"):
-        aio.window(client, "db", T0, T0 + 1)  # type: ignore[arg-type]
+        aio.AsyncDatabase(client, "db").window(T0, T0 + 1)  # type: ignore[arg-type]
     with pytest.raises(couchids.InvalidArgumentError, match="AsyncClient"):
-        asyncio.run(aio.latest(client, "db"))  # type: ignore[arg-type]
+        asyncio.run(aio.AsyncDatabase(client, "db").latest())  # type: ignore[arg-type]

@@ -84,7 +84,7 @@ def test_credentials_in_the_url_are_sent_as_basic_auth_and_never_logged(
 
     async def main() -> list[object]:
         async with client:
-            return await aio.latest(client, "shop", 3)
+            return await aio.AsyncDatabase(client, "shop").latest(3)
 
     with caplog.at_level(logging.DEBUG):
         assert asyncio.run(main()) == []
@@ -100,7 +100,7 @@ def test_credentials_in_the_url_are_sent_as_basic_auth_and_never_logged(
 def test_a_url_without_credentials_sends_no_authorization(recorder: Recorder) -> None:
     async def main() -> list[object]:
         async with aio.AsyncClient(client_for(f"http://{recorder.host}")) as client:
-            return await aio.latest(client, "shop", 3)
+            return await aio.AsyncDatabase(client, "shop").latest(3)
 
     assert asyncio.run(main()) == []
     assert recorder.authorizations and set(recorder.authorizations) == {None}
@@ -114,11 +114,16 @@ def test_a_closed_client_says_so() -> None:
         await client.aclose()
 
         async def window() -> list[object]:
-            return [doc async for doc in aio.window(client, "shop", "2020-01-01", "2030-01-01")]
+            return [
+                doc
+                async for doc in aio.AsyncDatabase(client, "shop").window(
+                    "2020-01-01", "2030-01-01"
+                )
+            ]
 
         calls: dict[str, Callable[[], Awaitable[object]]] = {
-            "latest": lambda: aio.latest(client, "shop"),
-            "count": lambda: aio.count(client, "shop", "2020-01-01", "2030-01-01"),
+            "latest": lambda: aio.AsyncDatabase(client, "shop").latest(),
+            "count": lambda: aio.AsyncDatabase(client, "shop").count("2020-01-01", "2030-01-01"),
             "window": window,
             "Sequence.next": sequence.next,
         }

@@ -140,12 +140,12 @@ def test_latest_and_windows_across_all_types(client: CloudantV1, db: str, form: 
     truth = make(client, db, form)
     newest = sorted(truth.values(), reverse=True)
     for n in (1, 7, len(truth), len(truth) + 5):
-        got = couchids.latest(client, db, n, type=ALL_TYPES, form=form, include_docs=False)
+        got = couchids.Database(client, db, form=form).latest(n, type=ALL_TYPES, include_docs=False)
         ids = [row["id"] for row in got]
         assert len(ids) == min(n, len(truth))
         assert [truth[i] for i in ids] == newest[:n]
         assert set(ids) <= set(truth)
-    docs = couchids.latest(client, db, 3, type=ALL_TYPES, form=form)
+    docs = couchids.Database(client, db, form=form).latest(3, type=ALL_TYPES)
     assert [truth[d["_id"]] for d in docs] == newest[:3]
 
     for start, end in ((T0 - 100 * SECOND, T0 + 50 * SECOND), (0, None), (T0, T0)):
@@ -154,16 +154,13 @@ def test_latest_and_windows_across_all_types(client: CloudantV1, db: str, form: 
         for newest_first in (True, False):
             got_ids = [
                 row["id"]
-                for row in couchids.window(
-                    client,
-                    db,
+                for row in couchids.Database(client, db, form=form).window(
                     start,
                     end_ms,
                     type=ALL_TYPES,
-                    form=form,
                     newest_first=newest_first,
                     include_docs=False,
-                    page_size=3,
+                    batch_size=3,
                 )
             ]
             assert len(got_ids) == len(want) and set(got_ids) == want
@@ -192,18 +189,20 @@ def test_finding_types_costs_one_request_per_type(client: CloudantV1, db: str) -
 def test_untyped_queries_stay_untyped_and_empty_databases_are_empty(
     client: CloudantV1, db: str
 ) -> None:
-    assert couchids.latest(client, db, 5, type=ALL_TYPES) == []
-    assert list(couchids.window(client, db, 0, None, type=ALL_TYPES)) == []
+    assert couchids.Database(client, db).latest(5, type=ALL_TYPES) == []
+    assert list(couchids.Database(client, db).window(0, None, type=ALL_TYPES)) == []
     insert(client, db, [KUUID.new(T0, type="order"), KUUID.new(T0)])
-    assert [d["_id"][:6] for d in couchids.latest(client, db, 5, type=ALL_TYPES)] == ["order:"]
-    assert len(couchids.latest(client, db, 5)) == 1  # type=None: the untyped id only
+    assert [d["_id"][:6] for d in couchids.Database(client, db).latest(5, type=ALL_TYPES)] == [
+        "order:"
+    ]
+    assert len(couchids.Database(client, db).latest(5)) == 1  # type=None: the untyped id only
 
 
 def test_a_missing_database_is_an_error(client: CloudantV1) -> None:
     with pytest.raises(DatabaseNotFoundError):
-        couchids.latest(client, "no_such_db_here", 5, type=ALL_TYPES)
+        couchids.Database(client, "no_such_db_here").latest(5, type=ALL_TYPES)
     with pytest.raises(DatabaseNotFoundError):
-        couchids.window(client, "no_such_db_here", 0, None, type=ALL_TYPES)
+        couchids.Database(client, "no_such_db_here").window(0, None, type=ALL_TYPES)
 
 
 @pytest.mark.needs("couchdb")
@@ -211,10 +210,10 @@ def test_all_types_on_a_partitioned_database(client: CloudantV1, partitioned_db:
     db = partitioned_db
     made = {ULID.new(T0 + i * 7 * SECOND, type=f"p{i % 5}"): T0 + i * 7 * SECOND for i in range(20)}
     insert(client, db, [*made, "_design/x", "p1:notaulid"])
-    got = couchids.latest(client, db, 8, type=ALL_TYPES, form=ULID, include_docs=False)
+    got = couchids.Database(client, db, form=ULID).latest(8, type=ALL_TYPES, include_docs=False)
     assert [row["id"] for row in got] == sorted(made, key=made.__getitem__, reverse=True)[:8]
-    rows: Iterator[dict[str, Any]] = couchids.window(
-        client, db, T0, T0 + 50 * SECOND, type=ALL_TYPES, form=ULID, newest_first=False
+    rows: Iterator[dict[str, Any]] = couchids.Database(client, db, form=ULID).window(
+        T0, T0 + 50 * SECOND, type=ALL_TYPES, newest_first=False
     )
     assert [d["_id"] for d in rows] == sorted(
         (i for i, t in made.items() if t < T0 + 50 * SECOND), key=made.__getitem__

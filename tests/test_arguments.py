@@ -32,98 +32,138 @@ def closed_port() -> int:
 C = client_for(f"http://127.0.0.1:{closed_port()}")
 A = InvalidArgumentError
 ROWS: list[tuple[str, Callable[[], Any], type[InvalidInputError]]] = [
-    ("latest client None", lambda: couchids.latest(None, "db"), A),  # type: ignore[arg-type]
-    ("latest client str", lambda: couchids.latest("http://x", "db"), A),  # type: ignore[arg-type]
-    ("latest db empty", lambda: couchids.latest(C, ""), A),
-    ("latest db int", lambda: couchids.latest(C, 5), A),  # type: ignore[arg-type]
-    ("latest db upper", lambda: couchids.latest(C, "Orders"), A),
-    ("latest db _private", lambda: couchids.latest(C, "_secret"), A),
-    ("latest db too long", lambda: couchids.latest(C, "a" * 239), A),
-    ("latest db space", lambda: couchids.latest(C, "my db"), A),
-    ("latest n negative", lambda: couchids.latest(C, "db", -1), A),
-    ("latest n float", lambda: couchids.latest(C, "db", 2.0), A),  # type: ignore[arg-type]
-    ("latest n bool", lambda: couchids.latest(C, "db", True), A),
-    ("latest type bad", lambda: couchids.latest(C, "db", type="_x"), InvalidTypeError),
-    ("latest form str", lambda: couchids.latest(C, "db", form="kuuid"), A),  # type: ignore[arg-type]
-    ("latest include_docs str", lambda: couchids.latest(C, "db", include_docs="no"), A),  # type: ignore[arg-type]
-    ("latest timeout 0", lambda: couchids.latest(C, "db", timeout=0), A),
-    ("latest timeout negative", lambda: couchids.latest(C, "db", timeout=-5), A),
-    ("latest timeout nan", lambda: couchids.latest(C, "db", timeout=float("nan")), A),
-    ("latest timeout inf", lambda: couchids.latest(C, "db", timeout=float("inf")), A),
-    ("latest timeout str", lambda: couchids.latest(C, "db", timeout="5"), A),  # type: ignore[arg-type]
-    ("window client None", lambda: couchids.window(None, "db", 0, 1), A),  # type: ignore[arg-type]
-    ("window db None", lambda: couchids.window(C, None, 0, 1), A),  # type: ignore[arg-type]
-    ("window end before start", lambda: couchids.window(C, "db", 10, 1), InvalidTimeError),
-    ("window start float", lambda: couchids.window(C, "db", 1.5, 2), InvalidTimeError),  # type: ignore[arg-type]
-    ("window start garbage", lambda: couchids.window(C, "db", "soon", None), InvalidTimeError),
-    ("window start negative", lambda: couchids.window(C, "db", -1, 2), InvalidTimeError),
-    ("window end year 10000", lambda: couchids.window(C, "db", 0, 10**15), InvalidTimeError),
-    ("window newest_first str", lambda: couchids.window(C, "db", 0, 1, newest_first="no"), A),  # type: ignore[arg-type]
-    ("window page_size 0", lambda: couchids.window(C, "db", 0, 1, page_size=0), A),
-    ("window timeout bool", lambda: couchids.window(C, "db", 0, 1, timeout=True), A),
-    ("create client None", lambda: couchids.create(None, "db", {}), A),  # type: ignore[arg-type]
-    ("create db bad", lambda: couchids.create(C, "DB", {}), A),
-    ("create doc list", lambda: couchids.create(C, "db", []), A),  # type: ignore[arg-type]
-    ("create doc _rev", lambda: couchids.create(C, "db", {"_rev": "1-a"}), A),
-    ("create doc nan", lambda: couchids.create(C, "db", {"x": float("nan")}), A),
-    ("create retries -1", lambda: couchids.create(C, "db", {}, retries=-1), A),
-    ("create backoff huge", lambda: couchids.create(C, "db", {}, backoff=100), A),
-    ("create timeout 0", lambda: couchids.create(C, "db", {}, timeout=0), A),
+    ("latest client None", lambda: couchids.Database(None, "db").latest(), A),  # type: ignore[arg-type]
+    ("latest client str", lambda: couchids.Database("http://x", "db").latest(), A),  # type: ignore[arg-type]
+    ("latest db empty", lambda: couchids.Database(C, "").latest(), A),
+    ("latest db int", lambda: couchids.Database(C, 5).latest(), A),  # type: ignore[arg-type]
+    ("latest db upper", lambda: couchids.Database(C, "Orders").latest(), A),
+    ("latest db _private", lambda: couchids.Database(C, "_secret").latest(), A),
+    ("latest db too long", lambda: couchids.Database(C, "a" * 239).latest(), A),
+    ("latest db space", lambda: couchids.Database(C, "my db").latest(), A),
+    ("latest n negative", lambda: couchids.Database(C, "db").latest(-1), A),
+    ("latest n float", lambda: couchids.Database(C, "db").latest(2.0), A),  # type: ignore[arg-type]
+    ("latest n bool", lambda: couchids.Database(C, "db").latest(True), A),
+    ("latest type bad", lambda: couchids.Database(C, "db").latest(type="_x"), InvalidTypeError),
+    ("latest form str", lambda: couchids.Database(C, "db").latest(form="kuuid"), A),  # type: ignore[arg-type]
+    ("latest include_docs str", lambda: couchids.Database(C, "db").latest(include_docs="no"), A),  # type: ignore[arg-type]
+    ("latest timeout 0", lambda: couchids.Database(C, "db").latest(timeout=0), A),
+    ("latest timeout negative", lambda: couchids.Database(C, "db").latest(timeout=-5), A),
+    ("latest timeout nan", lambda: couchids.Database(C, "db").latest(timeout=float("nan")), A),
+    ("latest timeout inf", lambda: couchids.Database(C, "db").latest(timeout=float("inf")), A),
+    ("latest timeout str", lambda: couchids.Database(C, "db").latest(timeout="5"), A),  # type: ignore[arg-type]
+    ("window client None", lambda: couchids.Database(None, "db").window(0, 1), A),  # type: ignore[arg-type]
+    ("window db None", lambda: couchids.Database(C, None).window(0, 1), A),  # type: ignore[arg-type]
+    ("window end before start", lambda: couchids.Database(C, "db").window(10, 1), InvalidTimeError),
+    ("window start float", lambda: couchids.Database(C, "db").window(1.5, 2), InvalidTimeError),  # type: ignore[arg-type]
+    (
+        "window start garbage",
+        lambda: couchids.Database(C, "db").window("soon", None),
+        InvalidTimeError,
+    ),
+    ("window start negative", lambda: couchids.Database(C, "db").window(-1, 2), InvalidTimeError),
+    (
+        "window end year 10000",
+        lambda: couchids.Database(C, "db").window(0, 10**15),
+        InvalidTimeError,
+    ),
+    (
+        "window newest_first str",
+        lambda: couchids.Database(C, "db").window(0, 1, newest_first="no"),
+        A,
+    ),  # type: ignore[arg-type]
+    ("window page_size 0", lambda: couchids.Database(C, "db").window(0, 1, batch_size=0), A),
+    ("window timeout bool", lambda: couchids.Database(C, "db").window(0, 1, timeout=True), A),
+    ("create client None", lambda: couchids.Database(None, "db").create({}), A),  # type: ignore[arg-type]
+    ("create db bad", lambda: couchids.Database(C, "DB").create({}), A),
+    ("create doc list", lambda: couchids.Database(C, "db").create([]), A),  # type: ignore[arg-type]
+    ("create doc _rev", lambda: couchids.Database(C, "db").create({"_rev": "1-a"}), A),
+    ("create doc nan", lambda: couchids.Database(C, "db").create({"x": float("nan")}), A),
+    ("create retries -1", lambda: couchids.Database(C, "db").create({}, retries=-1), A),
+    ("create backoff huge", lambda: couchids.Database(C, "db").create({}, backoff=100), A),
+    ("create timeout 0", lambda: couchids.Database(C, "db").create({}, timeout=0), A),
     (
         "create timestamp float",
-        lambda: couchids.create(C, "db", {}, timestamp=1.0),
+        lambda: couchids.Database(C, "db").create({}, timestamp=1.0),
         InvalidTimeError,
     ),  # type: ignore[arg-type]
-    ("bulk_create docs None", lambda: couchids.bulk_create(C, "db", None), A),  # type: ignore[arg-type]
-    ("bulk_create docs dict", lambda: couchids.bulk_create(C, "db", {"a": 1}), A),  # type: ignore[arg-type]
-    ("bulk_create batch 0", lambda: couchids.bulk_create(C, "db", [{}], batch_size=0), A),
-    ("bulk_create client int", lambda: couchids.bulk_create(1, "db", [{}]), A),  # type: ignore[arg-type]
-    ("bulk_create timeout 1e9", lambda: couchids.bulk_create(C, "db", [{}], timeout=1e9), A),
-    ("create_short client None", lambda: couchids.create_short(None, "db", {}), A),  # type: ignore[arg-type]
-    ("create_short db bad", lambda: couchids.create_short(C, "1db", {}), A),
-    ("create_short doc _id", lambda: couchids.create_short(C, "db", {"_id": "x"}), A),
-    ("create_short timeout -1", lambda: couchids.create_short(C, "db", {}, timeout=-1), A),
-    ("bulk_create_iter docs None", lambda: couchids.bulk_create_iter(C, "db", None), A),  # type: ignore[arg-type]
-    ("bulk_create_iter client None", lambda: couchids.bulk_create_iter(None, "db", []), A),  # type: ignore[arg-type]
-    ("bulk_create_iter timeout 0", lambda: couchids.bulk_create_iter(C, "db", [], timeout=0), A),
-    ("count client None", lambda: couchids.count(None, "db", 0, 1), A),  # type: ignore[arg-type]
-    ("count db upper", lambda: couchids.count(C, "DB", 0, 1), A),
-    ("count end before start", lambda: couchids.count(C, "db", 10, 1), InvalidTimeError),
-    ("count exact str", lambda: couchids.count(C, "db", 0, 1, exact="yes"), A),  # type: ignore[arg-type]
-    ("count timeout -1", lambda: couchids.count(C, "db", 0, 1, timeout=-1), A),
-    ("histogram every bad", lambda: couchids.histogram(C, "db", 0, 1, every="soon"), A),
-    ("histogram workers 0", lambda: couchids.histogram(C, "db", 0, 1, workers=0), A),
-    ("histogram db int", lambda: couchids.histogram(C, 7, 0, 1), A),  # type: ignore[arg-type]
-    ("histogram timeout nan", lambda: couchids.histogram(C, "db", 0, 1, timeout=float("nan")), A),
-    ("expire client None", lambda: couchids.expire(None, "db", 1, type="t"), A),  # type: ignore[arg-type]
-    ("expire db empty", lambda: couchids.expire(C, "", 1, type="t"), A),
-    ("expire dry_run str", lambda: couchids.expire(C, "db", 1, type="t", dry_run="no"), A),  # type: ignore[arg-type]
-    ("expire batch 0", lambda: couchids.expire(C, "db", 1, type="t", batch_size=0), A),
-    ("expire before garbage", lambda: couchids.expire(C, "db", "soon", type="t"), InvalidTimeError),
-    ("expire type bad", lambda: couchids.expire(C, "db", 1, type="_x"), InvalidTypeError),
-    ("expire timeout 0", lambda: couchids.expire(C, "db", 1, type="t", timeout=0), A),
-    ("export client None", lambda: couchids.export(None, "db", 0, 1, io.StringIO()), A),  # type: ignore[arg-type]
-    ("export format xml", lambda: couchids.export(C, "db", 0, 1, io.StringIO(), format="xml"), A),  # type: ignore[arg-type]
+    ("bulk_create docs None", lambda: couchids.Database(C, "db").bulk_create(None), A),  # type: ignore[arg-type]
+    ("bulk_create docs dict", lambda: couchids.Database(C, "db").bulk_create({"a": 1}), A),  # type: ignore[arg-type]
+    ("bulk_create batch 0", lambda: couchids.Database(C, "db").bulk_create([{}], batch_size=0), A),
+    ("bulk_create client int", lambda: couchids.Database(1, "db").bulk_create([{}]), A),  # type: ignore[arg-type]
     (
-        "export csv no fields",
-        lambda: couchids.export(C, "db", 0, 1, io.StringIO(), format="csv"),
+        "bulk_create timeout 1e9",
+        lambda: couchids.Database(C, "db").bulk_create([{}], timeout=1e9),
         A,
     ),
-    ("export timeout str", lambda: couchids.export(C, "db", 0, 1, io.StringIO(), timeout="5"), A),  # type: ignore[arg-type]
-    ("archive target bad", lambda: couchids.archive(C, "db", "Target", 0, 1), A),
-    ("archive client None", lambda: couchids.archive(None, "db", "t", 0, 1), A),  # type: ignore[arg-type]
-    ("archive expire str", lambda: couchids.archive(C, "db", "t", 0, 1, expire="yes"), A),  # type: ignore[arg-type]
-    ("archive timeout 0", lambda: couchids.archive(C, "db", "t", 0, 1, timeout=0), A),
-    ("follow client None", lambda: couchids.follow(None, "db"), A),  # type: ignore[arg-type]
-    ("follow db bad", lambda: couchids.follow(C, "a b"), A),
-    ("follow wait str", lambda: couchids.follow(C, "db", wait="no"), A),  # type: ignore[arg-type]
-    ("follow batch 0", lambda: couchids.follow(C, "db", batch_size=0), A),
-    ("follow timeout inf", lambda: couchids.follow(C, "db", timeout=float("inf")), A),
-    ("rekey client None", lambda: couchids.rekey(None, "a", "b", key=b"k"), A),  # type: ignore[arg-type]
-    ("rekey target bad", lambda: couchids.rekey(C, "a", "B", key=b"k"), A),
-    ("rekey key empty", lambda: couchids.rekey(C, "a", "b", key=b""), A),
-    ("rekey time_field int", lambda: couchids.rekey(C, "a", "b", key=b"k", time_field=3), A),  # type: ignore[arg-type]
-    ("rekey timeout 0", lambda: couchids.rekey(C, "a", "b", key=b"k", timeout=0), A),
+    ("create_short client None", lambda: couchids.Database(None, "db").create_short({}), A),  # type: ignore[arg-type]
+    ("create_short db bad", lambda: couchids.Database(C, "1db").create_short({}), A),
+    ("create_short doc _id", lambda: couchids.Database(C, "db").create_short({"_id": "x"}), A),
+    ("create_short timeout -1", lambda: couchids.Database(C, "db").create_short({}, timeout=-1), A),
+    ("bulk_create_iter docs None", lambda: couchids.Database(C, "db").bulk_create_iter(None), A),  # type: ignore[arg-type]
+    ("bulk_create_iter client None", lambda: couchids.Database(None, "db").bulk_create_iter([]), A),  # type: ignore[arg-type]
+    (
+        "bulk_create_iter timeout 0",
+        lambda: couchids.Database(C, "db").bulk_create_iter([], timeout=0),
+        A,
+    ),
+    ("count client None", lambda: couchids.Database(None, "db").count(0, 1), A),  # type: ignore[arg-type]
+    ("count db upper", lambda: couchids.Database(C, "DB").count(0, 1), A),
+    ("count end before start", lambda: couchids.Database(C, "db").count(10, 1), InvalidTimeError),
+    ("count exact str", lambda: couchids.Database(C, "db").count(0, 1, exact="yes"), A),  # type: ignore[arg-type]
+    ("count timeout -1", lambda: couchids.Database(C, "db").count(0, 1, timeout=-1), A),
+    ("histogram every bad", lambda: couchids.Database(C, "db").histogram(0, 1, every="soon"), A),
+    ("histogram workers 0", lambda: couchids.Database(C, "db").histogram(0, 1, parallel=0), A),
+    ("histogram db int", lambda: couchids.Database(C, 7).histogram(0, 1), A),  # type: ignore[arg-type]
+    (
+        "histogram timeout nan",
+        lambda: couchids.Database(C, "db").histogram(0, 1, timeout=float("nan")),
+        A,
+    ),
+    ("expire client None", lambda: couchids.Database(None, "db").expire(1, type="t"), A),  # type: ignore[arg-type]
+    ("expire db empty", lambda: couchids.Database(C, "").expire(1, type="t"), A),
+    ("expire dry_run str", lambda: couchids.Database(C, "db").expire(1, type="t", dry_run="no"), A),  # type: ignore[arg-type]
+    ("expire batch 0", lambda: couchids.Database(C, "db").expire(1, type="t", batch_size=0), A),
+    (
+        "expire before garbage",
+        lambda: couchids.Database(C, "db").expire("soon", type="t"),
+        InvalidTimeError,
+    ),
+    ("expire type bad", lambda: couchids.Database(C, "db").expire(1, type="_x"), InvalidTypeError),
+    ("expire timeout 0", lambda: couchids.Database(C, "db").expire(1, type="t", timeout=0), A),
+    ("export client None", lambda: couchids.Database(None, "db").export(0, 1, io.StringIO()), A),  # type: ignore[arg-type]
+    (
+        "export format xml",
+        lambda: couchids.Database(C, "db").export(0, 1, io.StringIO(), format="xml"),
+        A,
+    ),  # type: ignore[arg-type]
+    (
+        "export csv no fields",
+        lambda: couchids.Database(C, "db").export(0, 1, io.StringIO(), format="csv"),
+        A,
+    ),
+    (
+        "export timeout str",
+        lambda: couchids.Database(C, "db").export(0, 1, io.StringIO(), timeout="5"),
+        A,
+    ),  # type: ignore[arg-type]
+    ("archive target bad", lambda: couchids.Database(C, "db").archive("Target", 0, 1), A),
+    ("archive client None", lambda: couchids.Database(None, "db").archive("t", 0, 1), A),  # type: ignore[arg-type]
+    ("archive expire str", lambda: couchids.Database(C, "db").archive("t", 0, 1, expire="yes"), A),  # type: ignore[arg-type]
+    ("archive timeout 0", lambda: couchids.Database(C, "db").archive("t", 0, 1, timeout=0), A),
+    ("follow client None", lambda: couchids.Database(None, "db").follow(), A),  # type: ignore[arg-type]
+    ("follow db bad", lambda: couchids.Database(C, "a b").follow(), A),
+    ("follow wait str", lambda: couchids.Database(C, "db").follow(wait="no"), A),  # type: ignore[arg-type]
+    ("follow batch 0", lambda: couchids.Database(C, "db").follow(batch_size=0), A),
+    ("follow timeout inf", lambda: couchids.Database(C, "db").follow(timeout=float("inf")), A),
+    ("rekey client None", lambda: couchids.Database(None, "a").rekey("b", key=b"k"), A),  # type: ignore[arg-type]
+    ("rekey target bad", lambda: couchids.Database(C, "a").rekey("B", key=b"k"), A),
+    ("rekey key empty", lambda: couchids.Database(C, "a").rekey("b", key=b""), A),
+    (
+        "rekey time_field int",
+        lambda: couchids.Database(C, "a").rekey("b", key=b"k", time_field=3),
+        A,
+    ),  # type: ignore[arg-type]
+    ("rekey timeout 0", lambda: couchids.Database(C, "a").rekey("b", key=b"k", timeout=0), A),
     ("Sequence client None", lambda: couchids.Sequence(None, "db", "n"), A),  # type: ignore[arg-type]
     ("Sequence db bad", lambda: couchids.Sequence(C, "DB", "n"), A),
     ("Sequence name bad", lambda: couchids.Sequence(C, "db", "a b"), A),

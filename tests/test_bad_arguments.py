@@ -244,7 +244,7 @@ def _populate(client: CloudantV1, db: str, *docs: dict[str, Any]) -> list[str]:
     ids = []
     for n, doc in enumerate(docs):
         at = f"2024-05-01T00:00:{n:02}Z"
-        ids.append(couchids.create(client, db, doc, type="ord", timestamp=at).id)
+        ids.append(couchids.Database(client, db).create(doc, type="ord", timestamp=at).id)
     return ids
 
 

@@ -38,7 +38,7 @@ def test_count_histogram_export_expire(
     doomed = populate(client, db, KUUID, 60)
     status, out, _ = run(capsys, "count", db, "--since", SINCE, "--until", UNTIL, "--type", "ord")
     total = int(out)
-    window = couchids.window(client, db, SINCE, UNTIL, type="ord", include_docs=False)
+    window = couchids.Database(client, db).window(SINCE, UNTIL, type="ord", include_docs=False)
     assert status == 0 and total == len(list(window)) > 0
     status, out, _ = run(
         capsys,
@@ -63,7 +63,7 @@ def test_count_histogram_export_expire(
         "2024-05-02T00:00:00Z",
         "2024-05-02T12:00:00Z",
     ]
-    whole_days = couchids.count(client, db, "2024-04-30", UNTIL, type="ord", exact=True)
+    whole_days = couchids.Database(client, db).count("2024-04-30", UNTIL, type="ord", exact=True)
     assert sum(d["count"] for d in days) == whole_days >= total
     status, out, _ = run(
         capsys,

@@ -26,7 +26,7 @@ import requests
 from faultproxy import client_for
 from localserver import CouchDBCluster
 
-from couchids import ConflictError, CouchidsError, create, create_short
+from couchids import ConflictError, CouchidsError, Database
 from couchids.core.short import ALLOC_FIELD, random_nonce
 from couchids.idforms.constants import SHORT_ID_ALPHABET
 
@@ -130,14 +130,16 @@ def run_writers(
 
                 step.wait(timeout=600)
                 try:
-                    result: str | CouchidsError = create_short(
-                        client,
-                        db,
-                        {"writer": number, "seq": seq},
-                        now=NOW,
-                        rng=rng,
-                        timeout=None,  # exclusivity is tested here, not speed
-                    ).id
+                    result: str | CouchidsError = (
+                        Database(client, db)
+                        .create_short(
+                            {"writer": number, "seq": seq},
+                            timestamp=NOW,
+                            rng=rng,
+                            timeout=None,  # exclusivity is tested here, not speed
+                        )
+                        .id
+                    )
                 except CouchidsError as error:  # counted by the test: never silent
                     result = error
                 with lock:
@@ -264,7 +266,9 @@ def test_writers_stay_exclusive_while_a_node_is_paused_past_failure_detection(
         # At once, through the node that is behind: a different document under that id.
         try:
             through_lagging.append(
-                create(client_for(cluster.node_urls[2]), cluster_db, {"_id": held, "paid": 1})
+                Database(client_for(cluster.node_urls[2]), cluster_db).create(
+                    {"_id": held, "paid": 1}
+                )
             )
         except CouchidsError as error:
             through_lagging.append(error)

@@ -198,7 +198,7 @@ def test_the_quickstart_runs_again_and_again(
             exec(quickstart, {"__name__": "readme"})
         printed = capsys.readouterr().out.splitlines()
         # Each run prints an id and the orders: the keyed order, stored once.
-        orders = couchids.latest(client, "quickstart", 10, type="order")
+        orders = couchids.Database(client, "quickstart").latest(10, type="order")
         assert [doc["n"] for doc in orders] == [1] and len(printed) == 4
         assert printed[1] == printed[3] == str(orders)
     finally:

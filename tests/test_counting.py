@@ -1,4 +1,4 @@
-"""couchids.count and couchids.histogram against ground truth kept while inserting, for every
+"""Database.count and Database.histogram against ground truth kept while inserting, for every
 form whose ids hold a sortable time, typed and untyped.
 
 Each form gets a small database (made when a test first asks for it). For the type ``ord``
@@ -51,10 +51,11 @@ from couchids import (
 from couchids.core.counting import bucket_edges, counts_by_offset, parse_every
 from couchids.core.keys import KeyRange, window_keys
 from couchids.core.pages import DEFAULT_PARALLEL
+from couchids.core.periods import period_of
 from couchids.core.scan import PROBE_ROWS, read_policy
 from couchids.core.windows import DEFAULT_PAGE_SIZE
 from couchids.drivers.blocking import known_facts, run
-from couchids.idforms.times import to_ms
+from couchids.idforms.times import to_datetime, to_ms
 
 HOUR = 3_600_000
 #: The histogram's window: T0 is no hour edge, so its first and last buckets are partial, and
@@ -187,8 +188,8 @@ def test_count_equals_the_truth(data: FormDb, form: IdForm) -> None:
         for start, end in COUNTED:
             truth = data.truth(doc_type, start, end)
             for exact in (False, True):
-                got = couchids.count(
-                    data.client, data.db, start, end, type=doc_type, form=form, exact=exact
+                got = couchids.Database(data.client, data.db, form=form).count(
+                    start, end, type=doc_type, exact=exact
                 )
                 assert got == truth, (doc_type, start - T0, end - T0, exact)
 
@@ -198,13 +199,13 @@ def test_histogram_with_unaligned_window_and_days(data: FormDb, form: IdForm) ->
     start, end = START - HOUR // 2, END + HOUR // 3
     midnight = T0 - T0 % (24 * HOUR) + 24 * HOUR
     assert start < midnight < end
-    buckets = couchids.histogram(data.client, data.db, start, end, every="1d", type="ord")
+    buckets = couchids.Database(data.client, data.db).histogram(start, end, every="1d", type="ord")
     assert [(to_ms(b.start), to_ms(b.end)) for b in buckets] == [(start, midnight), (midnight, end)]
     assert [b.count for b in buckets] == [
         data.truth("ord", start, midnight),
         data.truth("ord", midnight, end),
     ]
-    hourly = couchids.histogram(data.client, data.db, start, end, every="1h", type="ord")
+    hourly = couchids.Database(data.client, data.db).histogram(start, end, every="1h", type="ord")
     assert to_ms(hourly[1].start) == start - start % HOUR + HOUR
     assert sum(b.count for b in hourly) == sum(b.count for b in buckets)
 
@@ -243,19 +244,19 @@ def test_offset_counting_is_used_where_the_server_has_it(
 
 def test_a_missing_database_is_an_error_not_zero(client: CloudantV1) -> None:
     with pytest.raises(DatabaseNotFoundError):
-        couchids.count(client, "test_no_such_db", START, END, type="t0")
+        couchids.Database(client, "test_no_such_db").count(START, END, type="t0")
     with pytest.raises(DatabaseNotFoundError):
-        couchids.histogram(client, "test_no_such_db", START, START, type="t0")
+        couchids.Database(client, "test_no_such_db").histogram(START, START, type="t0")
 
 
 def test_bad_arguments(client: CloudantV1, db: str) -> None:
     with pytest.raises(InvalidTimeError):
-        couchids.count(client, db, END, START)
+        couchids.Database(client, db).count(END, START)
     for every in ("0h", "hourly", 5, "1y"):
         with pytest.raises(InvalidArgumentError):
-            couchids.histogram(client, db, START, END, every=every)  # type: ignore[arg-type]
+            couchids.Database(client, db).histogram(START, END, every=every)  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError):
-        couchids.histogram(client, db, START, END, workers=0)
+        couchids.Database(client, db).histogram(START, END, parallel=0)
 
 
 def test_bucket_edges_align_to_utc() -> None:
@@ -287,10 +288,10 @@ def test_a_count_of_20000_documents_takes_at_most_4_requests(couch_url: str) -> 
             setup.post_bulk_docs(db=db, bulk_docs=body).get_result()
         with FaultProxy(couch_url) as proxy:
             fresh = client_for(proxy.url)
-            got = couchids.count(fresh, db, base, base + 20_000_000, type="e")
+            got = couchids.Database(fresh, db).count(base, base + 20_000_000, type="e")
             assert got == 20_000
             assert len(proxy.log) <= 4, [(e.method, e.path) for e in proxy.log]
-            half = couchids.count(fresh, db, base, base + 10_000_000, type="e")
+            half = couchids.Database(fresh, db).count(base, base + 10_000_000, type="e")
             assert half == 10_000
             assert len(proxy.log) <= 6
     finally:
@@ -314,3 +315,71 @@ def test_a_scan_reads_time_slices_in_parallel(
     assert [b.count for b in buckets] == [
         sum(to_ms(a) <= START + k * 1000 < to_ms(b) for k in range(n)) for a, b in seconds
     ]
+
+
+# -- weeks start on Monday; every type at once -----------------------------------------------
+
+DAY = 24 * HOUR
+
+
+def test_weekly_buckets_start_on_monday_as_a_series_weeks_do() -> None:
+    # 1970-01-01 was a Thursday: edges counted from it put weeks on Thursdays.
+    start, end = to_ms("2024-04-25T10:00:00Z"), to_ms("2024-06-30")  # a Thursday, a Sunday
+    for every in ("1w", "2w"):
+        edges = bucket_edges(start, end, parse_every(every))
+        inner = edges[1:-1]
+        assert [to_datetime(e).strftime("%a %H:%M") for e in inner] == ["Mon 00:00"] * len(inner)
+        # The same Mondays as the ISO weeks of a weekly Series.
+        assert inner[0] == period_of("week", start).end_ms
+        assert all(period_of("week", e).start_ms == e for e in inner)
+    assert bucket_edges(start, end, parse_every("1w"))[1] == to_ms("2024-04-29")
+    # Hours and days keep their edges: whole hours and UTC midnights.
+    assert bucket_edges(start, end, DAY)[1] == to_ms("2024-04-26")
+    assert bucket_edges(start, end, HOUR)[1] == to_ms("2024-04-25T11:00:00Z")
+
+
+def test_a_weekly_histogram_splits_at_monday_midnight(
+    api: Api, client: CloudantV1, db: str
+) -> None:
+    sunday, monday = to_ms("2024-05-05T23:59:59Z"), to_ms("2024-05-06")
+    thursday = to_ms("2024-05-02")
+    insert(client, db, [KUUID.new(t, type="w") for t in (thursday, sunday, monday, monday + DAY)])
+    for exact in (False, True):
+        buckets = api.histogram(
+            client, db, thursday, to_ms("2024-05-13"), every="1w", type="w", exact=exact
+        )
+        assert [(to_ms(b.start), to_ms(b.end), b.count) for b in buckets] == [
+            (thursday, monday, 2),
+            (monday, to_ms("2024-05-13"), 2),
+        ]
+
+
+def test_all_types_counts_every_type_present(api: Api, client: CloudantV1, db: str) -> None:
+    at = to_ms("2024-05-01T12:00:00Z")
+    ids = [KUUID.new(at + k * SECOND, type=t) for t in ("a", "b", "order") for k in range(3)]
+    ids += [KUUID.new(at, type="b"), KUUID.new(at + 2 * DAY, type="a")]  # the last: outside
+    ids += [KUUID.new(at), KUUID.new(at + SECOND), "_design/app", "b:not-an-id"]
+    insert(client, db, ids)
+    start, end = at - HOUR, at + HOUR
+    every = [api.count(client, db, start, end, type=t) for t in ("a", "b", "order")]
+    assert every == [3, 4, 3]
+    for exact in (False, True):
+        assert api.count(client, db, start, end, type=couchids.ALL_TYPES, exact=exact) == 10
+    # Untyped ids are no type: they are counted with type=None alone.
+    assert api.count(client, db, start, end) == 2
+    with pytest.raises(DatabaseNotFoundError):
+        api.count(client, db + "_gone", start, end, type=couchids.ALL_TYPES)
+
+
+def test_all_types_counts_every_type_of_a_series(client: CloudantV1, db: str) -> None:
+    series = couchids.Series(client, db, every="day")
+    at = to_ms("2024-05-01T12:00:00Z")
+    docs = [{"at": at + k * DAY, "t": t} for k in range(2) for t in ("a", "b")]
+    for t in ("a", "b"):
+        series.bulk_create([d for d in docs if d["t"] == t], type=t, timestamp=lambda d: d["at"])
+    try:
+        assert series.count(at - DAY, at + 3 * DAY, type=couchids.ALL_TYPES) == 4
+        assert series.count(at, at + HOUR, type=couchids.ALL_TYPES) == 2
+    finally:
+        for name in series.databases():
+            client.delete_database(db=name)

@@ -1,4 +1,4 @@
-"""couchids.expire deletes exactly the documents of one type and form made before a time.
+"""Database.expire deletes exactly the documents of one type and form made before a time.
 
 Ground truth around the boundary: ids one unit before, one millisecond before, at and one
 millisecond after it, among noise (types whose names start alike, untyped ids, other forms of
@@ -104,16 +104,18 @@ def test_expire_deletes_exactly_the_type_before_the_time(
         truth = doomed[doc_type]
         assert len(truth) >= 4
         before = all_docs(client, db)
-        dry = couchids.expire(client, db, BEFORE, type=doc_type, form=form)
+        dry = couchids.Database(client, db, form=form).expire(BEFORE, type=doc_type)
         assert (dry.dry_run, dry.matched, dry.deleted) == (True, len(truth), 0)
         assert all_docs(client, db) == before
-        report = couchids.expire(
-            client, db, BEFORE, type=doc_type, form=form, dry_run=False, batch_size=7
+        report = couchids.Database(client, db, form=form).expire(
+            BEFORE, type=doc_type, dry_run=False, batch_size=7
         )
         done = (report.matched, report.deleted, report.conflicts, report.failed)
         assert done == (len(truth), len(truth), [], []), doc_type
         assert set(all_docs(client, db)) == set(before) - truth, doc_type
-        again = couchids.expire(client, db, BEFORE, type=doc_type, form=form, dry_run=False)
+        again = couchids.Database(client, db, form=form).expire(
+            BEFORE, type=doc_type, dry_run=False
+        )
         assert (again.matched, again.deleted) == (0, 0)
 
 
@@ -196,12 +198,9 @@ def test_interrupted_with_lost_answers_and_run_again_is_exact(
         # The server deletes the batch, the answer is lost: the retry meets its own deletes.
         proxy.fail("drop-after", method="POST", path="_bulk_docs", after=rng.randrange(2))
         with pytest.raises(Stop):
-            couchids.expire(
-                client,
-                db,
+            couchids.Database(client, db, form=form).expire(
                 BEFORE,
                 type="ord",
-                form=form,
                 dry_run=False,
                 batch_size=3,
                 checkpoint=mark,
@@ -209,8 +208,8 @@ def test_interrupted_with_lost_answers_and_run_again_is_exact(
             )
         assert 0 < len(before - set(all_docs(setup, db))) < len(doomed)
         assert (before - set(all_docs(setup, db))) <= doomed
-        report = couchids.expire(
-            client, db, BEFORE, type="ord", form=form, dry_run=False, checkpoint=mark
+        report = couchids.Database(client, db, form=form).expire(
+            BEFORE, type="ord", dry_run=False, checkpoint=mark
         )
     assert set(all_docs(setup, db)) == before - doomed
     assert report.conflicts == [] and report.failed == []
@@ -262,7 +261,7 @@ def test_a_document_changed_meanwhile_is_reported_not_deleted(client: CloudantV1
         return send()
 
     with intercepted(client, change_then_send):
-        report = couchids.expire(client, db, BEFORE, type="ord", dry_run=False)
+        report = couchids.Database(client, db).expire(BEFORE, type="ord", dry_run=False)
     assert report.conflicts == [victim]
     assert report.deleted == len(doomed) - 1
     assert all_docs(client, db)[victim]["edited"] is True
@@ -271,7 +270,7 @@ def test_a_document_changed_meanwhile_is_reported_not_deleted(client: CloudantV1
 @pytest.mark.needs("couchdb")
 def test_purge_removes_the_deleted_revisions(client: CloudantV1, db: str) -> None:
     doomed = populate(client, db, KUUID, 4)
-    report = couchids.expire(client, db, BEFORE, type="ord", dry_run=False, purge=True)
+    report = couchids.Database(client, db).expire(BEFORE, type="ord", dry_run=False, purge=True)
     assert report.purged == len(doomed)
     # A deleted document answers its tombstone; a purged one is not found at all. On a
     # cluster a read may reach a copy the purge has not reached yet: a purged revision never
@@ -289,7 +288,7 @@ def test_purge_is_refused_before_deleting_where_there_is_none(client: CloudantV1
     populate(client, db, KUUID, 5)
     before = all_docs(client, db)
     with pytest.raises(InvalidArgumentError, match="PouchDB Server has no _purge"):
-        couchids.expire(client, db, BEFORE, type="ord", dry_run=False, purge=True)
+        couchids.Database(client, db).expire(BEFORE, type="ord", dry_run=False, purge=True)
     assert all_docs(client, db) == before
 
 
@@ -302,5 +301,5 @@ def test_cloudant_has_no_purge() -> None:
     client = CloudantV1(authenticator=NoAuthAuthenticator())
     client.set_service_url(url)
     with pytest.raises(InvalidArgumentError, match="Cloudant has no _purge"):
-        couchids.expire(client, "orders", BEFORE, type="ord", dry_run=False, purge=True)
+        couchids.Database(client, "orders").expire(BEFORE, type="ord", dry_run=False, purge=True)
     assert [call.request.method for call in responses.calls] == ["GET", "GET"]

@@ -40,15 +40,15 @@ def typed(client: CloudantV1, db: str) -> str:
 
 
 def test_untyped_query_of_typed_ids(client: CloudantV1, typed: str) -> None:
-    assert couchids.latest(client, typed, 5) == []
+    assert couchids.Database(client, typed).latest(5) == []
     why = couchids.Database(client, typed).explain_empty()
     assert why == (
         f"no untyped kuuid ids in {typed!r}; it holds ids of types order, user: pass "
         "type='order' or type=couchids.ALL_TYPES"
     )
     # The advice finds them.
-    assert len(couchids.latest(client, typed, 5, type="order")) == 2
-    assert len(couchids.latest(client, typed, 5, type=couchids.ALL_TYPES)) == 3
+    assert len(couchids.Database(client, typed).latest(5, type="order")) == 2
+    assert len(couchids.Database(client, typed).latest(5, type=couchids.ALL_TYPES)) == 3
     command = couchids.Database(client, typed).explain_empty(style="command")
     assert command is not None and command.endswith(": pass --type order or --all-types")
 
@@ -71,12 +71,12 @@ def test_a_type_asked_of_untyped_ids(client: CloudantV1, db: str) -> None:
 def test_ids_of_another_form(client: CloudantV1, db: str) -> None:
     ids = [V7S.new(WHEN) for _ in range(3)]
     insert(client, db, ids)
-    assert couchids.latest(client, db, 5) == []
+    assert couchids.Database(client, db).latest(5) == []
     why = couchids.Database(client, db).explain_empty()
     assert why is not None
     assert why.startswith(f"the untyped ids of {db!r} are not kuuid ids: they read as v7s (such as")
     assert why.endswith(": pass form=couchids.form_named('v7s')")
-    assert len(couchids.latest(client, db, 5, form=couchids.form_named("v7s"))) == 3
+    assert len(couchids.Database(client, db, form=couchids.form_named("v7s")).latest(5)) == 3
 
 
 def test_second_ids_asked_as_millisecond_ones(client: CloudantV1, db: str) -> None:
@@ -102,7 +102,10 @@ def test_ids_without_a_time_under_a_separator(client: CloudantV1, db: str) -> No
 def test_ids_of_the_form_outside_the_window_need_no_explanation(
     client: CloudantV1, typed: str
 ) -> None:
-    assert list(couchids.window(client, typed, "2030-01-01", "2030-01-02", type="order")) == []
+    assert (
+        list(couchids.Database(client, typed).window("2030-01-01", "2030-01-02", type="order"))
+        == []
+    )
     assert couchids.Database(client, typed).explain_empty(type="order") is None
     assert (
         couchids.Database(client, typed).explain_empty(type="order", form=KUUID.with_separator(":"))

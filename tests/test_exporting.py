@@ -1,4 +1,4 @@
-"""couchids.export and couchids.archive: a window, oldest first, resumable row for row."""
+"""Database.export and Database.archive: a window, oldest first, resumable row for row."""
 
 from __future__ import annotations
 
@@ -41,8 +41,8 @@ class FailingOut(io.StringIO):
 
 
 def reference(client: CloudantV1, db: str, form: IdForm) -> list[str]:
-    rows = couchids.window(
-        client, db, START, END, type="ord", form=form, newest_first=False, include_docs=False
+    rows = couchids.Database(client, db, form=form).window(
+        START, END, type="ord", newest_first=False, include_docs=False
     )
     return [row["id"] for row in rows]
 
@@ -68,15 +68,17 @@ def test_a_resumed_export_equals_an_uninterrupted_one(
     fmt = "csv" if seed % 2 else "ndjson"
     fields = ["_id", "n"] if fmt == "csv" else None
     whole = io.StringIO()
-    couchids.export(client, db, START, END, whole, type="ord", form=form, format=fmt, fields=fields)
+    couchids.Database(client, db, form=form).export(
+        START, END, whole, type="ord", format=fmt, fields=fields
+    )
     rows = len(whole.getvalue().splitlines())
     out = FailingOut(random.Random(seed).randrange(2, rows))
     mark = Checkpoint()
-    options = {"type": "ord", "form": form, "format": fmt, "fields": fields, "page_size": 4}
+    options = {"type": "ord", "form": form, "format": fmt, "fields": fields, "batch_size": 4}
     with pytest.raises(Broken):
-        couchids.export(client, db, START, END, out, checkpoint=mark, **options)  # type: ignore[arg-type]
+        couchids.Database(client, db).export(START, END, out, checkpoint=mark, **options)  # type: ignore[arg-type]
     stopped = Checkpoint.from_json(mark.to_json())
-    couchids.export(client, db, START, END, out, checkpoint=stopped, **options)  # type: ignore[arg-type]
+    couchids.Database(client, db).export(START, END, out, checkpoint=stopped, **options)  # type: ignore[arg-type]
     assert out.getvalue() == whole.getvalue()
     if fmt == "csv":
         table = list(csv.reader(io.StringIO(whole.getvalue())))
@@ -130,7 +132,7 @@ def test_export_rides_out_lost_answers(couch_url: str, db: str) -> None:
         client = client_for(proxy.url)
         proxy.fail("503-before", method="POST", path="_all_docs", times=2, after=1)
         out = io.StringIO()
-        couchids.export(client, db, START, END, out, type="ord", page_size=10)
+        couchids.Database(client, db).export(START, END, out, type="ord", batch_size=10)
         assert proxy.pending() == 0
     ids = [json.loads(line)["_id"] for line in out.getvalue().splitlines()]
     assert ids == reference(setup, db, KUUID)
@@ -138,9 +140,9 @@ def test_export_rides_out_lost_answers(couch_url: str, db: str) -> None:
 
 def test_csv_needs_fields(client: CloudantV1, db: str) -> None:
     with pytest.raises(InvalidArgumentError, match="fields"):
-        couchids.export(client, db, START, END, io.StringIO(), format="csv")
+        couchids.Database(client, db).export(START, END, io.StringIO(), format="csv")
     with pytest.raises(InvalidArgumentError, match="format"):
-        couchids.export(client, db, START, END, io.StringIO(), format="xml")  # type: ignore[arg-type]
+        couchids.Database(client, db).export(START, END, io.StringIO(), format="xml")  # type: ignore[arg-type]
 
 
 def test_a_bad_parallel_is_refused_before_any_request(api: Api, client: CloudantV1) -> None:
@@ -161,8 +163,8 @@ def test_archive_reads_page_after_page_with_parallel_1(
         with FaultProxy(couch_url) as proxy:
             proxy.hold_for_company("_all_docs", seconds=0.5)
             fresh = client_for(proxy.url)
-            report = couchids.archive(
-                fresh, db, target, START, END, type="ord", page_size=10, parallel=1
+            report = couchids.Database(fresh, db).archive(
+                target, START, END, type="ord", batch_size=10, parallel=1
             )
             assert proxy.most_in_flight == 1
         assert report.copied == len(reference(client, db, KUUID)) > 10
@@ -180,14 +182,14 @@ def test_archive_copies_then_expires_exactly_the_window(
     try:
         wanted = set(reference(client, db, form))
         before = all_docs(client, db)
-        report = couchids.archive(client, db, target, START, END, type="ord", form=form)
+        report = couchids.Database(client, db, form=form).archive(target, START, END, type="ord")
         assert report.copied == len(wanted) and report.failed == []
         copied = all_docs(client, target)
         assert copied == {i: before[i] for i in wanted}
-        again = couchids.archive(client, db, target, START, END, type="ord", form=form)
+        again = couchids.Database(client, db, form=form).archive(target, START, END, type="ord")
         assert again.copied == len(wanted) and all_docs(client, target) == copied
-        gone = couchids.archive(
-            client, db, target, START, END, type="ord", form=form, expire=True, page_size=6
+        gone = couchids.Database(client, db, form=form).archive(
+            target, START, END, type="ord", expire=True, batch_size=6
         )
         assert gone.expired.deleted == len(wanted) and gone.expired.conflicts == []
         assert all_docs(client, db) == {i: d for i, d in before.items() if i not in wanted}

@@ -1,4 +1,4 @@
-"""couchids.follow sees every document of its type written by concurrent writers."""
+"""Database.follow sees every document of its type written by concurrent writers."""
 
 from __future__ import annotations
 
@@ -19,19 +19,19 @@ WRITERS, EACH = 4, 40
 def write(couch_url: str, db: str, ids: list[str], n: int) -> None:
     client = client_for(couch_url)
     for k in range(EACH):
-        ids.append(couchids.create(client, db, {"w": n, "k": k}, type="ord").id)
-        couchids.create(client, db, {"noise": k}, type="ordx")
+        ids.append(couchids.Database(client, db).create({"w": n, "k": k}, type="ord").id)
+        couchids.Database(client, db).create({"noise": k}, type="ordx")
         if k % 10 == 0:
-            couchids.create(client, db, {"noise": k}, type="ord", form=V7S)
+            couchids.Database(client, db, form=V7S).create({"noise": k}, type="ord")
 
 
 def test_follow_sees_every_document_of_four_writers_once(
     couch_url: str, client: CloudantV1, db: str
 ) -> None:
-    couchids.create(client, db, {"before": True}, type="ord")
+    couchids.Database(client, db).create({"before": True}, type="ord")
     seen: list[dict[str, Any]] = []
     mark = Checkpoint()
-    stream = couchids.follow(client, db, type="ord", checkpoint=mark, wait_ms=500)
+    stream = couchids.Database(client, db).follow(type="ord", checkpoint=mark, wait_ms=500)
     written: list[list[str]] = [[] for _ in range(WRITERS)]
     writers = [
         threading.Thread(target=write, args=(couch_url, db, written[n], n)) for n in range(WRITERS)
@@ -58,12 +58,12 @@ def test_follow_sees_every_document_of_four_writers_once(
 
 def test_a_resumed_follow_misses_nothing(api: Api, client: CloudantV1, db: str) -> None:
     mark = Checkpoint(since="0")
-    made = [couchids.create(client, db, {"k": k}, type="ord").id for k in range(30)]
+    made = [couchids.Database(client, db).create({"k": k}, type="ord").id for k in range(30)]
     # Stopped inside the second batch: at least once, so some come again.
     follow = api.follow(client, db, type="ord", checkpoint=mark, wait=False, batch_size=8, stop=13)
     first = [doc["_id"] for doc in follow]
     saved = Checkpoint.from_json(mark.to_json())
-    made += [couchids.create(client, db, {"k": k}, type="ord").id for k in range(30, 45)]
+    made += [couchids.Database(client, db).create({"k": k}, type="ord").id for k in range(30, 45)]
     rest = [doc["_id"] for doc in api.follow(client, db, type="ord", checkpoint=saved, wait=False)]
     assert set(first) | set(rest) == set(made)
     assert len(rest) < len(made)
@@ -72,10 +72,12 @@ def test_a_resumed_follow_misses_nothing(api: Api, client: CloudantV1, db: str) 
 
 def test_follow_takes_the_forms_separator(client: CloudantV1, db: str) -> None:
     form = TID62.with_separator("-")
-    made = [couchids.create(client, db, {"k": k}, type="ord", form=form).id for k in range(5)]
-    couchids.create(client, db, {"noise": 1}, type="ord")  # ord:<kuuid>
+    made = [
+        couchids.Database(client, db, form=form).create({"k": k}, type="ord").id for k in range(5)
+    ]
+    couchids.Database(client, db).create({"noise": 1}, type="ord")  # ord:<kuuid>
     mark = Checkpoint(since="0")
-    seen = couchids.follow(client, db, type="ord", form=form, checkpoint=mark, wait=False)
+    seen = couchids.Database(client, db, form=form).follow(type="ord", checkpoint=mark, wait=False)
     assert sorted(doc["_id"] for doc in seen) == sorted(made)
 
 
@@ -97,8 +99,10 @@ def test_follow_takes_the_ids_a_window_of_its_form_returns(client: CloudantV1, d
     made = {f: [new_id(f) for _ in range(3)] for f in forms}
     for ids in made.values():
         for doc_id in ids:
-            couchids.create(client, db, {"_id": doc_id})
+            couchids.Database(client, db).create({"_id": doc_id})
     for form, ids in made.items():
         mark = Checkpoint(since="0")
-        seen = couchids.follow(client, db, type="ord", form=form, checkpoint=mark, wait=False)
+        seen = couchids.Database(client, db, form=form).follow(
+            type="ord", checkpoint=mark, wait=False
+        )
         assert sorted(doc["_id"] for doc in seen) == sorted(ids), form

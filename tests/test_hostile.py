@@ -52,32 +52,38 @@ TARGET = "hostile-target"
 
 Operation = Callable[[CloudantV1, str, float], object]
 OPERATIONS: dict[str, Operation] = {
-    "latest": lambda c, db, t: couchids.latest(c, db, 3, timeout=t),
-    "window": lambda c, db, t: list(couchids.window(c, db, "2020-01-01", "2030-01-01", timeout=t)),
-    "create": lambda c, db, t: couchids.create(c, db, {"n": 1}, timeout=t, backoff=0),
-    "bulk_create": lambda c, db, t: couchids.bulk_create(
-        c, db, [{"n": 1}, {"n": 2}], timeout=t, backoff=0
+    "latest": lambda c, db, t: couchids.Database(c, db).latest(3, timeout=t),
+    "window": lambda c, db, t: list(
+        couchids.Database(c, db).window("2020-01-01", "2030-01-01", timeout=t)
     ),
-    "create_short": lambda c, db, t: couchids.create_short(c, db, {"n": 1}, timeout=t, backoff=0),
+    "create": lambda c, db, t: couchids.Database(c, db).create({"n": 1}, timeout=t, backoff=0),
+    "bulk_create": lambda c, db, t: couchids.Database(c, db).bulk_create(
+        [{"n": 1}, {"n": 2}], timeout=t, backoff=0
+    ),
+    "create_short": lambda c, db, t: couchids.Database(c, db).create_short(
+        {"n": 1}, timeout=t, backoff=0
+    ),
     "bulk_create_iter": lambda c, db, t: list(
-        couchids.bulk_create_iter(c, db, iter([{"n": 1}]), timeout=t, backoff=0)
+        couchids.Database(c, db).bulk_create_iter(iter([{"n": 1}]), timeout=t, backoff=0)
     ),
-    "count": lambda c, db, t: couchids.count(c, db, "2020-01-01", "2030-01-01", timeout=t),
-    "histogram": lambda c, db, t: couchids.histogram(
-        c, db, "2020-01-01", "2030-01-01", every="1w", timeout=t
+    "count": lambda c, db, t: couchids.Database(c, db).count("2020-01-01", "2030-01-01", timeout=t),
+    "histogram": lambda c, db, t: couchids.Database(c, db).histogram(
+        "2020-01-01", "2030-01-01", every="1w", timeout=t
     ),
-    "expire": lambda c, db, t: couchids.expire(
-        c, db, "2030-01-01", type=None, dry_run=False, timeout=t, backoff=0
+    "expire": lambda c, db, t: couchids.Database(c, db).expire(
+        "2030-01-01", type=None, dry_run=False, timeout=t, backoff=0
     ),
-    "export": lambda c, db, t: couchids.export(
-        c, db, "2020-01-01", "2030-01-01", io.StringIO(), timeout=t
+    "export": lambda c, db, t: couchids.Database(c, db).export(
+        "2020-01-01", "2030-01-01", io.StringIO(), timeout=t
     ),
-    "archive": lambda c, db, t: couchids.archive(
-        c, db, TARGET, "2020-01-01", "2030-01-01", expire=True, timeout=t, backoff=0
+    "archive": lambda c, db, t: couchids.Database(c, db).archive(
+        TARGET, "2020-01-01", "2030-01-01", expire=True, timeout=t, backoff=0
     ),
-    "follow": lambda c, db, t: list(couchids.follow(c, db, since=0, wait=False, timeout=t)),
-    "follow-now": lambda c, db, t: list(couchids.follow(c, db, wait=False, timeout=t)),
-    "rekey": lambda c, db, t: couchids.rekey(c, db, TARGET, key=b"k", timeout=t),
+    "follow": lambda c, db, t: list(
+        couchids.Database(c, db).follow(since_seq=0, wait=False, timeout=t)
+    ),
+    "follow-now": lambda c, db, t: list(couchids.Database(c, db).follow(wait=False, timeout=t)),
+    "rekey": lambda c, db, t: couchids.Database(c, db).rekey(TARGET, key=b"k", timeout=t),
     "Sequence.next": lambda c, db, t: couchids.Sequence(c, db, "n", timeout=t, backoff=0).next(),
     "Sequence.new_id": lambda c, db, t: couchids.Sequence(c, db, "n", timeout=t).new_id(),
     # The coroutines of couchids.aio, over an AsyncClient made from the same client.
@@ -277,7 +283,7 @@ def test_a_silent_server_and_a_session_login_end_by_the_deadline() -> None:
         client.set_service_url(server.url)
         started = time.monotonic()
         with pytest.raises(couchids.ServerTimeoutError):
-            couchids.latest(client, DB, timeout=TIMEOUT)
+            couchids.Database(client, DB).latest(timeout=TIMEOUT)
         assert time.monotonic() - started < TIMEOUT + SLACK
 
 
@@ -290,7 +296,7 @@ def test_a_401_names_the_credentials_that_were_refused(in_url: bool) -> None:
             client = client_for(server.url)
             client.authenticator = BasicAuthenticator("bob", "pw")
         with pytest.raises(couchids.UnauthorizedError) as caught:
-            couchids.latest(client, DB)
+            couchids.Database(client, DB).latest()
     message = str(caught.value)
     assert ("inside the server URL" in message) is in_url, message
     assert ("CLOUDANT_PASSWORD" in message) is not in_url, message
@@ -381,9 +387,11 @@ def test_operations_with_iam_authentication_ask_for_one_token(
 ) -> None:
     with TokenService() as iam:
         authenticated = iam_client(iam.url, couch_url)
-        one = couchids.create(authenticated, db, {"n": 1}, timeout=PATIENT)
-        more = couchids.bulk_create(authenticated, db, [{"n": 2}, {"n": 3}], timeout=PATIENT)
-        found = couchids.latest(authenticated, db, 5, timeout=PATIENT)
+        one = couchids.Database(authenticated, db).create({"n": 1}, timeout=PATIENT)
+        more = couchids.Database(authenticated, db).bulk_create(
+            [{"n": 2}, {"n": 3}], timeout=PATIENT
+        )
+        found = couchids.Database(authenticated, db).latest(5, timeout=PATIENT)
     assert sorted(doc["_id"] for doc in found) == sorted([one.id, *(r.id for r in more)])
     assert iam.requests == 1, "the token is kept and used again"
 
@@ -396,7 +404,7 @@ def test_a_token_renewal_that_never_comes_ends_each_operation_by_the_deadline(
     earlier = set(threading.enumerate())
     with TokenService(lifetime=5) as iam:
         client = iam_client(iam.url, couch_url)
-        couchids.create(client, db, {"n": 1}, timeout=PATIENT)
+        couchids.Database(client, db).create({"n": 1}, timeout=PATIENT)
         iam.silent = True
         for run in (OPERATIONS["latest"], OPERATIONS["create"], OPERATIONS["latest"]):
             started = time.monotonic()
@@ -412,15 +420,15 @@ def test_a_token_renewal_that_never_comes_ends_each_operation_by_the_deadline(
 def test_while_a_renewal_never_comes_the_token_held_is_used(couch_url: str, db: str) -> None:
     with TokenService() as iam:
         client = iam_client(iam.url, couch_url)
-        first = couchids.create(client, db, {"n": 1}, timeout=PATIENT)
+        first = couchids.Database(client, db).create({"n": 1}, timeout=PATIENT)
         iam.silent = True
         client.authenticator.token_manager.refresh_time = 0  # due for renewal, still good
         started = time.monotonic()
         # The operation that renews it waits for the renewal, as with ibmcloudant alone.
         with pytest.raises(couchids.ServerTimeoutError, match="the token request"):
-            couchids.latest(client, db, timeout=TIMEOUT)
+            couchids.Database(client, db).latest(timeout=TIMEOUT)
         assert time.monotonic() - started < TIMEOUT + SLACK
-        found = couchids.latest(client, db, timeout=PATIENT)
+        found = couchids.Database(client, db).latest(timeout=PATIENT)
         assert [doc["_id"] for doc in found] == [first.id]
         assert iam.requests == 2
 

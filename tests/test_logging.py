@@ -264,7 +264,7 @@ def test_the_command_prints_the_records_with_v(
     configured: CredentialProxy,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    couchids.create(client, db, {"n": 1})
+    couchids.Database(client, db).create({"n": 1})
     before = list(logging.getLogger("couchids").handlers)
     assert main([*flag, "latest", db, "-n", "1"]) == EXIT_OK
     err = capsys.readouterr().err

@@ -253,7 +253,9 @@ def test_an_answer_of_the_wrong_shape_is_a_server_error(
     http.get(f"{URL}/db", json={"db_name": "db", "props": {}})
     http.post(f"{URL}/db/_all_docs", body=answer, content_type="application/json")
     with pytest.raises(ServerError, match=r"^window on 'db'"):
-        list(couchids.window(client, "db", T0, T0 + 60_000, type="user", parallel=parallel))
+        list(
+            couchids.Database(client, "db").window(T0, T0 + 60_000, type="user", parallel=parallel)
+        )
 
 
 def test_rows_without_docs_need_no_doc() -> None:

@@ -1,4 +1,4 @@
-"""couchids.latest and couchids.window, and count, histogram, export and expire, on a
+"""Database.latest and Database.window, and count, histogram, export and expire, on a
 partitioned Apache CouchDB database, compared with ground truth kept while inserting.
 
 In a partitioned database every id but a design document's is ``partition:docid``, so a typed
@@ -218,15 +218,8 @@ def test_typed_queries_answer_exactly_their_partition(
             found += len(truth)
             for newest_first in (True, False):
                 for page_size in (PAGE, None):
-                    got = couchids.window(
-                        client,
-                        capped_db,
-                        start,
-                        end,
-                        type=doc_type,
-                        form=form,
-                        newest_first=newest_first,
-                        page_size=page_size,
+                    got = couchids.Database(client, capped_db, form=form).window(
+                        start, end, type=doc_type, newest_first=newest_first, batch_size=page_size
                     )
                     where = (doc_type, low, high, newest_first, page_size)
                     assert [d["_id"] for d in got] == in_order(
@@ -234,9 +227,11 @@ def test_typed_queries_answer_exactly_their_partition(
                     ), where
         newest = in_order((m.id for m in mine), form, newest_first=True)
         for n in (1, 2, 17, len(mine) - 1, len(mine), len(mine) + 5):
-            docs = couchids.latest(client, capped_db, n, type=doc_type, form=form)
+            docs = couchids.Database(client, capped_db, form=form).latest(n, type=doc_type)
             assert [d["_id"] for d in docs] == newest[:n], (doc_type, n)
-        rows = couchids.latest(client, capped_db, 3, type=doc_type, form=form, include_docs=False)
+        rows = couchids.Database(client, capped_db, form=form).latest(
+            3, type=doc_type, include_docs=False
+        )
         assert [r["id"] for r in rows] == newest[:3]
     assert found > 0
     # Every page came from the partition of the query's type, none from the global index.
@@ -259,14 +254,12 @@ def test_pages_above_the_partition_cap(client: CloudantV1, capped_db: str) -> No
     truth = [m.id for m in made]
     sizes = (None, PARTITION_QUERY_LIMIT - 1, PARTITION_QUERY_LIMIT, MANY, 5000)
     for page_size, newest_first, parallel in itertools.product(sizes, (True, False), (1, 3)):
-        got = couchids.window(
-            client,
-            capped_db,
+        got = couchids.Database(client, capped_db).window(
             start,
             end,
             type="user",
             newest_first=newest_first,
-            page_size=page_size,
+            batch_size=page_size,
             include_docs=False,
             parallel=parallel,
         )
@@ -275,7 +268,7 @@ def test_pages_above_the_partition_cap(client: CloudantV1, capped_db: str) -> No
     newest = in_order([*truth, *outside], KUUID, newest_first=True)
     limit = PARTITION_QUERY_LIMIT
     for n in (limit - 1, limit, limit + 1, MANY + 2, MANY + 10):
-        docs = couchids.latest(client, capped_db, n, type="user")
+        docs = couchids.Database(client, capped_db).latest(n, type="user")
         assert [d["_id"] for d in docs] == newest[:n], n
     assert {s.index for s in sent} == {"_partition/user/_all_docs"}
     assert max(s.limit for s in sent) == PARTITION_QUERY_LIMIT
@@ -298,12 +291,16 @@ def test_an_untyped_query_on_a_partitioned_database_reads_the_global_index(
     assert refused.value.status_code == 400
     assert "illegal_docid" in refused.value.message
     sent = record(client)
-    whole = couchids.window(client, capped_db, 0, MAX_MS, form=form, page_size=5000, parallel=1)
+    whole = couchids.Database(client, capped_db, form=form).window(
+        0, MAX_MS, batch_size=5000, parallel=1
+    )
     assert list(whole) == []
     # One request read every document, more than a partition answer may hold.
     assert sent == [Sent("_all_docs", 5000, len(ids))]
-    assert couchids.latest(client, capped_db, 5, form=form) == []
-    oldest = couchids.window(client, capped_db, T0, T0 + DAY, form=form, newest_first=False)
+    assert couchids.Database(client, capped_db, form=form).latest(5) == []
+    oldest = couchids.Database(client, capped_db, form=form).window(
+        T0, T0 + DAY, newest_first=False
+    )
     assert list(oldest) == []
     assert {s.index for s in sent} == {"_all_docs"}
 
@@ -344,12 +341,14 @@ def test_count_export_expire_of_a_type_equal_the_truth(
     checker = client_for(couch_url)  # its reads are not recorded
     sent = record(client)
 
-    fast = couchids.count(client, capped_db, start, end, type="ord", form=form)
+    fast = couchids.Database(client, capped_db, form=form).count(start, end, type="ord")
     assert fast == len(in_window)
-    exact = couchids.count(client, capped_db, start, end, type="ord", form=form, exact=True)
+    exact = couchids.Database(client, capped_db, form=form).count(
+        start, end, type="ord", exact=True
+    )
     assert exact == len(in_window)
-    halves = couchids.histogram(
-        client, capped_db, start, end, every="12h", type="ord", form=form, exact=True
+    halves = couchids.Database(client, capped_db, form=form).histogram(
+        start, end, every="12h", type="ord", exact=True
     )
     assert [b.count for b in halves] == [
         sum(1 for m in made if b.start.timestamp() * 1000 <= m.time < b.end.timestamp() * 1000)
@@ -357,8 +356,8 @@ def test_count_export_expire_of_a_type_equal_the_truth(
     ]
 
     whole = io.StringIO()
-    mark = couchids.export(
-        client, capped_db, start, end, whole, type="ord", form=form, page_size=5000
+    mark = couchids.Database(client, capped_db, form=form).export(
+        start, end, whole, type="ord", batch_size=5000
     )
     exported = [json.loads(line)["_id"] for line in whole.getvalue().splitlines()]
     assert exported == in_order(in_window, form, newest_first=False)
@@ -369,17 +368,24 @@ def test_count_export_expire_of_a_type_equal_the_truth(
         raise Stop
 
     with pytest.raises(Stop):
-        couchids.export(
-            client, capped_db, start, end, part, type="ord", form=form,
-            checkpoint=resumed, page_size=700, on_progress=stop_after_a_page,
-        )  # fmt: skip
+        couchids.Database(client, capped_db, form=form).export(
+            start,
+            end,
+            part,
+            type="ord",
+            checkpoint=resumed,
+            batch_size=700,
+            on_progress=stop_after_a_page,
+        )
     resumed = Checkpoint.from_json(resumed.to_json())
-    couchids.export(client, capped_db, start, end, part, type="ord", form=form, checkpoint=resumed)
+    couchids.Database(client, capped_db, form=form).export(
+        start, end, part, type="ord", checkpoint=resumed
+    )
     assert part.getvalue() == whole.getvalue()
 
     before = set(all_docs(checker, capped_db))
     doomed = {m.id for m in made if m.time < T0}
-    dry = couchids.expire(client, capped_db, T0, type="ord", form=form)
+    dry = couchids.Database(client, capped_db, form=form).expire(T0, type="ord")
     assert dry.matched == len(doomed) and set(all_docs(checker, capped_db)) == before
     # Stopped after a random number of batches, once some were deleted (with V7S, the first
     # pages hold only the other form's ids, which sort among V7S keys of long ago).
@@ -392,11 +398,10 @@ def test_count_export_expire_of_a_type_equal_the_truth(
             raise Stop
 
     with pytest.raises(Stop):
-        couchids.expire(
-            client, capped_db, T0, type="ord", form=form, dry_run=False, batch_size=300,
-            on_progress=stop_after_batches,
-        )  # fmt: skip
-    again = couchids.expire(client, capped_db, T0, type="ord", form=form, dry_run=False)
+        couchids.Database(client, capped_db, form=form).expire(
+            T0, type="ord", dry_run=False, batch_size=300, on_progress=stop_after_batches
+        )
+    again = couchids.Database(client, capped_db, form=form).expire(T0, type="ord", dry_run=False)
     assert 0 < first[-1].deleted < len(doomed)
     assert again.deleted == len(doomed) - first[-1].deleted and not again.conflicts
     assert set(all_docs(checker, capped_db)) == before - doomed

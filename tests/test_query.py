@@ -1,4 +1,4 @@
-"""couchids.latest and couchids.window against the local server (PouchDB Server), compared
+"""Database.latest and Database.window against the local server (PouchDB Server), compared
 with ground truth kept while inserting: which form, type and time every id was made with.
 
 The shared database mixes every id form, types that are prefixes of one another
@@ -208,13 +208,19 @@ def test_window_returns_exactly_the_ids_made_in_it(api: Api, mixed: Mixed, form:
 @pytest.mark.parametrize("form", FORMS, ids=str)
 def test_windows_without_an_id_time_are_empty(mixed: Mixed, form: IdForm) -> None:
     # Inside one second, off its edge: ids of second precision hold none of these times.
-    got = list(couchids.window(mixed.client, mixed.db, T0 + 1, T0 + SECOND, type="user", form=form))
+    got = list(
+        couchids.Database(mixed.client, mixed.db, form=form).window(
+            T0 + 1, T0 + SECOND, type="user"
+        )
+    )
     if form.millisecond:
         assert {d["_id"] for d in got} == mixed.truth(form, "user", T0 + 1, T0 + SECOND)
         assert got
     else:
         assert got == []
-    assert list(couchids.window(mixed.client, mixed.db, T0, T0, type="user", form=form)) == []
+    assert (
+        list(couchids.Database(mixed.client, mixed.db, form=form).window(T0, T0, type="user")) == []
+    )
 
 
 def neighbours(form: IdForm) -> list[IdForm]:
@@ -274,9 +280,9 @@ def test_millisecond_kuuid_queries_read_other_modes_as_distant_times(
     mine = read_as.new(T0, type="user")
     foreign = stored.new(T0, type="user")
     insert(client, db, [mine, foreign])
-    newest = [d["_id"] for d in couchids.latest(client, db, 2, type="user", form=read_as)]
+    newest = [d["_id"] for d in couchids.Database(client, db, form=read_as).latest(2, type="user")]
     assert newest == ([foreign, mine] if year > 2000 else [mine])
-    recent = couchids.window(client, db, T0 - DAY, T0 + DAY, type="user", form=read_as)
+    recent = couchids.Database(client, db, form=read_as).window(T0 - DAY, T0 + DAY, type="user")
     assert [d["_id"] for d in recent] == [mine]
 
 
@@ -363,7 +369,7 @@ def test_untyped_latest_passes_over_typed_ids(client: CloudantV1, db: str, form:
     untyped = [form.new(T0 + k) for k in range(3)]
     typed = [form.new(T0 + 10 + k, type=t) for k in range(40) for t in ("a", "b", "user")]
     insert(client, db, [*untyped, *typed, "_design/x", "_design/y"])
-    got = [d["_id"] for d in couchids.latest(client, db, 5, form=form)]
+    got = [d["_id"] for d in couchids.Database(client, db, form=form).latest(5)]
     assert got == sorted(untyped, reverse=True)
 
 
@@ -376,8 +382,8 @@ def test_paging_while_documents_are_added(client: CloudantV1, db: str, newest_fi
     insert(client, db, existing)
     got: list[str] = []
     added: list[str] = []
-    for doc in couchids.window(
-        client, db, start, end, type="user", page_size=5, newest_first=newest_first
+    for doc in couchids.Database(client, db).window(
+        start, end, type="user", batch_size=5, newest_first=newest_first
     ):
         got.append(doc["_id"])
         if len(got) % 5 == 0:
@@ -419,7 +425,7 @@ def test_numbers_come_back_as_the_server_sends_them(api: Api, client: CloudantV1
     target = f"{db}_copy"
     client.put_database(db=target)
     try:
-        couchids.archive(client, db, target, T0, T0 + 10 * SECOND, type="user")
+        couchids.Database(client, db).archive(target, T0, T0 + 10 * SECOND, type="user")
         copied = client.get_document_as_stream(db=target, doc_id=ids[0]).get_result().text
         assert json.loads(copied)["big"] == stored["big"]
     finally:
@@ -432,8 +438,8 @@ def test_a_document_handed_out_is_not_kept(client: CloudantV1, db: str, parallel
     handed out: the caller's reference is the only one (a page kept, or a row still holding
     its document, would show as one more)."""
     insert(client, db, [KUUID.new(T0 + k * 100, type="user") for k in range(120)])
-    stream = couchids.window(
-        client, db, T0, T0 + 100 * SECOND, type="user", page_size=10, parallel=parallel
+    stream = couchids.Database(client, db).window(
+        T0, T0 + 100 * SECOND, type="user", batch_size=10, parallel=parallel
     )
     references = [sys.getrefcount(doc) for doc in stream]
     assert len(references) == 120
@@ -442,7 +448,9 @@ def test_a_document_handed_out_is_not_kept(client: CloudantV1, db: str, parallel
 
 
 async def _references(ac: Any, db: str, parallel: int) -> list[int]:
-    stream = aio.window(ac, db, T0, T0 + 100 * SECOND, type="user", page_size=10, parallel=parallel)
+    stream = aio.AsyncDatabase(ac, db).window(
+        T0, T0 + 100 * SECOND, type="user", batch_size=10, parallel=parallel
+    )
     return [sys.getrefcount(doc) async for doc in stream]
 
 
@@ -483,8 +491,8 @@ def test_a_database_deleted_mid_stream_raises_from_the_stream(
             answered.release()
 
     with intercepted(client, counted):
-        stream = couchids.window(
-            client, db, T0, T0 + 60 * SECOND, type="user", page_size=3, parallel=1
+        stream = couchids.Database(client, db).window(
+            T0, T0 + 60 * SECOND, type="user", batch_size=3, parallel=1
         )
         got = [next(stream)["_id"]]
         for _ in range(2):  # the first page and the one fetched while it is read
@@ -500,19 +508,19 @@ def test_a_database_deleted_mid_stream_raises_from_the_stream(
 def test_a_missing_database_raises_instead_of_answering_nothing(client: CloudantV1) -> None:
     missing = f"test_missing_{uuid.uuid4().hex}"
     with pytest.raises(DatabaseNotFoundError):
-        couchids.latest(client, missing)
+        couchids.Database(client, missing).latest()
     with pytest.raises(DatabaseNotFoundError):
-        couchids.window(client, missing, T0, T0 + SECOND, type="user")
+        couchids.Database(client, missing).window(T0, T0 + SECOND, type="user")
     # Even a window no id can fall in checks the database first.
     with pytest.raises(DatabaseNotFoundError):
-        couchids.window(client, missing, T0 + 1, T0 + 2)
+        couchids.Database(client, missing).window(T0 + 1, T0 + 2)
 
 
 def test_a_window_that_ends_before_it_starts_is_refused(client: CloudantV1, db: str) -> None:
     with pytest.raises(InvalidTimeError):
-        couchids.window(client, db, T0 + 1, T0)
+        couchids.Database(client, db).window(T0 + 1, T0)
     with pytest.raises(InvalidTimeError):
-        couchids.window(client, db, "2024-01-02", "2024-01-01")
+        couchids.Database(client, db).window("2024-01-02", "2024-01-01")
 
 
 def test_windows_accept_every_kind_of_time(client: CloudantV1, db: str) -> None:
@@ -525,9 +533,9 @@ def test_windows_accept_every_kind_of_time(client: CloudantV1, db: str) -> None:
         (1_714_521_600_000, 1_714_608_000_000),
     ]
     for start, end in spans:
-        got = [d["_id"] for d in couchids.window(client, db, start, end, type="user")]
+        got = [d["_id"] for d in couchids.Database(client, db).window(start, end, type="user")]
         assert got == ids[:1], (start, end)
-    assert [d["_id"] for d in couchids.window(client, db, "2024-05-02", None)] == ids[1:]
+    assert [d["_id"] for d in couchids.Database(client, db).window("2024-05-02", None)] == ids[1:]
 
 
 def mutations(doc_id: str, rng: random.Random) -> list[str]:

@@ -93,14 +93,14 @@ def test_windows_and_latest_per_form_and_prefix(client: CloudantV1, db: str, for
             want = sorted((i for i, t in group.items() if start <= t < end), key=group.__getitem__)
             got = [
                 doc["_id"]
-                for doc in couchids.window(
-                    client, db, start, end, type=scope, form=typed, newest_first=False
+                for doc in couchids.Database(client, db, form=typed).window(
+                    start, end, type=scope, newest_first=False
                 )
             ]
             assert len(got) == len(want) and set(got) == set(want), (typed, scope)
             # Ids of one time unit may come in either order; times never go backwards.
             assert [group[i] for i in got] == sorted(group[i] for i in got)
-        newest = couchids.latest(client, db, 5, type=scope, form=typed, include_docs=False)
+        newest = couchids.Database(client, db, form=typed).latest(5, type=scope, include_docs=False)
         expected = sorted(group.values(), reverse=True)[:5]
         assert [group[row["id"]] for row in newest] == expected
 
@@ -118,14 +118,8 @@ def test_partitioned_database_routes_by_the_part_before_the_colon(
     insert(client, db, [*group, *other, "sensor-260:readings-" + ULID.new(T0)])
     got = [
         row["id"]
-        for row in couchids.window(
-            client,
-            db,
-            T0,
-            T0 + 5 * SECOND,
-            type="sensor-260:reading",
-            form=form,
-            include_docs=False,
+        for row in couchids.Database(client, db, form=form).window(
+            T0, T0 + 5 * SECOND, type="sensor-260:reading", include_docs=False
         )
     ]
     assert got == sorted((i for i, t in group.items() if t < T0 + 5 * SECOND), reverse=True)
@@ -133,9 +127,9 @@ def test_partitioned_database_routes_by_the_part_before_the_colon(
 
 def test_uuid464_time_queries_are_refused(client: CloudantV1, db: str) -> None:
     with pytest.raises(InvalidArgumentError, match="do not sort by time"):
-        couchids.latest(client, db, 3, form=UUID464)
+        couchids.Database(client, db, form=UUID464).latest(3)
     with pytest.raises(InvalidArgumentError, match="hold no time"):
-        couchids.window(client, db, T0, T0 + 1, form=couchids.SEQ10)
+        couchids.Database(client, db, form=couchids.SEQ10).window(T0, T0 + 1)
 
 
 # -- ids CouchDB made itself ---------------------------------------------------------------
@@ -185,10 +179,12 @@ def test_a_database_of_ids_couchdb_made(
         start, end = made[ordered[5]], made[ordered[20]]
         got = [
             row["id"]
-            for row in couchids.window(client, db, start, end, form=form, include_docs=False)
+            for row in couchids.Database(client, db, form=form).window(
+                start, end, include_docs=False
+            )
         ]
         assert sorted(got) == sorted(i for i, t in made.items() if start <= t < end)
-        newest = couchids.latest(client, db, 3, form=form, include_docs=False)
+        newest = couchids.Database(client, db, form=form).latest(3, include_docs=False)
         assert [row["id"] for row in newest] == sorted(made, reverse=True)[:3]
     finally:
         set_config(couch_url, "uuids", "algorithm", old_algorithm or "sequential")

@@ -92,7 +92,11 @@ def test_a_window_sends_its_keys_direction_and_limit(
 ) -> None:
     database(http)
     http.post(ALL_DOCS, json={"total_rows": 0, "offset": 0, "rows": []})
-    got = list(couchids.window(client, "db", NEW_YEAR, NEW_YEAR + 1000, type="user", page_size=50))
+    got = list(
+        couchids.Database(client, "db").window(
+            NEW_YEAR, NEW_YEAR + 1000, type="user", batch_size=50
+        )
+    )
     assert got == []
     assert posts(http) == [
         {
@@ -120,8 +124,8 @@ def test_the_direction_follows_the_form(
     database(http)
     http.post(ALL_DOCS, json={"rows": []})
     list(
-        couchids.window(
-            client, "db", NEW_YEAR, NEW_YEAR + 1000, form=form, newest_first=newest_first
+        couchids.Database(client, "db", form=form).window(
+            NEW_YEAR, NEW_YEAR + 1000, newest_first=newest_first
         )
     )
     [sent] = posts(http)
@@ -141,14 +145,8 @@ def test_rows_only_when_docs_are_not_asked_for(
     ids = ids_between(KUUID_REVERSE, NEW_YEAR, 3)
     http.post(ALL_DOCS, json={"rows": [row(i) for i in ids]})
     got = list(
-        couchids.window(
-            client,
-            "db",
-            NEW_YEAR,
-            NEW_YEAR + 1000,
-            type="user",
-            form=KUUID_REVERSE,
-            include_docs=False,
+        couchids.Database(client, "db", form=KUUID_REVERSE).window(
+            NEW_YEAR, NEW_YEAR + 1000, type="user", include_docs=False
         )
     )
     assert posts(http)[0]["include_docs"] is False
@@ -164,16 +162,8 @@ def test_the_next_page_starts_at_the_last_id_and_asks_one_more(
     http.post(ALL_DOCS, json={"rows": [row(i) for i in ids[0:3]]})
     http.post(ALL_DOCS, json={"rows": [row(i) for i in ids[2:6]]})
     http.post(ALL_DOCS, json={"rows": [row(i) for i in ids[5:7]]})
-    got = couchids.window(
-        client,
-        "db",
-        NEW_YEAR,
-        NEW_YEAR + 1000,
-        type="user",
-        form=V7S,
-        newest_first=False,
-        page_size=3,
-        parallel=1,
+    got = couchids.Database(client, "db", form=V7S).window(
+        NEW_YEAR, NEW_YEAR + 1000, type="user", newest_first=False, batch_size=3, parallel=1
     )
     assert [d["_id"] for d in got] == ids
     sent = posts(http)
@@ -190,14 +180,8 @@ def test_a_short_page_ends_the_scan(http: responses.RequestsMock, client: Clouda
     http.post(ALL_DOCS, json={"rows": [row(i) for i in reversed(ids)]})
     for parallel in (1, 2):  # one page of 3; the first of slices, half a page of 6
         page_size = 3 * parallel
-        got = couchids.window(
-            client,
-            "db",
-            NEW_YEAR,
-            NEW_YEAR + 1000,
-            type="user",
-            page_size=page_size,
-            parallel=parallel,
+        got = couchids.Database(client, "db").window(
+            NEW_YEAR, NEW_YEAR + 1000, type="user", batch_size=page_size, parallel=parallel
         )
         assert len(list(got)) == 2
     assert [sent["limit"] for sent in posts(http)] == [3, 3]
@@ -209,12 +193,12 @@ def test_the_database_is_looked_up_once_per_client(
     database(http)
     http.post(ALL_DOCS, json={"rows": []})
     for _ in range(3):
-        couchids.latest(client, "db", 2, type="user")
-    list(couchids.window(client, "db", NEW_YEAR, NEW_YEAR + 1000))
+        couchids.Database(client, "db").latest(2, type="user")
+    list(couchids.Database(client, "db").window(NEW_YEAR, NEW_YEAR + 1000))
     assert [c.request.method for c in http.calls] == ["GET", "POST", "POST", "POST", "POST"]
     other = CloudantV1(authenticator=NoAuthAuthenticator())
     other.set_service_url(URL)
-    couchids.latest(other, "db", 2, type="user")
+    couchids.Database(other, "db").latest(2, type="user")
     assert [c.request.method for c in http.calls[5:]] == ["GET", "POST"]
 
 
@@ -237,15 +221,8 @@ def test_partition_requests_never_ask_for_more_than_2000_rows(
         responses.POST, PARTITION_ALL_DOCS, callback=answer, content_type="application/json"
     )
     got = list(
-        couchids.window(
-            client,
-            "db",
-            0,
-            NEW_YEAR,
-            type="user",
-            form=KUUID_REVERSE,
-            page_size=page_size,
-            parallel=parallel,
+        couchids.Database(client, "db", form=KUUID_REVERSE).window(
+            0, NEW_YEAR, type="user", batch_size=page_size, parallel=parallel
         )
     )
     assert len(got) == len(ids)
@@ -264,7 +241,7 @@ def test_a_429_is_retried_when_the_client_retries(
     ids = ids_between(KUUID, NEW_YEAR, 1)
     http.post(ALL_DOCS, status=429, json={"error": "too_many_requests", "reason": "slow down"})
     http.post(ALL_DOCS, json={"rows": [row(i) for i in ids]})
-    assert [d["_id"] for d in couchids.latest(client, "db", 1, type="user")] == ids
+    assert [d["_id"] for d in couchids.Database(client, "db").latest(1, type="user")] == ids
     assert len(posts(http)) == 2
 
 
@@ -275,7 +252,7 @@ def test_429s_past_the_retries_raise_rate_limited(
     database(http)
     http.post(ALL_DOCS, status=429, json={"error": "too_many_requests", "reason": "slow down"})
     with pytest.raises(RateLimitedError) as caught:
-        couchids.latest(client, "db", 1, type="user")
+        couchids.Database(client, "db").latest(1, type="user")
     assert caught.value.status == 429
     assert caught.value.__cause__ is not None
     assert len(posts(http)) == 3
@@ -287,7 +264,7 @@ def test_a_429_without_client_retries_raises_rate_limited(
     database(http)
     http.post(ALL_DOCS, status=429, json={"error": "too_many_requests", "reason": "slow down"})
     with pytest.raises(RateLimitedError):
-        couchids.latest(client, "db", 1, type="user")
+        couchids.Database(client, "db").latest(1, type="user")
     assert len(posts(http)) == 1
 
 
@@ -297,7 +274,7 @@ def test_refused_credentials_raise_unauthorized(
 ) -> None:
     http.get(f"{URL}/db", status=status, json={"error": "unauthorized", "reason": "no"})
     with pytest.raises(UnauthorizedError) as caught:
-        couchids.latest(client, "db", 1)
+        couchids.Database(client, "db").latest(1)
     assert caught.value.status == status
 
 
@@ -308,13 +285,13 @@ def test_a_missing_database_raises_not_found_before_any_row(
         f"{URL}/db", status=404, json={"error": "not_found", "reason": "Database does not exist."}
     )
     with pytest.raises(DatabaseNotFoundError):
-        couchids.window(client, "db", NEW_YEAR, NEW_YEAR + 1000)
+        couchids.Database(client, "db").window(NEW_YEAR, NEW_YEAR + 1000)
     # Not cached as "unpartitioned": the next call asks again.
     http.get(
         f"{URL}/db", status=404, json={"error": "not_found", "reason": "Database does not exist."}
     )
     with pytest.raises(DatabaseNotFoundError):
-        couchids.latest(client, "db")
+        couchids.Database(client, "db").latest()
 
 
 def test_a_server_error_on_a_later_page_is_raised_from_the_stream(
@@ -324,7 +301,9 @@ def test_a_server_error_on_a_later_page_is_raised_from_the_stream(
     ids = ids_between(KUUID, NEW_YEAR, 3)[::-1]
     http.post(ALL_DOCS, json={"rows": [row(i) for i in ids]})
     http.post(ALL_DOCS, status=500, json={"error": "unknown_error", "reason": "function_clause"})
-    stream = couchids.window(client, "db", NEW_YEAR, NEW_YEAR + 1000, type="user", page_size=3)
+    stream = couchids.Database(client, "db").window(
+        NEW_YEAR, NEW_YEAR + 1000, type="user", batch_size=3
+    )
     got = []
     with pytest.raises(ServerError) as caught:
         for doc in stream:
@@ -340,9 +319,9 @@ def test_latest_makes_one_request_once_warm(
     database(http)
     ids = ids_between(KUUID, NEW_YEAR, 10)[::-1]
     http.post(ALL_DOCS, json={"rows": [row(i) for i in ids]})
-    couchids.latest(client, "db", 10, type="user")
+    couchids.Database(client, "db").latest(10, type="user")
     before = len(http.calls)
-    assert [d["_id"] for d in couchids.latest(client, "db", 10, type="user")] == ids
+    assert [d["_id"] for d in couchids.Database(client, "db").latest(10, type="user")] == ids
     assert len(http.calls) - before == 1
     assert posts(http)[-1]["limit"] == 10
 
@@ -353,7 +332,7 @@ def test_latest_reads_on_past_foreign_ids(http: responses.RequestsMock, client: 
     stubs = ["user:" + NEXT_SECOND_KEY + "-notes", "user:" + NEXT_SECOND_KEY]  # descending
     http.post(ALL_DOCS, json={"rows": [row(i) for i in [*stubs, ids[0]]]})
     http.post(ALL_DOCS, json={"rows": [row(i) for i in ids]})
-    got = couchids.latest(client, "db", 3, type="user")
+    got = couchids.Database(client, "db").latest(3, type="user")
     assert [d["_id"] for d in got] == ids
     first, second = posts(http)
     assert first["limit"] == 3
@@ -364,12 +343,12 @@ def test_latest_reads_on_past_foreign_ids(http: responses.RequestsMock, client: 
 def test_bad_arguments_send_nothing(client: CloudantV1) -> None:
     with responses.RequestsMock() as http:
         with pytest.raises(InvalidTimeError):
-            couchids.window(client, "db", NEW_YEAR + 1, NEW_YEAR)
+            couchids.Database(client, "db").window(NEW_YEAR + 1, NEW_YEAR)
         with pytest.raises(InvalidArgumentError):
-            couchids.window(client, "db", NEW_YEAR, NEW_YEAR + 1, page_size=0)
+            couchids.Database(client, "db").window(NEW_YEAR, NEW_YEAR + 1, batch_size=0)
         with pytest.raises(InvalidArgumentError):
-            couchids.latest(client, "db", -1)
+            couchids.Database(client, "db").latest(-1)
         with pytest.raises(InvalidArgumentError):
-            couchids.latest(client, "db", True)
-        assert couchids.latest(client, "db", 0) == []
+            couchids.Database(client, "db").latest(True)
+        assert couchids.Database(client, "db").latest(0) == []
         assert len(http.calls) == 0

@@ -97,7 +97,11 @@ def test_couchids_messages_keep_their_words_with_an_ordinary_password(
     monkeypatch.setenv("CLOUDANT_PASSWORD", WORD)
     # The arguments are checked before anything is sent.
     with pytest.raises(couchids.InvalidTimeError) as caught:
-        list(couchids.window(client_for("http://127.0.0.1:9"), "db", "2030-01-01", "2020-01-01"))
+        list(
+            couchids.Database(client_for("http://127.0.0.1:9"), "db").window(
+                "2030-01-01", "2020-01-01"
+            )
+        )
     message = str(caught.value)
     assert message.endswith("; pass start <= end") and MASK not in message, message
 

@@ -32,11 +32,11 @@ def cloudant(url: str, defaults: dict[str, str] | None = None) -> CloudantV1:
 
 
 def sent_blocking(url: str, defaults: dict[str, str] | None = None) -> str | None:
-    """The Accept-Encoding of each request ``couchids.latest`` sends to ``url`` (all the same)."""
+    """The Accept-Encoding of each request ``Database.latest`` sends to ``url`` (all the same)."""
     with responses.RequestsMock() as mock:
         mock.get(f"{url}/db", json=DB_INFO)
         mock.post(f"{url}/db/_all_docs", json=NO_ROWS)
-        assert couchids.latest(cloudant(url, defaults), "db", 1) == []
+        assert couchids.Database(cloudant(url, defaults), "db").latest(1) == []
         (offered,) = {call.request.headers.get("Accept-Encoding") for call in mock.calls}
         return offered
 
@@ -53,7 +53,7 @@ def sent_async(url: str, defaults: dict[str, str] | None = None) -> str | None:
     async def main() -> None:
         http = httpx.AsyncClient(transport=httpx.MockTransport(answer))
         async with http, aio.AsyncClient(cloudant(url, defaults), http) as client:
-            assert await aio.latest(client, "db", 1) == []
+            assert await aio.AsyncDatabase(client, "db").latest(1) == []
 
     asyncio.run(main())
     (offered,) = set(seen)

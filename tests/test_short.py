@@ -25,7 +25,7 @@ from faultproxy import FaultProxy, all_docs, client_for, update_count
 from ibmcloudant.cloudant_v1 import CloudantV1
 from intercept import intercepted, path_of
 
-from couchids import AllocationFailed, InvalidArgumentError, bulk_create, create_short
+from couchids import AllocationFailed, Database, InvalidArgumentError
 from couchids.core.protocol import RetryPolicy, delete_revision
 from couchids.core.short import ALLOC_FIELD, SHORT_ID, format_day, random_nonce
 from couchids.drivers.blocking import database_facts, run
@@ -198,8 +198,8 @@ def test_forty_concurrent_writers_get_two_hundred_distinct_ids(
         start.wait()
         try:
             for seq in range(5):
-                result = create_short(
-                    own, db, {"writer": number, "seq": seq}, now=NOW, timeout=None
+                result = Database(own, db).create_short(
+                    {"writer": number, "seq": seq}, timestamp=NOW, timeout=None
                 )
                 with lock:
                     results[(number, seq)] = result.id
@@ -225,7 +225,7 @@ def test_forty_concurrent_writers_get_two_hundred_distinct_ids(
 
 def fill_two_letter_ids(client: CloudantV1, db: str) -> None:
     ids = [f"{DAY}-{a}{b}" for a, b in itertools.product(SHORT_ID_ALPHABET, repeat=2)]
-    bulk_create(client, db, [{"_id": doc_id, "filler": True} for doc_id in ids])
+    Database(client, db).bulk_create([{"_id": doc_id, "filler": True} for doc_id in ids])
     assert len(all_docs(client, db)) == 400
 
 
@@ -264,7 +264,7 @@ def test_allocation_fails_when_every_try_is_taken_and_leaves_nothing_behind(
 def test_allocation_fails_when_the_day_is_full(client: CloudantV1, db: str) -> None:
     fill_two_letter_ids(client, db)
     three = [f"{DAY}-{n}" for n in ("bbb", "bbc")]
-    bulk_create(client, db, [{"_id": doc_id, "filler": True} for doc_id in three])
+    Database(client, db).bulk_create([{"_id": doc_id, "filler": True} for doc_id in three])
     before = db_state(client, db)
     taken_three = itertools.cycle(three)
 
@@ -273,7 +273,7 @@ def test_allocation_fails_when_the_day_is_full(client: CloudantV1, db: str) -> N
         return random_nonce(2) if length == 2 else next(taken_three)[-3:]
 
     with pytest.raises(AllocationFailed):
-        create_short(client, db, {"n": 1}, now=NOW, rng=rng)
+        Database(client, db).create_short({"n": 1}, timestamp=NOW, rng=rng)
     assert db_state(client, db) == before
 
 
@@ -312,7 +312,7 @@ def test_a_202_beside_another_writers_revision_gives_the_id_up_and_leaves_theirs
         return answer
 
     with intercepted(own, put_beside_rival):
-        result = create_short(own, db, {"n": 1}, now=NOW, rng=scripted("bc", "bd"))
+        result = Database(own, db).create_short({"n": 1}, timestamp=NOW, rng=scripted("bc", "bd"))
     assert result.id == f"{DAY}-bd"
     standing = client.get_document(db=db, doc_id=rival["_id"], conflicts=True).get_result()
     assert standing[ALLOC_FIELD] == "rival" and "_conflicts" not in standing, "ours deleted"
@@ -354,7 +354,7 @@ def test_a_201_owns_the_id_even_when_a_minority_revision_replicates_in_later(
         return answer
 
     with intercepted(own, put_then_rival):
-        result = create_short(own, db, {"n": 1}, now=NOW, rng=scripted("bc"))
+        result = Database(own, db).create_short({"n": 1}, timestamp=NOW, rng=scripted("bc"))
     assert result.id == f"{DAY}-bc"
     leaves = client.get_document(db=db, doc_id=result.id, conflicts=True).get_result()
     assert {leaves["_rev"], *leaves["_conflicts"]} == {result.rev, "1-" + "f" * 32}
@@ -423,5 +423,5 @@ def test_create_short_refuses_documents_it_would_have_to_change(
 ) -> None:
     before = db_state(client, db)
     with pytest.raises(InvalidArgumentError, match=re.escape(words)):
-        create_short(client, db, doc, now=NOW)
+        Database(client, db).create_short(doc, timestamp=NOW)
     assert db_state(client, db) == before

@@ -18,10 +18,10 @@ from couchids import (
     KUUID_MS_REVERSE,
     V7,
     V7S,
+    Database,
     InvalidIdError,
     InvalidTypeError,
     TypedId,
-    create,
     decode,
 )
 
@@ -222,7 +222,7 @@ def test_ibmcloudant_and_create_take_typed_ids(client: CloudantV1, db: str) -> N
     client.put_document(db=db, doc_id=user, document={"_id": user, "n": 1})
     assert client.get_document(db=db, doc_id=user).get_result()["_id"] == user
     order = TtOrderId.new()
-    result = create(client, db, {"_id": order, "user": user}, type="tt-order")
+    result = Database(client, db).create({"_id": order, "user": user}, type="tt-order")
     assert result.id == order
     stored = client.get_document(db=db, doc_id=order).get_result()
     assert stored["user"] == user and TypedId.parse(stored["_id"]) == order

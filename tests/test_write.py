@@ -33,14 +33,13 @@ from couchids import (
     V7S,
     BulkWriteError,
     ConflictError,
+    Database,
     DatabaseNotFoundError,
     InvalidArgumentError,
     InvalidTypeError,
     ServerError,
     UnauthorizedError,
     WriteResult,
-    bulk_create,
-    create,
     decode,
 )
 from couchids.core.protocol import MAX_RETRY_AFTER, RetryPolicy
@@ -79,26 +78,26 @@ def test_create_stores_the_document_under_a_new_id_of_the_type_and_time(
 
 
 def test_create_uses_the_form(client: CloudantV1, db: str) -> None:
-    result = create(client, db, {}, type="order", timestamp=WHEN, form=V7S)
+    result = Database(client, db, form=V7S).create({}, type="order", timestamp=WHEN)
     assert str(decode(result.id).form) == "v7s"
     assert decode(result.id).timestamp == WHEN
 
 
 def test_ids_of_successive_creates_sort_by_time(client: CloudantV1, db: str) -> None:
     times = ["2024-01-01T00:00:01Z", "2023-12-31T23:59:59Z", "2024-06-01T00:00:00Z"]
-    ids = {t: create(client, db, {"t": t}, timestamp=t).id for t in times}
+    ids = {t: Database(client, db).create({"t": t}, timestamp=t).id for t in times}
     assert sorted(ids, key=ids.__getitem__) == sorted(times)
 
 
 def test_an_own_id_is_kept(client: CloudantV1, db: str) -> None:
-    result = create(client, db, {"_id": "user:ada", "x": 1}, type="user")
+    result = Database(client, db).create({"_id": "user:ada", "x": 1}, type="user")
     assert result.id == "user:ada"
     assert client.get_document(db=db, doc_id="user:ada").get_result()["x"] == 1
 
 
 def test_an_own_id_matching_type_and_time_is_accepted(client: CloudantV1, db: str) -> None:
     own = KUUID_MS.new(WHEN, type="user")
-    result = create(client, db, {"_id": own}, type="user", timestamp=WHEN, form=KUUID_MS)
+    result = Database(client, db, form=KUUID_MS).create({"_id": own}, type="user", timestamp=WHEN)
     assert result.id == own
 
 
@@ -126,14 +125,14 @@ def test_create_refuses_documents_it_cannot_store_safely(
 ) -> None:
     seq = update_count(client, db)
     with pytest.raises(InvalidArgumentError, match=re.escape(words)):
-        create(client, db, doc, **kwargs)  # type: ignore[arg-type]
+        Database(client, db).create(doc, **kwargs)  # type: ignore[arg-type]
     assert update_count(client, db) == seq, "nothing was written"
 
 
 @pytest.mark.parametrize("doc", [["a"], "text", None])
 def test_create_refuses_what_is_not_a_json_object(client: CloudantV1, db: str, doc: object) -> None:
     with pytest.raises(InvalidArgumentError, match="JSON object"):
-        create(client, db, doc)  # type: ignore[arg-type]
+        Database(client, db).create(doc)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -144,12 +143,12 @@ def test_create_refuses_bad_retry_settings(
     client: CloudantV1, db: str, kwargs: dict[str, object], words: str
 ) -> None:
     with pytest.raises(InvalidArgumentError, match=re.escape(words)):
-        create(client, db, {}, **kwargs)  # type: ignore[arg-type]
+        Database(client, db).create({}, **kwargs)  # type: ignore[arg-type]
 
 
 def test_create_refuses_a_bad_type(client: CloudantV1, db: str) -> None:
     with pytest.raises(InvalidTypeError):
-        create(client, db, {}, type="bad type")
+        Database(client, db).create({}, type="bad type")
 
 
 def test_writing_the_same_document_again_is_a_duplicate_not_a_second_copy(
@@ -221,7 +220,7 @@ def test_the_retries_run_out_with_a_server_error_and_nothing_stored(
 ) -> None:
     proxy.fail("503-before", method="PUT", path=f"^/{db}/", times=3)
     with pytest.raises(ServerError, match="503") as caught:
-        create(via_proxy, db, {"n": 1}, retries=2, backoff=0)
+        Database(via_proxy, db).create({"n": 1}, retries=2, backoff=0)
     assert caught.value.status == 503
     # A 503 may follow a write the server carried out: the caller is told, with the id.
     assert caught.value.stored is None and caught.value.doc_id is not None
@@ -235,7 +234,7 @@ def test_a_missing_database_is_raised_at_once(
     via_proxy: CloudantV1, proxy: FaultProxy, db: str
 ) -> None:
     with pytest.raises(DatabaseNotFoundError, match=f"{db}_gone"):
-        create(via_proxy, f"{db}_gone", {"n": 1})
+        Database(via_proxy, f"{db}_gone").create({"n": 1})
     assert len(proxy.requests("PUT")) == 1, "not retried"
 
 
@@ -246,7 +245,7 @@ def test_an_unreachable_server_is_a_server_error_with_status_0() -> None:
         r"document '.+' was not "
     )
     with pytest.raises(ServerError, match=refused) as caught:
-        create(nobody, "db", {}, retries=1, backoff=0)
+        Database(nobody, "db").create({}, retries=1, backoff=0)
     assert caught.value.status == 0
     assert caught.value.stored is False and caught.value.doc_id is not None
     assert isinstance(caught.value.__cause__, requests.ConnectionError)
@@ -259,7 +258,7 @@ def test_create_sends_one_put_without_rev_and_honours_a_429() -> None:
         url, status=429, json={"error": "too_many_requests"}, headers={"Retry-After": "0"}
     )
     responses.put(url, status=201, json={"ok": True, "id": "x", "rev": "1-a"})
-    result = create(client_for("http://couch.test"), "orders", {"n": 1}, type="user")
+    result = Database(client_for("http://couch.test"), "orders").create({"n": 1}, type="user")
     assert result.rev == "1-a"
     assert len(responses.calls) == 2
     for call in responses.calls:
@@ -398,7 +397,7 @@ def test_a_batch_sharing_an_id_with_the_one_in_flight_waits_for_it(
 def test_bulk_create_of_nothing_sends_nothing(
     via_proxy: CloudantV1, proxy: FaultProxy, db: str
 ) -> None:
-    assert bulk_create(via_proxy, db, []) == []
+    assert Database(via_proxy, db).bulk_create([]) == []
     assert proxy.log == []
 
 
@@ -504,7 +503,7 @@ def test_a_bad_document_stops_the_call_before_its_batch_is_sent(
 ) -> None:
     docs: list[object] = [{"n": i} for i in range(650)] + [bad]
     with pytest.raises(InvalidArgumentError, match=words) as caught:
-        bulk_create(via_proxy, db, docs, batch_size=100)  # type: ignore[arg-type]
+        Database(via_proxy, db).bulk_create(docs, batch_size=100)  # type: ignore[arg-type]
     assert "600 documents before it were handled first (600 stored)" in str(caught.value)
     assert len(proxy.requests("POST", "_bulk_docs")) == 6, "the batches before it, not its own"
     results = caught.value.results
@@ -517,12 +516,12 @@ def test_bulk_create_refuses_bad_arguments(
     client: CloudantV1, db: str, docs: object, size: int
 ) -> None:
     with pytest.raises(InvalidArgumentError):
-        bulk_create(client, db, docs, batch_size=size)  # type: ignore[arg-type]
+        Database(client, db).bulk_create(docs, batch_size=size)  # type: ignore[arg-type]
 
 
 def test_a_whole_request_failure_is_raised_as_its_server_error(client: CloudantV1, db: str) -> None:
     with pytest.raises(DatabaseNotFoundError):
-        bulk_create(client, f"{db}_gone", [{"n": 1}])
+        Database(client, f"{db}_gone").bulk_create([{"n": 1}])
 
 
 def test_a_bulk_call_rerun_with_own_ids_reports_duplicates(
@@ -568,7 +567,7 @@ def test_a_stored_document_of_other_json_types_is_a_conflict_not_a_duplicate(
     client.put_document(db=db, doc_id="order:1", document=stored)
     before = all_docs(client, db)
     with pytest.raises(ConflictError, match="a different document already has id 'order:1'"):
-        create(client, db, {"_id": "order:1", **ours})
+        Database(client, db).create({"_id": "order:1", **ours})
     assert all_docs(client, db) == before
 
 
@@ -587,7 +586,7 @@ def test_the_same_json_in_another_key_order_or_number_spelling_is_a_duplicate(
     client: CloudantV1, db: str, stored: dict[str, object], ours: dict[str, object]
 ) -> None:
     rev = client.put_document(db=db, doc_id="order:1", document=stored).get_result()["rev"]
-    assert create(client, db, {"_id": "order:1", **ours}) == WriteResult(
+    assert Database(client, db).create({"_id": "order:1", **ours}) == WriteResult(
         "order:1", rev, duplicate=True
     )
 
@@ -599,7 +598,7 @@ def test_a_retried_create_with_attachments_is_stored_once(
     proxy: FaultProxy, via_proxy: CloudantV1, client: CloudantV1, db: str
 ) -> None:
     proxy.fail("503-after", method="PUT", times=1)
-    result = create(via_proxy, db, {"n": 1, "_attachments": HELLO}, type="file")
+    result = Database(via_proxy, db).create({"n": 1, "_attachments": HELLO}, type="file")
     assert result.duplicate is True
     assert [e.outcome for e in proxy.requests("PUT")] == ["503-after", "forwarded"]
     stored = client.get_document(db=db, doc_id=result.id, attachments=True).get_result()
@@ -619,12 +618,12 @@ def test_a_retried_create_with_attachments_is_stored_once(
 def test_other_attachments_under_the_id_are_a_conflict(
     client: CloudantV1, db: str, attachments: dict[str, object] | None
 ) -> None:
-    create(client, db, {"_id": "file:1", "n": 1, "_attachments": HELLO})
+    Database(client, db).create({"_id": "file:1", "n": 1, "_attachments": HELLO})
     ours: dict[str, object] = {"_id": "file:1", "n": 1}
     if attachments is not None:
         ours["_attachments"] = attachments
     with pytest.raises(ConflictError):
-        create(client, db, ours)
+        Database(client, db).create(ours)
 
 
 def test_a_202_is_a_stored_write(
@@ -689,7 +688,7 @@ def create_via_lagging_copy(
 
         try:
             with intercepted(lagging_client, put_then_replicate):
-                result = create(lagging_client, db, doc)
+                result = Database(lagging_client, db).create(doc)
         except ConflictError:
             return "conflict"
         return "duplicate" if result.duplicate else "stored"

@@ -25,13 +25,11 @@ from couchids import (
     V7,
     BulkWriteError,
     ConflictError,
+    Database,
     InvalidArgumentError,
     InvalidInputError,
     RateLimitedError,
     ServerError,
-    bulk_create,
-    bulk_create_iter,
-    create,
     keyed_id,
 )
 
@@ -46,18 +44,22 @@ AT = "2024-05-01T12:00:00Z"
 def test_a_keyed_create_run_again_is_a_duplicate_under_the_same_id(
     client: CloudantV1, db: str
 ) -> None:
-    first = create(client, db, HAND, type="settlement", key="settle:table-7:hand-42", timestamp=AT)
+    first = Database(client, db).create(
+        HAND, type="settlement", key="settle:table-7:hand-42", timestamp=AT
+    )
     assert first.id == keyed_id("settle:table-7:hand-42", AT, type="settlement")
-    again = create(client, db, HAND, type="settlement", key="settle:table-7:hand-42", timestamp=AT)
+    again = Database(client, db).create(
+        HAND, type="settlement", key="settle:table-7:hand-42", timestamp=AT
+    )
     assert (again.id, again.rev, again.duplicate) == (first.id, first.rev, True)
     assert len(all_docs(client, db)) == 1
 
 
 def test_a_keyed_create_with_other_content_is_a_conflict(client: CloudantV1, db: str) -> None:
-    create(client, db, HAND, key="k", timestamp=AT, form=V7)
+    Database(client, db, form=V7).create(HAND, key="k", timestamp=AT)
     seq = update_count(client, db)
     with pytest.raises(ConflictError, match="a different document already has id") as caught:
-        create(client, db, {**HAND, "won": 41}, key="k", timestamp=AT, form=V7)
+        Database(client, db, form=V7).create({**HAND, "won": 41}, key="k", timestamp=AT)
     assert caught.value.doc_id == keyed_id("k", AT, form=V7)
     assert caught.value.stored is False
     assert update_count(client, db) == seq
@@ -72,8 +74,8 @@ def test_a_keyed_bulk_job_run_again_stores_nothing_twice(client: CloudantV1, db:
         "timestamp": lambda d: d["at"],
         "batch_size": 50,
     }
-    first = bulk_create(client, db, docs[:70], **options)
-    again = bulk_create(client, db, docs, **options)
+    first = Database(client, db).bulk_create(docs[:70], **options)
+    again = Database(client, db).bulk_create(docs, **options)
     assert [r.id for r in again[:70]] == [r.id for r in first]
     assert [r.duplicate for r in again] == [True] * 70 + [False] * 50
     assert len(all_docs(client, db)) == 120
@@ -97,13 +99,13 @@ def test_create_refuses_before_sending_anything(
 ) -> None:
     seq = update_count(client, db)
     with pytest.raises(InvalidArgumentError, match=re.escape(words)):
-        create(client, db, doc, **kwargs)
+        Database(client, db).create(doc, **kwargs)
     assert update_count(client, db) == seq
 
 
 def test_attachments_are_a_field_a_new_document_may_have(client: CloudantV1, db: str) -> None:
     attachment = {"note.txt": {"content_type": "text/plain", "data": "aGVsbG8="}}
-    result = create(client, db, {"_attachments": attachment})
+    result = Database(client, db).create({"_attachments": attachment})
     stored = client.get_document(db=db, doc_id=result.id).get_result()
     assert stored["_attachments"]["note.txt"]["length"] == 5
 
@@ -123,7 +125,7 @@ def test_bulk_create_refuses_bad_keys_and_times(
 ) -> None:
     docs = [{"missing": "a"}, {"n": 1}]
     with pytest.raises(InvalidInputError, match=re.escape(words)):
-        bulk_create(client, db, docs, **kwargs)
+        Database(client, db).bulk_create(docs, **kwargs)
     assert all_docs(client, db) == {}
 
 
@@ -236,7 +238,7 @@ def test_rows_answered_too_many_requests_are_sent_again() -> None:
     responses.post(url, status=201, json=bulk_answer(limited))
     responses.post(url, status=201, json=bulk_answer([("d1", "too_many_requests"), ("d3", None)]))
     responses.post(url, status=201, json=bulk_answer([("d1", None)]))
-    results = bulk_create(client_for("http://couch.test"), "db", docs, backoff=0)
+    results = Database(client_for("http://couch.test"), "db").bulk_create(docs, backoff=0)
     assert [sent_ids(call) for call in responses.calls] == [
         ["d0", "d1", "d2", "d3"],
         ["d1", "d3"],
@@ -251,7 +253,9 @@ def test_rows_still_rate_limited_when_the_retries_run_out_are_reported_not_store
     responses.post(url, status=201, json=bulk_answer([("a", None), ("b", "too_many_requests")]))
     responses.post(url, status=201, json=bulk_answer([("b", "too_many_requests")]))
     with pytest.raises(BulkWriteError, match="1 of 2 documents") as caught:
-        bulk_create(client_for("http://couch.test"), "db", [{"_id": "a"}, {"_id": "b"}], retries=1)
+        Database(client_for("http://couch.test"), "db").bulk_create(
+            [{"_id": "a"}, {"_id": "b"}], retries=1
+        )
     failed = caught.value.failed
     assert [r.id for r in failed] == ["b"]
     error = failed[0].error
@@ -268,7 +272,7 @@ def test_a_failed_batch_reports_every_document_with_its_id(
     # sent while the second was in flight; the fourth is never read.
     proxy.fail("503-after", method="POST", path="_bulk_docs", times=3, containing='"n":10,')
     with pytest.raises(ServerError, match="503") as caught:
-        bulk_create(via_proxy, db, docs, batch_size=10, retries=2, backoff=0)
+        Database(via_proxy, db).bulk_create(docs, batch_size=10, retries=2, backoff=0)
     error = caught.value
     assert "these documents may have been stored" in str(error)
     assert "10 documents before it were handled first (10 stored)" in str(error)
@@ -279,8 +283,8 @@ def test_a_failed_batch_reports_every_document_with_its_id(
     assert all(r.error is error for r in results[10:20]) and error.stored is None
     assert set(all_docs(client, db)) == {r.id for r in results}, "all three batches stored"
     # Run again with the ids the error reported: stored once, reported as duplicates.
-    again = bulk_create(
-        client, db, [{"_id": r.id, "n": n} for n, r in enumerate(results)], batch_size=10
+    again = Database(client, db).bulk_create(
+        [{"_id": r.id, "n": n} for n, r in enumerate(results)], batch_size=10
     )
     assert [r.duplicate for r in again] == [True] * 30
     assert len(all_docs(client, db)) == 30
@@ -305,7 +309,7 @@ def test_the_iterator_reads_the_input_a_batch_at_a_time(client: CloudantV1, db: 
             read.append(n)
             yield {"n": n}
 
-    results = bulk_create_iter(client, db, docs(), batch_size=10)
+    results = Database(client, db).bulk_create_iter(docs(), batch_size=10)
     assert read == [], "nothing is read before the first result is asked for"
     next(results)
     assert read == list(range(20)), "the next batch is read while the first is written"

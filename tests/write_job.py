@@ -27,8 +27,8 @@ from faultproxy import client_for
 import couchids
 
 START_MS = 1_714_564_800_000  # 2024-05-01T12:00:00Z
-#: The functions ``--memory`` can measure.
-WRITERS = {"bulk_create_iter": couchids.bulk_create_iter, "bulk_create": couchids.bulk_create}
+#: The methods of :class:`couchids.Database` ``--memory`` can measure.
+WRITERS = ("bulk_create_iter", "bulk_create")
 
 
 def hands(count: int) -> Iterator[dict[str, Any]]:
@@ -65,15 +65,17 @@ def main() -> int:
         "timestamp": lambda doc: doc["at"],
     }
     if "--memory" in sys.argv:
-        write = WRITERS[sys.argv[sys.argv.index("--memory") + 1]]
-        couchids.bulk_create(client, db, hands(1000), **options)  # warm up the client
+        name = sys.argv[sys.argv.index("--memory") + 1]
+        assert name in WRITERS, name
+        handle = couchids.Database(client, db)
+        handle.bulk_create(hands(1000), **options)  # warm up the client
         before = peak_kib()
-        stored = sum(r.ok for r in write(client, db, hands(count), **options))
+        stored = sum(r.ok for r in getattr(handle, name)(hands(count), **options))
         peak = peak_kib()
         print(stored, peak - before, flush=True)
         return 0
     out = sys.stdout
-    for result in couchids.bulk_create_iter(client, db, hands(count), **options):
+    for result in couchids.Database(client, db).bulk_create_iter(hands(count), **options):
         state = "error" if result.error else "duplicate" if result.duplicate else "new"
         out.write(f"{result.id} {state}\n")
         out.flush()
