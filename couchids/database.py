@@ -1172,7 +1172,7 @@ class Database:
             continuous=continuous,
             create_target=create_target,
         )
-        policy = RetryPolicy.checked(DEFAULT_RETRIES, DEFAULT_BACKOFF, timeout, "replicate")
+        policy = RetryPolicy.within(timeout, "replicate")
         run(self.client, replication.start(self._facts, [plan], policy))
         return Replication(self.client, [plan])
 

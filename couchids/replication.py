@@ -17,7 +17,7 @@ from typing import Any
 from ibmcloudant.cloudant_v1 import CloudantV1
 
 from couchids.core import replication
-from couchids.core.protocol import DEFAULT_BACKOFF, DEFAULT_RETRIES, DEFAULT_TIMEOUT, RetryPolicy
+from couchids.core.protocol import DEFAULT_TIMEOUT, RetryPolicy
 from couchids.core.replication import ReplicationPlan, ReplicationStatus
 from couchids.drivers.blocking import (
     check_client,
@@ -76,7 +76,8 @@ class Replication:
         """Where the replication stands now, from the server's ``_scheduler/docs``.
 
         Args:
-            timeout: seconds the call may take (one request per document); default 60.
+            timeout: seconds the whole call may take (a request or two per document, with
+                their retries); default 60.
 
         Returns:
             A :class:`~couchids.core.replication.ReplicationStatus`: its ``state``
@@ -91,7 +92,7 @@ class Replication:
 
             (job.status()).state  # 'running'
         """
-        policy = RetryPolicy.checked(DEFAULT_RETRIES, DEFAULT_BACKOFF, timeout, "status")
+        policy = RetryPolicy.within(timeout, "status")
         program = replication.status(self._facts, self.doc_ids, policy, self._secrets, self._ended)
         return run(self.client, program)
 
@@ -103,6 +104,9 @@ class Replication:
 
         Args:
             timeout: seconds to wait at most, ``None`` (the default) for as long as it takes.
+                It bounds the whole wait: every request of every poll, its retries and the
+                pauses between polls. Without it, each poll still gives up after 60 s
+                without an answer (``ServerTimeoutError``).
 
         Raises:
             ReplicationFailed: the server gave up on it (``failed``), it was cancelled, or it
@@ -110,7 +114,7 @@ class Replication:
                 credentials refused) or still crashing when ``timeout`` ran out; the message
                 says the server's reason.
             ServerTimeoutError: ``timeout`` ran out while it was still under way (it goes
-                on: wait again, or cancel it).
+                on: wait again, or cancel it), or while the server did not answer a poll.
             ServerError: (and subclasses) the server failed.
 
         Example::
@@ -134,7 +138,8 @@ class Replication:
         Documents it copied stay in the target.
 
         Args:
-            timeout: seconds the call may take; default 60.
+            timeout: seconds the whole call may take, every read, deletion and retry
+                included; default 60.
 
         Returns:
             Whether a document of it was still there to delete.
@@ -146,6 +151,6 @@ class Replication:
 
             job.cancel()  # True; again: False
         """
-        policy = RetryPolicy.checked(DEFAULT_RETRIES, DEFAULT_BACKOFF, timeout, "cancel")
+        policy = RetryPolicy.within(timeout, "cancel")
         program = replication.cancel(self._facts, self.doc_ids, policy)
         return run(self.client, program)

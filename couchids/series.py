@@ -57,6 +57,7 @@ from couchids.core.protocol import (
     DEFAULT_TIMEOUT,
     FactsCache,
     RetryPolicy,
+    one_deadline,
 )
 from couchids.core.scan import Checkpoint
 from couchids.core.series import PeriodDocs, PlacedResults, SeriesExpireReport
@@ -180,7 +181,7 @@ class Series:
 
             events.databases()  # ['events-2026-10', 'events-2026-11']
         """
-        policy = RetryPolicy.checked(DEFAULT_RETRIES, DEFAULT_BACKOFF, timeout, "databases")
+        policy = RetryPolicy.within(timeout, "databases")
         listed = run(self.client, series.list_databases(self.layout, policy))
         return [name for _, name in listed]
 
@@ -197,8 +198,8 @@ class Series:
 
         Args:
             ahead: periods after the current one, 0 to 366.
-            timeout: seconds each database's creation may take, retries included (default
-                60).
+            timeout: seconds the whole call may take, every database's creation and its
+                retries included (default 60).
 
         Raises:
             InvalidArgumentError: a bad ``ahead`` or ``timeout``; nothing is created.
@@ -210,7 +211,7 @@ class Series:
 
             events.prepare(ahead=2)  # ['events-2026-11', 'events-2026-12', 'events-2027-01']
         """
-        policy = RetryPolicy.checked(DEFAULT_RETRIES, DEFAULT_BACKOFF, timeout, "prepare")
+        policy = RetryPolicy.within(timeout, "prepare")
         program = series.prepare(self._facts, self.layout, to_ms(None), ahead, policy)
         return run(self.client, program)
 
@@ -240,8 +241,8 @@ class Series:
                 ``_id`` must be an id of the series' form.
             timestamp: the document's own time, in its id, which picks its period (default
                 now).
-            timeout: seconds the write may take, retries included (default 60); the creation
-                of a missing database has as long again.
+            timeout: seconds the whole call may take (default 60): the write with its
+                retries, and the creation of a missing database and the write sent again.
 
         Returns:
             :class:`~couchids.WriteResult` with ``id``, ``rev`` and ``duplicate``.
@@ -259,7 +260,19 @@ class Series:
         when = self._time_of(doc, timestamp, key)
         period = self.layout.period_at(to_ms(when))
         db = self._database(period)
-        try:
+        with one_deadline(RetryPolicy.checked(retries, backoff, timeout, "create")):
+            try:
+                return db.create(
+                    doc,
+                    type=type,
+                    timestamp=when,
+                    key=key,
+                    retries=retries,
+                    backoff=backoff,
+                    timeout=timeout,
+                )
+            except DatabaseNotFoundError:
+                self._make(period, timeout)
             return db.create(
                 doc,
                 type=type,
@@ -269,17 +282,6 @@ class Series:
                 backoff=backoff,
                 timeout=timeout,
             )
-        except DatabaseNotFoundError:
-            self._make(period, timeout)
-        return db.create(
-            doc,
-            type=type,
-            timestamp=when,
-            key=key,
-            retries=retries,
-            backoff=backoff,
-            timeout=timeout,
-        )
 
     def bulk_create(
         self,
@@ -414,7 +416,9 @@ class Series:
         again (once).
 
         Args:
-            doc, rng, retries, backoff, timeout: as for :meth:`Database.create_short`.
+            doc, rng, retries, backoff: as for :meth:`Database.create_short`.
+            timeout: seconds the whole call may take (default 60): every try and retry, and
+                the creation of a missing database and the tries sent again.
             timestamp: the document's own time, which picks its period and whose UTC date
                 starts the id (default now, read once).
 
@@ -429,15 +433,16 @@ class Series:
         when = datetime.now(UTC) if timestamp is None else timestamp
         period = self.layout.period_at(to_ms(when))
         db = self._database(period)
-        try:
+        with one_deadline(RetryPolicy.checked(retries, backoff, timeout, "create_short")):
+            try:
+                return db.create_short(
+                    doc, timestamp=when, rng=rng, retries=retries, backoff=backoff, timeout=timeout
+                )
+            except DatabaseNotFoundError:
+                self._make(period, timeout)
             return db.create_short(
                 doc, timestamp=when, rng=rng, retries=retries, backoff=backoff, timeout=timeout
             )
-        except DatabaseNotFoundError:
-            self._make(period, timeout)
-        return db.create_short(
-            doc, timestamp=when, rng=rng, retries=retries, backoff=backoff, timeout=timeout
-        )
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -740,8 +745,9 @@ class Series:
                 period).
             type, continuous, create_target, server_url: as for
                 :meth:`Database.replicate`.
-            timeout: seconds the listing and each start may take, retries included (default
-                60).
+            timeout: seconds the whole call may take, the listing and every start with
+                their retries included (default 60); the handle's ``wait`` waits for the
+                replication itself.
 
         Raises:
             InvalidTimeError: unreadable times, or ``end`` before ``start``.
@@ -765,7 +771,7 @@ class Series:
                 f"target={target!r} is a database of the series {self.prefix!r}: replicate "
                 "into a database outside it"
             )
-        policy = RetryPolicy.checked(DEFAULT_RETRIES, DEFAULT_BACKOFF, timeout, "replicate")
+        policy = RetryPolicy.within(timeout, "replicate")
         listed = run(self.client, series.list_databases(self.layout, policy))
         reached = [
             (period, name)
@@ -815,7 +821,7 @@ class Series:
 
     def _make(self, period: Period, timeout: float | None) -> None:
         """Create the database of ``period``, for a write that found it missing."""
-        policy = RetryPolicy.checked(DEFAULT_RETRIES, DEFAULT_BACKOFF, timeout, "create")
+        policy = RetryPolicy.within(timeout, "create")
         program = series.create_database(
             self._facts,
             self.layout.name(period),

@@ -15,6 +15,10 @@ behind took it), and ``"404-before"`` answers 404 without forwarding (a read tha
 copy the write has not reached yet). Every request and what the proxy did with it is kept in
 :attr:`FaultProxy.log`.
 
+Two play a server that stops answering: ``"hang"`` holds the request without forwarding it and
+never answers (the connection closes when the proxy stops), and ``"slow"`` holds it for the
+``seconds`` given, then forwards it and answers (a server taking that long to answer).
+
     with FaultProxy(couch_url) as proxy:
         proxy.fail("503-after", method="PUT", times=1)
         client.set_service_url(proxy.url)
@@ -37,7 +41,15 @@ from ibm_cloud_sdk_core.authenticators import NoAuthAuthenticator
 from ibmcloudant.cloudant_v1 import CloudantV1
 
 Mode = Literal[
-    "503-after", "drop-after", "503-before", "drop-before", "202-after", "409-after", "404-before"
+    "503-after",
+    "drop-after",
+    "503-before",
+    "drop-before",
+    "202-after",
+    "409-after",
+    "404-before",
+    "hang",
+    "slow",
 ]
 MODES: tuple[Mode, ...] = (
     "503-after",
@@ -47,6 +59,8 @@ MODES: tuple[Mode, ...] = (
     "202-after",
     "409-after",
     "404-before",
+    "hang",
+    "slow",
 )
 _CONFLICT = b'{"error":"conflict","reason":"Document update conflict. (the test proxy)"}'
 
@@ -80,6 +94,8 @@ class _Rule:
     skip: int
     #: Text the request's body must hold, if any.
     containing: bytes | None = None
+    #: How long a ``"slow"`` request is held before it is forwarded.
+    seconds: float = 0.0
 
     def matches(self, method: str, path: str, body: bytes) -> bool:
         return (
@@ -129,6 +145,8 @@ class FaultProxy:
         self._company: re.Pattern[str] | None = None
         self._company_wait = 0.0
         self._rules: list[_Rule] = []
+        #: Set when the proxy stops: the requests it holds are let go of.
+        self._stopping = threading.Event()
         self._lock = threading.Lock()
         self._arrived = threading.Condition(self._lock)
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
@@ -155,6 +173,7 @@ class FaultProxy:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        self._stopping.set()
         self._server.shutdown()
         self._server.server_close()
         self._thread.join()
@@ -168,17 +187,19 @@ class FaultProxy:
         times: int = 1,
         after: int = 0,
         containing: str | None = None,
+        seconds: float = 0.0,
     ) -> None:
         """Make ``times`` requests with ``method`` (and a path matching the regex ``path``, and
         a body holding the text ``containing``, if given) fail in ``mode``, after letting the
         next ``after`` such requests through. ``containing`` picks one of requests sent
-        concurrently, such as one batch of a bulk write, whatever their order of arrival."""
+        concurrently, such as one batch of a bulk write, whatever their order of arrival.
+        ``seconds`` is how long a ``"slow"`` request is held."""
         if mode not in MODES:
             raise ValueError(f"mode={mode!r}: one of {MODES}")
         pattern = re.compile(path) if path is not None else None
         wanted = containing.encode() if containing is not None else None
         with self._lock:
-            self._rules.append(_Rule(mode, method.upper(), pattern, times, after, wanted))
+            self._rules.append(_Rule(mode, method.upper(), pattern, times, after, wanted, seconds))
 
     def hold_for_company(self, path: str, *, seconds: float) -> None:
         """From now on, hold each request whose path matches the regex ``path`` until another
@@ -202,7 +223,9 @@ class FaultProxy:
                 if entry.method == method and (path is None or re.search(path, entry.path))
             ]
 
-    def _decide(self, method: str, path: str, body: bytes) -> Mode | None:
+    def _decide(self, method: str, path: str, body: bytes) -> tuple[Mode, float] | None:
+        """The mode to fail a request in, and how long to hold it (``"slow"``); ``None``:
+        forward it."""
         with self._lock:
             for rule in self._rules:
                 if rule.matches(method, path, body):
@@ -210,7 +233,7 @@ class FaultProxy:
                         rule.skip -= 1
                         return None
                     rule.remaining -= 1
-                    return rule.mode
+                    return rule.mode, rule.seconds
             return None
 
     def _enter(self, path: str) -> bool:
@@ -271,11 +294,20 @@ def _handler_for(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
             plain = body
             if self.headers.get("Content-Encoding", "").lower() == "gzip":
                 plain = gzip.decompress(body)
-            mode = proxy._decide(self.command, self.path, plain)
-            if mode is None or mode.endswith("-after"):
+            decided = proxy._decide(self.command, self.path, plain)
+            mode, seconds = decided if decided is not None else (None, 0.0)
+            if mode == "hang":
+                proxy._record(self.command, self.path, mode)
+                proxy._stopping.wait()
+                self.close_connection = True
+                return
+            if mode == "slow" and proxy._stopping.wait(seconds):
+                self.close_connection = True
+                return
+            if mode is None or mode == "slow" or mode.endswith("-after"):
                 status, headers, answer = self._forward(body)
-            if mode is None:
-                proxy._record(self.command, self.path, "forwarded")
+            if mode is None or mode == "slow":
+                proxy._record(self.command, self.path, mode or "forwarded")
                 self._answer(status, headers, answer)
                 return
             proxy._record(self.command, self.path, mode)

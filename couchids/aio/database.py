@@ -1169,7 +1169,7 @@ class AsyncDatabase:
             continuous=continuous,
             create_target=create_target,
         )
-        policy = RetryPolicy.checked(DEFAULT_RETRIES, DEFAULT_BACKOFF, timeout, "replicate")
+        policy = RetryPolicy.within(timeout, "replicate")
         await run(self.client, replication.start(self._facts, [plan], policy))
         return AsyncReplication(self.client, [plan])
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from couchids.core import replication
-from couchids.core.protocol import DEFAULT_BACKOFF, DEFAULT_RETRIES, DEFAULT_TIMEOUT, RetryPolicy
+from couchids.core.protocol import DEFAULT_TIMEOUT, RetryPolicy
 from couchids.core.replication import ReplicationPlan, ReplicationStatus
 from couchids.drivers.aio import (
     AsyncClient,
@@ -73,7 +73,8 @@ class AsyncReplication:
         """Where the replication stands now, from the server's ``_scheduler/docs``.
 
         Args:
-            timeout: seconds the call may take (one request per document); default 60.
+            timeout: seconds the whole call may take (a request or two per document, with
+                their retries); default 60.
 
         Returns:
             A :class:`~couchids.core.replication.ReplicationStatus`: its ``state``
@@ -88,7 +89,7 @@ class AsyncReplication:
 
             (await job.status()).state  # 'running'
         """
-        policy = RetryPolicy.checked(DEFAULT_RETRIES, DEFAULT_BACKOFF, timeout, "status")
+        policy = RetryPolicy.within(timeout, "status")
         program = replication.status(self._facts, self.doc_ids, policy, self._secrets, self._ended)
         return await run(self.client, program)
 
@@ -100,6 +101,9 @@ class AsyncReplication:
 
         Args:
             timeout: seconds to wait at most, ``None`` (the default) for as long as it takes.
+                It bounds the whole wait: every request of every poll, its retries and the
+                pauses between polls. Without it, each poll still gives up after 60 s
+                without an answer (``ServerTimeoutError``).
 
         Raises:
             ReplicationFailed: the server gave up on it (``failed``), it was cancelled, or it
@@ -107,7 +111,7 @@ class AsyncReplication:
                 credentials refused) or still crashing when ``timeout`` ran out; the message
                 says the server's reason.
             ServerTimeoutError: ``timeout`` ran out while it was still under way (it goes
-                on: wait again, or cancel it).
+                on: wait again, or cancel it), or while the server did not answer a poll.
             ServerError: (and subclasses) the server failed.
 
         Example::
@@ -131,7 +135,8 @@ class AsyncReplication:
         Documents it copied stay in the target.
 
         Args:
-            timeout: seconds the call may take; default 60.
+            timeout: seconds the whole call may take, every read, deletion and retry
+                included; default 60.
 
         Returns:
             Whether a document of it was still there to delete.
@@ -143,6 +148,6 @@ class AsyncReplication:
 
             await job.cancel()  # True; again: False
         """
-        policy = RetryPolicy.checked(DEFAULT_RETRIES, DEFAULT_BACKOFF, timeout, "cancel")
+        policy = RetryPolicy.within(timeout, "cancel")
         program = replication.cancel(self._facts, self.doc_ids, policy)
         return await run(self.client, program)

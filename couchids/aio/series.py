@@ -55,6 +55,7 @@ from couchids.core.protocol import (
     DEFAULT_TIMEOUT,
     FactsCache,
     RetryPolicy,
+    one_deadline,
 )
 from couchids.core.scan import Checkpoint
 from couchids.core.series import PeriodDocs, PlacedResults, SeriesExpireReport
@@ -177,7 +178,7 @@ class AsyncSeries:
 
             await events.databases()  # ['events-2026-10', 'events-2026-11']
         """
-        policy = RetryPolicy.checked(DEFAULT_RETRIES, DEFAULT_BACKOFF, timeout, "databases")
+        policy = RetryPolicy.within(timeout, "databases")
         listed = await run(self.client, series.list_databases(self.layout, policy))
         return [name for _, name in listed]
 
@@ -196,8 +197,8 @@ class AsyncSeries:
 
         Args:
             ahead: periods after the current one, 0 to 366.
-            timeout: seconds each database's creation may take, retries included (default
-                60).
+            timeout: seconds the whole call may take, every database's creation and its
+                retries included (default 60).
 
         Raises:
             InvalidArgumentError: a bad ``ahead`` or ``timeout``; nothing is created.
@@ -209,7 +210,7 @@ class AsyncSeries:
 
             await events.prepare(ahead=2)  # ['events-2026-11', 'events-2026-12', 'events-2027-01']
         """
-        policy = RetryPolicy.checked(DEFAULT_RETRIES, DEFAULT_BACKOFF, timeout, "prepare")
+        policy = RetryPolicy.within(timeout, "prepare")
         program = series.prepare(self._facts, self.layout, to_ms(None), ahead, policy)
         return await run(self.client, program)
 
@@ -239,8 +240,8 @@ class AsyncSeries:
                 ``_id`` must be an id of the series' form.
             timestamp: the document's own time, in its id, which picks its period (default
                 now).
-            timeout: seconds the write may take, retries included (default 60); the creation
-                of a missing database has as long again.
+            timeout: seconds the whole call may take (default 60): the write with its
+                retries, and the creation of a missing database and the write sent again.
 
         Returns:
             :class:`~couchids.WriteResult` with ``id``, ``rev`` and ``duplicate``.
@@ -258,7 +259,19 @@ class AsyncSeries:
         when = self._time_of(doc, timestamp, key)
         period = self.layout.period_at(to_ms(when))
         db = self._database(period)
-        try:
+        with one_deadline(RetryPolicy.checked(retries, backoff, timeout, "create")):
+            try:
+                return await db.create(
+                    doc,
+                    type=type,
+                    timestamp=when,
+                    key=key,
+                    retries=retries,
+                    backoff=backoff,
+                    timeout=timeout,
+                )
+            except DatabaseNotFoundError:
+                await self._make(period, timeout)
             return await db.create(
                 doc,
                 type=type,
@@ -268,17 +281,6 @@ class AsyncSeries:
                 backoff=backoff,
                 timeout=timeout,
             )
-        except DatabaseNotFoundError:
-            await self._make(period, timeout)
-        return await db.create(
-            doc,
-            type=type,
-            timestamp=when,
-            key=key,
-            retries=retries,
-            backoff=backoff,
-            timeout=timeout,
-        )
 
     async def bulk_create(
         self,
@@ -415,7 +417,9 @@ class AsyncSeries:
         again (once).
 
         Args:
-            doc, rng, retries, backoff, timeout: as for :meth:`AsyncDatabase.create_short`.
+            doc, rng, retries, backoff: as for :meth:`AsyncDatabase.create_short`.
+            timeout: seconds the whole call may take (default 60): every try and retry, and
+                the creation of a missing database and the tries sent again.
             timestamp: the document's own time, which picks its period and whose UTC date
                 starts the id (default now, read once).
 
@@ -430,15 +434,16 @@ class AsyncSeries:
         when = datetime.now(UTC) if timestamp is None else timestamp
         period = self.layout.period_at(to_ms(when))
         db = self._database(period)
-        try:
+        with one_deadline(RetryPolicy.checked(retries, backoff, timeout, "create_short")):
+            try:
+                return await db.create_short(
+                    doc, timestamp=when, rng=rng, retries=retries, backoff=backoff, timeout=timeout
+                )
+            except DatabaseNotFoundError:
+                await self._make(period, timeout)
             return await db.create_short(
                 doc, timestamp=when, rng=rng, retries=retries, backoff=backoff, timeout=timeout
             )
-        except DatabaseNotFoundError:
-            await self._make(period, timeout)
-        return await db.create_short(
-            doc, timestamp=when, rng=rng, retries=retries, backoff=backoff, timeout=timeout
-        )
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -741,8 +746,9 @@ class AsyncSeries:
                 period).
             type, continuous, create_target, server_url: as for
                 :meth:`AsyncDatabase.replicate`.
-            timeout: seconds the listing and each start may take, retries included (default
-                60).
+            timeout: seconds the whole call may take, the listing and every start with
+                their retries included (default 60); the handle's ``wait`` waits for the
+                replication itself.
 
         Raises:
             InvalidTimeError: unreadable times, or ``end`` before ``start``.
@@ -766,7 +772,7 @@ class AsyncSeries:
                 f"target={target!r} is a database of the series {self.prefix!r}: replicate "
                 "into a database outside it"
             )
-        policy = RetryPolicy.checked(DEFAULT_RETRIES, DEFAULT_BACKOFF, timeout, "replicate")
+        policy = RetryPolicy.within(timeout, "replicate")
         listed = await run(self.client, series.list_databases(self.layout, policy))
         reached = [
             (period, name)
@@ -816,7 +822,7 @@ class AsyncSeries:
 
     async def _make(self, period: Period, timeout: float | None) -> None:
         """Create the database of ``period``, for a write that found it missing."""
-        policy = RetryPolicy.checked(DEFAULT_RETRIES, DEFAULT_BACKOFF, timeout, "create")
+        policy = RetryPolicy.within(timeout, "create")
         program = series.create_database(
             self._facts,
             self.layout.name(period),

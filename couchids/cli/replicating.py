@@ -72,7 +72,7 @@ examples:
         metavar="URL",
         help="the URL the server reaches itself at, if not CLOUDANT_URL (a proxy, a port mapping)",
     )
-    tools.timeout_flag(p, "a request")
+    tools.timeout_flag(p, "starting the replication")
     tools.form_flags(p, "of the ids in SOURCE")
 
     def run(args: argparse.Namespace) -> int:
@@ -141,17 +141,17 @@ examples:
     )
     p.add_argument("doc_id", metavar="ID", help="the replication's id")
     p.add_argument("--cancel", action="store_true", help="stop it (delete its document)")
-    tools.timeout_flag(p, "a request")
+    tools.timeout_flag(p, "the command")
 
     def run(args: argparse.Namespace) -> int:
         from couchids.core import replication
-        from couchids.core.protocol import DEFAULT_BACKOFF, DEFAULT_RETRIES, RetryPolicy
+        from couchids.core.protocol import RetryPolicy
         from couchids.drivers.blocking import check_client, known_facts
         from couchids.drivers.blocking import run as run_program
 
         client = check_client(tools.connect())
         operation = "cancel" if args.cancel else "status"
-        policy = RetryPolicy.checked(DEFAULT_RETRIES, DEFAULT_BACKOFF, args.timeout, operation)
+        policy = RetryPolicy.within(args.timeout, operation)
         known, ids = known_facts(client), [args.doc_id]
         if args.cancel:
             found = run_program(client, replication.cancel(known, ids, policy))

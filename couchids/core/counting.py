@@ -143,7 +143,7 @@ def server_kind(known: FactsCache, policy: RetryPolicy, db: str) -> Program[Serv
     """
     if known.server_kind is not None:
         return known.server_kind  # type: ignore[return-value]
-    welcome = (yield from ask(Request("GET", "/"), policy.renewed(), db)).body
+    welcome = (yield from ask(Request("GET", "/"), policy, db)).body
     kind: ServerKind = "other"
     if isinstance(welcome, dict):
         vendor_info = welcome.get("vendor")

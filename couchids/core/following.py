@@ -119,9 +119,11 @@ def _wanted(form: IdForm, doc_type: str | None) -> Callable[[str], bool]:
 
 
 def _start(known: FactsCache, db: str, mark: Checkpoint, policy: RetryPolicy) -> Program[None]:
-    yield from database_facts(known, db, policy)
+    # One deadline for the lookup and the read of "now", from when they run (the asyncio API
+    # runs them at the first step, which may come long after the call).
+    each = policy.renewed()
+    yield from database_facts(known, db, each)
     if mark.since == "now":
-        each = policy.renewed()
         changes = Request("POST", path(db, "_changes"), {"since": "now", "limit": "1"}, b"{}")
         current = (yield from ask(changes, each, db)).body
         mark.since = str(expect_object(current, each, db, "last_seq")["last_seq"])

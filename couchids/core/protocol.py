@@ -23,6 +23,7 @@ exceptions; the shape checks (``expect_object``, ``expect_rows``,
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import ipaddress
 import json
@@ -30,7 +31,7 @@ import math
 import operator
 import random
 import time
-from collections.abc import Generator, Mapping
+from collections.abc import Generator, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, TypeAlias, TypeVar
@@ -377,11 +378,22 @@ def _walk_keys(value: Any) -> None:
 
 # -- the time an operation may take -------------------------------------------------------------
 
+#: The deadline (a ``time.monotonic()``) of the public call under way in this thread or task,
+#: when it runs other public calls (see :func:`one_deadline`).
+_enclosing: ContextVar[float | None] = ContextVar("couchids_enclosing_deadline", default=None)
+
 
 @dataclass(frozen=True)
 class RetryPolicy:
     """How often, and after how long, a request whose answer was lost is sent again, and how
     long the whole operation may take.
+
+    One policy is made per public call, when it is called, and carries the call's deadline
+    through every request, retry and pause of it: the drivers bound each request by the time
+    left (:meth:`remaining`), :func:`ask` sends a request again only while the backoff fits
+    before the deadline, and a program pauses (a poll's interval, a backoff) with
+    :meth:`pause`, never past it. Nothing inside a call starts a clock of its own, except a
+    stream whose ``timeout`` bounds each of its requests (:meth:`renewed`).
 
     Attributes:
         retries, backoff: see :meth:`checked`.
@@ -405,7 +417,8 @@ class RetryPolicy:
         operation: str = "request",
     ) -> RetryPolicy:
         """The policy for the public arguments ``retries``, ``backoff`` and ``timeout``, checked;
-        the clock starts now."""
+        the clock starts now (inside ``one_deadline``, it ends by that deadline at the
+        latest)."""
         if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
             raise InvalidArgumentError(f"retries={retries!r}: must be an int >= 0")
         if (
@@ -427,12 +440,53 @@ class RetryPolicy:
                 f"most {MAX_TIMEOUT:g}"
             )
         seconds = None if timeout is None else float(timeout)
-        return cls(retries, float(backoff), seconds, operation).renewed()
+        policy = cls(retries, float(backoff), seconds, operation).renewed()
+        return replace(policy, deadline=_sooner(policy.deadline, _enclosing.get()))
+
+    @classmethod
+    def within(cls, timeout: float | None, operation: str) -> RetryPolicy:
+        """The policy of a call whose only limit is the caller's ``timeout`` (checked as
+        :meth:`checked` checks it; the clock starts now): a lost answer is sent again
+        ``DEFAULT_RETRIES`` times after ``DEFAULT_BACKOFF`` seconds, doubling, never past the
+        deadline.
+
+        >>> policy = RetryPolicy.within(4, "status")
+        >>> policy.retries, policy.timeout, 3.9 < policy.remaining() <= 4
+        (4, 4.0, True)
+        """
+        return cls.checked(DEFAULT_RETRIES, DEFAULT_BACKOFF, timeout, operation)
 
     def renewed(self) -> RetryPolicy:
-        """The same policy with its clock started now (for each page or batch)."""
+        """The same policy with its clock started now: for each page or batch of a stream
+        whose ``timeout`` bounds each request, never inside a call that has one deadline."""
         deadline = None if self.timeout is None else time.monotonic() + self.timeout
         return replace(self, deadline=deadline)
+
+    def each_step(self, seconds: float) -> RetryPolicy:
+        """The policy of one step of a call that may run without a deadline (a poll of a
+        wait): the call's own when it has a deadline, which bounds every step; without one,
+        ``seconds`` from now, so that a step whose request gets no answer still ends.
+
+        >>> RetryPolicy.within(None, "wait").each_step(60).timeout
+        60.0
+        >>> RetryPolicy.within(5, "wait").each_step(60).timeout
+        5.0
+        """
+        if self.deadline is not None:
+            return self
+        return replace(self, timeout=float(seconds)).renewed()
+
+    def pause(self, seconds: float, retry: Send | None = None) -> Sleep:
+        """A :class:`Sleep` of ``seconds``, cut to the time left before the deadline: a
+        program never sleeps past it (its next request then ends at once, timed out).
+
+        >>> RetryPolicy.within(None, "wait").pause(0.25)
+        Sleep(seconds=0.25, retry=None)
+        >>> RetryPolicy.within(0.5, "wait").pause(30).seconds <= 0.5
+        True
+        """
+        left = self.remaining()
+        return Sleep(seconds if left is None else max(0.0, min(seconds, left)), retry)
 
     def remaining(self) -> float | None:
         """Seconds left before the deadline (``None``: no deadline)."""
@@ -454,6 +508,30 @@ class RetryPolicy:
             return min(after, MAX_RETRY_AFTER)
         # Jitter spreads out writers that lost their answers at the same moment.
         return min(MAX_BACKOFF, self.backoff * 2.0**attempt) * random.uniform(0.5, 1.0)
+
+
+def _sooner(a: float | None, b: float | None) -> float | None:
+    """The sooner of two deadlines (``None``: none)."""
+    return b if a is None else a if b is None else min(a, b)
+
+
+@contextlib.contextmanager
+def one_deadline(policy: RetryPolicy) -> Iterator[None]:
+    """Inside, the policies made for public calls (:meth:`RetryPolicy.checked`) end by
+    ``policy``'s deadline at the latest: a public call that runs others (a series' write that
+    creates its period's database and writes again) keeps to its own deadline as a whole.
+    The bound holds in this thread or task only, where the policies of those calls are made.
+
+    >>> outer = RetryPolicy.within(1, "create")
+    >>> with one_deadline(outer):
+    ...     RetryPolicy.within(60, "create").remaining() <= 1
+    True
+    """
+    token = _enclosing.set(_sooner(policy.deadline, _enclosing.get()))
+    try:
+        yield
+    finally:
+        _enclosing.reset(token)
 
 
 # -- what an answer means -----------------------------------------------------------------------
@@ -728,7 +806,7 @@ def ask(
         left = policy.remaining()
         if left is not None and wait >= left:
             raise error
-        yield Sleep(wait, Send(request, policy, db, attempt + 2))
+        yield policy.pause(wait, Send(request, policy, db, attempt + 2))
         attempt += 1
 
 

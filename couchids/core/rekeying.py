@@ -19,8 +19,6 @@ from typing import Any, Final, TextIO
 from couchids.core.document import valid_unicode
 from couchids.core.keys import KeyRange
 from couchids.core.protocol import (
-    DEFAULT_BACKOFF,
-    DEFAULT_RETRIES,
     END,
     FactsCache,
     Program,
@@ -96,7 +94,7 @@ def rekey(
 ) -> Program[RekeyReport]:
     """The program of :meth:`couchids.Database.rekey` (see there); arguments checked now (the caller
     checks the database names)."""
-    policy = RetryPolicy.checked(DEFAULT_RETRIES, DEFAULT_BACKOFF, timeout, "rekey")
+    policy = RetryPolicy.within(timeout, "rekey")
     if target_db == source_db:
         raise InvalidArgumentError(
             f"rekey: the target {target_db!r} is the source database; its copies would be read "

@@ -69,12 +69,12 @@ from couchids.core.counting import server_kind
 from couchids.core.keys import check_time_form, window_keys
 from couchids.core.protocol import (
     CONFLICT,
+    DEFAULT_TIMEOUT,
     MISSING,
     FactsCache,
     Program,
     Request,
     RetryPolicy,
-    Sleep,
     ask,
     check_db,
     dumps,
@@ -894,18 +894,21 @@ def wait(
     """Poll until the replication is done (one-shot: ``completed``; continuous: ``running``,
     its first pass under way); return its status.
 
+    ``timeout`` is one deadline for the whole wait: every request of every poll, its retries
+    and every pause between polls end by it. Without one, each poll (its requests and their
+    retries) still ends within ``DEFAULT_TIMEOUT`` (60) seconds.
+
     Raises:
         ReplicationFailed: the server gave up (``failed``), the replication was cancelled, or
             it is crashing with an error its retries do not mend (a database not found,
             credentials refused), or still crashing when ``timeout`` ran out.
         ServerTimeoutError: ``timeout`` ran out while it was still on its way.
     """
-    deadline = RetryPolicy.checked(0, 0, timeout, "wait")
+    policy = RetryPolicy.within(timeout, "wait")
     ended = {} if ended is None else ended
     pause = FIRST_POLL
     while True:
-        policy = RetryPolicy.checked(3, 0.1, 60.0, "wait")
-        now = yield from status(known, doc_ids, policy, secrets, ended)
+        now = yield from status(known, doc_ids, policy.each_step(DEFAULT_TIMEOUT), secrets, ended)
         what = _what(doc_ids)
         if now.state == "completed" or (continuous and now.state == "running"):
             return now
@@ -920,8 +923,11 @@ def wait(
                 f"{what} is {now.state}: {now.error} (the server keeps retrying; fix the cause "
                 "or cancel() it)"
             )
-        left = deadline.remaining()
-        if left is not None and left <= 0:
+        left = policy.remaining()
+        # A pause that runs to the deadline leaves no time for another poll: this was the last.
+        last = left is not None and left <= pause
+        yield policy.pause(pause)
+        if last:
             if now.state in TROUBLED:
                 reason = now.error or "no reason given"
                 raise ReplicationFailed(f"{what} is still {now.state} after {timeout:g}s: {reason}")
@@ -930,7 +936,6 @@ def wait(
                 "written so far); it goes on: wait() again, or cancel() it",
                 0,
             )
-        yield Sleep(pause if left is None else min(pause, max(left, 0.01)))
         pause = min(pause * 1.5, LONGEST_POLL)
 
 

@@ -22,8 +22,6 @@ from typing import Any, Final
 from couchids.core.document import valid_unicode
 from couchids.core.keys import KeyRange, beyond_keys, resume_point
 from couchids.core.protocol import (
-    DEFAULT_BACKOFF,
-    DEFAULT_RETRIES,
     END,
     Emit,
     FactsCache,
@@ -168,7 +166,7 @@ def check_flag(name: str, value: object) -> bool:
 def read_policy(timeout: float | None, operation: str) -> RetryPolicy:
     """The policy of a lifecycle operation's reads, which are safe to repeat: a lost answer is
     asked again, and each request (with its retries) may take ``timeout`` seconds."""
-    return RetryPolicy.checked(DEFAULT_RETRIES, DEFAULT_BACKOFF, timeout, operation)
+    return RetryPolicy.within(timeout, operation)
 
 
 def range_pages(

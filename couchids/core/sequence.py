@@ -40,7 +40,6 @@ from couchids.core.protocol import (
     KeySpan,
     Program,
     RetryPolicy,
-    Sleep,
     answer_error,
     ask,
     expect_rows,
@@ -120,10 +119,8 @@ def claim_block(
         # stepped from block to block would trail them), never to before the end of the
         # one just met. A random wait, doubling with each loss, spreads out writers that
         # keep meeting (as Ethernet does after a collision).
-        wait = random.uniform(0, min(MAX_BACKOFF, policy.backoff * 2**attempt))
-        left = policy.remaining()
         # Past the deadline the next request ends with ServerTimeoutError.
-        yield Sleep(wait if left is None else max(0.0, min(wait, left)))
+        yield policy.pause(random.uniform(0, min(MAX_BACKOFF, policy.backoff * 2**attempt)))
         highest = yield from _after_highest(known, db, name, policy)
         start = max(highest, (yield from _end_of(known, db, name, start, policy)) or start)
     raise AllocationFailed(

@@ -160,9 +160,7 @@ def create_database(
     if 0 < failure.status < 500:
         raise failure
     try:
-        there = yield from ask(
-            Request("GET", path(name)), policy.renewed(), name, expect=(MISSING,)
-        )
+        there = yield from ask(Request("GET", path(name)), policy, name, expect=(MISSING,))
     except ServerError:
         raise failure from None
     if there is MISSING:
@@ -225,9 +223,7 @@ def _prepare(
     known: FactsCache, layout: SeriesLayout, names: list[str], policy: RetryPolicy
 ) -> Program[list[str]]:
     for name in names:
-        yield from create_database(
-            known, name, partitioned=layout.partitioned, policy=policy.renewed()
-        )
+        yield from create_database(known, name, partitioned=layout.partitioned, policy=policy)
     return names
 
 

@@ -36,7 +36,6 @@ from couchids.core.protocol import (
     Program,
     Request,
     RetryPolicy,
-    Sleep,
     Start,
     Wait,
     answer_error,
@@ -477,7 +476,7 @@ class _Batch:
             if not pending:
                 return
             if limited:
-                yield Sleep(self.policy.delay(None, attempt))
+                yield self.policy.pause(self.policy.delay(None, attempt))
             pending.sort()
             encoded = _encode_batch([self.bodies[i] for i in pending], 0)
         for index in pending:
