@@ -223,10 +223,11 @@ class Database:
                 time slices after it.
             timeout: seconds each request may take (the first, which looks the database up,
                 and each page); default 60.
-            parallel: how many time slices of the window are read at a time (default
-                :data:`couchids.DEFAULT_PARALLEL`, 3); the documents still come in order. 1
-                reads page after page. For a server tens of milliseconds away,
-                :data:`couchids.REMOTE_PARALLEL` (8) hides more of the round trips.
+            parallel: how many time slices of the window are read at a time (default 3,
+                :data:`couchids.core.defaults.DEFAULT_PARALLEL`); the documents still come in
+                order. 1 reads page after page. For a server tens of milliseconds away, 8
+                (:data:`couchids.core.defaults.REMOTE_PARALLEL`) hides more of the round
+                trips.
 
         Raises:
             InvalidTimeError: unreadable times, or ``end`` before ``start``.
@@ -347,11 +348,11 @@ class Database:
         """Store a new document under a new sortable id, exactly once even when retried.
 
         The id is ``form.new(timestamp, type=type)``; with ``key``, the id that key names at
-        ``timestamp`` (:func:`~couchids.keyed_id`); or the document's own ``_id``. A lost
-        answer (connection error, timeout, 5xx, 429) is retried with the same id after a
-        short backoff (a 429's ``Retry-After`` is obeyed, up to 30 s); a 409 is resolved by
-        reading the stored document back. ``doc`` itself is not changed: the id is in the
-        result.
+        ``timestamp`` (:func:`~couchids.idforms.keyed.keyed_id`); or the document's own
+        ``_id``. A lost answer (connection error, timeout, 5xx, 429) is retried with the same id
+        after a short backoff (a 429's ``Retry-After`` is obeyed, up to 30 s); a 409 is
+        resolved by reading the stored document back. ``doc`` itself is not changed: the id is
+        in the result.
 
         With a key, running the same call again (after a crash, in a re-run of a whole job)
         finds the document stored and returns it with ``duplicate=True``, or raises
@@ -394,8 +395,10 @@ class Database:
 
             result = orders.create({"total": 12}, type="order")
             result.id, result.duplicate  # ('order:001xUbdD1RZ8cs0WUopX3WJ9DN1zkRze', False)
-            hands.create({"won": 40}, type="settlement", key="settle:table-7:hand-42",
-                               timestamp="2024-05-01T12:00:00Z")
+            hands.create(
+                {"won": 40}, type="settlement", key="settle:table-7:hand-42",
+                timestamp="2024-05-01T12:00:00Z",
+            )  # the same id however often it runs
         """
         program = writes.create(
             self._facts,
@@ -439,8 +442,9 @@ class Database:
                 :meth:`create`.
             type, form, retries, backoff: as for :meth:`create`.
             key: a function giving each document's idempotency key (its id is then
-                :func:`~couchids.keyed_id` of the key and its time); documents must not have
-                ``_id``. With keys, running the whole call again writes nothing twice.
+                :func:`~couchids.idforms.keyed.keyed_id` of the key and its time);
+                documents must not have ``_id``. With keys, running the whole call again
+                writes nothing twice.
             timestamp: a function giving each document's own time, for its id; required with
                 ``key``. Default: the time the id is made.
             batch_size: documents per ``_bulk_docs`` request.
@@ -464,9 +468,11 @@ class Database:
 
         Example::
 
-            hands = [{"hand": 42, "at": "2024-05-01T12:00:00Z", "won": 40}]
-            results = db.bulk_create(hands, type="settlement",
-                key=lambda d: f"settle:table-7:hand-{d['hand']}", timestamp=lambda d: d["at"])
+            hands = [{"hand": 43, "at": "2024-05-01T12:05:00Z", "won": 40}]
+            results = db.bulk_create(
+                hands, type="settlement",
+                key=lambda d: f"settle:table-7:hand-{d['hand']}", timestamp=lambda d: d["at"],
+            )
         """
         program = writes.bulk(
             self._facts,
@@ -548,9 +554,10 @@ class Database:
 
         Example::
 
-            docs = ({"n": n} for n in range(1_000_000))
-            for result in events.bulk_create_iter(docs):
-                log.write(f"{result.id} {result.ok}\\n")
+            docs = ({"n": n} for n in range(2_000))  # any iterable, of any length
+            with open("results.log", "w") as log:
+                for result in events.bulk_create_iter(docs):
+                    log.write(f"{result.id} {result.ok}\\n")
         """
         program = writes.bulk(
             self._facts,
@@ -663,7 +670,7 @@ class Database:
         start: TimeLike,
         end: TimeLike,
         *,
-        type: str | None = None,
+        type: str | AllTypes | None = None,
         form: IdForm | None = None,
         exact: bool = False,
         timeout: float | None = DEFAULT_TIMEOUT,
@@ -676,7 +683,10 @@ class Database:
 
         Args:
             start, end: any time couchids accepts; ``end`` is exclusive.
-            type: only ids ``type:<id>``; ``None`` for untyped ids.
+            type: only ids ``type:<id>``; ``None`` for untyped ids;
+                :data:`couchids.ALL_TYPES` for the ids of every type present now (not the
+                untyped ones), as :meth:`latest` and :meth:`window` take it: one request per
+                type to find them, then a count of each.
             form: the id layout (default the handle's).
             exact: scan the ids and count only ids of ``form`` (foreign ids in the range left
                 out).
@@ -721,11 +731,13 @@ class Database:
     ) -> list[Bucket]:
         """Counts per bucket of ``every``, aligned to UTC, covering ``[start, end)``.
 
-        Inner bucket edges fall on multiples of ``every`` since 1970-01-01T00:00Z (whole
-        hours, UTC midnights); the first bucket starts at ``start`` and the last ends at
-        ``end``. On CouchDB and Cloudant it costs one ``limit=0`` request per bucket edge,
-        ``parallel`` at a time; on PouchDB Server (or with ``exact``) one scan of the
-        window's ids.
+        Inner bucket edges fall on whole multiples of ``every`` from Monday
+        1970-01-05T00:00Z (whole hours, UTC midnights, and Mondays for ``"1w"``, as ISO weeks
+        and a weekly :class:`~couchids.Series` start); the first bucket starts at ``start``
+        (a partial bucket, labelled by its start, when ``start`` is not on an edge) and the
+        last ends at ``end``. On CouchDB and Cloudant it costs one ``limit=0`` request per
+        bucket edge, ``parallel`` at a time; on PouchDB Server (or with ``exact``) one scan
+        of the window's ids.
 
         Args:
             start, end, type, form, exact, timeout: as for :meth:`count`.
@@ -918,11 +930,13 @@ class Database:
 
         Each document is copied with its revision and attachments (``_bulk_docs`` with
         ``new_edits=false``), so a copy made twice is the same revision, not a conflict: a
-        re-run or a resumed run copies nothing twice. With ``expire=True`` each page is
-        deleted from this database right after the target stored it, by the revision that
-        was copied: a document changed in between, or one with conflicts, is reported in
-        ``expired.conflicts`` and kept. A target that is this database is refused before
-        anything is sent.
+        re-run or a resumed run copies nothing twice. A document with conflicts (several
+        live leaf revisions, read from every copy with ``open_revs=all``) is copied with all
+        of them, and listed in ``conflicted``. With ``expire=True`` each page is deleted from
+        this database right after the target stored it, by exactly the revisions that were
+        copied, every leaf of a conflicted document: one changed in between (or given a
+        revision nobody read) is kept and reported in ``expired.conflicts``, and a re-run
+        moves it. A target that is this database is refused before anything is sent.
 
         Args:
             target_db: an existing database to copy into.
@@ -1004,6 +1018,8 @@ class Database:
             ServerError: (and subclasses) a request failed after the retries, ran out of
                 ``timeout``, or was answered with something that is not CouchDB's.
 
+        .. not run: waits for new documents until stopped
+
         Example::
 
             mark = couchids.Checkpoint()
@@ -1037,6 +1053,7 @@ class Database:
         batch_size: int = DEFAULT_REKEY_BATCH,
         on_progress: Callable[[RekeyReport], None] | None = None,
         timeout: float | None = DEFAULT_TIMEOUT,
+        create_target: bool = False,
     ) -> RekeyReport:
         """Copy every document of this database into ``target_db`` under a time-sortable id.
 
@@ -1047,10 +1064,10 @@ class Database:
         outside it). Design documents are not copied; nor are attachments (their stubs are
         dropped). The new id is :func:`~couchids.core.rekeying.derived_id`; documents are
         otherwise copied as they are, without ``_rev``. A target that is this database is
-        refused before anything is sent.
+        refused before anything is sent; a missing source creates nothing.
 
         Args:
-            target_db: the database to copy into (it must exist).
+            target_db: the database to copy into (it must exist, unless ``create_target``).
             key: the secret for the random part of the new ids: keep it to re-run.
             time_field: the field holding each document's time.
             type: the type of the new ids (``order`` makes ``order:<id>``).
@@ -1062,10 +1079,15 @@ class Database:
             on_progress: called with the report after every batch.
             timeout: seconds each request (a page read, a batch's write) may take, retries
                 included (default 60).
+            create_target: create ``target_db`` when it does not exist (a plain database,
+                not partitioned); by default a missing target is an error, so that a
+                misspelt name creates nothing.
 
         Raises:
             InvalidArgumentError, InvalidTypeError: bad arguments (a bad target name or
                 ``timeout`` too).
+            DatabaseNotFoundError: this database, or the target without ``create_target``,
+                does not exist.
             ServerError: (and subclasses) a request failed after the retries, ran out of
                 ``timeout``, or was answered with something that is not CouchDB's.
 
@@ -1088,6 +1110,7 @@ class Database:
             batch_size=batch_size,
             on_progress=on_progress,
             timeout=timeout,
+            create_target=create_target,
         )
         return run(self.client, program)
 
@@ -1149,6 +1172,8 @@ class Database:
                 be given to a replicator. Nothing is sent.
             ReplicationFailed: the server cannot replicate a time window (PouchDB Server).
             ServerError: (and subclasses) the server failed.
+
+        .. needs couchdb: PouchDB Server's replicator ignores a selector
 
         Example::
 

@@ -23,7 +23,7 @@ from ibm_cloud_sdk_core import ApiException
 from ibmcloudant.cloudant_v1 import CloudantV1
 
 import couchids
-from couchids.cli.main import EXIT_BAD_INPUT, EXIT_OK, main
+from couchids.cli.main import EXIT_BAD_INPUT, EXIT_OK, EXIT_SERVER, main
 from couchids.core.periods import period_of
 from couchids.idforms.times import now_ms, to_ms
 
@@ -144,13 +144,53 @@ def test_list_is_the_series_databases_oldest_first(
     assert months.lines == [f"{prefix}-2026-03"]
 
 
-def test_list_of_a_series_without_databases_says_so(run: Any, server: str, prefix: str) -> None:
+NO_DATABASES = (
+    "couchids: error: the series '{prefix}' of {kind} (named like {prefix}-{named}) has no "
+    "databases on this server (couchids series prepare {prefix} --period {period} creates "
+    "them)\n"
+)
+
+
+def test_list_of_a_series_without_databases_fails(run: Any, server: str, prefix: str) -> None:
+    # Nothing on the server has the name: that is no empty success (a misspelt prefix, the
+    # wrong --period), as a missing database is not.
     listed = run("series", "list", prefix, "--period", "week")
-    assert (listed.code, listed.out) == (EXIT_OK, "")
-    assert listed.err == (
-        f"couchids: note: the series '{prefix}' of ISO weeks (named like {prefix}-2026-w48) has no "
-        "databases\n"
+    assert (listed.code, listed.out) == (EXIT_SERVER, "")
+    assert listed.err == NO_DATABASES.format(
+        prefix=prefix, kind="ISO weeks", named="2026-w48", period="week"
     )
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["latest", "-n", "3"],
+        ["window", "--since", "2026-03-01"],
+        ["count", "--since", "2026-03-01"],
+        ["count", "--since", "2026-03-01", "--all-types"],
+        ["histogram", "--since", "2026-03-01", "--every", "1d"],
+        ["export", "--since", "2026-03-01"],
+    ],
+    ids=lambda argv: argv[0] + ("-all-types" if "--all-types" in argv else ""),
+)
+def test_every_read_of_a_series_without_databases_fails(
+    run: Any, server: str, prefix: str, argv: list[str]
+) -> None:
+    command, *rest = argv
+    result = run(command, "--series", prefix, "--period", "month", *rest)
+    assert (result.code, result.out) == (EXIT_SERVER, "")
+    assert result.err == NO_DATABASES.format(
+        prefix=prefix, kind="months", named="2026-11", period="month"
+    )
+
+
+def test_expire_of_a_series_without_databases_fails(run: Any, server: str, prefix: str) -> None:
+    for yes in ([], ["--yes"]):
+        result = run("series", "expire", prefix, *SERIES, "--before", "1d", *yes)
+        assert (result.code, result.out) == (EXIT_SERVER, "")
+        assert result.err == NO_DATABASES.format(
+            prefix=prefix, kind="days", named="2026-11-25", period="day"
+        )
 
 
 def test_prepare_makes_the_current_and_next_periods_once(
@@ -233,6 +273,19 @@ def test_expire_is_a_dry_run_unless_yes(
     assert series_dbs(client, prefix) == [boundary, name(prefix, "05")]
 
 
+def test_expire_names_the_ids_whose_time_it_cannot_read_and_keeps_them(
+    run: Any, server: str, prefix: str, seeded: dict[str, Any], client: CloudantV1
+) -> None:
+    boundary, cutoff = name(prefix, "04"), "2026-03-04T12:00:00Z"
+    client.put_document(db=boundary, doc_id="import-7", document={})
+    for flags in ((), ("--yes",)):
+        done = run("series", "expire", prefix, *SERIES, "--before", cutoff, *flags)
+        assert done.code == 1
+        assert done.err == "couchids: no time the series can read, kept: import-7\n"
+        assert f"documents of {boundary} made before" in done.lines[-2]
+    assert "import-7" in ids(client, boundary)
+
+
 # -- the reading subcommands on a series --------------------------------------------------------
 
 SINCE, UNTIL = "2026-03-01T12:00:00Z", "2026-03-05T06:00:01Z"
@@ -278,10 +331,12 @@ def test_count_histogram_latest_export_are_the_library_answers(
     )  # fmt: skip
     assert days.code == EXIT_OK
     buckets = [json.loads(line) for line in days.lines]
-    # The first bucket starts at SINCE's midnight, as for one database.
-    library = series.histogram("2026-03-01", UNTIL, every="1d", type="r")
-    assert [b["count"] for b in buckets] == [b.count for b in library] == [4, 4, 0, 4, 2]
-    assert buckets[0]["start"] == "2026-03-01T00:00:00Z"
+    # The library's buckets: the first starts at SINCE (12:00, so half a day: nothing made
+    # before SINCE is counted), the next at midnights, as for one database.
+    library = series.histogram(SINCE, UNTIL, every="1d", type="r")
+    assert [b["count"] for b in buckets] == [b.count for b in library] == [2, 4, 0, 4, 2]
+    assert [b["start"] for b in buckets[:2]] == [SINCE, "2026-03-02T00:00:00Z"]
+    assert buckets[0]["end"] == "2026-03-02T00:00:00Z"
 
     newest = run("latest", "--series", prefix, *SERIES, "-n", "6", "--type", "r")
     assert newest.code == EXIT_OK
@@ -305,12 +360,6 @@ def test_count_histogram_latest_export_are_the_library_answers(
 def test_empty_answers_from_a_series_say_why(
     run: Any, server: str, prefix: str, seeded: dict[str, Any], client: CloudantV1
 ) -> None:
-    nothing = run("count", "--series", f"{prefix}x", *SERIES, "--since", "2026-03-01")
-    assert (nothing.code, nothing.out) == (EXIT_OK, "0\n")
-    assert nothing.err == (
-        f"couchids: note: the series '{prefix}x' of days (named like {prefix}x-2026-11-25) has no "
-        "databases\n"
-    )
     outside = run(
         "window", "--series", prefix, *SERIES, "--since", "2026-02-01", "--until", "2026-02-10"
     )

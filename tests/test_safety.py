@@ -2,7 +2,8 @@
 
 Conflicted documents (several live leaf revisions, made here as replication makes them, with
 ``new_edits=false``): ``expire`` deletes every leaf, so ``count`` agrees with what is left;
-``archive(expire=True)`` copies such a document and keeps it, reported. ``rekey`` copies every
+``archive`` copies every live leaf of such a document, and with ``expire=True`` deletes every
+one it copied. ``rekey`` copies every
 id whatever its characters, refuses a time field that is null, and refuses to copy into its own
 source, as ``archive`` does. A histogram of too many buckets is refused before any request; an
 untyped count reaching past its form's last time equals the window; composite partition scopes
@@ -20,6 +21,7 @@ from apis import Api
 from bendproxy import BendProxy
 from faultproxy import client_for
 from ibmcloudant.cloudant_v1 import CloudantV1
+from intercept import body_of, intercepted, path_of
 from test_query import insert
 
 import couchids
@@ -66,7 +68,16 @@ def test_expire_deletes_every_leaf_of_a_conflicted_document(
     assert api.expire(client, db, "2024-02-01", type="order", dry_run=False).matched == 0
 
 
-def test_archive_with_expire_keeps_a_conflicted_document_and_says_so(
+def leaves(client: CloudantV1, db: str, doc_id: str) -> dict[str, dict[str, Any]]:
+    """Every live leaf revision of ``doc_id`` in ``db``, by revision, as stored."""
+    doc = client.get_document(db=db, doc_id=doc_id, conflicts=True).get_result()
+    found = {doc["_rev"]: doc}
+    for rev in doc.pop("_conflicts", []):
+        found[rev] = client.get_document(db=db, doc_id=doc_id, rev=rev).get_result()
+    return found
+
+
+def test_archive_with_expire_moves_every_leaf_of_a_conflicted_document(
     client: CloudantV1, db: str, api: Api
 ) -> None:
     target = db + "-archive"
@@ -75,21 +86,58 @@ def test_archive_with_expire_keeps_a_conflicted_document_and_says_so(
         plain = couchids.id(OLD, type="order")
         insert(client, db, [plain])
         twice = couchids.id(OLD, type="order")
-        conflicted(client, db, twice, [{"v": "A"}, {"v": "B"}])
+        conflicted(client, db, twice, [{"v": "A"}, {"v": "B"}, {"v": "C"}])
+        held = leaves(client, db, twice)
+        window = ("2024-01-01", "2024-02-01")
 
-        report = api.archive(
-            client, db, target, "2024-01-01", "2024-02-01", type="order", expire=True
-        )
+        copy = api.archive(client, db, target, *window, type="order")
 
-        assert report.copied == 2, report
-        assert report.expired.deleted == 1, report
-        assert report.expired.conflicts == [twice], report
-        assert live_ids(client, db) == {twice}  # kept, with both its versions
-        leaves = client.get_document(db=db, doc_id=twice, conflicts=True).get_result()
-        assert len(leaves["_conflicts"]) == 1
+        assert (copy.copied, copy.conflicted, copy.failed) == (2, [twice], []), copy
+        assert leaves(client, target, twice) == held  # every live revision, not the winner's
+        assert live_ids(client, db) == {plain, twice} and leaves(client, db, twice) == held
+
+        report = api.archive(client, db, target, *window, type="order", expire=True)
+
+        assert (report.copied, report.conflicted, report.failed) == (2, [twice], []), report
+        assert report.expired.deleted == 2 and not report.expired.conflicts, report
+        assert live_ids(client, db) == set()  # no leaf of it is left live
         assert live_ids(client, target) == {plain, twice}
-        winner = client.get_document(db=target, doc_id=twice).get_result()
-        assert winner["_rev"] == leaves["_rev"] and "_conflicts" not in winner
+        assert leaves(client, target, twice) == held
+    finally:
+        client.delete_database(db=target)
+
+
+def test_archive_deletes_only_the_revisions_it_copied(client: CloudantV1, db: str) -> None:
+    target = db + "-archive"
+    client.put_database(db=target)
+    try:
+        twice = couchids.id(OLD, type="order")
+        conflicted(client, db, twice, [{"v": "A"}, {"v": "B"}])
+        held = leaves(client, db, twice)
+        late = {"_id": twice, "_rev": f"1-{9:032x}", "v": "late"}
+
+        def add_a_leaf_once_copied(request: dict[str, Any], send: Any) -> Any:
+            answer = send()
+            if path_of(request) == f"/{target}/_bulk_docs":
+                assert {doc["_rev"] for doc in body_of(request)["docs"]} == set(held)
+                client.post_bulk_docs(db=db, bulk_docs={"docs": [late], "new_edits": False})
+            return answer
+
+        with intercepted(client, add_a_leaf_once_copied):
+            report = couchids.Database(client, db).archive(
+                target, "2024-01-01", "2024-02-01", type="order", expire=True
+            )
+
+        # The leaf written after the copy was not copied: it stays, the document is reported.
+        assert report.expired.conflicts == [twice] and report.expired.deleted == 0, report
+        assert set(leaves(client, db, twice)) == {late["_rev"]}
+        assert leaves(client, target, twice) == held
+        # A re-run moves it.
+        again = couchids.Database(client, db).archive(
+            target, "2024-01-01", "2024-02-01", type="order", expire=True
+        )
+        assert again.expired.deleted == 1 and live_ids(client, db) == set(), again
+        assert set(leaves(client, target, twice)) == {*held, late["_rev"]}
     finally:
         client.delete_database(db=target)
 
@@ -234,11 +282,11 @@ def test_with_answers_unchecked_the_ids_alone_keep_expire_and_archive_inside_the
     try:
         with BendProxy(couch_url, "ignore-end") as proxy:
             bent = client_for(proxy.url)
-            plan = couchids.expire(bent, db, "2024-02-01", type="order", batch_size=2)
-            copy = couchids.archive(
-                bent, db, target, OLD, "2024-02-01", type="order", page_size=2, parallel=1
+            plan = couchids.Database(bent, db).expire("2024-02-01", type="order", batch_size=2)
+            copy = couchids.Database(bent, db).archive(
+                target, OLD, "2024-02-01", type="order", batch_size=2, parallel=1
             )
-            report = couchids.expire(bent, db, "2024-02-01", type="order", dry_run=False)
+            report = couchids.Database(bent, db).expire("2024-02-01", type="order", dry_run=False)
         assert plan.matched == len(doomed) and copy.copied == len(doomed), (plan, copy)
         assert report.deleted == len(doomed), report
         assert live_ids(client, db) == set(kept + noise)

@@ -22,6 +22,7 @@ import csv
 import io
 import itertools
 import json
+import re
 import subprocess
 import sys
 import time
@@ -526,33 +527,133 @@ def test_expire_drops_whole_periods_and_expires_the_boundary(
     series = api(client, prefix, every="day")
     before = DAYS[2] + 6 * HOUR
     old = snapshot(client, prefix)
-    boundary = day_name(prefix, 2)
+    boundary, later = day_name(prefix, 2), day_name(prefix, 4)
     goes = sorted(
         i for i, t in data.times.items() if DAYS[2] <= t < before and data.types[i] is not None
     )
+    # Day 4's database holds a stray of day 2, before the cutoff: it goes too.
+    stray = [i for i in old[later] if i not in data.times]
+    assert len(stray) == 1 and KUUID.parse(stray[0][2:]) < before
+    # The noise of day 2 holds no time the series reads: kept, and named.
+    unread = sorted(i for i in old[boundary] if i not in data.times and i != "_design/x")
+    assert len(unread) == 4 and "zzz" in unread
     dry = series("expire", before)
     assert dry.dry_run and dry.dropped == [day_name(prefix, 0), day_name(prefix, 1)]
-    assert dry.boundary == boundary and dry.deleted == len(goes) == 4
+    assert dry.boundary == boundary and dry.deleted == len(goes) + 1 == 5
+    assert sorted(dry.unread) == unread
+    assert {db: each.matched for db, each in dry.expired.items()} == {boundary: 4, later: 1}
     assert snapshot(client, prefix) == old
     done = series("expire", before, dry_run=False)
-    assert (done.dropped, done.boundary, done.deleted) == (dry.dropped, boundary, 4)
-    assert done.expired["a"].deleted == 3 and done.expired["b"].deleted == 1
-    assert done.expired[None].deleted == 0 and not done.conflicts and not done.failed
+    assert (done.dropped, done.boundary, done.deleted) == (dry.dropped, boundary, 5)
+    assert {db: each.deleted for db, each in done.expired.items()} == {boundary: 4, later: 1}
+    assert done.unread == dry.unread and not done.conflicts and not done.failed
     after = snapshot(client, prefix)
     assert sorted(set(old) - set(after)) == dry.dropped
     assert after[boundary] == {i: r for i, r in old[boundary].items() if i not in goes}
     assert "_design/x" in after[boundary] and "zzz" in after[boundary]
-    for name in set(after) - {boundary}:
-        assert after[name] == old[name], name  # other series, later days, the stray of day 2
+    assert after[later] == {i: r for i, r in old[later].items() if i not in stray}
+    for name in set(after) - {boundary, later}:
+        assert after[name] == old[name], name  # other series, later days
     rest = [i for i in data.window(0, DAYS[6] + DAY, ALL_TYPES, False) if data.times[i] >= before]
     assert [d["_id"] for d in series("window", 0, None, type=ALL_TYPES, newest_first=False)] == rest
     again = series("expire", before, dry_run=False)
     assert (again.dropped, again.deleted) == ([], 0) and snapshot(client, prefix) == after
+    assert again.unread == done.unread
     # Everything: only the series' own databases go, never another series' that look alike.
     series("expire", "2027-01-01", dry_run=False)
     assert ours(client, prefix) == sorted(
         [f"{prefix}-2026-03", f"{prefix}-2026-03-02-copy", f"{prefix}-x-2026-03-02"]
     )
+
+
+#: The retention test's cutoff: 06:00 of day 2, the boundary period.
+CUTOFF = DAYS[2] + 6 * HOUR
+
+
+def time_in(doc_id: str) -> int | None:
+    """The time the test itself reads in an id it wrote: a short id's UTC day (20YY), or the
+    time of a kuuid id, typed or not; ``None`` for anything else."""
+    if re.fullmatch(r"[0-9]{6}-[a-z]{2,3}", doc_id):
+        return to_ms(f"20{doc_id[:2]}-{doc_id[2:4]}-{doc_id[4:6]}")
+    body = doc_id.rpartition(":")[2]
+    if len(body) != 32:
+        return None
+    try:
+        return KUUID.parse(body)
+    except couchids.InvalidIdError:
+        return None
+
+
+def test_expire_leaves_no_older_document_whatever_wrote_it(
+    client: CloudantV1, prefix: str, api: type[Blocking] | type[Async]
+) -> None:
+    series = api(client, prefix, every="day")
+    offsets = [0, 5 * HOUR, 6 * HOUR - SECOND, 6 * HOUR, DAY - SECOND]
+    times = [DAYS[day] + offset for day in (0, 2, 4) for offset in offsets]
+    # Every write method of the series, at each time: typed, untyped, keyed, short ids.
+    for n, at in enumerate(times):
+        series("create", {"n": n}, type="t", timestamp=at)
+        series("create", {"n": n}, timestamp=at)
+        series("create", {"n": n}, type="k", key=f"job-{n}", timestamp=at)
+        series("create_short", {"n": n}, timestamp=at)
+    docs = [{"n": n, "at": at} for n, at in enumerate(times)]
+    series("bulk_create", docs, type="b", timestamp=lambda d: d["at"])
+    series("bulk_create", docs, timestamp=lambda d: d["at"])
+    series(
+        "bulk_create", docs, type="kb", key=lambda d: f"row-{d['n']}", timestamp=lambda d: d["at"]
+    )
+    series("bulk_create", [{"_id": KUUID.new(at, type="own")} for at in times])
+    boundary, later = day_name(prefix, 2), day_name(prefix, 4)
+    # Stored by hand: older documents in a later period's database, a newer one in the
+    # boundary's, ids whose time the series cannot read, and a design document.
+    strays = couchids.Database(client, later)
+    strays.create({}, type="t", timestamp=DAYS[1] + HOUR)
+    strays.create({}, timestamp=DAYS[2] + HOUR)
+    strays.create_short({}, timestamp=DAYS[2] + HOUR)
+    strays.create_short({}, timestamp=DAYS[5] + HOUR)
+    client.put_document(db=later, doc_id="zzz", document={})
+    couchids.Database(client, boundary).create({}, type="t", timestamp=DAYS[4] + HOUR)
+    unreadable = sorted(["import-7", ULID.new(DAYS[2] + HOUR, type="t")])
+    for doc_id in unreadable:
+        client.put_document(db=boundary, doc_id=doc_id, document={})
+    client.put_design_document(db=boundary, ddoc="v", design_document={"views": {}})
+    old = snapshot(client, prefix)
+    assert sorted(old) == [day_name(prefix, 0), boundary, later]
+    goes = {
+        name: {i for i in old[name] if (t := time_in(i)) is not None and t < CUTOFF}
+        for name in (boundary, later)
+    }
+    # Seven writers' ids of each time of day 2 before 06:00, and every short id of day 2:
+    # a short id holds its day, which starts before the cutoff.
+    shorts = {i for i in goes[boundary] if "-" in i}
+    assert (len(goes[boundary]), len(shorts), len(goes[later])) == (7 * 3 + 5, 5, 3)
+
+    dry = series("expire", CUTOFF)
+    assert snapshot(client, prefix) == old
+    done = series("expire", CUTOFF, dry_run=False)
+    for report in (dry, done):
+        assert report.dropped == [day_name(prefix, 0)] and report.boundary == boundary
+        assert report.deleted == len(goes[boundary]) + len(goes[later])
+        assert sorted(report.unread) == unreadable
+    assert {name: each.matched for name, each in dry.expired.items()} == {
+        name: len(ids) for name, ids in goes.items()
+    }
+    assert {name: each.deleted for name, each in done.expired.items()} == {
+        name: len(ids) for name, ids in goes.items()
+    }
+    assert not done.conflicts and not done.failed
+    # Every database of the series, read whole: no id of a time before the cutoff is left,
+    # and everything else is as it was.
+    after = snapshot(client, prefix)
+    assert sorted(after) == [boundary, later] == series("databases")
+    for name, held in after.items():
+        for doc_id in held:
+            at = time_in(doc_id)
+            assert at is None or at >= CUTOFF, (name, doc_id)
+        assert held == {i: r for i, r in old[name].items() if i not in goes[name]}
+    again = series("expire", CUTOFF, dry_run=False)
+    assert (again.dropped, again.deleted, sorted(again.unread)) == ([], 0, unreadable)
+    assert snapshot(client, prefix) == after
 
 
 def test_expire_refuses_to_drop_what_is_not_a_period_of_the_series_before_the_cutoff() -> None:

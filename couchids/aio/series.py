@@ -24,7 +24,8 @@ What was decided, where a series could do otherwise:
 - **A document belongs to the period of the time in its id.** Reads clamp each period's
   window to its period, so a document stored in another period's database (by hand, or by a
   writer whose clock was wrong) is never read twice nor out of order, and is not read at
-  all; ``expire`` leaves it where it is until its database is dropped.
+  all; ``expire`` deletes it once its id's time is before the cutoff, and with its database
+  when that is dropped.
 - **Missing periods are empty.** A period without a database (never written, or dropped
   while read) holds nothing; any other failure of the server is raised, never read as "no
   documents".
@@ -179,7 +180,7 @@ class AsyncSeries:
             await events.databases()  # ['events-2026-10', 'events-2026-11']
         """
         policy = RetryPolicy.within(timeout, "databases")
-        listed = await run(self.client, series.list_databases(self.layout, policy))
+        listed = await run(self.client, series.list_databases(self._facts, self.layout, policy))
         return [name for _, name in listed]
 
     async def prepare(
@@ -535,7 +536,7 @@ class AsyncSeries:
         start: TimeLike,
         end: TimeLike,
         *,
-        type: str | None = None,
+        type: str | AllTypes | None = None,
         exact: bool = False,
         timeout: float | None = DEFAULT_TIMEOUT,
     ) -> int:
@@ -611,32 +612,40 @@ class AsyncSeries:
         backoff: float = DEFAULT_BACKOFF,
         timeout: float | None = DEFAULT_TIMEOUT,
     ) -> SeriesExpireReport:
-        """Drop the databases of the whole periods before ``before``, and delete the older
-        documents of the period holding it.
+        """Delete what the series holds from before ``before``: drop the databases of the
+        whole periods before it, and delete the older documents of the databases that stay.
 
         A period that ended by ``before`` loses its database (``DELETE /{db}``: instant, no
-        tombstones, design documents and all). In the period that holds ``before`` the
-        documents made before it are deleted as :meth:`AsyncDatabase.expire` deletes them
-        (every id checked against the time and form before it goes), for every type present
-        and the untyped ids of the series' form; ids of other forms and design documents
-        stay. A dry run (the default) changes nothing and reports what would go. Safe to run
-        again: what went is not found again. Only databases whose names are exactly those of
-        this series' periods are ever dropped, each checked again just before its
-        ``DELETE``. A document stored in a later period's database than its id's time is left
-        alone.
+        tombstones, everything in it, design documents too). The database of the period that
+        holds ``before`` is read whole, id by id, and every document whose id holds a time
+        before ``before`` is deleted, whatever wrote it: ids of the series' form of every
+        type and untyped (``create``, ``bulk_create``, keyed ids) and short ids
+        (``create_short``; a short id holds its UTC day, so it goes when that day starts
+        before ``before``). An id that holds no time the series can read (another form's, a
+        name) is kept and listed in the report's ``unread``; design documents stay. The
+        series' writers put each document in the database of its id's time; the databases
+        of later periods are searched too, where older ids would sort (each type's and the
+        untyped ids of the form, and the short ids), for documents stored there otherwise.
+        Documents are deleted as :meth:`AsyncDatabase.expire` deletes them: by the revision
+        read (one changed meanwhile is reported in ``conflicts`` and kept), every leaf of a
+        conflicted one. A dry run (the default) reads the same ids, changes nothing and
+        reports what would go: the same databases, counts and unread ids. Safe to run again:
+        what went is not found again. Only databases whose names are exactly those of this
+        series' periods are ever dropped, each checked again just before its ``DELETE``.
 
         Args:
             before: what is older goes (exclusive); ``None`` is now.
             dry_run: only report.
             purge, batch_size, retries, backoff: as for :meth:`AsyncDatabase.expire`, in the
-                period holding ``before`` (a purge the server cannot do is refused before
-                anything changes).
+                databases that stay (a purge the server cannot do is refused before anything
+                changes).
             timeout: seconds each request may take, retries included (default 60).
 
         Returns:
-            :class:`~couchids.SeriesExpireReport`: ``dropped`` (the databases), ``deleted``
-            (documents of the boundary period), and each type's
-            :class:`~couchids.ExpireReport`.
+            :class:`~couchids.core.series.SeriesExpireReport`: ``dropped`` (the databases),
+            ``deleted`` (documents of the databases that stay), each such database's
+            :class:`~couchids.core.expiry.ExpireReport` in ``expired``, and the ``unread``
+            ids.
 
         Raises:
             InvalidTimeError, InvalidArgumentError: bad arguments; nothing changes.
@@ -757,6 +766,8 @@ class AsyncSeries:
                 started.
             ReplicationFailed, ServerError: as for :meth:`AsyncDatabase.replicate`.
 
+        .. needs couchdb: PouchDB Server's replicator ignores a selector
+
         Example::
 
             job = await events.replicate("events-q4", "2026-10-01", "2027-01-01",
@@ -773,7 +784,7 @@ class AsyncSeries:
                 "into a database outside it"
             )
         policy = RetryPolicy.within(timeout, "replicate")
-        listed = await run(self.client, series.list_databases(self.layout, policy))
+        listed = await run(self.client, series.list_databases(self._facts, self.layout, policy))
         reached = [
             (period, name)
             for period, name in listed

@@ -9,9 +9,12 @@ would create databases nobody reads. The period's flag is ``--period``, not the 
 ``every``: ``histogram --every`` is the width of its buckets already, and a histogram of a
 series takes both (``--period month --every 1d``).
 
-After an empty answer from a series the note on stderr says that the series has no databases,
-or none in the window, or else what :meth:`couchids.Database.explain_empty` finds in the newest
-database the answer read (the one most likely to show the ids being written now).
+A series none of whose databases exists is refused as a missing database is (exit status 1):
+the command never reports nothing found for a name nothing on the server has (a misspelt
+prefix, the wrong ``--period``). After an empty answer from a series the note on stderr says
+that none of its databases holds the window, or else what
+:meth:`couchids.Database.explain_empty` finds in the newest database the answer read (the one
+most likely to show the ids being written now).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from couchids.core.periods import EVERY, MAX_AHEAD, Every, SeriesLayout
-from couchids.errors import InvalidArgumentError, ServerError
+from couchids.errors import DatabaseNotFoundError, InvalidArgumentError, ServerError
 from couchids.idforms.doctypes import ALL_TYPES, AllTypes
 from couchids.idforms.forms import KUUID, IdForm
 from couchids.idforms.times import now_ms, to_datetime
@@ -112,6 +115,7 @@ def open_source(
         InvalidArgumentError: neither or both of DB and ``--series``, ``--period`` without
             ``--series`` or the other way round, a prefix that cannot start a database name,
             or a form whose ids hold no time in ``_all_docs`` order (for a series).
+        DatabaseNotFoundError: the series has no database (:func:`existing`).
     """
     layout = _layout(args, form)
     client = tools.connect()
@@ -119,7 +123,27 @@ def open_source(
         from couchids.database import Database
 
         return client, Database(client, args.db, form=form)
-    return client, _series(client, layout)
+    series = _series(client, layout)
+    existing(series, args.timeout)
+    return client, series
+
+
+def existing(series: Series, timeout: float) -> list[str]:
+    """The names of the series' databases (one ``GET /_all_dbs``), oldest first.
+
+    Raises:
+        DatabaseNotFoundError: none exists: a series is its databases, and a command given
+            a series that has none fails as one given a missing database does.
+    """
+    names = series.databases(timeout=timeout)
+    if not names:
+        layout = series.layout
+        raise DatabaseNotFoundError(
+            f"the series {layout.prefix!r} {_kind(layout)} has no databases on this server "
+            f"(couchids series prepare {layout.prefix} --period {layout.every} creates them)",
+            404,
+        )
+    return names
 
 
 def _series(client: CloudantV1, layout: SeriesLayout) -> Series:
@@ -238,7 +262,7 @@ def add_series_command(commands: Any, tools: Tools) -> None:
     def run_list(args: argparse.Namespace) -> int:
         layout = SeriesLayout(args.prefix, args.period, KUUID)
         client = tools.connect()
-        names = _series(client, layout).databases(timeout=args.timeout)
+        names = existing(_series(client, layout), args.timeout)
         out = sys.stdout
         for name in names:
             if args.json:
@@ -247,8 +271,6 @@ def add_series_command(commands: Any, tools: Tools) -> None:
                 out.write(json.dumps(row) + "\n")
             else:
                 out.write(name + "\n")
-        if not names:
-            _note(f"the series {layout.prefix!r} {_kind(layout)} has no databases")
         return 0
 
     p = sub.add_parser(
@@ -259,6 +281,7 @@ def add_series_command(commands: Any, tools: Tools) -> None:
 Prints one name a line, oldest period first; with --json one JSON object a line: db, start
 and end (the period, ISO-8601 UTC, end exclusive). Only the names of this series' periods
 count: PREFIX-x-2026-11 (another series) or PREFIX-2026-11 when --period is day are left out.
+A series with no database is an error (exit status 1), as it is for every command.
 
 examples:
   couchids series list events --period month
@@ -313,8 +336,10 @@ examples:
         before = tools.parse_time(args.before, now_ms())
         layout = SeriesLayout(args.prefix, args.period, tools.form(args))
         client = tools.connect()
+        series = _series(client, layout)
+        existing(series, args.timeout)
         try:
-            report = _series(client, layout).expire(
+            report = series.expire(
                 before, dry_run=not args.yes, purge=args.purge, timeout=args.timeout
             )
         except KeyboardInterrupt:
@@ -327,12 +352,10 @@ examples:
         drop = "would drop" if report.dry_run else "dropped"
         for name in report.dropped:
             out.write(f"{drop} {name}\n")
-        if report.boundary is not None:
-            verb = "would delete" if report.dry_run else "deleted"
-            out.write(
-                f"{verb} {report.deleted} documents of {report.boundary} made before "
-                f"{_iso(before)}\n"
-            )
+        verb = "would delete" if report.dry_run else "deleted"
+        for db, each in report.expired.items():
+            count = each.matched if report.dry_run else each.deleted
+            out.write(f"{verb} {count} documents of {db} made before {_iso(before)}\n")
         dropped = f"{len(report.dropped)} database{'' if len(report.dropped) == 1 else 's'}"
         if report.dry_run:
             out.write(
@@ -350,7 +373,9 @@ examples:
             print(f"couchids: changed meanwhile, kept: {doc_id}", file=sys.stderr)
         for doc_id, reason in report.failed:
             print(f"couchids: refused: {doc_id}: {reason}", file=sys.stderr)
-        return 1 if report.conflicts or report.failed else 0
+        for doc_id in report.unread:
+            print(f"couchids: no time the series can read, kept: {doc_id}", file=sys.stderr)
+        return 1 if report.conflicts or report.failed or report.unread else 0
 
     p = sub.add_parser(
         "expire",
@@ -358,12 +383,13 @@ examples:
         description="Dry run unless --yes.",
         epilog=f"""\
 Drops the databases of the whole periods that ended by --before (instant, and no tombstones
-left) and deletes the documents made before it in the database of the period holding it, of
-every type and the untyped ids of the form (ids of other forms and design documents stay).
-Without --yes it only says what would go. Prints a line per database dropped (would drop),
-one for the documents of the period holding --before, and a summary. Safe to run again, also
-after Ctrl-C. A document changed meanwhile is kept and named on stderr, and the exit status is
-then 1.
+left) and deletes every document whose id holds a time before it from the databases that stay:
+the period holding --before is read whole (ids of the form of every type and untyped, short
+ids), later ones where older ids would sort. Design documents stay. Without --yes it only says
+what would go. Prints a line per database dropped (would drop), one per database that stays
+and held older documents, and a summary. Safe to run again, also after Ctrl-C. A document
+changed meanwhile is kept, and an id whose time cannot be read (another form's) is kept: each
+is named on stderr, and the exit status is then 1.
 
 TIME is {tools.time_help}.
 

@@ -17,7 +17,7 @@ refused before anything is deleted.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -33,6 +33,7 @@ from couchids.core.protocol import (
     Wait,
     answer_error,
     ask,
+    check_listing,
     database_facts,
     delete_revision,
     describe,
@@ -50,10 +51,20 @@ from couchids.core.scan import (
     range_pages,
 )
 from couchids.errors import InvalidArgumentError
-from couchids.idforms.forms import IdForm
+from couchids.idforms.forms import KUUID, IdForm
 from couchids.idforms.times import TimeLike, to_ms
 
-__all__ = ["DEFAULT_EXPIRE_BATCH", "PURGE_BATCH", "ExpireReport", "delete_revisions", "expire"]
+__all__ = [
+    "DEFAULT_EXPIRE_BATCH",
+    "PLAIN_SCOPE",
+    "PURGE_BATCH",
+    "ExpireReport",
+    "check_purge",
+    "delete_revisions",
+    "expire",
+    "expire_rows",
+    "index_rows",
+]
 
 #: Documents per ``_bulk_docs`` delete request.
 DEFAULT_EXPIRE_BATCH: Final = 500
@@ -63,11 +74,16 @@ PURGE_BATCH: Final = 100
 LEAF_ROUNDS: Final = 3
 #: Whether a document is live, and the revision of its tombstone when it is not.
 State = tuple[bool, str | None]
+#: The scope of rows of any id (:func:`expire_rows`): a plain key range, read in key order
+#: (any form whose keys rise with time would do), in the global index of a partitioned one.
+PLAIN_SCOPE: Final[tuple[IdForm, str | None]] = (KUUID, None)
+#: The whole primary index, from its first id (read to its end: ``range_pages(to_the_end)``).
+_EVERYTHING: Final = KeyRange(low="", high="", prefix="")
 
 
 @dataclass
 class ExpireReport:
-    """What :func:`expire` did (or, in a dry run, would do).
+    """What :meth:`couchids.Database.expire` did (or, in a dry run, would do).
 
     Attributes:
         dry_run: nothing was changed.
@@ -139,44 +155,104 @@ def _expire(
     report: ExpireReport,
     policy: RetryPolicy,
 ) -> Program[ExpireReport]:
-    dry_run, mark = report.dry_run, report.checkpoint
     yield from database_facts(known, db, policy)
     yield from check_one_form(known, db, form, doc_type, policy)
-    if purge and not dry_run:
-        kind = yield from server_kind(known, policy, db)
-        if kind != "couchdb":
-            where = {"cloudant": "Cloudant", "pouchdb": "PouchDB Server"}.get(kind, "this server")
-            raise InvalidArgumentError(
-                f"purge=True: {where} has no _purge (CouchDB 2.3 and later have); "
-                "expire without purge leaves tombstones, which replicate"
-            )
+    if purge and not report.dry_run:
+        yield from check_purge(known, db, policy)
     if keys is None:
         return report
-    pages = Puller(
-        range_pages(
+    pages = range_pages(
+        known,
+        db,
+        keys,
+        form,
+        policy,
+        doc_type=doc_type,
+        after=report.checkpoint.last_id,
+        page_size=batch_size,
+    )
+    scope = (form, doc_type)
+    return (
+        yield from expire_rows(
             known,
             db,
-            keys,
-            form,
+            pages,
+            inside,
+            report,
             policy,
-            doc_type=doc_type,
-            after=mark.last_id,
-            page_size=batch_size,
+            purge=purge,
+            scope=scope,
+            on_progress=on_progress,
         )
     )
-    page = yield from pages.next()
+
+
+def check_purge(known: FactsCache, db: str, policy: RetryPolicy) -> Program[None]:
+    """Refuse a purge on a server that has no ``_purge`` (Cloudant, PouchDB Server), before
+    anything is deleted.
+
+    Raises:
+        InvalidArgumentError: the server has no ``_purge``.
+    """
+    kind = yield from server_kind(known, policy, db)
+    if kind != "couchdb":
+        where = {"cloudant": "Cloudant", "pouchdb": "PouchDB Server"}.get(kind, "this server")
+        raise InvalidArgumentError(
+            f"purge=True: {where} has no _purge (CouchDB 2.3 and later have); "
+            "expire without purge leaves tombstones, which replicate"
+        )
+
+
+def index_rows(known: FactsCache, db: str, policy: RetryPolicy, *, page_size: int) -> Program[None]:
+    """Emits the rows (ids and revisions) of every document of ``db``, design documents
+    included, in key order, ``page_size`` at a time: what :func:`expire_rows` reads when
+    every id of a database is to be looked at. ``DatabaseNotFoundError`` for a missing one."""
+    return range_pages(
+        known,
+        db,
+        _EVERYTHING,
+        PLAIN_SCOPE[0],
+        policy,
+        doc_type=None,
+        page_size=page_size,
+        to_the_end=True,
+        wanted=lambda _: True,
+    )
+
+
+def expire_rows(
+    known: FactsCache,
+    db: str,
+    pages: Program[None],
+    goes: Callable[[str], bool],
+    report: ExpireReport,
+    policy: RetryPolicy,
+    *,
+    purge: bool,
+    scope: tuple[IdForm, str | None] = PLAIN_SCOPE,
+    on_progress: Callable[[ExpireReport], None] | None = None,
+) -> Program[ExpireReport]:
+    """Delete the documents of the ``_all_docs`` rows ``pages`` emits (ids and revisions, in
+    key order) whose id ``goes`` picks, into ``report`` (in a dry run, only count them), and
+    purge them with ``purge``; ``goes`` is asked once about each row.
+
+    The next page is read while a page is deleted. ``scope`` is the form and type of the
+    rows (:func:`delete_revisions`); :data:`PLAIN_SCOPE` for rows of any id. The caller
+    checked the database and the purge (:func:`check_purge`) before.
+    """
+    dry_run, mark = report.dry_run, report.checkpoint
+    rows_of = Puller(pages)
+    page = yield from rows_of.next()
     while page is not END:
         # The next page is read while this one's documents are deleted: it starts past this
         # page's last id, so nothing deleted now is in it.
-        ahead = None if dry_run else (yield Start(pages.next()))
-        # The id's own time decides, whatever the server answered: nothing of another
-        # type, form or time is ever deleted.
-        rows = [row for row in page if inside(row["id"])]
+        ahead = None if dry_run else (yield Start(rows_of.next()))
+        # The id itself decides, whatever the server answered: nothing of another type, form
+        # or time is ever deleted.
+        rows = [row for row in page if goes(row["id"])]
         report.matched += len(rows)
         if rows and not dry_run:
-            tombstones = yield from delete_revisions(
-                known, db, rows, report, policy, scope=(form, doc_type)
-            )
+            tombstones = yield from delete_revisions(known, db, rows, report, policy, scope=scope)
             if purge and tombstones:
                 report.purged += yield from _purge(db, tombstones, policy)
         if rows:
@@ -184,7 +260,7 @@ def _expire(
         mark.done += len(rows)
         if on_progress is not None:
             on_progress(report)
-        page = (yield from pages.next()) if ahead is None else (yield Wait(ahead))
+        page = (yield from rows_of.next()) if ahead is None else (yield Wait(ahead))
     return report
 
 
@@ -197,16 +273,20 @@ def delete_revisions(
     *,
     scope: tuple[IdForm, str | None],
     every_leaf: bool = True,
+    others: Mapping[str, Sequence[str]] | None = None,
 ) -> Program[dict[str, str]]:
     """Delete the documents of ``_all_docs`` rows (``{"id", "value": {"rev"}}``) by the
     revision read, adding the outcome to ``report``; return ``{id: deleted revision}`` of the
     revisions deleted now.
 
     A document with conflicts (several live leaf revisions) is still live once its winning
-    revision is deleted: another leaf takes its place. With ``every_leaf`` its other live
-    leaves are deleted too, so that it is gone; without, it is left live and reported in
-    ``report.conflicts``. Either way ``report.deleted`` counts only documents that are gone.
-    Each request may take ``policy``'s timeout; answers are checked for shape."""
+    revision is deleted: another leaf takes its place. ``others`` names, by id, the other
+    leaf revisions read with a row (those archive copied): they are deleted once the row's
+    revision is, by their revisions, so that a leaf written since is never deleted unseen.
+    A document still live then has leaves nobody read: with ``every_leaf`` they are deleted
+    too, so that it is gone; without, it is left live and reported in ``report.conflicts``.
+    Either way ``report.deleted`` counts only documents that are gone. Each request may take
+    ``policy``'s timeout; answers are checked for shape."""
     docs = []
     for row in rows:
         value = row.get("value")
@@ -218,7 +298,8 @@ def delete_revisions(
     answer = (yield from ask(post_json(path(db, "_bulk_docs"), {"docs": docs}), each, db)).body
     tombstones: dict[str, str] = {}
     conflicted: list[str] = []
-    for row in _result_rows(answer, each, db, "_bulk_docs"):
+    sent = {doc["_id"] for doc in docs}
+    for row in _result_rows(answer, each, db, "_bulk_docs", asked=sent):
         if row.get("error") == "conflict":
             conflicted.append(row["id"])
         elif row.get("error"):
@@ -239,6 +320,9 @@ def delete_revisions(
             report.conflicts.append(doc_id)
     # A document deleted now that is still live had conflicts: another leaf took its place.
     deleted_now = [doc_id for doc_id in tombstones if doc_id not in conflicted]
+    for doc_id in deleted_now:
+        for rev in (others or {}).get(doc_id, ()):
+            yield from delete_revision(db, doc_id, rev, policy.renewed())
     still = yield from _still_live(known, db, deleted_now, scope, policy)
     for doc_id in deleted_now:
         if doc_id not in still:
@@ -283,7 +367,8 @@ def _states(db: str, ids: list[str], policy: RetryPolicy) -> Program[dict[str, S
     each = policy.renewed()
     asked = post_json(path(db, "_all_docs"), {"keys": ids})
     body = (yield from ask(asked, each, db)).body
-    rows = _result_rows(expect_object(body, each, db, "rows")["rows"], each, db, "_all_docs", "key")
+    rows = expect_object(body, each, db, "rows")["rows"]
+    rows = _result_rows(rows, each, db, "_all_docs", "key", asked=set(ids))
     states: dict[str, State] = {}
     for row in rows:
         value = row.get("value")
@@ -313,14 +398,16 @@ def _delete_leaves(
 
 
 def _result_rows(
-    rows: Any, policy: RetryPolicy, db: str, what: str, name: str = "id"
+    rows: Any, policy: RetryPolicy, db: str, what: str, name: str = "id", *, asked: set[str]
 ) -> list[dict[str, Any]]:
     """``rows`` if it is a list of objects, each with a string ``name`` (``id``; the ``key``
-    of an ``_all_docs`` answer for keys, whose rows for missing ids have no ``id``)."""
+    of an ``_all_docs`` answer for keys, whose rows for missing ids have no ``id``), one of
+    the ids ``asked`` about, none twice (:func:`~couchids.core.protocol.check_listing`)."""
     if not isinstance(rows, list) or not all(
         isinstance(row, dict) and isinstance(row.get(name), str) for row in rows
     ):
         raise answer_error(policy, db, f"{what} answered {describe(rows)}")
+    check_listing(what, [row[name] for row in rows], policy, db, noun="the row of ", among=asked)
     return rows
 
 

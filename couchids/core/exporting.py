@@ -30,8 +30,10 @@ from couchids.core.protocol import (
     ask,
     database_facts,
     describe,
+    live_leaves,
     path,
     post_json,
+    winner,
 )
 from couchids.core.scan import (
     Checkpoint,
@@ -129,10 +131,22 @@ def write_documents(
 
 @dataclass
 class ArchiveReport:
-    """What :func:`archive` did: ``copied`` documents, and the expiry of the copied ones."""
+    """What :meth:`couchids.Database.archive` did: the documents copied, and the expiry of
+    the copied ones.
+
+    Attributes:
+        copied: documents the target stored, every live revision of each.
+        conflicted: ids of the copied documents that had conflicts (several live leaf
+            revisions), each copied with all of them.
+        failed: ``(id, reason)`` of documents the target refused (none of their revisions
+            is deleted from the source).
+        expired: the deletion of the copied documents (``expire=True``): ``deleted`` counts
+            the documents gone, ``conflicts`` the ones written to meanwhile and kept.
+        checkpoint: the last document handled; pass it back to continue after a stop.
+    """
 
     copied: int = 0
-    #: ``(id, reason)`` of documents the target refused.
+    conflicted: list[str] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)
     expired: ExpireReport = field(default_factory=lambda: ExpireReport(dry_run=True))
     checkpoint: Checkpoint = field(default_factory=Checkpoint)
@@ -207,10 +221,15 @@ def _archive(
         page = [doc for doc in page if inside(doc["_id"])]
         if not page:
             continue
-        # A document with conflicts is copied as it reads (its winning revision) and kept:
-        # deleting that revision would bring another live one forward.
-        conflicted = {doc["_id"] for doc in page if doc.pop("_conflicts", None)}
-        body = {"docs": page, "new_edits": False}
+        # A document with conflicts is copied with every live leaf revision, read from every
+        # copy (a cluster's _conflicts reflects only the copies that answered first).
+        leaves: dict[str, list[Doc]] = {}
+        for doc in page:
+            if doc.pop("_conflicts", None):
+                found = yield from live_leaves(known, db, doc["_id"], policy.renewed())
+                leaves[doc["_id"]] = found or [doc]
+        revisions = [leaf for doc in page for leaf in leaves.get(doc["_id"], [doc])]
+        body = {"docs": revisions, "new_edits": False}
         each = policy.renewed()
         copy = post_json(path(target_db, "_bulk_docs"), body)
         answer = (yield from ask(copy, each, target_db)).body
@@ -220,18 +239,28 @@ def _archive(
         report.failed += [(i, f"{r['error']}: {r.get('reason', '')}") for i, r in refused.items()]
         stored = [doc for doc in page if doc["_id"] not in refused]
         report.copied += len(stored)
+        report.conflicted += [doc["_id"] for doc in stored if len(leaves.get(doc["_id"], ())) > 1]
         if expire and stored:
-            report.expired.conflicts += [doc["_id"] for doc in stored if doc["_id"] in conflicted]
-            rows = [
-                {"id": doc["_id"], "value": {"rev": doc["_rev"]}}
-                for doc in stored
-                if doc["_id"] not in conflicted
-            ]
+            # Deleted are exactly the revisions copied: the winning one by the revision read
+            # (a document changed since answers 409 and is kept), then the other leaves.
+            rows: list[Doc] = []
+            others: dict[str, list[str]] = {}
+            for doc in stored:
+                copied = leaves.get(doc["_id"], [doc])
+                first = winner(copied)
+                rows.append({"id": doc["_id"], "value": {"rev": first["_rev"]}})
+                others[doc["_id"]] = [leaf["_rev"] for leaf in copied if leaf is not first]
             report.expired.matched += len(stored)
-            if rows:
-                yield from delete_revisions(
-                    known, db, rows, report.expired, policy, scope=scope, every_leaf=False
-                )
+            yield from delete_revisions(
+                known,
+                db,
+                rows,
+                report.expired,
+                policy,
+                scope=scope,
+                every_leaf=False,
+                others=others,
+            )
         mark.last_id = page[-1]["_id"]
         mark.done += len(page)
         if on_progress is not None:

@@ -53,20 +53,24 @@ from couchids.core.protocol import (
     Wait,
     answer_error,
     ask,
+    check_listing,
     describe,
     path,
 )
-from couchids.core.scan import Checkpoint, read_policy
+from couchids.core.scan import Checkpoint, check_one_form, read_policy
+from couchids.core.short import short_day, short_id_pages, short_ranges
 from couchids.core.windows import check_count
 from couchids.errors import (
     BulkWriteError,
     DatabaseNotFoundError,
     InvalidArgumentError,
+    InvalidIdError,
     InvalidInputError,
     InvalidTimeError,
+    InvalidTypeError,
     ServerError,
 )
-from couchids.idforms.doctypes import AllTypes
+from couchids.idforms.doctypes import AllTypes, scope_prefix
 from couchids.idforms.times import TimeLike, to_datetime, to_ms
 from couchids.results import WriteResult
 
@@ -83,6 +87,7 @@ __all__ = [
     "expire",
     "export",
     "histogram",
+    "id_time",
     "latest",
     "list_databases",
     "prepare",
@@ -96,12 +101,18 @@ Doc = Mapping[str, Any]
 
 #: Period databases :meth:`couchids.Series.count` and ``histogram`` read at a time.
 PERIOD_WORKERS: Final = 4
+#: What design documents' ids start with: an expiry leaves them.
+_DESIGN: Final = "_design/"
+#: The servers whose ``_all_dbs`` lists its names sorted, inside the keys asked for.
+SORTED_ALL_DBS: Final = frozenset({"couchdb", "cloudant"})
 
 
 # -- the databases ------------------------------------------------------------------------
 
 
-def list_databases(layout: SeriesLayout, policy: RetryPolicy) -> Program[list[tuple[Period, str]]]:
+def list_databases(
+    known: FactsCache, layout: SeriesLayout, policy: RetryPolicy
+) -> Program[list[tuple[Period, str]]]:
     """The series' databases that exist, each with its period, oldest first: one
     ``GET /_all_dbs``.
 
@@ -111,19 +122,41 @@ def list_databases(layout: SeriesLayout, policy: RetryPolicy) -> Program[list[tu
     (PouchDB Server), another series whose prefix starts the same (``events-x``) or another
     kind of period of the same prefix is never taken for this series.
 
+    The answer is checked for what the server promises
+    (:func:`~couchids.core.protocol.check_listing`): each name once; and from Apache CouchDB
+    and Cloudant, the names in byte order and inside the keys. PouchDB Server lists its
+    databases in no order and ignores the keys; which server answered is asked (one
+    ``GET /``, once per client) only when an answer is not sorted inside the keys.
+
     Raises:
-        ServerError: (or a subclass) the server failed; ``UnauthorizedError`` when the
+        ServerError: (or a subclass) the server failed, or answered a name twice or (CouchDB,
+            Cloudant) out of order or outside the keys; ``UnauthorizedError`` when the
             credentials may not list databases (CouchDB 3 lets only admins do it, unless
             ``[chttpd] admin_only_all_dbs`` is false).
     """
-    head = layout.prefix + "-"
-    params = {"start_key": json.dumps(head), "end_key": json.dumps(layout.prefix + ".")}
+    head, end = layout.prefix + "-", layout.prefix + "."
+    params = {"start_key": json.dumps(head), "end_key": json.dumps(end)}
     reply = yield from ask(Request("GET", "/_all_dbs", params), policy, layout.prefix)
     names = reply.body
     if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
         raise answer_error(
             policy, layout.prefix, f"_all_dbs answered {describe(names)}, not a list of names"
         )
+    try:
+        check_listing(
+            "_all_dbs",
+            names,
+            policy,
+            layout.prefix,
+            sent=reply.sent,
+            ordered=True,
+            low=head,
+            high=end,
+        )
+    except ServerError:
+        if (yield from counting.server_kind(known, policy, layout.prefix)) in SORTED_ALL_DBS:
+            raise
+        check_listing("_all_dbs", names, policy, layout.prefix, sent=reply.sent)
     found = []
     for name in names:
         period = layout.period(name) if name.startswith(head) else None
@@ -417,10 +450,11 @@ def window(
 
     part(layout.prefix, start_ms, end_ms)  # checks the arguments now
     policy = RetryPolicy.checked(0, 0, timeout, "window")
-    return _window(layout, start_ms, end_ms, newest_first, part, policy)
+    return _window(known, layout, start_ms, end_ms, newest_first, part, policy)
 
 
 def _window(
+    known: FactsCache,
     layout: SeriesLayout,
     start_ms: int,
     end_ms: int,
@@ -428,7 +462,7 @@ def _window(
     part: Callable[[str, int, int], windows.WindowRead],
     policy: RetryPolicy,
 ) -> Program[None]:
-    listed = yield from list_databases(layout, policy)
+    listed = yield from list_databases(known, layout, policy)
     spans = _spans(listed, start_ms, end_ms)
     if newest_first:
         spans.reverse()
@@ -492,7 +526,7 @@ def _latest(
     if n == 0:
         return []
     found: list[Row] = []
-    for period, name in reversed((yield from list_databases(layout, policy))):
+    for period, name in reversed((yield from list_databases(known, layout, policy))):
         newest = windows.newest(
             known,
             name,
@@ -516,7 +550,7 @@ def count(
     start: TimeLike,
     end: TimeLike,
     *,
-    type: str | None,
+    type: str | AllTypes | None,
     exact: bool,
     timeout: float | None,
 ) -> Program[int]:
@@ -534,17 +568,18 @@ def count(
         return _unless_missing(program, 0)
 
     _checked(part(layout.prefix, start_ms, end_ms))
-    return _count(layout, start_ms, end_ms, part, policy)
+    return _count(known, layout, start_ms, end_ms, part, policy)
 
 
 def _count(
+    known: FactsCache,
     layout: SeriesLayout,
     start_ms: int,
     end_ms: int,
     part: Callable[[str, int, int], Program[int]],
     policy: RetryPolicy,
 ) -> Program[int]:
-    spans = _spans((yield from list_databases(layout, policy)), start_ms, end_ms)
+    spans = _spans((yield from list_databases(known, layout, policy)), start_ms, end_ms)
     counts = yield from _each([part(*span) for span in spans], PERIOD_WORKERS)
     return sum(counts)
 
@@ -565,7 +600,8 @@ def histogram(
     histogram of ``[start, end)`` (:func:`~couchids.core.counting.bucket_edges`), each the
     sum of the counts of the periods' histograms of their parts of it.
 
-    A period's histogram has the same inner edges (multiples of ``every`` since 1970) and
+    A period's histogram has the same inner edges (multiples of ``every`` from Monday
+    1970-01-05, :data:`~couchids.core.counting.BUCKET_ORIGIN_MS`) and
     edges at its period's start and end, so each of its buckets lies inside one bucket of the
     whole window, and is added to it. The arguments are checked now, as
     :func:`couchids.core.counting.histogram` checks them.
@@ -590,10 +626,11 @@ def histogram(
 
     _checked(part(layout.prefix, start_ms, end_ms))
     edges = bucket_edges(start_ms, end_ms, parse_every(every))
-    return _histogram(layout, edges, part, policy)
+    return _histogram(known, layout, edges, part, policy)
 
 
 def _histogram(
+    known: FactsCache,
     layout: SeriesLayout,
     edges: list[int],
     part: Callable[[str, int, int], Program[list[Bucket]]],
@@ -602,7 +639,7 @@ def _histogram(
     spans = list(itertools.pairwise(edges))
     counts = [0] * len(spans)
     if spans:
-        listed = yield from list_databases(layout, policy)
+        listed = yield from list_databases(known, layout, policy)
         parts = _spans(listed, edges[0], edges[-1])
         for buckets in (yield from _each([part(*span) for span in parts], PERIOD_WORKERS)):
             for bucket in buckets:
@@ -658,7 +695,7 @@ def export(
         # The checkpoint must be an id of this export (windows.scan_pages says so when it
         # resumes); its time says which periods are done.
         start_ms = max(start_ms, _resumed_at(layout, mark.last_id))
-    pages = _export_pages(layout, start_ms, end_ms, part, policy)
+    pages = _export_pages(known, layout, start_ms, end_ms, part, policy)
     return exporting.write_documents(pages, out, format, columns, mark, on_progress)
 
 
@@ -672,13 +709,14 @@ def _resumed_at(layout: SeriesLayout, last_id: str) -> int:
 
 
 def _export_pages(
+    known: FactsCache,
     layout: SeriesLayout,
     start_ms: int,
     end_ms: int,
     part: Callable[[str, int, int], Program[None]],
     policy: RetryPolicy,
 ) -> Program[None]:
-    listed = yield from list_databases(layout, policy)
+    listed = yield from list_databases(known, layout, policy)
     yield from _chained(part(*span) for span in _spans(listed, start_ms, end_ms))
 
 
@@ -693,19 +731,26 @@ class SeriesExpireReport:
         dry_run: nothing was changed.
         before: the time before which documents go.
         dropped: the databases of the whole periods that ended by ``before``, oldest first:
-            deleted (in a dry run: that would be).
-        boundary: the database of the period holding ``before``, whose older documents were
-            expired, or ``None`` (no such database, or ``before`` starts a period).
-        deleted: documents deleted from ``boundary`` (in a dry run: that would be).
-        expired: the :class:`~couchids.ExpireReport` of each type of ``boundary``
-            (``None``: its untyped ids), with its conflicts and failures.
+            deleted with everything in them (in a dry run: that would be).
+        boundary: the database of the period holding ``before``, whose every id was read,
+            or ``None`` (no such database, or ``before`` starts a period).
+        deleted: documents deleted from the databases that stay: ``boundary`` and the later
+            ones (in a dry run: that would be).
+        expired: the :class:`~couchids.core.expiry.ExpireReport` of each database that stays
+            and held documents older than ``before`` (``boundary``'s always), by name, with
+            its conflicts and failures.
+        unread: ids in ``boundary`` that hold no time the series can read (neither an id of
+            its form, typed or not, nor a short id): kept, since nothing says whether they
+            are older than ``before``; deal with them by hand. Design documents stay and are
+            not listed.
 
     Example::
 
         report = events.expire("2026-01-15")  # a dry run: what would go
         report.dropped  # ['events-2025-11', 'events-2025-12']
         report.boundary, report.deleted  # ('events-2026-01', 412)
-        report.expired["reading"].matched  # 400 of them readings
+        report.expired  # {'events-2026-01': ExpireReport(matched=412, ...)}
+        report.unread  # ['import-7'], kept: its time cannot be read
     """
 
     dry_run: bool
@@ -713,16 +758,17 @@ class SeriesExpireReport:
     dropped: list[str] = field(default_factory=list)
     boundary: str | None = None
     deleted: int = 0
-    expired: dict[str | None, ExpireReport] = field(default_factory=dict)
+    expired: dict[str, ExpireReport] = field(default_factory=dict)
+    unread: list[str] = field(default_factory=list)
 
     @property
     def conflicts(self) -> list[str]:
-        """Ids of documents of ``boundary`` changed since they were read: left alone."""
+        """Ids of documents changed since they were read: left alone."""
         return [doc_id for report in self.expired.values() for doc_id in report.conflicts]
 
     @property
     def failed(self) -> list[tuple[str, str]]:
-        """``(id, reason)`` of documents of ``boundary`` the server refused to delete."""
+        """``(id, reason)`` of documents the server refused to delete."""
         return [failure for report in self.expired.values() for failure in report.failed]
 
 
@@ -762,49 +808,181 @@ def expire(
 
     _checked(part(layout.prefix, None))
     report = SeriesExpireReport(dry_run=dry_run, before=to_datetime(before_ms))
-    return _expire(known, layout, before_ms, part, report, policy)
+    run = _Expiry(known, layout, before_ms, purge, batch_size, part, policy)
+    return _expire(run, report)
 
 
-def _expire(
-    known: FactsCache,
-    layout: SeriesLayout,
-    before_ms: int,
-    part: Callable[[str, str | None], Program[ExpireReport]],
-    report: SeriesExpireReport,
-    policy: RetryPolicy,
-) -> Program[SeriesExpireReport]:
-    listed = yield from list_databases(layout, policy.renewed())
+@dataclass(frozen=True)
+class _Expiry:
+    """What one :func:`expire` works with."""
+
+    known: FactsCache
+    layout: SeriesLayout
+    before_ms: int
+    purge: bool
+    batch_size: int
+    #: The expiry of one type's ids of the series' form in one database.
+    part: Callable[[str, str | None], Program[ExpireReport]]
+    policy: RetryPolicy
+
+
+def _expire(run: _Expiry, report: SeriesExpireReport) -> Program[SeriesExpireReport]:
+    before_ms = run.before_ms
+    listed = yield from list_databases(run.known, run.layout, run.policy.renewed())
     # The boundary period first: an expiry refused there (a purge the server cannot do) is
     # refused before any database is dropped.
     for period, name in listed:
         if period.start_ms < before_ms < period.end_ms:
             report.boundary = name
-            yield from _unless_missing(_expire_boundary(layout, name, part, report, policy), None)
+            yield from _unless_missing(_expire_boundary(run, period, name, report), None)
+    # The series' writers put every document in the database of its id's time, so a later
+    # period's database holds no older id of theirs; one stored there by other means goes too.
+    for period, name in listed:
+        if period.start_ms >= before_ms:
+            yield from _unless_missing(_expire_later(run, period, name, report), None)
     for period, name in listed:
         if period.end_ms <= before_ms:
             report.dropped.append(name)
             if not report.dry_run:
-                yield from drop_database(known, layout, name, before_ms, policy.renewed())
+                yield from drop_database(
+                    run.known, run.layout, name, before_ms, run.policy.renewed()
+                )
     return report
 
 
 def _expire_boundary(
-    layout: SeriesLayout,
-    name: str,
-    part: Callable[[str, str | None], Program[ExpireReport]],
-    report: SeriesExpireReport,
-    policy: RetryPolicy,
+    run: _Expiry, period: Period, name: str, report: SeriesExpireReport
 ) -> Program[None]:
-    separator = layout.form.separator
-    found = yield from types_present(name, separator, policy.renewed())
+    """Read every id of the boundary period's database (``name``) and delete the documents
+    whose id holds a time before ``run.before_ms``, whatever wrote them: ids of the series'
+    form of every type and untyped, and short ids. An id whose time cannot be read is kept
+    and reported in ``report.unread``; design documents stay."""
+    known, form, policy = run.known, run.layout.form, run.policy
+    checked: set[str | None] | None = None
+    if form.loose:
+        # Every type's ids are checked for ids another form cannot tell from the series'
+        # (check_one_form) before any is deleted; the ids of a type not checked are unread.
+        checked = set()
+        found = yield from types_present(name, form.separator, policy.renewed())
+        for doc_type in [None, *found]:
+            try:
+                yield from check_one_form(known, name, form, doc_type, policy.renewed())
+            except InvalidTypeError:
+                continue  # ids that start like a type but break the type rule
+            checked.add(doc_type)
+    if run.purge and not report.dry_run:
+        yield from expiry.check_purge(known, name, policy.renewed())
+    time_of = id_time(run.layout, period.start_ms, checked)
+
+    def goes(doc_id: str) -> bool:
+        if doc_id.startswith(_DESIGN):
+            return False
+        ms = time_of(doc_id)
+        if ms is None:
+            report.unread.append(doc_id)
+            return False
+        return ms < run.before_ms
+
+    each = ExpireReport(dry_run=report.dry_run)
+    rows = expiry.index_rows(known, name, policy, page_size=run.batch_size)
+    yield from expiry.expire_rows(known, name, rows, goes, each, policy, purge=run.purge)
+    _add_up(report, name, each)
+
+
+def _expire_later(
+    run: _Expiry, period: Period, name: str, report: SeriesExpireReport
+) -> Program[None]:
+    """Delete the documents older than ``run.before_ms`` from the database ``name`` of a
+    period that starts after it: the key ranges where they sort are read (each type's and
+    the untyped ids of the series' form, and the short ids), not the whole database."""
+    each = ExpireReport(dry_run=report.dry_run)
+    found = yield from types_present(name, run.layout.form.separator, run.policy.renewed())
     for doc_type in [None, *found]:
         try:
-            program = part(name, doc_type)
+            program = run.part(name, doc_type)
         except InvalidInputError:
             continue  # ids that start like a type but break the type rule: no ids of the form
-        each = yield from program
-        report.expired[doc_type] = each
-        report.deleted += each.matched if report.dry_run else each.deleted
+        _merge(each, (yield from program))
+    near, before_ms = period.start_ms, run.before_ms
+
+    def goes(doc_id: str) -> bool:
+        day = short_day(doc_id, near)
+        return day is not None and day < before_ms
+
+    for low, high in short_ranges(near, before_ms):
+        rows = short_id_pages(name, low, high, run.policy, page_size=run.batch_size)
+        yield from expiry.expire_rows(
+            run.known, name, rows, goes, each, run.policy, purge=run.purge
+        )
+    if each.matched or each.conflicts or each.failed:
+        _add_up(report, name, each)
+
+
+def id_time(
+    layout: SeriesLayout, near_ms: int, types: set[str | None] | None = None
+) -> Callable[[str], int | None]:
+    """A function giving the time (ms) an id holds as the series reads it, or ``None``: an
+    id of the series' form, untyped or after a type or ``partition:type`` scope and the
+    form's separator (only the types of ``types``, when given; ``None`` there stands for
+    untyped ids), or a short id (:func:`~couchids.core.short.short_day`, its year read near
+    ``near_ms``). Pure.
+
+    >>> from couchids.idforms.forms import KUUID
+    >>> from couchids.idforms.times import to_ms
+    >>> time_of = id_time(SeriesLayout("events", "month", KUUID), to_ms("2026-03-01"))
+    >>> at = to_ms("2026-03-02T10:00:00Z")
+    >>> [time_of(i) == at for i in (KUUID.new(at), KUUID.new(at, type="t"))]
+    [True, True]
+    >>> time_of("260302-bc") == to_ms("2026-03-02"), time_of("zzz"), time_of("t:260302-bc")
+    (True, None, None)
+    """
+    form = layout.form
+    length, separator, matches = form.length, form.separator, form.matcher()
+    scopes: dict[str, bool] = {}
+
+    def known_scope(head: str) -> bool:
+        if not head:
+            return types is None or None in types
+        if head not in scopes:
+            scope = head[: -len(separator)]
+            try:
+                scope_prefix(scope, separator)
+                scopes[head] = types is None or scope in types
+            except InvalidTypeError:
+                scopes[head] = False
+        return scopes[head]
+
+    def time_of(doc_id: str) -> int | None:
+        head, body = doc_id[: len(doc_id) - length], doc_id[len(doc_id) - length :]
+        if (
+            len(doc_id) >= length
+            and (not head or head.endswith(separator))
+            and matches(body)
+            and known_scope(head)
+        ):
+            try:
+                return form.parse(body)
+            except InvalidIdError:
+                pass
+        return short_day(doc_id, near_ms)
+
+    return time_of
+
+
+def _merge(into: ExpireReport, part: ExpireReport) -> None:
+    """Add what ``part`` did to ``into``."""
+    into.matched += part.matched
+    into.deleted += part.deleted
+    into.gone += part.gone
+    into.conflicts += part.conflicts
+    into.failed += part.failed
+    into.purged += part.purged
+
+
+def _add_up(report: SeriesExpireReport, name: str, each: ExpireReport) -> None:
+    """Put ``each``, the expiry of the database ``name``, in ``report``."""
+    report.expired[name] = each
+    report.deleted += each.matched if report.dry_run else each.deleted
 
 
 # -- helpers ------------------------------------------------------------------------------

@@ -9,6 +9,11 @@ answered ``201 Created``**, and a try given up leaves nothing of its own behind;
 and where it weakens, is stated in :mod:`couchids.core.claim`. So a claimed id holds exactly one
 live revision, the owner's, on a single node and on a cluster alike.
 
+A short id holds its UTC day, with the year in two digits: ``short_day`` reads it back in
+the century nearest a time (a series reads it near its database's period), and
+``short_ranges`` and ``short_id_pages`` find the short ids of the days before a time, for a
+series' expiry.
+
 Pure: the allocation is a program (see :mod:`couchids.core.protocol`);
 :meth:`couchids.Database.create_short` and :meth:`couchids.aio.AsyncDatabase.create_short` run it.
 """
@@ -19,15 +24,27 @@ import json
 import re
 import secrets
 from collections.abc import Callable, Mapping, Sequence
+from datetime import date, timedelta
 from typing import Any, Final, Protocol, runtime_checkable
 
 from couchids.core.claim import ALLOC_FIELD, Claim
 from couchids.core.document import check_new
-from couchids.core.protocol import FactsCache, Program, RetryPolicy, check_keys
+from couchids.core.protocol import (
+    Emit,
+    FactsCache,
+    KeySpan,
+    Program,
+    RetryPolicy,
+    ask,
+    check_keys,
+    expect_rows,
+    path,
+    post_json,
+)
 from couchids.core.writes import written
 from couchids.errors import AllocationFailed, InvalidArgumentError, ServerError
 from couchids.idforms.constants import SHORT_ID_ALPHABET, SHORT_ID_DATE_FORMAT
-from couchids.idforms.times import TimeLike, to_datetime, to_ms
+from couchids.idforms.times import EPOCH, TimeLike, to_datetime, to_ms
 from couchids.results import WriteResult
 
 __all__ = [
@@ -36,7 +53,11 @@ __all__ = [
     "SHORT_ID",
     "create_short",
     "format_day",
+    "next_short_key",
     "random_nonce",
+    "short_day",
+    "short_id_pages",
+    "short_ranges",
 ]
 
 #: ``(nonce length, tries)``, in order: 10 tries of 2 letters, then 10 of 3.
@@ -45,6 +66,12 @@ NONCE_ATTEMPTS: Final = ((2, 10), (3, 10))
 SHORT_ID: Final = re.compile(
     rf"[0-9]{{6}}-[{SHORT_ID_ALPHABET}]{{{NONCE_ATTEMPTS[0][0]},{NONCE_ATTEMPTS[-1][0]}}}"
 )
+
+#: A short id's year is read within this many years before a time, or fewer after it.
+SHORT_YEARS_BEFORE: Final = 50
+#: Above every short id: ``:`` is the byte after ``9``.
+_AFTER_DIGITS: Final = ":"
+_DAY_MS: Final = 86_400_000
 
 _system_random = secrets.SystemRandom()
 
@@ -172,3 +199,152 @@ def _allocate(
         f"({', '.join(f'{t} of {n} letters' for n, t in NONCE_ATTEMPTS)}) could be claimed"
         f"{doubt}, the last {tried[-1]!r}; nothing was stored"
     )
+
+
+# -- reading short ids back --------------------------------------------------------------
+
+
+def short_day(doc_id: str, near_ms: int) -> int | None:
+    """The start (ms since 1970) of the UTC day the short id ``doc_id`` holds, or ``None``
+    when it is no short id (or its digits name no date).
+
+    A short id writes the year in two digits; the year read is the one with those digits
+    from :data:`SHORT_YEARS_BEFORE` years before the year of ``near_ms`` to 49 years after it
+    (a series reads a short id near its database's period, which holds the id's day).
+
+    >>> from couchids.idforms.times import to_datetime, to_ms
+    >>> to_datetime(short_day("260107-bc", to_ms("2026-01-01"))).isoformat()
+    '2026-01-07T00:00:00+00:00'
+    >>> to_datetime(short_day("990101-bc", to_ms("2026-01-01"))).year
+    1999
+    >>> short_day("261307-bc", 0), short_day("260107-b", 0), short_day("user:260107-bc", 0)
+    (None, None, None)
+    """
+    if not isinstance(doc_id, str) or SHORT_ID.fullmatch(doc_id) is None:
+        return None
+    first = _first_year(near_ms)
+    year = first + (int(doc_id[:2]) - first) % 100
+    try:
+        day = date(year, int(doc_id[2:4]), int(doc_id[4:6]))
+    except ValueError:  # no such date, or past 9999
+        return None
+    return _day_ms(day)
+
+
+def short_ranges(near_ms: int, before_ms: int) -> list[tuple[str, str]]:
+    """The key ranges ``[low, high)`` of the short ids (read near ``near_ms``, as
+    :func:`short_day` reads them) whose day starts before ``before_ms``: one range, or two
+    when the hundred years read near ``near_ms`` cross a century (``99…`` then ``00…``).
+    Every short id of those days is inside them, and other ids may be: pick the short ids by
+    :func:`short_day`.
+
+    >>> from couchids.idforms.times import to_ms
+    >>> short_ranges(to_ms("2026-03-05"), to_ms("2026-03-03T06:00:00Z"))
+    [('76', ':'), ('00', '260304')]
+    >>> short_ranges(to_ms("2026-03-05"), to_ms("1970-01-01"))
+    []
+    """
+    first = _first_year(near_ms)
+    # A day starts before before_ms exactly when it comes before the first day that starts
+    # at or after it.
+    moment = to_datetime(before_ms)
+    day = moment.date()
+    end = day if before_ms == _day_ms(day) else _next(day)
+    if end is None or end.year >= first + 100:
+        return [("0", _AFTER_DIGITS)]
+    if end <= date(first, 1, 1):
+        return []
+    start_key, end_key = f"{first % 100:02d}", end.strftime(SHORT_ID_DATE_FORMAT)
+    # The years from ``first`` read 'yy' up to 99, then from 00 (the next century).
+    wraps = first % 100 != 0 and end.year >= (first // 100 + 1) * 100
+    if not wraps:
+        return [(start_key, end_key)]
+    if end_key == "000101":
+        return [(start_key, _AFTER_DIGITS)]
+    return [(start_key, _AFTER_DIGITS), ("00", end_key)]
+
+
+def next_short_key(doc_id: str) -> str | None:
+    """The smallest key above ``doc_id`` (which is no short id) where a short id may sort, or
+    ``None`` when none can sort after it: where a reading of short ids jumps past the other
+    ids among them (kuuid's untyped ids also start with digits).
+
+    >>> next_short_key("001yw3U2AbCdEfGh"), next_short_key("26"), next_short_key("260307-bcdf")
+    ('002000-', '260000-', '260307-bcdf\\x00')
+    >>> next_short_key("2603079"), next_short_key("99z"), next_short_key("user:1")
+    ('260308-', None, None)
+    """
+    digits = 0
+    while digits < min(len(doc_id), 6) and "0" <= doc_id[digits] <= "9":
+        digits += 1
+    if digits == 6:
+        if len(doc_id) == 6 or doc_id[6] < "-":
+            return doc_id[:6] + "-"
+        if doc_id[6] == "-":
+            return doc_id + "\0"  # what sorts right after it
+        following = int(doc_id[:6]) + 1
+        return None if following > 999_999 else f"{following:06d}-"
+    if digits == len(doc_id) or doc_id[digits] < "0":
+        return doc_id[:digits] + "0" * (6 - digits) + "-"
+    if digits == 0:
+        return None
+    following = int(doc_id[:digits]) + 1
+    if following >= 10**digits:
+        return None
+    return f"{following:0{digits}d}" + "0" * (6 - digits) + "-"
+
+
+def short_id_pages(
+    db: str, low: str, high: str, policy: RetryPolicy, *, page_size: int
+) -> Program[None]:
+    """Emits the ``_all_docs`` rows (ids and revisions) of the short ids ``low <= id < high``
+    in ``db``, in key order, a page at a time: a run of other ids (another form's untyped
+    ids, which start with digits too) is jumped over in one request
+    (:func:`next_short_key`), never read. Each request may take ``policy``'s timeout, and each
+    answer is checked as every ``_all_docs`` answer is
+    (:func:`~couchids.core.protocol.expect_rows`).
+
+    Raises:
+        ServerError: (and subclasses, ``DatabaseNotFoundError`` for a missing database) a
+            request failed after the retries, or was answered with rows out of order or
+            outside the keys asked for.
+    """
+    key: str | None = low
+    while key is not None and key < high:
+        each = policy.renewed()
+        options = {"start_key": key, "end_key": high, "limit": page_size}
+        reply = yield from ask(post_json(path(db, "_all_docs"), options), each, db)
+        rows = expect_rows(reply.body, each, db, sent=reply.sent, span=KeySpan(key, high))
+        page: list[dict[str, Any]] = []
+        following: str | None = None
+        for row in rows:
+            doc_id = row["id"]
+            if doc_id >= high:  # the end key, which inclusive_end lets in
+                following = None
+                break
+            if SHORT_ID.fullmatch(doc_id) is None:
+                following = next_short_key(doc_id)
+                break
+            page.append(row)
+            following = doc_id + "\0"
+        else:
+            if len(rows) < page_size:
+                following = None
+        if page:
+            yield Emit(page)
+        key = following
+
+
+def _first_year(near_ms: int) -> int:
+    return max(1, to_datetime(near_ms).year - SHORT_YEARS_BEFORE)
+
+
+def _next(day: date) -> date | None:
+    try:
+        return day + timedelta(days=1)
+    except OverflowError:
+        return None
+
+
+def _day_ms(day: date) -> int:
+    return (day - EPOCH.date()).days * _DAY_MS
