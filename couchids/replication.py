@@ -47,6 +47,8 @@ class Replication:
         target: the target database of the first document (a URL, without credentials).
         continuous: whether it keeps copying new documents of the window.
 
+    .. needs couchdb: PouchDB Server's replicator ignores a selector
+
     Example::
 
         job = shop.replicate("shop-edge", "2024-05-01", "2024-06-01", type="order")
@@ -88,6 +90,8 @@ class Replication:
         Raises:
             ServerError: (and subclasses) the server failed.
 
+        .. needs couchdb: PouchDB Server's replicator ignores a selector
+
         Example::
 
             (job.status()).state  # 'running'
@@ -116,6 +120,8 @@ class Replication:
             ServerTimeoutError: ``timeout`` ran out while it was still under way (it goes
                 on: wait again, or cancel it), or while the server did not answer a poll.
             ServerError: (and subclasses) the server failed.
+
+        .. needs couchdb: PouchDB Server's replicator ignores a selector
 
         Example::
 
@@ -146,6 +152,8 @@ class Replication:
 
         Raises:
             ServerError: (and subclasses) the server failed.
+
+        .. needs couchdb: PouchDB Server's replicator ignores a selector
 
         Example::
 

@@ -13,7 +13,8 @@ test: it runs once against each configured server, and its id names the server
 
 A test that depends on one server's behaviour says so with ``@pytest.mark.needs(...)``: it runs
 only on servers with every named trait (``pouchdb``; ``couchdb``, which a user's URL and the
-cluster have too; ``cluster``, the local 3-node cluster whose nodes can be paused). When no
+cluster have too; ``cluster``, the local 3-node cluster whose nodes can be paused; ``node``,
+the local single CouchDB node, where a test may name databases as a user would). When no
 configured server has them the test is skipped with the reason, except under ``CI=true``, where
 it fails: CI runs every server and skips nothing.
 """
@@ -41,7 +42,7 @@ URL_VARIABLE = "COUCHIDS_TEST_URL"
 #: What each server kind has, for ``@pytest.mark.needs``.
 TRAITS = {
     "pouchdb": {"pouchdb"},
-    "couchdb": {"couchdb"},
+    "couchdb": {"couchdb", "node"},
     "cluster": {"couchdb", "cluster"},
     "url": {"couchdb"},
 }

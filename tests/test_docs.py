@@ -1,7 +1,7 @@
 """The documentation site builds with Sphinx, nitpicky and warnings as errors (a reference to a
 name that does not exist fails the suite), and holds what the code says it must: an entry for
-every public name, every subcommand and option of the command, the README's FAQ, and a
-getting-started page whose code runs."""
+every public name, every subcommand and option of the command, and the README's FAQ. The
+pages' examples run in tests/test_examples.py."""
 
 from __future__ import annotations
 
@@ -20,7 +20,6 @@ from couchids.cli import main as cli
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
-PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
 
 
 @pytest.fixture(scope="module")
@@ -117,22 +116,3 @@ def test_the_faq_is_the_readme_faq(site: Path) -> None:
     text = html.unescape(re.sub(r"<[^>]+>", "", page(site, "faq.html")))
     for question in questions:
         assert re.sub(r"`", "", question) in text
-
-
-def test_the_getting_started_code_runs(
-    couch_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    monkeypatch.setenv("CLOUDANT_URL", couch_url)
-    monkeypatch.setenv("CLOUDANT_AUTH_TYPE", "noauth")
-    blocks = PYTHON_BLOCK.findall((DOCS / "getting-started.md").read_text(encoding="utf-8"))
-    assert len(blocks) >= 2
-    namespace: dict[str, object] = {"__name__": "first"}
-    try:
-        for number, block in enumerate(blocks, 1):
-            exec(compile(block, f"getting-started.md python block {number}", "exec"), namespace)
-    finally:
-        client = namespace.get("client")
-        if client is not None:
-            client.delete_database(db="first")  # type: ignore[attr-defined]
-    printed = capsys.readouterr().out.splitlines()
-    assert printed[-2:] == ["[2, 1, 0]", "3"], "what the comments of the page say"

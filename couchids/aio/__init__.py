@@ -10,11 +10,15 @@ no task behind.
 
 Example::
 
+    import asyncio
+
     from couchids import aio
 
     async def newest_clicks():
         async with aio.new_instance() as client:
             return await aio.AsyncDatabase(client, "events").latest(10, type="click")
+
+    print(asyncio.run(newest_clicks()))
 """
 
 from __future__ import annotations

@@ -44,6 +44,8 @@ class AsyncReplication:
         target: the target database of the first document (a URL, without credentials).
         continuous: whether it keeps copying new documents of the window.
 
+    .. needs couchdb: PouchDB Server's replicator ignores a selector
+
     Example::
 
         job = await shop.replicate("shop-edge", "2024-05-01", "2024-06-01", type="order")
@@ -85,6 +87,8 @@ class AsyncReplication:
         Raises:
             ServerError: (and subclasses) the server failed.
 
+        .. needs couchdb: PouchDB Server's replicator ignores a selector
+
         Example::
 
             (await job.status()).state  # 'running'
@@ -113,6 +117,8 @@ class AsyncReplication:
             ServerTimeoutError: ``timeout`` ran out while it was still under way (it goes
                 on: wait again, or cancel it), or while the server did not answer a poll.
             ServerError: (and subclasses) the server failed.
+
+        .. needs couchdb: PouchDB Server's replicator ignores a selector
 
         Example::
 
@@ -143,6 +149,8 @@ class AsyncReplication:
 
         Raises:
             ServerError: (and subclasses) the server failed.
+
+        .. needs couchdb: PouchDB Server's replicator ignores a selector
 
         Example::
 

@@ -18,11 +18,15 @@ blocking twin on :class:`couchids.Database`, so both answer alike; only the send
 
 Example::
 
+    import asyncio
+
     from couchids import aio
 
     async def newest_clicks():
         async with aio.new_instance() as client:
             return await aio.AsyncDatabase(client, "events").latest(10, type="click")
+
+    print(asyncio.run(newest_clicks()))
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ own (:mod:`couchids.idforms.forms` for kuuid's layouts, :mod:`couchids.idforms.t
   building an error (:data:`NOT_READ` where ``read`` raises), for :func:`couchids.decode`,
   which tries a string against every form whose length fits;
 - :meth:`IdForm.key` / :meth:`IdForm.key_fits`: the text that every id made at (or after) a
-  time sorts at or above, which is all :mod:`couchids.keys` needs for an exact key range;
+  time sorts at or above, which is all :mod:`couchids.core.keys` needs for an exact key range;
 - :meth:`IdForm.id_pattern`: one regex per form, which checks an id as :meth:`IdForm.read` does
   (but for time limits that key ranges already keep to), used to filter query rows.
 

@@ -3,6 +3,8 @@
 Each class names a document type and an id form, of any of couchids' forms; the form's
 separator joins them::
 
+    from couchids import BASE36_V7, V7S, TypedId
+
     class UserId(TypedId, type="user"): ...  # user:<kuuid>
     class OrderId(TypedId, type="order", form=V7S): ...  # order:<v7s>
     class AccountId(TypedId, prefix="acct", form=BASE36_V7.with_separator("_")): ...  # acct_<…>
