@@ -115,7 +115,9 @@ class Page:
 
 
 def relative(path: Path) -> str:
-    return path.resolve().relative_to(ROOT).as_posix()
+    """``path`` from the checkout's top (``docs/faq.md``), or whole when it is elsewhere."""
+    path = path.resolve()
+    return path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path)
 
 
 def _marker(lines: list[str], opening: int) -> tuple[str | None, str | None]:

@@ -527,3 +527,58 @@ def replications_start_at_once(couch_url: str) -> Iterator[None]:
                 http.delete(setting, timeout=60).raise_for_status()
             else:
                 http.put(setting, data=json.dumps(before.json()), timeout=60).raise_for_status()
+
+
+SAMPLE = """\
+# A page
+
+```python
+x = 1
+```
+
+<!-- not run: needs Cloudant IAM -->
+```python
+x = 2
+```
+
+<!-- needs couchdb: the replicator -->
+
+```console
+$ COUCHIDS_REKEY_KEY=k couchids new -n 2 | couchids decode > ids.jsonl  # two ids
+{"id": "output, not a command"}
+$ pip install couchids
+```
+
+```pycon
+>>> x + 1
+2
+```
+"""
+
+
+def test_blocks_markers_and_commands_are_read(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(SAMPLE, encoding="utf-8")
+    first, marked, shell, pycon = markdown_blocks(page)
+    assert (first.line, first.language, first.code, first.marker) == (4, "python", "x = 1\n", None)
+    assert (marked.marker, marked.reason) == ("not run", "needs Cloudant IAM")
+    assert (shell.marker, shell.reason) == ("needs couchdb", "the replicator")
+    (line,) = shell.commands  # the output and pip lines are no couchids commands
+    assert line.stages == (("couchids", "new", "-n", "2"), ("couchids", "decode"))
+    assert (line.env, line.redirect, line.argv) == (
+        (("COUCHIDS_REKEY_KEY", "k"),),
+        (">", "ids.jsonl"),
+        ["new", "-n", "2"],
+    )
+    namespace: dict[str, Any] = {}
+    run_python(first, namespace, None)
+    run_python(pycon, namespace, None)
+    with pytest.raises(AssertionError, match=r"page\.md:21"):
+        run_python(pycon, {"x": 5}, None)
+
+
+def test_the_examples_of_an_epilog_are_its_command_lines() -> None:
+    epilog = (
+        "Prints ids.\n\nexamples:\n  couchids new -n 3      three ids\n  couchids decode ID\n\n"
+    )
+    assert epilog_commands(epilog) == ["couchids new -n 3", "couchids decode ID"]
