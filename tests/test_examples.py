@@ -21,6 +21,7 @@ import ast
 import asyncio
 import contextlib
 import doctest
+import functools
 import importlib
 import inspect
 import io
@@ -285,12 +286,17 @@ def run_python(block: Block, namespace: dict[str, Any], runner: asyncio.Runner |
         exec(code, namespace)
 
 
+@functools.cache
+def parser() -> argparse.ArgumentParser:
+    return cli._parser()
+
+
 def parse(line: Command, where: str) -> argparse.Namespace:
     """``line``'s arguments as the command reads them; a failure quotes the command's error."""
     err = io.StringIO()
     try:
         with contextlib.redirect_stderr(err):
-            return cli._parser().parse_args(line.argv)
+            return parser().parse_args(line.argv)
     except (SystemExit, cli._UsageError) as exc:
         why = err.getvalue() or str(exc)
         raise AssertionError(f"{where}: `{line.line}` is refused: {why}") from None
