@@ -6,8 +6,8 @@ window against the blocking one, side by side in one run, at 0 ms and at an adde
 
 For each round trip it prints the medians of interleaved rounds and the ratios of medians:
 
-- ``aio 50 concurrent / 1 call``: 50 ``AsyncDatabase.latest`` calls gathered on one loop, against one
-  call (target: at most 10; 50 one after the other would be about 50);
+- ``aio 50 concurrent / 1 call``: 50 ``AsyncDatabase.latest`` calls gathered on one loop,
+  against one call (target: at most 10; 50 one after the other would be about 50);
 - ``raw httpx 50 concurrent / 1 call``: the same for plain ``httpx`` POSTs to ``_all_docs``
   (an ``httpx.AsyncClient`` as it comes, ``orjson`` to decode), gathered the same way;
 - ``aio 50 / raw httpx 50``: what couchids costs over those plain requests;

@@ -23,18 +23,17 @@ export's lines, an expire's deleted count), so a broken tree cannot look fast:
   uncompressed``).
 
 The calls are ``list(events.window(start, end, type=T))``, ``events.export(start, end, out,
-type=T)`` into a file, and ``events.expire(before, type=T, dry_run=False)`` on
-``events = couchids.Database(client, db)``, all with their defaults. ``--docs`` events 10 ms apart (and other
-types and times around them) are the window; each expire call gets a fresh database of
+type=T)`` into a file, and ``events.expire(before, type=T, dry_run=False)`` on ``events =
+couchids.Database(client, db)``, all with their defaults. ``--docs`` events 10 ms apart (and
+other types and times around them) are the window; each expire call gets a fresh database of
 ``--expire-docs`` events (and documents that must stay, which are counted afterwards), loaded
 outside the timed part. As in bench/timing.py, every way runs once first (a warm-up whose
-answer is checked too), then ``--rounds`` rounds run each way once, in order on even rounds
-and in reverse on odd ones. Prints each way's median, fastest and slowest round, and per
-ratio the least and greatest of the rounds' own ratios (the ways of a round run back to
-back), a measure of the noise; then the same for the CPU time each worker used during the
-call (``client CPU``): the client's own work, which a busy machine and the server's pace
-sway far less than the time taken, so it shows what the checks cost the client even where
-the times are too noisy to.
+answer is checked too), then ``--rounds`` rounds run each way once, in order on even rounds and
+in reverse on odd ones. Prints each way's median, fastest and slowest round, and per ratio the
+least and greatest of the rounds' own ratios (the ways of a round run back to back), a measure
+of the noise; then the same for the CPU time each worker used during the call (``client CPU``):
+the client's own work, which a busy machine and the server's pace sway far less than the time
+taken, so it shows what the checks cost the client even where the times are too noisy to.
 
 Always exits 0 when every answer is right: the numbers are for a reader, not a gate.
 """

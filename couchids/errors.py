@@ -37,6 +37,16 @@ class CouchidsError(Exception):
             and never stores it twice.
         results: bulk writes: a :class:`~couchids.WriteResult` for every document handled
             before the error, each with its id (see :meth:`~couchids.Database.bulk_create`).
+
+    Example::
+
+        order = {"number": 1, "at": "2024-05-01T12:00:00Z", "total": 12}
+        try:
+            shop.create(order, type="order", key="order-1", timestamp=order["at"])
+        except couchids.CouchidsError as error:
+            print(error)  # what failed, in words
+            if error.stored is None:
+                ...  # an answer was lost: the same call again stores nothing twice
     """
 
     doc_id: str | None = None
@@ -68,23 +78,59 @@ def _masked(*args: object) -> tuple[object, ...]:
 
 
 class InvalidInputError(CouchidsError, ValueError):
-    """An argument couchids cannot use."""
+    """An argument couchids cannot use: every error of bad input is one, and a ``ValueError``.
+
+    >>> import couchids
+    >>> try:
+    ...     couchids.decode("user:admin")
+    ... except couchids.InvalidInputError as error:
+    ...     print(type(error).__name__, isinstance(error, ValueError))
+    InvalidIdError True
+    """
 
 
 class InvalidIdError(InvalidInputError):
-    """A string that is not an id of the expected form."""
+    """A string that is not an id of the expected form.
+
+    >>> import couchids
+    >>> couchids.decode("user:admin")
+    Traceback (most recent call last):
+    ...
+    couchids.errors.InvalidIdError: 'user:admin' is not an id couchids reads: ...
+    """
 
 
 class InvalidTypeError(InvalidInputError):
-    """A document type that breaks the type rule."""
+    """A document type that breaks the type rule.
+
+    >>> import couchids
+    >>> couchids.id(type="a:b")
+    Traceback (most recent call last):
+    ...
+    couchids.errors.InvalidTypeError: 'a:b' is not a valid document type: a type is 1-64 ...
+    """
 
 
 class InvalidTimeError(InvalidInputError):
-    """A time that cannot be read or is outside the range an id can hold."""
+    """A time that cannot be read or is outside the range an id can hold.
+
+    >>> import couchids
+    >>> couchids.id(1.5)
+    Traceback (most recent call last):
+    ...
+    couchids.errors.InvalidTimeError: 1.5 is a float, which could mean seconds or milliseconds; ...
+    """
 
 
 class InvalidArgumentError(InvalidInputError):
-    """Any other argument outside its accepted values."""
+    """Any other argument outside its accepted values.
+
+    >>> import couchids
+    >>> couchids.id(random=5)
+    Traceback (most recent call last):
+    ...
+    couchids.errors.InvalidArgumentError: random=5: the number of random blocks must be an ...
+    """
 
 
 class ServerError(CouchidsError):
@@ -94,6 +140,13 @@ class ServerError(CouchidsError):
     the database and the request (``create on 'shop' (PUT /shop/order:...)``). The
     ``ibmcloudant``/``requests`` exception is chained as ``__cause__`` as a copy with its text
     masked: the original's text can carry the server URL with its credentials.
+
+    Example::
+
+        try:
+            couchids.Database(client, "no-such-db").latest(5)
+        except couchids.ServerError as error:
+            print(error.status, error)  # 404 latest on 'no-such-db' (...): ...
     """
 
     def __init__(self, message: str, status: int = 0) -> None:
@@ -102,29 +155,81 @@ class ServerError(CouchidsError):
 
 
 class ServerTimeoutError(ServerError, TimeoutError):
-    """The operation's ``timeout`` ran out before the server answered (retries included)."""
+    """The operation's ``timeout`` ran out before the server answered (retries included).
+
+    Example::
+
+        try:
+            newest = shop.latest(5, timeout=30)
+        except couchids.ServerTimeoutError:
+            newest = []  # no answer within 30 s, retries included
+    """
 
 
 class DatabaseNotFoundError(ServerError):
-    """The database does not exist."""
+    """The database does not exist.
+
+    Example::
+
+        try:
+            couchids.Database(client, "no-such-db").latest()
+        except couchids.DatabaseNotFoundError as error:
+            print(error.status)  # 404
+    """
 
 
 class UnauthorizedError(ServerError):
-    """The server refused the credentials (401) or the permission (403)."""
+    """The server refused the credentials (401) or the permission (403).
+
+    Example::
+
+        try:
+            shop.latest()
+        except couchids.UnauthorizedError as error:
+            print(error)  # which credentials were refused, and where they were configured
+    """
 
 
 class RateLimitedError(ServerError):
-    """The server still answered 429 after the client's retries ran out."""
+    """The server still answered 429 after the client's retries ran out.
+
+    Example::
+
+        try:
+            shop.bulk_create([{"n": n} for n in range(100)], type="event")
+        except couchids.RateLimitedError:
+            ...  # over the plan's throughput: slow down, or enable the SDK's retries
+    """
 
 
 class ReplicationFailed(ServerError):
     """A replication cannot run or will not finish: the server's replicator gave up on it
     (``failed``), keeps crashing on an error its retries do not mend, it was cancelled, or
-    the server has no replicator that can run it (PouchDB Server)."""
+    the server has no replicator that can run it (PouchDB Server).
+
+    .. needs couchdb: PouchDB Server's replicator ignores a selector
+
+    Example::
+
+        try:
+            shop.replicate("shop-edge", "2024-05-01", type="order").wait(600)
+        except couchids.ReplicationFailed as error:
+            print(error)  # why the server's replicator gave up on it
+    """
 
 
 class ConflictError(CouchidsError):
-    """A different document already stands under the id being written."""
+    """A different document already stands under the id being written.
+
+    Example::
+
+        shop.create({"_id": "order:7", "total": 12})
+        assert shop.create({"_id": "order:7", "total": 12}).duplicate  # the same: no error
+        try:
+            shop.create({"_id": "order:7", "total": 13})
+        except couchids.ConflictError as error:
+            print(error.doc_id, error.stored)  # order:7 False
+    """
 
     def __init__(self, message: str, doc_id: str) -> None:
         super().__init__(*_masked(message))
@@ -132,7 +237,15 @@ class ConflictError(CouchidsError):
 
 
 class AllocationFailed(CouchidsError):
-    """Every candidate short id was taken."""
+    """Every candidate short id was taken.
+
+    Example::
+
+        try:
+            post = shop.create_short({"title": "hello"})  # '240501-bc'
+        except couchids.AllocationFailed:
+            ...  # every two- and three-letter id of the day is taken
+    """
 
     def __init__(self, *args: object) -> None:
         super().__init__(*_masked(*args))
@@ -145,6 +258,14 @@ class BulkWriteError(CouchidsError):
     :class:`~couchids.WriteResult` per input document, in input order: the stored ones
     with their ``rev``, the failed ones with their ``error`` (a :class:`ConflictError` or a
     :class:`ServerError`).
+
+    Example::
+
+        try:
+            shop.bulk_create([{"_id": "order:8", "total": 1}, {"_id": "order:8", "total": 2}])
+        except couchids.BulkWriteError as error:
+            for result in error.failed:
+                print(result.id, result.error)  # order:8 a different document already has ...
     """
 
     def __init__(self, message: str, results: Sequence[WriteResult]) -> None:

@@ -110,9 +110,3 @@ couchids_api_pages = {
     "series": ["couchids.series", "couchids.core.series"],
     "replication": ["couchids.replication", "couchids.core.replication"],
 }
-# The deprecated module-level functions of 0.1 (couchids.deprecated), listed briefly on the page
-# of what they do, each pointing to its Database method; couchids.aio's all go to "aio".
-couchids_deprecated_pages = {
-    "queries": ["latest", "window", "create", "bulk_create", "bulk_create_iter", "create_short"],
-    "lifecycle": ["count", "histogram", "expire", "export", "archive", "follow", "rekey"],
-}

@@ -17,6 +17,7 @@ from ibm_cloud_sdk_core import ApiException
 from ibmcloudant.cloudant_v1 import CloudantV1
 
 import couchids
+from couchids import kuuid
 
 DB = "couchids-demo"
 TYPES = ("order", "user", "click")
@@ -46,7 +47,7 @@ def run(client: CloudantV1) -> None:
     rng = random.Random(7)
 
     show("Ids sort by time; a type goes in front")
-    for make in (couchids.id, couchids.idms, couchids.idr, couchids.v7s):
+    for make in (kuuid.id, kuuid.idms, kuuid.idr, kuuid.v7s):
         print(f"{make.__name__:>5}: {make(type='order')}")
 
     show("Writing 300 documents spread over the last 3 days (bulk_create, idempotent)")

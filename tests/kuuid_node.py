@@ -47,6 +47,19 @@ class KuuidNode:
         ids: list[str] = self._run(["--make"], request)
         return ids
 
+    def exports(self) -> list[str]:
+        """The names the installed kuuid package exports (``Object.keys(require('kuuid'))``)."""
+        completed = subprocess.run(
+            [self.node, "-e", "console.log(JSON.stringify(Object.keys(require('kuuid'))))"],
+            cwd=BRIDGE.parent,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        names: list[str] = json.loads(completed.stdout)
+        return names
+
     def ns_per_id(self, n: int) -> float:
         """Nanoseconds per ``kuuid.id()`` call, timed in Node over ``n`` calls after a warm-up."""
         return float(self._run(["--bench", str(n)], None)["ns_per_id"])

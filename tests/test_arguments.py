@@ -12,6 +12,7 @@ import pytest
 from faultproxy import client_for
 
 import couchids
+import couchids.kuuid
 from couchids.cli.main import EXIT_BAD_INPUT, main
 from couchids.errors import (
     InvalidArgumentError,
@@ -184,7 +185,7 @@ ROWS: list[tuple[str, Callable[[], Any], type[InvalidInputError]]] = [
     ("id random 5", lambda: couchids.id(random=5), A),
     ("id type bad", lambda: couchids.id(type="a:b"), InvalidTypeError),
     ("id timestamp before 1970", lambda: couchids.id("1969-12-31"), InvalidTimeError),
-    ("prefix reverse str", lambda: couchids.prefix(reverse="yes"), A),  # type: ignore[arg-type]
+    ("prefix reverse str", lambda: couchids.kuuid.prefix(reverse="yes"), A),  # type: ignore[arg-type]
     ("decode not str", lambda: couchids.decode(5), InvalidIdError),  # type: ignore[arg-type]
     ("decode reverse str", lambda: couchids.decode("x" * 32, reverse="no"), A),  # type: ignore[arg-type]
     ("IdForm reverse str", lambda: couchids.IdForm(reverse="no"), A),  # type: ignore[arg-type]

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import couchids
 from couchids import IdForm, InvalidIdError, InvalidTypeError, decode
-from couchids.idforms.couchid import utc_text
+from couchids.idforms.couchid import UtcIdForm, utc_text
 from couchids.idforms.decode import PLAUSIBLE_FROM, PLAUSIBLE_UNTIL
 from couchids.idforms.doctypes import scope_prefix
 from couchids.idforms.forms import ALL_FORMS, KUUID_FORMS, NAMED_FORMS
@@ -433,7 +433,7 @@ def test_ids_with_a_time_report_their_precision() -> None:
 
 #: Every form: those decode infers, those only form= names, and a utc_id form.
 EVERY_FORM: list[IdForm] = list(
-    dict.fromkeys([*ALL_FORMS, *NAMED_FORMS.values(), couchids.UtcIdForm("-n1")])
+    dict.fromkeys([*ALL_FORMS, *NAMED_FORMS.values(), UtcIdForm("-n1")])
 )
 #: Characters of every form's alphabet, and a few of none.
 CHARACTERS = string.ascii_letters + string.digits + "-_:!é "

@@ -16,6 +16,7 @@ import pytest
 
 import couchids
 import couchids.aio
+import couchids.kuuid
 from couchids.cli import main as cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,7 +59,7 @@ def test_every_public_name_has_an_entry(site: Path) -> None:
     anchors = set()
     for api_page in (site / "api").glob("*.html"):
         anchors |= set(entry.findall(api_page.read_text(encoding="utf-8")))
-    for module in (couchids, couchids.aio):
+    for module in (couchids, couchids.aio, couchids.kuuid):
         missing = {f"{module.__name__}.{name}" for name in module.__all__} - anchors
         assert not missing, f"no entry in the API reference for {sorted(missing)}"
 
@@ -68,10 +69,12 @@ def test_the_api_pages_split_the_names(site: Path) -> None:
         return page(site, f"api/{name}.html")
 
     assert 'id="couchids.KUUID"' in entries("ids")
-    assert 'id="couchids.latest"' in entries("queries")
-    assert 'id="couchids.count"' in entries("lifecycle")
+    assert 'id="couchids.Database.latest"' in entries("queries")
+    assert 'id="couchids.Checkpoint"' in entries("lifecycle")
     assert 'id="couchids.ServerTimeoutError"' in entries("errors")
-    assert 'id="couchids.aio.latest"' in entries("aio")
+    assert 'id="couchids.kuuid.prefixReverseMs"' in entries("kuuid")
+    assert 'id="couchids.core.expiry.ExpireReport"' in entries("lifecycle")
+    assert 'id="couchids.aio.AsyncDatabase.latest"' in entries("aio")
     assert "couchids.couchids." not in "".join(entries(n) for n in ("ids", "queries"))
 
 

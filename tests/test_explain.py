@@ -75,8 +75,8 @@ def test_ids_of_another_form(client: CloudantV1, db: str) -> None:
     why = couchids.Database(client, db).explain_empty()
     assert why is not None
     assert why.startswith(f"the untyped ids of {db!r} are not kuuid ids: they read as v7s (such as")
-    assert why.endswith(": pass form=couchids.form_named('v7s')")
-    assert len(couchids.Database(client, db, form=couchids.form_named("v7s")).latest(5)) == 3
+    assert why.endswith(": pass form=couchids.V7S")
+    assert len(couchids.Database(client, db, form=couchids.V7S).latest(5)) == 3
 
 
 def test_second_ids_asked_as_millisecond_ones(client: CloudantV1, db: str) -> None:

@@ -1,6 +1,6 @@
 """The database handles: ``couchids.Database`` is generated from ``couchids.aio.AsyncDatabase``
-(scripts/unasync.py), both have the same methods with the same parameters, and the module-level
-functions of 0.1 still answer, deprecated, through them."""
+(scripts/unasync.py), both have the same methods with the same parameters, and every operation
+on a database is a method of its handle, never a module-level function."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from ibmcloudant.cloudant_v1 import CloudantV1
 
 import couchids
 from couchids import aio
-from couchids.deprecated import OPERATIONS, RENAMED
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "unasync.py"
@@ -73,9 +72,24 @@ def test_a_series_method_takes_its_database_twin_s_parameters_alike() -> None:
     assert "Generated from couchids/aio/series.py by scripts/unasync.py" in head[0]
 
 
-def test_every_operation_of_0_1_is_a_method() -> None:
+#: The operations on one database.
+OPERATIONS = (
+    *("latest", "window", "create", "bulk_create", "bulk_create_iter", "create_short"),
+    *("count", "histogram", "expire", "export", "archive", "follow", "rekey", "replicate"),
+    *("types_present", "explain_empty", "sequence"),
+)
+
+
+def test_every_operation_is_a_method_of_the_handle_and_only_that() -> None:
     assert set(OPERATIONS) <= set(public(couchids.Database))
-    assert {"types_present", "explain_empty", "sequence"} <= set(public(couchids.Database))
+    assert set(OPERATIONS) <= set(public(aio.AsyncDatabase))
+    # One way to do each thing: no module-level twin such as couchids.latest(client, db, ...).
+    for module in (couchids, aio):
+        for name in OPERATIONS:
+            assert not hasattr(module, name), f"{module.__name__}.{name}"
+            assert name not in module.__all__ and name not in dir(module)
+    with pytest.raises(AttributeError, match="module 'couchids' has no attribute 'latest'"):
+        couchids.latest  # noqa: B018
 
 
 def test_the_blocking_file_says_it_is_generated_and_matches_its_source() -> None:
@@ -126,43 +140,36 @@ def test_the_handle_form_is_the_default_of_every_call(client: CloudantV1, db: st
     assert couchids.Database(client, db).latest(type="t", form=couchids.V7S)[0]["_id"] == stored.id
 
 
-def test_the_0_1_functions_warn_and_answer_as_the_methods(client: CloudantV1, db: str) -> None:
-    with pytest.warns(DeprecationWarning, match=r"couchids\.Database\(client, db\)\.create"):
-        made = couchids.create(client, db, {"n": 1}, type="a", timestamp="2024-05-01")
-    with pytest.warns(DeprecationWarning, match="latest"):
-        assert [d["_id"] for d in couchids.latest(client, db, 5, type="a")] == [made.id]
-    with pytest.warns(DeprecationWarning):
-        # The old names of renamed parameters are taken.
-        rows = list(couchids.window(client, db, "2024-01-01", None, type="a", page_size=7))
-    assert [r["_id"] for r in rows] == [made.id]
-    with pytest.warns(DeprecationWarning):
-        short = couchids.create_short(client, db, {"n": 2}, now="2024-05-01")
-    assert short.id.startswith("240501-")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert couchids.Database(client, db).count("2024-01-01", None, type="a") == 1
-
-
-def test_the_0_1_async_functions_warn_and_answer_as_the_methods(
+def test_the_handle_takes_times_as_strings_and_warns_of_nothing(
     client: CloudantV1, db: str
 ) -> None:
+    shop = couchids.Database(client, db)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        made = shop.create({"n": 1}, type="a", timestamp="2024-05-01")
+        assert [d["_id"] for d in shop.latest(5, type="a")] == [made.id]
+        rows = list(shop.window("2024-01-01", None, type="a", batch_size=7))
+        assert [r["_id"] for r in rows] == [made.id]
+        short = shop.create_short({"n": 2}, timestamp="2024-05-01")
+        assert short.id.startswith("240501-")
+        assert shop.count("2024-01-01", None, type="a") == 1
+
+
+def test_the_async_handle_answers_as_the_blocking_one(client: CloudantV1, db: str) -> None:
     import asyncio
 
     async def main() -> list[str]:
         async with aio.AsyncClient(client) as ac:
-            with pytest.warns(DeprecationWarning, match=r"couchids\.aio\.AsyncDatabase"):
-                await aio.create(ac, db, {"n": 1}, type="a")
-            with pytest.warns(DeprecationWarning):
-                return [d["_id"] async for d in aio.window(ac, db, 0, None, type="a", page_size=3)]
+            shop = aio.AsyncDatabase(ac, db)
+            await shop.create({"n": 1}, type="a")
+            return [d["_id"] async for d in shop.window(0, None, type="a", batch_size=3)]
 
-    assert len(asyncio.run(main())) == 1
-
-
-def test_every_renamed_parameter_exists_under_its_new_name() -> None:
-    for operation, names in RENAMED.items():
-        parameters = inspect.signature(getattr(couchids.Database, operation)).parameters
-        for old, new in names.items():
-            assert new in parameters and old not in parameters, (operation, old)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        made = asyncio.run(main())
+    assert len(made) == 1 and made == [
+        d["_id"] for d in couchids.Database(client, db).latest(type="a")
+    ]
 
 
 def test_a_window_streams_rows_or_pages_one_or_the_other(client: CloudantV1, db: str) -> None:

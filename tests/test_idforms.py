@@ -13,7 +13,6 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-import couchids
 from couchids import (
     BASE36_V7,
     SEQ10,
@@ -28,14 +27,14 @@ from couchids import (
     InvalidArgumentError,
     InvalidIdError,
     InvalidTimeError,
-    UtcIdForm,
     decode,
 )
 from couchids.core.keys import window_keys
 from couchids.idforms import radix
 from couchids.idforms.base36 import BASE36_V7_UNPADDED, uuid_text
 from couchids.idforms.constants import ALPHABET, BASE36_ALPHABET, ULID_ALPHABET
-from couchids.idforms.couchid import COUCH_RANDOM
+from couchids.idforms.couchid import COUCH_RANDOM, UtcIdForm
+from couchids.idforms.forms import form_named
 from couchids.idforms.tid62 import tid62_text
 from couchids.idforms.times import EPOCH, MAX_MS, to_ms
 from couchids.idforms.ulid import ulid_text
@@ -216,10 +215,10 @@ def test_seq_forms() -> None:
 
 def test_presets_are_named() -> None:
     for form in (TID62, BASE36_V7, UTC_RANDOM, ULID, UUID464, SEQ10, SEQ36, V7S):
-        assert couchids.form_named(str(form)) == form
-    assert couchids.form_named("utc_id:-x") == UtcIdForm("-x")
+        assert form_named(str(form)) == form
+    assert form_named("utc_id:-x") == UtcIdForm("-x")
     with pytest.raises(InvalidArgumentError, match="known: kuuid"):
-        couchids.form_named("uuid4")
+        form_named("uuid4")
 
 
 # -- the fast encoders against plain ones ----------------------------------------------------

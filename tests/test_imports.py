@@ -28,7 +28,12 @@ def loaded(code: str) -> list[str]:
 
 
 def test_import_make_and_decode_load_no_sdk() -> None:
-    code = "import couchids\ncouchids.decode(couchids.id())\ncouchids.decode(couchids.v7())"
+    code = (
+        "import couchids, couchids.kuuid\n"
+        "couchids.decode(couchids.id())\n"
+        "couchids.decode(couchids.kuuid.v7())\n"
+        "couchids.decode(couchids.kuuid.idmsr())"
+    )
     assert loaded(code) == []
 
 
@@ -94,10 +99,9 @@ def test_the_lazy_names_resolve_on_first_use() -> None:
     code = (
         "import couchids, couchids.database, couchids.drivers.connecting\n"
         "assert couchids.Database is couchids.database.Database\n"
-        "assert couchids.latest.__name__ == 'latest'  # deprecated, made on first use\n"
         "assert couchids.connect is couchids.drivers.connecting.connect\n"
-        "assert couchids.ExpireReport.__name__ == 'ExpireReport'\n"
-        "assert 'latest' in vars(couchids)  # kept after the first use\n"
+        "assert couchids.Checkpoint.__name__ == 'Checkpoint'\n"
+        "assert 'Database' in vars(couchids)  # kept after the first use\n"
     )
     assert set(loaded(code)) >= {"ibmcloudant"}
 
@@ -107,5 +111,4 @@ def test_dir_lists_every_public_name_and_each_resolves() -> None:
     for name in couchids.__all__:
         assert getattr(couchids, name) is not None, name
     assert couchids.Database.__module__ == "couchids.database"
-    assert couchids.latest.__module__ == "couchids"  # deprecated: Database(client, db).latest
     assert callable(couchids.connect)

@@ -1,4 +1,5 @@
-"""kuuid ids (couchids/idforms/kuuid.py): kuuid's published answers, shapes, order and refusals."""
+"""kuuid ids (couchids/idforms/kuuid.py) through couchids.kuuid, the npm package's function set:
+its names, kuuid's published answers and recorded vectors, shapes, order and refusals."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from kuuid_node import KuuidNode
 
 import couchids
-from couchids import InvalidArgumentError, InvalidTimeError
+from couchids import InvalidArgumentError, InvalidTimeError, kuuid
 from couchids.idforms.base62 import decode as base62_decode
 from couchids.idforms.times import MAX_MS
 
@@ -25,17 +27,49 @@ def name(value: object) -> str:
     return getattr(value, "__name__", repr(value))
 
 
+#: What kuuid 3.0.1 exports (the ``export function``s of its index.js; the v7 vectors come from
+#: it). kuuid 1.0.3, installed in node/ for the cross-checks, exports all but v7s and v7.
+KUUID_EXPORTS = (
+    *("id", "idr", "ids", "idsr", "idms", "idmsr", "rand"),
+    *("prefix", "prefixms", "prefixReverse", "prefixReverseMs", "v7s", "v7"),
+)
+#: The Python spelling of kuuid's camelCase names.
+SNAKE = {
+    "prefixms": "prefix_ms",
+    "prefixReverse": "prefix_reverse",
+    "prefixReverseMs": "prefix_reverse_ms",
+}
+
+
+def test_couchids_kuuid_has_every_function_kuuid_exports_under_its_name() -> None:
+    for npm_name in KUUID_EXPORTS:
+        function = getattr(kuuid, npm_name)
+        assert callable(function) and npm_name in kuuid.__all__, npm_name
+        assert function is getattr(kuuid, SNAKE.get(npm_name, npm_name)), npm_name
+    # Nothing else: each Python spelling is the same function as kuuid's name.
+    assert sorted(kuuid.__all__) == sorted({*KUUID_EXPORTS, *SNAKE.values()})
+    # couchids.id is kuuid's id; the rest live in couchids.kuuid only.
+    assert couchids.id is kuuid.id
+    assert not [name for name in kuuid.__all__ if name != "id" and hasattr(couchids, name)]
+
+
+def test_the_installed_kuuid_exports_nothing_couchids_kuuid_lacks(kuuid_node: KuuidNode) -> None:
+    exported = kuuid_node.exports()
+    assert {"id", "idms", "prefixReverseMs"} <= set(exported)
+    assert set(exported) <= set(KUUID_EXPORTS)
+
+
 # kuuid 1.0.3's index.test.js, copied from its published source.
 KUUID_PREFIX_VECTORS: list[tuple[Callable[[Any], str], Any, str]] = [
-    (couchids.prefix, "2018-01-01T00:00:00.000Z", "001eVnWK"),
-    (couchids.prefix, "1970-01-01T00:00:00.000Z", "00000000"),
-    (couchids.prefix, "1971-01-01T00:00:00.000Z", "00028JxA"),
-    (couchids.prefix, "1980-01-01T00:00:00.000Z", "000LLwUi"),
-    (couchids.prefix, "2020-01-01T00:00:00.000Z", "001imRQe"),
-    (couchids.prefix, "2170-01-01T00:00:00.000Z", "006t88C8"),
-    (couchids.prefix, 1514764800000, "001eVnWK"),
-    (couchids.prefix_reverse, "1970-01-01T00:00:00Z", "zzzzzzzz"),
-    (couchids.prefix_reverse, "1970-01-01T00:00:01Z", "zzzzzzzy"),
+    (kuuid.prefix, "2018-01-01T00:00:00.000Z", "001eVnWK"),
+    (kuuid.prefix, "1970-01-01T00:00:00.000Z", "00000000"),
+    (kuuid.prefix, "1971-01-01T00:00:00.000Z", "00028JxA"),
+    (kuuid.prefix, "1980-01-01T00:00:00.000Z", "000LLwUi"),
+    (kuuid.prefix, "2020-01-01T00:00:00.000Z", "001imRQe"),
+    (kuuid.prefix, "2170-01-01T00:00:00.000Z", "006t88C8"),
+    (kuuid.prefix, 1514764800000, "001eVnWK"),
+    (kuuid.prefix_reverse, "1970-01-01T00:00:00Z", "zzzzzzzz"),
+    (kuuid.prefix_reverse, "1970-01-01T00:00:01Z", "zzzzzzzy"),
 ]
 
 
@@ -47,8 +81,8 @@ def test_kuuid_published_prefixes(
 
 
 def test_kuuid_user_supplied_timestamp_vector() -> None:
-    doc_id = couchids.id("2018-01-01T00:00:00.000Z")
-    assert doc_id[:8] == "001eVnWK" == couchids.prefix("2018-01-01T00:00:00.000Z")
+    doc_id = kuuid.id("2018-01-01T00:00:00.000Z")
+    assert doc_id[:8] == "001eVnWK" == kuuid.prefix("2018-01-01T00:00:00.000Z")
 
 
 def blocks_of(random_part: str) -> list[str]:
@@ -67,12 +101,12 @@ def assert_valid_blocks(random_part: str, count: int) -> None:
 
 # (maker, prefix maker, total length) for each kuuid function.
 SHAPES: list[tuple[Callable[..., str], Callable[[Any], str], int]] = [
-    (couchids.id, couchids.prefix, 32),
-    (couchids.idr, couchids.prefix_reverse, 32),
-    (couchids.ids, couchids.prefix, 20),
-    (couchids.idsr, couchids.prefix_reverse, 20),
-    (couchids.idms, couchids.prefix_ms, 32),
-    (couchids.idmsr, couchids.prefix_reverse_ms, 32),
+    (kuuid.id, kuuid.prefix, 32),
+    (kuuid.idr, kuuid.prefix_reverse, 32),
+    (kuuid.ids, kuuid.prefix, 20),
+    (kuuid.idsr, kuuid.prefix_reverse, 20),
+    (kuuid.idms, kuuid.prefix_ms, 32),
+    (kuuid.idmsr, kuuid.prefix_reverse_ms, 32),
 ]
 
 
@@ -95,51 +129,51 @@ def test_shape_of_each_maker(
 def test_named_makers_are_id_with_options() -> None:
     t = "2018-07-20T10:10:34.234Z"
     pairs = [
-        (couchids.idr(t), couchids.id(t, reverse=True)),
-        (couchids.ids(t), couchids.id(t, random=2)),
-        (couchids.idsr(t), couchids.id(t, random=2, reverse=True)),
-        (couchids.idms(t), couchids.id(t, millisecond=True)),
-        (couchids.idmsr(t), couchids.id(t, reverse=True, millisecond=True)),
+        (kuuid.idr(t), kuuid.id(t, reverse=True)),
+        (kuuid.ids(t), kuuid.id(t, random=2)),
+        (kuuid.idsr(t), kuuid.id(t, random=2, reverse=True)),
+        (kuuid.idms(t), kuuid.id(t, millisecond=True)),
+        (kuuid.idmsr(t), kuuid.id(t, reverse=True, millisecond=True)),
     ]
     for named, general in pairs:
         assert named[:8] == general[:8] and len(named) == len(general)
-    assert couchids.prefix(t, reverse=True, millisecond=True) == couchids.prefix_reverse_ms(t)
-    assert couchids.prefix(t, millisecond=True) == couchids.prefix_ms(t)
+    assert kuuid.prefix(t, reverse=True, millisecond=True) == kuuid.prefix_reverse_ms(t)
+    assert kuuid.prefix(t, millisecond=True) == kuuid.prefix_ms(t)
 
 
 def test_prefix_values_are_the_time() -> None:
     t = datetime(2018, 7, 20, 10, 10, 34, 234000, tzinfo=UTC)
     ms = 1532081434234
-    assert base62_decode(couchids.prefix(t)) == ms // 1000
-    assert base62_decode(couchids.prefix_ms(t)) == ms
-    assert base62_decode(couchids.prefix_reverse(t)) == LAST_MS_PREFIX - ms // 1000
-    assert base62_decode(couchids.prefix_reverse_ms(t)) == LAST_MS_PREFIX - ms
+    assert base62_decode(kuuid.prefix(t)) == ms // 1000
+    assert base62_decode(kuuid.prefix_ms(t)) == ms
+    assert base62_decode(kuuid.prefix_reverse(t)) == LAST_MS_PREFIX - ms // 1000
+    assert base62_decode(kuuid.prefix_reverse_ms(t)) == LAST_MS_PREFIX - ms
 
 
 def test_zero_is_the_epoch_not_now() -> None:
     # kuuid reads a falsy timestamp as "now"; couchids takes 0 at its word.
-    assert couchids.id(0)[:8] == "00000000"
-    assert couchids.idr(0)[:8] == "zzzzzzzz"
-    assert couchids.idms(0)[:8] == "00000000"
+    assert kuuid.id(0)[:8] == "00000000"
+    assert kuuid.idr(0)[:8] == "zzzzzzzz"
+    assert kuuid.idms(0)[:8] == "00000000"
 
 
 def test_default_is_now() -> None:
-    before = couchids.prefix(int(datetime.now(UTC).timestamp() * 1000))
-    doc_id = couchids.id()
-    after = couchids.prefix(int(datetime.now(UTC).timestamp() * 1000))
+    before = kuuid.prefix(int(datetime.now(UTC).timestamp() * 1000))
+    doc_id = kuuid.id()
+    after = kuuid.prefix(int(datetime.now(UTC).timestamp() * 1000))
     assert before <= doc_id[:8] <= after
 
 
 @pytest.mark.parametrize("blocks", [1, 2, 3, 4])
 def test_random_block_counts(blocks: int) -> None:
-    doc_id = couchids.id("2018-01-01", random=blocks)
+    doc_id = kuuid.id("2018-01-01", random=blocks)
     assert len(doc_id) == 8 + 6 * blocks
     assert_valid_blocks(doc_id[8:], blocks)
-    assert_valid_blocks(couchids.rand(blocks), blocks)
+    assert_valid_blocks(kuuid.rand(blocks), blocks)
 
 
 def test_rand_blocks_are_fresh_and_valid() -> None:
-    samples = [couchids.rand() for _ in range(20_000)]
+    samples = [kuuid.rand() for _ in range(20_000)]
     assert len(set(samples)) == len(samples)
     for sample in samples:
         assert_valid_blocks(sample, 4)
@@ -149,23 +183,23 @@ def test_rand_blocks_are_fresh_and_valid() -> None:
 def test_random_outside_1_to_4_is_refused(blocks: Any) -> None:
     expected = f"random={blocks!r}: the number of random blocks must be an int from 1 to 4"
     with pytest.raises(InvalidArgumentError, match=re.escape(expected)):
-        couchids.id(random=blocks)
+        kuuid.id(random=blocks)
     with pytest.raises(InvalidArgumentError, match="must be an int from 1 to 4"):
-        couchids.rand(blocks)
+        kuuid.rand(blocks)
 
 
 def test_last_millisecond_prefix_and_beyond() -> None:
-    assert couchids.prefix_ms(LAST_MS_PREFIX) == "zzzzzzzz"
-    assert couchids.prefix_reverse_ms(LAST_MS_PREFIX) == "00000000"
-    assert couchids.idms(LAST_MS_PREFIX)[:8] == "zzzzzzzz"
-    for make in (couchids.idms, couchids.idmsr, couchids.prefix_ms, couchids.prefix_reverse_ms):
+    assert kuuid.prefix_ms(LAST_MS_PREFIX) == "zzzzzzzz"
+    assert kuuid.prefix_reverse_ms(LAST_MS_PREFIX) == "00000000"
+    assert kuuid.idms(LAST_MS_PREFIX)[:8] == "zzzzzzzz"
+    for make in (kuuid.idms, kuuid.idmsr, kuuid.prefix_ms, kuuid.prefix_reverse_ms):
         with pytest.raises(InvalidTimeError) as info:
             make(LAST_MS_PREFIX + 1)
         message = str(info.value)
         assert "8888-12-02" in message and "use second precision" in message
     # Second precision reaches the end of what a datetime holds.
-    assert couchids.id(LAST_MS_PREFIX + 1)[:8] == couchids.prefix(LAST_MS_PREFIX + 1)
-    assert base62_decode(couchids.prefix(MAX_MS)) == MAX_MS // 1000
+    assert kuuid.id(LAST_MS_PREFIX + 1)[:8] == kuuid.prefix(LAST_MS_PREFIX + 1)
+    assert base62_decode(kuuid.prefix(MAX_MS)) == MAX_MS // 1000
 
 
 @pytest.mark.parametrize(
@@ -185,7 +219,7 @@ def test_bad_times_are_refused_by_every_maker(timestamp: Any, match: str) -> Non
     for make, _, _ in SHAPES:
         with pytest.raises(InvalidTimeError, match=match):
             make(timestamp)
-    for make_prefix in (couchids.prefix, couchids.prefix_ms, couchids.prefix_reverse):
+    for make_prefix in (kuuid.prefix, kuuid.prefix_ms, kuuid.prefix_reverse):
         with pytest.raises(InvalidTimeError, match=match):
             make_prefix(timestamp)
 
@@ -202,7 +236,7 @@ def test_ids_sort_by_time(reverse: bool, millisecond: bool, data: st.DataObject)
     unit = 1 if millisecond else 1000
     blocks = data.draw(st.integers(min_value=1, max_value=4))
     id1, id2 = (
-        couchids.id(t, type="log", random=blocks, reverse=reverse, millisecond=millisecond)
+        kuuid.id(t, type="log", random=blocks, reverse=reverse, millisecond=millisecond)
         for t in (t1, t2)
     )
     p1, p2 = id1[4:12], id2[4:12]

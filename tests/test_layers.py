@@ -21,7 +21,6 @@ LAYERS: list[tuple[str, ...]] = [
         "couchids.replication",
         "couchids.series",
         "couchids.aio",
-        "couchids.deprecated",
     ),
     ("couchids.cli", "couchids.__main__", "couchids"),
 ]

@@ -30,7 +30,6 @@ IO_MODULES = (
     "couchids.aio",
     "couchids.database",
     "couchids.series",
-    "couchids.deprecated",
     "couchids.cli",
 )
 #: What no id module imports: a network library or the SDK.

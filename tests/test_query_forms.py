@@ -28,7 +28,7 @@ from couchids import (
     InvalidIdError,
     decode,
 )
-from couchids.idforms.couchid import COUCH_RANDOM
+from couchids.idforms.couchid import COUCH_RANDOM, UtcIdForm
 from couchids.idforms.times import to_ms
 
 T0 = to_ms("2024-03-01T12:00:00Z")
@@ -153,7 +153,7 @@ def test_a_database_of_ids_couchdb_made(
     set_config(couch_url, "uuids", "utc_id_suffix", "-n1")
     old_algorithm = set_config(couch_url, "uuids", "algorithm", algorithm)
     try:
-        form = UTC_RANDOM if algorithm == "utc_random" else couchids.UtcIdForm("-n1")
+        form = UTC_RANDOM if algorithm == "utc_random" else UtcIdForm("-n1")
         made: dict[str, int] = {}
         for i in range(30):
             before = time.time_ns() // 1000

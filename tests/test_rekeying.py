@@ -1,4 +1,4 @@
-"""couchids.rekey: one target document per source document, at the right time, also after an
+"""Database.rekey: one target document per source document, at the right time, also after an
 interrupted first run; the source untouched."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from ibmcloudant.cloudant_v1 import CloudantV1
 
 import couchids
 from couchids import KUUID, KUUID_MS_REVERSE, V7, V7S, Checkpoint, IdForm, decode
-from couchids.core.rekeying import derived_id
+from couchids.core.rekeying import RekeyReport, derived_id
 from couchids.idforms.times import to_ms
 
 KEY = b"test secret"
@@ -54,15 +54,13 @@ def test_rekey_after_an_interrupted_first_run(client: CloudantV1, db: str, form:
         mapping = io.StringIO()
         mark = Checkpoint()
 
-        def stop(report: couchids.RekeyReport) -> None:
+        def stop(report: RekeyReport) -> None:
             if report.checkpoint.done >= 20:
                 raise Stop
 
         options = {"key": KEY, "time_field": "created", "type": "order", "form": form}
         with pytest.raises(Stop):
-            couchids.rekey(
-                client,
-                db,
+            couchids.Database(client, db).rekey(
                 target,
                 mapping=mapping,
                 checkpoint=mark,
@@ -71,7 +69,9 @@ def test_rekey_after_an_interrupted_first_run(client: CloudantV1, db: str, form:
                 **options,  # type: ignore[arg-type]
             )
         # A run from the start (not resumed) stores nothing twice either.
-        report = couchids.rekey(client, db, target, mapping=mapping, batch_size=9, **options)  # type: ignore[arg-type]
+        report = couchids.Database(client, db).rekey(
+            target, mapping=mapping, batch_size=9, **options
+        )  # type: ignore[arg-type]
         assert report.duplicates >= 20 and report.copied + report.duplicates == len(made)
         assert report.skipped == [("no-time", "no field 'created'")]
         stored = all_docs(client, target)
@@ -103,7 +103,7 @@ def test_utc_random_ids_give_their_own_time(client: CloudantV1, db: str) -> None
     target = db + "_rekeyed"
     client.put_database(db=target)
     try:
-        report = couchids.rekey(client, db, target, key=KEY, type="e")
+        report = couchids.Database(client, db).rekey(target, key=KEY, type="e")
         assert sorted(doc_id for doc_id, _ in report.skipped) == sorted(others)
         assert all("outside the utc_random runway" in why for _, why in report.skipped)
         (new,) = all_docs(client, target)

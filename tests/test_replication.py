@@ -66,6 +66,7 @@ from couchids import (
     ReplicationFailed,
     ServerTimeoutError,
     aio,
+    kuuid,
 )
 from couchids.cli.main import EXIT_BAD_INPUT, EXIT_OK, EXIT_SERVER, main
 from couchids.core import replication as core
@@ -544,7 +545,7 @@ def history(client: CloudantV1, db: str) -> dict[str, set[str]]:
     truth: dict[str | None, set[str]] = {t: set() for t in (*TYPES, None)}
     onwards: dict[str | None, set[str]] = {t: set() for t in (*TYPES, None)}
     docs: list[dict[str, Any]] = []
-    assert couchids.prefix(START).endswith("W") and couchids.prefix(END).endswith("q")
+    assert kuuid.prefix(START).endswith("W") and kuuid.prefix(END).endswith("q")
     for doc_type in (*TYPES, None):
         for second in range(-3, 24):
             at = START + timedelta(seconds=second, milliseconds=500 * (second % 2))
@@ -559,7 +560,7 @@ def history(client: CloudantV1, db: str) -> dict[str, set[str]]:
             if far > timedelta(0):
                 onwards[doc_type].add(docs[-1]["_id"])
     inside = made("order", START + timedelta(seconds=5))
-    lower_case = "order:" + couchids.prefix(START + timedelta(seconds=5)).lower() + inside[14:]
+    lower_case = "order:" + kuuid.prefix(START + timedelta(seconds=5)).lower() + inside[14:]
     docs += [
         {"_id": "_design/noise", "views": {}},
         {"_id": inside + "x"},

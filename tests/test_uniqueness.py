@@ -8,6 +8,7 @@ import threading
 from multiprocessing.connection import Connection
 
 import couchids
+from couchids import kuuid
 
 PER_KIND = 20_000
 WORKERS = 4
@@ -16,8 +17,8 @@ FORK = multiprocessing.get_context("fork")
 
 def make_ids() -> list[str]:
     made = [couchids.id() for _ in range(PER_KIND)]
-    made += [couchids.ids() for _ in range(PER_KIND)]
-    made += [couchids.v7s() for _ in range(PER_KIND)]
+    made += [kuuid.ids() for _ in range(PER_KIND)]
+    made += [kuuid.v7s() for _ in range(PER_KIND)]
     return made
 
 
@@ -27,12 +28,12 @@ def child_make_ids(conn: Connection) -> None:
 
 
 def child_rand(conn: Connection, count: int) -> None:
-    conn.send([couchids.rand() for _ in range(count)])
+    conn.send([kuuid.rand() for _ in range(count)])
     conn.close()
 
 
 def child_v7s(conn: Connection, timestamp: int, count: int) -> None:
-    conn.send([couchids.v7s(timestamp) for _ in range(count)])
+    conn.send([kuuid.v7s(timestamp) for _ in range(count)])
     conn.close()
 
 
@@ -72,11 +73,11 @@ def test_no_duplicates_across_processes_and_threads() -> None:
 
 
 def test_child_forked_after_the_parent_drew_does_not_replay_the_parent() -> None:
-    couchids.rand()  # the parent's pool now holds a batch of unused suffixes
+    kuuid.rand()  # the parent's pool now holds a batch of unused suffixes
     recv, send = FORK.Pipe(duplex=False)
     child = FORK.Process(target=child_rand, args=(send, 3_000))
     child.start()
-    parent_after = [couchids.rand() for _ in range(3_000)]
+    parent_after = [kuuid.rand() for _ in range(3_000)]
     child_draws = recv.recv()
     child.join(timeout=60)
     assert child.exitcode == 0
@@ -87,11 +88,11 @@ def test_child_forked_after_the_parent_drew_does_not_replay_the_parent() -> None
 
 def test_child_forked_after_the_parent_made_v7s_does_not_replay_the_parent() -> None:
     t = 1_700_000_000_123
-    couchids.v7s(t)  # the parent now has a sequence for t and a batch of random words
+    kuuid.v7s(t)  # the parent now has a sequence for t and a batch of random words
     recv, send = FORK.Pipe(duplex=False)
     child = FORK.Process(target=child_v7s, args=(send, t, 2_000))
     child.start()
-    parent_after = [couchids.v7s(t) for _ in range(2_000)]
+    parent_after = [kuuid.v7s(t) for _ in range(2_000)]
     child_made = recv.recv()
     child.join(timeout=60)
     assert child.exitcode == 0

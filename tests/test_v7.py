@@ -15,10 +15,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import couchids
-from couchids import InvalidTimeError, v7, v7s
+from couchids import InvalidTimeError
 from couchids.idforms.times import MAX_MS
+from couchids.kuuid import v7, v7s
 
-# ``couchids.v7`` is the function (re-exported by the package); the module holds the sequencer.
+# ``couchids.kuuid.v7`` is the function (re-exported there); the module holds the sequencer.
 v7_module = importlib.import_module("couchids.idforms.v7")
 
 

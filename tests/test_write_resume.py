@@ -30,8 +30,8 @@ from couchids import (
     InvalidInputError,
     RateLimitedError,
     ServerError,
-    keyed_id,
 )
+from couchids.idforms.keyed import keyed_id
 
 JOB = Path(__file__).with_name("write_job.py")
 HAND = {"table": 7, "hand": 42, "won": 40}

@@ -4,8 +4,9 @@ tests/test_expiry.py)."""
 
 from __future__ import annotations
 
-from couchids import BASE36_V7, IdForm, UtcIdForm
+from couchids import BASE36_V7, IdForm
 from couchids.idforms.base36 import BASE36_V7_UNPADDED
+from couchids.idforms.couchid import UtcIdForm
 from couchids.idforms.forms import ALL_FORMS
 
 T0 = 1_700_000_000_000  # 2023-11-14T22:13:20Z, on a second edge

@@ -23,30 +23,10 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
-
 from couchids.aio.database import AsyncDatabase, AsyncSequence
 from couchids.aio.replication import AsyncReplication
 from couchids.aio.series import AsyncSeries
-from couchids.deprecated import OPERATIONS, operations
 from couchids.drivers.aio import CONNECTIONS, AsyncClient, new_instance
-
-if TYPE_CHECKING:
-    # Deprecated (see couchids.deprecated): the methods of AsyncDatabase(client, db).
-    archive: Callable[..., Any]
-    bulk_create: Callable[..., Any]
-    bulk_create_iter: Callable[..., Any]
-    count: Callable[..., Any]
-    create: Callable[..., Any]
-    create_short: Callable[..., Any]
-    expire: Callable[..., Any]
-    export: Callable[..., Any]
-    follow: Callable[..., Any]
-    histogram: Callable[..., Any]
-    latest: Callable[..., Any]
-    rekey: Callable[..., Any]
-    window: Callable[..., Any]
 
 __all__ = [
     "CONNECTIONS",
@@ -57,5 +37,3 @@ __all__ = [
     "AsyncSeries",
     "new_instance",
 ]
-
-globals().update(operations(AsyncDatabase, __name__, OPERATIONS))

@@ -30,7 +30,7 @@ from couchids.idforms.decode import TIMELESS_FORMS, decode
 from couchids.idforms.forms import IdForm
 from couchids.idforms.uuid464 import UUID464
 
-__all__ = ["SAMPLE", "Style", "explain"]
+__all__ = ["FORM_CONSTANTS", "SAMPLE", "Style", "explain"]
 
 #: Ids read from each place looked at: the start of the scope and the form's key range in it.
 SAMPLE: Final = 20
@@ -38,6 +38,26 @@ SAMPLE: Final = 20
 _NAMED_TYPES: Final = 8
 #: Who reads the advice: Python code (``type='order'``) or the command (``--type order``).
 Style = Literal["python", "command"]
+#: The name of each preset form (``--form NAME``) and that of its constant in ``couchids``, as
+#: the advice to Python code names a form.
+FORM_CONSTANTS: Final = {
+    "kuuid": "KUUID",
+    "kuuid-reverse": "KUUID_REVERSE",
+    "kuuid-ms": "KUUID_MS",
+    "kuuid-ms-reverse": "KUUID_MS_REVERSE",
+    "kuuid-short": "SHORT",
+    "kuuid-short-reverse": "SHORT_REVERSE",
+    "v7": "V7",
+    "v7s": "V7S",
+    "tid62": "TID62",
+    "base36_v7": "BASE36_V7",
+    "utc_random": "UTC_RANDOM",
+    "ulid": "ULID",
+    "uuid464": "UUID464",
+    "seq10": "SEQ10",
+    "seq36": "SEQ36",
+    "couch_random": "COUCH_RANDOM",
+}
 
 
 def explain(
@@ -199,4 +219,8 @@ class _Advice:
             sep = "" if separator == TYPE_SEPARATOR else f" --sep {separator}"
             return f"pass --form {name}{sep}"
         sep = "" if separator == TYPE_SEPARATOR else f".with_separator({separator!r})"
-        return f"pass form=couchids.form_named({name!r}){sep}"
+        constant = FORM_CONSTANTS.get(name)
+        named = (
+            f"couchids.{constant}" if constant else f"couchids.idforms.forms.form_named({name!r})"
+        )
+        return f"pass form={named}{sep}"

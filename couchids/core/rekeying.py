@@ -45,7 +45,7 @@ _EVERYTHING = KeyRange(low="", high="", prefix="")
 
 def derived_id(form: IdForm, ms: int, source_id: str, key: bytes, *, type: str | None) -> str:
     """The id of ``form`` for time ``ms`` keyed by HMAC-SHA256(``key``, source id) (see
-    :func:`couchids.keyed_id`).
+    :func:`couchids.idforms.keyed.keyed_id`).
 
     >>> derived_id(KUUID, 1514764800000, "abc", b"k", type="user")[:13]
     'user:001eVnWK'
@@ -60,7 +60,7 @@ def derived_id(form: IdForm, ms: int, source_id: str, key: bytes, *, type: str |
 
 @dataclass
 class RekeyReport:
-    """What :func:`rekey` did.
+    """What :meth:`couchids.Database.rekey` did.
 
     Attributes:
         copied: documents stored in the target by this call.

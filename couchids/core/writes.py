@@ -10,9 +10,9 @@ a ``_rev``.
 
 A whole job run again after a crash is safe the same way when every document's id is known
 before the job starts: its own ``_id``, or an idempotency key (``key=``) and the document's own
-time, from which :func:`~couchids.keyed_id` derives the id. Every error raised once an id was
-chosen carries it (``doc_id``, or ``results`` for bulk writes) and says whether the document
-may have been stored (``stored``; see :class:`~couchids.CouchidsError`).
+time, from which :func:`~couchids.idforms.keyed.keyed_id` derives the id. Every error raised
+once an id was chosen carries it (``doc_id``, or ``results`` for bulk writes) and says whether
+the document may have been stored (``stored``; see :class:`~couchids.CouchidsError`).
 
 Documents are compared as JSON: the caller's document after a JSON round trip against the
 stored one, both without ``_id`` and ``_rev``.

@@ -195,6 +195,9 @@ class Base36V7Form(IdForm):
 
 
 #: UUIDv7s as 25 lower-case base36 characters (CouchDB's ``uuid_v7`` ``base_36`` format).
+#:
+#: >>> couchids.BASE36_V7.new("2024-01-01")[:10], len(couchids.BASE36_V7.new())
+#: ('03awvyp9xo', 25)
 BASE36_V7 = Base36V7Form()
 #: The same, unpadded (24 characters for times from 1986 to 2556), as the Identifiers article
 #: writes them: read and queried, never made.

@@ -327,7 +327,15 @@ class CouchRandomForm(IdForm):
         return None if _COUCH_RANDOM_BODY.fullmatch(body) else NOT_READ
 
 
-#: CouchDB's ``utc_random`` ids.
+#: CouchDB's ``utc_random`` ids: 14 hex digits of microseconds since 1970, then 18 random ones.
+#:
+#: >>> couchids.UTC_RANDOM.new("2024-01-01")[:14], len(couchids.UTC_RANDOM.new())
+#: ('060dd710212000', 32)
 UTC_RANDOM = UtcRandomForm()
-#: CouchDB's ``random`` and ``sequential`` ids (no time).
+#: CouchDB's ``random`` and ``sequential`` ids: 32 hex digits, no time (so read only with
+#: ``form=``, and never queried by time).
+#:
+#: >>> doc_id = couchids.COUCH_RANDOM.new()
+#: >>> len(doc_id), couchids.decode(doc_id, form=couchids.COUCH_RANDOM).timestamp
+#: (32, None)
 COUCH_RANDOM = CouchRandomForm()

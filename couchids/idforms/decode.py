@@ -62,7 +62,12 @@ _WITHOUT_TIME = {
 
 @dataclass(frozen=True)
 class DecodedId:
-    """What an id says about itself."""
+    """What an id says about itself: what :func:`couchids.decode` answers.
+
+    >>> d = decode("order:001eVnWK1bu9mX3BsHnX0mhxvQ1ba2Xn")
+    >>> d.type, d.timestamp.isoformat(), str(d.form), d.reverse
+    ('order', '2018-01-01T00:00:00+00:00', 'kuuid', False)
+    """
 
     id: str
     #: The prefix before the separator (a type, or ``partition:type``), or ``None``.

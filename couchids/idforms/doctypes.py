@@ -22,7 +22,11 @@ class AllTypes(Enum):
         return "couchids.ALL_TYPES"
 
 
-#: ``type=ALL_TYPES``: a query of every type at once (see :meth:`couchids.Database.latest`).
+#: ``type=ALL_TYPES``: a query of every type at once: ``shop.latest(5, type=ALL_TYPES)`` is the
+#: newest 5 documents of any type (see :meth:`couchids.Database.latest`).
+#:
+#: >>> couchids.ALL_TYPES
+#: couchids.ALL_TYPES
 ALL_TYPES: Final = AllTypes.ALL_TYPES
 
 RULE = f"a type is 1-{TYPE_MAX_LEN} ASCII letters, digits, '_' and '-', not starting with '_'"

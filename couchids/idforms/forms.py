@@ -173,7 +173,7 @@ class KuuidForm(IdForm, default=True):
         return MAX_MS // self.unit_ms
 
     def new(self, timestamp: TimeLike = None, *, type: str | None = None) -> str:
-        """Make an id of this form (see :func:`couchids.id` and :func:`couchids.v7`)."""
+        """Make an id of this form (see :func:`couchids.id` and :func:`couchids.kuuid.v7`)."""
         if self.kind == "v7":
             body = v7.v7(timestamp)
         elif self.kind == "v7s":
@@ -327,15 +327,47 @@ class KuuidForm(IdForm, default=True):
         )
 
 
+#: kuuid's ``id()``: 8 base62 characters of seconds since 1970, then four random blocks of 6
+#: (32 characters), the default form of every operation.
+#:
+#: >>> couchids.KUUID.new("2018-01-01", type="user")[:13], len(couchids.KUUID.new())
+#: ('user:001eVnWK', 32)
 KUUID = KuuidForm()
+#: kuuid's ``idr()``: newest-first ids, whose time counts down from the last second 8
+#: characters hold.
+#:
+#: >>> couchids.KUUID_REVERSE.new("2018-01-01")[:8]
+#: 'zzyLUCTf'
 KUUID_REVERSE = KuuidForm(reverse=True)
+#: kuuid's ``idms()``: milliseconds since 1970 instead of seconds.
+#:
+#: >>> couchids.KUUID_MS.new("2018-01-01T00:00:00.001Z")[:8]
+#: '0QfQsjKb'
 KUUID_MS = KuuidForm(millisecond=True)
+#: kuuid's ``idmsr()``: milliseconds, newest first.
+#:
+#: >>> couchids.KUUID_MS_REVERSE.new("2018-01-01T00:00:00.001Z")[:8]
+#: 'zZKZ7GfO'
 KUUID_MS_REVERSE = KuuidForm(reverse=True, millisecond=True)
+#: kuuid's ``ids()``: two random blocks instead of four (20 characters).
+#:
+#: >>> couchids.SHORT.new("2018-01-01")[:8], len(couchids.SHORT.new())
+#: ('001eVnWK', 20)
 SHORT = KuuidForm(random=SHORT_BLOCKS)
+#: kuuid's ``idsr()``: two random blocks, newest first.
+#:
+#: >>> couchids.SHORT_REVERSE.new("2018-01-01")[:8], len(couchids.SHORT_REVERSE.new())
+#: ('zzyLUCTf', 20)
 SHORT_REVERSE = KuuidForm(random=SHORT_BLOCKS, reverse=True)
 #: kuuid 3's ``v7``, and CouchDB's ``uuid_v7`` in its ``rfc9562`` format.
+#:
+#: >>> couchids.V7.new("2024-01-01", type="order")[:21]
+#: 'order:018cc251-f400-7'
 V7 = KuuidForm("v7")
 #: kuuid 3's ``v7s``, and CouchDB's ``uuid_v7`` in its default ``base_16`` format.
+#:
+#: >>> couchids.V7S.new("2024-01-01")[:13], len(couchids.V7S.new())
+#: ('018cc251f4007', 32)
 V7S = KuuidForm("v7s")
 
 #: Every kuuid mode and block count, then kuuid 3's UUIDv7 forms.

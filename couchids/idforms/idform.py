@@ -186,7 +186,8 @@ class IdForm(ABC):
     def min_unit(self) -> int:
         """The earliest time a key range of this form reaches, in units of :attr:`unit_ms`: the
         earliest time its ids hold, or a later one where the ids of another form read as the
-        times before it (millisecond kuuid ids: 1980, see :class:`couchids.KuuidForm`)."""
+        times before it (millisecond kuuid ids: 1980, see
+        :class:`couchids.idforms.forms.KuuidForm`)."""
         return 0
 
     @property
@@ -209,8 +210,8 @@ class IdForm(ABC):
         """The body of the id of this form made at ``us`` (microseconds since 1970, kept at
         the form's precision) whose random part is ``random`` (below ``2**random_bits``).
 
-        :meth:`new` draws ``random`` itself; :func:`couchids.keyed_id` passes bits of a key's
-        hash, so a keyed id is written exactly as the form writes any id.
+        :meth:`new` draws ``random`` itself; :func:`couchids.idforms.keyed.keyed_id` passes bits
+        of a key's hash, so a keyed id is written exactly as the form writes any id.
 
         Raises:
             InvalidArgumentError: the form makes no ids from a time (it holds none).

@@ -84,17 +84,29 @@ def prefix(timestamp: TimeLike = None, *, reverse: bool = False, millisecond: bo
 
 
 def prefix_ms(timestamp: TimeLike = None) -> str:
-    """kuuid's ``prefixms``: the millisecond prefix of ``timestamp``."""
+    """kuuid's ``prefixms``: the millisecond prefix of ``timestamp``.
+
+    >>> prefix_ms("2018-01-01T00:00:00.001Z")
+    '0QfQsjKb'
+    """
     return prefix(timestamp, millisecond=True)
 
 
 def prefix_reverse(timestamp: TimeLike = None) -> str:
-    """kuuid's ``prefixReverse``: the newest-first second prefix of ``timestamp``."""
+    """kuuid's ``prefixReverse``: the newest-first second prefix of ``timestamp``.
+
+    >>> prefix_reverse("2018-01-01T00:00:00Z")
+    'zzyLUCTf'
+    """
     return prefix(timestamp, reverse=True)
 
 
 def prefix_reverse_ms(timestamp: TimeLike = None) -> str:
-    """kuuid's ``prefixReverseMs``: the newest-first millisecond prefix of ``timestamp``."""
+    """kuuid's ``prefixReverseMs``: the newest-first millisecond prefix of ``timestamp``.
+
+    >>> prefix_reverse_ms("2018-01-01T00:00:00.001Z")
+    'zZKZ7GfO'
+    """
     return prefix(timestamp, reverse=True, millisecond=True)
 
 
@@ -146,7 +158,7 @@ def id(
     """A new kuuid id: 8 characters of time, then ``random`` blocks of randomness.
 
     Args:
-        timestamp: when the id is made (default now); see :func:`prefix`.
+        timestamp: when the id is made (default now); see :func:`~couchids.kuuid.prefix`.
         type: document type written before the id as ``type:``; ``None`` for none.
         random: number of 6-character random blocks, 1-4 (kuuid's short ids use 2).
         reverse: newest-first ids (kuuid's ``idr``).
@@ -175,25 +187,45 @@ def id(
 
 
 def idr(timestamp: TimeLike = None, *, type: str | None = None) -> str:
-    """A newest-first id (kuuid's ``idr``)."""
+    """A newest-first id (kuuid's ``idr``): later times sort first.
+
+    >>> idr("2018-01-01")[:8], len(idr())
+    ('zzyLUCTf', 32)
+    """
     return id(timestamp, type=type, reverse=True)
 
 
 def ids(timestamp: TimeLike = None, *, type: str | None = None) -> str:
-    """A short id: two random blocks, 20 characters (kuuid's ``ids``)."""
+    """A short id: two random blocks, 20 characters (kuuid's ``ids``).
+
+    >>> ids("2018-01-01")[:8], len(ids())
+    ('001eVnWK', 20)
+    """
     return id(timestamp, type=type, random=SHORT_BLOCKS)
 
 
 def idsr(timestamp: TimeLike = None, *, type: str | None = None) -> str:
-    """A short newest-first id (kuuid's ``idsr``)."""
+    """A short newest-first id (kuuid's ``idsr``).
+
+    >>> idsr("2018-01-01")[:8], len(idsr())
+    ('zzyLUCTf', 20)
+    """
     return id(timestamp, type=type, random=SHORT_BLOCKS, reverse=True)
 
 
 def idms(timestamp: TimeLike = None, *, type: str | None = None) -> str:
-    """A millisecond-precision id (kuuid's ``idms``)."""
+    """A millisecond-precision id (kuuid's ``idms``).
+
+    >>> idms("2018-01-01T00:00:00.001Z", type="log")[:12]
+    'log:0QfQsjKb'
+    """
     return id(timestamp, type=type, millisecond=True)
 
 
 def idmsr(timestamp: TimeLike = None, *, type: str | None = None) -> str:
-    """A millisecond-precision newest-first id (kuuid's ``idmsr``)."""
+    """A millisecond-precision newest-first id (kuuid's ``idmsr``).
+
+    >>> idmsr("2018-01-01T00:00:00.001Z")[:8]
+    'zZKZ7GfO'
+    """
     return id(timestamp, type=type, reverse=True, millisecond=True)

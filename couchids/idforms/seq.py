@@ -110,7 +110,13 @@ class SeqForm(IdForm):
         return None
 
 
-#: Ordinals as 10 decimal digits.
+#: Ordinals as 10 decimal digits (see :meth:`couchids.Database.sequence`).
+#:
+#: >>> couchids.SEQ10.encode(42), couchids.SEQ10.ordinal("0000000042")
+#: ('0000000042', 42)
 SEQ10 = SeqForm(10)
 #: Ordinals as 7 lower-case base36 characters.
+#:
+#: >>> couchids.SEQ36.encode(42), couchids.SEQ36.ordinal("0000016")
+#: ('0000016', 42)
 SEQ36 = SeqForm(36)

@@ -146,4 +146,7 @@ class Tid62Form(IdForm):
 
 
 #: tid62 ids (seconds since 2020 and 64 random bits, 17 base62 characters).
+#:
+#: >>> couchids.TID62.new("2024-01-01")[:6], len(couchids.TID62.new())
+#: ('031l2N', 17)
 TID62 = Tid62Form()

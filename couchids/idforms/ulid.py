@@ -142,4 +142,7 @@ class UlidForm(IdForm):
 
 
 #: ULIDs (Crockford base32, 26 characters, 48-bit milliseconds).
+#:
+#: >>> couchids.ULID.new("2024-01-01")[:10], len(couchids.ULID.new())
+#: ('01HK153X00', 26)
 ULID = UlidForm()

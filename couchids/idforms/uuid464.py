@@ -99,4 +99,7 @@ class Uuid464Form(IdForm):
 
 
 #: UUIDs as 22 base64url characters (no time unless the UUID is a UUIDv7; never sortable).
+#:
+#: >>> len(couchids.UUID464.new())
+#: 22
 UUID464 = Uuid464Form()

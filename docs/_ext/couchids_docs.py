@@ -6,14 +6,12 @@ subcommands of those that have some (``couchids series list``): its usage, descr
 option with its help, and its epilog (the examples).
 
 ``.. couchids-api:: PAGE`` documents the public names of ``couchids.__all__`` (or, for the
-page ``aio``, of ``couchids.aio.__all__``) that belong on PAGE, with autodoc: a name added to
+pages ``aio`` and ``kuuid``, of ``couchids.aio.__all__`` and ``couchids.kuuid.__all__``) that
+belong on PAGE, with autodoc: a name added to
 ``__all__`` appears on its page without an edit here. A name's page follows from what it is
 and where it is defined (``couchids_api_pages`` in conf.py maps module prefixes to pages; a
 value loaded on first use is defined where the package's ``_LAZY`` says); exceptions go to
-``errors`` and a name of no listed module to ``other``. The deprecated module-level functions
-of 0.1 (:mod:`couchids.deprecated`, in ``couchids`` and ``couchids.aio``) are listed last, one
-line each pointing to the method of the database handle that replaces them, on the page
-``couchids_deprecated_pages`` in conf.py names (every ``couchids.aio`` one on ``aio``).
+``errors`` and a name of no listed module to ``other``.
 
 The guide and the FAQ include sections of README.md with MyST's ``{include}``; as the README
 is read for them, each heading gets a marker line before it, ``<!-- section: TITLE -->``, so
@@ -45,9 +43,7 @@ from sphinx.util.parsing import nested_parse_to_nodes
 #: Width of the usage lines, whatever the terminal of the build.
 USAGE_WIDTH = 88
 #: What each kind of name is called in a page's subheadings, in the order they appear.
-KINDS = ("Functions", "Classes", "Constants", "Exceptions", "Deprecated functions")
-#: The database handle of each public module, whose methods replace its deprecated functions.
-HANDLES = {"couchids": "Database", "couchids.aio": "AsyncDatabase"}
+KINDS = ("Functions", "Classes", "Constants", "Exceptions")
 
 
 # -- the README's sections --------------------------------------------------------------------
@@ -229,19 +225,12 @@ def commands_rst(parser: argparse.ArgumentParser) -> list[str]:
 # -- the API --------------------------------------------------------------------------------
 
 
+#: The pages that list a public module of their own (every other page lists ``couchids``').
+MODULE_PAGES = {"aio": "couchids.aio", "kuuid": "couchids.kuuid"}
+
+
 def public_module(page: str) -> ModuleType:
-    return importlib.import_module("couchids.aio" if page == "aio" else "couchids")
-
-
-def deprecated(package: ModuleType) -> list[str]:
-    """The deprecated functions of ``package`` (made by :mod:`couchids.deprecated`), sorted."""
-    from couchids.deprecated import OPERATIONS
-
-    return sorted(
-        name
-        for name in OPERATIONS
-        if getattr(getattr(package, name, None), "__module__", None) == package.__name__
-    )
+    return importlib.import_module(MODULE_PAGES.get(page, "couchids"))
 
 
 def defined_in(package: ModuleType, name: str, obj: Any) -> str:
@@ -257,13 +246,9 @@ def defined_in(package: ModuleType, name: str, obj: Any) -> str:
 
 
 def page_of(package: ModuleType, name: str, obj: Any, config: Any) -> str:
-    if package.__name__ == "couchids.aio":
-        return "aio"
-    if name in deprecated(package):
-        for page, names in config.couchids_deprecated_pages.items():
-            if name in names:
-                return str(page)
-        return "other"
+    for page, module in MODULE_PAGES.items():
+        if package.__name__ == module:
+            return page
     if inspect.isclass(obj) and issubclass(obj, BaseException):
         return "errors"
     module = defined_in(package, name, obj)
@@ -276,8 +261,6 @@ def page_of(package: ModuleType, name: str, obj: Any, config: Any) -> str:
 
 
 def kind_of(package: ModuleType, name: str) -> str:
-    if name in deprecated(package):
-        return "Deprecated functions"
     obj = getattr(package, name)
     if inspect.isclass(obj):
         return "Exceptions" if issubclass(obj, BaseException) else "Classes"
@@ -287,9 +270,9 @@ def kind_of(package: ModuleType, name: str) -> str:
 
 
 def names_on(page: str, config: Any) -> list[str]:
-    """The sorted public names that belong on ``page``, the deprecated functions among them."""
+    """The sorted public names that belong on ``page``."""
     module = public_module(page)
-    names = sorted({*module.__all__, *deprecated(module)})
+    names = sorted(module.__all__)
     return [n for n in names if page_of(module, n, getattr(module, n), config) == page]
 
 
@@ -324,32 +307,9 @@ def constant_rst(package: ModuleType, name: str, obj: Any) -> list[str]:
     return lines + indent("\n".join(doc)) + [""]
 
 
-def deprecated_rst(package: ModuleType, name: str, obj: Any) -> list[str]:
-    """A deprecated function in brief: its signature and the method that replaces it, with
-    the old names of the parameters it still takes."""
-    from couchids.deprecated import RENAMED
-
-    signature = inspect.signature(obj)
-    bare = signature.replace(
-        parameters=[p.replace(annotation=p.empty) for p in signature.parameters.values()],
-        return_annotation=signature.empty,
-    )
-    handle = HANDLES[package.__name__]
-    method = f"{package.__name__}.{handle}.{name}"
-    text = f"Deprecated: use :meth:`{handle}(client, db).{name}(...) <{method}>`"
-    renamed = RENAMED.get(name, {})
-    if renamed:
-        olds = ", ".join(f"``{old}`` for ``{new}``" for old, new in renamed.items())
-        text += f"; it still takes {olds}"
-    lines = [f".. py:function:: {name}{bare}", f"   :module: {package.__name__}", ""]
-    return lines + indent(text + ".") + [""]
-
-
 def entry_rst(package: ModuleType, name: str, obj: Any) -> list[str]:
     full = f"{package.__name__}.{name}"
     kind = kind_of(package, name)
-    if kind == "Deprecated functions":
-        return deprecated_rst(package, name, obj)
     if kind == "Functions":
         return [f".. autofunction:: {full}", ""]
     if kind == "Exceptions":
@@ -375,14 +335,6 @@ class PublicNames(SphinxDirective):
                 continue
             if len({kind_of(package, n) for n in names}) > 1:
                 lines += [kind, "-" * len(kind), ""]
-            if kind == "Deprecated functions":
-                lines += [
-                    f"The module-level functions of couchids 0.1, kept for one release: each "
-                    f"warns with a ``DeprecationWarning`` and calls the method of the same name "
-                    f"on ``{HANDLES[package.__name__]}(client, db)`` (see "
-                    ":mod:`couchids.deprecated`).",
-                    "",
-                ]
             for name in of_kind:
                 lines += entry_rst(package, name, getattr(package, name))
         self.env.note_dependency(package.__file__ or "")
@@ -391,7 +343,6 @@ class PublicNames(SphinxDirective):
 
 def setup(app: Sphinx) -> dict[str, Any]:
     app.add_config_value("couchids_api_pages", {}, "env")
-    app.add_config_value("couchids_deprecated_pages", {}, "env")
     app.add_directive("couchids-cli", CommandLine)
     app.add_directive("couchids-api", PublicNames)
     app.connect("include-read", on_include_read)
