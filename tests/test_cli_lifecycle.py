@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from faultproxy import FaultProxy, all_docs
@@ -56,15 +57,16 @@ def test_count_histogram_export_expire(
         "json",
     )
     days = [json.loads(line) for line in out.splitlines()]
-    # The first day starts at the UTC midnight before SINCE: a whole day, as counted.
-    assert status == 0 and len(days) == 3 and days[0]["start"] == "2024-04-30T00:00:00Z"
+    # The library's buckets: the first starts at SINCE (half a day), as counted.
+    assert status == 0 and len(days) == 3 and days[0]["start"] == SINCE
     assert [d["end"] for d in days] == [
         "2024-05-01T00:00:00Z",
         "2024-05-02T00:00:00Z",
         "2024-05-02T12:00:00Z",
     ]
-    whole_days = couchids.Database(client, db).count("2024-04-30", UNTIL, type="ord", exact=True)
-    assert sum(d["count"] for d in days) == whole_days >= total
+    library = couchids.Database(client, db).histogram(SINCE, UNTIL, every="1d", type="ord")
+    assert [d["count"] for d in days] == [b.count for b in library]
+    assert sum(d["count"] for d in days) == total
     status, out, _ = run(
         capsys,
         "histogram",
@@ -146,22 +148,65 @@ def test_export_reads_as_many_slices_at_a_time_as_parallel_says(
         assert proxy.most_in_flight == 1
 
 
-def test_histogram_buckets_start_at_a_whole_unit(
+def test_histogram_buckets_are_the_librarys(
     server: None, client: CloudantV1, db: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # --since 7d (now, less seven days) and --every 1d: the first bucket is a whole UTC day.
+    # --since 7d (now, less seven days) and --every 1d: the first bucket starts at --since,
+    # so that nothing older is counted, and the others at UTC midnights.
     status, out, _ = run(
         capsys, "histogram", db, "--since", "7d", "--every", "1d", "--format", "json"
     )
     days = [json.loads(line) for line in out.splitlines()]
-    assert status == 0 and len(days) == 8
-    assert all(day["start"].endswith("T00:00:00Z") for day in days)
+    assert status == 0 and len(days) in (8, 7)  # 7: now is a UTC midnight
+    assert all(day["start"].endswith("T00:00:00Z") for day in days[1:])
+    assert [day["end"] for day in days[:-1]] == [day["start"] for day in days[1:]]
     status, out, _ = run(
         capsys, "histogram", db, "--since", "3h", "--every", "15m", "--format", "csv"
     )
     starts = [line.split(",")[0] for line in out.splitlines()[1:]]
-    assert status == 0 and all(start[14:16] in ("00", "15", "30", "45") for start in starts)
-    assert all(start.endswith(":00Z") for start in starts)
+    assert status == 0 and all(start[14:16] in ("00", "15", "30", "45") for start in starts[1:])
+    assert all(start.endswith(":00Z") for start in starts[1:])
+
+
+def test_weekly_histogram_weeks_start_on_monday(
+    server: None, client: CloudantV1, db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 2024-05-02 is a Thursday, as 1970-01-01 was: a week from it is no bucket's edge.
+    at = [to_ms(t) for t in ("2024-05-02", "2024-05-05T23:59:59Z", "2024-05-06", "2024-05-13")]
+    client.post_bulk_docs(
+        db=db, bulk_docs={"docs": [{"_id": KUUID.new(t, type="w")} for t in at]}
+    ).get_result()
+    window = ("--since", "2024-05-02", "--until", "2024-05-20", "--type", "w")
+    status, out, _ = run(capsys, "histogram", db, *window, "--every", "1w", "--format", "json")
+    weeks = [json.loads(line) for line in out.splitlines()]
+    assert status == 0
+    assert [(w["start"], w["count"]) for w in weeks] == [
+        ("2024-05-02T00:00:00Z", 2),
+        ("2024-05-06T00:00:00Z", 1),
+        ("2024-05-13T00:00:00Z", 1),
+    ]
+    library = couchids.Database(client, db).histogram(
+        "2024-05-02", "2024-05-20", every="1w", type="w"
+    )
+    assert [w["start"] for w in weeks] == [
+        b.start.isoformat().replace("+00:00", "Z") for b in library
+    ]
+
+
+def test_count_all_types_counts_every_type_as_latest_reads_them(
+    server: None, client: CloudantV1, db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    at = to_ms("2024-05-01T12:00:00Z")
+    ids = [KUUID.new(at + k * 1000, type=t) for t in ("a", "b") for k in range(3)]
+    ids += [KUUID.new(at), "_design/x"]
+    client.post_bulk_docs(db=db, bulk_docs={"docs": [{"_id": i} for i in ids]}).get_result()
+    window = ("--since", "2024-05-01", "--until", "2024-05-02")
+    status, out, err = run(capsys, "count", db, *window, "--all-types")
+    assert (status, out, err) == (0, "6\n", "")
+    status, out, _ = run(capsys, "count", db, *window)
+    assert (status, out) == (0, "1\n")
+    status, _, err = run(capsys, "count", db, *window, "--all-types", "--type", "a")
+    assert status == 2 and err.count("\n") == 1 and "--all-types" in err
 
 
 def test_tail_stops_after_limit_documents(
@@ -219,3 +264,34 @@ def test_tail_for_nothing(
 def test_tail_refuses_bad_limits(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     status, out, err = run(capsys, "tail", "db", *argv)
     assert status == 2 and out == "" and err.count("\n") == 1 and argv[1] in err
+
+
+def test_rekey_creates_its_target_when_asked_and_says_where_the_mapping_goes(
+    server: None,
+    client: CloudantV1,
+    db: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COUCHIDS_REKEY_KEY", "a secret")
+    client.put_document(db=db, doc_id="a1", document={"created": "2024-05-01T08:00:00Z"})
+    target = db + "_new"
+    argv = ["rekey", db, target, "--time-field", "created", "--type", "order"]
+    try:
+        status, out, err = run(capsys, *argv)
+        assert status == 1 and out == "" and f"'{target}' does not exist" in err
+        assert target not in client.get_all_dbs().get_result()
+        assert not (tmp_path / "rekey-mapping.ndjson").exists()  # nothing written, no file
+        status, out, err = run(capsys, *argv, "--create-target")
+        assert (status, out) == (0, "copied 1, already there 0, skipped 0, refused 0\n")
+        assert err == "couchids: old and new ids appended to rekey-mapping.ndjson\n"
+        (line,) = (tmp_path / "rekey-mapping.ndjson").read_text().splitlines()
+        assert json.loads(line)["old"] == "a1"
+        assert list(all_docs(client, target)) == [json.loads(line)["new"]]
+    finally:
+        client.delete_database(db=target)
+    _, helped, _ = run(capsys, "rekey", "--help")
+    assert "--create-target" in helped
+    assert "rekey-mapping.ndjson in the current directory" in " ".join(helped.split())

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from couchids.cli.series import SERIES_READS, note_empty, open_source, source_args
 from couchids.errors import InvalidArgumentError
+from couchids.idforms.doctypes import ALL_TYPES
 from couchids.idforms.forms import IdForm
 from couchids.idforms.times import now_ms
 
@@ -103,12 +104,19 @@ def add_commands(commands: Any, tools: Tools) -> None:
     """Add the lifecycle subcommands to ``commands`` (argparse subparsers)."""
     raw = argparse.RawDescriptionHelpFormatter
 
-    def window_args(parser: argparse.ArgumentParser, *, until: bool = True) -> None:
+    def window_args(
+        parser: argparse.ArgumentParser, *, until: bool = True, all_types: bool = False
+    ) -> None:
         source_args(parser)
         parser.add_argument("--since", required=True, metavar="TIME", help="start (inclusive)")
         if until:
             parser.add_argument("--until", metavar="TIME", help="end (exclusive; default now)")
-        parser.add_argument("--type", metavar="T", help="only ids T:<id> (default: untyped)")
+        scope = parser.add_mutually_exclusive_group() if all_types else parser
+        scope.add_argument("--type", metavar="T", help="only ids T:<id> (default: untyped)")
+        if all_types:
+            scope.add_argument(
+                "--all-types", action="store_true", help="every type present (not untyped ids)"
+            )
         tools.form_flags(parser, "of the ids in DB or the series")
 
     def times(args: argparse.Namespace) -> tuple[int, int]:
@@ -117,23 +125,20 @@ def add_commands(commands: Any, tools: Tools) -> None:
         return tools.parse_time(args.since, now), end
 
     def run_count(args: argparse.Namespace) -> int:
-
         start, end = times(args)
         form = tools.form(args)
+        scope = ALL_TYPES if args.all_types else args.type
         client, source = open_source(args, form, tools)
-        n = source.count(start, end, type=args.type, exact=args.exact, timeout=args.timeout)
+        n = source.count(start, end, type=scope, exact=args.exact, timeout=args.timeout)
         print(n)
         if not n:
-            note_empty(tools, client, source, args.type, form, args.timeout, (start, end))
+            note_empty(tools, client, source, scope, form, args.timeout, (start, end))
         return 0
 
     def run_histogram(args: argparse.Namespace) -> int:
-        from couchids.core.counting import parse_every
-
+        # The buckets are the library's: the first starts at --since (partial when --since is
+        # not on an edge), so that nothing made before --since is counted.
         start, end = times(args)
-        # The first bucket is a whole one, labelled at its aligned start (--since 7d --every 1d
-        # starts at a UTC midnight): the library's inner edges are these multiples already.
-        start -= start % parse_every(args.every)
         form = tools.form(args)
         client, source = open_source(args, form, tools)
         buckets = source.histogram(
@@ -283,6 +288,7 @@ def add_commands(commands: Any, tools: Tools) -> None:
             )
         client, form = tools.connect(), tools.form(args)
         mark = Checkpoint(last_id=args.after)
+        made = not os.path.exists(args.mapping)
         mapping = _open_mapping(args.mapping)
         bar = _bar(None, "copying")
 
@@ -301,14 +307,22 @@ def add_commands(commands: Any, tools: Tools) -> None:
                     checkpoint=mark,
                     on_progress=progress,
                     timeout=args.timeout,
+                    create_target=args.create_target,
                 )
         except KeyboardInterrupt:
             return _interrupted(bar, mark)
+        finally:
+            # A run that wrote no line (a missing database, nothing to copy) leaves no file
+            # of its own making behind.
+            if made and os.path.isfile(args.mapping) and not os.path.getsize(args.mapping):
+                os.remove(args.mapping)
         bar.close()
         print(
             f"copied {report.copied}, already there {report.duplicates}, "
             f"skipped {len(report.skipped)}, refused {len(report.failed)}"
         )
+        if os.path.isfile(args.mapping) and os.path.getsize(args.mapping):
+            print(f"couchids: old and new ids appended to {args.mapping}", file=sys.stderr)
         for doc_id, reason in report.skipped + report.failed:
             print(f"couchids: not copied: {doc_id}: {reason}", file=sys.stderr)
         return 1 if report.failed else 0
@@ -318,10 +332,12 @@ def add_commands(commands: Any, tools: Tools) -> None:
         help="count the documents made in a time window",
         description="Print the number of documents made in a window.",
         epilog=f"""\
-Prints how many documents of --type (untyped ids by default) and of the form were made at a
-time t with SINCE <= t < UNTIL. On CouchDB and Cloudant that takes two requests however many
-there are, and ids of other forms inside the key range count too; --exact reads the ids and
-counts only those of the form (on PouchDB Server the ids are always read).
+Prints how many documents of --type (untyped ids by default; --all-types: of every type
+present, as latest and window take it) and of the form were made at a time t with
+SINCE <= t < UNTIL. On CouchDB and Cloudant that takes two requests however many there are
+(per type, with --all-types, after one request per type to find them), and ids of other forms
+inside the key range count too; --exact reads the ids and counts only those of the form (on
+PouchDB Server the ids are always read).
 
 {SERIES_READS}
 
@@ -330,11 +346,12 @@ TIME is {tools.time_help}.
 examples:
   couchids count shop --since 30d --type order
   couchids count shop --since 2024-05-01 --until 2024-06-01 --type order --exact
+  couchids count shop --since 24h --all-types
   couchids count --series events --period month --since 2026-01-01 --type reading
 """,
         formatter_class=raw,
     )
-    window_args(p)
+    window_args(p, all_types=True)
     p.add_argument(
         "--exact", action="store_true", help="scan every bucket: foreign ids anywhere left out"
     )
@@ -346,11 +363,13 @@ examples:
         help="count documents per hour, day, ...",
         description="Counts per bucket, aligned to UTC.",
         epilog=f"""\
-Prints the count of each bucket of --every, oldest first. Buckets are aligned to UTC: each
-edge is a whole number of --every since 1970-01-01T00:00Z, and the first bucket starts at SINCE
-rounded down to one, so --since 7d --every 1d starts at a UTC midnight and is a whole day
-(--every 1w starts on a Thursday, as 1970-01-01 did); the last bucket ends at UNTIL. Formats:
-bars (a line per bucket), spark (one line), csv, json (a line per bucket).
+Prints the count of each bucket of --every, oldest first, as the library's histogram does.
+Buckets are aligned to UTC: each inner edge is a whole number of --every from Monday
+1970-01-05T00:00Z (whole hours, UTC midnights, and Mondays for --every 1w, as ISO weeks and a
+series' weeks start). The first bucket starts at SINCE and the last ends at UNTIL, so nothing
+made outside the window is counted: --since 7d --every 1d gives a partial first day, labelled
+by its start, and --since 2024-05-01 --every 1d whole ones. Formats: bars (a line per
+bucket), spark (one line), csv, json (a line per bucket, with its start and end).
 
 {SERIES_READS}
 
@@ -472,19 +491,25 @@ examples:
         help="copy a database to time-sortable ids",
         description="Resumable, idempotent; the source is only read.",
         epilog="""\
-Copies every document of SOURCE into TARGET (which must exist) under a new id of the form,
-made at the time in --time-field (or, without it, in a CouchDB utc_random id) with a random
-part derived from the secret in --key-env: a second run makes the same ids and copies nothing
-twice. Old and new ids go to --mapping, one JSON line each. Ctrl-C prints the --after ID.
+Copies every document of SOURCE into TARGET (which must exist, or --create-target creates
+it) under a new id of the form, made at the time in --time-field (or, without it, in a CouchDB
+utc_random id) with a random part derived from the secret in --key-env: a second run makes the
+same ids and copies nothing twice. Old and new ids are appended to the --mapping file, one JSON
+line each: rekey-mapping.ndjson in the current directory unless --mapping names another.
+Ctrl-C prints the --after ID.
 
 examples:
   COUCHIDS_REKEY_KEY=... couchids rekey legacy shop --time-field created --type order
+  COUCHIDS_REKEY_KEY=... couchids rekey legacy shop-new --create-target --mapping ids.ndjson
   COUCHIDS_REKEY_KEY=... couchids rekey legacy shop --type order --after ID
 """,
         formatter_class=raw,
     )
     p.add_argument("source", metavar="SOURCE", help="database to read")
-    p.add_argument("target", metavar="TARGET", help="existing database to write")
+    p.add_argument("target", metavar="TARGET", help="database to write (see --create-target)")
+    p.add_argument(
+        "--create-target", action="store_true", help="create TARGET if it does not exist"
+    )
     p.add_argument("--time-field", metavar="F", help="field with the time (default: utc_random id)")
     p.add_argument("--type", metavar="T", help="type of the new ids")
     p.add_argument(
@@ -497,7 +522,8 @@ examples:
         "--mapping",
         default="rekey-mapping.ndjson",
         metavar="FILE",
-        help="old-to-new ids are appended here",
+        help="old-to-new ids are appended here (default: rekey-mapping.ndjson in the current "
+        "directory)",
     )
     p.add_argument("--after", metavar="ID", help="resume after this source id")
     tools.form_flags(p, "of the new ids")

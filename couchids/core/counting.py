@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final, Literal
 
+from couchids.core.alltypes import types_present
 from couchids.core.keys import KeyRange, reaches_other_ids, window_keys
 from couchids.core.protocol import (
     END,
@@ -60,10 +61,12 @@ from couchids.core.protocol import (
 from couchids.core.scan import PROBE_ROWS, check_flag, check_one_form
 from couchids.core.windows import scan_pages
 from couchids.errors import InvalidArgumentError, InvalidTimeError
+from couchids.idforms.doctypes import ALL_TYPES, AllTypes
 from couchids.idforms.forms import IdForm
 from couchids.idforms.times import TimeLike, to_datetime, to_ms
 
 __all__ = [
+    "BUCKET_ORIGIN_MS",
     "DEFAULT_WORKERS",
     "MAX_BUCKETS",
     "Bucket",
@@ -81,6 +84,11 @@ ServerKind = Literal["couchdb", "cloudant", "pouchdb", "other"]
 DEFAULT_WORKERS: Final = 8
 #: The most buckets a :func:`histogram` holds: refused before any request beyond that.
 MAX_BUCKETS: Final = 100_000
+#: Bucket edges are whole multiples of the bucket's width from this time, Monday
+#: 1970-01-05T00:00Z (in ms since 1970): weeks start on Monday, as ISO weeks and the weekly
+#: periods of a series do (1970-01-01 was a Thursday), and whole hours and UTC midnights
+#: are such multiples too.
+BUCKET_ORIGIN_MS: Final = 4 * 86_400_000
 
 _EVERY = re.compile(r"(\d+)\s*(ms|s|m|h|d|w)")
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
@@ -121,15 +129,22 @@ def parse_every(every: str | timedelta) -> int:
 def bucket_edges(start_ms: int, end_ms: int, every_ms: int) -> list[int]:
     """The edges of buckets of ``every_ms`` covering ``[start_ms, end_ms)``, aligned to UTC.
 
-    Inner edges are multiples of ``every_ms`` since 1970-01-01T00:00Z (whole hours, UTC
-    midnights); the first and last edges are ``start_ms`` and ``end_ms`` themselves.
+    Inner edges are whole multiples of ``every_ms`` from :data:`BUCKET_ORIGIN_MS`, Monday
+    1970-01-05T00:00Z (whole hours, UTC midnights, Mondays for weeks); the first and last
+    edges are ``start_ms`` and ``end_ms`` themselves: a window that does not start on an edge
+    has a partial first bucket, labelled by its start.
 
     >>> bucket_edges(90, 310, 100)
     [90, 100, 200, 300, 310]
     >>> bucket_edges(100, 100, 100)
     [100]
+    >>> from couchids.idforms.times import to_datetime, to_ms
+    >>> week = parse_every("1w")
+    >>> [to_datetime(ms).strftime("%a %d") for ms in bucket_edges(to_ms("2024-05-01"),
+    ...  to_ms("2024-05-20"), week)]
+    ['Wed 01', 'Mon 06', 'Mon 13', 'Mon 20']
     """
-    first = (start_ms // every_ms + 1) * every_ms
+    first = start_ms - (start_ms - BUCKET_ORIGIN_MS) % every_ms + every_ms
     return [start_ms, *range(first, end_ms, every_ms), end_ms] if end_ms > start_ms else [start_ms]
 
 
@@ -172,16 +187,37 @@ def counted(
     start: TimeLike,
     end: TimeLike,
     *,
-    type: str | None,
+    type: str | AllTypes | None,
     form: IdForm,
     exact: bool,
 ) -> Program[int]:
     """The program of :meth:`couchids.Database.count`, for the operation of ``policy`` (whose
-    messages name it); arguments checked now."""
+    messages name it); arguments checked now. ``type=ALL_TYPES`` counts the ids of every
+    type present (not the untyped ones), as ``latest`` and ``window`` read them."""
     start_ms, end_ms = _window(start, end)
     _check_form(form)
     check_flag("exact", exact)
+    if type is ALL_TYPES:
+        return _count_all_types(known, policy, db, (start_ms, end_ms), form, exact)
     return _count(known, policy, db, (start_ms, end_ms), form, type, exact)
+
+
+def _count_all_types(
+    known: FactsCache,
+    policy: RetryPolicy,
+    db: str,
+    span: tuple[int, int],
+    form: IdForm,
+    exact: bool,
+) -> Program[int]:
+    """The sum of each type's count: the types present now (one request per type,
+    :func:`~couchids.core.alltypes.types_present`), then two requests per type on CouchDB."""
+    # A missing database raises, not an empty list of types.
+    yield from database_facts(known, db, policy)
+    total = 0
+    for doc_type in (yield from types_present(db, form.separator, policy)):
+        total += yield from _count(known, policy, db, span, form, doc_type, exact)
+    return total
 
 
 def _count(

@@ -27,8 +27,14 @@ from couchids.core.protocol import (
     database_facts,
 )
 from couchids.core.scan import Checkpoint, check_checkpoint, check_size, range_pages
+from couchids.core.series import create_database
 from couchids.core.writes import bulk
-from couchids.errors import CouchidsError, InvalidArgumentError, InvalidIdError
+from couchids.errors import (
+    CouchidsError,
+    DatabaseNotFoundError,
+    InvalidArgumentError,
+    InvalidIdError,
+)
 from couchids.idforms.couchid import UTC_RANDOM
 from couchids.idforms.doctypes import type_prefix
 from couchids.idforms.forms import KUUID, IdForm
@@ -91,6 +97,7 @@ def rekey(
     batch_size: int,
     on_progress: Callable[[RekeyReport], None] | None,
     timeout: float | None,
+    create_target: bool = False,
 ) -> Program[RekeyReport]:
     """The program of :meth:`couchids.Database.rekey` (see there); arguments checked now (the caller
     checks the database names)."""
@@ -100,6 +107,8 @@ def rekey(
             f"rekey: the target {target_db!r} is the source database; its copies would be read "
             "again as sources: rekey into another database"
         )
+    if not isinstance(create_target, bool):
+        raise InvalidArgumentError(f"create_target={create_target!r}: must be True or False")
     if time_field is not None and not isinstance(time_field, str):
         raise InvalidArgumentError(f"time_field={time_field!r}: a field name (str) or None")
     if isinstance(key, str) and not valid_unicode(key):
@@ -115,7 +124,7 @@ def rekey(
     report = RekeyReport()
     if checkpoint is not None:
         report.checkpoint = checkpoint
-    copy = _Copy(secret, time_field, type, form, mapping)
+    copy = _Copy(secret, time_field, type, form, mapping, create_target)
     return _rekey(known, source_db, target_db, copy, batch_size, report, on_progress, policy)
 
 
@@ -128,6 +137,7 @@ class _Copy:
     doc_type: str | None
     form: IdForm
     mapping: TextIO | None
+    create_target: bool
 
 
 def _rekey(
@@ -140,7 +150,9 @@ def _rekey(
     on_progress: Callable[[RekeyReport], None] | None,
     policy: RetryPolicy,
 ) -> Program[RekeyReport]:
-    yield from database_facts(known, target_db, policy)
+    # The source first: a misspelt source creates no target.
+    yield from database_facts(known, source_db, policy)
+    yield from _target(known, target_db, copy.create_target, policy)
     mark = report.checkpoint
     pages = range_pages(
         known,
@@ -176,6 +188,18 @@ def _rekey(
         if on_progress is not None:
             on_progress(report)
     return report
+
+
+def _target(known: FactsCache, target_db: str, create: bool, policy: RetryPolicy) -> Program[None]:
+    """Check that the target exists; with ``create``, create it when it does not (a plain
+    database, as ``PUT /{db}`` makes it; one made meanwhile by another run is taken)."""
+    try:
+        yield from database_facts(known, target_db, policy)
+    except DatabaseNotFoundError:
+        if not create:
+            raise
+        yield from create_database(known, target_db, partitioned=False, policy=policy)
+        yield from database_facts(known, target_db, policy)
 
 
 def _time_of(doc: dict[str, Any], time_field: str | None) -> int:
