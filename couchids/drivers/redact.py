@@ -22,12 +22,14 @@ MASK: Final = "***"
 SECRET_KEYS: Final = ("PASSWORD", "APIKEY", "BEARER_TOKEN", "CLIENT_SECRET", "AUTHSESSION")
 
 # The user info of a URL with a scheme: everything between "//" and the last "@" before the
-# host ends (a password may hold an unencoded "@" or ":").
-_URL_USERINFO = re.compile(r"(?<=//)[^\s/?#'\"<>]*@")
+# host ends (a password may hold an unencoded "@" or ":"). Not the optional part of a URL's
+# pattern in couchids' own guidance ("give http(s)://[user:password@]host/db"): no host
+# starts with "]".
+_URL_USERINFO = re.compile(r"(?<=//)(?!\[[^\s/?#'\"<>]*@\])[^\s/?#'\"<>]*@")
 # Without a scheme ("alice:pw@127.0.0.1:5984", as requests reports a URL it could not parse):
-# a word holding "user:password@" followed by a host.
+# a word holding "user:password@" followed by a host (which does not start with "]").
 _BARE_USERINFO = re.compile(
-    r"(?<![\w/.@%:-])[^\s/?#'\"<>@:(){}\[\],;]+:[^\s/?#'\"<>(){}\[\],;]*@(?=[\w.\[\]-])"
+    r"(?<![\w/.@%:-])[^\s/?#'\"<>@:(){}\[\],;]+:[^\s/?#'\"<>(){}\[\],;]*@(?=[\w.\[-])"
 )
 # "Authorization: Basic abc", "'Authorization': 'Bearer abc'", "authorization=abc".
 _AUTHORIZATION = re.compile(
@@ -77,6 +79,8 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
     'user bob with password *** may not'
     >>> redact("pass: the server said 'pass'; pass start <= end", ["pass"])
     "pass: the server said '***'; pass start <= end"
+    >>> redact("'ftp://x' is not a database URL: give http(s)://[user:password@]host/db")
+    "'ftp://x' is not a database URL: give http(s)://[user:password@]host/db"
     """
     variants = _variants(secrets)
     if variants:
