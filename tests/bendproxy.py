@@ -1,23 +1,34 @@
-"""A loopback HTTP proxy that bends ``_all_docs`` answers, for testing that couchids never
-trusts a server's rows.
+"""A loopback HTTP proxy that bends ``_all_docs`` answers and the other listings a server
+gives, for testing that couchids never trusts a server's rows.
 
 In front of a real server (a local test server), the proxy forwards every request, and
-bends the range reads of the primary index (``GET`` with query parameters or ``POST`` with a
-JSON body, on ``/{db}/_all_docs`` and ``/{db}/_partition/{p}/_all_docs``) in one mode:
+bends the listings it is told to (``reads``), by default the range reads of the primary index
+(``GET`` with query parameters or ``POST`` with a JSON body, on ``/{db}/_all_docs`` and
+``/{db}/_partition/{p}/_all_docs``), in one mode:
 
 - ``"honest"``: not at all (the reads are counted, as in every mode: a control);
 - ``"reverse"``: the rows of each page in the opposite order;
 - ``"shuffle"``: the rows of each page shuffled (a random source with a fixed seed);
 - ``"duplicate"``: every row of each page twice, one after the other;
 - ``"ignore-start"``/``"ignore-end"``/``"ignore-limit"``: the request is forwarded without
-  its ``start_key``/``startkey`` (and ``startkey_docid``), ``end_key``/``endkey`` (and
-  ``endkey_docid``) or ``limit``: a server that reads from the start of the index, to its
-  end, or all of it;
+  its ``start_key``/``startkey`` (and ``startkey_docid``; for ``_changes``, ``since``),
+  ``end_key``/``endkey`` (and ``endkey_docid``) or ``limit``: a server that reads from the
+  start of the index, to its end, or all of it;
 - ``"drip"``: the answer's head goes out at once with an honest ``Content-Length``, then its
   body a byte at a time, every 20 to 50 ms.
 
+The other listings it can bend (``reads``), whose entries the modes bend as they bend rows:
+
+- ``"_all_dbs"``: ``GET /_all_dbs`` (its list of names);
+- ``"_changes"``: ``GET`` or ``POST /{db}/_changes`` (its ``results``);
+- ``"_scheduler/docs"``: ``GET /_scheduler/docs[/{db}]`` (its ``docs``). A read of one
+  document's entry (``/_scheduler/docs/{db}/{id}``) is answered, in the modes that bend
+  rows, with the listing of ``{db}`` bent: what a server (or a cache) that ignores the id in
+  the path would answer.
+
 Everything else passes through untouched: creating databases, ``GET /{db}``, ``_bulk_docs``,
-``_changes``, and lookups of ``_all_docs`` by ``keys``, which are no range. It is a
+the listings not in ``reads``, and lookups of ``_all_docs`` by ``keys``, which are no range.
+It is a
 :class:`~faultproxy.FaultProxy` otherwise: its log, and the failures it can be told to make of
 the requests it does not bend.
 
@@ -65,9 +76,16 @@ MODES: Final[tuple[Mode, ...]] = (
     "ignore-limit",
     "drip",
 )
+#: The listings a proxy can bend (see the module docstring).
+Read = Literal["_all_docs", "_all_dbs", "_changes", "_scheduler/docs"]
+READS: Final[tuple[Read, ...]] = ("_all_docs", "_all_dbs", "_changes", "_scheduler/docs")
+#: The modes that bend the rows of an answer.
+_ROW_MODES: Final = frozenset({"reverse", "shuffle", "duplicate"})
 #: The options each ``ignore-`` mode leaves out of a request, in both spellings CouchDB takes.
 _IGNORED: Final[dict[str, frozenset[str]]] = {
-    "ignore-start": frozenset({"start_key", "startkey", "start_key_doc_id", "startkey_docid"}),
+    "ignore-start": frozenset(
+        {"start_key", "startkey", "start_key_doc_id", "startkey_docid", "since"}
+    ),
     "ignore-end": frozenset({"end_key", "endkey", "end_key_doc_id", "endkey_docid"}),
     "ignore-limit": frozenset({"limit"}),
 }
@@ -77,7 +95,8 @@ DRIP_DELAY: Final = (0.02, 0.05)
 
 class BendProxy(FaultProxy):
     """A threaded proxy on a free port of 127.0.0.1 in front of ``upstream`` (an http URL)
-    that bends its ``_all_docs`` range reads in ``mode`` (see the module docstring).
+    that bends the listings of ``reads`` (by default the ``_all_docs`` range reads) in
+    ``mode`` (see the module docstring).
 
     ``seed`` fixes the shuffles; ``budget`` is the most reads it bends before it takes the
     client for a loop (``None``: no limit).
@@ -88,13 +107,18 @@ class BendProxy(FaultProxy):
         upstream: str,
         mode: Mode,
         *,
+        reads: tuple[Read, ...] = ("_all_docs",),
         seed: int = 20240301,
         budget: int | None = None,
         drip_delay: tuple[float, float] = DRIP_DELAY,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"mode={mode!r}: one of {MODES}")
+        unknown = set(reads) - set(READS)
+        if unknown:
+            raise ValueError(f"reads={reads!r}: each one of {READS}")
         self.mode = mode
+        self.reads = frozenset(reads)
         self.budget = budget
         self.drip_delay = drip_delay
         #: The range reads bent so far.
@@ -179,13 +203,16 @@ def _bending(proxy: BendProxy, base: type[Any]) -> type[BaseHTTPRequestHandler]:
             plain = body
             if self.headers.get("Content-Encoding", "").lower() == "gzip":
                 plain = gzip.decompress(body)
-            if not _is_range_read(self.command, self.path, plain):
+            read = _listing(self.command, self.path, plain)
+            if read not in proxy.reads:
                 super()._handle(body)
                 return
             if not proxy._count_read():
                 self._hang_up()
                 return
             proxy._record(self.command, self.path, proxy.mode)
+            if read == "_scheduler/docs" and proxy.mode in _ROW_MODES:
+                self.path = _scheduler_listing(self.path)
             if proxy.mode in _IGNORED:
                 body = self._without(_IGNORED[proxy.mode], plain)
             elif body is not plain:
@@ -255,6 +282,27 @@ def _bending(proxy: BendProxy, base: type[Any]) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+def _listing(method: str, path: str, body: bytes) -> Read | None:
+    """The listing a request reads (see :data:`READS`), or ``None``."""
+    if method not in ("GET", "POST"):
+        return None
+    segments = urlsplit(path).path.strip("/").split("/")
+    if method == "GET" and segments == ["_all_dbs"]:
+        return "_all_dbs"
+    if len(segments) == 2 and segments[1] == "_changes":
+        return "_changes"
+    if method == "GET" and segments[:2] == ["_scheduler", "docs"]:
+        return "_scheduler/docs"
+    return "_all_docs" if _is_range_read(method, path, body) else None
+
+
+def _scheduler_listing(path: str) -> str:
+    """The path of the scheduler's listing of the database whose entry ``path`` reads (the
+    path itself when it reads a listing)."""
+    segments = urlsplit(path).path.strip("/").split("/")
+    return "/" + "/".join(segments[:3])
+
+
 def _is_range_read(method: str, path: str, body: bytes) -> bool:
     """Whether a request reads a key range of ``_all_docs`` (not a lookup by ``keys``)."""
     parts = urlsplit(path)
@@ -276,14 +324,21 @@ def _is_range_read(method: str, path: str, body: bytes) -> bool:
 
 
 def _bent_answer(proxy: BendProxy, status: int, answer: bytes) -> bytes:
-    """``answer`` with its rows bent, when it is an ``_all_docs`` answer with rows."""
+    """``answer`` with its entries bent: the rows of an ``_all_docs`` answer, the results of
+    ``_changes``, the documents of ``_scheduler/docs``, the names of ``_all_dbs``."""
     if status != 200 or proxy.mode == "honest" or proxy.mode in _IGNORED:
         return answer
     try:
         parsed = json.loads(answer)
     except ValueError:
         return answer
-    if not isinstance(parsed, dict) or not isinstance(parsed.get("rows"), list):
+    if isinstance(parsed, list):
+        parsed = proxy._bent_rows(parsed)
+    elif isinstance(parsed, dict):
+        field = next((f for f in ("rows", "results", "docs") if f in parsed), None)
+        if field is None or not isinstance(parsed[field], list):
+            return answer
+        parsed[field] = proxy._bent_rows(parsed[field])
+    else:
         return answer
-    parsed["rows"] = proxy._bent_rows(parsed["rows"])
     return json.dumps(parsed, ensure_ascii=False, separators=(",", ":")).encode()

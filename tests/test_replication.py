@@ -813,6 +813,8 @@ def test_no_spelling_of_the_source_sends_a_request(client: CloudantV1, couch_url
             spellings = [
                 re.sub(r"(shop|%73hop|sh%6F%70)", r"\g<1>" + suffix, t).replace("5984", port)
                 for t in SOURCE_SPELLINGS
+                # a five-digit port with a leading 0 has six digits: not a port
+                if ":05984/" not in t or len(port) < 5
             ]
             assert len(spellings) >= 20 and f"http://127.0.0.1:{port}//{db}" in spellings
             through = client_for(proxy.url)
@@ -936,7 +938,7 @@ def scripted(*states: dict[str, Any]) -> Callable[[Request], tuple[int, Any]]:
             now = left.pop(0) if len(left) > 1 else left[0]
             if now.get("state") is None:
                 return 404, {"error": "not_found", "reason": "missing"}
-            return 200, now
+            return 200, {"doc_id": "couchids-1", "database": "_replicator", **now}
         if request.method == "GET" and request.path == "/_replicator":
             return 200, {"db_name": "_replicator"}
         if request.method == "GET" and request.path.startswith("/_replicator/"):

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Final
+from typing import Any, Final
 
 from couchids.core.keys import window_keys
 from couchids.core.protocol import (
@@ -41,6 +41,7 @@ from couchids.core.protocol import (
     RetryPolicy,
     answer_error,
     ask,
+    check_listing,
     database_facts,
     describe,
     expect_object,
@@ -158,6 +159,7 @@ def _follow(
             for row in results
         ):
             raise answer_error(each, db, f"_changes answered results {describe(results)}")
+        _check_changes(results, str(mark.since), batch_size, each, db, changes.sent)
         docs = [
             row["doc"]
             for row in results
@@ -177,3 +179,24 @@ def _follow(
             return
         if len(results) < batch_size and not wait:
             return
+
+
+def _check_changes(
+    results: list[dict[str, Any]], since: str, limit: int, policy: RetryPolicy, db: str, sent: str
+) -> None:
+    """Refuse a ``_changes`` answer that lists a document twice (one answer lists each
+    changed document once, at its latest change), a sequence twice, the sequence ``since``
+    it was asked to start after, or more changes than ``limit``; and, where the sequences
+    are numbers (PouchDB Server), sequences that do not rise from ``since``. CouchDB 2+ and
+    Cloudant sequences are opaque strings (on a cluster, positions in each shard packed
+    together): no order is read from them."""
+    ids = [row["id"] for row in results]
+    check_listing("_changes", ids, policy, db, sent=sent, noun="id ", most=limit)
+    seqs = [row.get("seq") for row in results]
+    if all(type(seq) is int for seq in seqs):
+        after = int(since) if since.isascii() and since.isdigit() else None
+        check_listing(
+            "_changes", seqs, policy, db, sent=sent, noun="seq ", ordered=True, after=after
+        )
+    elif all(isinstance(seq, str) for seq in seqs):
+        check_listing("_changes", seqs, policy, db, sent=sent, noun="seq ", not_at=since)

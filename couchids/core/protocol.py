@@ -31,7 +31,7 @@ import math
 import operator
 import random
 import time
-from collections.abc import Generator, Iterator, Mapping
+from collections.abc import Collection, Generator, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, TypeAlias, TypeVar
@@ -662,6 +662,83 @@ def _span_problem(ids: list[str], span: KeySpan, key: Any) -> str | None:
         return f"the id {ids[0]!r} is before the start key {span.start!r} asked for"
     if end is not None and forward(end, keys[-1]):
         return f"the id {ids[-1]!r} is past the end key {span.end!r} asked for"
+    return None
+
+
+def check_listing(
+    what: str,
+    items: Sequence[Any],
+    policy: RetryPolicy,
+    db: str,
+    *,
+    sent: str | None = None,
+    noun: str = "",
+    ordered: bool = False,
+    after: Any = None,
+    not_at: Any = None,
+    low: Any = None,
+    high: Any = None,
+    among: Collection[Any] | None = None,
+    most: int | None = None,
+) -> None:
+    """Refuse a listing that breaks what the server promised of it: the names of
+    ``_all_dbs``, the ids and sequences of a ``_changes`` answer, the documents of
+    ``_scheduler/docs``, the rows of ``_bulk_docs`` or of ``_all_docs`` by ``keys``, the
+    revisions of ``open_revs=all``. (The rows of an ``_all_docs`` key range have
+    :func:`check_span`.)
+
+    ``items`` (as the answer listed them) are checked for what the caller knows the server
+    promises, and nothing more: each at most once, always; with ``ordered``, in ascending
+    order; each above ``after``, none equal to ``not_at`` (where the listing was asked to
+    start after an item whose order is not known: CouchDB's opaque sequences), from ``low``
+    to ``high`` (both included) and one of ``among`` when those are given; at most ``most``
+    of them. A listing that breaks one is a
+    :class:`~couchids.ServerError` naming the operation and ``what`` answered (``noun``
+    names an item in the message: ``"seq "``), never an answer with a database, document or
+    change in it twice, or one that was not asked for.
+
+    >>> policy = RetryPolicy.checked(0, 0, None, "databases")
+    >>> check_listing("_all_dbs", ["ev-1", "ev-2"], policy, "ev", ordered=True, low="ev-")
+    >>> check_listing("_all_dbs", ["ev-1", "ev-2", "ev-1"], policy, "ev")
+    Traceback (most recent call last):
+      ...
+    couchids.errors.ServerError: databases on 'ev': ...: _all_dbs listed 'ev-1' twice
+    """
+    problem = _listing_problem(items, noun, ordered, after, not_at, low, high, among, most)
+    if problem is not None:
+        raise answer_error(policy, db, f"{what} {problem}", sent)
+
+
+def _listing_problem(
+    items: Sequence[Any],
+    noun: str,
+    ordered: bool,
+    after: Any,
+    not_at: Any,
+    low: Any,
+    high: Any,
+    among: Collection[Any] | None,
+    most: int | None,
+) -> str | None:
+    """What is wrong with ``items`` (see :func:`check_listing`), or ``None``."""
+    if most is not None and len(items) > most:
+        return f"listed {len(items)} {noun or 'entries '}for limit={most}"
+    seen: set[Any] = set()
+    for at, item in enumerate(items):
+        shown = f"{noun}{item!r:.80}"
+        if item in seen:
+            return f"listed {shown} twice"
+        seen.add(item)
+        if ordered and at and not items[at - 1] < item:
+            return f"listed {shown} after {noun}{items[at - 1]!r:.80}: out of order"
+        if after is not None and not after < item:
+            return f"listed {shown}, not after {noun}{after!r:.80} as asked"
+        if not_at is not None and item == not_at:
+            return f"listed {shown}, which it was asked to start after"
+        if (low is not None and item < low) or (high is not None and high < item):
+            return f"listed {shown}, outside the range asked for ({low!r:.80} to {high!r:.80})"
+        if among is not None and item not in among:
+            return f"listed {shown}, which was not asked for"
     return None
 
 

@@ -77,7 +77,9 @@ from couchids.core.protocol import (
     RetryPolicy,
     ask,
     check_db,
+    check_listing,
     dumps,
+    expect_object,
     live_leaves,
     path,
     winner,
@@ -818,7 +820,18 @@ def _doc_status(known: FactsCache, doc_id: str, policy: RetryPolicy) -> Program[
         if isinstance(stored.get("_replication_state_reason"), str):
             info["error"] = stored["_replication_state_reason"]
         return {"state": state, "info": info}
-    body = reply.body if isinstance(reply.body, dict) else {}
+    # The answer is this document's entry, not another's nor a listing of them all (a server
+    # or proxy that ignores the document id in the path).
+    body = expect_object(reply.body, policy, REPLICATOR_DB, sent=reply.sent)
+    check_listing(
+        "_scheduler/docs",
+        [body.get("doc_id")],
+        policy,
+        REPLICATOR_DB,
+        sent=reply.sent,
+        noun="the entry of ",
+        among={doc_id},
+    )
     if body.get("state") not in STATES:
         body = {
             **body,

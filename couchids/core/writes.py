@@ -41,6 +41,7 @@ from couchids.core.protocol import (
     answer_error,
     ask,
     check_keys,
+    check_listing,
     delete_revision,
     describe,
     expect_object,
@@ -506,7 +507,10 @@ class _Batch:
             raise answer_error(self.policy, self.db, f"_bulk_docs answered {describe(rows)}")
         # Rows are matched by id, not position: PouchDB Server lists failed rows first. The ids
         # of one batch are distinct, so each has exactly one row.
-        by_id = {row.get("id"): row for row in rows}
+        sent = {self.ids[i] for i in pending}
+        ids = [row.get("id") for row in rows]
+        check_listing("_bulk_docs", ids, self.policy, self.db, noun="the row of ", among=sent)
+        by_id = dict(zip(ids, rows, strict=True))
         missing = [self.ids[i] for i in pending if self.ids[i] not in by_id]
         if missing:
             raise answer_error(
@@ -545,7 +549,9 @@ class _Batch:
         rows = expect_object(answer, self.policy, self.db, "rows")["rows"]
         if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
             raise answer_error(self.policy, self.db, f"'rows' is {describe(rows)}")
-        by_key = {row.get("key"): row for row in rows}
+        found = [row.get("key") for row in rows]
+        check_listing("_all_docs", found, self.policy, self.db, noun="the row of ", among=set(keys))
+        by_key = dict(zip(found, rows, strict=True))
         missing = [key for key in keys if key not in by_key]
         if missing:
             raise answer_error(
