@@ -77,6 +77,17 @@ def _masked(*args: object) -> tuple[object, ...]:
     return tuple(mask(arg) if isinstance(arg, str) else arg for arg in args)
 
 
+class MissingExtraError(CouchidsError, ModuleNotFoundError):
+    """A part of couchids needs a package of an extra that is not installed: ``couchids.aio``
+    needs ``httpx`` (``pip install 'couchids[async]'``). The message names the extra to
+    install; ``name`` is the module that was missing.
+
+    Example::
+
+        from couchids import aio  # without httpx: MissingExtraError, naming couchids[async]
+    """
+
+
 class InvalidInputError(CouchidsError, ValueError):
     """An argument couchids cannot use: every error of bad input is one, and a ``ValueError``.
 
@@ -204,8 +215,9 @@ class RateLimitedError(ServerError):
 
 class ReplicationFailed(ServerError):
     """A replication cannot run or will not finish: the server's replicator gave up on it
-    (``failed``), keeps crashing on an error its retries do not mend, it was cancelled, or
-    the server has no replicator that can run it (PouchDB Server).
+    (``failed``), keeps crashing on an error its retries do not mend, it was cancelled, the
+    server has no replicator that can run it (PouchDB Server), or (``status`` 404) there is
+    no replication of that id: no ``_replicator`` document of it was ever written.
 
     .. needs couchdb: PouchDB Server's replicator ignores a selector
 

@@ -131,6 +131,6 @@ def test_a_closed_client_says_so() -> None:
             with pytest.raises(InvalidArgumentError) as caught:
                 await call()
             message = str(caught.value)
-            assert "is closed" in message and "new_instance()" in message, (name, message)
+            assert "is closed" in message and "aio.connect()" in message, (name, message)
 
     asyncio.run(main())

@@ -3,6 +3,7 @@ and errors that say what to set; and the README's Quickstart, which uses it, run
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 
@@ -18,7 +19,8 @@ from ibmcloudant.cloudant_v1 import CloudantV1
 from test_readme import python_blocks
 
 import couchids
-from couchids import InvalidArgumentError, connect
+from couchids import InvalidArgumentError, aio, connect
+from couchids.cli.main import EXIT_BAD_INPUT, main
 
 PASSWORD = "pa55-Wr0ng-s3cret"
 APIKEY = "k3y-0f-n0-acc0unt-XYZ"
@@ -203,3 +205,79 @@ def test_the_quickstart_runs_again_and_again(
         assert printed[1] == printed[3] == str(orders)
     finally:
         client.delete_database(db="quickstart")
+
+
+# -- the server's URL, couchids.aio.connect, and the command's words ----------------------------
+
+
+def test_a_database_in_the_url_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    message = refused(url="http://127.0.0.1:5984/shop", auth_type="noauth")
+    assert message == (
+        "url='http://127.0.0.1:5984/shop' names a database ('shop'): give the server's URL, "
+        "http://127.0.0.1:5984, and name the database apart (couchids.Database(client, name), "
+        "the command's DB argument)"
+    )
+    monkeypatch.setenv("CLOUDANT_URL", f"http://bob:{PASSWORD}@127.0.0.1:5984/shop/")
+    assert refused().startswith("CLOUDANT_URL='http://***@127.0.0.1:5984/shop/' names a database")
+
+
+#: Configurations connect() refuses, each as (variables, arguments).
+REFUSALS = [
+    ({}, {}),
+    ({"CLOUDANT_URL": LOOPBACK}, {}),
+    ({"CLOUDANT_URL": LOOPBACK, "CLOUDANT_AUTH_TYPE": "magic"}, {}),
+    ({"CLOUDANT_URL": LOOPBACK, "CLOUDANT_AUTH_TYPE": "basic"}, {}),
+    ({"CLOUDANT_URL": LOOPBACK, "CLOUDANT_AUTH_TYPE": "iam"}, {}),
+    ({}, {"url": "127.0.0.1:5984", "auth_type": "noauth"}),
+    ({}, {"url": f"http://bob:{PASSWORD}/x@127.0.0.1:5984", "auth_type": "basic"}),
+    ({}, {"url": LOOPBACK + "/shop", "auth_type": "noauth"}),
+    ({}, {"url": LOOPBACK, "auth_type": "couchdb_session", "username": "bob"}),
+]
+
+
+@pytest.mark.parametrize(("variables", "arguments"), REFUSALS)
+def test_aio_connect_refuses_alike(
+    variables: dict[str, str], arguments: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    message = refused(**arguments)
+    with pytest.raises(InvalidArgumentError) as caught:
+        aio.connect(**arguments)
+    assert str(caught.value) == message
+
+
+def test_aio_connect_makes_a_client_of_the_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLOUDANT_URL", f"http://bob:{PASSWORD}@127.0.0.1:59841")
+    client = aio.connect(connections=3, trust_env=False)
+    assert isinstance(client, aio.AsyncClient)
+    assert isinstance(client.cloudant.authenticator, BasicAuthenticator)
+    assert client.cloudant.service_url == LOOPBACK
+    with pytest.raises(InvalidArgumentError, match="connections"):
+        aio.connect(connections=0)
+    asyncio.run(client.aclose())
+
+
+def test_aio_new_instance_says_where_to_turn(monkeypatch: pytest.MonkeyPatch) -> None:
+    # No authentication type: ibmcloudant tries IBM Cloud container authentication.
+    monkeypatch.setenv("CLOUDANT_URL", LOOPBACK)
+    with pytest.raises(InvalidArgumentError) as caught:
+        aio.new_instance()
+    assert "couchids.aio.connect() says what to set" in str(caught.value)
+
+
+@pytest.mark.parametrize(("variables", "arguments"), [r for r in REFUSALS if not r[1]])
+def test_the_command_names_the_variables_only(
+    variables: dict[str, str],
+    arguments: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    assert main(["latest", "shop"]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert err.startswith("couchids: error: ")
+    # The command has no flags for connect()'s arguments (url=, auth_type=, ...).
+    for word in ("url=", "auth_type=", "argument", "pass "):
+        assert word not in err, err

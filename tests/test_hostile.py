@@ -298,7 +298,7 @@ def test_a_401_names_the_credentials_that_were_refused(in_url: bool) -> None:
         with pytest.raises(couchids.UnauthorizedError) as caught:
             couchids.Database(client, DB).latest()
     message = str(caught.value)
-    assert ("inside the server URL" in message) is in_url, message
+    assert ("user 'bob' with its password (the user:password@ of" in message) is in_url, message
     assert ("CLOUDANT_PASSWORD" in message) is not in_url, message
 
 

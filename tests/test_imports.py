@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import couchids
@@ -112,3 +113,25 @@ def test_dir_lists_every_public_name_and_each_resolves() -> None:
         assert getattr(couchids, name) is not None, name
     assert couchids.Database.__module__ == "couchids.database"
     assert callable(couchids.connect)
+
+
+def test_couchids_aio_without_httpx_names_the_extra_to_install() -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['httpx'] = None  # as if it were not installed\n"
+        "try:\n"
+        "    from couchids import aio\n"
+        "except ModuleNotFoundError as exc:\n"
+        "    import couchids\n"
+        "    print(isinstance(exc, couchids.MissingExtraError), exc.name)\n"
+        "    print(exc)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    caught, message = run.stdout.splitlines()
+    assert caught == "True httpx"
+    assert message.startswith("couchids.aio needs httpx, which is not installed (")
+    # The extra's name, as pyproject.toml spells it.
+    assert message.endswith("): pip install 'couchids[async]'")
+    pyproject = Path(couchids.__file__).parents[1] / "pyproject.toml"
+    extras = tomllib.loads(pyproject.read_text())["project"]["optional-dependencies"]
+    assert any(package.startswith("httpx") for package in extras["async"])

@@ -159,7 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         hint = ""
         if isinstance(exc.__cause__, TokenTimeout):
             hint = "; check CLOUDANT_AUTH_URL and that the token service is up"
-        elif exc.status == 0 and "not a CouchDB answer" not in str(exc):
+        elif exc.status == 0 and not _answered(exc):
             hint = f"; check CLOUDANT_URL ({safe_url()}) and that the server is up"
         return _fail(f"{exc}{hint}", EXIT_SERVER)
     except BrokenPipeError:
@@ -177,6 +177,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(f"could not write the output: {exc.strerror or exc}", EXIT_SERVER)
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+
+
+def _answered(exc: ServerError) -> bool:
+    """Whether the server answered, although ``exc.status`` is 0: an answer that is not
+    CouchDB's, a replication the server's replicator cannot run (PouchDB Server), or plain
+    HTTP to a TLS handshake (``https://`` on an ``http://`` port; the error says which)."""
+    from couchids.errors import ReplicationFailed
+
+    text = str(exc)
+    return isinstance(exc, ReplicationFailed) or any(
+        said in text for said in ("not a CouchDB answer", "speaks plain HTTP")
+    )
 
 
 def _unencodable(exc: UnicodeEncodeError) -> str:
@@ -285,10 +297,11 @@ def _window(args: argparse.Namespace) -> int:
 
 
 def _connect() -> CloudantV1:
-    """A client from ibmcloudant's standard configuration, or one line saying what to set."""
-    from couchids.drivers.connecting import connect
+    """A client from ibmcloudant's standard configuration, or one line saying what to set
+    (naming the variables: the command has no flags for the arguments of couchids.connect)."""
+    from couchids.drivers.connecting import cloudant_client
 
-    return connect()
+    return cloudant_client(arguments=False)
 
 
 def _note_empty(

@@ -7,9 +7,10 @@ blocking twin on :class:`couchids.Database`, so both answer alike; only the send
 
 - Requests go through an ``httpx.AsyncClient``; concurrent parts of an operation (the
   slices of a window, the types of an all-types query) are tasks on the caller's loop.
-- Authentication is ``ibmcloudant``'s own: :func:`new_instance` reads the same
-  ``CLOUDANT_*`` variables as ``CloudantV1.new_instance()`` and each request is prepared by
-  that client's authenticator (IAM, basic, CouchDB session or none); a token request, which
+- Authentication is ``ibmcloudant``'s own: :func:`connect` reads the same ``CLOUDANT_*``
+  variables (and arguments) as :func:`couchids.connect`, with the same checks, and
+  :func:`new_instance` as ``CloudantV1.new_instance()``; each request is prepared by that
+  client's authenticator (IAM, basic, CouchDB session or none); a token request, which
   the authenticators make with ``requests``, runs on a worker thread.
 - With retries enabled (``client.enable_retries()`` or ``CLOUDANT_ENABLE_RETRIES``), a 429 or
   5xx is sent again as the SDK would: ``Retry-After`` obeyed, else exponential backoff.
@@ -23,7 +24,7 @@ Example::
     from couchids import aio
 
     async def newest_clicks():
-        async with aio.new_instance() as client:
+        async with aio.connect() as client:
             return await aio.AsyncDatabase(client, "events").latest(10, type="click")
 
     print(asyncio.run(newest_clicks()))
@@ -40,8 +41,18 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any, Final, TypeVar
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-import httpx
 from ibmcloudant.cloudant_v1 import CloudantV1
+
+from couchids.errors import MissingExtraError
+
+try:
+    import httpx
+except ModuleNotFoundError as missing:  # httpx, or a module it needs
+    raise MissingExtraError(
+        f"couchids.aio needs httpx, which is not installed ({missing}): "
+        "pip install 'couchids[async]'",
+        name=missing.name,
+    ) from missing
 
 from couchids.core.pages import handed_on
 from couchids.core.protocol import (
@@ -59,6 +70,10 @@ from couchids.core.protocol import (
 from couchids.core.windows import check_count
 from couchids.drivers import log
 from couchids.drivers.blocking import FAILURES, failure_kind, sanitized, server_error
+from couchids.drivers.config import scrub
+from couchids.drivers.connecting import cloudant_client
+from couchids.drivers.credentials import answer_hint, check_logins
+from couchids.drivers.tls import HANDSHAKE_TIMEOUT, plain_http_reason, speaks_plain_http
 from couchids.errors import CouchidsError, InvalidArgumentError, ServerError, ServerTimeoutError
 
 __all__ = [
@@ -67,6 +82,7 @@ __all__ = [
     "AsyncRows",
     "after",
     "check_client",
+    "connect",
     "flat",
     "known_facts",
     "new_instance",
@@ -122,6 +138,7 @@ class AsyncClient:
         self._in_flight = asyncio.Semaphore(connections)
         #: What couchids has learnt about databases through this client.
         self.facts = FactsCache()
+        check_logins(cloudant)
         self._inline = cloudant.authenticator.authentication_type().lower() in _INLINE_AUTH
 
     def __repr__(self) -> str:
@@ -213,6 +230,9 @@ class AsyncClient:
                         auth=prepared["auth"] or httpx.USE_CLIENT_DEFAULT,
                     )
             except httpx.HTTPError as exc:
+                plain = await _plain_http(exc, prepared["url"])
+                if plain is not None:
+                    return _plain_http_lost(plain, effect), "plain HTTP port"
                 return _httpx_lost(exc, effect), _httpx_failure(exc)
             except RuntimeError as exc:
                 if self.http.is_closed:  # closed while the operation ran
@@ -223,6 +243,7 @@ class AsyncClient:
                 answer.content,
                 answer.headers.get("Content-Type", ""),
                 answer.headers.get("Retry-After"),
+                answer_hint(self.cloudant, answer.status_code),
             )
             if (
                 retry is None
@@ -255,6 +276,41 @@ class AsyncClient:
         return {"Cookie": "; ".join(f"{k}={v}" for k, v in pairs.items())} if pairs else {}
 
 
+def connect(
+    url: str | None = None,
+    *,
+    auth_type: str | None = None,
+    username: str | None = None,
+    password: str | None = None,
+    apikey: str | None = None,
+    connections: int = CONNECTIONS,
+    **httpx_options: Any,
+) -> AsyncClient:
+    """An :class:`AsyncClient` for the configured server, or the one given: the client of
+    :func:`couchids.connect`, with the same arguments, checks and messages.
+
+    Each argument takes the place of its variable (``url`` of ``CLOUDANT_URL``, ``auth_type``
+    of ``CLOUDANT_AUTH_TYPE``, ...); the URL is the server's, its user name and password
+    percent-encoded; a missing setting is an error that says what to set, before anything is
+    sent. ``connections`` is :class:`AsyncClient`'s; ``httpx_options`` go to
+    ``httpx.AsyncClient`` (proxies, ``verify``, ...).
+
+    Raises:
+        InvalidArgumentError: as :func:`couchids.connect` does; or ``connections`` is not a
+            whole number from 1.
+
+    Example::
+
+        async with couchids.aio.connect() as client:  # CLOUDANT_URL, CLOUDANT_AUTH_TYPE, ...
+            newest = await couchids.aio.AsyncDatabase(client, "events").latest(10)
+    """
+    check_count("connections", connections, 1)
+    cloudant = cloudant_client(
+        url, auth_type=auth_type, username=username, password=password, apikey=apikey
+    )
+    return _owning(cloudant, connections, httpx_options)
+
+
 def new_instance(
     service_name: str = "cloudant", *, connections: int = CONNECTIONS, **httpx_options: Any
 ) -> AsyncClient:
@@ -262,10 +318,27 @@ def new_instance(
     the ``CLOUDANT_*`` variables (or a credentials file), with the same authenticator.
 
     ``connections`` is :class:`AsyncClient`'s; ``httpx_options`` go to ``httpx.AsyncClient``
-    (proxies, ``verify``, ...).
+    (proxies, ``verify``, ...). :func:`connect` checks the configuration first, and says what
+    to set when something is missing.
+
+    Raises:
+        InvalidArgumentError: ibmcloudant cannot build a client of this configuration (its
+            message, credentials masked, and where to turn).
     """
-    cloudant = CloudantV1.new_instance(service_name=service_name)
     check_count("connections", connections, 1)
+    try:
+        cloudant = CloudantV1.new_instance(service_name=service_name)
+    except ValueError as exc:
+        raise InvalidArgumentError(
+            f"ibmcloudant could not configure the {service_name!r} service: "
+            f"{scrub(str(exc))}; couchids.aio.connect() says what to set"
+        ) from None
+    return _owning(cloudant, connections, httpx_options)
+
+
+def _owning(cloudant: CloudantV1, connections: int, httpx_options: dict[str, Any]) -> AsyncClient:
+    """An :class:`AsyncClient` of ``cloudant`` over an ``httpx`` client made for it (and
+    closed with it)."""
     http = _http_client(connections, **httpx_options)
     client = AsyncClient(cloudant, http, connections=connections)
     client._owned = True  # the httpx client is made here: closing this closes it
@@ -274,9 +347,12 @@ def new_instance(
 
 def _http_client(connections: int, **options: Any) -> httpx.AsyncClient:
     """An ``httpx.AsyncClient`` keeping ``connections`` connections, with no timeout of its
-    own (couchids' deadline covers each call); ``options`` go to it as they are."""
+    own but to open a connection (couchids' deadline covers each call): its TCP connect and
+    TLS handshake take :data:`~couchids.drivers.tls.HANDSHAKE_TIMEOUT` at most, so that
+    ``https://`` on a plain-HTTP port is found out then. ``options`` go to it as they are."""
     limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
-    return httpx.AsyncClient(**{"timeout": None, "limits": limits, **options})
+    timeout = httpx.Timeout(None, connect=HANDSHAKE_TIMEOUT)
+    return httpx.AsyncClient(**{"timeout": timeout, "limits": limits, **options})
 
 
 # -- the driver ---------------------------------------------------------------------------------
@@ -317,7 +393,7 @@ def check_client(client: object) -> AsyncClient:
     if not isinstance(client, AsyncClient):
         raise InvalidArgumentError(
             f"client={type(client).__name__}: pass a couchids.aio.AsyncClient, such as "
-            "couchids.aio.new_instance()"
+            "couchids.aio.connect()"
         )
     if client.http.is_closed:
         raise _closed_client()
@@ -328,7 +404,7 @@ def _closed_client() -> InvalidArgumentError:
     return InvalidArgumentError(
         "client: this couchids.aio.AsyncClient is closed (by aclose(), or at the end of its "
         "async with block) and sends nothing more; make a new one with "
-        "couchids.aio.new_instance() or couchids.aio.AsyncClient(cloudant)"
+        "couchids.aio.connect() or couchids.aio.AsyncClient(cloudant)"
     )
 
 
@@ -510,6 +586,28 @@ def _httpx_lost(exc: httpx.HTTPError, effect: Send) -> Lost:
     # httpx's own text can quote the URL, credentials and all: it is not chained.
     error.__suppress_context__ = True
     return Lost(error, maybe_run=not never_sent, transient=True)
+
+
+async def _plain_http(exc: httpx.HTTPError, url: str) -> str | None:
+    """Why an ``https://`` connection that could not be made failed, when its port speaks
+    plain HTTP (:func:`~couchids.drivers.tls.speaks_plain_http`, on a thread); else ``None``."""
+    if not isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+        return None
+    target = httpx.URL(url)
+    if target.scheme != "https" or not target.host:
+        return None
+    port = target.port or 443
+    if not await _in_thread(lambda _: speaks_plain_http(target.host, port), {}):
+        return None
+    return plain_http_reason(target.host, port)
+
+
+def _plain_http_lost(reason: str, effect: Send) -> Lost:
+    """A connection never made to a port that speaks plain HTTP: not retried."""
+    head = f"{effect.policy.operation} on {effect.db!r} ({effect.request.sent})"
+    error = ServerError(f"{head}: could not reach the server: {reason}")
+    error.__suppress_context__ = True
+    return Lost(error, maybe_run=False, transient=False)
 
 
 def _httpx_failure(exc: httpx.HTTPError) -> str:

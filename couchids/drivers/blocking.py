@@ -18,6 +18,7 @@ import io
 import math
 import re
 import socket
+import ssl
 import threading
 import time
 import weakref
@@ -36,7 +37,8 @@ from ibmcloudant import CouchDbSessionAuthenticator
 from ibmcloudant.cloudant_v1 import CloudantV1
 from requests.adapters import BaseAdapter
 from requests.utils import prepend_scheme_if_needed, select_proxy
-from urllib3.exceptions import MaxRetryError, NewConnectionError, ResponseError
+from urllib3.connection import HTTPSConnection
+from urllib3.exceptions import ConnectTimeoutError, MaxRetryError, NewConnectionError, ResponseError
 
 from couchids.core import protocol
 from couchids.core.pages import handed_on
@@ -59,6 +61,8 @@ from couchids.core.protocol import (
 )
 from couchids.drivers import log
 from couchids.drivers.config import mask_sdk_logs, scrub
+from couchids.drivers.credentials import LoginRefused, answer_hint, check_logins
+from couchids.drivers.tls import HANDSHAKE_TIMEOUT, plain_http_reason, speaks_plain_http
 from couchids.errors import (
     CouchidsError,
     InvalidArgumentError,
@@ -134,6 +138,7 @@ def check_client(client: object) -> CloudantV1:
         and not isinstance(vars(manager).get("get_token"), BoundedTokens)
     ):
         manager.get_token = BoundedTokens(manager)
+    check_logins(client)
     return client
 
 
@@ -165,6 +170,11 @@ def server_error(exc: BaseException, db: str, policy: RetryPolicy | None = None)
     sent = _sent(exc) or _last_sent()
     where = f" ({sent})" if sent else ""
     head = f"{operation} on {db!r}{where}"
+    if isinstance(exc, LoginRefused):
+        return UnauthorizedError(f"{head}: {exc}", exc.status)
+    plain = _plain_http(exc)
+    if plain is not None:
+        return ServerError(f"{head}: could not reach the server: {plain}")
     if isinstance(exc, StopIteration):
         # ibmcloudant's couchdb_session login looks for the AuthSession cookie with next():
         # no cookie, no session.
@@ -257,6 +267,13 @@ def _network_reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[:QUOTE_LEN]}{'...' if len(text) > QUOTE_LEN else ''}"
 
 
+def _plain_http(exc: BaseException) -> str | None:
+    """The reason of a :class:`PlainHttpPort` that ``exc`` (requests' error) wraps, if any."""
+    cause = exc.args[0] if isinstance(exc, requests.ConnectionError) and exc.args else None
+    reason = cause.reason if isinstance(cause, MaxRetryError) else cause
+    return reason.reason if isinstance(reason, PlainHttpPort) else None
+
+
 def may_have_run(exc: BaseException) -> bool:
     """Whether the server may have carried out a request that failed with ``exc``.
 
@@ -264,7 +281,7 @@ def may_have_run(exc: BaseException) -> bool:
     request the server carried out; a 4xx refusal (429 included) and a connection that was
     never made (refused, unresolvable, a connect timeout) may not.
     """
-    if isinstance(exc, requests.exceptions.ConnectTimeout):
+    if isinstance(exc, requests.exceptions.ConnectTimeout | LoginRefused):
         return False
     if isinstance(exc, requests.ConnectionError):
         cause = exc.args[0] if exc.args else None
@@ -278,17 +295,21 @@ def is_transient(exc: BaseException) -> bool:
     """Whether ``exc`` may have lost the answer to a request that was carried out."""
     if isinstance(exc, ApiException | requests.exceptions.RetryError):
         return status_of(exc) in TRANSIENT_STATUSES
+    if _plain_http(exc) is not None:
+        return False
     return isinstance(
         exc,
         requests.ConnectionError | requests.Timeout | requests.exceptions.ChunkedEncodingError,
     )
 
 
-#: What a request can fail with: the SDK's and requests' errors, the ``StopIteration`` of a
-#: refused ``couchdb_session`` login, and what ibmcloudant's authenticators raise when a token
-#: service's answer is not of the shape they expect.
+#: What a request can fail with: the SDK's and requests' errors, a refused login
+#: (:class:`~couchids.drivers.credentials.LoginRefused`), the ``StopIteration`` of a
+#: ``couchdb_session`` login answered without a session cookie, and what ibmcloudant's
+#: authenticators raise when a token service's answer is not of the shape they expect.
 FAILURES: Final = (
     ApiException,
+    LoginRefused,
     requests.RequestException,
     StopIteration,
     AttributeError,
@@ -440,6 +461,54 @@ class _DeadlineConnection:
     response_class = _DeadlineAnswer
 
 
+class PlainHttpPort(NewConnectionError):
+    """An ``https://`` connection to a port that speaks plain HTTP (:mod:`couchids.drivers.tls`):
+    never made, and not worth trying again."""
+
+    def __init__(self, conn: Any, reason: str) -> None:
+        super().__init__(conn, reason)
+        self.reason = reason
+
+
+class _BoundedHandshake(HTTPSConnection):
+    """Mixed into a urllib3 HTTPS connection class: the TLS handshake of a direct connection
+    takes :data:`~couchids.drivers.tls.HANDSHAKE_TIMEOUT` at most, and when it fails on a port
+    that speaks plain HTTP, :class:`PlainHttpPort` says so."""
+
+    _connect_timeout: float | None = None
+
+    def _direct(self) -> bool:
+        return self.proxy is None and self._tunnel_host is None
+
+    def _new_conn(self) -> socket.socket:
+        sock = super()._new_conn()
+        if self._direct():
+            self._connect_timeout = timeout = sock.gettimeout()
+            sock.settimeout(
+                HANDSHAKE_TIMEOUT if timeout is None else min(timeout, HANDSHAKE_TIMEOUT)
+            )
+        return sock
+
+    def connect(self) -> None:
+        if not self._direct():
+            super().connect()
+            return
+        try:
+            super().connect()
+        except (OSError, ssl.SSLError) as exc:  # the handshake failed (a socket timeout too)
+            if speaks_plain_http(self.host, self.port or 443):
+                raise PlainHttpPort(self, plain_http_reason(self.host, self.port or 443)) from None
+            if isinstance(exc, TimeoutError):
+                raise ConnectTimeoutError(
+                    self,
+                    f"the TLS handshake with {self.host} got no answer within "
+                    f"{HANDSHAKE_TIMEOUT:g} s",
+                ) from exc
+            raise
+        if self.sock is not None:  # the request is sent with the connection's own timeout
+            self.sock.settimeout(self._connect_timeout)
+
+
 _hooking = threading.Lock()
 
 
@@ -472,7 +541,10 @@ def _bounded_pool(pool: type[Any]) -> type[Any]:
         return pool
     if issubclass(connection, _DeadlineConnection):
         return pool
-    bounded = type(connection.__name__, (_DeadlineConnection, connection), {})
+    mixins: tuple[type, ...] = (_DeadlineConnection,)
+    if issubclass(connection, HTTPSConnection):
+        mixins += (_BoundedHandshake,)
+    bounded = type(connection.__name__, (*mixins, connection), {})
     return type(pool.__name__, (pool,), {"ConnectionCls": bounded})
 
 
@@ -786,8 +858,8 @@ def _exchange(client: CloudantV1, effect: Send) -> tuple[Response | Lost, str | 
                 raw.close()
         except ApiException as exc:
             if exc.http_response is not None and not _login(exc):
-                hint, cause = _check_hint(exc), sanitized(exc)
-                return response_of(exc.http_response, hint=hint, cause=cause), None
+                hint = answer_hint(client, exc.http_response.status_code)
+                return response_of(exc.http_response, hint=hint, cause=sanitized(exc)), None
             return _lost(exc, effect)
         except FAILURES as exc:
             return _lost(exc, effect)
@@ -809,6 +881,10 @@ def failure_kind(exc: BaseException, policy: RetryPolicy | None = None) -> str:
     read cut short by its deadline."""
     if isinstance(exc, TokenTimeout):
         return "token request timeout"
+    if isinstance(exc, LoginRefused):
+        return f"refused (HTTP {exc.status})"
+    if _plain_http(exc) is not None:
+        return "plain HTTP port"
     if isinstance(exc, StopIteration):
         return "no session cookie"
     if isinstance(exc, requests.exceptions.ConnectTimeout):

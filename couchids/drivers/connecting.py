@@ -5,25 +5,30 @@ credentials file, the environment, ``VCAP_SERVICES``) and, when something is mis
 back to IBM Cloud container authentication, which fails anywhere else with a message about
 IAM profiles. :func:`connect` reads the same configuration
 (:func:`couchids.drivers.config.cloudant_config`), lets arguments take the place of its
-variables, and
-checks it first: a missing URL or authentication type is a couchids error that says what to
-set.
+variables, and checks it first: a missing URL or authentication type is a couchids error that
+says what to set, and the URL is read once (:func:`couchids.core.urls.parse_url`): a password
+holding a reserved character unencoded, a bad host or port, or a database's path is refused,
+no part of the password shown. The client is recorded with where its credentials came from
+(:func:`couchids.drivers.credentials.remember`), for the messages of its errors.
+:func:`cloudant_client` does it for :func:`couchids.connect`, :func:`couchids.aio.connect`
+and the command (whose messages name only the variables).
 """
 
 from __future__ import annotations
 
 from typing import Final
-from urllib.parse import SplitResult, unquote, urlsplit, urlunsplit
 
 from ibm_cloud_sdk_core.authenticators import Authenticator
 from ibmcloudant.cloudant_v1 import CloudantV1
 from ibmcloudant.couchdb_session_get_authenticator_patch import new_construct_authenticator
 
+from couchids.core.urls import parse_url
 from couchids.drivers.config import cloudant_config
+from couchids.drivers.credentials import Source, remember
 from couchids.drivers.redact import redact, secrets_of
 from couchids.errors import InvalidArgumentError
 
-__all__ = ["AUTH_TYPES", "EXAMPLE_URL", "SERVER_SETUP", "connect"]
+__all__ = ["AUTH_TYPES", "EXAMPLE_URL", "SERVER_SETUP", "cloudant_client", "connect"]
 
 #: The URL messages suggest: CouchDB's port on this machine.
 EXAMPLE_URL: Final = "http://127.0.0.1:5984"
@@ -74,6 +79,17 @@ def connect(
     the user info of the URL is the credentials when no user name is configured, and is taken
     out of the URL the client sends requests to (and logs) either way.
 
+    The URL is the server's: ``http(s)://[user:password@]host[:port]``, no path (a database
+    is named by the handle, ``couchids.Database(client, "shop")``). A user name or password
+    in it holds ``@ : / ? # [ ] %`` and spaces percent-encoded
+    (``urllib.parse.quote(password, safe="")``): unencoded, the request would go to another
+    host, with the rest of the password in its path.
+
+    The client's errors name its credentials by where they came from: a refused login is an
+    :class:`~couchids.UnauthorizedError` saying ``user 'admin' with its password
+    (CLOUDANT_USERNAME and CLOUDANT_PASSWORD)``, or, for a server that wants credentials from
+    a client sending none, naming ``CLOUDANT_AUTH_TYPE=noauth``.
+
     Args:
         url: the server's URL, ``http://`` or ``https://``.
         auth_type: one of ``AUTH_TYPES`` (``noauth``, ``basic``, ``couchdb_session``,
@@ -82,15 +98,34 @@ def connect(
         apikey: for ``iam``.
 
     Raises:
-        InvalidArgumentError: no URL, a URL without ``http://`` or ``https://``, no or an
-            unknown authentication type, or the credentials it needs are missing; the
-            message says what to set, and never holds a credential.
+        InvalidArgumentError: no URL; a URL without ``http://`` or ``https://``, with a user
+            name or password holding one of ``@ : / ? # [ ] %`` or a space unencoded, a host
+            or port that is not one, a path (a database's URL), a query or a fragment; no or
+            an unknown authentication type; or the credentials it needs are missing. The
+            message says what to set, and never holds a credential or any part of one.
 
     Example::
 
         client = couchids.connect()  # CLOUDANT_URL, CLOUDANT_AUTH_TYPE, ...
         client = couchids.connect("http://127.0.0.1:5984", auth_type="noauth")
     """
+    return cloudant_client(
+        url, auth_type=auth_type, username=username, password=password, apikey=apikey
+    )
+
+
+def cloudant_client(
+    url: str | None = None,
+    *,
+    auth_type: str | None = None,
+    username: str | None = None,
+    password: str | None = None,
+    apikey: str | None = None,
+    arguments: bool = True,
+) -> CloudantV1:
+    """:func:`connect`, for :func:`couchids.connect`, :func:`couchids.aio.connect` and the
+    command; ``arguments=False`` (the command, which has no flags for them) leaves the
+    arguments out of the messages' advice."""
     given = {
         "URL": url,
         "AUTH_TYPE": auth_type,
@@ -117,49 +152,56 @@ def connect(
     def refuse(message: str) -> InvalidArgumentError:
         return InvalidArgumentError(redact(message, secrets))
 
+    def also(argument: str) -> str:
+        return f" (or {argument})" if arguments else ""
+
     service_url = (config.get("URL") or "").strip()
     if not service_url:
         raise refuse(
-            f"no server is configured: set CLOUDANT_URL, e.g. {EXAMPLE_URL} (or pass url=), "
+            f"no server is configured: set CLOUDANT_URL, e.g. {EXAMPLE_URL}{also('pass url=')}, "
             f"and {SERVER_SETUP}"
         )
-    parts = urlsplit(service_url)
-    if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
-        fix = (
-            f"write it with its scheme, e.g. http://{service_url}"
-            if "://" not in service_url
-            else f"give an http:// or https:// URL, e.g. {EXAMPLE_URL}"
-        )
-        raise refuse(f"{source['URL']}={service_url!r} has no http:// or https:// scheme: {fix}")
+    try:
+        parsed = parse_url(service_url, source["URL"], role="server")
+    except InvalidArgumentError as exc:
+        raise refuse(str(exc)) from None
 
     kind = (config.get("AUTH_TYPE") or "").strip().lower()
     if not kind:
-        if parts.username:
+        source["AUTH_TYPE"] = ""
+        if parsed.username:
             kind = "basic"
         elif config.get("APIKEY"):
             kind = "iam"
         else:
             raise refuse(
-                "CLOUDANT_AUTH_TYPE is not set (nor auth_type=), and ibmcloudant would then try "
-                f"IBM Cloud container authentication: set {SERVER_SETUP}"
+                f"CLOUDANT_AUTH_TYPE is not set{' (nor auth_type=)' if arguments else ''}, and "
+                "ibmcloudant would then try IBM Cloud container authentication: set "
+                f"{SERVER_SETUP}"
             )
     elif kind not in AUTH_TYPES:
         raise refuse(
             f"{source['AUTH_TYPE']}={config['AUTH_TYPE']!r} is not an authentication type: use "
             f"{SERVER_SETUP.partition(' to ')[2]}"
         )
+    credentials = ""
     if kind in _PASSWORD_TYPES:
-        if parts.username and not config.get("USERNAME"):
-            config["USERNAME"] = unquote(parts.username)
-            config["PASSWORD"] = unquote(parts.password or "")
-        service_url = _without_user_info(parts)
+        credentials = _named(source["USERNAME"], source["PASSWORD"])
+        if parsed.username and not config.get("USERNAME"):
+            config["USERNAME"], config["PASSWORD"] = parsed.username, parsed.password or ""
+            credentials = f"the user:password@ of {source['URL']}"
+        service_url = parsed.bare
         if not config.get("USERNAME") or config.get("PASSWORD") is None:
+            in_url = "user:password@ in the URL" if arguments else "user:password@ in CLOUDANT_URL"
             raise refuse(
                 f"{kind} authentication needs CLOUDANT_USERNAME and CLOUDANT_PASSWORD (or "
-                "the username and password arguments, or user:password@ in the URL)"
+                + ("the username and password arguments, or " if arguments else "")
+                + f"{in_url})"
             )
-    if kind == "iam" and not config.get("APIKEY"):
-        raise refuse("iam authentication needs CLOUDANT_APIKEY (or the apikey argument)")
+    if kind == "iam":
+        if not config.get("APIKEY"):
+            raise refuse(f"iam authentication needs CLOUDANT_APIKEY{also('the apikey argument')}")
+        credentials = _named(source["APIKEY"])
     config["AUTH_TYPE"], config["URL"] = kind, service_url
     try:
         # ibmcloudant's reading of a configuration into an authenticator (the SDK core's, plus
@@ -174,9 +216,17 @@ def connect(
         raise refuse(
             f"ibmcloudant could not set up {kind} authentication ({exc}); set {SERVER_SETUP}"
         ) from None
+    remember(client, Source(source["AUTH_TYPE"], credentials, source["URL"]))
     return client
 
 
-def _without_user_info(parts: SplitResult) -> str:
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+def _named(*settings: str) -> str:
+    """Settings as messages name them: ``CLOUDANT_USERNAME and CLOUDANT_PASSWORD``, ``the
+    username and password arguments``, ``the apikey argument``. (Not ``password=``, which
+    masking reads as a password given.)"""
+    if all(not setting.startswith("CLOUDANT_") for setting in settings):
+        return f"the {' and '.join(settings)} argument{'s' if len(settings) > 1 else ''}"
+    return " and ".join(
+        setting if setting.startswith("CLOUDANT_") else f"the {setting} argument"
+        for setting in settings
+    )

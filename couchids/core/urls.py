@@ -1,0 +1,212 @@
+"""Reading a URL couchids is given (a server's, or a database's for a replication), once,
+before anything is sent: :func:`parse_url`.
+
+``urllib.parse.urlsplit`` and ``requests`` end the host part of a URL at its first ``/``,
+``?`` or ``#``: a password holding one of them unencoded (``http://bob:pa/ss@host``) sends
+the request to another host (``pa``) and puts the rest of the password in the path, where
+messages and logs show it. RFC 3986 (section 3.2.1) allows none of ``@ : / ? # [ ]`` in a
+password, nor a space, except percent-encoded; a ``%`` starts an escape. So a user name or
+password holding one raw is refused here, as is a host or port that is not one, and (for a
+server) a path, with messages that show no part of the password: everything between ``//``
+and the last ``@`` of the URL is ``***`` in them (:func:`shown`).
+
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass
+from typing import Final, Literal
+from urllib.parse import unquote
+
+from couchids.errors import InvalidArgumentError
+
+__all__ = ["SCHEMES", "ParsedUrl", "parse_url", "shown"]
+
+#: The schemes a server speaks.
+SCHEMES: Final = ("http", "https")
+#: What a user name or password must not hold unencoded, in words for messages.
+_RESERVED_WORDS: Final = "@ : / ? # [ ] %, a space"
+# A user name or password: no gen-delim of RFC 3986 but the ":" between them, no space or
+# control character, and a "%" only as the start of an escape.
+_BAD_USER_INFO: Final = re.compile(r"[@:/?#\[\]\s\x00-\x1f\x7f]|%(?![0-9A-Fa-f]{2})")
+# A host name: labels of letters, digits, "-" and "_" (names such as docker's), dot-separated.
+_HOST_NAME: Final = re.compile(r"[\w-]+(?:\.[\w-]+)*\.?")
+_PORT: Final = re.compile(r"[0-9]{1,5}")
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedUrl:
+    """A URL couchids accepted: its parts, the user info percent-decoded.
+
+    Attributes:
+        scheme: ``http`` or ``https`` (lower-case).
+        host: the host and port as written (``DB.example.com:443``, ``[::1]:5984``).
+        hostname: the host, lower-case, without brackets.
+        port: the port, or ``None`` when not written.
+        path: the path as written (``""``, ``/``, ``/db%2Fname``).
+        username: the user name, or ``None`` without user info.
+        password: the password, or ``None`` without one.
+    """
+
+    scheme: str
+    host: str
+    hostname: str
+    port: int | None
+    path: str
+    username: str | None = None
+    password: str | None = None
+
+    def __repr__(self) -> str:
+        who = "" if self.username is None else f", user {self.username!r}"
+        return f"ParsedUrl({self.bare!r}{who})"
+
+    @property
+    def root(self) -> str:
+        """``scheme://host[:port]``: the server, without user info or path."""
+        return f"{self.scheme}://{self.host}"
+
+    @property
+    def bare(self) -> str:
+        """The URL without user info, its path without trailing slashes."""
+        return self.root + self.path.rstrip("/")
+
+
+def shown(url: str) -> str:
+    """``url`` as messages show it: everything between ``//`` (or its start, without one) and
+    its last ``@`` is ``***``, whatever it holds.
+
+    >>> shown("http://bob:pa/ss@db.example:5984")
+    'http://***@db.example:5984'
+    >>> shown("bob:pw@127.0.0.1:5984")
+    '***@127.0.0.1:5984'
+    """
+    head, slashes, rest = url.partition("//")
+    if not slashes:
+        head, rest = "", url
+    at = rest.rfind("@")
+    return url if at < 0 else f"{head}{slashes}***{rest[at:]}"
+
+
+def parse_url(url: str, name: str, *, role: Literal["server", "database"]) -> ParsedUrl:
+    """``url`` read as a server's URL (``role="server"``: ``http(s)://[user:password@]host
+    [:port]`` and nothing after but a ``/``) or a database's (``role="database"``: with a path
+    naming it).
+
+    ``name`` is what messages call it (``CLOUDANT_URL``, ``url``, ``target``).
+
+    Raises:
+        InvalidArgumentError: no ``http://`` or ``https://`` scheme; a user name or password
+            holding ``@ : / ? # [ ]``, a space or a stray ``%`` unencoded, or an escape that
+            is not UTF-8; no host, or one that is not a host name or IP address; a port that
+            is not a number from 1 to 65535; a query or fragment; a server's URL with a path,
+            or a database's without one. The message shows the URL with ``***`` in place of
+            its user info.
+
+    >>> parse_url("https://b%40b:p%2Fw@DB.example.com:443/", "url", role="server")
+    ParsedUrl('https://DB.example.com:443', user 'b@b')
+    >>> parse_url("http://bob:p/w@db.example", "url", role="server")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    couchids.errors.InvalidArgumentError: url='http://***@db.example': its user name or ...
+    """
+    said = f"{name}={shown(url)!r}"
+    server = role == "server"
+    scheme, slashes, rest = url.partition("://")
+    if not slashes or scheme.lower() not in SCHEMES:
+        if server and not slashes:
+            fix = f"write it with its scheme, e.g. http://{shown(url)}"
+            raise InvalidArgumentError(f"{said} has no http:// or https:// scheme: {fix}")
+        if server:
+            raise InvalidArgumentError(
+                f"{said} has no http:// or https:// scheme: give an http:// or https:// URL, "
+                "e.g. http://127.0.0.1:5984"
+            )
+        raise InvalidArgumentError(
+            f"{said} is not a database URL: give http(s)://[user:password@]host[:port]/db"
+        )
+    # The host part ends at the first "/", "?" or "#"; an "@" after it means that the user
+    # info holds one of them unencoded (a database name holds no "@").
+    end = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+    info, at, host = rest[:end].rpartition("@")
+    # The one ":" allowed is the one between the user name and the password.
+    if "@" in rest[end:] or (at and _BAD_USER_INFO.search(info.replace(":", "", 1))):
+        raise InvalidArgumentError(
+            f"{said}: its user name or password holds a character that must be "
+            f"percent-encoded (any of {_RESERVED_WORDS}): write it as %XX, as "
+            'urllib.parse.quote(password, safe="") does'
+        )
+    username = password = None
+    if at:
+        user, colon, secret = info.partition(":")
+        try:
+            username = unquote(user, errors="strict")
+            password = unquote(secret, errors="strict") if colon else None
+        except UnicodeDecodeError:
+            raise InvalidArgumentError(
+                f"{said}: its user name or password holds a percent-escape that is not UTF-8"
+            ) from None
+    # Without user info, a password may stand where the port is (``http://admin:s3cret``).
+    where = said if at else f"{name}={_unported(url, slashes)!r}"
+    hostname, port = _host_and_port(host, where, "a database" if not server else "a server")
+    tail = rest[end:]
+    cut = min((i for i in (tail.find(c) for c in "?#") if i >= 0), default=len(tail))
+    path = tail[:cut]
+    if tail[cut:]:
+        what = "server" if server else "database"
+        raise InvalidArgumentError(f"{said}: a {what} URL has no query or fragment (?... or #...)")
+    parsed = ParsedUrl(scheme.lower(), host, hostname, port, path, username, password)
+    if server and path.strip("/"):
+        named = unquote(path).strip("/")
+        what = f"names a database ({named!r})" if "/" not in named else f"has a path ({path!r})"
+        raise InvalidArgumentError(
+            f"{said} {what}: give the server's URL, {parsed.root}, and name the database "
+            "apart (couchids.Database(client, name), the command's DB argument)"
+        )
+    if not server and not unquote(path).strip("/"):
+        raise InvalidArgumentError(f"{said} names no database: add /dbname to the URL")
+    return parsed
+
+
+def _unported(url: str, slashes: str) -> str:
+    """``url`` without user info, with what follows the first ``:`` of its host part masked."""
+    scheme, _, rest = url.partition(slashes)
+    end = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+    host = rest[:end]
+    colon = host.find(":", host.find("]") + 1 if host.startswith("[") else 0)
+    masked = host if colon < 0 else host[:colon] + ":***"
+    return f"{scheme}{slashes}{masked}{rest[end:]}"
+
+
+def _host_and_port(host: str, said: str, what: str) -> tuple[str, int | None]:
+    """The host name (lower-case, no brackets) and port of ``host[:port]``.
+
+    ``said`` names the URL for messages; without user info (``at`` empty), what follows a
+    ``:`` is not shown: ``http://admin:s3cret`` (the ``@host`` forgotten) reads as the host
+    ``admin`` with the port ``s3cret``.
+    """
+    if host.startswith("["):
+        inside, bracket, after = host[1:].partition("]")
+        try:
+            ipaddress.IPv6Address(unquote(inside))
+        except ValueError:
+            bracket = ""
+        hostname, colon, port = inside.lower(), after[:1], after[1:]
+        if not bracket or (after and colon != ":"):
+            raise InvalidArgumentError(f"{said}: its host is not an IPv6 address in brackets")
+    else:
+        written, colon, port = host.partition(":")
+        # A host name may be percent-encoded (RFC 3986, 3.2.2): it is read decoded.
+        hostname = unquote(written, errors="replace")
+        if not hostname:
+            raise InvalidArgumentError(f"{said} names no host: give {what}'s host name or address")
+        if not _HOST_NAME.fullmatch(hostname):
+            raise InvalidArgumentError(f"{said}: its host is not a host name or IP address")
+        hostname = hostname.lower()
+    if not colon:
+        return hostname, None
+    if not _PORT.fullmatch(port) or not 0 < int(port) < 65536:
+        raise InvalidArgumentError(f"{said} is not a URL: its port is not a number from 1 to 65535")
+    return hostname, int(port)

@@ -1,0 +1,135 @@
+"""couchids/drivers/tls.py: ``https://`` on a port that speaks plain HTTP fails when the
+connection is made, saying to write ``http://``, rather than when the deadline passes; and
+``https://`` to a server that speaks TLS still works, in both APIs.
+
+The TLS server is a loopback one with the self-signed certificate of
+``tests/loopback-tls.pem`` (for 127.0.0.1, valid until 2126), which the clients trust."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import ssl
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from apis import Async, Blocking
+from localserver import Server
+
+from couchids import Database, ServerError, ServerTimeoutError, aio, connect
+from couchids.cli.main import EXIT_SERVER, main
+from couchids.core.urls import parse_url
+from couchids.drivers.tls import speaks_plain_http
+
+CERTIFICATE = Path(__file__).with_name("loopback-tls.pem")
+#: Far beyond the handshake's bound (10 s): a call that ends well before it was not kept
+#: waiting for a handshake answer until its deadline.
+DEADLINE = 120.0
+
+
+class TlsServer:
+    """A loopback HTTPS server answering like an empty CouchDB database."""
+
+    def __init__(self) -> None:
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                path = self.path.split("?")[0]
+                if path.count("/") == 1:
+                    answer: object = {"db_name": path[1:], "update_seq": "0", "props": {}}
+                else:
+                    answer = {"total_rows": 0, "offset": 0, "rows": []}
+                body = json.dumps(answer).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_POST = do_GET
+
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(CERTIFICATE)
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.httpd.socket = context.wrap_socket(self.httpd.socket, server_side=True)
+        self.port = self.httpd.server_address[1]
+        self.url = f"https://127.0.0.1:{self.port}"
+
+
+@pytest.fixture
+def tls_server() -> Iterator[TlsServer]:
+    server = TlsServer()
+    thread = threading.Thread(target=server.httpd.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.httpd.shutdown()
+    server.httpd.server_close()
+
+
+def plain_port(couch_server: Server) -> tuple[str, int]:
+    parsed = parse_url(couch_server.url, "url", role="server")
+    assert parsed.port is not None
+    return parsed.hostname, parsed.port
+
+
+def test_https_on_a_plain_http_port_fails_at_the_connection(
+    couch_server: Server, api: Blocking | Async
+) -> None:
+    host, port = plain_port(couch_server)
+    client = connect(f"https://{host}:{port}", auth_type="noauth")
+    started = time.monotonic()
+    with pytest.raises(ServerError) as caught:
+        api.latest(client, "shop", 1, timeout=DEADLINE)
+    took = time.monotonic() - started
+    message = str(caught.value)
+    assert not isinstance(caught.value, ServerTimeoutError), message
+    assert message == (
+        f"latest on 'shop' (GET /shop): could not reach the server: https://{host}:{port} "
+        f"speaks plain HTTP, not TLS: write http://{host}:{port} as the server's URL "
+        "(CLOUDANT_URL)"
+    )
+    assert took < DEADLINE / 2, f"{took:.0f} s: the handshake waited for the deadline"
+
+
+def test_the_command_says_to_write_http(
+    couch_server: Server, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    host, port = plain_port(couch_server)
+    monkeypatch.setenv("CLOUDANT_URL", f"https://{host}:{port}")
+    monkeypatch.setenv("CLOUDANT_AUTH_TYPE", "noauth")
+    assert main(["latest", "shop", "--timeout", str(DEADLINE)]) == EXIT_SERVER
+    err = capsys.readouterr().err
+    assert f"write http://{host}:{port} as the server's URL (CLOUDANT_URL)" in err
+    assert "the server is up" not in err  # it is
+
+
+def test_a_tls_server_speaks_no_plain_http(tls_server: TlsServer, couch_server: Server) -> None:
+    assert not speaks_plain_http("127.0.0.1", tls_server.port)
+    assert speaks_plain_http(*plain_port(couch_server))
+
+
+def test_https_to_a_tls_server_works_in_both_apis(tls_server: TlsServer) -> None:
+    client = connect(tls_server.url, auth_type="noauth")
+    client.set_http_config({"verify": str(CERTIFICATE), "proxies": {"http": None, "https": None}})
+    assert Database(client, "shop").latest(2, timeout=DEADLINE) == []
+    # A second call reuses the connection, whose socket got its own timeout back.
+    assert Database(client, "shop").latest(2, timeout=DEADLINE) == []
+
+    async def latest() -> list[object]:
+        context = ssl.create_default_context(cafile=str(CERTIFICATE))
+        async with aio.connect(
+            tls_server.url, auth_type="noauth", verify=context, trust_env=False
+        ) as async_client:
+            return await aio.AsyncDatabase(async_client, "shop").latest(2, timeout=DEADLINE)
+
+    assert asyncio.run(latest()) == []
