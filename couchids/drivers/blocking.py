@@ -199,7 +199,8 @@ def server_error(exc: BaseException, db: str, policy: RetryPolicy | None = None)
         # ibmcloudant could not read a success answer that claimed to be JSON (a token's).
         return ServerError(f"{head}: not a CouchDB answer: unreadable JSON (HTTP {status})", status)
     if isinstance(exc, ApiException) and exc.http_response is not None:
-        answer = response_of(exc.http_response, hint=_check_hint(exc))
+        # A login's own answer (a refused one is a LoginRefused): its status, its words.
+        answer = response_of(exc.http_response)
         return protocol.status_error(answer, policy or RetryPolicy(0, 0), db, sent)
     if status == 429:
         return RateLimitedError(
@@ -243,15 +244,6 @@ def sanitized(exc: BaseException) -> BaseException | None:
         except Exception:  # a subclass with another signature
             return requests.RequestException(text)
     return None
-
-
-def _check_hint(exc: BaseException) -> str:
-    """What to check after a 401/403: the credentials of the URL, or the configured ones."""
-    request = getattr(getattr(exc, "http_response", None), "request", None)
-    url = getattr(request, "url", None)
-    if isinstance(url, str) and urlsplit(url).password is not None:
-        return "check the user name and password inside the server URL"
-    return "check CLOUDANT_USERNAME/CLOUDANT_PASSWORD or CLOUDANT_APIKEY"
 
 
 # requests wraps the socket error in two layers of urllib3 text; its errno line is the news.
