@@ -7,6 +7,7 @@ the test inserted and the times it chose for them.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import itertools
 import json
@@ -15,6 +16,7 @@ import re
 import socket
 import subprocess
 import sys
+import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,7 @@ from typing import Any
 import pytest
 import responses
 from faultproxy import FaultProxy
+from ibm_cloud_sdk_core import ApiException
 from ibmcloudant.cloudant_v1 import CloudantV1
 from kuuid_node import KuuidNode
 
@@ -691,6 +694,91 @@ def test_missing_database(run: Any, server: str) -> None:
         result = run(*argv)
         assert result.code == EXIT_SERVER and result.out == ""
         assert "'no_such_db' does not exist" in result.error_line()
+
+
+#: Every subcommand that takes the name of something on the server, given a name nothing
+#: there has: what the one error line must say.
+NOTHING_NAMED = [
+    (["latest", "no_such_db"], "'no_such_db' does not exist"),
+    (["window", "no_such_db", "--since", "1d"], "'no_such_db' does not exist"),
+    (["count", "no_such_db", "--since", "1d"], "'no_such_db' does not exist"),
+    (["count", "no_such_db", "--since", "1d", "--all-types"], "'no_such_db' does not exist"),
+    (["histogram", "no_such_db", "--since", "1d"], "'no_such_db' does not exist"),
+    (["export", "no_such_db", "--since", "1d"], "'no_such_db' does not exist"),
+    (["expire", "no_such_db", "--before", "1d", "--type", "t"], "'no_such_db' does not exist"),
+    (["expire", "no_such_db", "--before", "1d", "--type", "t", "--yes"], "'no_such_db' does"),
+    (["tail", "no_such_db"], "'no_such_db' does not exist"),
+    (["rekey", "no_such_db", "other_db"], "'no_such_db' does not exist"),
+    (["rekey", "no_such_db", "other_db", "--create-target"], "'no_such_db' does not exist"),
+    (["latest", "--series", "no_such", "--period", "day"], "'no_such' of days"),
+    (["count", "--series", "no_such", "--period", "week", "--since", "1d"], "'no_such' of ISO"),
+    (["series", "list", "no_such", "--period", "month"], "'no_such' of months"),
+    (["series", "expire", "no_such", "--period", "year", "--before", "1d"], "'no_such' of years"),
+    (["replicate", "no_such_db", "other_db", "--since", "1d"], "'no_such_db'"),
+    (["replication", "couchids-no-such-id"], "no replication 'couchids-no-such-id'"),
+    (["replication", "couchids-no-such-id", "--cancel"], "no replication 'couchids-no-such"),
+]
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"), NOTHING_NAMED, ids=[" ".join(argv) for argv, _ in NOTHING_NAMED]
+)
+def test_a_name_nothing_on_the_server_has_is_never_a_success(
+    run: Any,
+    server: str,
+    client: CloudantV1,
+    monkeypatch: pytest.MonkeyPatch,
+    argv: list[str],
+    says: str,
+) -> None:
+    monkeypatch.setenv("COUCHIDS_REKEY_KEY", "a secret")
+
+    def databases() -> list[str]:  # CouchDB makes _users and _replicator when it likes
+        return [name for name in client.get_all_dbs().get_result() if not name.startswith("_")]
+
+    before = databases()
+    result = run(*argv)
+    assert (result.code, result.out) == (EXIT_SERVER, "")
+    line = result.error_line()
+    assert says in line and "check CLOUDANT_URL" not in line
+    # Nothing was made for the name: no database, no _replicator document.
+    assert databases() == before
+    assert not Path("rekey-mapping.ndjson").exists()
+
+
+def test_a_cancelled_replication_is_no_unknown_one(
+    run: Any, server: str, client: CloudantV1
+) -> None:
+    # A cancelled replication leaves its deleted document: showing and cancelling it again
+    # succeed (cancelling twice is no error); only an id never written is refused.
+    doc_id = f"couchids-test-{uuid.uuid4().hex}"
+    body = {"source": "http://127.0.0.1:9/a", "target": "http://127.0.0.1:9/b"}
+    with contextlib.suppress(ApiException):
+        client.put_database(db="_replicator")
+    client.put_document(db="_replicator", doc_id=doc_id, document=body).get_result()
+    for _ in range(20):  # the server's replicator may write its state into it meanwhile
+        rev = client.get_document(db="_replicator", doc_id=doc_id).get_result()["_rev"]
+        try:
+            client.delete_document(db="_replicator", doc_id=doc_id, rev=rev).get_result()
+            break
+        except ApiException as error:
+            assert error.status_code == 409
+    shown = run("replication", doc_id)
+    assert (shown.code, shown.err) == (EXIT_OK, "")
+    assert shown.json[0]["state"] == "cancelled"
+    again = run("replication", doc_id, "--cancel")
+    assert (again.code, again.json) == (EXIT_OK, [{"replication": doc_id, "cancelled": False}])
+
+
+def test_guidance_in_a_message_is_never_masked(run: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The URL pattern a message gives is no URL with credentials, and the help's examples
+    # (https://bob:secret@...) are printed as written.
+    monkeypatch.setenv("CLOUDANT_URL", f"http://127.0.0.1:{closed_port()}")
+    monkeypatch.setenv("CLOUDANT_AUTH_TYPE", "noauth")
+    line = run("replicate", "shop", "ftp://host/db", "--since", "1d").error_line()
+    assert "http(s)://[user:password@]host[:port]/db" in line and "***" not in line
+    helped = run("replicate", "--help")
+    assert "https://bob:secret@backup.example.com/shop" in helped.out and "***" not in helped.out
 
 
 LOOPBACK = "http://127.0.0.1:59841"
