@@ -62,7 +62,12 @@ from couchids.core.protocol import (
 from couchids.drivers import log
 from couchids.drivers.config import mask_sdk_logs, scrub
 from couchids.drivers.credentials import LoginRefused, answer_hint, check_logins
-from couchids.drivers.tls import HANDSHAKE_TIMEOUT, plain_http_reason, speaks_plain_http
+from couchids.drivers.tls import (
+    HANDSHAKE_TIMEOUT,
+    PROBE_TIMEOUT,
+    plain_http_reason,
+    speaks_plain_http,
+)
 from couchids.errors import (
     CouchidsError,
     InvalidArgumentError,
@@ -488,13 +493,16 @@ class _BoundedHandshake(HTTPSConnection):
         try:
             super().connect()
         except (OSError, ssl.SSLError) as exc:  # the handshake failed (a socket timeout too)
-            if speaks_plain_http(self.host, self.port or 443):
-                raise PlainHttpPort(self, plain_http_reason(self.host, self.port or 443)) from None
+            # The plain-HTTP question gets PROBE_TIMEOUT, within the operation's deadline.
+            scope = _scope.get()
+            left = None if scope is None else scope.policy.remaining()
+            probe = PROBE_TIMEOUT if left is None else min(PROBE_TIMEOUT, left)
+            port = self.port or 443
+            if probe > 0 and speaks_plain_http(self.host, port, probe):
+                raise PlainHttpPort(self, plain_http_reason(self.host, port)) from None
             if isinstance(exc, TimeoutError):
                 raise ConnectTimeoutError(
-                    self,
-                    f"the TLS handshake with {self.host} got no answer within "
-                    f"{HANDSHAKE_TIMEOUT:g} s",
+                    self, f"the TLS handshake with {self.host} got no answer in time"
                 ) from exc
             raise
         if self.sock is not None:  # the request is sent with the connection's own timeout
