@@ -21,6 +21,7 @@ it fails: CI runs every server and skips nothing.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
@@ -31,6 +32,7 @@ from typing import Any
 
 import pytest
 from apis import APIS, Async, Blocking
+from cloudantproxy import CloudantProxy
 from faultproxy import FaultProxy, client_for
 from ibm_cloud_sdk_core import ApiException
 from ibmcloudant.cloudant_v1 import CloudantV1
@@ -185,6 +187,26 @@ def couch_url(couch_server: Server | UserServer) -> Iterator[str]:
         return
     with FaultProxy(couch_server.url, every_copy=True) as proxy:
         yield proxy.url
+
+
+@pytest.fixture
+def cloudant_proxy(couch_url: str) -> Iterator[Callable[..., CloudantProxy]]:
+    """Starts Cloudant-rules servers in front of the server under test (see
+    tests/cloudantproxy.py): ``cloudant_proxy(plan="lite", max_databases=3)`` answers a
+    running :class:`~cloudantproxy.CloudantProxy`, stopped when the test ends."""
+    with contextlib.ExitStack() as stack:
+
+        def start(**options: Any) -> CloudantProxy:
+            return stack.enter_context(CloudantProxy(couch_url, **options))
+
+        yield start
+
+
+@pytest.fixture
+def cloudant_url(cloudant_proxy: Callable[..., CloudantProxy]) -> Callable[..., str]:
+    """``cloudant_url(plan="lite", ...)``: the URL of a new Cloudant-rules server in front of
+    the server under test (the options of :class:`~cloudantproxy.CloudantProxy`)."""
+    return lambda **options: cloudant_proxy(**options).url
 
 
 @pytest.fixture(scope="session")
