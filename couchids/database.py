@@ -72,7 +72,15 @@ from couchids.core.scan import Checkpoint, read_policy
 from couchids.core.sequence import DEFAULT_BLOCK, check_sequence, claim_block, seq_prefix
 from couchids.core.short import NonceSource
 from couchids.core.windows import DEFAULT_PAGE_SIZE
-from couchids.core.writes import DEFAULT_BATCH_SIZE, Collected, Doc, KeyOf, TimeOf
+from couchids.core.writes import (
+    DEFAULT_BATCH_BYTES,
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_DOCUMENT_BYTES,
+    Collected,
+    Doc,
+    KeyOf,
+    TimeOf,
+)
 from couchids.drivers.access import server_access
 from couchids.drivers.blocking import (
     Rows,
@@ -112,6 +120,11 @@ class Database:
         client: an ``ibmcloudant`` ``CloudantV1`` client.
         name: the database name.
         form: the id layout of the database's ids (default :data:`couchids.KUUID`).
+        batch_bytes: the most bytes of one bulk write's request body, the default of
+            :meth:`bulk_create` and :meth:`bulk_create_iter` (60 MB, under IBM Cloudant's
+            64 MB a request).
+        document_bytes: the most bytes of one document they send, as JSON with its ``_id``
+            (1 MB, IBM Cloudant's limit); a larger document is a failed row.
 
     Raises:
         InvalidArgumentError: not an ``ibmcloudant`` ``CloudantV1`` client, a name CouchDB
@@ -123,9 +136,18 @@ class Database:
         newest = shop.latest(5, type="order")
     """
 
-    def __init__(self, client: CloudantV1, name: str, *, form: IdForm = KUUID) -> None:
+    def __init__(
+        self,
+        client: CloudantV1,
+        name: str,
+        *,
+        form: IdForm = KUUID,
+        batch_bytes: int = DEFAULT_BATCH_BYTES,
+        document_bytes: int = DEFAULT_DOCUMENT_BYTES,
+    ) -> None:
         self.client, self.name = check_client(client), check_db(name)
         self.form = _checked_form(form)
+        self.batch_bytes, self.document_bytes = batch_bytes, document_bytes
         self._facts: FactsCache = known_facts(self.client)
 
     def __repr__(self) -> str:
@@ -426,6 +448,8 @@ class Database:
         retries: int = DEFAULT_RETRIES,
         backoff: float = DEFAULT_BACKOFF,
         timeout: float | None = DEFAULT_TIMEOUT,
+        batch_bytes: int | None = None,
+        document_bytes: int | None = None,
     ) -> list[WriteResult]:
         """Store many new documents through ``_bulk_docs``, each exactly once even when
         retried.
@@ -449,6 +473,15 @@ class Database:
                 ``key``. Default: the time the id is made.
             batch_size: documents per ``_bulk_docs`` request.
             timeout: seconds each batch may take, retries included (default 60).
+            batch_bytes: the most bytes of one request's body (default: the handle's, 60 MB):
+                a batch ends before the document that would take it past this, each
+                document measured as the JSON sent. A batch the server refuses as too
+                large (413) is sent again as two halves, down to single documents, never
+                losing or storing a document twice.
+            document_bytes: the most bytes of one document as sent (default: the handle's,
+                1 MB): a larger document is not sent, and is a failed row (its error a
+                :class:`~couchids.ServerError` with status 413), as is one the server
+                refuses alone as too large; the others are stored.
 
         Returns:
             One :class:`~couchids.WriteResult` per document, in input order.
@@ -487,6 +520,8 @@ class Database:
             retries=retries,
             backoff=backoff,
             timeout=timeout,
+            batch_bytes=self.batch_bytes if batch_bytes is None else batch_bytes,
+            document_bytes=self.document_bytes if document_bytes is None else document_bytes,
         )
         collected = Collected(self.name)
         try:
@@ -510,6 +545,8 @@ class Database:
         retries: int = DEFAULT_RETRIES,
         backoff: float = DEFAULT_BACKOFF,
         timeout: float | None = DEFAULT_TIMEOUT,
+        batch_bytes: int | None = None,
+        document_bytes: int | None = None,
     ) -> Iterator[WriteResult]:
         """Store many new documents through ``_bulk_docs``, yielding each result as its batch
         ends.
@@ -537,8 +574,8 @@ class Database:
 
         Args:
             docs: the documents, any iterable; read lazily, one batch at a time.
-            type, form, key, timestamp, batch_size, retries, backoff, timeout: as for
-                :meth:`bulk_create`.
+            type, form, key, timestamp, batch_size, retries, backoff, timeout, batch_bytes,
+                document_bytes: as for :meth:`bulk_create`.
 
         Yields:
             One :class:`~couchids.WriteResult` per document, in input order, a batch at a
@@ -572,6 +609,8 @@ class Database:
             retries=retries,
             backoff=backoff,
             timeout=timeout,
+            batch_bytes=self.batch_bytes if batch_bytes is None else batch_bytes,
+            document_bytes=self.document_bytes if document_bytes is None else document_bytes,
         )
         return flat(stream(self.client, program))
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from itertools import islice
 from typing import Any, Final
 
 from couchids.core.content import same_content
@@ -68,10 +67,31 @@ from couchids.idforms.keyed import keyed_id
 from couchids.idforms.times import TimeLike, to_ms
 from couchids.results import WriteResult
 
-__all__ = ["DEFAULT_BATCH_SIZE", "Collected", "WriteResult", "bulk", "create", "written"]
+__all__ = [
+    "DEFAULT_BATCH_BYTES",
+    "DEFAULT_BATCH_SIZE",
+    "DEFAULT_DOCUMENT_BYTES",
+    "Collected",
+    "WriteResult",
+    "bulk",
+    "create",
+    "written",
+]
 
 #: Documents per ``_bulk_docs`` request.
 DEFAULT_BATCH_SIZE: Final = 500
+#: The most bytes of one ``_bulk_docs`` request's body: under IBM Cloudant's 64 MB a request
+#: (https://cloud.ibm.com/docs/Cloudant?topic=Cloudant-limits, "Request payload"), which
+#: answers 413 past it.
+DEFAULT_BATCH_BYTES: Final = 60_000_000
+#: The most bytes of one document as couchids sends it (its JSON, ``_id`` included): IBM
+#: Cloudant's 1 MB a document (the same page), in its stricter, decimal reading. A larger
+#: document is not sent: it is a failed row of the bulk write.
+DEFAULT_DOCUMENT_BYTES: Final = 1_000_000
+#: The bytes of ``{"docs":[`` and ``]}`` around the documents of a ``_bulk_docs`` body.
+_ENVELOPE: Final = len(b'{"docs":[]}')
+#: The end of the caller's documents (``None`` is a document, which is refused as one).
+_END: Final[Any] = object()
 
 #: What CouchDB answers a single-document write with, for each ``_bulk_docs`` row error.
 _ROW_STATUS: Final = {
@@ -187,13 +207,27 @@ def bulk(
     retries: int,
     backoff: float,
     timeout: float | None,
+    batch_bytes: int = DEFAULT_BATCH_BYTES,
+    document_bytes: int = DEFAULT_DOCUMENT_BYTES,
 ) -> Program[None]:
     """The program of :meth:`couchids.Database.bulk_create_iter` for the public ``operation`` its
     messages name: emits the results of each batch as a list. Arguments are checked now;
-    documents are read lazily, a batch at a time."""
+    documents are read lazily, a batch at a time.
+
+    A batch holds at most ``batch_size`` documents and ``batch_bytes`` bytes of body (a
+    document larger than that alone goes alone); a document over ``document_bytes`` as sent
+    is not sent, and is a failed row. A batch the server refuses as too large (413) is sent
+    again in two halves, down to single documents: a document refused alone is a failed row.
+    """
     policy = RetryPolicy.checked(retries, backoff, timeout, operation)
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise InvalidArgumentError(f"batch_size={batch_size!r}: must be an int >= 1")
+    for name, value in (("batch_bytes", batch_bytes), ("document_bytes", document_bytes)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InvalidArgumentError(
+                f"{name}={value!r}: must be an int >= 1 (bytes; default {name.upper()} "
+                f"{DEFAULT_BATCH_BYTES if name == 'batch_bytes' else DEFAULT_DOCUMENT_BYTES})"
+            )
     if isinstance(docs, Mapping | str | bytes) or not isinstance(docs, Iterable):
         raise InvalidArgumentError(
             f"docs must be an iterable of documents (e.g. a list of dicts), not one {_kind(docs)}"
@@ -214,7 +248,17 @@ def bulk(
     if type is not None:
         type_prefix(type)
     ids = _Ids(type, form, key, timestamp)
-    return _stream(known, db, iter(docs), ids, batch_size, policy)
+    sizes = _Sizes(batch_size, batch_bytes, document_bytes)
+    return _stream(known, db, iter(docs), ids, sizes, policy)
+
+
+@dataclass(frozen=True)
+class _Sizes:
+    """How large a bulk write's batches and documents may be."""
+
+    count: int
+    batch_bytes: int
+    document_bytes: int
 
 
 @dataclass(frozen=True)
@@ -254,7 +298,7 @@ def _stream(
     db: str,
     docs: Iterator[Doc],
     ids: _Ids,
-    batch_size: int,
+    sizes: _Sizes,
     policy: RetryPolicy,
 ) -> Program[None]:
     """Writes the batches in order, emitting each one's results; at most two are in flight.
@@ -266,7 +310,7 @@ def _stream(
     earlier as in one sequential job. A document that cannot be made fails the job once the
     batch before it is settled and its results emitted.
     """
-    batches = _batches(docs, ids, batch_size)
+    batches = _batches(docs, ids, sizes)
     flight: tuple[set[str], object] | None = None  # the batch sent last, not yet emitted
     while True:
         failure: Exception | None = None
@@ -281,9 +325,9 @@ def _stream(
             raise failure
         if upcoming is None:
             return
-        batch_ids, bodies, encoded = upcoming
-        batch = _Batch(known, db, batch_ids, bodies, policy.renewed())
-        writing = yield Start(batch.write(encoded))
+        batch_ids, parts = upcoming
+        batch = _Batch(known, db, batch_ids, parts, sizes.document_bytes, policy.renewed())
+        writing = yield Start(batch.write())
         if flight is not None:
             yield Emit((yield from _settled_first(flight[1], writing)))
         flight = set(batch_ids), writing
@@ -312,39 +356,47 @@ def _settled_first(earlier: object, later: object) -> Program[list[WriteResult]]
 
 
 def _batches(
-    docs: Iterator[Doc], ids: _Ids, batch_size: int
-) -> Iterator[tuple[list[str], list[dict[str, Any]], bytes]]:
-    """Batches of at most ``batch_size`` documents, each with distinct ids, encoded.
+    docs: Iterator[Doc], ids: _Ids, sizes: _Sizes
+) -> Iterator[tuple[list[str], list[bytes]]]:
+    """Batches of documents with distinct ids, each document encoded as it will be sent.
 
+    A batch ends at ``sizes.count`` documents, or before the document that would take its
+    body past ``sizes.batch_bytes`` (each document is measured once, as the JSON that is sent).
     A document whose id is already in the batch starts the next one: ``_bulk_docs`` answers
     one row per id, and the later document then meets the earlier as an existing id.
     """
     index = 0
-    carried: tuple[str, dict[str, Any]] | None = None
+    carried: tuple[str, bytes] | None = None
     while True:
         batch_ids: list[str] = []
-        bodies: list[dict[str, Any]] = []
+        parts: list[bytes] = []
         seen: set[str] = set()
-        first = index - (carried is not None)
+        size = _ENVELOPE
         if carried is not None:
             batch_ids.append(carried[0])
-            bodies.append(carried[1])
+            parts.append(carried[1])
             seen.add(carried[0])
+            size += len(carried[1])
             carried = None
-        for doc in islice(docs, batch_size - len(bodies)):
+        while len(parts) < sizes.count:
+            doc = next(docs, _END)
+            if doc is _END:
+                break
             label = f"document {index}"
             doc_id = ids.assign(doc, label)
             index += 1
-            body = {**doc, "_id": doc_id}
-            if doc_id in seen:
-                carried = (doc_id, body)
+            part = _encode({**doc, "_id": doc_id}, label)
+            grown = size + len(part) + (1 if parts else 0)
+            if doc_id in seen or (parts and grown > sizes.batch_bytes):
+                carried = (doc_id, part)
                 break
             seen.add(doc_id)
             batch_ids.append(doc_id)
-            bodies.append(body)
-        if not bodies:
+            parts.append(part)
+            size = grown
+        if not parts:
             return
-        yield batch_ids, bodies, _encode_batch(bodies, first)
+        yield batch_ids, parts
 
 
 def write_new(
@@ -435,25 +487,28 @@ def _conflict(
 
 
 class _Batch:
-    """One ``_bulk_docs`` batch: send, retry lost answers and rate-limited rows, resolve 409s."""
+    """One ``_bulk_docs`` batch: send, retry lost answers and rate-limited rows, resolve 409s,
+    split what the server refuses as too large."""
 
     def __init__(
         self,
         known: FactsCache,
         db: str,
         ids: list[str],
-        bodies: list[dict[str, Any]],
+        parts: list[bytes],
+        document_bytes: int,
         policy: RetryPolicy,
     ) -> None:
-        self.known, self.db, self.ids, self.bodies = known, db, ids, bodies
+        self.known, self.db, self.ids, self.parts = known, db, ids, parts
+        self.document_bytes = document_bytes
         self.policy = policy
         self.results: list[WriteResult | None] = [None] * len(ids)
         self.attempts = Attempts()
 
-    def write(self, encoded: bytes) -> Program[list[WriteResult]]:
-        """Write the batch, whose ``_bulk_docs`` body is ``encoded``; return its results."""
+    def write(self) -> Program[list[WriteResult]]:
+        """Write the batch; return its results."""
         try:
-            yield from self._write(encoded)
+            yield from self._split()
         except ServerError as exc:
             # Rows settled before the failure keep their results; the others share the error.
             sent = self.attempts.maybe_carried_out or any(r is not None for r in self.results)
@@ -467,8 +522,50 @@ class _Batch:
         assert len(done) == len(self.ids), "every document of the batch has a result"
         return done
 
-    def _write(self, encoded: bytes) -> Program[None]:
-        pending = list(range(len(self.ids)))
+    def _split(self) -> Program[None]:
+        """Write the documents within ``document_bytes``, in groups: a group the server refuses
+        as too large (413) is written again as two halves; a document refused alone, or
+        over ``document_bytes``, is a failed row, and the others are stored."""
+        groups: list[list[int]] = [[]]
+        for index, part in enumerate(self.parts):
+            if len(part) > self.document_bytes:
+                self.results[index] = self._too_large(
+                    index,
+                    f"{len(part):,} bytes as JSON, over document_bytes={self.document_bytes:,} "
+                    "(IBM Cloudant stores documents of at most 1 MB); it was not sent",
+                )
+            else:
+                groups[0].append(index)
+        while groups:
+            # Rows a refused group settled before the refusal keep their results.
+            group = [index for index in groups.pop(0) if self.results[index] is None]
+            if not group:
+                continue
+            try:
+                yield from self._write(group)
+            except ServerError as exc:
+                if exc.status != 413:
+                    raise
+                if len(group) == 1:
+                    self.results[group[0]] = self._too_large(
+                        group[0], f"refused alone by the server as too large: {exc}"
+                    )
+                    continue
+                half = len(group) // 2
+                groups[:0] = [group[:half], group[half:]]
+
+    def _too_large(self, index: int, why: str) -> WriteResult:
+        doc_id = self.ids[index]
+        error = ServerError(f"document {doc_id!r} in {self.db!r} is too large: {why}", 413)
+        return WriteResult(doc_id, None, error=written(error, doc_id, False))
+
+    def _body(self, indexes: list[int]) -> bytes:
+        """The ``_bulk_docs`` body of documents ``indexes``: their encodings, joined."""
+        return b'{"docs":[' + b",".join([self.parts[i] for i in indexes]) + b"]}"
+
+    def _write(self, group: list[int]) -> Program[None]:
+        pending = list(group)
+        encoded = self._body(pending)
         limited: list[int] = []
         for attempt in range(self.policy.retries + 1):
             conflicted, limited = yield from self._send(pending, encoded)
@@ -479,7 +576,7 @@ class _Batch:
             if limited:
                 yield self.policy.pause(self.policy.delay(None, attempt))
             pending.sort()
-            encoded = _encode_batch([self.bodies[i] for i in pending], 0)
+            encoded = self._body(pending)
         for index in pending:
             doc_id = self.ids[index]
             if index in limited:
@@ -582,7 +679,7 @@ class _Batch:
 
     def _ours(self, index: int) -> Any:
         """Document ``index`` as the server stores it: through a JSON round trip."""
-        return json.loads(json.dumps(self.bodies[index]))
+        return json.loads(self.parts[index])
 
     def _checked(self, index: int, our_rev: str | None) -> Program[WriteResult]:
         """Settle document ``index`` from its leaves on every copy, as :func:`create` does."""
@@ -668,19 +765,6 @@ def _kind(value: object) -> str:
 
 def _without_id(doc: Doc) -> dict[str, Any]:
     return {k: v for k, v in doc.items() if k != "_id"}
-
-
-def _encode_batch(bodies: list[dict[str, Any]], first: int) -> bytes:
-    """The ``_bulk_docs`` body of ``bodies``, the first of which is input document ``first``."""
-    try:
-        # One dumps per batch is about twice as fast as one per document.
-        check_keys(bodies)
-        text = json.dumps(bodies, separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError):
-        for offset, body in enumerate(bodies):
-            _encode(body, f"document {first + offset}")
-        raise
-    return b'{"docs":' + text.encode() + b"}"
 
 
 def _encode(body: Mapping[str, Any], label: str) -> bytes:
