@@ -60,6 +60,7 @@ from couchids import (
     UUID464,
     V7,
     V7S,
+    DatabaseNotFoundError,
     InvalidArgumentError,
     InvalidTimeError,
     InvalidTypeError,
@@ -575,6 +576,19 @@ def history(client: CloudantV1, db: str) -> dict[str, set[str]]:
     return truth  # type: ignore[return-value]
 
 
+def live_revisions(client: CloudantV1, doc_id: str) -> list[str]:
+    """The live revisions of the ``_replicator`` document ``doc_id``, read from every copy."""
+    copies = client.get_database_information(db="_replicator").get_result()["cluster"]["n"]
+    request = client.prepare_request(
+        method="GET",
+        url=f"/_replicator/{doc_id}",
+        headers={"Accept": "application/json"},
+        params={"open_revs": "all", "r": str(copies)},
+    )
+    leaves = client.send(request).get_result()
+    return [leaf["ok"]["_rev"] for leaf in leaves if not leaf["ok"].get("_deleted")]
+
+
 def ids_in(client: CloudantV1, db: str) -> set[str]:
     """The ids in ``db`` (none while it does not exist: the replicator creates it)."""
     try:
@@ -679,10 +693,12 @@ def test_a_one_shot_replication_copies_exactly_the_window_of_a_type(
     assert done.state == "completed" and done.doc_write_failures == 0
     assert ids_in(client, target) == history["order"]
     assert done.docs_written == len(history["order"]) == 20
-    assert job.status().state == "completed"
-    assert job.cancel() is True and job.cancel() is False
-    # A cluster's scheduler may list the deleted document a moment longer.
-    assert poll(lambda: job.status().state == "cancelled")
+    # Its document was removed as it completed; the deletion keeps the counts.
+    (doc_id,) = job.job.doc_ids
+    assert live_revisions(client, doc_id) == []
+    again = job.status()
+    assert (again.state, again.docs_written) == ("completed", 20)
+    assert job.cancel() is False and job.status().state == "completed"
 
 
 @pytest.mark.needs("couchdb")
@@ -782,6 +798,18 @@ def test_a_replication_that_cannot_run_raises_why_without_credentials(
 
 
 @pytest.mark.needs("couchdb")
+def test_a_missing_source_starts_nothing(
+    client: CloudantV1, replicate: Callable[..., Handle], targets: list[str]
+) -> None:
+    # Its replication would only crash on the server, retried for ever (db_not_found).
+    missing = f"test_{uuid.uuid4().hex}_nothing"
+    with pytest.raises(DatabaseNotFoundError, match=f"'{missing}' does not exist"):
+        replicate(missing, new_target(targets), START, END, type="order")
+    rows = client.post_all_docs(db="_replicator", include_docs=True).get_result()["rows"]
+    assert [row["id"] for row in rows if missing in json.dumps(row.get("doc"))] == []
+
+
+@pytest.mark.needs("couchdb")
 def test_a_target_naming_the_source_sends_nothing(
     client: CloudantV1, db: str, couch_url: str, replicate: Callable[..., Handle]
 ) -> None:
@@ -878,12 +906,39 @@ def test_the_command_replicates_a_window_and_prints_its_counts(
     assert line["state"] == "completed" and line["docs_written"] == 20, (out, err)
     assert line["replication"].startswith("couchids-")
     assert ids_in(client, target) == history["order"]
-    assert "pass" not in out + err
-    client.delete_document(
-        db="_replicator",
-        doc_id=line["replication"],
-        rev=client.get_document(db="_replicator", doc_id=line["replication"]).get_result()["_rev"],
-    )
+    assert "pass" not in out + err and "note:" not in err
+    # Its document was removed as it completed; it still shows as completed.
+    assert live_revisions(client, line["replication"]) == []
+    assert main(["replication", line["replication"]]) == EXIT_OK
+    shown = json.loads(capsys.readouterr().out)
+    assert (shown["state"], shown["docs_written"]) == ("completed", 20)
+
+
+@pytest.mark.needs("couchdb")
+def test_the_command_says_why_a_replication_copied_nothing(
+    client: CloudantV1,
+    db: str,
+    configured: str,
+    targets: list[str],
+    server_url: str | None,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    typed = [made("order", START + timedelta(seconds=s)) for s in range(3)]
+    client.post_bulk_docs(db=db, bulk_docs={"docs": [{"_id": i} for i in typed]}).get_result()
+    argv = ["replicate", db, "", "--since", START.isoformat(), "--until", END.isoformat()]
+    argv += ["--server-url", server_url] if server_url else []
+    # Without --type: the untyped ids of the window, of which there are none.
+    argv[2] = new_target(targets)
+    assert main(argv) == EXIT_OK
+    out, err = capsys.readouterr()
+    assert json.loads(out)["docs_written"] == 0
+    note = f"couchids: note: no untyped {KUUID} ids in {db!r}; it holds ids of types order: "
+    assert err == note + "pass --type order or --all-types\n"
+    # With it: the three, and no note.
+    argv[2] = new_target(targets)
+    assert main([*argv, "--type", "order"]) == EXIT_OK
+    out, err = capsys.readouterr()
+    assert json.loads(out)["docs_written"] == 3 and err == ""
 
 
 @pytest.mark.needs("couchdb")
@@ -904,6 +959,8 @@ def test_the_command_on_pouchdb_server_says_why_it_cannot(
     assert main(["replicate", db, "elsewhere", "--since", "90d"]) == EXIT_SERVER
     err = capsys.readouterr().err
     assert err.startswith("couchids: error: ") and "PouchDB Server cannot replicate" in err
+    # The server answered: no advice to check that it is up.
+    assert err.count("\n") == 1 and "check CLOUDANT_URL" not in err
 
 
 # -- waiting, on scripted answers ------------------------------------------------------------------
@@ -1007,10 +1064,89 @@ def test_wait_on_a_cancelled_replication_says_so() -> None:
     def gone(request: Request) -> tuple[int, Any]:
         if request.path == "/_replicator":
             return 200, {"db_name": "_replicator"}
+        if request.path.startswith("/_replicator/"):  # open_revs=all: the deletion
+            return 200, [{"ok": {"_id": "couchids-1", "_rev": "2-b", "_deleted": True}}]
         return 404, {"error": "not_found", "reason": "deleted"}
 
     with pytest.raises(ReplicationFailed, match="it was cancelled"):
         waited(gone)
+    assert drive(core.status(FactsCache(), ["couchids-1"], POLICY), gone).state == "cancelled"
+    assert drive(core.cancel(FactsCache(), ["couchids-1"], POLICY), gone) is False
+
+
+def never_written(request: Request) -> tuple[int, Any]:
+    """The answers about an id no replication document ever had."""
+    if request.path == "/_replicator":
+        return 200, {"db_name": "_replicator"}
+    return 404, {"error": "not_found", "reason": "missing"}
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda: core.status(FactsCache(), ["couchids-1"], POLICY),
+        lambda: core.cancel(FactsCache(), ["couchids-1"], POLICY),
+        lambda: core.wait(FactsCache(), ["couchids-1"], continuous=False, timeout=5.0),
+    ],
+    ids=["status", "cancel", "wait"],
+)
+def test_an_id_no_replication_ever_had_is_no_cancelled_one(program: Any) -> None:
+    # No document, live or deleted: a typo or another server, not a cancelled replication
+    # (status would say "cancelled", and cancel would succeed, for nothing).
+    with pytest.raises(ReplicationFailed, match="no replication 'couchids-1' on this server") as e:
+        drive(program(), never_written)
+    assert e.value.status == 404
+
+
+def test_a_completed_replications_document_is_removed_and_still_reads_completed() -> None:
+    recorded = {"_replication_state": "completed", "source": {"url": "http://h/db"}}
+    stored: dict[str, Any] = {"live": [{"_id": "couchids-1", "_rev": "2-a", **recorded}]}
+
+    def answer(request: Request) -> tuple[int, Any]:
+        if request.path == "/_replicator":
+            return 200, {"db_name": "_replicator"}
+        if request.path.startswith("/_scheduler/docs/"):
+            if "tombstone" in stored:
+                # A cluster's node lists a document deleted a moment ago, without a state.
+                return 200, {"doc_id": "couchids-1", "state": None, "info": None}
+            return 200, {"doc_id": "couchids-1", **DONE}
+        if request.method == "GET" and request.path == "/_replicator/couchids-1":
+            leaves = [stored["tombstone"]] if "tombstone" in stored else stored["live"]
+            return 200, [{"ok": leaf} for leaf in leaves]
+        if request.method == "PUT" and request.path == "/_replicator/couchids-1":
+            assert request.body is not None
+            stored["tombstone"] = {**json.loads(request.body), "_rev": "3-b"}
+            return 200, {"ok": True, "id": "couchids-1", "rev": "3-b"}
+        raise AssertionError(request)
+
+    first = drive(core.status(FactsCache(), ["couchids-1"], POLICY), answer)
+    assert (first.state, first.docs_written) == ("completed", 3)
+    counts = {"docs_read": 3, "docs_written": 3, "doc_write_failures": 0}
+    assert stored["tombstone"] == {
+        "_id": "couchids-1",
+        "_rev": "3-b",
+        "_deleted": True,
+        core.COMPLETED_FIELD: counts,
+    }
+    # Another process, later: the deletion says it completed, and with what counts.
+    again = drive(core.status(FactsCache(), ["couchids-1"], POLICY), answer)
+    assert (again.state, again.docs_written, again.docs_read) == ("completed", 3, 3)
+    assert drive(core.cancel(FactsCache(), ["couchids-1"], POLICY), answer) is False
+
+
+def test_a_document_that_does_not_record_its_end_yet_is_kept() -> None:
+    # The scheduler says completed before the replicator wrote it into the document (a
+    # cluster): deleting now would race that write.
+    def answer(request: Request) -> tuple[int, Any]:
+        if request.path == "/_replicator":
+            return 200, {"db_name": "_replicator"}
+        if request.path.startswith("/_scheduler/docs/"):
+            return 200, {"doc_id": "couchids-1", **DONE}
+        if request.method == "GET" and request.path == "/_replicator/couchids-1":
+            return 200, [{"ok": {"_id": "couchids-1", "_rev": "1-a"}}]
+        raise AssertionError(request)  # no deletion
+
+    assert drive(core.status(FactsCache(), ["couchids-1"], POLICY), answer).state == "completed"
 
 
 def test_a_completed_replication_stays_completed_when_the_scheduler_forgets_it() -> None:
@@ -1103,8 +1239,8 @@ def test_one_handle_watches_the_replications_of_several_databases(
         in_window = {i for i in more if i >= made("order", START)[:14]}
         assert done.state == "completed" and done.docs_written == 20 + len(in_window) == 23
         assert ids_in(client, target) == history["order"] | in_window
-        assert job.cancel() is True
-        assert poll(lambda: job.status().state == "cancelled")
+        assert [live_revisions(client, doc_id) for doc_id in job.doc_ids] == [[], []]
+        assert job.cancel() is False and job.status().state == "completed"
     finally:
         drop_database(client, other)
 

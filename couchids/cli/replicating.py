@@ -35,11 +35,15 @@ SINCE <= t < UNTIL (no --until: no end, so a --continuous replication keeps copy
 documents). TARGET is a database on the same server, or a URL (https://user:pass@host/db:
 the user:pass goes to the replicator as credentials, never in a URL). The replication is a
 document of the server's _replicator database, named couchids-<id>; it goes on if this
-command stops, and deleting that document cancels it. Needs Apache CouchDB 2+ or Cloudant.
+command stops, and deleting that document cancels it. A one-shot replication's document is
+removed once it completed (its deletion keeps the counts, which couchids replication ID
+shows). Needs Apache CouchDB 2+ or Cloudant.
 
 Prints one JSON line: the replication's id, state and counts. One-shot replications are
 waited for (--no-wait: print the first state and return); --continuous ones are not
-(--wait: until they run). Exit status 1 when the replication failed or cannot run.
+(--wait: until they run). Exit status 1 when the replication failed or cannot run. When a
+one-shot replication copied nothing, a note on stderr says why if SOURCE shows it (its ids
+are typed and no --type was given, they are of another form, ...), as after an empty read.
 
 TIME is {tools.time_help}.
 
@@ -109,6 +113,10 @@ examples:
         else:
             now_status = job.status(timeout=args.timeout)
         print(_line(doc_id, now_status))
+        if now_status.state == "completed" and not now_status.docs_written and not args.all_types:
+            # Nothing copied: the note the reads print after an empty answer, if the source
+            # shows why (typed ids and no --type, ids of another form, a misspelt type).
+            tools.note_empty(client, args.source, args.type, form, args.timeout)
         if args.continuous:
             print(
                 f"couchids: replication {doc_id} runs until cancelled: "
@@ -130,8 +138,11 @@ def _add_replication_command(commands: Any, tools: Tools) -> None:
         epilog="""\
 ID is what couchids replicate printed (couchids-<id>, a document of the server's _replicator
 database). Prints one JSON line: its state (initializing, running, pending, crashing, error,
-failed, completed, or cancelled once its document is gone) and counts; with --cancel, whether
-it was still there to cancel. Cancelling twice is no error.
+failed, completed, or cancelled once its document is deleted) and counts; a completed one-shot
+replication's document is removed when it is first seen completed, and it still shows as
+completed with its counts. With --cancel, whether it was still there to cancel. Cancelling
+twice is no error; an ID that no replication on the server ever had is (exit status 1), shown
+or cancelled.
 
 examples:
   couchids replication couchids-001xWdCU0WfykU1Ya0aA02TunP3bWVEA

@@ -33,7 +33,10 @@ escaped), ``{n}``; the end of the id is ``(?![\\x00-\\xff])`` ("no byte follows"
   one-shot replication ends, which outlives any sensible HTTP timeout for a large window;
 - ``GET /_scheduler/docs/_replicator/<id>`` reports its state and statistics at any time
   (initializing, running, pending, crashing, error, failed, completed), from any process;
-- deleting the document cancels it, whoever does it and whenever.
+- deleting the document cancels it, whoever does it and whenever;
+- a one-shot replication's document is removed once it completed (:func:`remove_completed`,
+  from :func:`status`): a ``_replicator`` of thousands of finished replications would slow
+  every listing of it, and their documents hold the endpoints' credentials.
 
 The price is a poll for the end of a one-shot replication, which adds up to one poll
 interval (0.25 s at first, growing to 1 s). Measured with ``bench/bench_replication.py`` on
@@ -78,12 +81,14 @@ from couchids.core.protocol import (
     ask,
     check_db,
     check_listing,
+    database_facts,
     dumps,
     expect_object,
     live_leaves,
     path,
     winner,
 )
+from couchids.core.urls import parse_url
 from couchids.errors import (
     InvalidArgumentError,
     InvalidTimeError,
@@ -97,6 +102,7 @@ from couchids.idforms.times import MAX_MS, TimeLike, to_datetime, to_ms
 
 __all__ = [
     "CANCEL_ROUNDS",
+    "COMPLETED_FIELD",
     "REPLICATOR_DB",
     "STATES",
     "Credentials",
@@ -111,6 +117,7 @@ __all__ = [
     "new_doc_id",
     "plan",
     "range_regex",
+    "remove_completed",
     "server_root",
     "shape_regex",
     "start",
@@ -145,6 +152,17 @@ LASTING: Final = ("not_found", "unauthorized", "forbidden", "invalid", "bad_requ
 END: Final = r"(?![\x00-\xff])"
 #: Rounds of deleting a replication document's live revisions before :func:`cancel` gives up.
 CANCEL_ROUNDS: Final = 5
+#: The field of the deletion (tombstone) of a completed replication's document that keeps its
+#: counts, so that its status still reads ``completed`` once the document is removed.
+COMPLETED_FIELD: Final = "couchids_completed"
+#: The counts a removed document's tombstone keeps.
+KEPT_COUNTS: Final = (
+    "revisions_checked",
+    "missing_revisions_found",
+    "docs_read",
+    "docs_written",
+    "doc_write_failures",
+)
 #: A pattern that matches nothing.
 NOTHING: Final = "(?!)"
 #: What a selector is that no id matches (an empty window, or no types present).
@@ -456,51 +474,23 @@ def _database_path(path: str) -> str:
     return "/".join(segments)
 
 
-def _without_userinfo(url: str) -> str:
-    """``url`` with any user info cut out, for messages."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<unreadable URL>"
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit(parts._replace(netloc=host))
-
-
 def url_endpoint(url: str, fallback: Credentials | None = None) -> Endpoint:
     """The endpoint of a database URL (``https://[user:password@]host[:port]/db``): its user
     info, percent-decoded, becomes its :class:`Credentials`; without user info it gets
-    ``fallback``. Query and fragment are refused, and so is a path that is no database name.
+    ``fallback``. The URL is read by :func:`couchids.core.urls.parse_url`: query and fragment
+    are refused, and so is a path that is no database name, a user name or password holding
+    a reserved character unencoded, and a host or port that is not one.
 
     Raises:
         InvalidArgumentError: not such a URL (the message shows it without credentials).
     """
     if not isinstance(url, str):
         raise InvalidArgumentError(f"target={url!r}: give a database name or an http(s) URL")
-    shown = _without_userinfo(url)
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 - a bad port raises here
-    except ValueError:
-        raise InvalidArgumentError(
-            f"{shown!r} is not a URL: give http(s)://host[:port]/db"
-        ) from None
-    if parts.scheme.lower() not in _DEFAULT_PORTS or not parts.hostname:
-        raise InvalidArgumentError(
-            f"{shown!r} is not a database URL: give http(s)://[user:password@]host[:port]/db"
-        )
-    if parts.query or parts.fragment:
-        raise InvalidArgumentError(
-            f"{shown!r}: a database URL has no query or fragment (?... or #...)"
-        )
-    if not unquote(parts.path).strip("/"):
-        raise InvalidArgumentError(f"{shown!r} names no database: add /dbname to the URL")
-    info, at, host = parts.netloc.rpartition("@")
+    parsed = parse_url(url, "target", role="database")
     credentials = fallback
-    if at:
-        user, _, password = info.partition(":")
-        credentials = Credentials("basic", unquote(user), unquote(password))
-    bare = urlunsplit((parts.scheme.lower(), host, parts.path.rstrip("/"), "", ""))
-    return Endpoint(bare, credentials)
+    if parsed.username is not None:
+        credentials = Credentials("basic", parsed.username, parsed.password or "")
+    return Endpoint(parsed.bare, credentials)
 
 
 def server_root(url: str, credentials: Credentials | None) -> tuple[str, Credentials | None]:
@@ -579,9 +569,12 @@ def endpoints(
     """
     root, signed = server_root(service_url, credentials)
     if server_url is not None:
-        given = url_endpoint(server_url.rstrip("/") + "/_", fallback=None)
-        root = given.url[: -len("/_")]
-        signed = given.credentials or signed
+        if not isinstance(server_url, str):
+            raise InvalidArgumentError(f"server_url={server_url!r}: give the server's http(s) URL")
+        given = parse_url(server_url, "server_url", role="server")
+        root = given.root
+        if given.username is not None:
+            signed = Credentials("basic", given.username, given.password or "")
     source = database_endpoint(root, signed, db)
     return source, check_target(source, target, root, signed)
 
@@ -725,14 +718,17 @@ def start(
     :func:`plan` with its own source) start one after the other, and one handle watches them
     all (``couchids.aio.AsyncReplication(client, plans)``).
 
-    The server is checked first (:func:`check_server`); ``ALL_TYPES`` is resolved for each
-    source database to the types present now (a continuous replication keeps to those).
+    The server is checked first (:func:`check_server`), then that each source database
+    exists (a missing one starts nothing: ``DatabaseNotFoundError``, rather than a
+    replication that crashes on the server); ``ALL_TYPES`` is resolved for each source
+    database to the types present now (a continuous replication keeps to those).
     A missing ``_replicator`` database is created (CouchDB makes it at start-up; an admin
     may have deleted it).
     """
     started: list[str] = []
     for each in plans:
         yield from check_server(known, policy, each.db)
+        yield from database_facts(known, each.db, policy)
         if each.types is ALL_TYPES:
             types: Sequence[str | None] = yield from types_present(
                 each.db, each.form.separator, policy
@@ -804,40 +800,116 @@ def _doc_status(known: FactsCache, doc_id: str, policy: RetryPolicy) -> Program[
     answer a revision from before the deletion."""
     docs = path("_scheduler", "docs", REPLICATOR_DB, doc_id)
     reply = yield from ask(Request("GET", docs), policy, REPLICATOR_DB, expect=(MISSING,))
-    if reply is MISSING:
-        # Not (or no longer) in the scheduler: the document says how it ended, if it did
-        # (CouchDB records a final state in it; on a cluster the scheduler may forget a
-        # completed one-shot replication).
+    if reply is not MISSING:
+        # The answer is this document's entry, not another's nor a listing of them all (a
+        # server or proxy that ignores the document id in the path).
+        body = expect_object(reply.body, policy, REPLICATOR_DB, sent=reply.sent)
+        check_listing(
+            "_scheduler/docs",
+            [body.get("doc_id")],
+            policy,
+            REPLICATOR_DB,
+            sent=reply.sent,
+            noun="the entry of ",
+            among={doc_id},
+        )
+        if body.get("state") is not None:
+            return body if body["state"] in STATES else {**body, "state": str(body["state"])}
+    # Not (or no longer) in the scheduler, or listed without a state (a cluster's node lists
+    # a document deleted a moment ago so for a few seconds): the document says how it ended,
+    # if it did (CouchDB records a final state in it; on a cluster the scheduler may forget a
+    # completed one-shot replication).
+    leaves = yield from live_leaves(known, REPLICATOR_DB, doc_id, policy)
+    if not leaves:
+        gone = yield from _check_known(known, doc_id, policy)
+        return _removed_completed(gone) or {"state": CANCELLED}
+    stored = winner(leaves)
+    state = stored.get("_replication_state")
+    if state not in ("completed", "failed"):
+        return {"state": "initializing"}
+    info = stored.get("_replication_stats")
+    info = dict(info) if isinstance(info, dict) else {}
+    if isinstance(stored.get("_replication_state_reason"), str):
+        info["error"] = stored["_replication_state_reason"]
+    return {"state": state, "info": info}
+
+
+def _check_known(
+    known: FactsCache, doc_id: str, policy: RetryPolicy
+) -> Program[list[dict[str, Any]]]:
+    """Refuse ``doc_id`` when no replication document of that id was ever written: a
+    cancelled one leaves its deletion (a tombstone) in ``_replicator``, an unknown id (a
+    typo, another server) nothing, and is never reported as ``cancelled``. Returns the
+    leaf revisions read (the entries of ``open_revs=all``).
+
+    ``GET /_replicator/{doc_id}?open_revs=all`` from every copy: ``404 missing`` when the id
+    has no revision at all, the tombstone when it was deleted.
+
+    Raises:
+        ReplicationFailed: (``status`` 404) no document of that id was ever written.
+    """
+    copies = (yield from database_facts(known, REPLICATOR_DB, policy)).copies
+    params = {"open_revs": "all", "r": str(copies)}
+    read = Request("GET", path(REPLICATOR_DB, doc_id), params)
+    reply = yield from ask(read, policy, REPLICATOR_DB, expect=(MISSING,))
+    if reply is MISSING or not reply.body:
+        raise ReplicationFailed(
+            f"{policy.operation}: no replication {doc_id!r} on this server: {REPLICATOR_DB} "
+            "holds no document of that id, live or deleted (couchids replicate prints the id "
+            "of each replication it starts)",
+            404,
+        )
+    return reply.body if isinstance(reply.body, list) else []
+
+
+def _removed_completed(leaves: list[Any]) -> dict[str, Any] | None:
+    """How a replication ended, from the deletion :func:`remove_completed` wrote (it keeps
+    :data:`COMPLETED_FIELD`), or ``None`` (the document was cancelled)."""
+    for entry in leaves:
+        leaf = entry.get("ok") if isinstance(entry, dict) else None
+        kept = leaf.get(COMPLETED_FIELD) if isinstance(leaf, dict) else None
+        if leaf is not None and leaf.get("_deleted") and isinstance(kept, dict):
+            counts = {name: kept[name] for name in KEPT_COUNTS if isinstance(kept.get(name), int)}
+            return {"state": "completed", "info": counts, "removed": True}
+    return None
+
+
+def remove_completed(
+    known: FactsCache, doc_id: str, info: dict[str, Any], policy: RetryPolicy
+) -> Program[bool]:
+    """Remove the ``_replicator`` document of a one-shot replication that completed, once
+    the document records it (``_replication_state: completed``); return whether it is gone.
+
+    Each live revision is deleted by a tombstone that keeps the replication's counts
+    (:data:`COMPLETED_FIELD`, no endpoint nor credential): a later :func:`status`, from any
+    process, still reads ``completed`` and its counts, where a cancelled one reads
+    ``cancelled``. A document that does not yet record its end (on a cluster the scheduler
+    may report it first) is left for a later call: deleting it then would race the
+    replicator's own write of the end, which would bring it back.
+
+    Raises:
+        ReplicationFailed: the document still lives after :data:`CANCEL_ROUNDS` rounds.
+    """
+    kept = {name: info[name] for name in KEPT_COUNTS if isinstance(info.get(name), int)}
+    for _ in range(CANCEL_ROUNDS):
         leaves = yield from live_leaves(known, REPLICATOR_DB, doc_id, policy)
         if not leaves:
-            return {"state": CANCELLED}
-        stored = winner(leaves)
-        state = stored.get("_replication_state")
-        if state not in ("completed", "failed"):
-            return {"state": "initializing"}
-        info = stored.get("_replication_stats")
-        info = dict(info) if isinstance(info, dict) else {}
-        if isinstance(stored.get("_replication_state_reason"), str):
-            info["error"] = stored["_replication_state_reason"]
-        return {"state": state, "info": info}
-    # The answer is this document's entry, not another's nor a listing of them all (a server
-    # or proxy that ignores the document id in the path).
-    body = expect_object(reply.body, policy, REPLICATOR_DB, sent=reply.sent)
-    check_listing(
-        "_scheduler/docs",
-        [body.get("doc_id")],
-        policy,
-        REPLICATOR_DB,
-        sent=reply.sent,
-        noun="the entry of ",
-        among={doc_id},
+            return True
+        if winner(leaves).get("_replication_state") != "completed":
+            return False
+        for leaf in leaves:
+            tombstone = {
+                "_id": doc_id,
+                "_rev": leaf["_rev"],
+                "_deleted": True,
+                COMPLETED_FIELD: kept,
+            }
+            put = Request("PUT", path(REPLICATOR_DB, doc_id), body=dumps(tombstone))
+            yield from ask(put, policy, REPLICATOR_DB, expect=(MISSING, CONFLICT))
+    raise ReplicationFailed(
+        f"{policy.operation}: the completed replication's document {doc_id} still lives after "
+        f"{CANCEL_ROUNDS} rounds of deleting its revisions"
     )
-    if body.get("state") not in STATES:
-        body = {
-            **body,
-            "state": "initializing" if body.get("state") is None else str(body["state"]),
-        }
-    return body
 
 
 def status(
@@ -854,7 +926,12 @@ def status(
     ``failed``: on a cluster the scheduler may forget a finished one-shot replication before
     the replicator has recorded its end in the document, which then reads as not yet
     started. A moment after :func:`cancel`, a cluster's scheduler may still list the document
-    it deleted."""
+    it deleted. A document seen ``completed`` is removed (:func:`remove_completed`), once.
+
+    Raises:
+        ReplicationFailed: (``status`` 404) a document of ``doc_ids`` was never written (an
+            unknown id is not a cancelled replication).
+    """
     ended = {} if ended is None else ended
     states: list[str] = []
     read = written = failures = 0
@@ -869,6 +946,8 @@ def status(
             doc = ended[doc_id]
         found = doc.get("info")
         info: dict[str, Any] = found if isinstance(found, dict) else {}
+        if doc["state"] == "completed" and not doc.get("removed"):
+            doc["removed"] = yield from remove_completed(known, doc_id, info, policy)
         states.append(str(doc["state"]))
         read += _count(info, "docs_read")
         written += _count(info, "docs_written")
@@ -959,7 +1038,8 @@ def _what(doc_ids: Sequence[str]) -> str:
 
 def cancel(known: FactsCache, doc_ids: Sequence[str], policy: RetryPolicy) -> Program[bool]:
     """Delete each replication document (the replicator stops its job); return whether any
-    was still there. Idempotent: a document already gone is no error.
+    was still there. Idempotent: a document already deleted is no error, but an id no
+    document ever had is (``ReplicationFailed``, status 404).
 
     Every live revision is deleted, read from every copy
     (:func:`~couchids.core.protocol.live_leaves`): on a cluster the replicator may record a
@@ -967,13 +1047,16 @@ def cancel(known: FactsCache, doc_ids: Sequence[str], policy: RetryPolicy) -> Pr
     the two revisions then conflict; the live one would win and bring the document back.
 
     Raises:
-        ReplicationFailed: a document still lives after :data:`CANCEL_ROUNDS` rounds.
+        ReplicationFailed: a document still lives after :data:`CANCEL_ROUNDS` rounds, or
+            (``status`` 404) a document of ``doc_ids`` was never written.
     """
     found = False
     for doc_id in doc_ids:
-        for _ in range(CANCEL_ROUNDS):
+        for attempt in range(CANCEL_ROUNDS):
             leaves = yield from live_leaves(known, REPLICATOR_DB, doc_id, policy)
             if not leaves:
+                if not attempt:
+                    yield from _check_known(known, doc_id, policy)
                 break
             for leaf in leaves:
                 gone = yield from ask(
