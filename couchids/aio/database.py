@@ -1173,8 +1173,13 @@ class AsyncDatabase:
         :mod:`couchids.core.replication`: CouchDB compares strings in a selector's ``$gte``
         and ``$lt`` by ICU collation, not in id order). The replication is a document in the
         server's ``_replicator`` database: it survives a restart of the server, and
-        ``cancel()`` deletes it. Documents already in the target are updated, not
-        duplicated; deletions inside the window are replicated too.
+        ``cancel()`` deletes it; a one-shot replication's document is removed once the
+        handle's ``wait()`` or ``status()`` sees it completed (its deletion keeps the counts,
+        so it still reads ``completed``). Documents already in the target are updated, not
+        duplicated; deletions inside the window are replicated too. When a one-shot
+        replication copied nothing, :meth:`explain_empty` with the same ``type`` and
+        ``form`` says why if the database shows it (its ids are typed and ``type`` is
+        ``None``, say), as the command's note does.
 
         Needs Apache CouchDB 2.0+ or IBM Cloudant: PouchDB Server's replicator ignores a
         selector, so there it raises ``ReplicationFailed`` and starts nothing.

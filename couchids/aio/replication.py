@@ -31,7 +31,10 @@ class AsyncReplication:
 
     It is one ``_replicator`` document per source database (:attr:`doc_ids`); the server
     runs it whether or not this object lives, and keeps a continuous one running until it is
-    cancelled (also across restarts). Its repr and messages never show credentials.
+    cancelled (also across restarts). A one-shot replication's documents are removed once
+    :meth:`status` or :meth:`wait` sees them completed, so that ``_replicator`` does not fill
+    with finished replications: their deletions keep the counts, and the status still reads
+    ``completed``, from any process. Its repr and messages never show credentials.
 
     Args:
         client: the client that started it.
@@ -83,6 +86,8 @@ class AsyncReplication:
             (``initializing``, ``running``, ``pending``, ``crashing``, ``error``,
             ``failed``, ``completed``, or ``cancelled`` once its document is gone) and the
             server's counts (``docs_read``, ``docs_written``, ``doc_write_failures``, ...).
+            The documents of a one-shot replication seen ``completed`` are removed
+            (:func:`~couchids.core.replication.remove_completed`).
 
         Raises:
             ServerError: (and subclasses) the server failed.
@@ -102,6 +107,7 @@ class AsyncReplication:
         server's counts); a continuous one until it is ``running`` (it never completes).
 
         Polls ``_scheduler/docs``, every 0.25 s at first, then less often, up to every second.
+        A one-shot replication's documents are removed once it completed (see :meth:`status`).
 
         Args:
             timeout: seconds to wait at most, ``None`` (the default) for as long as it takes.
@@ -145,7 +151,8 @@ class AsyncReplication:
                 included; default 60.
 
         Returns:
-            Whether a document of it was still there to delete.
+            Whether a document of it was still there to delete (not for a one-shot
+            replication seen completed: its documents were removed then).
 
         Raises:
             ServerError: (and subclasses) the server failed.
