@@ -3,7 +3,8 @@
 Three kinds, each started on free ports of 127.0.0.1 and stopped with the ``with`` block:
 
 - ``pouchdb`` (:class:`LocalServer`): PouchDB Server (npm ``pouchdb-server``, pinned in
-  ``node/package-lock.json``), in memory. Installed by ``scripts/bootstrap``; the default.
+  ``node/package-lock.json``), in memory. Installed by ``scripts/bootstrap``, or alone by
+  :func:`install_pouchdb` (``python scripts/localserver.py --install``); the default.
 - ``couchdb`` (:class:`CouchDBNode`): one Apache CouchDB node.
 - ``cluster`` (:class:`CouchDBCluster`): three Apache CouchDB nodes joined into one cluster
   (n=3), each of which can be paused (SIGSTOP) and resumed, for fault tests.
@@ -13,7 +14,7 @@ an executable named by ``COUCHIDS_COUCHDB`` that understands ``LAUNCHER run PORT
 (one node in the foreground) and ``LAUNCHER cluster P1,P2,P3 DIR USER:PASS`` (prints ``ready``
 once joined; each node's pid in ``DIR/nodeN/pid``). couchids' CI passes one that builds
 CouchDB 3.4.3 from source. To test against a CouchDB you already run (a container, a package,
-Cloudant), set ``COUCHIDS_TEST_URL`` instead; see the README.
+Cloudant), set ``COUCHIDS_TEST_URL`` instead; see docs/development.md.
 
 Use one as a context manager::
 
@@ -23,6 +24,7 @@ Use one as a context manager::
 or from a shell::
 
     python scripts/localserver.py                         # PouchDB in the foreground
+    python scripts/localserver.py --install -- python     # npm ci first if it is missing
     python scripts/localserver.py --server cluster -- CMD  # run CMD with CLOUDANT_URL set
 
 Each server runs in a private temporary directory (PouchDB Server writes ``log.txt`` and
@@ -35,6 +37,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import base64
+import fcntl
 import json
 import os
 import shutil
@@ -52,7 +55,14 @@ from typing import Literal, Self
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 REPO = Path(__file__).resolve().parent.parent
-NODE_MODULES = REPO / "node" / "node_modules"
+NODE_DIR = REPO / "node"
+NODE_MODULES = NODE_DIR / "node_modules"
+#: npm's flags for node/, the same as scripts/bootstrap's (whose stamp covers them):
+#: --omit=optional leaves out pouchdb-server's on-disk adapters, which build native code; the
+#: servers here run in memory.
+NPM_FLAGS = ("--omit=optional", "--no-audit", "--no-fund", "--loglevel=error")
+#: The Node.js version couchids states (node/package.json "engines").
+NODE_MAJOR = 20
 SERVER_SCRIPT = Path("pouchdb-server") / "bin" / "pouchdb-server"
 HOST = "127.0.0.1"
 #: The environment variable that names the CouchDB launcher (see the module docstring).
@@ -231,7 +241,8 @@ class LocalServer(_Process):
             missing = "node" if node is None else str(self._script)
             raise LocalServerError(
                 f"PouchDB Server is not installed ({missing} not found). "
-                "Run scripts/bootstrap, which runs `npm ci` in node/."
+                "Run scripts/bootstrap, which runs `npm ci` in node/ (or start it with "
+                "`python scripts/localserver.py --install`)."
             )
         workdir = self._prepare("couchids-pouchdb-")
         try:
@@ -276,6 +287,53 @@ class LocalServer(_Process):
                 return True
             time.sleep(0.1)
         raise self._error(f"pouchdb-server did not answer GET / within {self.timeout:g}s")
+
+
+def install_pouchdb(node_dir: Path = NODE_DIR) -> bool:
+    """Install PouchDB Server into ``node_dir/node_modules`` with ``npm ci`` of its lockfile,
+    unless it is there already: an existing install is never touched (``npm ci`` would empty
+    it first). Returns whether it installed. npm's output goes to stderr.
+
+    It needs Node.js 20 or later and npm, and takes about 10 s and 30 MB: the quickstart's
+    server, without the test toolchain of ``scripts/bootstrap``. It waits for a bootstrap that
+    is running (their shared lock, ``.stamps/lock`` beside ``node_dir``).
+
+    Raises:
+        LocalServerError: node or npm is missing or too old, or ``npm ci`` failed.
+    """
+    script = node_dir / "node_modules" / SERVER_SCRIPT
+    if script.is_file():
+        return False
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        raise LocalServerError(
+            f"PouchDB Server needs node and npm (Node.js {NODE_MAJOR} or later) to install; "
+            f"{'node' if node is None else 'npm'} is not on PATH"
+        )
+    version = subprocess.run(
+        [node, "--version"], capture_output=True, text=True, timeout=60
+    ).stdout.strip()
+    major = version.lstrip("v").split(".")[0]
+    if not major.isdigit() or int(major) < NODE_MAJOR:
+        raise LocalServerError(
+            f"PouchDB Server needs Node.js {NODE_MAJOR} or later; this is {version or 'unknown'}"
+        )
+    stamps = node_dir.parent / ".stamps"
+    stamps.mkdir(exist_ok=True)
+    with open(stamps / "lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if script.is_file():  # a bootstrap installed it meanwhile
+            return False
+        print(
+            f"localserver: installing PouchDB Server into {node_dir} "
+            f"(npm ci {' '.join(NPM_FLAGS)})",
+            file=sys.stderr,
+            flush=True,
+        )
+        done = subprocess.run([npm, "ci", *NPM_FLAGS], cwd=node_dir, stdout=sys.stderr)
+    if done.returncode != 0 or not script.is_file():
+        raise LocalServerError(f"npm ci in {node_dir} failed (exit status {done.returncode})")
+    return True
 
 
 #: Erlang flags for the CouchDB servers started here: a scheduler out of work sleeps at once
@@ -479,6 +537,12 @@ def main(argv: list[str] | None = None) -> int:
         help="pouchdb (default), or couchdb/cluster through the launcher in $COUCHIDS_COUCHDB",
     )
     parser.add_argument(
+        "--install",
+        action="store_true",
+        help="install PouchDB Server into node/ first when it is missing (npm ci of its "
+        "lockfile: Node.js 20 or later, about 10 s and 30 MB)",
+    )
+    parser.add_argument(
         "command",
         nargs=argparse.REMAINDER,
         help="after --: a command to run with CLOUDANT_URL and CLOUDANT_AUTH_TYPE (and, for "
@@ -486,12 +550,16 @@ def main(argv: list[str] | None = None) -> int:
         "status is returned",
     )
     args = parser.parse_args(argv)
+    if args.install and args.server != "pouchdb":
+        parser.error("--install installs PouchDB Server: it goes with --server pouchdb")
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     # Ctrl-C must stop the server even when started from a shell that ignores SIGINT in
     # background jobs, and SIGTERM (e.g. a CI timeout) should clean up the same way.
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     try:
+        if args.install:
+            install_pouchdb()
         with start(args.server) as server:
             env = client_environment(server.url)
             if command:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from ibm_cloud_sdk_core import ApiException
 from ibmcloudant.cloudant_v1 import CloudantV1
-from localserver import CouchDBCluster, LocalServer, LocalServerError
+from localserver import NPM_FLAGS, CouchDBCluster, LocalServer, LocalServerError, install_pouchdb
 
 
 def ids(result: dict[str, object]) -> list[str]:
@@ -169,6 +169,46 @@ def test_missing_install_is_a_clear_error(tmp_path: Path) -> None:
         LocalServer(node_modules=tmp_path),
     ):
         pass
+
+
+def npm_stub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An npm first on PATH that logs its folder and arguments, and for ``ci`` makes the
+    pouchdb-server script; the log's path."""
+    bin_dir, log = tmp_path / "bin", tmp_path / "npm.log"
+    bin_dir.mkdir()
+    npm = bin_dir / "npm"
+    npm.write_text(
+        f'#!/bin/sh\necho "$PWD $*" >> {log}\n'
+        '[ "$1" = ci ] && mkdir -p node_modules/pouchdb-server/bin '
+        "&& touch node_modules/pouchdb-server/bin/pouchdb-server\n"
+    )
+    npm.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    return log
+
+
+def test_install_runs_npm_ci_with_bootstrap_flags_only_when_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = npm_stub(tmp_path, monkeypatch)
+    node_dir = tmp_path / "checkout" / "node"
+    node_dir.mkdir(parents=True)
+    assert install_pouchdb(node_dir) is True
+    assert log.read_text().splitlines() == [f"{node_dir} ci {' '.join(NPM_FLAGS)}"]
+    # An install that is there is never touched: npm ci would empty node_modules first.
+    assert install_pouchdb(node_dir) is False
+    assert len(log.read_text().splitlines()) == 1
+    # scripts/bootstrap installs with the same flags, so its stamp stays true.
+    bootstrap = (Path(__file__).resolve().parents[1] / "scripts" / "bootstrap").read_text()
+    assert f"npm_flags=({' '.join(NPM_FLAGS)})" in bootstrap
+
+
+def test_a_failed_install_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    npm_stub(tmp_path, monkeypatch).parent.joinpath("bin", "npm").write_text("#!/bin/sh\nexit 3\n")
+    node_dir = tmp_path / "node"
+    node_dir.mkdir()
+    with pytest.raises(LocalServerError, match=r"npm ci in .*node failed \(exit status 3\)"):
+        install_pouchdb(node_dir)
 
 
 def test_exit_ends_the_server_process_group() -> None:
