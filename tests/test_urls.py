@@ -13,6 +13,7 @@ from ibm_cloud_sdk_core.authenticators import BasicAuthenticator
 from ibmcloudant import CouchDbSessionAuthenticator
 
 from couchids import InvalidArgumentError, aio, connect
+from couchids.core import replication
 from couchids.core.urls import parse_url, shown
 
 #: Every character a password must hold percent-encoded in a URL (RFC 3986's gen-delims,
@@ -87,6 +88,30 @@ def test_connect_takes_encoded_credentials_and_refuses_raw_ones(char: str) -> No
             with pytest.raises(InvalidArgumentError) as caught:
                 make(f"http://bob:{password}@{HOST}", auth_type=kind)
             assert_nothing_of(password, str(caught.value))
+
+
+@pytest.mark.parametrize("char", RESERVED, ids=repr)
+def test_a_replication_target_takes_encoded_credentials_and_refuses_raw_ones(char: str) -> None:
+    password = password_with(char)
+    target = replication.url_endpoint(f"https://bob:{quote(password, safe='')}@db.example/edge")
+    assert target.credentials == replication.Credentials("basic", "bob", password)
+    assert target.url == "https://db.example/edge"
+    with pytest.raises(InvalidArgumentError) as caught:
+        replication.endpoints(
+            f"http://{HOST}", None, "shop", f"https://bob:{password}@db.example/edge"
+        )
+    assert_nothing_of(password, str(caught.value))
+    # The URL the server reaches itself at, too.
+    encoded = f"http://bob:{quote(password, safe='')}@127.0.0.1:5984/"
+    source, _ = replication.endpoints(f"http://{HOST}", None, "shop", "edge", encoded)
+    assert source.url == "http://127.0.0.1:5984/shop"
+    assert source.credentials == replication.Credentials("basic", "bob", password)
+    with pytest.raises(InvalidArgumentError) as caught:
+        replication.endpoints(
+            f"http://{HOST}", None, "shop", "edge", f"http://bob:{password}@127.0.0.1:5984"
+        )
+    assert str(caught.value).startswith("server_url='http://***@127.0.0.1:5984'")
+    assert_nothing_of(password, str(caught.value))
 
 
 def test_the_password_that_sent_requests_to_another_host() -> None:
