@@ -81,6 +81,7 @@ def refusal(text: str) -> Callable[[], object]:
 #: decode() without form=, beside uuid.UUID() reading the 36 characters of a UUID.
 DECODE_FUNCTIONS: dict[str, Callable[[], object]] = {
     "decode(kuuid)": partial(couchids.decode, couchids.id()),
+    "decode(typed kuuid)": partial(couchids.decode, "order:" + couchids.id()),
     "decode(v7s)": partial(couchids.decode, kuuid.v7s()),
     **{name: refusal(text) for name, text in REFUSED.items()},
     "uuid.UUID(text)": partial(uuid.UUID, UUID_TEXT),
@@ -93,6 +94,7 @@ TARGETS = [
     ("kuuid.v7s()", "uuid.uuid4().hex", 1.0, True),
     *((name, "uuid.uuid4().hex", 1.0, True) for name in NEW_FORMS),
     ("decode(kuuid)", "uuid.UUID(text)", 4.0, True),
+    ("decode(typed kuuid)", "uuid.UUID(text)", 4.0, True),
     ("decode(v7s)", "uuid.UUID(text)", 4.0, True),
     *((name, "uuid.UUID(text)", 15.0, True) for name in REFUSED),
 ]

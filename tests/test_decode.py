@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 import couchids
@@ -534,3 +534,159 @@ def test_prefixes_are_checked_as_the_type_rule_says(head: str) -> None:
 @given(st.integers(min_value=0, max_value=16**14 - 1))
 def test_the_time_a_utc_random_refusal_quotes_is_str_of_the_datetime(us: int) -> None:
     assert utc_text(us) == str(EPOCH + timedelta(microseconds=us))
+
+
+# -- decode's shortcuts give what reading every split as every form gives ---------------------
+
+DECODE = importlib.import_module("couchids.idforms.decode")
+ALL_FLAGS = [(r, m) for r in (None, False, True) for m in (None, False, True)]
+TIMED_FORMS = [form for form in ALL_FORMS if form.has_time]
+FORM_ALPHABETS = [
+    "0123456789abcdef",
+    string.digits + string.ascii_letters,
+    "0123456789ABCDEFGHJKMNPQRSTVWXYZ",
+    string.digits + string.ascii_lowercase,
+    string.ascii_letters + string.digits + "-_",
+]
+
+
+def made_for(form: IdForm, when: datetime) -> str:
+    """An id of ``form`` for ``when`` (``made``, at a time)."""
+    if form.kind == "base36_v7_unpadded":
+        return couchids.BASE36_V7.new(when)[1:]
+    if form.kind == "uuid464":  # made only as a random UUID
+        return form.new()
+    return form.new(when)
+
+
+def is_valid_scope(head: str) -> bool:
+    try:
+        scope_prefix(head, ":")
+    except InvalidTypeError:
+        return False
+    return True
+
+
+def splits_by_length(doc_id: str, table: Any) -> list[tuple[Any, str, str, str]]:
+    """The splits decode tries, as it found them by trying each length of ``table`` in turn,
+    and without those whose body holds a colon."""
+    splits = []
+    for length in table.lengths:
+        cut = len(doc_id) - length
+        if cut < 2:
+            break
+        head, sep, body = doc_id[: cut - 1], doc_id[cut - 1], doc_id[cut:]
+        if sep in ":-_" and ":" not in body and is_valid_scope(head):
+            splits.append((table.by_length[length], body, head, sep))
+    return splits
+
+
+@st.composite
+def ids_with_separators(draw: st.DrawFn) -> str:
+    head = draw(st.text(alphabet="ab0_-:", max_size=8))
+    sep = draw(st.sampled_from(":-_"))
+    form = draw(st.sampled_from(TIMED_FORMS))
+    size = form.length + draw(st.sampled_from([0, 0, 0, -1, 1, -5]))
+    body = draw(st.text(alphabet=draw(st.sampled_from(FORM_ALPHABETS)) + ":", max_size=size))
+    return head + sep + body.rjust(size, "0")
+
+
+@given(
+    st.one_of(
+        ids_with_separators(),
+        st.text(alphabet="a0Z:-_", max_size=45),
+        st.builds(
+            lambda t, i: f"{t}:{i}",
+            st.sampled_from(["order", "p:user", "_x", ""]),
+            st.just(GOOD_KUUID),
+        ),
+    ),
+    st.sampled_from(ALL_FLAGS),
+)
+def test_decode_splits_at_every_separator_a_body_may_follow(
+    doc_id: str, flags: tuple[bool | None, bool | None]
+) -> None:
+    # decode looks for a body after the last colon before it tries each length of its table.
+    table = DECODE._table(*flags)
+    assert DECODE._prefixed(doc_id, table) == splits_by_length(doc_id, table)
+
+
+@given(st.sampled_from(TIMED_FORMS), st.data())
+def test_no_form_reads_a_body_holding_a_colon(form: IdForm, data: st.DataObject) -> None:
+    # Why decode need not try a body after a separator that has a colon after it.
+    # 2020-2099: inside every form's runway.
+    days = data.draw(st.integers(0, 365 * 79))
+    body = made_for(form, datetime(2020, 1, 1, tzinfo=UTC) + timedelta(days=days))
+    at = data.draw(st.integers(0, form.length - 1))
+    assert form.try_read(body[:at] + ":" + body[at + 1 :]) is NOT_READ
+
+
+@st.composite
+def bodies(draw: st.DrawFn) -> str:
+    """Ids of every form with a time, some with their end overwritten by digits that nearly
+    every form reads (so that several forms read them), and strings of their alphabets."""
+    form = draw(st.sampled_from(TIMED_FORMS))
+    if draw(st.booleans()):
+        text = draw(st.text(alphabet=draw(st.sampled_from(FORM_ALPHABETS)), max_size=form.length))
+        return text.rjust(form.length, "0")
+    ms = draw(st.integers(min_value=Y2000 - 10**12, max_value=Y2100 + 10**12))
+    try:
+        body = made_for(form, to_datetime(ms))
+    except couchids.InvalidTimeError:  # outside the form's runway
+        body = made_for(form, datetime(2024, 1, 1, tzinfo=UTC))
+    kept = draw(st.integers(0, form.length))
+    tail = draw(st.text(alphabet="01234", min_size=form.length - kept, max_size=form.length - kept))
+    return body[:kept] + tail
+
+
+@given(bodies(), st.sampled_from(ALL_FLAGS), st.sampled_from(":-_"))
+# A ULID of 2004 that the 3-block kuuid modes read too, as times far from it.
+@example("01" + "0" * 24, (None, None), ":")
+def test_the_readings_in_2000_2100_are_those_of_every_reading(
+    body: str, flags: tuple[bool | None, bool | None], sep: str
+) -> None:
+    # decode's first look (kuuid modes by one bisection, the hex forms skipped when a kuuid
+    # mode read the body) finds what reading the body as every form finds, in those years.
+    forms = DECODE._table(*flags).by_length.get(len(body))
+    if forms is None:
+        return
+    found: list[Any] = []
+    read = DECODE._read_in_window(forms, body, "t", sep, found)
+    readings: list[Any] = []
+    DECODE._read(forms, body, "t", sep, readings, [], refused=False)
+    in_window = [r for r in readings if r[2] is not None and Y2000 * 1000 <= r[2] < Y2100 * 1000]
+    assert read or not readings  # decode reads again only what may be read
+    assert sorted(found, key=str) == sorted(in_window, key=str)
+
+
+@given(st.sampled_from(ALL_FLAGS), st.data())
+def test_a_kuuid_modes_time_is_a_line_in_its_range(
+    flags: tuple[bool | None, bool | None], data: st.DataObject
+) -> None:
+    # decode computes a kuuid mode's time from the prefix number without calling the mode.
+    table = DECODE._table(*flags)
+    ranges = [
+        (start, window)
+        for forms in table.by_length.values()
+        if forms.modes is not None
+        for start, window in zip(forms.modes.starts, forms.modes.ranges, strict=True)
+    ]
+    if not ranges:
+        return
+    start, window = data.draw(st.sampled_from(ranges))
+    number = data.draw(st.integers(start, window.end - 1))
+    mode = window.by_separator[":"]
+    assert window.offset + window.slope * number == mode.time_of_prefix(number)
+    assert (start, window.end) == DECODE._in_window(mode)
+
+
+def test_decode_keeps_a_bounded_number_of_prefixes() -> None:
+    # Prefixes are checked once and their answers kept, but never more than _KEPT_SCOPES
+    # of them, nor any longer than a type.
+    for number in range(DECODE._KEPT_SCOPES * 3):
+        assert DECODE._is_scope(f"type{number}")
+        assert len(DECODE._SCOPES) <= DECODE._KEPT_SCOPES
+    long_head = "a" * 40 + ":" + "b" * 40
+    assert DECODE._is_scope(long_head) and long_head not in DECODE._SCOPES
+    assert not DECODE._is_scope("_x") and not DECODE._is_scope("_x")
+    assert decode("order:" + GOOD_KUUID).type == "order"

@@ -33,11 +33,19 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import cache
 from itertools import pairwise
+from typing import NamedTuple
 
 from couchids.errors import InvalidArgumentError, InvalidIdError, InvalidTypeError
-from couchids.idforms.constants import MAX_PREFIX_VALUE, SEPARATORS, TYPE_PATTERN, TYPE_SEPARATOR
+from couchids.idforms.constants import (
+    MAX_PREFIX_VALUE,
+    SEPARATORS,
+    TYPE_PATTERN,
+    TYPE_SEPARATOR,
+    V7_HEX_LEN,
+)
+from couchids.idforms.couchid import UTC_RANDOM
 from couchids.idforms.doctypes import check_type, scope_prefix
-from couchids.idforms.forms import ALL_FORMS, NAMED_FORMS, KuuidForm
+from couchids.idforms.forms import ALL_FORMS, NAMED_FORMS, V7S, KuuidForm
 from couchids.idforms.idform import NOT_READ, IdForm, NotRead, ReadAttempt
 from couchids.idforms.times import EPOCH
 
@@ -51,6 +59,8 @@ _UNTIL_US = (PLAUSIBLE_UNTIL - EPOCH) // timedelta(microseconds=1)
 _MICROSECOND = timedelta(microseconds=1)
 #: The named forms that hold no time: read only with ``form=``.
 TIMELESS_FORMS: tuple[IdForm, ...] = tuple(f for f in NAMED_FORMS.values() if not f.has_time)
+#: The forms with a time whose bodies are lower-case hex digits only (32 of them).
+_HEX_FORMS: tuple[IdForm, ...] = (V7S, UTC_RANDOM)
 #: What each of ``TIMELESS_FORMS`` is, for messages.
 _WITHOUT_TIME = {
     "seq10": "an ordinal of 10 digits",
@@ -202,9 +212,23 @@ def _split(doc_id: str, length: int, separators: tuple[str, ...]) -> tuple[str |
 _SCOPE = re.compile(f"{TYPE_PATTERN}(?:{re.escape(TYPE_SEPARATOR)}{TYPE_PATTERN})*")
 
 
+#: The answers of :func:`_is_scope` to prefixes of at most ``_KEPT_LENGTH`` characters (a
+#: program meets its few types again and again), at most ``_KEPT_SCOPES`` of them.
+_SCOPES: dict[str, bool] = {}
+_KEPT_LENGTH = 64
+_KEPT_SCOPES = 1024
+
+
 def _is_scope(head: str) -> bool:
     """Whether ``scope_prefix(head, ...)`` accepts ``head`` (a non-empty string)."""
-    return _SCOPE.fullmatch(head) is not None
+    known = _SCOPES.get(head)
+    if known is None:
+        known = _SCOPE.fullmatch(head) is not None
+        if len(head) <= _KEPT_LENGTH:
+            if len(_SCOPES) >= _KEPT_SCOPES:
+                _SCOPES.clear()  # a race clears it twice or keeps one more, harmlessly
+            _SCOPES[head] = known
+    return known
 
 
 def _read_as(doc_id: str, form: IdForm) -> DecodedId:
@@ -226,12 +250,18 @@ def _read_as(doc_id: str, form: IdForm) -> DecodedId:
 #
 # - the forms are looked up by length in a table made at the first call (one per pair of
 #   flags), and a string of letters and digits only is not split for a prefix;
+# - no form's alphabet has a colon, so a body starts after a string's last colon: at it, or
+#   at a '-' or '_' after it. With neither after it ('order:<kuuid>'), the colon is the one
+#   place to split, and the lengths of the table are not tried one by one; a prefix is checked
+#   once, and the answer kept (_SCOPES: a program meets its few types again and again);
 # - each form answers with try_read, which builds no exception;
 # - first only the readings in 2000-2100 are looked for. Exactly one is what _choose takes,
 #   whatever the others are (its first two rules), and that is the usual case. kuuid's modes
 #   of one number of blocks read the same number from the prefix, and each mode's time rises
 #   (or falls) with it: the table holds, for each mode, the numbers it reads as a time in
-#   2000-2100, and one bisection finds the mode, without making the time of every mode;
+#   2000-2100 and the line its time follows there, and one bisection finds the mode, without
+#   making the time of every mode. A 32-character body a kuuid mode reads is not tried as a
+#   v7s or utc_random id: those are lower-case hex digits, which kuuid's pattern refuses;
 # - only when there is not exactly one such reading is every reading made (the forms are not
 #   tried again if none read the string at all), and weighed by _choose; only a refusal
 #   builds the messages of the forms that did not fit (IdForm.refusal, which raises nothing).
@@ -266,12 +296,21 @@ class _Modes:
     modes: tuple[KuuidForm, ...]
     prefix: Callable[[str], int | NotRead]
     #: For each mode whose times reach 2000-2100, by ``starts``: the prefix numbers it reads
-    #: as a time in those years, ``starts[i] <= number < ends[i]``, and the mode, as its
-    #: forms by separator and its ``time_of_prefix``. No two ranges overlap (see _in_window).
+    #: as a time in those years, from ``starts[i]`` to ``ranges[i].end``. No two ranges
+    #: overlap (see _in_window).
     starts: tuple[int, ...]
-    ends: tuple[int, ...]
-    by_separator: tuple[dict[str, IdForm], ...]
-    time_of_prefix: tuple[Callable[[int], int | NotRead], ...]
+    ranges: tuple[_Range, ...]
+
+
+class _Range(NamedTuple):
+    """The prefix numbers ``[start, end)`` that a kuuid mode reads as a time in 2000-2100
+    (``start`` is in ``_Modes.starts``), the mode's forms by separator, and its
+    ``time_of_prefix`` there, a line: ``offset + slope * number`` microseconds (_line)."""
+
+    end: int
+    offset: int
+    slope: int
+    by_separator: dict[str, IdForm]
 
 
 @dataclass(frozen=True)
@@ -281,6 +320,9 @@ class _Length:
     singles: tuple[_Single, ...]
     #: kuuid's modes (of the number of blocks this length is), or ``None``.
     modes: _Modes | None
+    #: Whether a body the modes read is none of the singles': they are ``_HEX_FORMS``, and
+    #: the modes refuse every body of lower-case hex digits (KuuidForm.body_pattern).
+    modes_exclude_singles: bool
 
 
 @dataclass(frozen=True)
@@ -330,6 +372,8 @@ def _make_table(reverse: bool | None, millisecond: bool | None) -> _Table:
             length: _Length(
                 tuple(singles.get(length, ())),
                 _modes(modes[length]) if length in modes else None,
+                modes_exclude_singles=length == V7_HEX_LEN
+                and all(single.candidate.form in _HEX_FORMS for single in singles.get(length, ())),
             )
             for length in lengths
         },
@@ -357,10 +401,24 @@ def _modes(found: list[tuple[_Candidate, KuuidForm]]) -> _Modes:
         modes,
         modes[0].read_prefix,
         starts=tuple(start for (start, _), _ in windows),
-        ends=tuple(end for (_, end), _ in windows),
-        by_separator=tuple(candidates[index].by_separator for _, index in windows),
-        time_of_prefix=tuple(modes[index].time_of_prefix for _, index in windows),
+        ranges=tuple(
+            _Range(end, *_line(modes[index], start, end), candidates[index].by_separator)
+            for (start, end), index in windows
+        ),
     )
+
+
+def _line(mode: KuuidForm, start: int, end: int) -> tuple[int, int]:
+    """``(offset, slope)``: ``mode.time_of_prefix(number) == offset + slope * number`` for
+    every ``number`` in ``[start, end)`` (a range it reads), so that decode computes the time
+    without a call. A kuuid time is the number (or ``MAX_PREFIX_VALUE`` less it), in seconds
+    or milliseconds: a line, checked at both ends of the range."""
+    first, second, last = (mode.time_of_prefix(n) for n in (start, start + 1, end - 1))
+    assert isinstance(first, int) and isinstance(second, int), "a kuuid mode left its range"
+    slope = second - first
+    offset = first - slope * start
+    assert last == offset + slope * (end - 1), "a kuuid mode's time is not a line"
+    return offset, slope
 
 
 def _in_window(mode: KuuidForm) -> tuple[int, int] | None:
@@ -420,8 +478,8 @@ def _infer(doc_id: str, reverse: bool | None, millisecond: bool | None) -> Decod
     read = whole is not None and _read_in_window(whole, doc_id, None, TYPE_SEPARATOR, in_window)
     # Letters and digits only (most ids): no separator, so no prefix to try.
     prefixed = [] if doc_id.isalnum() else _prefixed(doc_id, table)
-    for split in prefixed:
-        if _read_in_window(*split, in_window):
+    for forms, body, head, sep in prefixed:
+        if _read_in_window(forms, body, head, sep, in_window):
             read = True
     if len(in_window) == 1:
         form, doc_type, us = in_window[0]
@@ -452,12 +510,27 @@ def _infer(doc_id: str, reverse: bool | None, millisecond: bool | None) -> Decod
 
 def _prefixed(doc_id: str, table: _Table) -> list[Split]:
     """Every split of ``doc_id`` into a valid prefix, one of the separators and a body of
-    the length of a form of ``table`` (the whole string, without a prefix, is the other)."""
+    the length of a form of ``table`` (the whole string, without a prefix, is the other),
+    but those whose body holds a colon: no form's alphabet has one, so every form refuses
+    such a body, and it explains no refusal (_read)."""
+    # A body starts after the last colon, at it or at a '-' or '_' after it.
+    colon = doc_id.rfind(TYPE_SEPARATOR)
+    body = doc_id[colon + 1 :]
+    if body.isalnum():
+        # No '-' or '_' after the last colon ('order:<kuuid>', the usual typed id): one
+        # place to split, so the lengths of the table are not tried one by one.
+        forms = table.by_length.get(len(body))
+        if forms is None or colon < 1:
+            return []
+        head = doc_id[:colon]
+        if _SCOPES.get(head) or _is_scope(head):
+            return [(forms, body, head, TYPE_SEPARATOR)]
+        return []
     size = len(doc_id)
     splits: list[Split] = []
     for length in table.lengths:
         cut = size - length  # the body starts here, after a prefix and a separator
-        if cut < 2:
+        if cut < 2 or cut <= colon:
             break
         sep = doc_id[cut - 1]
         if sep in SEPARATORS:
@@ -471,14 +544,9 @@ def _read_in_window(
     forms: _Length, body: str, doc_type: str | None, sep: str, found: list[Reading]
 ) -> bool:
     """Add to ``found`` the readings of ``body`` (after ``doc_type`` and ``sep``) as
-    ``forms`` whose time lies in 2000-2100; whether any form read it at all."""
+    ``forms`` whose time lies in 2000-2100; whether any form read it at all. (The order of
+    ``found`` does not matter: it is used only when it holds one reading.)"""
     read = False
-    for single in forms.singles:
-        us = single.read(body)
-        if us is not NOT_READ:
-            read = True
-            if us is not None and _FROM_US <= us < _UNTIL_US:
-                found.append((single.candidate.by_separator[sep], doc_type, us))
     modes = forms.modes
     if modes is not None:
         value = modes.prefix(body)
@@ -487,10 +555,18 @@ def _read_in_window(
             # The one range of prefix numbers that may hold value: the last starting at or
             # below it.
             at = bisect_right(modes.starts, value) - 1
-            if at >= 0 and value < modes.ends[at]:
-                us = modes.time_of_prefix[at](value)
-                if us is not NOT_READ:  # always, inside the range
-                    found.append((modes.by_separator[at][sep], doc_type, us))
+            if at >= 0:
+                end, offset, slope, by_separator = modes.ranges[at]
+                if value < end:
+                    found.append((by_separator[sep], doc_type, offset + slope * value))
+            if forms.modes_exclude_singles:
+                return True
+    for single in forms.singles:
+        us = single.read(body)
+        if us is not NOT_READ:
+            read = True
+            if us is not None and _FROM_US <= us < _UNTIL_US:
+                found.append((single.candidate.by_separator[sep], doc_type, us))
     return read
 
 
