@@ -8,7 +8,7 @@ round trip, not a slow link, so couchids still reads uncompressed through it (a 
 server would be offered gzip). In interleaved rounds it times:
 
 - ``window`` with ``parallel=1`` (sequential pages) and with ``--parallel`` slices
-  (``--parallel-delayed`` with the added round trip, as the README advises for a remote
+  (``--parallel-delayed`` with the added round trip, as the querying guide advises for a remote
   server);
 - ``raw``: one plain ``requests.post(.../_all_docs).json()`` of the same key range, as a user
   writes it: ``requests`` offers gzip, which PouchDB Server then spends its time on (CouchDB

@@ -5,9 +5,10 @@ a name that does not exist fails the test suite. By hand, from the checkout::
 
     .venv/bin/sphinx-build -n -W docs out
 
-The user guide and the FAQ include the README's sections (``docs/guide/*.md``), the changelog
-includes CHANGELOG.md, and the command-line and API references are written from the code by
-``docs/_ext/couchids_docs.py``: none of them is a copy that can drift.
+The user guide (``docs/guide/*.md``), the FAQ and the development page are written here (the
+README is a landing page that links them), the changelog includes CHANGELOG.md, and the
+command-line and API references are written from the code by ``docs/_ext/couchids_docs.py``:
+none of them is a copy that can drift.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ autodoc_preserve_defaults = True
 exclude_patterns = ["_build", "_ext"]
 html_theme = "alabaster"
 html_title = "couchids"
-# Wide enough for the command's help and the README's code lines (100 characters).
+# Wide enough for the command's help and the pages' code lines (100 characters).
 html_theme_options = {
     "description": "Time-sortable ids for CouchDB and Cloudant",
     "page_width": "1240px",
@@ -41,13 +42,9 @@ html_theme_options = {
     "code_font_size": "0.8em",
 }
 html_sidebars = {"**": ["about.html", "navigation.html", "relations.html", "searchbox.html"]}
-# The README and CHANGELOG are included from the checkout's top level; the README's sections
-# start at ### (under "## A tour"), and the guide pages lift them by one level (heading-offset).
+# Anchors for headings down to ###, so that a page can link a section of another
+# (guide/querying.md#every-type-at-once).
 myst_heading_anchors = 3
-# The guide pages include README sections whose headings start at ### (under "## A tour"), and
-# MyST's include cannot lift headings (no negative heading-offset): the sections nest as they
-# should, and MyST's notes on heading levels are about the README's levels, not an error.
-suppress_warnings = ["myst.header"]
 # Names from outside couchids, which the build has no inventory for (it never reaches the
 # network): the ibmcloudant client, the standard library's abstract types, type aliases.
 nitpick_ignore_regex = [

@@ -4,7 +4,7 @@ A *page* is what one reader reads from top to bottom, and its examples run in or
 namespace (tests/test_examples.py runs them):
 
 - ``README.md`` and every page of ``docs/`` (markdown and reStructuredText) with examples of
-  its own; what a page includes from the README (the guide, the FAQ) runs with the README;
+  its own: each page of the guide, the FAQ, getting started;
 - ``docs/cli.rst``, written from the command's parser: the ``examples:`` of every
   subcommand's ``--help``;
 - each module of ``couchids`` whose docstrings hold examples.

@@ -1,6 +1,6 @@
 """The documentation site builds with Sphinx, nitpicky and warnings as errors (a reference to a
 name that does not exist fails the suite), and holds what the code says it must: an entry for
-every public name, every subcommand and option of the command, and the README's FAQ. The
+every public name, every subcommand and option of the command, and the FAQ's questions. The
 pages' examples run in tests/test_examples.py."""
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ DOCS = ROOT / "docs"
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The site, built once for this module: the command the README gives, into a tmp dir."""
+    """The site, built once for this module: the command docs/development.md gives, into a
+    tmp dir."""
     out = tmp_path_factory.mktemp("site")
     build = subprocess.run(
         [
@@ -51,7 +52,17 @@ def test_the_site_builds_without_a_warning_into_several_pages(site: Path) -> Non
     for expected in ("index.html", "getting-started.html", "cli.html", "faq.html"):
         assert expected in pages
     assert "changelog.html" in pages and "api/index.html" in pages
-    assert any(p.startswith("guide/") for p in pages)
+    assert "development.html" in pages
+    # Every page of the guide is built, and linked from the guide's index and the site's.
+    guide = {f"guide/{path.stem}.html" for path in (DOCS / "guide").glob("*.md")}
+    assert len(guide) >= 10 and guide <= pages
+    for index in ("index.html", "guide/index.html"):
+        # The page's own text, not the sidebar's navigation, which lists every page.
+        text = page(site, index).split('<div class="body"', 1)[1]
+        text = text.split('<div class="sphinxsidebar"', 1)[0]
+        prefix = "" if index == "guide/index.html" else "guide/"
+        for name in sorted(guide - {"guide/index.html"}):
+            assert f'href="{prefix}{name.removeprefix("guide/")}"' in text, (index, name)
 
 
 def test_every_public_name_has_an_entry(site: Path) -> None:
@@ -111,9 +122,8 @@ def test_the_cli_reference_has_every_subcommand_and_option(site: Path) -> None:
             assert first_line in html.unescape(section), f"couchids {name}'s epilog is shown"
 
 
-def test_the_faq_is_the_readme_faq(site: Path) -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    faq = readme.split("\n## FAQ\n", 1)[1].split("\n## ", 1)[0]
+def test_the_faq_page_shows_its_questions(site: Path) -> None:
+    faq = (DOCS / "faq.md").read_text(encoding="utf-8")
     questions = re.findall(r"^\*\*(.+?)\*\*", faq, re.MULTILINE)
     assert len(questions) >= 3
     text = html.unescape(re.sub(r"<[^>]+>", "", page(site, "faq.html")))

@@ -1,8 +1,8 @@
-"""Every code example of the documentation runs: the README's, every page of ``docs/``, the
-examples of the command's ``--help`` (which ``docs/cli.rst`` shows), and the literal blocks
-(``Example::``) of couchids' docstrings. A name, method, parameter or flag that does not exist
-fails here. What a page and an example are, and how a block is marked when it cannot run
-everywhere: tests/docexamples.py.
+"""Every code example of the documentation runs: the README's, every page of ``docs/`` (each
+guide page on its own), the examples of the command's ``--help`` (which ``docs/cli.rst``
+shows), and the literal blocks (``Example::``) of couchids' docstrings. A name, method,
+parameter or flag that does not exist fails here. What a page and an example are, and how a
+block is marked when it cannot run everywhere: tests/docexamples.py.
 
 A page runs in order in one namespace, on PouchDB Server, and every database it made is
 deleted afterwards; a page with examples of the server's replicator runs again on a CouchDB
@@ -117,7 +117,8 @@ DATABASES = ("shop", "events", "orders", "orders-2023")
 #: What a page prints last, where its text says so.
 PRINTS = {
     "docs/getting-started.md": ["[2, 1, 0]", "3"],
-    "README.md": [
+    "README.md": ["[2, 1, 0]", "3"],
+    "docs/faq.md": [
         "no ids of type 'orders' in 'shop'; it holds ids of types event, invoice, order, "
         "settlement: pass type= one of them"
     ],
@@ -437,13 +438,25 @@ def test_every_name_the_prose_writes_exists() -> None:
     assert not missing, "names that do not exist:\n" + "\n".join(missing)
 
 
+GUIDE = sorted(relative(path) for path in (DOCS / "guide").glob("*.md"))
+
+
 def test_the_pages_are_found() -> None:
     names = {page.name for page in PAGES}
-    assert {"README.md", "docs/getting-started.md", "docs/cli.rst"} <= names
+    assert {"README.md", "docs/getting-started.md", "docs/cli.rst", "docs/faq.md"} <= names
     assert {"couchids.database", "couchids.aio.database", "couchids.series"} <= names
     readme = next(page for page in PAGES if page.name == "README.md")
-    assert sum(block.is_python for block in readme.blocks) >= 20
-    assert sum(len(block.commands) for block in readme.blocks) >= 20
+    assert sum(block.is_python for block in readme.blocks) >= 3
+    assert sum(len(block.commands) for block in readme.blocks) >= 3
+    # Each page of the guide is a page of its own (the index and the notebooks' hold none).
+    guide = [page for page in PAGES if page.name in GUIDE]
+    assert {page.name for page in guide} >= set(GUIDE) - {
+        "docs/guide/index.md",
+        "docs/guide/notebooks.md",
+        "docs/guide/caveats.md",
+    }
+    assert sum(block.is_python for page in guide for block in page.blocks) >= 20
+    assert sum(len(block.commands) for page in guide for block in page.blocks) >= 20
     cli_page = next(page for page in PAGES if page.name == "docs/cli.rst")
     assert {tuple(subcommand(c.argv)) for b in cli_page.blocks for c in b.commands} >= {
         ("new",),
@@ -465,13 +478,14 @@ def includes_of_docs() -> set[Path]:
     return {path for page in DOCS.rglob("*.md") for path in includes(page)}
 
 
-def test_what_the_docs_pages_include_runs_with_the_readme() -> None:
-    """The guide and the FAQ include the README's sections: their examples are the README's,
-    which run as one page; any other file they include holds no example."""
+def test_the_docs_pages_hold_their_text() -> None:
+    """The guide and the FAQ are written in their pages (the README is a landing page): no
+    page includes the README, and a file a page includes (the changelog) holds no example,
+    since only a page's own examples run."""
+    assert README.resolve() not in includes_of_docs()
     for path in includes_of_docs():
-        if path != README.resolve():
-            examples = [b.where for b in markdown_blocks(path) if b.language not in NOT_CODE]
-            assert not examples, f"examples in {relative(path)}, which no test runs: {examples}"
+        examples = [b.where for b in markdown_blocks(path) if b.language not in NOT_CODE]
+        assert not examples, f"examples in {relative(path)}, which no test runs: {examples}"
 
 
 def test_markers_are_few_and_give_reasons() -> None:

@@ -1,4 +1,4 @@
-"""What writes couchids' documentation pages from the code and the README, so they cannot drift.
+"""What writes couchids' documentation pages from the code, so they cannot drift.
 
 ``.. couchids-cli::`` walks the argparse parser of the ``couchids`` command
 (:func:`couchids.cli.main._parser`) and renders the command and each subcommand, and the
@@ -12,10 +12,6 @@ belong on PAGE, with autodoc: a name added to
 and where it is defined (``couchids_api_pages`` in conf.py maps module prefixes to pages; a
 value loaded on first use is defined where the package's ``_LAZY`` says); exceptions go to
 ``errors`` and a name of no listed module to ``other``.
-
-The guide and the FAQ include sections of README.md with MyST's ``{include}``; as the README
-is read for them, each heading gets a marker line before it, ``<!-- section: TITLE -->``, so
-that ``:start-after:`` can start at a heading and keep it (MyST drops HTML comments).
 """
 
 from __future__ import annotations
@@ -44,32 +40,6 @@ from sphinx.util.parsing import nested_parse_to_nodes
 USAGE_WIDTH = 88
 #: What each kind of name is called in a page's subheadings, in the order they appear.
 KINDS = ("Functions", "Classes", "Constants", "Exceptions")
-
-
-# -- the README's sections --------------------------------------------------------------------
-
-FENCE = re.compile(r"^\s*(```|~~~)")
-HEADING = re.compile(r"^#{1,6} (.+?)\s*$")
-
-
-def mark_sections(markdown: str) -> str:
-    """``markdown`` with ``<!-- section: TITLE -->`` before each heading outside code blocks."""
-    lines, fenced = [], False
-    for line in markdown.splitlines(keepends=True):
-        if FENCE.match(line):
-            fenced = not fenced
-        heading = None if fenced else HEADING.match(line)
-        if heading:
-            lines.append(f"<!-- section: {heading[1]} -->\n")
-        lines.append(line)
-    return "".join(lines)
-
-
-def on_include_read(
-    app: Sphinx, relative_path: Any, parent_docname: str, content: list[str]
-) -> None:
-    if os.path.basename(str(relative_path)) == "README.md":
-        content[0] = mark_sections(content[0])
 
 
 # -- docstrings ---------------------------------------------------------------------------
@@ -345,7 +315,6 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.add_config_value("couchids_api_pages", {}, "env")
     app.add_directive("couchids-cli", CommandLine)
     app.add_directive("couchids-api", PublicNames)
-    app.connect("include-read", on_include_read)
     app.setup_extension("sphinx.ext.napoleon")
     app.connect("autodoc-process-docstring", google_docstrings)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
