@@ -201,6 +201,46 @@ class UnauthorizedError(ServerError):
     """
 
 
+class DatabaseLimitError(ServerError):
+    """The server refused to create a database because it holds as many as it allows: IBM
+    Cloudant instances created since March 2025 hold at most 200 databases on the Standard
+    plan and 20 on Lite, and answer the next ``PUT /{db}`` with ``403``. The message names the
+    database, what showed the cap (the server's words, or its count of databases against
+    ``max_databases``), and what to do: drop old periods with ``Series.expire``, use a longer
+    period, or ask for a higher cap. A write that needed the database stored nothing
+    (``stored`` is ``False``).
+
+    Example::
+
+        from couchids.errors import DatabaseLimitError
+
+        try:
+            events.create({"temp": 21.5}, type="reading")
+        except DatabaseLimitError:
+            events.expire(retention_start, dry_run=False)  # drop the oldest periods
+            events.create({"temp": 21.5}, type="reading")
+    """
+
+
+class DatabaseLimitWarning(UserWarning):
+    """``Series.prepare`` found the server close to its cap on databases (``max_databases``,
+    or Cloudant's ``/_api/v2/user/capacity/databases``): the message says how many databases
+    it holds, how many more it allows, and what to do before a new period's database is
+    refused.
+
+    Example::
+
+        import warnings
+        from couchids.errors import DatabaseLimitWarning
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", DatabaseLimitWarning)
+            events.prepare(ahead=2)
+        for warning in caught:
+            log.warning(str(warning.message))  # "series 'events' of days: the server holds ...
+    """
+
+
 class RateLimitedError(ServerError):
     """The server still answered 429 after the client's retries ran out.
 

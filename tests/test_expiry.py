@@ -303,3 +303,83 @@ def test_cloudant_has_no_purge() -> None:
     with pytest.raises(InvalidArgumentError, match="Cloudant has no _purge"):
         couchids.Database(client, "orders").expire(BEFORE, type="ord", dry_run=False, purge=True)
     assert [call.request.method for call in responses.calls] == ["GET", "GET"]
+
+
+# -- a purge the server cannot do, and purge batches sized from the server --------------------
+
+
+@pytest.mark.needs("couchdb")
+def test_a_couchdb_welcome_without_purge_deletes_nothing(
+    couch_url: str, client: CloudantV1, db: str, api: Api
+) -> None:
+    """A server that says it is CouchDB and answers ``_purge`` with 404 (a gateway, a proxy):
+    the empty purge sent first finds it, and nothing is deleted."""
+    populate(client, db, KUUID, 6)
+    before = all_docs(client, db)
+    with FaultProxy(couch_url) as proxy:
+        proxy.fail("404-before", method="POST", path=r"/_purge$", times=10)
+        with pytest.raises(InvalidArgumentError, match=r"purge=True: .* has no _purge") as no:
+            api.expire(client_for(proxy.url), db, BEFORE, type="ord", dry_run=False, purge=True)
+        assert not proxy.requests("POST", r"/_bulk_docs$")
+    assert "HTTP 404" in str(no.value) and "nothing was deleted" in str(no.value)
+    assert all_docs(client, db) == before
+
+
+def test_the_cloudant_rules_server_has_no_purge(
+    client: CloudantV1, db: str, api: Api, cloudant_proxy: Any
+) -> None:
+    """Behind the Cloudant-rules server (``_purge`` answers 501 whatever the welcome says):
+    refused before anything is deleted, by the welcome (PouchDB Server) or by the empty
+    purge (CouchDB)."""
+    populate(client, db, KUUID, 7)
+    before = all_docs(client, db)
+    proxy = cloudant_proxy(plan=None)
+    with pytest.raises(InvalidArgumentError, match=r"purge=True: .*no _purge"):
+        api.expire(client_for(proxy.url), db, BEFORE, type="ord", dry_run=False, purge=True)
+    assert all_docs(client, db) == before
+
+
+class VersionProxy(FaultProxy):
+    """A :class:`~faultproxy.FaultProxy` whose welcome (``GET /``) says ``version``."""
+
+    def __init__(self, upstream: str, version: str) -> None:
+        self.version = version
+        super().__init__(upstream)
+
+    def _handler_class(self) -> Any:
+        proxy, base = self, super()._handler_class()
+
+        class Handler(base):  # type: ignore[misc,valid-type]
+            def _answer(self, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
+                if self.command == "GET" and self.path == "/":
+                    body = json.dumps({**json.loads(body), "version": proxy.version}).encode()
+                super()._answer(status, headers, body)
+
+        return Handler
+
+
+@pytest.mark.needs("couchdb")
+@pytest.mark.parametrize(("version", "sizes"), [("3.4.3", [100, 50]), ("3.5.1", [150, 100, 50])])
+def test_purge_batches_are_sized_from_the_server(
+    couch_url: str, client: CloudantV1, db: str, version: str, sizes: list[int]
+) -> None:
+    """Before 3.5.1 a purge request holds at most 100 ids; from 3.5.1 a whole page. The local
+    CouchDB is 3.4.3: said to be 3.5.1, it refuses the page of 150 (400, "Exceeded maximum
+    number of documents"), and the purge goes on in requests of 100, losing nothing."""
+    docs = [{"_id": KUUID.new(BEFORE - 1000 - n, type="ord")} for n in range(150)]
+    couchids.Database(client, db).bulk_create(docs)
+    purges: list[int] = []
+    with VersionProxy(couch_url, version) as proxy:
+        through = client_for(proxy.url)
+
+        def count(request: dict[str, Any], send: Any) -> Any:
+            if path_of(request).endswith("/_purge"):
+                purges.append(len(body_of(request)))
+            return send()
+
+        with intercepted(through, count):
+            report = couchids.Database(through, db).expire(
+                BEFORE, type="ord", dry_run=False, purge=True, batch_size=500
+            )
+    assert report.deleted == report.purged == 150
+    assert purges == [0, *sizes]  # the empty purge first, before anything is deleted

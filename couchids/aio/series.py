@@ -21,6 +21,14 @@ What was decided, where a series could do otherwise:
   nothing is lost when ``prepare`` did not run ahead. A late write into a period already
   dropped by ``expire`` therefore makes that database again,
   holding only the late documents; the next ``expire`` drops it again.
+- **A database the server's cap refuses refuses the write, whole.** IBM Cloudant holds at
+  most 200 databases on Standard and 20 on Lite (instances made since March 2025), and a
+  series makes one per period: the write that needs one more raises
+  :class:`~couchids.errors.DatabaseLimitError`, saying so and what to do, with nothing of it
+  stored. ``bulk_create`` makes every missing database of the call's periods before it sends
+  a document, so a refusal refuses the whole call and nothing is written to any period.
+  ``max_databases`` (or Cloudant's own reading of its cap) lets ``prepare`` warn
+  (:class:`~couchids.errors.DatabaseLimitWarning`) while there is still room.
 - **A document belongs to the period of the time in its id.** Reads clamp each period's
   window to its period, so a document stored in another period's database (by hand, or by a
   writer whose clock was wrong) is never read twice nor out of order, and is not read at
@@ -38,6 +46,7 @@ What was decided, where a series could do otherwise:
 from __future__ import annotations
 
 import collections.abc
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, TextIO
@@ -61,7 +70,7 @@ from couchids.core.protocol import (
 from couchids.core.scan import Checkpoint
 from couchids.core.series import PeriodDocs, PlacedResults, SeriesExpireReport
 from couchids.core.short import NonceSource
-from couchids.core.windows import DEFAULT_PAGE_SIZE
+from couchids.core.windows import DEFAULT_PAGE_SIZE, check_count
 from couchids.core.writes import DEFAULT_BATCH_SIZE, Doc, KeyOf, TimeOf
 from couchids.drivers.access import server_access
 from couchids.drivers.aio import (
@@ -75,6 +84,8 @@ from couchids.drivers.aio import (
 from couchids.errors import (
     BulkWriteError,
     CouchidsError,
+    DatabaseLimitError,
+    DatabaseLimitWarning,
     DatabaseNotFoundError,
     InvalidArgumentError,
     InvalidTimeError,
@@ -108,11 +119,18 @@ class AsyncSeries:
             time in an id says which period's database holds the document.
         partitioned: create the databases partitioned (``?partitioned=true``; CouchDB 3 and
             Cloudant), for ids whose type is their partition (``sensor-7:<id>``).
+        max_databases: the most databases the server holds, the series' and every other
+            (IBM Cloudant since March 2025: 200 on Standard, 20 on Lite): :meth:`prepare`
+            warns when few are left, and a refused creation is told from a refused
+            permission by it. ``None`` (the default): on Cloudant, its own reading
+            (``/_api/v2/user/capacity/databases``, where the credentials may read it);
+            elsewhere no cap is known.
 
     Raises:
         InvalidArgumentError: not an :class:`~couchids.aio.AsyncClient`, an ``every`` that is
             not a period, a prefix that cannot start a database name, a form whose ids hold
-            no time that sorts in ``_all_docs``, or ``partitioned`` not a bool.
+            no time that sorts in ``_all_docs``, ``partitioned`` not a bool, or
+            ``max_databases`` not a positive int.
 
     Example::
 
@@ -131,11 +149,15 @@ class AsyncSeries:
         every: Every = "month",
         form: IdForm = KUUID,
         partitioned: bool = False,
+        max_databases: int | None = None,
     ) -> None:
         self.client = check_client(client)
         self.layout = SeriesLayout(prefix, every, form, partitioned)
+        if max_databases is not None:
+            check_count("max_databases", max_databases, 1)
         self.prefix, self.every, self.form = prefix, every, form
         self.partitioned = partitioned
+        self.max_databases = max_databases
         self._facts: FactsCache = known_facts(self.client)
 
     def __repr__(self) -> str:
@@ -196,6 +218,13 @@ class AsyncSeries:
         spares the first write of each period that detour; run it from a daily job, with
         ``ahead`` covering the job's longest pause.
 
+        Where the server's cap on databases is known (``max_databases``, or Cloudant's own
+        reading), the databases it holds are then counted (one ``GET /_all_dbs``), and when
+        no more than ``ahead`` more can be made it warns with a
+        :class:`~couchids.errors.DatabaseLimitWarning` (``warnings.warn``) saying which
+        period's database will be refused and what to do: the job that prepares ahead hears
+        of the cap periods before a write meets it.
+
         Args:
             ahead: periods after the current one, 0 to 366.
             timeout: seconds the whole call may take, every database's creation and its
@@ -205,6 +234,8 @@ class AsyncSeries:
             InvalidArgumentError: a bad ``ahead`` or ``timeout``; nothing is created.
             InvalidTimeError: a period past the last time of the series' form; nothing is
                 created.
+            DatabaseLimitError: the server's cap on databases refused one (those of the
+                periods before it are made).
             ServerError: (or a subclass) a database could not be made.
 
         Example::
@@ -212,8 +243,15 @@ class AsyncSeries:
             await events.prepare(ahead=2)  # ['events-2026-11', 'events-2026-12', 'events-2027-01']
         """
         policy = RetryPolicy.within(timeout, "prepare")
-        program = series.prepare(self._facts, self.layout, to_ms(None), ahead, policy)
-        return await run(self.client, program)
+        program = series.prepare(
+            self._facts, self.layout, to_ms(None), ahead, policy, self.max_databases
+        )
+        names = await run(self.client, program)
+        check = series.headroom(self._facts, self.layout, ahead, policy, self.max_databases)
+        warning = await run(self.client, check)
+        if warning is not None:
+            warnings.warn(warning, DatabaseLimitWarning, stacklevel=2)
+        return names
 
     # -- writing -----------------------------------------------------------------------------
 
@@ -249,7 +287,10 @@ class AsyncSeries:
 
         Raises:
             as :meth:`AsyncDatabase.create`; ``InvalidTimeError`` for a time past the last
-            of the series' form; ``InvalidArgumentError`` for an own ``_id`` of another form.
+            of the series' form; ``InvalidArgumentError`` for an own ``_id`` of another form;
+            :class:`~couchids.errors.DatabaseLimitError` when the period's database is
+            missing and the server's cap on databases refuses it: the document is not stored
+            (``stored`` is ``False``, ``doc_id`` its id).
 
         Example::
 
@@ -271,8 +312,8 @@ class AsyncSeries:
                     backoff=backoff,
                     timeout=timeout,
                 )
-            except DatabaseNotFoundError:
-                await self._make(period, timeout)
+            except DatabaseNotFoundError as missing:
+                await self._make(period, timeout, missing)
             return await db.create(
                 doc,
                 type=type,
@@ -304,8 +345,11 @@ class AsyncSeries:
         ``timestamp``, the time in its own ``_id``, or the time of the call, read once for all
         of them: the ids of one call then share their millisecond (their order among
         themselves is that of their random parts), and a call made across the end of a
-        period puts them all in one period's database, the one their ids name. A missing
-        database is created and the documents it refused are written again (once).
+        period puts them all in one period's database, the one their ids name. Every
+        period's database not known to this client yet is looked up (one ``GET`` each) and
+        a missing one created before any document is sent, so that a database the server's
+        cap refuses refuses the whole call with nothing written; a database dropped
+        meanwhile is created again and the documents it refused are written again (once).
 
         Args:
             docs, type, key, batch_size, retries, backoff: as for
@@ -324,6 +368,12 @@ class AsyncSeries:
                 be stored or routed, or a bad setting: nothing is written. A ``key`` that
                 fails for a document is raised when its period is written, with the results
                 of the periods before it.
+            DatabaseLimitError: a period's database is missing and the server's cap on
+                databases refuses it: no document is written (the databases of the periods
+                before it in time may have been made, empty). Should that happen to a
+                database dropped after the call looked, the periods before it are written,
+                as for a ``ServerError``, and none of the documents of that period is
+                stored.
             ServerError: a whole request failed: its ``results`` hold those of the periods
                 written before it, in input order, then those of the period that failed (see
                 :meth:`AsyncDatabase.bulk_create`).
@@ -339,6 +389,10 @@ class AsyncSeries:
         total, parts = series.route_documents(
             self.layout, docs, key=key, timestamp=timestamp, now=now
         )
+        policy = RetryPolicy.within(timeout, "bulk_create")
+        names = [part.name for part in parts]
+        made = series.make_missing(self._facts, self.layout, names, policy, self.max_databases)
+        await run(self.client, made)
         placed = PlacedResults(total)
         for part in parts:
             try:
@@ -378,9 +432,17 @@ class AsyncSeries:
         except BulkWriteError as exc:
             return list(exc.results)
         except DatabaseNotFoundError as exc:
-            handled = list(exc.results)
-        await self._make(part.period, timeout)
+            handled, missing = list(exc.results), exc
         again = part.to_write_again(handled)
+        try:
+            await self._make(part.period, timeout, missing)
+        except DatabaseLimitError as exc:
+            refused = set(again)
+            exc.results = [
+                WriteResult(result.id, None, error=exc) if at in refused else result
+                for at, result in enumerate(handled)
+            ]
+            raise
         retried = set(again)
         standing = [result for at, result in enumerate(handled) if at not in retried]
         try:
@@ -440,8 +502,8 @@ class AsyncSeries:
                 return await db.create_short(
                     doc, timestamp=when, rng=rng, retries=retries, backoff=backoff, timeout=timeout
                 )
-            except DatabaseNotFoundError:
-                await self._make(period, timeout)
+            except DatabaseNotFoundError as missing:
+                await self._make(period, timeout, missing)
             return await db.create_short(
                 doc, timestamp=when, rng=rng, retries=retries, backoff=backoff, timeout=timeout
             )
@@ -831,13 +893,21 @@ class AsyncSeries:
             return self.layout.time_of_id(own)
         return datetime.now(UTC)
 
-    async def _make(self, period: Period, timeout: float | None) -> None:
-        """Create the database of ``period``, for a write that found it missing."""
+    async def _make(
+        self, period: Period, timeout: float | None, missing: DatabaseNotFoundError
+    ) -> None:
+        """Create the database of ``period``, for a write that found it missing (``missing``,
+        whose document ids a refusal by the server's cap carries on)."""
         policy = RetryPolicy.within(timeout, "create")
         program = series.create_database(
             self._facts,
             self.layout.name(period),
             partitioned=self.layout.partitioned,
             policy=policy,
+            max_databases=self.max_databases,
         )
-        await run(self.client, program)
+        try:
+            await run(self.client, program)
+        except DatabaseLimitError as exc:
+            exc.doc_id, exc.stored = missing.doc_id, False
+            raise

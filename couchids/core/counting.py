@@ -163,6 +163,8 @@ def server_kind(known: FactsCache, policy: RetryPolicy, db: str) -> Program[Serv
     if isinstance(welcome, dict):
         vendor_info = welcome.get("vendor")
         vendor = str(vendor_info.get("name", "") if isinstance(vendor_info, dict) else "").lower()
+        version = welcome.get("version")
+        known.server_version = version if isinstance(version, str) else None
         if "express-pouchdb" in welcome:
             kind = "pouchdb"
         elif "couchdb" in welcome:

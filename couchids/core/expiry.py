@@ -11,12 +11,18 @@ Deleted documents leave ``_all_docs``, so a second run simply finds what is left
 :class:`~couchids.Checkpoint` also lets it skip what the first run already reported.
 
 ``purge=True`` then removes the deleted revisions for good with ``POST /{db}/_purge``
-(CouchDB 2.3 and later). Cloudant has no ``_purge``, nor has PouchDB Server: there a purge is
-refused before anything is deleted.
+(CouchDB 2.3 and later). Cloudant has no ``_purge``, nor has PouchDB Server, and a server may
+say it is CouchDB and still have none (a proxy in front of it, a gateway): before anything
+is deleted, :func:`check_purge` sends an empty purge, which changes nothing where ``_purge``
+exists, and refuses the expiry where it does not. Each purge request holds as many ids as
+the server takes: 100 before CouchDB 3.5.1 (its ``[purge] max_document_id_number``), a
+whole page from 3.5.1, which has no such limit, and fewer once a server refuses a request
+as too large (a limit set lower by its administrator).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -25,9 +31,11 @@ from couchids.core.counting import server_kind
 from couchids.core.keys import KeyRange, in_window, window_keys
 from couchids.core.protocol import (
     END,
+    MISSING,
     FactsCache,
     Program,
     Puller,
+    Request,
     RetryPolicy,
     Start,
     Wait,
@@ -50,7 +58,7 @@ from couchids.core.scan import (
     check_size,
     range_pages,
 )
-from couchids.errors import InvalidArgumentError
+from couchids.errors import InvalidArgumentError, ServerError
 from couchids.idforms.forms import KUUID, IdForm
 from couchids.idforms.times import TimeLike, to_ms
 
@@ -64,12 +72,24 @@ __all__ = [
     "expire",
     "expire_rows",
     "index_rows",
+    "purge_batch_for",
 ]
 
 #: Documents per ``_bulk_docs`` delete request.
 DEFAULT_EXPIRE_BATCH: Final = 500
-#: Ids per ``_purge`` request: CouchDB's default ``max_document_id_number`` is 100.
+#: Ids per ``_purge`` request before CouchDB 3.5.1, whose ``[purge] max_document_id_number``
+#: is 100 by default.
 PURGE_BATCH: Final = 100
+#: The first CouchDB whose ``_purge`` takes any number of ids by default: 3.5.1 removed
+#: ``max_document_id_number`` and made ``max_revisions_number`` unlimited
+#: (https://docs.couchdb.org/en/3.5.1/whatsnew/3.5.html, "Purge improvements").
+UNLIMITED_PURGE_SINCE: Final = (3, 5, 1)
+#: What answers a request to an endpoint the server does not have: CouchDB's own 404, a
+#: proxy's 404 or 405, a gateway's 501.
+NO_ENDPOINT_STATUSES: Final = frozenset({404, 405, 501})
+#: CouchDB's words for a purge request over its limits (a 400).
+_OVER_LIMIT: Final = re.compile(r"exceeded maximum number", re.IGNORECASE)
+_VERSION: Final = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
 #: Rounds of deleting a conflicted document's live leaves before it is reported as failed.
 LEAF_ROUNDS: Final = 3
 #: Whether a document is live, and the revision of its tombstone when it is not.
@@ -188,19 +208,72 @@ def _expire(
 
 
 def check_purge(known: FactsCache, db: str, policy: RetryPolicy) -> Program[None]:
-    """Refuse a purge on a server that has no ``_purge`` (Cloudant, PouchDB Server), before
-    anything is deleted.
+    """Refuse a purge the server cannot do, before anything is deleted.
+
+    A server whose welcome says it is Cloudant or PouchDB Server has no ``_purge``: refused
+    without a request. Any other is asked: ``POST /{db}/_purge`` with ``{}``, an empty purge
+    that changes nothing where ``_purge`` exists (CouchDB answers ``{"purged": {}}``), so that
+    a server that says it is CouchDB but has no ``_purge`` (``404``, ``405``, ``501``) is found
+    now, not after the documents are deleted. A ``404`` is told from a missing database by a
+    ``GET /{db}``.
 
     Raises:
         InvalidArgumentError: the server has no ``_purge``.
+        DatabaseNotFoundError: ``db`` does not exist.
+        ServerError: (or a subclass) any other failure of the empty purge, such as
+            ``UnauthorizedError`` for credentials that may not purge (CouchDB lets only
+            admins); or an answer that is not a purge's.
     """
     kind = yield from server_kind(known, policy, db)
-    if kind != "couchdb":
-        where = {"cloudant": "Cloudant", "pouchdb": "PouchDB Server"}.get(kind, "this server")
+    if kind in ("cloudant", "pouchdb"):
+        where = {"cloudant": "Cloudant", "pouchdb": "PouchDB Server"}[kind]
         raise InvalidArgumentError(
-            f"purge=True: {where} has no _purge (CouchDB 2.3 and later have); "
-            "expire without purge leaves tombstones, which replicate"
+            f"purge=True: {where} has no _purge (CouchDB 2.3 and later have); nothing was "
+            "deleted; expire without purge leaves tombstones, which replicate"
         )
+    each = policy.renewed()
+    try:
+        reply = yield from ask(post_json(path(db, "_purge"), {}), each, db)
+    except ServerError as exc:
+        if exc.status not in NO_ENDPOINT_STATUSES:
+            raise
+        if exc.status == 404:
+            there = yield from ask(
+                Request("GET", path(db)), policy.renewed(), db, expect=(MISSING,)
+            )
+            if there is MISSING:
+                raise
+        raise InvalidArgumentError(
+            f"purge=True: the server of {db!r} has no _purge (an empty POST /{db}/_purge "
+            f"answered HTTP {exc.status}), though it may say it is CouchDB; nothing was "
+            "deleted; expire without purge leaves tombstones, which replicate"
+        ) from None
+    answer = reply.body
+    if not isinstance(answer, dict) or not isinstance(answer.get("purged"), dict):
+        raise answer_error(
+            each,
+            db,
+            f"an empty _purge answered {describe(answer)}, not CouchDB's purge answer: "
+            "purge=True needs a server with _purge; nothing was deleted",
+            reply.sent,
+        )
+
+
+def purge_batch_for(version: str | None) -> int | None:
+    """Ids per ``_purge`` request a CouchDB of ``version`` (its welcome's) takes by default:
+    no limit (``None``) from 3.5.1, :data:`PURGE_BATCH` before it or when it does not say.
+    Pure.
+
+    >>> purge_batch_for("3.4.3"), purge_batch_for("3.5.1"), purge_batch_for("3.10.0")
+    (100, None, None)
+    >>> purge_batch_for(None), purge_batch_for("main")
+    (100, 100)
+    """
+    found = _VERSION.match(version or "")
+    if found is None:
+        return PURGE_BATCH
+    release = tuple(int(part or 0) for part in found.groups())
+    return None if release >= UNLIMITED_PURGE_SINCE else PURGE_BATCH
 
 
 def index_rows(known: FactsCache, db: str, policy: RetryPolicy, *, page_size: int) -> Program[None]:
@@ -254,7 +327,7 @@ def expire_rows(
         if rows and not dry_run:
             tombstones = yield from delete_revisions(known, db, rows, report, policy, scope=scope)
             if purge and tombstones:
-                report.purged += yield from _purge(db, tombstones, policy)
+                report.purged += yield from _purge(known, db, tombstones, policy)
         if rows:
             mark.last_id = rows[-1]["id"]
         mark.done += len(rows)
@@ -411,14 +484,31 @@ def _result_rows(
     return rows
 
 
-def _purge(db: str, tombstones: dict[str, str], policy: RetryPolicy) -> Program[int]:
+def _purge(
+    known: FactsCache, db: str, tombstones: dict[str, str], policy: RetryPolicy
+) -> Program[int]:
+    """Purge the revisions ``tombstones`` (``{id: deleted revision}``); return how many
+    documents had theirs purged. As many ids go in a request as the server takes
+    (:func:`purge_batch_for` its version; the caller read its welcome in
+    :func:`check_purge`); one refused as over the server's limits (a ``400`` "Exceeded maximum
+    number", checked before anything is purged) is sent again in smaller requests, and the
+    smaller size is kept for the client."""
     items = list(tombstones.items())
-    purged = 0
-    for start in range(0, len(items), PURGE_BATCH):
-        body = {doc_id: [rev] for doc_id, rev in items[start : start + PURGE_BATCH]}
+    purged = start = 0
+    while start < len(items):
+        limit = known.purge_batch or purge_batch_for(known.server_version)
+        size = len(items) - start if limit is None else min(limit, len(items) - start)
+        body = {doc_id: [rev] for doc_id, rev in items[start : start + size]}
         each = policy.renewed()
-        answer = (yield from ask(post_json(path(db, "_purge"), body), each, db)).body
+        try:
+            answer = (yield from ask(post_json(path(db, "_purge"), body), each, db)).body
+        except ServerError as exc:
+            if exc.status != 400 or size == 1 or not _OVER_LIMIT.search(str(exc)):
+                raise
+            known.purge_batch = PURGE_BATCH if size > PURGE_BATCH else size // 2
+            continue
         if not isinstance(answer, dict) or not isinstance(answer.get("purged"), dict):
             raise answer_error(each, db, f"_purge answered {describe(answer)}")
         purged += sum(1 for revs in answer["purged"].values() if revs)
+        start += size
     return purged

@@ -922,6 +922,11 @@ class FactsCache(dict[str, DatabaseFacts]):
     which server it is (``server_kind``, see ``couchids.core.counting.server_kind``)."""
 
     server_kind: str | None = None
+    #: The ``version`` of the server's welcome (``None``: not read yet, or not given).
+    server_version: str | None = None
+    #: Ids per ``_purge`` request the server was found to take, once it refused more
+    #: (``None``: as its version says, see ``couchids.core.expiry.purge_batch_for``).
+    purge_batch: int | None = None
 
 
 def database_facts(known: FactsCache, db: str, policy: RetryPolicy) -> Program[DatabaseFacts]:

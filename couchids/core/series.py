@@ -10,7 +10,9 @@ driver:
   the name of one of this series' periods).
 - :func:`create_database`, :func:`drop_database`: ``PUT`` and ``DELETE`` of a period's
   database, each safe to repeat and to race (a ``412 file_exists`` is a database another
-  writer made; a ``404`` on delete one already gone).
+  writer made; a ``404`` on delete one already gone). A ``403`` to the ``PUT`` that comes
+  from the server's cap on databases (IBM Cloudant since March 2025: 200 on Standard, 20 on
+  Lite) is a :class:`~couchids.errors.DatabaseLimitError`; ``headroom`` warns before it.
 - The reads across periods, each the same operation of one database run on each period's
   database in turn with its window clamped to that period: a document stored in the wrong
   period's database (by hand, or a writer whose clock was wrong) is never read twice, nor
@@ -28,6 +30,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import json
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -54,6 +57,7 @@ from couchids.core.protocol import (
     answer_error,
     ask,
     check_listing,
+    database_facts,
     describe,
     path,
 )
@@ -62,6 +66,7 @@ from couchids.core.short import short_day, short_id_pages, short_ranges
 from couchids.core.windows import check_count
 from couchids.errors import (
     BulkWriteError,
+    DatabaseLimitError,
     DatabaseNotFoundError,
     InvalidArgumentError,
     InvalidIdError,
@@ -75,6 +80,7 @@ from couchids.idforms.times import TimeLike, to_datetime, to_ms
 from couchids.results import WriteResult
 
 __all__ = [
+    "CAPACITY_PATH",
     "MAX_AHEAD",
     "PERIOD_WORKERS",
     "PeriodDocs",
@@ -82,14 +88,18 @@ __all__ = [
     "SeriesExpireReport",
     "SeriesLayout",
     "count",
+    "count_databases",
     "create_database",
+    "database_cap",
     "drop_database",
     "expire",
     "export",
+    "headroom",
     "histogram",
     "id_time",
     "latest",
     "list_databases",
+    "make_missing",
     "prepare",
     "route_documents",
     "window",
@@ -105,6 +115,23 @@ PERIOD_WORKERS: Final = 4
 _DESIGN: Final = "_design/"
 #: The servers whose ``_all_dbs`` lists its names sorted, inside the keys asked for.
 SORTED_ALL_DBS: Final = frozenset({"couchdb", "cloudant"})
+#: Where IBM Cloudant says how many databases an instance may hold:
+#: ``{"current": {"databases": {"total": 200}}}`` (IBM Cloudant API, "Retrieve maximum
+#: allowed database count", https://cloud.ibm.com/apidocs/cloudant#getcapacitydatabasesinformation;
+#: it needs the manager role or ``_admin``).
+CAPACITY_PATH: Final = "/_api/v2/user/capacity/databases"
+#: Words of a refusal to create a database that speak of a cap on their number rather than of
+#: a permission: Cloudant answers the database past its cap with ``403`` and does not
+#: document the words (https://cloud.ibm.com/docs/Cloudant?topic=Cloudant-limits).
+_CAP_WORDS: Final = re.compile(r"\b(limit|quota|maximum|exceed(s|ed)?|too many)\b", re.I)
+#: What to do about the cap, in every message about it.
+_CAP_ADVICE: Final = (
+    "drop the oldest periods with Series.expire(before, dry_run=False) (a series holds one "
+    "database per period it keeps: periods x retention must stay under the cap, with the "
+    "server's other databases), use a longer period (every='week', 'month' or 'year'), or "
+    "ask for a higher cap (IBM Cloudant since March 2025: 200 databases on Standard, 20 on "
+    "Lite, https://cloud.ibm.com/docs/Cloudant?topic=Cloudant-limits)"
+)
 
 
 # -- the databases ------------------------------------------------------------------------
@@ -167,7 +194,12 @@ def list_databases(
 
 
 def create_database(
-    known: FactsCache, name: str, *, partitioned: bool, policy: RetryPolicy
+    known: FactsCache,
+    name: str,
+    *,
+    partitioned: bool,
+    policy: RetryPolicy,
+    max_databases: int | None = None,
 ) -> Program[bool]:
     """Create the database ``name`` (``?partitioned=true`` with ``partitioned``) unless it
     exists: whether this call made it.
@@ -178,7 +210,13 @@ def create_database(
     database was made: after a 5xx or a lost answer, ``GET /{db}`` decides, and only a
     database that is still missing raises.
 
+    A ``403`` is the server's cap on databases when its answer speaks of a limit, or when it
+    holds as many databases as the cap (``max_databases``, else Cloudant's
+    ``CAPACITY_PATH`` where it can be read) and ``GET /_all_dbs`` counts them; else it is
+    a refused permission, as it came.
+
     Raises:
+        DatabaseLimitError: the server holds as many databases as it allows.
         ServerError: (or a subclass) the database could not be made.
     """
     params = {"partitioned": "true"} if partitioned else None
@@ -190,6 +228,8 @@ def create_database(
         if exc.status == 412:
             return False
         failure = exc
+    if failure.status == 403:
+        raise (yield from _refused(known, name, failure, max_databases, policy)) from failure
     if 0 < failure.status < 500:
         raise failure
     try:
@@ -199,6 +239,151 @@ def create_database(
     if there is MISSING:
         raise failure
     return False
+
+
+def _refused(
+    known: FactsCache,
+    name: str,
+    failure: ServerError,
+    max_databases: int | None,
+    policy: RetryPolicy,
+) -> Program[ServerError]:
+    """What the ``403`` ``failure`` to ``PUT /{name}`` was: a :class:`DatabaseLimitError`
+    when the answer speaks of a limit, or the server holds as many databases as its cap;
+    else ``failure`` itself (a permission refused). A cap or count that cannot be read
+    proves nothing."""
+    head = f"{policy.operation} on {name!r} (PUT {path(name)})"
+    if _CAP_WORDS.search(str(failure).partition("(HTTP 403)")[2]):
+        why = "its answer speaks of a limit"
+    else:
+        try:
+            cap = yield from database_cap(known, max_databases, policy.renewed(), name)
+            held = None if cap is None else (yield from count_databases(policy.renewed(), name))
+        except ServerError:
+            return failure
+        if cap is None or held is None or held < cap:
+            return failure
+        why = f"it holds {held} databases, and allows {cap}"
+    return DatabaseLimitError(
+        f"{head}: the server refused to create the database (HTTP 403): {why}; nothing was "
+        f"written to it: {_CAP_ADVICE}",
+        failure.status,
+    )
+
+
+def database_cap(
+    known: FactsCache, max_databases: int | None, policy: RetryPolicy, db: str
+) -> Program[int | None]:
+    """The most databases the server holds: ``max_databases`` when given; else, on IBM
+    Cloudant, its ``CAPACITY_PATH`` (``None`` where the credentials may not read it);
+    else ``None``, not known.
+
+    Raises:
+        ServerError: (or a subclass) the server failed, or answered the capacity in another
+            shape.
+    """
+    if max_databases is not None:
+        return max_databases
+    if (yield from counting.server_kind(known, policy, db)) != "cloudant":
+        return None
+    try:
+        reply = yield from ask(Request("GET", CAPACITY_PATH), policy, db)
+    except ServerError as exc:
+        if exc.status in (401, 403, 404):
+            return None  # the manager role is needed, or an older instance has no such thing
+        raise
+    current = reply.body.get("current") if isinstance(reply.body, dict) else None
+    databases = current.get("databases") if isinstance(current, dict) else None
+    total = databases.get("total") if isinstance(databases, dict) else None
+    if not isinstance(total, int) or isinstance(total, bool) or total < 1:
+        raise answer_error(
+            policy, db, f"{CAPACITY_PATH} answered {describe(reply.body)}", reply.sent
+        )
+    return total
+
+
+def count_databases(policy: RetryPolicy, db: str) -> Program[int]:
+    """How many databases the server holds: the names one ``GET /_all_dbs`` lists (every
+    database, of the series and others; the cap counts them all).
+
+    Raises:
+        ServerError: (or a subclass) the server failed, or answered no list of names.
+    """
+    reply = yield from ask(Request("GET", "/_all_dbs"), policy, db)
+    names = reply.body
+    if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+        raise answer_error(policy, db, f"_all_dbs answered {describe(names)}", reply.sent)
+    check_listing("_all_dbs", names, policy, db, sent=reply.sent)
+    return len(names)
+
+
+def headroom(
+    known: FactsCache,
+    layout: SeriesLayout,
+    ahead: int,
+    policy: RetryPolicy,
+    max_databases: int | None,
+) -> Program[str | None]:
+    """What :meth:`couchids.Series.prepare` warns about once it made its databases, or
+    ``None``: a server whose cap on databases (:func:`database_cap`) leaves room for no more
+    than ``ahead`` new ones (:func:`count_databases`), so that a period's database is refused
+    within the next ``ahead + 1`` rollovers after those prepared. Nothing is read where the
+    cap is not known.
+
+    Raises:
+        ServerError: (or a subclass) the cap or the count could not be read.
+    """
+    cap = yield from database_cap(known, max_databases, policy.renewed(), layout.prefix)
+    if cap is None:
+        return None
+    held = yield from count_databases(policy.renewed(), layout.prefix)
+    free = max(cap - held, 0)
+    if free > ahead:
+        return None
+    source = f"max_databases={cap}" if max_databases is not None else CAPACITY_PATH
+    return (
+        f"series {layout.prefix!r} of {layout.every}s: the server holds {held} databases and "
+        f"allows {cap} ({source}): {free} more can be created, so the database of the "
+        f"{_ordinal(ahead + free + 1)} {layout.every} after this one will be refused, and "
+        f"the writes of that {layout.every} with it; {_CAP_ADVICE}"
+    )
+
+
+def _ordinal(n: int) -> str:
+    """``1st``, ``2nd``, ``3rd``, ``4th``, ..., ``11th``, ``21st``."""
+    last = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{last}"
+
+
+def make_missing(
+    known: FactsCache,
+    layout: SeriesLayout,
+    names: Sequence[str],
+    policy: RetryPolicy,
+    max_databases: int | None,
+) -> Program[None]:
+    """Make sure each database of ``names`` exists before anything is written to any: one
+    ``GET /{db}`` for each not known to this client yet, and a ``PUT`` for each missing one
+    (what :meth:`couchids.Series.bulk_create` does first, so that a database the server's
+    cap refuses refuses the whole call before a document is sent).
+
+    Raises:
+        DatabaseLimitError: a database is missing and the server's cap refuses it.
+        ServerError: (or a subclass) any other failure.
+    """
+    for name in names:
+        if name in known:
+            continue
+        try:
+            yield from database_facts(known, name, policy.renewed())
+        except DatabaseNotFoundError:
+            yield from create_database(
+                known,
+                name,
+                partitioned=layout.partitioned,
+                policy=policy.renewed(),
+                max_databases=max_databases,
+            )
 
 
 def drop_database(
@@ -234,12 +419,18 @@ def drop_database(
 
 
 def prepare(
-    known: FactsCache, layout: SeriesLayout, now_ms: int, ahead: int, policy: RetryPolicy
+    known: FactsCache,
+    layout: SeriesLayout,
+    now_ms: int,
+    ahead: int,
+    policy: RetryPolicy,
+    max_databases: int | None = None,
 ) -> Program[list[str]]:
     """The program of :meth:`couchids.Series.prepare`: creates the databases of the period
-    of ``now_ms`` and the ``ahead`` periods after it; returns their names. Every period is
-    found (and a bad ``ahead``, or periods past the form's last time, refused) before a
-    request is sent."""
+    of ``now_ms`` and the ``ahead`` periods after it, in time order; returns their names.
+    Every period is found (and a bad ``ahead``, or periods past the form's last time,
+    refused) before a request is sent; a database the server's cap refuses raises
+    :class:`DatabaseLimitError` (those before it are made)."""
     check_count("ahead", ahead, 0)
     if ahead > MAX_AHEAD:
         raise InvalidArgumentError(f"ahead={ahead!r}: at most {MAX_AHEAD} periods ahead")
@@ -249,14 +440,24 @@ def prepare(
         period = period.following()
         layout.period_at(period.start_ms)  # within the form's times
         periods.append(period)
-    return _prepare(known, layout, [layout.name(p) for p in periods], policy)
+    return _prepare(known, layout, [layout.name(p) for p in periods], policy, max_databases)
 
 
 def _prepare(
-    known: FactsCache, layout: SeriesLayout, names: list[str], policy: RetryPolicy
+    known: FactsCache,
+    layout: SeriesLayout,
+    names: list[str],
+    policy: RetryPolicy,
+    max_databases: int | None,
 ) -> Program[list[str]]:
     for name in names:
-        yield from create_database(known, name, partitioned=layout.partitioned, policy=policy)
+        yield from create_database(
+            known,
+            name,
+            partitioned=layout.partitioned,
+            policy=policy,
+            max_databases=max_databases,
+        )
     return names
 
 
@@ -829,6 +1030,8 @@ class _Expiry:
 def _expire(run: _Expiry, report: SeriesExpireReport) -> Program[SeriesExpireReport]:
     before_ms = run.before_ms
     listed = yield from list_databases(run.known, run.layout, run.policy.renewed())
+    if run.purge and not report.dry_run:
+        yield from _check_purge(run, listed)
     # The boundary period first: an expiry refused there (a purge the server cannot do) is
     # refused before any database is dropped.
     for period, name in listed:
@@ -848,6 +1051,18 @@ def _expire(run: _Expiry, report: SeriesExpireReport) -> Program[SeriesExpireRep
                     run.known, run.layout, name, before_ms, run.policy.renewed()
                 )
     return report
+
+
+def _check_purge(run: _Expiry, listed: list[tuple[Period, str]]) -> Program[None]:
+    """Refuse ``purge=True`` on a server that cannot purge before any database is dropped
+    or any document deleted: :func:`~couchids.core.expiry.check_purge` on the first of the
+    series' databases that still exists (each database's expiry checks its own again)."""
+    for _, name in listed:
+        try:
+            yield from expiry.check_purge(run.known, name, run.policy.renewed())
+        except DatabaseNotFoundError:
+            continue  # dropped meanwhile: another database of the series answers
+        return
 
 
 def _expire_boundary(
