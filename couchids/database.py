@@ -573,9 +573,8 @@ class Database:
         stop the others: its result carries the ``error``; nothing is raised for it.
 
         Args:
-            docs: the documents, any iterable; read lazily, one batch at a time.
-            type, form, key, timestamp, batch_size, retries, backoff, timeout, batch_bytes,
-                document_bytes: as for :meth:`bulk_create`.
+            docs: the documents, any iterable; read lazily, one batch at a time; every other
+                argument is as for :meth:`bulk_create`.
 
         Yields:
             One :class:`~couchids.WriteResult` per document, in input order, a batch at a

@@ -367,7 +367,7 @@ class Endpoint:
         """Whether both name the same database of the same server, however each is spelt:
         scheme and host compared case-insensitively, default ports filled in, an IP address
         in any of its spellings and the loopback's names (``localhost``, ``127.0.0.1``,
-        ``::1``) as one host, and the paths as a server reads them (:func:`_database_path`:
+        ``::1``) as one host, and the paths as a server reads them (``_database_path``:
         ``//db``, ``/./db``, ``/x/../db``, ``/d%62`` and ``/db/`` are all ``db``).
 
         >>> def same(a: str, b: str) -> bool:
