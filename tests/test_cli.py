@@ -29,7 +29,7 @@ from ibmcloudant.cloudant_v1 import CloudantV1
 from kuuid_node import KuuidNode
 
 import couchids
-from couchids.cli import main as cli
+from couchids.cli import reading
 from couchids.cli.main import EXIT_BAD_INPUT, EXIT_OK, EXIT_SERVER, main, parse_time
 from couchids.core.pages import DEFAULT_PARALLEL
 from couchids.core.windows import DEFAULT_PAGE_SIZE
@@ -459,7 +459,7 @@ def test_window_ids_only_pages_through_everything(
         "order",
         "--ids-only",
         "--oldest-first",
-        "--page-size",
+        "--batch-size",
         page_size,
     )
     assert result.code == EXIT_OK
@@ -498,7 +498,7 @@ def test_window_reads_as_many_slices_at_a_time_as_parallel_says(
             "--oldest-first",
             "--parallel",
             parallel,
-            "--page-size",
+            "--batch-size",
             page_size,
         )
     assert result.code == EXIT_OK
@@ -509,14 +509,14 @@ def test_window_reads_as_many_slices_at_a_time_as_parallel_says(
         assert DEFAULT_PARALLEL + 1 < proxy.most_in_flight <= int(parallel) + 1
 
 
-def test_window_reads_bigger_pages_than_the_library_unless_told(
+def test_window_reads_the_library_pages_unless_told(
     run: Any, server: str, client: CloudantV1, db: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     start = to_ms("2024-03-01")
     docs = [{"_id": KUUID_MS.new(start + k * 1000, type="ord")} for k in range(4000)]
     insert(client, db, docs)
     reads = {}
-    for flags in ([], ["--page-size", str(DEFAULT_PAGE_SIZE)]):
+    for flags in ([], ["--batch-size", str(DEFAULT_PAGE_SIZE)], ["--batch-size", "4000"]):
         with FaultProxy(server) as proxy:
             monkeypatch.setenv("CLOUDANT_URL", proxy.url)
             result = run(
@@ -528,9 +528,10 @@ def test_window_reads_bigger_pages_than_the_library_unless_told(
             )
         assert result.code == EXIT_OK
         assert result.lines == [doc["_id"] for doc in docs]
-        reads[len(flags)] = len(proxy.requests("POST", f"/{db}/_all_docs"))
-    assert cli.WINDOW_PAGE_SIZE > DEFAULT_PAGE_SIZE
-    assert reads[0] < reads[2]
+        reads[" ".join(flags)] = len(proxy.requests("POST", f"/{db}/_all_docs"))
+    # The command reads the pages the library reads (batch_size's default), and bigger ones
+    # only when told.
+    assert reads[""] == reads[f"--batch-size {DEFAULT_PAGE_SIZE}"] > reads["--batch-size 4000"]
 
 
 def test_window_relative_times(run: Any, server: str, client: CloudantV1, db: str) -> None:
@@ -574,7 +575,7 @@ def test_window_writes_each_document_as_the_server_sent_it(
 def test_window_progress_on_a_terminal_only(
     run: Any, server: str, seeded: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(cli, "PROGRESS_EVERY", 2)
+    monkeypatch.setattr(reading, "PROGRESS_EVERY", 2)
     argv = [
         "window",
         seeded["db"],
@@ -617,7 +618,7 @@ def test_window_progress_on_a_terminal_only(
         (["new", "--at", "yesterday"], "'yesterday'"),
         (["new", "--at", "1969-07-20"], "1970"),
         (["window", "db"], "--since"),
-        (["window", "db", "--since", "1h", "--page-size", "0"], "--page-size"),
+        (["window", "db", "--since", "1h", "--batch-size", "0"], "--batch-size"),
         (["window", "db", "--since", "1h", "--parallel", "0"], "--parallel"),
         (["latest"], "DB"),
         (["frobnicate"], "frobnicate"),
@@ -746,11 +747,14 @@ def test_a_name_nothing_on_the_server_has_is_never_a_success(
     assert not Path("rekey-mapping.ndjson").exists()
 
 
+@pytest.mark.needs("couchdb")
 def test_a_cancelled_replication_is_no_unknown_one(
     run: Any, server: str, client: CloudantV1
 ) -> None:
     # A cancelled replication leaves its deleted document: showing and cancelling it again
-    # succeed (cancelling twice is no error); only an id never written is refused.
+    # succeed (cancelling twice is no error); only an id never written is refused. CouchDB
+    # only: PouchDB Server's replicator ends its process when a running job's document is
+    # deleted (an uncaught not_found), which takes every later test of the process with it.
     doc_id = f"couchids-test-{uuid.uuid4().hex}"
     body = {"source": "http://127.0.0.1:9/a", "target": "http://127.0.0.1:9/b"}
     with contextlib.suppress(ApiException):
