@@ -1,17 +1,20 @@
-"""The couchids exception hierarchy.
+"""The couchids exception hierarchy, and :class:`WriteResult`, the outcome of writing one
+document.
 
 Bad input raises a :class:`InvalidInputError` (also a :class:`ValueError`); what the server
 decided raises one of the server-side classes. Every message says what was wrong and what is
 accepted.
+
+A write's result carries the error of a document that was not stored, and an error carries the
+results of a bulk write done before it: the two refer to each other, so they live in one module.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from couchids.results import WriteResult
+from dataclasses import dataclass
+from typing import Any, Final
 
 
 class CouchidsError(Exception):
@@ -212,13 +215,18 @@ class DatabaseLimitError(ServerError):
 
     Example::
 
+        from datetime import datetime, timedelta, timezone
+
+        import couchids
         from couchids.errors import DatabaseLimitError
 
+        readings = couchids.Series(client, "readings", every="day")
         try:
-            events.create({"temp": 21.5}, type="reading")
-        except DatabaseLimitError:
-            events.expire(retention_start, dry_run=False)  # drop the oldest periods
-            events.create({"temp": 21.5}, type="reading")
+            readings.create({"temp": 21.5}, type="reading")
+        except DatabaseLimitError:  # drop the oldest periods, then write again
+            kept_from = datetime.now(timezone.utc) - timedelta(days=30)
+            readings.expire(kept_from, dry_run=False)
+            readings.create({"temp": 21.5}, type="reading")
     """
 
 
@@ -231,13 +239,16 @@ class DatabaseLimitWarning(UserWarning):
     Example::
 
         import warnings
+
+        import couchids
         from couchids.errors import DatabaseLimitWarning
 
+        readings = couchids.Series(client, "readings", every="day", max_databases=200)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", DatabaseLimitWarning)
-            events.prepare(ahead=2)
+            readings.prepare(ahead=2)
         for warning in caught:
-            log.warning(str(warning.message))  # "series 'events' of days: the server holds ...
+            print(warning.message)  # "series 'readings' of days: the server holds ...
     """
 
 
@@ -328,3 +339,72 @@ class BulkWriteError(CouchidsError):
     def failed(self) -> list[WriteResult]:
         """The results that carry an ``error``, in input order."""
         return [result for result in self.results if result.error is not None]
+
+
+# -- the outcome of a write ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class WriteResult:
+    """The outcome of writing one document.
+
+    Attributes:
+        id: the document's ``_id``.
+        rev: its revision as stored (``None`` when ``error`` is set).
+        duplicate: ``True`` when the document was already stored, with the same content, before
+            the request that succeeded: by an earlier attempt whose answer was lost, or by an
+            earlier call that wrote the same ``_id`` (or key). Either way it is stored once.
+        error: only in bulk results: why this document was not stored (its ``stored`` says
+            whether it may have been all the same; see :class:`~couchids.CouchidsError`).
+
+    >>> WriteResult("user:001", "1-abc").ok
+    True
+    """
+
+    id: str
+    rev: str | None
+    duplicate: bool = False
+    error: CouchidsError | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Whether the document is stored."""
+        return self.error is None
+
+
+# bulk_create holds every result until it returns the list, so a result is kept small: a
+# revision of CouchDB's form, "<generation>-<32 hex digits>", is kept in the rev slot as one
+# int (48 bytes instead of a str's 96), and read back as the same str. Anything else is kept
+# as given (an int given by hand inside a 1-tuple, so it cannot pass for a packed one). The
+# dataclass's __init__, __eq__, __hash__, __repr__, replace, asdict and pickling all reach the
+# slot through this property, so they see the str; assignment stays refused (frozen). The
+# property replaces the slot's descriptor once dataclass(slots=True) has made the slot.
+_REV: Final = re.compile(r"([1-9][0-9]{0,8})-([0-9a-f]{32})")
+_DIGEST_BITS: Final = 128
+_rev_slot: Final = WriteResult.__dict__["rev"]
+
+
+def _pack_rev(rev: object) -> object:
+    if type(rev) is str:
+        found = _REV.fullmatch(rev)
+        return int(found[1]) << _DIGEST_BITS | int(found[2], 16) if found else rev
+    return None if rev is None else (rev,)
+
+
+def _unpack_rev(stored: object) -> Any:
+    if type(stored) is int:
+        return f"{stored >> _DIGEST_BITS}-{stored & ((1 << _DIGEST_BITS) - 1):032x}"
+    return stored[0] if type(stored) is tuple else stored
+
+
+def _get_rev(result: WriteResult) -> str | None:
+    """Its revision as stored (``None`` when ``error`` is set)."""
+    rev: str | None = _unpack_rev(_rev_slot.__get__(result, WriteResult))
+    return rev
+
+
+def _set_rev(result: WriteResult, rev: str | None) -> None:
+    _rev_slot.__set__(result, _pack_rev(rev))
+
+
+type.__setattr__(WriteResult, "rev", property(_get_rev, _set_rev, doc=_get_rev.__doc__))
