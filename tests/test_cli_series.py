@@ -310,7 +310,7 @@ def test_window_across_periods_is_the_library_answer(
     oldest = run("window", "--series", prefix, *SERIES, *window, "--oldest-first", "--ids-only")
     assert oldest.lines == [doc["_id"] for doc in truth]
     # Pages of one row: still every document once, in order, across the periods.
-    paged = run("window", "--series", prefix, *SERIES, *window, "--page-size", "1", "--ids-only")
+    paged = run("window", "--series", prefix, *SERIES, *window, "--batch-size", "1", "--ids-only")
     assert paged.lines == [doc["_id"] for doc in reversed(truth)]
 
 

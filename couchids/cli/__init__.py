@@ -1,3 +1,6 @@
-"""The ``couchids`` command: :mod:`couchids.cli.main` (the parser, the id subcommands and the
-queries; its ``main`` is the entry point) and :mod:`couchids.cli.lifecycle` (count, histogram,
-expire, export, tail, rekey)."""
+"""The ``couchids`` command: :mod:`couchids.cli.main` (the parser and the entry point ``main``),
+the subcommands by group (:mod:`~couchids.cli.ids`: new, decode; :mod:`~couchids.cli.reading`:
+latest, window, count, histogram; :mod:`~couchids.cli.lifecycle`: expire, export, tail, rekey;
+:mod:`~couchids.cli.replicating`: replicate, replication; :mod:`~couchids.cli.series`: series),
+the options they share (:mod:`~couchids.cli.options`) and what the server commands share
+(:mod:`~couchids.cli.sources`)."""

@@ -1,7 +1,7 @@
 """The ``couchids replicate`` subcommand: start a time-window replication on the server
 (:meth:`couchids.Database.replicate`), and by default wait for it; and ``couchids
 replication ID [--cancel]``: its state, or cancel it. :mod:`couchids.cli.main` adds both to
-its parser with :func:`add_replicate_command`.
+its parser with :func:`add_commands`.
 """
 
 from __future__ import annotations
@@ -11,19 +11,33 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from couchids.cli.lifecycle import Tools
+from couchids.cli.options import (
+    RAW,
+    TIME_HELP,
+    add_form,
+    add_scope,
+    add_timeout,
+    add_window,
+    open_window,
+)
+from couchids.cli.options import form as id_form
+from couchids.cli.sources import connect, note_db_empty
 from couchids.idforms.doctypes import ALL_TYPES
-from couchids.idforms.times import now_ms
 
 if TYPE_CHECKING:
     from couchids.core.replication import ReplicationStatus
 
-__all__ = ["add_replicate_command"]
+__all__ = ["add_commands"]
 
 
-def add_replicate_command(commands: Any, tools: Tools) -> None:
+def add_commands(commands: Any) -> None:
     """Add ``couchids replicate`` and ``couchids replication`` to ``commands`` (argparse
     subparsers)."""
+    _add_replicate(commands)
+    _add_replication(commands)
+
+
+def _add_replicate(commands: Any) -> None:
     p = commands.add_parser(
         "replicate",
         help="replicate the documents made in a time window to another database",
@@ -45,22 +59,19 @@ waited for (--no-wait: print the first state and return); --continuous ones are 
 one-shot replication copied nothing, a note on stderr says why if SOURCE shows it (its ids
 are typed and no --type was given, they are of another form, ...), as after an empty read.
 
-TIME is {tools.time_help}.
+TIME is {TIME_HELP}.
 
 examples:
   couchids replicate events events-edge --since 90d --type reading
   couchids replicate shop https://bob:secret@backup.example.com/shop --since 2024-01-01 --all-types
   couchids replicate events events-live --since 1h --type click --continuous
 """,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=RAW,
     )
     p.add_argument("source", metavar="SOURCE", help="database name")
     p.add_argument("target", metavar="TARGET", help="database name on this server, or URL")
-    p.add_argument("--since", required=True, metavar="TIME", help="start (inclusive)")
-    p.add_argument("--until", metavar="TIME", help="end (exclusive; default: no end)")
-    scope = p.add_mutually_exclusive_group()
-    scope.add_argument("--type", metavar="T", help="only ids T:<id> (default: untyped ids)")
-    scope.add_argument("--all-types", action="store_true", help="every type present in SOURCE now")
+    add_window(p, "default: no end")
+    add_scope(p, "every type present in SOURCE now")
     p.add_argument(
         "--continuous", action="store_true", help="keep copying new documents until cancelled"
     )
@@ -70,66 +81,24 @@ examples:
         default=None,
         help="wait until done (one-shot, the default) or running (--continuous)",
     )
-    p.add_argument("--no-create-target", action="store_true", help="fail if TARGET does not exist")
+    p.add_argument(
+        "--create-target",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="create TARGET if it does not exist (the default; --no-create-target: fail then)",
+    )
     p.add_argument(
         "--server-url",
         metavar="URL",
         help="the URL the server reaches itself at, if not CLOUDANT_URL (a proxy, a port mapping)",
     )
-    tools.timeout_flag(p, "starting the replication")
-    tools.form_flags(p, "of the ids in SOURCE")
+    add_timeout(p, "starting the replication")
+    add_form(p, "of the ids in SOURCE")
 
-    def run(args: argparse.Namespace) -> int:
-        from couchids.database import Database
-
-        now = now_ms()
-        start = tools.parse_time(args.since, now)
-        end = None if args.until is None else tools.parse_time(args.until, now)
-        form = tools.form(args)
-        client = tools.connect()
-        job = Database(client, args.source).replicate(
-            args.target,
-            start,
-            end,
-            type=ALL_TYPES if args.all_types else args.type,
-            form=form,
-            continuous=args.continuous,
-            create_target=not args.no_create_target,
-            server_url=args.server_url,
-            timeout=args.timeout,
-        )
-        wait = (not args.continuous) if args.wait is None else args.wait
-        (doc_id,) = job.doc_ids
-        if wait:
-            try:
-                now_status = job.wait()
-            except KeyboardInterrupt:
-                print(
-                    f"couchids: replication {doc_id} goes on on the server; cancel it with "
-                    f"couchids replication {doc_id} --cancel",
-                    file=sys.stderr,
-                )
-                raise
-        else:
-            now_status = job.status(timeout=args.timeout)
-        print(_line(doc_id, now_status))
-        if now_status.state == "completed" and not now_status.docs_written and not args.all_types:
-            # Nothing copied: the note the reads print after an empty answer, if the source
-            # shows why (typed ids and no --type, ids of another form, a misspelt type).
-            tools.note_empty(client, args.source, args.type, form, args.timeout)
-        if args.continuous:
-            print(
-                f"couchids: replication {doc_id} runs until cancelled: "
-                f"couchids replication {doc_id} --cancel",
-                file=sys.stderr,
-            )
-        return 0
-
-    p.set_defaults(run=run)
-    _add_replication_command(commands, tools)
+    p.set_defaults(run=_replicate)
 
 
-def _add_replication_command(commands: Any, tools: Tools) -> None:
+def _add_replication(commands: Any) -> None:
     """``couchids replication ID [--cancel]``: the state of a replication, or cancel it."""
     p = commands.add_parser(
         "replication",
@@ -148,30 +117,76 @@ examples:
   couchids replication couchids-001xWdCU0WfykU1Ya0aA02TunP3bWVEA
   couchids replication couchids-001xWdCU0WfykU1Ya0aA02TunP3bWVEA --cancel
 """,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=RAW,
     )
     p.add_argument("doc_id", metavar="ID", help="the replication's id")
     p.add_argument("--cancel", action="store_true", help="stop it (delete its document)")
-    tools.timeout_flag(p, "the command")
+    add_timeout(p, "the command")
 
-    def run(args: argparse.Namespace) -> int:
-        from couchids.core import replication
-        from couchids.core.protocol import RetryPolicy
-        from couchids.drivers.blocking import check_client, known_facts
-        from couchids.drivers.blocking import run as run_program
+    p.set_defaults(run=_replication)
 
-        client = check_client(tools.connect())
-        operation = "cancel" if args.cancel else "status"
-        policy = RetryPolicy.within(args.timeout, operation)
-        known, ids = known_facts(client), [args.doc_id]
-        if args.cancel:
-            found = run_program(client, replication.cancel(known, ids, policy))
-            print(json.dumps({"replication": args.doc_id, "cancelled": found}))
-        else:
-            print(_line(args.doc_id, run_program(client, replication.status(known, ids, policy))))
-        return 0
 
-    p.set_defaults(run=run)
+def _replicate(args: argparse.Namespace) -> int:
+    from couchids.database import Database
+
+    start, end = open_window(args)
+    form = id_form(args)
+    client = connect()
+    job = Database(client, args.source).replicate(
+        args.target,
+        start,
+        end,
+        type=ALL_TYPES if args.all_types else args.type,
+        form=form,
+        continuous=args.continuous,
+        create_target=args.create_target,
+        server_url=args.server_url,
+        timeout=args.timeout,
+    )
+    wait = (not args.continuous) if args.wait is None else args.wait
+    (doc_id,) = job.doc_ids
+    if wait:
+        try:
+            now_status = job.wait()
+        except KeyboardInterrupt:
+            print(
+                f"couchids: replication {doc_id} goes on on the server; cancel it with "
+                f"couchids replication {doc_id} --cancel",
+                file=sys.stderr,
+            )
+            raise
+    else:
+        now_status = job.status(timeout=args.timeout)
+    print(_line(doc_id, now_status))
+    if now_status.state == "completed" and not now_status.docs_written and not args.all_types:
+        # Nothing copied: the note the reads print after an empty answer, if the source
+        # shows why (typed ids and no --type, ids of another form, a misspelt type).
+        note_db_empty(client, args.source, args.type, form, args.timeout)
+    if args.continuous:
+        print(
+            f"couchids: replication {doc_id} runs until cancelled: "
+            f"couchids replication {doc_id} --cancel",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def _replication(args: argparse.Namespace) -> int:
+    from couchids.core import replication
+    from couchids.core.policy import RetryPolicy
+    from couchids.drivers.blocking import check_client, known_facts
+    from couchids.drivers.blocking import run as run_program
+
+    client = check_client(connect())
+    operation = "cancel" if args.cancel else "status"
+    policy = RetryPolicy.within(args.timeout, operation)
+    known, ids = known_facts(client), [args.doc_id]
+    if args.cancel:
+        found = run_program(client, replication.cancel(known, ids, policy))
+        print(json.dumps({"replication": args.doc_id, "cancelled": found}))
+    else:
+        print(_line(args.doc_id, run_program(client, replication.status(known, ids, policy))))
+    return 0
 
 
 def _line(doc_id: str, status: ReplicationStatus) -> str:

@@ -169,7 +169,15 @@ class CommandLine(SphinxDirective):
 
         parser = cli._parser()
         lines = command_rst(parser, "") + commands_rst(parser)
-        modules = ("couchids.cli.main", "couchids.cli.lifecycle", "couchids.cli.series")
+        modules = (
+            "couchids.cli.main",
+            "couchids.cli.options",
+            "couchids.cli.ids",
+            "couchids.cli.reading",
+            "couchids.cli.lifecycle",
+            "couchids.cli.replicating",
+            "couchids.cli.series",
+        )
         for module in modules:
             self.env.note_dependency(importlib.import_module(module).__file__ or "")
         return nested_parse_to_nodes(self.state, StringList(lines), source="<couchids-cli>")

@@ -1,0 +1,176 @@
+"""The offline subcommands: ``couchids new`` (make ids) and ``couchids decode`` (read their
+type, time and form). They load no server machinery, nor the other subcommands: the command
+builds a parser of the one run alone (:func:`couchids.cli.main.main`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from couchids.cli.options import (
+    EXIT_BAD_INPUT,
+    EXIT_OK,
+    RAW,
+    TIME_HELP,
+    UsageError,
+    add_form,
+    add_form_name,
+    count_of,
+    fail,
+    json_line,
+    named_form,
+    parse_time,
+)
+from couchids.cli.options import form as id_form
+from couchids.errors import InvalidInputError
+from couchids.idforms.times import now_ms
+
+if TYPE_CHECKING:
+    from couchids.idforms.decode import DecodedId
+
+__all__ = ["COMMANDS", "add_commands"]
+
+#: The subcommands of this module, which need no server.
+COMMANDS = ("new", "decode")
+
+NEW_EPILOG = f"""\
+examples:
+  couchids new                                 one kuuid id made now
+  couchids new --type user -n 3                three ids user:<id>
+  couchids new --at 2018-01-01 -n 3            three ids of 2018-01-01T00:00:00Z (001eVnWK...)
+  couchids new --reverse --ms --at 90m         a reverse millisecond id of 90 minutes ago
+  couchids new --v7s --type order              order:<UUIDv7 as 32 hex characters>
+
+TIME is {TIME_HELP}.
+"""
+
+DECODE_EPILOG = """\
+Prints one JSON object per id: id, type, timestamp (ISO-8601 UTC), form (such as
+kuuid-ms-reverse, kuuid-short, v7s), kind (kuuid, v7, v7s), reverse, millisecond (null for an
+id without a time). Without --form, only a reading with a time in 2000-2100 is taken (a kuuid
+id does not say which mode made it: that time says it); both of --reverse/--forward and
+--ms/--seconds name a kuuid mode, read in any year; --form reads any form in any year. A
+reading without a time (seq10, seq36, couch_random, a uuid464 that is not a UUIDv7) is taken
+only with --form: abcdefg, a phone number or a random token is refused, naming the form it
+would be. A bad id is reported on stderr and the others are still decoded; the exit status is
+then 2.
+
+examples:
+  couchids decode user:001eVnWK1bu9mX3BsHnX0mhxvQ1ba2Xn
+  couchids new -n 5 | couchids decode
+  couchids decode --reverse --ms event:zVoTNH9x36r2uF3AKyIb2v3nRd4RAIm7
+  couchids decode --form seq10 --sep - invoice-0000000042
+"""
+
+
+def add_commands(commands: Any, only: str | None = None) -> None:
+    """Add ``new`` and ``decode`` (or ``only`` the one named) to ``commands``."""
+    if only in (None, "new"):
+        _add_new(commands)
+    if only in (None, "decode"):
+        _add_decode(commands)
+
+
+def _add_new(commands: Any) -> None:
+    new = commands.add_parser(
+        "new",
+        help="make ids (offline)",
+        description="Make ids, one per line.",
+        epilog=NEW_EPILOG,
+        formatter_class=RAW,
+    )
+    new.add_argument("--type", metavar="T", help="document type: ids T:<id>")
+    new.add_argument("-n", type=count_of(0), default=1, metavar="N", help="how many (default 1)")
+    new.add_argument("--at", metavar="TIME", help="the time in the ids (default now)")
+    add_form(new, "of the ids made")
+    new.set_defaults(run=_new)
+
+
+def _add_decode(commands: Any) -> None:
+    dec = commands.add_parser(
+        "decode",
+        help="read the type, time and form of ids (offline)",
+        description="Read ids given as arguments, or one per line on stdin.",
+        epilog=DECODE_EPILOG,
+        formatter_class=RAW,
+    )
+    dec.add_argument("ids", nargs="*", metavar="ID", help="ids (default: read stdin)")
+    direction = dec.add_mutually_exclusive_group()
+    direction.add_argument(
+        "--reverse",
+        dest="reverse",
+        action="store_const",
+        const=True,
+        help="only reverse kuuid readings",
+    )
+    direction.add_argument(
+        "--forward", dest="reverse", action="store_const", const=False, help="only forward readings"
+    )
+    precision = dec.add_mutually_exclusive_group()
+    precision.add_argument(
+        "--ms", dest="ms", action="store_const", const=True, help="only millisecond readings"
+    )
+    precision.add_argument(
+        "--seconds", dest="ms", action="store_const", const=False, help="only second readings"
+    )
+    add_form_name(dec.add_argument_group("id form (instead of guessing it)"))
+    dec.set_defaults(run=_decode)
+
+
+def _new(args: argparse.Namespace) -> int:
+    form = id_form(args)
+    at = None if args.at is None else parse_time(args.at, now_ms())
+    out = sys.stdout
+    for _ in range(args.n):
+        out.write(form.new(at, type=args.type) + "\n")
+    return EXIT_OK
+
+
+def _decode(args: argparse.Namespace) -> int:
+    from couchids.idforms.decode import decode
+
+    if not args.ids and sys.stdin.isatty():
+        # Waiting for ids to be typed looks like a hang: say what the command wants instead.
+        raise UsageError(
+            "give ids as arguments, or one per line on stdin (see 'couchids decode --help')"
+        )
+    form = named_form(args)
+    ids: Iterable[str] = args.ids or (line.strip() for line in sys.stdin if line.strip())
+    out, status = sys.stdout, EXIT_OK
+    for doc_id in ids:
+        try:
+            decoded = (
+                decode(doc_id, reverse=args.reverse, millisecond=args.ms)
+                if form is None
+                else decode(doc_id, form=form)
+            )
+        except InvalidInputError as exc:
+            # Report this id and go on: one bad line must not hide the others' answers.
+            out.flush()
+            fail(str(exc), EXIT_BAD_INPUT)
+            status = EXIT_BAD_INPUT
+            continue
+        out.write(json_line(_decoded(decoded)) + "\n")
+    return status
+
+
+def _decoded(decoded: DecodedId) -> dict[str, Any]:
+    precision = decoded.form.precision_us
+    timespec = (
+        "microseconds" if precision < 1000 else "milliseconds" if precision < 10**6 else "seconds"
+    )
+    when = decoded.timestamp
+    return {
+        "id": decoded.id,
+        "type": decoded.type,
+        "timestamp": None
+        if when is None
+        else when.isoformat(timespec=timespec).replace("+00:00", "Z"),
+        "form": str(decoded.form),
+        "kind": decoded.form.kind,
+        "reverse": decoded.reverse,
+        "millisecond": decoded.millisecond,
+    }

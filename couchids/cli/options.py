@@ -1,0 +1,353 @@
+"""The options the ``couchids`` subcommands share, each defined once: times (``--since``,
+``--until``, ``--before`` and what a TIME may be), ``--type``/``--all-types``, the id form's
+flags, ``--timeout``, ``--parallel``, ``--batch-size``, and the usage error a bad command line
+raises.
+
+A flag that feeds a parameter of the library has that parameter's name (dashes for
+underscores) and its default: ``--batch-size`` is ``batch_size``, ``--since-seq`` is
+``since_seq``; a TIME is a moment (``--since``, ``--until``, ``--before``), a duration a
+number of seconds (``--timeout``, ``tail --for``).
+
+This module loads no server machinery: ``couchids new`` and ``couchids decode`` build their
+parsers with it alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any, NoReturn
+
+from couchids.core.defaults import DEFAULT_PARALLEL, DEFAULT_TIMEOUT, MAX_TIMEOUT, REMOTE_PARALLEL
+from couchids.errors import InvalidArgumentError, InvalidTimeError
+from couchids.idforms.constants import DEFAULT_BLOCKS, SEPARATORS, SHORT_BLOCKS
+from couchids.idforms.doctypes import ALL_TYPES, AllTypes
+from couchids.idforms.forms import NAMED_FORMS, V7, V7S, IdForm, KuuidForm, form_named
+from couchids.idforms.times import now_ms, to_ms
+
+__all__ = [
+    "EXIT_BAD_INPUT",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_SERVER",
+    "RAW",
+    "TIME_HELP",
+    "Parser",
+    "UsageError",
+    "add_batch_size",
+    "add_form",
+    "add_form_name",
+    "add_parallel",
+    "add_scope",
+    "add_timeout",
+    "add_window",
+    "count_of",
+    "fail",
+    "form",
+    "json_line",
+    "named_form",
+    "note",
+    "open_window",
+    "parse_time",
+    "scope",
+    "seconds",
+    "window",
+]
+
+EXIT_OK = 0
+#: The server failed: unreachable, refused the credentials, no such database, rate limited;
+#: or the output could not be written (a full disk, a device that fails).
+EXIT_SERVER = 1
+#: Bad usage or input (an id, time, type or flag), no server configured, a file named by a
+#: flag that cannot be opened, or an output whose encoding lacks a character to be written.
+EXIT_BAD_INPUT = 2
+#: The conventional status of a program stopped by Ctrl-C (128 + SIGINT).
+EXIT_INTERRUPTED = 130
+
+#: The help formatter of every subcommand (their epilogs are laid out by hand).
+RAW = argparse.RawDescriptionHelpFormatter
+
+_AGO = re.compile(r"(\d+)([smhdw])")
+_UNITS = {
+    "s": timedelta(seconds=1),
+    "m": timedelta(minutes=1),
+    "h": timedelta(hours=1),
+    "d": timedelta(days=1),
+    "w": timedelta(weeks=1),
+}
+TIME_HELP = (
+    "an ISO-8601 date or time (2024-05-01, 2024-05-01T12:30:00Z; no offset means UTC),\n"
+    "'now', or a time ago: a whole number of s, m (minutes), h, d or w, such as 90m, 24h, 7d, 2w"
+)
+
+
+class UsageError(Exception):
+    """A command line couchids cannot run: the message is the one line shown."""
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        # One line, not argparse's usage block: the --help of the command has the rest.
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+def fail(message: str, status: int) -> int:
+    """Say ``message`` on stderr as one line, every credential masked; return ``status``."""
+    # One line, whatever the message holds: a reason from a server may contain newlines.
+    # Masking reads the configuration (and loads the SDK): only when something failed.
+    from couchids.drivers.config import scrub
+
+    line = " ".join(scrub(message).split())
+    print(f"couchids: error: {line}", file=sys.stderr)
+    return status
+
+
+def json_line(value: Any) -> str:
+    """``value`` as one line of compact JSON."""
+    import json
+
+    return json.dumps(value, separators=(",", ":"))
+
+
+def note(text: str) -> None:
+    """A note on stderr (the exit status is not changed by it)."""
+    print(f"couchids: note: {text}", file=sys.stderr)
+
+
+def parse_time(text: str, now: int) -> int:
+    """Read a command-line time as epoch milliseconds.
+
+    Takes what :func:`~couchids.idforms.times.to_ms` reads from a string (ISO-8601), ``now``,
+    or a time ago: a whole number and a unit, ``s``, ``m`` (minutes), ``h``, ``d`` or ``w``.
+
+    Args:
+        text: the time as typed.
+        now: the current time in epoch milliseconds, which times ago count back from.
+
+    Raises:
+        InvalidTimeError: anything else, or a time before 1970.
+
+    >>> parse_time("24h", now=to_ms("2024-05-02"))
+    1714521600000
+    >>> parse_time("2024-05-01", now=0)
+    1714521600000
+    """
+    spoken = text.strip().lower()
+    if spoken == "now":
+        return now
+    ago = _AGO.fullmatch(spoken)
+    if ago is None:
+        try:
+            datetime.fromisoformat(text.strip())
+        except ValueError:
+            raise InvalidTimeError(
+                f"{text!r} is not a time: give {' '.join(TIME_HELP.split())}"
+            ) from None
+        # to_ms reads it the same way, and refuses times before 1970 or after 9999.
+        return to_ms(text)
+    try:
+        span = int(ago[1]) * _UNITS[ago[2]]
+    except (OverflowError, ValueError):
+        # More days than a timedelta holds (or digits than int() reads): long before 1970.
+        span = timedelta.max
+    ms = now - span // timedelta(milliseconds=1)
+    if ms < 0:
+        raise InvalidTimeError(f"{text!r} before now is before 1970; ids start at 1970")
+    return ms
+
+
+# -- values -----------------------------------------------------------------------------------
+
+
+def count_of(least: int) -> Callable[[str], int]:
+    """The type of a flag that takes a whole number of at least ``least``."""
+
+    def read(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = least - 1
+        if value < least:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= {least}")
+        return value
+
+    return read
+
+
+def seconds(text: str) -> float:
+    """The type of a flag that takes a number of seconds, above 0 and at most a day."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= MAX_TIMEOUT:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a number of seconds above 0 and at most {MAX_TIMEOUT:g}"
+        )
+    return value
+
+
+# -- flags ------------------------------------------------------------------------------------
+
+
+def add_timeout(parser: argparse.ArgumentParser, each: str) -> None:
+    """``--timeout SECONDS``, the ``timeout`` of every operation (default 60)."""
+    parser.add_argument(
+        "--timeout",
+        type=seconds,
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help=f"give up when {each} takes longer (default {DEFAULT_TIMEOUT:g})",
+    )
+
+
+def add_parallel(parser: argparse.ArgumentParser, default: int | None = DEFAULT_PARALLEL) -> None:
+    """``--parallel K``, the ``parallel`` of the reads (``None``: the library's choice)."""
+    parser.add_argument(
+        "--parallel",
+        type=count_of(1),
+        default=default,
+        metavar="K",
+        help=f"requests at a time (default {DEFAULT_PARALLEL if default is None else default}; "
+        f"{REMOTE_PARALLEL} suits a server tens of milliseconds away; 1: page after page)",
+    )
+
+
+def add_batch_size(
+    parser: argparse.ArgumentParser, default: int | None, shown: int, each: str
+) -> None:
+    """``--batch-size N``, the ``batch_size`` of the operation: ``default`` is the
+    operation's own (``None`` where the library chooses), ``shown`` what that is."""
+    parser.add_argument(
+        "--batch-size",
+        type=count_of(1),
+        default=default,
+        metavar="N",
+        help=f"{each} per request (default {shown})",
+    )
+
+
+def add_scope(
+    parser: argparse.ArgumentParser, all_types: str | None = None, exclusive: bool = True
+) -> None:
+    """``--type T``, and with ``all_types`` (its help) ``--all-types``: exclusive for argparse
+    with ``exclusive``, else refused together by :func:`scope`."""
+    group: Any = parser.add_mutually_exclusive_group() if all_types and exclusive else parser
+    group.add_argument("--type", metavar="T", help="only ids T:<id> (default: untyped ids)")
+    if all_types:
+        group.add_argument("--all-types", action="store_true", help=all_types)
+
+
+def add_window(parser: argparse.ArgumentParser, until: str = "default now") -> None:
+    """``--since TIME`` (required) and ``--until TIME``: a window of time."""
+    parser.add_argument("--since", required=True, metavar="TIME", help="start (inclusive)")
+    parser.add_argument("--until", metavar="TIME", help=f"end (exclusive; {until})")
+
+
+def add_form(parser: argparse.ArgumentParser, verb: str) -> None:
+    """The flags of the id form: ``--reverse``, ``--ms``, ``--short``, ``--v7``, ``--v7s``,
+    ``--form NAME`` and ``--sep``; :func:`form` reads them."""
+    group = parser.add_argument_group(f"id form ({verb}; default: forward kuuid ids in seconds)")
+    group.add_argument("--reverse", action="store_true", help="reverse kuuid ids (newest first)")
+    group.add_argument("--ms", action="store_true", help="kuuid ids with millisecond time")
+    group.add_argument("--short", action="store_true", help="short kuuid ids (2 random blocks)")
+    v7 = group.add_mutually_exclusive_group()
+    v7.add_argument("--v7", action="store_true", help="UUIDv7 ids, 8-4-4-4-12 hex")
+    v7.add_argument("--v7s", action="store_true", help="UUIDv7 ids, 32 hex characters")
+    add_form_name(group)
+
+
+def add_form_name(group: Any) -> None:
+    """``--form NAME`` and ``--sep``: any form by name."""
+    group.add_argument(
+        "--form",
+        metavar="NAME",
+        help=f"any form by name: {', '.join(NAMED_FORMS)}, utc_id:<suffix>",
+    )
+    group.add_argument(
+        "--sep", choices=SEPARATORS, help="with --form: what joins type and id (default ':')"
+    )
+
+
+# -- reading them -----------------------------------------------------------------------------
+
+
+def window(args: argparse.Namespace) -> tuple[int, int]:
+    """``(start, end)`` of ``--since``/``--until`` in epoch milliseconds; no ``--until`` is
+    now."""
+    start, end = open_window(args)
+    return start, now_ms() if end is None else end
+
+
+def open_window(args: argparse.Namespace) -> tuple[int, int | None]:
+    """``(start, end)`` of ``--since``/``--until`` in epoch milliseconds; ``None`` for no
+    ``--until``."""
+    now = now_ms()
+    start = parse_time(args.since, now)
+    return start, None if args.until is None else parse_time(args.until, now)
+
+
+def scope(args: argparse.Namespace) -> str | AllTypes | None:
+    """The ``type`` of ``--type``/``--all-types``."""
+    if getattr(args, "all_types", False):
+        if args.type is not None:
+            raise UsageError("--all-types and --type cannot be combined")
+        return ALL_TYPES
+    type_: str | None = args.type
+    return type_
+
+
+def named_form(args: argparse.Namespace) -> IdForm | None:
+    """The form of ``--form NAME`` (and ``--sep``), or ``None`` when neither is given."""
+    name, sep = getattr(args, "form", None), getattr(args, "sep", None)
+    if name is None:
+        if sep is not None:
+            raise UsageError("--sep needs --form NAME")
+        return None
+    used = [
+        flag
+        for flag in ("reverse", "ms", "short", "v7", "v7s")
+        if getattr(args, flag, None) not in (None, False)
+    ]
+    if used:
+        raise UsageError(
+            f"--form cannot be combined with {', '.join('--' + f for f in used)}: the form "
+            "name says it all (such as kuuid-ms-reverse)"
+        )
+    try:
+        named = form_named(name)
+        return named if sep is None else named.with_separator(sep)
+    except InvalidArgumentError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def form(args: argparse.Namespace) -> IdForm:
+    """The id form of the flags :func:`add_form` adds."""
+    named = named_form(args)
+    if named is not None:
+        return named
+    if args.v7 or args.v7s:
+        used = [
+            flag
+            for flag, on in (
+                ("--reverse", args.reverse),
+                ("--ms", args.ms),
+                ("--short", args.short),
+            )
+            if on
+        ]
+        if used:
+            raise UsageError(
+                f"{'--v7' if args.v7 else '--v7s'} cannot be combined with {', '.join(used)}: "
+                "UUIDv7 ids always sort oldest first, hold milliseconds and have no random "
+                "blocks to choose"
+            )
+        return V7 if args.v7 else V7S
+    return KuuidForm(
+        random=SHORT_BLOCKS if args.short else DEFAULT_BLOCKS,
+        reverse=args.reverse,
+        millisecond=args.ms,
+    )

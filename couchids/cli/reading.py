@@ -1,0 +1,377 @@
+"""The reading subcommands: ``latest``, ``window``, ``count`` and ``histogram``, of a database
+or a series (``--series PREFIX --period PERIOD`` in place of ``DB``: :mod:`couchids.cli.sources`).
+An answer with nothing in it is followed by a note on stderr when the database shows why.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterable, Iterator
+from typing import Any, TextIO
+
+from couchids.cli.options import (
+    EXIT_OK,
+    RAW,
+    TIME_HELP,
+    add_batch_size,
+    add_form,
+    add_parallel,
+    add_scope,
+    add_timeout,
+    add_window,
+    count_of,
+    json_line,
+)
+from couchids.cli.options import form as id_form
+from couchids.cli.options import scope as type_scope
+from couchids.cli.options import window as time_window
+from couchids.cli.sources import SERIES_READS, note_empty, open_source, source_args
+from couchids.core.counting import DEFAULT_WORKERS
+from couchids.core.windows import DEFAULT_PAGE_SIZE
+
+__all__ = ["PROGRESS_EVERY", "SPARKS", "add_commands", "sparkline"]
+
+#: ``window`` updates its progress line on a terminal every this many documents.
+PROGRESS_EVERY = 1000
+#: Eight heights of a sparkline.
+SPARKS = "▁▂▃▄▅▆▇█"
+_BAR_WIDTH = 40
+_ALL_TYPES_HELP = "every type, merged by time"
+
+LATEST_EPILOG = """\
+Prints the newest N documents as JSON lines, newest first. Only ids of the given form and type
+count: other documents in the database are skipped.
+
+A series (--series PREFIX --period PERIOD instead of DB) answers as one database holding all
+its periods would: its newest database first, then the one before, until N are found.
+
+examples:
+  couchids latest orders
+  couchids latest orders -n 3 --type order
+  couchids latest events -n 20 --ms --reverse
+  couchids latest --series events --period month -n 5 --type reading
+"""
+
+WINDOW_EPILOG = f"""\
+Prints every document whose id was made at a time t with SINCE <= t < UNTIL, as JSON lines,
+newest first (or with --ids-only just the ids). On a terminal a count on stderr shows the
+progress of long exports. A series (--series PREFIX --period PERIOD instead of DB) answers as
+one database holding all its periods would: each period's database in turn, in order.
+
+TIME is {TIME_HELP}.
+
+examples:
+  couchids window orders --since 24h --type order > last-day.jsonl
+  couchids window orders --since 2024-05-01 --until 2024-06-01 --oldest-first
+  couchids window events --since 7d --ids-only --v7s | wc -l
+  couchids window --series events --period month --since 90d --type reading
+"""
+
+
+COUNT_EPILOG = f"""\
+Prints how many documents of --type (untyped ids by default; --all-types: of every type
+present, as latest and window take it) and of the form were made at a time t with
+SINCE <= t < UNTIL. On CouchDB and Cloudant that takes two requests however many there are
+(per type, with --all-types, after one request per type to find them), and ids of other forms
+inside the key range count too; --exact reads the ids and counts only those of the form (on
+PouchDB Server the ids are always read).
+
+{SERIES_READS}
+
+TIME is {TIME_HELP}.
+
+examples:
+  couchids count shop --since 30d --type order
+  couchids count shop --since 2024-05-01 --until 2024-06-01 --type order --exact
+  couchids count shop --since 24h --all-types
+  couchids count --series events --period month --since 2026-01-01 --type reading
+"""
+
+HISTOGRAM_EPILOG = f"""\
+Prints the count of each bucket of --every, oldest first, as the library's histogram does.
+Buckets are aligned to UTC: each inner edge is a whole number of --every from Monday
+1970-01-05T00:00Z (whole hours, UTC midnights, and Mondays for --every 1w, as ISO weeks and a
+series' weeks start). The first bucket starts at SINCE and the last ends at UNTIL, so nothing
+made outside the window is counted: --since 7d --every 1d gives a partial first day, labelled
+by its start, and --since 2024-05-01 --every 1d whole ones. Formats: bars (a line per
+bucket), spark (one line), csv, json (a line per bucket, with its start and end).
+
+{SERIES_READS}
+
+TIME is {TIME_HELP}.
+
+examples:
+  couchids histogram shop --since 7d --every 1d --type order
+  couchids histogram shop --since 24h --format spark --type order
+  couchids histogram shop --since 2024-05-01 --until 2024-06-01 --every 1d --format csv
+  couchids histogram --series events --period month --since 90d --every 1w --type reading
+"""
+
+
+def add_commands(commands: Any) -> None:
+    """Add ``latest``, ``window``, ``count`` and ``histogram`` to ``commands``."""
+    _add_latest(commands)
+    _add_window(commands)
+    _add_count(commands)
+    _add_histogram(commands)
+
+
+def _add_latest(commands: Any) -> None:
+    p = commands.add_parser(
+        "latest",
+        help="print the newest documents of a database",
+        description="Print the newest documents of a database, as JSON lines.",
+        epilog=LATEST_EPILOG,
+        formatter_class=RAW,
+    )
+    source_args(p)
+    p.add_argument("-n", type=count_of(0), default=10, metavar="N", help="how many (default 10)")
+    add_scope(p, _ALL_TYPES_HELP, exclusive=False)
+    add_timeout(p, "the server")
+    add_form(p, "of the ids in DB or the series")
+    p.set_defaults(run=_latest)
+
+
+def _add_window(commands: Any) -> None:
+    p = commands.add_parser(
+        "window",
+        help="export the documents made in a time window",
+        description="Export the documents whose ids were made in a time window, as JSON lines.",
+        epilog=WINDOW_EPILOG,
+        formatter_class=RAW,
+    )
+    source_args(p)
+    add_window(p)
+    add_scope(p, _ALL_TYPES_HELP, exclusive=False)
+    p.add_argument("--oldest-first", action="store_true", help="oldest first")
+    p.add_argument("--ids-only", action="store_true", help="print ids, not documents")
+    add_batch_size(p, None, DEFAULT_PAGE_SIZE, "rows")
+    add_parallel(p, None)
+    add_timeout(p, "a request (one page)")
+    add_form(p, "of the ids in DB or the series")
+    p.set_defaults(run=_window)
+
+
+def _add_count(commands: Any) -> None:
+    p = commands.add_parser(
+        "count",
+        help="count the documents made in a time window",
+        description="Print the number of documents made in a window.",
+        epilog=COUNT_EPILOG,
+        formatter_class=RAW,
+    )
+    source_args(p)
+    add_window(p)
+    add_scope(p, "every type present (not untyped ids)")
+    add_form(p, "of the ids in DB or the series")
+    p.add_argument(
+        "--exact", action="store_true", help="scan every bucket: foreign ids anywhere left out"
+    )
+    add_timeout(p, "a request")
+    p.set_defaults(run=_count)
+
+
+def _add_histogram(commands: Any) -> None:
+    p = commands.add_parser(
+        "histogram",
+        help="count documents per hour, day, ...",
+        description="Counts per bucket, aligned to UTC.",
+        epilog=HISTOGRAM_EPILOG,
+        formatter_class=RAW,
+    )
+    source_args(p)
+    add_window(p)
+    add_scope(p)
+    add_form(p, "of the ids in DB or the series")
+    p.add_argument(
+        "--every",
+        default="1h",
+        help="bucket width, a whole number of s, m, h, d or w: 15m, 1h, 1d, 1w (default 1h)",
+    )
+    p.add_argument("--format", choices=("bars", "spark", "csv", "json"), default="bars")
+    p.add_argument(
+        "--exact", action="store_true", help="scan every bucket: foreign ids anywhere left out"
+    )
+    add_parallel(p, DEFAULT_WORKERS)
+    add_timeout(p, "a request")
+    p.set_defaults(run=_histogram)
+
+
+def _latest(args: argparse.Namespace) -> int:
+    form = id_form(args)
+    scope = type_scope(args)
+    client, source = open_source(args, form)
+    docs = source.latest(args.n, type=scope, timeout=args.timeout)
+    out = sys.stdout
+    for doc in docs:
+        out.write(json_line(doc) + "\n")
+    if not docs and args.n:
+        note_empty(client, source, scope, form, args.timeout)
+    return EXIT_OK
+
+
+def _window(args: argparse.Namespace) -> int:
+    from couchids.core.exactjson import dumps
+
+    form = id_form(args)
+    start, end = time_window(args)
+    scope = type_scope(args)
+    client, source = open_source(args, form)
+    out = _Blocks(sys.stdout)
+    progress = _Progress(sys.stderr)
+    pages = source.window(
+        start,
+        end,
+        type=scope,
+        newest_first=not args.oldest_first,
+        include_docs=not args.ids_only,
+        batch_size=args.batch_size,
+        timeout=args.timeout,
+        parallel=args.parallel,
+    ).pages()
+    count = 0
+    try:
+        for page in pages:
+            out.lines([row["id"].encode() for row in page] if args.ids_only else map(dumps, page))
+            count += len(page)
+            progress.update(count)
+    finally:
+        out.flush()
+        progress.clear()
+        _close(pages)
+    if not count:
+        note_empty(client, source, scope, form, args.timeout, (start, end))
+    return EXIT_OK
+
+
+def _count(args: argparse.Namespace) -> int:
+    start, end = time_window(args)
+    form = id_form(args)
+    scope = type_scope(args)
+    client, source = open_source(args, form)
+    n = source.count(start, end, type=scope, exact=args.exact, timeout=args.timeout)
+    print(n)
+    if not n:
+        note_empty(client, source, scope, form, args.timeout, (start, end))
+    return 0
+
+
+def _histogram(args: argparse.Namespace) -> int:
+    # The buckets are the library's: the first starts at --since (partial when --since is
+    # not on an edge), so that nothing made before --since is counted.
+    start, end = time_window(args)
+    form = id_form(args)
+    client, source = open_source(args, form)
+    buckets = source.histogram(
+        start,
+        end,
+        every=args.every,
+        type=args.type,
+        exact=args.exact,
+        parallel=args.parallel,
+        timeout=args.timeout,
+    )
+    out = sys.stdout
+    if args.format == "json":
+        for b in buckets:
+            row = {"start": _moment(b.start), "end": _moment(b.end), "count": b.count}
+            out.write(json.dumps(row) + "\n")
+    elif args.format == "csv":
+        import csv
+
+        table = csv.writer(out)
+        table.writerow(["start", "end", "count"])
+        table.writerows([_moment(b.start), _moment(b.end), b.count] for b in buckets)
+    elif args.format == "spark":
+        out.write(sparkline([b.count for b in buckets]) + "\n")
+    else:
+        top = max((b.count for b in buckets), default=0) or 1
+        for b in buckets:
+            bar = "█" * round(b.count * _BAR_WIDTH / top)
+            out.write(f"{_moment(b.start)}  {b.count:>8}  {bar}\n")
+    if not any(b.count for b in buckets):
+        note_empty(client, source, args.type, form, args.timeout, (start, end))
+    return 0
+
+
+def sparkline(values: list[int]) -> str:
+    """One character per value, its height proportional to the value.
+
+    >>> sparkline([0, 1, 2, 4, 8])
+    '▁▁▂▄█'
+    """
+    top = max(values, default=0)
+    if top == 0:
+        return SPARKS[0] * len(values)
+    return "".join(SPARKS[min(len(SPARKS) - 1, v * (len(SPARKS) - 1) // top)] for v in values)
+
+
+def _close(rows: Iterator[Any]) -> None:
+    # Stop the query's prefetch thread now rather than when the generator is collected.
+    close = getattr(rows, "close", None)
+    if close is not None:
+        close()
+
+
+class _Blocks:
+    """Lines of bytes for a text stream, written in blocks of at least 64 KiB (or all that is
+    left): a write per line would cost a system call each where Python's output is
+    unbuffered (``PYTHONUNBUFFERED``), and a document in ``window``'s output is a line of
+    UTF-8 JSON."""
+
+    BLOCK = 1 << 16
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.parts: list[bytes] = []
+        self.size = 0
+
+    def lines(self, lines: Iterable[bytes]) -> None:
+        """Each of ``lines`` (none empty) as a line."""
+        data = b"\n".join(lines)
+        if data:
+            self.parts += (data, b"\n")
+            self.size += len(data) + 1
+        if self.size >= self.BLOCK:
+            self.flush()
+
+    def flush(self) -> None:
+        block, self.parts, self.size = b"".join(self.parts), [], 0
+        binary = getattr(self.stream, "buffer", None)
+        if binary is None:  # a text-only stream, such as io.StringIO
+            self.stream.write(block.decode())
+            return
+        self.stream.flush()  # what was written as text before goes first
+        binary.write(block)
+        binary.flush()
+
+
+class _Progress:
+    """A count of exported documents, in place on a terminal's stderr; nothing elsewhere."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.active = stream.isatty()
+        self.shown = False
+        self.count = 0
+
+    def update(self, count: int) -> None:
+        """``count`` documents are out: shown each time another PROGRESS_EVERY are."""
+        if self.active and count // PROGRESS_EVERY > self.count // PROGRESS_EVERY:
+            self.stream.write(f"\rcouchids: {count:,} documents")
+            self.stream.flush()
+            self.shown = True
+        self.count = count
+
+    def clear(self) -> None:
+        if self.shown:
+            # Carriage return, then erase to the end of the line.
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self.shown = False
+
+
+def _moment(moment: Any) -> str:
+    return str(moment.isoformat().replace("+00:00", "Z"))
