@@ -34,7 +34,7 @@ Setup once: ``bash scripts/bootstrap`` and, for the command-line rows, ``apt-get
 curl jq`` (Debian's jq). Run::
 
     .venv/bin/python bench/bench_query.py [--server pouchdb|couchdb|both] [--docs 50000]
-        [--docs-delayed 200000] [--rounds 5] [--delay-ms 20] [--page-size N] [--parallel K]
+        [--docs-delayed 200000] [--rounds 5] [--delay-ms 20] [--batch-size N] [--parallel K]
         [--parallel-delayed K]
 
 Always exits 0: the table is for a reader, not a gate (timings vary by machine).
@@ -72,7 +72,6 @@ from timing import interleaved
 
 import couchids
 from couchids import KUUID
-from couchids.cli.main import WINDOW_PAGE_SIZE
 from couchids.core.keys import window_keys
 from couchids.core.pages import DEFAULT_PARALLEL, REMOTE_PARALLEL
 from couchids.core.windows import DEFAULT_PAGE_SIZE
@@ -174,7 +173,7 @@ def ways(
     def window(parallel: int) -> Callable[[], int]:
         def read() -> int:
             docs = couchids.Database(client, db).window(
-                start, end, type="event", batch_size=args.page_size, parallel=parallel
+                start, end, type="event", batch_size=args.batch_size, parallel=parallel
             )
             return sum(1 for _doc in docs)
 
@@ -199,8 +198,8 @@ def ways(
     env = {**os.environ, **client_environment(url)}
     cli = [sys.executable, "-m", "couchids", "window", db, "--type", "event"]
     cli += ["--since", iso(start), "--until", iso(end)]
-    if args.page_size:
-        cli += ["--page-size", str(args.page_size)]
+    if args.batch_size:
+        cli += ["--batch-size", str(args.batch_size)]
     shell = f"{shlex.join(curl(all_docs, query))} | jq -c '.rows[].doc' > {out}"
     alone = shlex.join([*curl(all_docs, query), "-o", str(out)])
 
@@ -363,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--docs-delayed", type=int, default=200_000, help="the delayed window")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--delay-ms", type=float, default=20.0, help="0: skip the delayed runs")
-    parser.add_argument("--page-size", type=int, default=None)
+    parser.add_argument("--batch-size", type=int, default=None)
     parser.add_argument("--parallel", type=int, default=DEFAULT_PARALLEL)
     parser.add_argument(
         "--parallel-delayed",
@@ -377,9 +376,9 @@ def main(argv: list[str] | None = None) -> int:
 
     table = {kind: run_server(kind, args) for kind in kinds}
 
-    page = args.page_size or DEFAULT_PAGE_SIZE
+    page = args.batch_size or DEFAULT_PAGE_SIZE
     print(
-        f"\npage size {page} (the command: {args.page_size or WINDOW_PAGE_SIZE}), "
+        f"\nbatch size {page} (the command's too), "
         f"parallel {args.parallel} "
         f"({args.parallel_delayed} with {args.delay_ms:g} ms added); ratios of medians"
     )
