@@ -44,6 +44,7 @@ from couchids.errors import (
     ServerError,
     ServerTimeoutError,
     UnauthorizedError,
+    WriteResult,
 )
 from couchids.idforms.base36 import BASE36_V7
 from couchids.idforms.couchid import COUCH_RANDOM, UTC_RANDOM
@@ -74,7 +75,6 @@ if TYPE_CHECKING:
     from couchids.drivers.connecting import connect
     from couchids.idforms.decode import DecodedId, decode
     from couchids.replication import Replication
-    from couchids.results import WriteResult
     from couchids.series import Series
 
 #: The version of couchids.
@@ -135,7 +135,6 @@ _LAZY: dict[str, str] = {
     "DecodedId": ".idforms.decode",
     "connect": ".drivers.connecting",
     "Checkpoint": ".core.scan",
-    "WriteResult": ".results",
     "Database": ".database",
     "Sequence": ".database",
     "Replication": ".replication",

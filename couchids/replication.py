@@ -17,7 +17,8 @@ from typing import Any
 from ibmcloudant.cloudant_v1 import CloudantV1
 
 from couchids.core import replication
-from couchids.core.protocol import DEFAULT_TIMEOUT, RetryPolicy
+from couchids.core.defaults import DEFAULT_TIMEOUT
+from couchids.core.policy import RetryPolicy
 from couchids.core.replication import ReplicationPlan, ReplicationStatus
 from couchids.drivers.blocking import (
     check_client,

@@ -91,7 +91,7 @@ couchids_api_pages = {
         "couchids.database",
         "couchids.core.explaining",
         "couchids.idforms.doctypes",
-        "couchids.results",
+        "couchids.errors",
         "couchids.core.writes",
         "couchids.core.windows",
         "couchids.core.pages",

@@ -17,7 +17,7 @@ import couchids
 from couchids import ALL_TYPES, BASE36_V7, KUUID, KUUID_MS_REVERSE, TID62, ULID, IdForm
 from couchids.core.alltypes import types_present
 from couchids.core.keys import type_step
-from couchids.core.protocol import RetryPolicy
+from couchids.core.policy import RetryPolicy
 from couchids.drivers.blocking import run
 from couchids.errors import DatabaseNotFoundError
 from couchids.idforms.times import to_ms

@@ -34,7 +34,8 @@ import couchids
 from couchids import aio
 from couchids.cli.main import EXIT_SERVER, main
 from couchids.core import replication as core
-from couchids.core.protocol import FactsCache, RetryPolicy
+from couchids.core.facts import FactsCache
+from couchids.core.policy import RetryPolicy
 from couchids.drivers.access import server_access
 from couchids.drivers.blocking import run as couchids_run
 

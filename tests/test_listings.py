@@ -1,5 +1,5 @@
 """The listings couchids reads are checked like the rows of ``_all_docs``
-(``couchids.core.protocol.check_listing``): ``_all_dbs``, ``_changes``, ``_scheduler/docs``,
+(``couchids.core.answers.check_listing``): ``_all_dbs``, ``_changes``, ``_scheduler/docs``,
 the rows of ``_bulk_docs``.
 
 Pure: each rule of the check, and its message, which names the operation.
@@ -41,7 +41,8 @@ from localserver import CouchDBCluster
 
 import couchids
 from couchids import KUUID, ServerError, ServerTimeoutError, aio
-from couchids.core.protocol import RetryPolicy, check_listing
+from couchids.core.answers import check_listing
+from couchids.core.policy import RetryPolicy
 from couchids.core.replication import STATES
 from couchids.idforms.times import to_ms
 

@@ -23,9 +23,10 @@ from ibmcloudant.cloudant_v1 import CloudantV1
 
 import couchids
 from couchids import KUUID, KUUID_MS, KUUID_REVERSE, V7S, ServerError
+from couchids.core.effects import Program
 from couchids.core.keys import window_keys
 from couchids.core.pages import Slice, SlicePlan, rows_of, sliced_pages
-from couchids.core.protocol import Program, RetryPolicy
+from couchids.core.policy import RetryPolicy
 from couchids.drivers.blocking import stream
 from couchids.idforms.forms import IdForm
 from couchids.idforms.times import MAX_MS

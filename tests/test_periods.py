@@ -19,6 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import couchids
+from couchids.core.names import DB_NAME, DB_NAME_MAX
 from couchids.core.periods import (
     END_OF_TIME,
     EVERY,
@@ -31,7 +32,6 @@ from couchids.core.periods import (
     period_of,
     periods_between,
 )
-from couchids.core.protocol import DB_NAME, DB_NAME_MAX
 from couchids.core.series import PeriodDocs, PlacedResults, SeriesLayout, route_documents
 from couchids.idforms.times import MAX_MS, to_ms
 

@@ -1,4 +1,4 @@
-"""couchids.core.protocol's JSON: ``loads`` is exact (integers beyond 64 bits stay whole, as
+"""couchids.core.exactjson: ``loads`` is exact (integers beyond 64 bits stay whole, as
 ``json`` keeps them) and fast (``orjson``) for every body that holds no such integer, however
 many long runs of digits its strings hold, as CouchDB's revisions do."""
 
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from couchids.core import protocol
-from couchids.core.protocol import dumps, loads, long_integer
+from couchids.core import exactjson
+from couchids.core.exactjson import dumps, loads, long_integer
 
 #: Integers either side of what orjson keeps whole, and strings that hold long digit runs.
 INTEGERS = st.one_of(
@@ -93,7 +93,7 @@ def test_a_page_whose_strings_hold_digit_runs_is_decoded_by_orjson(
     def refuse(_body: bytes) -> Any:
         raise AssertionError("decoded by json")
 
-    monkeypatch.setattr(protocol.json, "loads", refuse)
+    monkeypatch.setattr(exactjson.json, "loads", refuse)
     assert loads(body) == expected
 
 

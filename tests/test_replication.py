@@ -71,8 +71,10 @@ from couchids import (
 )
 from couchids.cli.main import EXIT_BAD_INPUT, EXIT_OK, EXIT_SERVER, main
 from couchids.core import replication as core
+from couchids.core.effects import Request, Response, Send, Sleep
+from couchids.core.facts import FactsCache
 from couchids.core.keys import in_window, window_keys
-from couchids.core.protocol import FactsCache, Request, Response, RetryPolicy, Send, Sleep
+from couchids.core.policy import RetryPolicy
 from couchids.drivers.access import server_access
 from couchids.drivers.blocking import run as couchids_run
 from couchids.idforms.times import to_ms

@@ -26,8 +26,9 @@ from test_query import insert
 
 import couchids
 from couchids import KUUID, KUUID_MS, TID62, InvalidArgumentError
+from couchids.core.answers import KeySpan, check_span
 from couchids.core.counting import MAX_BUCKETS
-from couchids.core.protocol import KeySpan, RetryPolicy, check_span
+from couchids.core.policy import RetryPolicy
 from couchids.core.scan import PROBE_ROWS
 from couchids.errors import ServerError
 from couchids.idforms.times import to_ms
@@ -278,7 +279,7 @@ def test_with_answers_unchecked_the_ids_alone_keep_expire_and_archive_inside_the
     insert(client, db, doomed + kept + noise)
     target = db + "-archive"
     client.put_database(db=target)
-    monkeypatch.setattr("couchids.core.protocol.check_span", lambda *args: None)
+    monkeypatch.setattr("couchids.core.answers.check_span", lambda *args: None)
     try:
         with BendProxy(couch_url, "ignore-end") as proxy:
             bent = client_for(proxy.url)

@@ -26,7 +26,8 @@ from ibmcloudant.cloudant_v1 import CloudantV1
 from intercept import intercepted, path_of
 
 from couchids import AllocationFailed, Database, InvalidArgumentError
-from couchids.core.protocol import RetryPolicy, delete_revision
+from couchids.core.policy import RetryPolicy
+from couchids.core.revisions import delete_revision
 from couchids.core.short import ALLOC_FIELD, SHORT_ID, format_day, random_nonce
 from couchids.drivers.blocking import database_facts, run
 from couchids.idforms.constants import SHORT_ID_ALPHABET

@@ -19,7 +19,7 @@ from ibmcloudant.cloudant_v1 import CloudantV1
 from intercept import intercepted, path_of
 
 from couchids import KUUID
-from couchids.core.protocol import RetryPolicy
+from couchids.core.policy import RetryPolicy
 from couchids.core.short import (
     SHORT_ID,
     next_short_key,

@@ -42,7 +42,7 @@ from couchids import (
     WriteResult,
     decode,
 )
-from couchids.core.protocol import MAX_RETRY_AFTER, RetryPolicy
+from couchids.core.policy import MAX_RETRY_AFTER, RetryPolicy
 
 WHEN = datetime(2024, 5, 1, 12, 30, 15, tzinfo=UTC)
 

@@ -51,19 +51,15 @@ from couchids.core import (
     writes,
 )
 from couchids.core.counting import DEFAULT_WORKERS, Bucket
+from couchids.core.defaults import DEFAULT_TIMEOUT
 from couchids.core.expiry import DEFAULT_EXPIRE_BATCH, ExpireReport
 from couchids.core.explaining import Style
 from couchids.core.exporting import ArchiveReport, Format
+from couchids.core.facts import FactsCache
 from couchids.core.following import DEFAULT_FOLLOW_BATCH, DEFAULT_WAIT_MS
+from couchids.core.names import check_db
 from couchids.core.pages import DEFAULT_PARALLEL
-from couchids.core.protocol import (
-    DEFAULT_BACKOFF,
-    DEFAULT_RETRIES,
-    DEFAULT_TIMEOUT,
-    FactsCache,
-    RetryPolicy,
-    check_db,
-)
+from couchids.core.policy import DEFAULT_BACKOFF, DEFAULT_RETRIES, RetryPolicy
 from couchids.core.rekeying import DEFAULT_REKEY_BATCH, RekeyReport
 from couchids.core.scan import Checkpoint, read_policy
 from couchids.core.sequence import DEFAULT_BLOCK, check_sequence, claim_block, seq_prefix
@@ -90,12 +86,11 @@ from couchids.drivers.aio import (
     run,
     stream,
 )
-from couchids.errors import CouchidsError, InvalidArgumentError
+from couchids.errors import CouchidsError, InvalidArgumentError, WriteResult
 from couchids.idforms.doctypes import AllTypes
 from couchids.idforms.forms import KUUID, IdForm
 from couchids.idforms.seq import SEQ10, SeqForm
 from couchids.idforms.times import TimeLike
-from couchids.results import WriteResult
 
 __all__ = ["AsyncDatabase", "AsyncSequence"]
 

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from couchids.core import replication
-from couchids.core.protocol import DEFAULT_TIMEOUT, RetryPolicy
+from couchids.core.defaults import DEFAULT_TIMEOUT
+from couchids.core.policy import RetryPolicy
 from couchids.core.replication import ReplicationPlan, ReplicationStatus
 from couchids.drivers.aio import (
     AsyncClient,

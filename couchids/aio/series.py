@@ -55,18 +55,13 @@ from couchids.aio.database import AsyncDatabase
 from couchids.aio.replication import AsyncReplication
 from couchids.core import replication, series
 from couchids.core.counting import DEFAULT_WORKERS, Bucket
+from couchids.core.defaults import DEFAULT_TIMEOUT
 from couchids.core.expiry import DEFAULT_EXPIRE_BATCH
 from couchids.core.exporting import Format
+from couchids.core.facts import FactsCache
 from couchids.core.pages import DEFAULT_PARALLEL
 from couchids.core.periods import Every, Period, SeriesLayout
-from couchids.core.protocol import (
-    DEFAULT_BACKOFF,
-    DEFAULT_RETRIES,
-    DEFAULT_TIMEOUT,
-    FactsCache,
-    RetryPolicy,
-    one_deadline,
-)
+from couchids.core.policy import DEFAULT_BACKOFF, DEFAULT_RETRIES, RetryPolicy, one_deadline
 from couchids.core.scan import Checkpoint
 from couchids.core.series import PeriodDocs, PlacedResults, SeriesExpireReport
 from couchids.core.short import NonceSource
@@ -89,11 +84,11 @@ from couchids.errors import (
     DatabaseNotFoundError,
     InvalidArgumentError,
     InvalidTimeError,
+    WriteResult,
 )
 from couchids.idforms.doctypes import AllTypes
 from couchids.idforms.forms import KUUID, IdForm
 from couchids.idforms.times import TimeLike, to_ms
-from couchids.results import WriteResult
 
 __all__ = ["AsyncSeries"]
 

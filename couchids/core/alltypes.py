@@ -14,7 +14,7 @@ key range. This module finds the types present and merges one query per type by 
    the type with no decoding. Ids of one time from several types come in the order of their
    types.
 
-Pure: these are programs (see :mod:`couchids.core.protocol`); a driver sends the requests.
+Pure: these are programs (see :mod:`couchids.core.effects`); a driver sends the requests.
 
 A type is the text before an id's first separator (the form's, ``:`` by default); types
 whose ids hold no id of the form contribute nothing, so foreign documents of any type never
@@ -27,21 +27,11 @@ import heapq
 from collections.abc import Callable
 from typing import Any, Final, TypeVar
 
+from couchids.core.answers import KeySpan, expect_rows
+from couchids.core.asking import ask
+from couchids.core.effects import END, Emit, Program, Puller, Start, Wait, path, post_json
 from couchids.core.keys import type_step
-from couchids.core.protocol import (
-    END,
-    Emit,
-    KeySpan,
-    Program,
-    Puller,
-    RetryPolicy,
-    Start,
-    Wait,
-    ask,
-    expect_rows,
-    path,
-    post_json,
-)
+from couchids.core.policy import RetryPolicy
 from couchids.idforms.idform import IdForm
 
 __all__ = ["MAX_STEP_PAGE", "each_type", "merge_by_time", "types_present"]

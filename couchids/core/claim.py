@@ -31,11 +31,11 @@ revision stays as a conflict beside the owner's until removed by hand; its token
 write left it. No id is owned twice in any of these cases.
 
 A revision given up is deleted with a tombstone written as replication writes it
-(:func:`~couchids.core.protocol.delete_revision`): copies that never held it take the deletion
+(:func:`~couchids.core.revisions.delete_revision`): copies that never held it take the deletion
 too, and hand it on to the copy that does.
 
 Short daily ids (:mod:`couchids.core.short`) and sequence blocks (:mod:`couchids.core.sequence`) are
-claimed this way. Pure: a claim is a program (see :mod:`couchids.core.protocol`).
+claimed this way. Pure: a claim is a program (see :mod:`couchids.core.effects`).
 """
 
 from __future__ import annotations
@@ -45,21 +45,13 @@ import secrets
 from collections.abc import Mapping
 from typing import Any, Final
 
-from couchids.core.protocol import (
-    CONFLICT,
-    Attempts,
-    FactsCache,
-    Program,
-    Request,
-    RetryPolicy,
-    ask,
-    database_facts,
-    delete_revision,
-    live_leaves,
-    path,
-    revision,
-)
-from couchids.results import WriteResult
+from couchids.core.answers import revision
+from couchids.core.asking import CONFLICT, Attempts, ask
+from couchids.core.effects import Program, Request, path
+from couchids.core.facts import FactsCache, database_facts
+from couchids.core.policy import RetryPolicy
+from couchids.core.revisions import delete_revision, live_leaves
+from couchids.errors import WriteResult
 
 __all__ = ["ALLOC_FIELD", "Claim"]
 

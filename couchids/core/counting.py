@@ -38,26 +38,12 @@ from datetime import datetime, timedelta
 from typing import Any, Final, Literal
 
 from couchids.core.alltypes import types_present
+from couchids.core.answers import KeySpan, answer_error, describe, expect_object, expect_rows
+from couchids.core.asking import ask
+from couchids.core.effects import END, Program, Puller, Request, Start, Wait, path, post_json
+from couchids.core.facts import FactsCache, database_facts
 from couchids.core.keys import KeyRange, reaches_other_ids, window_keys
-from couchids.core.protocol import (
-    END,
-    FactsCache,
-    KeySpan,
-    Program,
-    Puller,
-    Request,
-    RetryPolicy,
-    Start,
-    Wait,
-    answer_error,
-    ask,
-    database_facts,
-    describe,
-    expect_object,
-    expect_rows,
-    path,
-    post_json,
-)
+from couchids.core.policy import RetryPolicy
 from couchids.core.scan import PROBE_ROWS, check_flag, check_one_form
 from couchids.core.windows import scan_pages
 from couchids.errors import InvalidArgumentError, InvalidTimeError

@@ -27,29 +27,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from couchids.core.answers import answer_error, check_listing, describe, expect_object
+from couchids.core.asking import MISSING, ask
 from couchids.core.counting import server_kind
+from couchids.core.effects import END, Program, Puller, Request, Start, Wait, path, post_json
+from couchids.core.facts import FactsCache, database_facts
 from couchids.core.keys import KeyRange, in_window, window_keys
-from couchids.core.protocol import (
-    END,
-    MISSING,
-    FactsCache,
-    Program,
-    Puller,
-    Request,
-    RetryPolicy,
-    Start,
-    Wait,
-    answer_error,
-    ask,
-    check_listing,
-    database_facts,
-    delete_revision,
-    describe,
-    expect_object,
-    live_leaves,
-    path,
-    post_json,
-)
+from couchids.core.policy import RetryPolicy
+from couchids.core.revisions import delete_revision, live_leaves
 from couchids.core.scan import (
     Checkpoint,
     check_checkpoint,
@@ -475,7 +460,7 @@ def _result_rows(
 ) -> list[dict[str, Any]]:
     """``rows`` if it is a list of objects, each with a string ``name`` (``id``; the ``key``
     of an ``_all_docs`` answer for keys, whose rows for missing ids have no ``id``), one of
-    the ids ``asked`` about, none twice (:func:`~couchids.core.protocol.check_listing`)."""
+    the ids ``asked`` about, none twice (:func:`~couchids.core.answers.check_listing`)."""
     if not isinstance(rows, list) or not all(
         isinstance(row, dict) and isinstance(row.get(name), str) for row in rows
     ):

@@ -13,16 +13,11 @@ from collections import Counter
 from typing import Any, Final, Literal
 
 from couchids.core import alltypes
+from couchids.core.answers import KeySpan, expect_rows
+from couchids.core.asking import ask
+from couchids.core.effects import Program, path, post_json
 from couchids.core.keys import type_step, window_keys
-from couchids.core.protocol import (
-    KeySpan,
-    Program,
-    RetryPolicy,
-    ask,
-    expect_rows,
-    path,
-    post_json,
-)
+from couchids.core.policy import RetryPolicy
 from couchids.core.scan import read_policy
 from couchids.errors import InvalidArgumentError, InvalidIdError
 from couchids.idforms.constants import SEPARATORS, TYPE_SEPARATOR

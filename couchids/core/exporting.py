@@ -16,25 +16,15 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TextIO
 
+from couchids.core.answers import answer_error, describe
+from couchids.core.asking import ask
 from couchids.core.document import valid_unicode
+from couchids.core.effects import END, Emit, Program, Puller, path, post_json
 from couchids.core.expiry import ExpireReport, delete_revisions
+from couchids.core.facts import FactsCache, database_facts
 from couchids.core.keys import check_time_form, in_window
-from couchids.core.protocol import (
-    END,
-    Emit,
-    FactsCache,
-    Program,
-    Puller,
-    RetryPolicy,
-    answer_error,
-    ask,
-    database_facts,
-    describe,
-    live_leaves,
-    path,
-    post_json,
-    winner,
-)
+from couchids.core.policy import RetryPolicy
+from couchids.core.revisions import live_leaves, winner
 from couchids.core.scan import (
     Checkpoint,
     check_checkpoint,

@@ -32,21 +32,12 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Final
 
+from couchids.core.answers import answer_error, check_listing, describe, expect_object
+from couchids.core.asking import ask
+from couchids.core.effects import Emit, Program, Request, path
+from couchids.core.facts import FactsCache, database_facts
 from couchids.core.keys import window_keys
-from couchids.core.protocol import (
-    Emit,
-    FactsCache,
-    Program,
-    Request,
-    RetryPolicy,
-    answer_error,
-    ask,
-    check_listing,
-    database_facts,
-    describe,
-    expect_object,
-    path,
-)
+from couchids.core.policy import RetryPolicy
 from couchids.core.scan import Checkpoint, check_checkpoint, check_flag, check_size, read_policy
 from couchids.errors import InvalidArgumentError
 from couchids.idforms.forms import IdForm

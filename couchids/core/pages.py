@@ -1,8 +1,8 @@
 """Reading ``_all_docs`` pages fast: raw bytes, a fast decoder, and time slices in parallel.
 
-Pure: the programs here (see :mod:`couchids.core.protocol`) say which pages to ask for and
+Pure: the programs here (see :mod:`couchids.core.effects`) say which pages to ask for and
 what to hand out; a driver sends the requests. A page's answer is read as bytes and decoded
-by ``orjson`` (:func:`couchids.core.protocol.loads`, exact for integers beyond 64 bits
+by ``orjson`` (:func:`couchids.core.exactjson.loads`, exact for integers beyond 64 bits
 too), never by the SDK's own decoding. Pages stay small, so the garbage collector, which
 walks every live object, never sees a whole window at once: decoding 50,000 rows as 25
 pages costs a third of decoding them in one piece.
@@ -21,23 +21,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from couchids.core.answers import KeySpan, answer_error, describe, expect_rows
+from couchids.core.asking import ask
 from couchids.core.defaults import DEFAULT_PARALLEL, REMOTE_PARALLEL
+from couchids.core.effects import Emit, Program, Start, Wait, path, post_json
+from couchids.core.exactjson import loads
 from couchids.core.keys import window_keys
-from couchids.core.protocol import (
-    Emit,
-    KeySpan,
-    Program,
-    RetryPolicy,
-    Start,
-    Wait,
-    answer_error,
-    ask,
-    describe,
-    expect_rows,
-    loads,
-    path,
-    post_json,
-)
+from couchids.core.policy import RetryPolicy
 from couchids.errors import InvalidIdError
 from couchids.idforms.forms import IdForm
 
@@ -117,12 +107,12 @@ def rows_of(
     """The rows of an ``_all_docs`` answer, checked: each a dict with a string ``id`` (and a
     dict ``doc`` when documents were asked for, or ``null`` for a document deleted as it was
     read, which the row's ``value`` then says), and, with ``span``, in its key order and
-    inside it (:func:`~couchids.core.protocol.check_span`).
+    inside it (:func:`~couchids.core.answers.check_span`).
 
     Raises:
         ServerError: the body is not JSON, or not of that shape.
 
-    >>> from couchids.core.protocol import RetryPolicy
+    >>> from couchids.core.policy import RetryPolicy
     >>> policy = RetryPolicy.checked(0, 0)
     >>> rows_of(b'{"rows": [{"id": "a", "key": "a", "value": {}}]}', "db", False, policy)
     [{'id': 'a', 'key': 'a', 'value': {}}]

@@ -17,15 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any, Final, TextIO
 
 from couchids.core.document import valid_unicode
+from couchids.core.effects import END, Program, Puller
+from couchids.core.facts import FactsCache, database_facts
 from couchids.core.keys import KeyRange
-from couchids.core.protocol import (
-    END,
-    FactsCache,
-    Program,
-    Puller,
-    RetryPolicy,
-    database_facts,
-)
+from couchids.core.policy import RetryPolicy
 from couchids.core.scan import Checkpoint, check_checkpoint, check_size, range_pages
 from couchids.core.series import create_database
 from couchids.core.writes import bulk
@@ -34,13 +29,13 @@ from couchids.errors import (
     DatabaseNotFoundError,
     InvalidArgumentError,
     InvalidIdError,
+    WriteResult,
 )
 from couchids.idforms.couchid import UTC_RANDOM
 from couchids.idforms.doctypes import type_prefix
 from couchids.idforms.forms import KUUID, IdForm
 from couchids.idforms.keyed import keyed_id
 from couchids.idforms.times import to_ms
-from couchids.results import WriteResult
 
 __all__ = ["DEFAULT_REKEY_BATCH", "RekeyReport", "derived_id", "rekey"]
 

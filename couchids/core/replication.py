@@ -56,7 +56,7 @@ CouchDB-session credentials, go into the endpoint's ``auth`` object
 IAM on Cloudant goes as ``{"auth": {"iam": {"api_key": ...}}}``. An :class:`Endpoint`'s repr
 and every message show the URL alone.
 
-Pure: no I/O; the drivers send what these programs ask (:mod:`couchids.core.protocol`).
+Pure: no I/O; the drivers send what these programs ask (:mod:`couchids.core.effects`).
 """
 
 from __future__ import annotations
@@ -68,26 +68,17 @@ from typing import Any, Final, Literal
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from couchids.core.alltypes import types_present
+from couchids.core.answers import check_listing, expect_object
+from couchids.core.asking import CONFLICT, MISSING, ask
 from couchids.core.counting import server_kind
+from couchids.core.defaults import DEFAULT_TIMEOUT
+from couchids.core.effects import Program, Request, Sleep, path
+from couchids.core.exactjson import dumps
+from couchids.core.facts import FactsCache, database_facts
 from couchids.core.keys import check_time_form, window_keys
-from couchids.core.protocol import (
-    CONFLICT,
-    DEFAULT_TIMEOUT,
-    MISSING,
-    FactsCache,
-    Program,
-    Request,
-    RetryPolicy,
-    ask,
-    check_db,
-    check_listing,
-    database_facts,
-    dumps,
-    expect_object,
-    live_leaves,
-    path,
-    winner,
-)
+from couchids.core.names import check_db
+from couchids.core.policy import RetryPolicy
+from couchids.core.revisions import live_leaves, winner
 from couchids.core.urls import parse_url
 from couchids.errors import (
     InvalidArgumentError,
@@ -796,7 +787,7 @@ def _doc_status(known: FactsCache, doc_id: str, policy: RetryPolicy) -> Program[
     the document is gone and ``initializing`` while the scheduler has not seen it yet.
 
     Whether the document lives is read from every copy
-    (:func:`~couchids.core.protocol.live_leaves`): on a cluster a plain read may still
+    (:func:`~couchids.core.revisions.live_leaves`): on a cluster a plain read may still
     answer a revision from before the deletion."""
     docs = path("_scheduler", "docs", REPLICATOR_DB, doc_id)
     reply = yield from ask(Request("GET", docs), policy, REPLICATOR_DB, expect=(MISSING,))
@@ -1018,7 +1009,7 @@ def wait(
         left = policy.remaining()
         # A pause that runs to the deadline leaves no time for another poll: this was the last.
         last = left is not None and left <= pause
-        yield policy.pause(pause)
+        yield Sleep.within(policy, pause)
         if last:
             if now.state in TROUBLED:
                 reason = now.error or "no reason given"
@@ -1042,7 +1033,7 @@ def cancel(known: FactsCache, doc_ids: Sequence[str], policy: RetryPolicy) -> Pr
     document ever had is (``ReplicationFailed``, status 404).
 
     Every live revision is deleted, read from every copy
-    (:func:`~couchids.core.protocol.live_leaves`): on a cluster the replicator may record a
+    (:func:`~couchids.core.revisions.live_leaves`): on a cluster the replicator may record a
     one-shot replication's end in its document while the deletion reaches other copies, and
     the two revisions then conflict; the live one would win and bring the document back.
 

@@ -5,7 +5,7 @@ the primary index and must be able to stop and continue: each page starts at the
 the one before (CouchDB's ``startkey`` is inclusive, so that row comes back and is dropped),
 and a caller that remembers the last id it finished continues from there with ``after``.
 Rows come back unfiltered: what counts as a wanted id is the caller's choice. Pure: the
-reading is a program (see :mod:`couchids.core.protocol`).
+reading is a program (see :mod:`couchids.core.effects`).
 
 A loose form (``utc_random``, whose every string of 32 hex digits reads as some time) cannot
 tell its ids from CouchDB's ``random`` ids by looking at them; :func:`check_one_form` refuses a
@@ -19,22 +19,13 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any, Final
 
+from couchids.core.answers import KeySpan, expect_rows
+from couchids.core.asking import ask
 from couchids.core.document import valid_unicode
+from couchids.core.effects import END, Emit, Program, Puller, path, post_json
+from couchids.core.facts import FactsCache, database_facts
 from couchids.core.keys import KeyRange, beyond_keys, resume_point
-from couchids.core.protocol import (
-    END,
-    Emit,
-    FactsCache,
-    KeySpan,
-    Program,
-    Puller,
-    RetryPolicy,
-    ask,
-    database_facts,
-    expect_rows,
-    path,
-    post_json,
-)
+from couchids.core.policy import RetryPolicy
 from couchids.core.windows import DEFAULT_PAGE_SIZE, PARTITION_QUERY_LIMIT, partition_of
 from couchids.errors import InvalidArgumentError
 from couchids.idforms.forms import IdForm
@@ -193,7 +184,7 @@ def range_pages(
     index, whatever the ids' characters. The database's existence is checked first, so an
     empty range is never a missing database. Each request may take ``policy``'s timeout, and
     each answer is checked: its rows inside the keys asked for, in order, each page after
-    the one before (:func:`~couchids.core.protocol.check_span`).
+    the one before (:func:`~couchids.core.answers.check_span`).
 
     Raises:
         InvalidArgumentError: ``after`` is not an id of the walk.

@@ -24,7 +24,7 @@ The block documents are the sequence's state: deleting one lets its numbers be h
 again. Each is a few dozen bytes; they sort together under ``couchids-seq:``, away from typed
 ids, and on a partitioned database they make the partition ``couchids-seq``.
 
-Pure: a block's claim is a program (see :mod:`couchids.core.protocol`); the
+Pure: a block's claim is a program (see :mod:`couchids.core.effects`); the
 :class:`couchids.Sequence` and :class:`couchids.aio.AsyncSequence` objects hand out its numbers.
 """
 
@@ -33,20 +33,13 @@ from __future__ import annotations
 import random
 from typing import Final
 
+from couchids.core.answers import KeySpan, answer_error, expect_rows
+from couchids.core.asking import ask
 from couchids.core.claim import Claim
-from couchids.core.protocol import (
-    MAX_BACKOFF,
-    FactsCache,
-    KeySpan,
-    Program,
-    RetryPolicy,
-    answer_error,
-    ask,
-    expect_rows,
-    live_leaves,
-    path,
-    post_json,
-)
+from couchids.core.effects import Program, Sleep, path, post_json
+from couchids.core.facts import FactsCache
+from couchids.core.policy import MAX_BACKOFF, RetryPolicy
+from couchids.core.revisions import live_leaves
 from couchids.errors import AllocationFailed, InvalidArgumentError
 from couchids.idforms.seq import SeqForm
 
@@ -120,7 +113,7 @@ def claim_block(
         # one just met. A random wait, doubling with each loss, spreads out writers that
         # keep meeting (as Ethernet does after a collision).
         # Past the deadline the next request ends with ServerTimeoutError.
-        yield policy.pause(random.uniform(0, min(MAX_BACKOFF, policy.backoff * 2**attempt)))
+        yield Sleep.within(policy, random.uniform(0, min(MAX_BACKOFF, policy.backoff * 2**attempt)))
         highest = yield from _after_highest(known, db, name, policy)
         start = max(highest, (yield from _end_of(known, db, name, start, policy)) or start)
     raise AllocationFailed(

@@ -38,29 +38,16 @@ from typing import Any, Final, TextIO, TypeVar
 
 from couchids.core import counting, expiry, exporting, windows
 from couchids.core.alltypes import types_present
+from couchids.core.answers import answer_error, check_listing, describe
+from couchids.core.asking import MISSING, ask
 from couchids.core.counting import Bucket, bucket_edges, parse_every
 from couchids.core.document import check_new
+from couchids.core.effects import END, Emit, Program, Puller, Request, Start, Wait, path
 from couchids.core.expiry import ExpireReport
 from couchids.core.exporting import Format
+from couchids.core.facts import FactsCache, database_facts
 from couchids.core.periods import MAX_AHEAD, Period, SeriesLayout, period_of
-from couchids.core.protocol import (
-    END,
-    MISSING,
-    Emit,
-    FactsCache,
-    Program,
-    Puller,
-    Request,
-    RetryPolicy,
-    Start,
-    Wait,
-    answer_error,
-    ask,
-    check_listing,
-    database_facts,
-    describe,
-    path,
-)
+from couchids.core.policy import RetryPolicy
 from couchids.core.scan import Checkpoint, check_one_form, read_policy
 from couchids.core.short import short_day, short_id_pages, short_ranges
 from couchids.core.windows import check_count
@@ -74,10 +61,10 @@ from couchids.errors import (
     InvalidTimeError,
     InvalidTypeError,
     ServerError,
+    WriteResult,
 )
 from couchids.idforms.doctypes import AllTypes, scope_prefix
 from couchids.idforms.times import TimeLike, to_datetime, to_ms
-from couchids.results import WriteResult
 
 __all__ = [
     "CAPACITY_PATH",
@@ -150,7 +137,7 @@ def list_databases(
     kind of period of the same prefix is never taken for this series.
 
     The answer is checked for what the server promises
-    (:func:`~couchids.core.protocol.check_listing`): each name once; and from Apache CouchDB
+    (:func:`~couchids.core.answers.check_listing`): each name once; and from Apache CouchDB
     and Cloudant, the names in byte order and inside the keys. PouchDB Server lists its
     databases in no order and ignores the keys; which server answered is asked (one
     ``GET /``, once per client) only when an answer is not sorted inside the keys.

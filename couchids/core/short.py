@@ -14,7 +14,7 @@ the century nearest a time (a series reads it near its database's period), and
 ``short_ranges`` and ``short_id_pages`` find the short ids of the days before a time, for a
 series' expiry.
 
-Pure: the allocation is a program (see :mod:`couchids.core.protocol`);
+Pure: the allocation is a program (see :mod:`couchids.core.effects`);
 :meth:`couchids.Database.create_short` and :meth:`couchids.aio.AsyncDatabase.create_short` run it.
 """
 
@@ -27,25 +27,18 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import date, timedelta
 from typing import Any, Final, Protocol, runtime_checkable
 
+from couchids.core.answers import KeySpan, expect_rows
+from couchids.core.asking import ask
 from couchids.core.claim import ALLOC_FIELD, Claim
 from couchids.core.document import check_new
-from couchids.core.protocol import (
-    Emit,
-    FactsCache,
-    KeySpan,
-    Program,
-    RetryPolicy,
-    ask,
-    check_keys,
-    expect_rows,
-    path,
-    post_json,
-)
+from couchids.core.effects import Emit, Program, path, post_json
+from couchids.core.exactjson import check_keys
+from couchids.core.facts import FactsCache
+from couchids.core.policy import RetryPolicy
 from couchids.core.writes import written
-from couchids.errors import AllocationFailed, InvalidArgumentError, ServerError
+from couchids.errors import AllocationFailed, InvalidArgumentError, ServerError, WriteResult
 from couchids.idforms.constants import SHORT_ID_ALPHABET, SHORT_ID_DATE_FORMAT
 from couchids.idforms.times import EPOCH, TimeLike, to_datetime, to_ms
-from couchids.results import WriteResult
 
 __all__ = [
     "ALLOC_FIELD",
@@ -302,7 +295,7 @@ def short_id_pages(
     ids, which start with digits too) is jumped over in one request
     (:func:`next_short_key`), never read. Each request may take ``policy``'s timeout, and each
     answer is checked as every ``_all_docs`` answer is
-    (:func:`~couchids.core.protocol.expect_rows`).
+    (:func:`~couchids.core.answers.expect_rows`).
 
     Raises:
         ServerError: (and subclasses, ``DatabaseNotFoundError`` for a missing database) a

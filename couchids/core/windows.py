@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from typing import Any, Final, NamedTuple
 
 from couchids.core.alltypes import each_type, merge_by_time, types_present
+from couchids.core.effects import END, Emit, Program, Puller
+from couchids.core.facts import FactsCache, database_facts
 from couchids.core.keys import KeyRange, check_time_form, resume_point, window_keys
 from couchids.core.pages import (
     DEFAULT_PARALLEL,
@@ -30,15 +32,7 @@ from couchids.core.pages import (
     keyset,
     sliced_pages,
 )
-from couchids.core.protocol import (
-    END,
-    Emit,
-    FactsCache,
-    Program,
-    Puller,
-    RetryPolicy,
-    database_facts,
-)
+from couchids.core.policy import RetryPolicy
 from couchids.errors import InvalidArgumentError, InvalidTimeError
 from couchids.idforms.constants import TYPE_SEPARATOR
 from couchids.idforms.doctypes import ALL_TYPES, AllTypes
@@ -112,7 +106,7 @@ def window(
     """The window of :meth:`couchids.Database.window` (see there): its ``pages()`` are the
     program emitting the pages of the answer (:class:`WindowRead`).
 
-    ``known`` is the driver's cache of :class:`~couchids.core.protocol.DatabaseFacts`.
+    ``known`` is the driver's cache of :class:`~couchids.core.facts.DatabaseFacts`.
     The arguments are checked now, before anything is sent.
     """
     policy = RetryPolicy.checked(0, 0, timeout, "window")

@@ -25,31 +25,15 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from couchids.core.answers import answer_error, check_listing, describe, expect_object, revision
+from couchids.core.asking import CONFLICT, Attempts, ask
 from couchids.core.content import same_content
 from couchids.core.document import check_new
-from couchids.core.protocol import (
-    CONFLICT,
-    Attempts,
-    Emit,
-    FactsCache,
-    Program,
-    Request,
-    RetryPolicy,
-    Start,
-    Wait,
-    answer_error,
-    ask,
-    check_keys,
-    check_listing,
-    delete_revision,
-    describe,
-    expect_object,
-    live_leaves,
-    path,
-    post_json,
-    revision,
-    winner,
-)
+from couchids.core.effects import Emit, Program, Request, Sleep, Start, Wait, path, post_json
+from couchids.core.exactjson import check_keys
+from couchids.core.facts import FactsCache
+from couchids.core.policy import RetryPolicy
+from couchids.core.revisions import delete_revision, live_leaves, winner
 from couchids.errors import (
     BulkWriteError,
     ConflictError,
@@ -59,13 +43,13 @@ from couchids.errors import (
     RateLimitedError,
     ServerError,
     UnauthorizedError,
+    WriteResult,
 )
 from couchids.idforms.decode import split_type
 from couchids.idforms.doctypes import type_prefix
 from couchids.idforms.forms import IdForm
 from couchids.idforms.keyed import keyed_id
 from couchids.idforms.times import TimeLike, to_ms
-from couchids.results import WriteResult
 
 __all__ = [
     "DEFAULT_BATCH_BYTES",
@@ -574,7 +558,7 @@ class _Batch:
             if not pending:
                 return
             if limited:
-                yield self.policy.pause(self.policy.delay(None, attempt))
+                yield Sleep.within(self.policy, self.policy.delay(None, attempt))
             pending.sort()
             encoded = self._body(pending)
         for index in pending:

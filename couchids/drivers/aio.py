@@ -54,10 +54,8 @@ except ModuleNotFoundError as missing:  # httpx, or a module it needs
         name=missing.name,
     ) from missing
 
-from couchids.core.pages import handed_on
-from couchids.core.protocol import (
+from couchids.core.effects import (
     Emit,
-    FactsCache,
     Lost,
     Program,
     Response,
@@ -67,6 +65,8 @@ from couchids.core.protocol import (
     Wait,
     request_headers,
 )
+from couchids.core.facts import FactsCache
+from couchids.core.pages import handed_on
 from couchids.core.windows import check_count
 from couchids.drivers import log
 from couchids.drivers.blocking import FAILURES, failure_kind, sanitized, server_error

@@ -1,6 +1,6 @@
 """The blocking driver: every request couchids sends through an ``ibmcloudant`` client goes here.
 
-Operations are programs of :mod:`couchids.core.protocol` (pure: which request next, and what an
+Operations are programs of :mod:`couchids.core.effects` (pure: which request next, and what an
 answer means); :func:`run` and :func:`stream` carry out their effects with the caller's
 ``CloudantV1`` client, so authentication, the client's own retries (``enable_retries()`` or
 ``CLOUDANT_ENABLE_RETRIES``) and timeouts are the client's. Concurrent sub-programs run on
@@ -40,25 +40,23 @@ from requests.utils import prepend_scheme_if_needed, select_proxy
 from urllib3.connection import HTTPSConnection
 from urllib3.exceptions import ConnectTimeoutError, MaxRetryError, NewConnectionError, ResponseError
 
-from couchids.core import protocol
-from couchids.core.pages import handed_on
-from couchids.core.protocol import (
-    QUOTE_LEN,
-    TRANSIENT_STATUSES,
-    DatabaseFacts,
+from couchids.core import answers, facts
+from couchids.core.answers import QUOTE_LEN, current_request
+from couchids.core.asking import TRANSIENT_STATUSES
+from couchids.core.effects import (
     Emit,
-    FactsCache,
     Lost,
     Program,
     Response,
-    RetryPolicy,
     Send,
     Sleep,
     Start,
     Wait,
-    current_request,
     request_headers,
 )
+from couchids.core.facts import DatabaseFacts, FactsCache
+from couchids.core.pages import handed_on
+from couchids.core.policy import RetryPolicy
 from couchids.drivers import log
 from couchids.drivers.config import mask_sdk_logs, scrub
 from couchids.drivers.credentials import LoginRefused, answer_hint, check_logins
@@ -150,8 +148,8 @@ def check_client(client: object) -> CloudantV1:
 def describe(body: Any) -> str:
     """A short account of an answer's body (a ``requests.Response`` too) for a message."""
     if isinstance(body, requests.Response):
-        return protocol.describe(response_of(body))
-    return protocol.describe(body)
+        return answers.describe(response_of(body))
+    return answers.describe(body)
 
 
 def _sent(exc: BaseException | None) -> str:
@@ -206,7 +204,7 @@ def server_error(exc: BaseException, db: str, policy: RetryPolicy | None = None)
     if isinstance(exc, ApiException) and exc.http_response is not None:
         # A login's own answer (a refused one is a LoginRefused): its status, its words.
         answer = response_of(exc.http_response)
-        return protocol.status_error(answer, policy or RetryPolicy(0, 0), db, sent)
+        return answers.status_error(answer, policy or RetryPolicy(0, 0), db, sent)
     if status == 429:
         return RateLimitedError(
             f"{head}: rate limited (HTTP 429) after the client's retries; enable or "
@@ -774,9 +772,9 @@ def after(client: CloudantV1, begin: Program[None], then: Program[Any]) -> Itera
 
 
 def database_facts(client: CloudantV1, db: str, policy: RetryPolicy | None = None) -> DatabaseFacts:
-    """:func:`couchids.core.protocol.database_facts` through ``client``."""
+    """:func:`couchids.core.facts.database_facts` through ``client``."""
     policy = policy or RetryPolicy.checked(0, 0)
-    return run(client, protocol.database_facts(known_facts(client), db, policy))
+    return run(client, facts.database_facts(known_facts(client), db, policy))
 
 
 def _drive(client: CloudantV1, program: Program[T]) -> Generator[Any, None, T]:
@@ -921,7 +919,7 @@ READ_CHUNK: Final = 1 << 20
 def response_of(
     raw: requests.Response, *, hint: str = "", cause: BaseException | None = None
 ) -> Response:
-    """A ``requests`` answer as a :class:`~couchids.core.protocol.Response` (its body read, in
+    """A ``requests`` answer as a :class:`~couchids.core.effects.Response` (its body read, in
     chunks of :data:`READ_CHUNK`, unless read already)."""
     return Response(
         raw.status_code,

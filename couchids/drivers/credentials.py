@@ -32,7 +32,7 @@ from ibmcloudant import CouchDbSessionAuthenticator
 from ibmcloudant.cloudant_v1 import CloudantV1
 from ibmcloudant.couchdb_session_token_manager import CouchDbSessionTokenManager
 
-from couchids.core.protocol import QUOTE_LEN
+from couchids.core.answers import QUOTE_LEN
 from couchids.core.urls import ParsedUrl, parse_url
 from couchids.errors import InvalidArgumentError
 

@@ -27,7 +27,7 @@ import logging
 from collections.abc import Iterator
 from typing import Final, TextIO
 
-from couchids.core.protocol import Send
+from couchids.core.effects import Send
 
 __all__ = ["LOGGER", "REQUESTS", "CompactFormatter", "retrying", "sent", "shown"]
 

@@ -1,0 +1,170 @@
+"""The time an operation may take: how often and after how long a request whose answer was
+lost is sent again (:class:`RetryPolicy`), and one deadline for a public call that runs others
+(:func:`one_deadline`)."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import random
+import time
+from collections.abc import Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass, field, replace
+from typing import Final
+
+from couchids.core.defaults import MAX_TIMEOUT
+from couchids.errors import InvalidArgumentError
+
+#: Seconds before the first retry; each later retry waits twice as long (with jitter).
+DEFAULT_BACKOFF: Final = 0.05
+#: Retries after a lost answer, on top of the first attempt.
+DEFAULT_RETRIES: Final = 4
+#: The longest wait between two attempts, whatever the backoff.
+MAX_BACKOFF: Final = 2.0
+#: The longest ``Retry-After`` (seconds) a 429 answer is obeyed for.
+MAX_RETRY_AFTER: Final = 30.0
+
+#: The deadline (a ``time.monotonic()``) of the public call under way in this thread or task,
+#: when it runs other public calls (see :func:`one_deadline`).
+_enclosing: ContextVar[float | None] = ContextVar("couchids_enclosing_deadline", default=None)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often, and after how long, a request whose answer was lost is sent again, and how
+    long the whole operation may take.
+
+    One policy is made per public call, when it is called, and carries the call's deadline
+    through every request, retry and pause of it: the drivers bound each request by the time
+    left (:meth:`remaining`), :func:`~couchids.core.asking.ask` sends a request again only
+    while the backoff fits before the deadline, and a program pauses (a poll's interval, a
+    backoff) with :meth:`Sleep.within <couchids.core.effects.Sleep.within>`, never past it.
+    Nothing inside a call starts a clock of its own, except a stream whose ``timeout`` bounds
+    each of its requests (:meth:`renewed`).
+
+    Attributes:
+        retries, backoff: see :meth:`checked`.
+        timeout: the seconds the operation may take, or ``None`` for no limit.
+        operation: the public operation's name, for messages (``"create"``).
+        deadline: the ``time.monotonic()`` by which it must end.
+    """
+
+    retries: int
+    backoff: float
+    timeout: float | None = None
+    operation: str = "request"
+    deadline: float | None = field(default=None, compare=False)
+
+    @classmethod
+    def checked(
+        cls,
+        retries: int,
+        backoff: float,
+        timeout: float | None = None,
+        operation: str = "request",
+    ) -> RetryPolicy:
+        """The policy for the public arguments ``retries``, ``backoff`` and ``timeout``, checked;
+        the clock starts now (inside ``one_deadline``, it ends by that deadline at the
+        latest)."""
+        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+            raise InvalidArgumentError(f"retries={retries!r}: must be an int >= 0")
+        if (
+            isinstance(backoff, bool)
+            or not isinstance(backoff, int | float)
+            or not 0 <= backoff <= MAX_BACKOFF
+        ):
+            raise InvalidArgumentError(
+                f"backoff={backoff!r}: must be a number of seconds from 0 to {MAX_BACKOFF:g}"
+            )
+        if timeout is not None and (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, int | float)
+            or not math.isfinite(timeout)
+            or not 0 < timeout <= MAX_TIMEOUT
+        ):
+            raise InvalidArgumentError(
+                f"timeout={timeout!r}: must be None or a number of seconds above 0 and at "
+                f"most {MAX_TIMEOUT:g}"
+            )
+        seconds = None if timeout is None else float(timeout)
+        policy = cls(retries, float(backoff), seconds, operation).renewed()
+        return replace(policy, deadline=_sooner(policy.deadline, _enclosing.get()))
+
+    @classmethod
+    def within(cls, timeout: float | None, operation: str) -> RetryPolicy:
+        """The policy of a call whose only limit is the caller's ``timeout`` (checked as
+        :meth:`checked` checks it; the clock starts now): a lost answer is sent again
+        ``DEFAULT_RETRIES`` times after ``DEFAULT_BACKOFF`` seconds, doubling, never past the
+        deadline.
+
+        >>> policy = RetryPolicy.within(4, "status")
+        >>> policy.retries, policy.timeout, 3.9 < policy.remaining() <= 4
+        (4, 4.0, True)
+        """
+        return cls.checked(DEFAULT_RETRIES, DEFAULT_BACKOFF, timeout, operation)
+
+    def renewed(self) -> RetryPolicy:
+        """The same policy with its clock started now: for each page or batch of a stream
+        whose ``timeout`` bounds each request, never inside a call that has one deadline."""
+        deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        return replace(self, deadline=deadline)
+
+    def each_step(self, seconds: float) -> RetryPolicy:
+        """The policy of one step of a call that may run without a deadline (a poll of a
+        wait): the call's own when it has a deadline, which bounds every step; without one,
+        ``seconds`` from now, so that a step whose request gets no answer still ends.
+
+        >>> RetryPolicy.within(None, "wait").each_step(60).timeout
+        60.0
+        >>> RetryPolicy.within(5, "wait").each_step(60).timeout
+        5.0
+        """
+        if self.deadline is not None:
+            return self
+        return replace(self, timeout=float(seconds)).renewed()
+
+    def remaining(self) -> float | None:
+        """Seconds left before the deadline (``None``: no deadline)."""
+        return None if self.deadline is None else self.deadline - time.monotonic()
+
+    def expired(self) -> bool:
+        """Whether the deadline has passed."""
+        left = self.remaining()
+        return left is not None and left <= 0
+
+    def delay(self, retry_after: str | None, attempt: int) -> float:
+        """Seconds to wait before retry number ``attempt + 1``; ``retry_after`` is a 429's
+        ``Retry-After`` header, obeyed up to ``MAX_RETRY_AFTER`` when it is seconds."""
+        try:
+            after = max(0.0, float(retry_after)) if retry_after is not None else None
+        except ValueError:
+            after = None  # an HTTP date instead of seconds: fall back to the backoff
+        if after is not None:
+            return min(after, MAX_RETRY_AFTER)
+        # Jitter spreads out writers that lost their answers at the same moment.
+        return min(MAX_BACKOFF, self.backoff * 2.0**attempt) * random.uniform(0.5, 1.0)
+
+
+def _sooner(a: float | None, b: float | None) -> float | None:
+    """The sooner of two deadlines (``None``: none)."""
+    return b if a is None else a if b is None else min(a, b)
+
+
+@contextlib.contextmanager
+def one_deadline(policy: RetryPolicy) -> Iterator[None]:
+    """Inside, the policies made for public calls (:meth:`RetryPolicy.checked`) end by
+    ``policy``'s deadline at the latest: a public call that runs others (a series' write that
+    creates its period's database and writes again) keeps to its own deadline as a whole.
+    The bound holds in this thread or task only, where the policies of those calls are made.
+
+    >>> outer = RetryPolicy.within(1, "create")
+    >>> with one_deadline(outer):
+    ...     RetryPolicy.within(60, "create").remaining() <= 1
+    True
+    """
+    token = _enclosing.set(_sooner(policy.deadline, _enclosing.get()))
+    try:
+        yield
+    finally:
+        _enclosing.reset(token)
