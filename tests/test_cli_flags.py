@@ -200,3 +200,31 @@ def test_an_offline_subcommand_loads_no_other_subcommand_module() -> None:
         "couchids.cli.main",
         "couchids.cli.options",
     ]
+
+
+@pytest.mark.parametrize(
+    ("argv", "said", "unsaid"),
+    [
+        (["histogram", "db", "--since", "2026-01-01", "--every", "0s"], "--every '0s'", "every="),
+        (
+            ["window", "db", "--since", "2026-02-01", "--until", "2026-01-01"],
+            "pass --since <= --until",
+            "start <= end",
+        ),
+        (["decode", "aH8609vI7eP05X4Gc3QFvw"], "--form", "form="),
+    ],
+    ids=["histogram", "window", "decode"],
+)
+def test_a_hint_of_the_library_names_the_flag(
+    argv: list[str],
+    said: str,
+    unsaid: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Refused before anything is sent: the server's address is never reached.
+    monkeypatch.setenv("CLOUDANT_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("CLOUDANT_AUTH_TYPE", "noauth")
+    assert cli.main(argv) == cli.EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert said in err and unsaid not in err, err

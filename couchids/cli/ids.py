@@ -20,6 +20,7 @@ from couchids.cli.options import (
     add_form_name,
     count_of,
     fail,
+    in_flags,
     json_line,
     named_form,
     parse_time,
@@ -150,7 +151,7 @@ def _decode(args: argparse.Namespace) -> int:
         except InvalidInputError as exc:
             # Report this id and go on: one bad line must not hide the others' answers.
             out.flush()
-            fail(str(exc), EXIT_BAD_INPUT)
+            fail(in_flags(str(exc), vars(args)), EXIT_BAD_INPUT)
             status = EXIT_BAD_INPUT
             continue
         out.write(json_line(_decoded(decoded)) + "\n")

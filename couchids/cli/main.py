@@ -31,6 +31,7 @@ from couchids.cli.options import (
     Parser,
     UsageError,
     fail,
+    in_flags,
     parse_time,
 )
 from couchids.errors import InvalidInputError, ServerError
@@ -58,6 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     user:001eVnWK...
     0
     """
+    options: dict[str, object] = {}  # the command's options, once read: for in_flags
     try:
         try:
             args = _parser(_offline_command(sys.argv[1:] if argv is None else argv)).parse_args(
@@ -65,6 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         except SystemExit as exc:  # --help and --version
             return exc.code if isinstance(exc.code, int) else EXIT_OK
+        options = vars(args)
         command: Callable[[argparse.Namespace], int] = args.run
         if args.verbose:
             from couchids.drivers.log import shown
@@ -79,7 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except _UsageError as exc:
         return fail(str(exc), EXIT_BAD_INPUT)
     except InvalidInputError as exc:
-        return fail(str(exc), EXIT_BAD_INPUT)
+        return fail(in_flags(str(exc), options), EXIT_BAD_INPUT)
     except ServerError as exc:
         from couchids.drivers.blocking import TokenTimeout
         from couchids.drivers.config import safe_url

@@ -351,3 +351,42 @@ def form(args: argparse.Namespace) -> IdForm:
         reverse=args.reverse,
         millisecond=args.ms,
     )
+
+
+#: The library's parameters whose flag has another name.
+_FLAG_OF = {"start": "since", "end": "until", "millisecond": "ms"}
+_PARAMETER = re.compile(r"\b([a-z][a-z_]*)=")
+
+
+def in_flags(message: str, options: dict[str, object]) -> str:
+    """A message of the library said in the command's words: a parameter the command has a
+    flag for (``every=``, ``batch_size=``, ``start <= end``) is named by that flag, so a hint
+    never names what the command has no way to pass.
+
+    >>> in_flags("every='0s': a bucket is at least one millisecond", {"every": "0s"})
+    "--every '0s': a bucket is at least one millisecond"
+    >>> in_flags("the window ends before it starts; pass start <= end", {"since": 1, "until": 0})
+    'the window ends before it starts; pass --since <= --until'
+    >>> in_flags("pass reverse= and millisecond= to say which", {"reverse": None, "ms": None})
+    'pass --reverse and --ms to say which'
+    >>> in_flags("timeout=0: must be > 0", {"db": "shop"})  # no such flag: left as it is
+    'timeout=0: must be > 0'
+    """
+
+    said, at = [], 0
+    for match in _PARAMETER.finditer(message):
+        named = _flag(match.group(1), options)
+        if named is not None:
+            follows = message[match.end() : match.end() + 1]
+            gap = "" if follows in ("", " ", ",", ";", ")") else " "
+            said += [message[at : match.start()], named + gap]
+            at = match.end()
+    text = "".join([*said, message[at:]])
+    start, end = _flag("start", options), _flag("end", options)
+    return text.replace("start <= end", f"{start} <= {end}") if start and end else text
+
+
+def _flag(name: str, options: dict[str, object]) -> str | None:
+    """The flag of the library's parameter ``name`` among ``options``, or ``None``."""
+    dest = _FLAG_OF.get(name, name)
+    return "--" + dest.replace("_", "-") if dest in options else None
