@@ -28,7 +28,8 @@ every partition-scoped request; writes are document writes and ``_bulk_docs``; g
 are ``_all_docs``, ``_bulk_get``, ``_find``, views, search and ``_changes`` outside a partition;
 the rest (``GET /``, ``_all_dbs``, database info, creating and deleting databases, the
 replicator) is not counted. Each request counts one unit of its class (Cloudant counts bulk
-requests as several, by a formula it does not publish), and a refused request counts none.
+requests as several, by a formula it does not publish), and a refused request counts none;
+``proxy.counted`` holds the units admitted, by class.
 Each answer names its class in ``X-Cloudant-Request-Class``, as Cloudant's do.
 
 The databases the cap counts are those made through the proxy and not deleted through it: a
@@ -331,6 +332,8 @@ class CloudantProxy(FaultProxy):
         self.databases: set[str] = set()
         #: The requests refused, by rule name.
         self.refused: collections.Counter[str] = collections.Counter()
+        #: The requests admitted, by request class (one unit each, as the rate limits count).
+        self.counted: collections.Counter[Class] = collections.Counter()
         #: The bearer tokens the token endpoint gave.
         self.tokens: set[str] = set()
         self._windows: dict[Class, _Window] = (
@@ -606,6 +609,9 @@ def _keeping_rules(proxy: CloudantProxy, base: type[Any]) -> type[BaseHTTPReques
                 proxy._record(self.command, self.path, refusal.rule.name)
                 self._json(refusal.rule.status, refusal.body(), kind)
                 return
+            if kind is not None:
+                with proxy._lock:
+                    proxy.counted[kind] += 1
             if segments == ["_session"] and self.command == "POST" and proxy.users is not None:
                 name = _login_form(self.headers.get("Content-Type", ""), plain)[0] or ""
                 proxy._record(self.command, self.path, "session")

@@ -1,0 +1,140 @@
+"""What each operation costs in IBM Cloudant's request classes, measured: each runs once
+through the Cloudant-rules server (tests/cloudantproxy.py, without a rate limit) over a fixed
+data set, and the units it spends of each class are those the table of
+docs/guide/cloudant.md states, so that the table cannot drift from the code.
+
+The data set: ``N`` documents of type ``click``, one a minute from ``T0``. Requests Cloudant
+does not count (``GET /``, database information, ``_all_dbs``, creating a database) are in
+no class. PouchDB Server's ``offset`` is no row count, so ``count`` and ``histogram`` scan the
+window's ids there; the table gives what they cost on CouchDB and Cloudant from their
+docstrings, and this test measures the scan.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+from cloudantproxy import CloudantProxy
+from faultproxy import client_for
+from ibmcloudant.cloudant_v1 import CloudantV1
+
+import couchids
+
+pytestmark = pytest.mark.needs("pouchdb")
+
+Start = Callable[..., CloudantProxy]
+Cost = tuple[int, int, int]  # global queries, reads, writes
+
+#: The data set: N documents of type "click", one a minute from T0.
+N = 100
+T0 = datetime(2024, 5, 1, 23, 0, tzinfo=UTC)  # the data set crosses midnight
+END = T0 + timedelta(minutes=N)
+
+
+def made_at(doc: dict[str, Any]) -> datetime:
+    return T0 + timedelta(minutes=doc["n"])
+
+
+def fill(shop: couchids.Database | couchids.Series) -> None:
+    shop.bulk_create(({"n": i} for i in range(N)), type="click", timestamp=made_at)
+
+
+def expire(shop: couchids.Database) -> None:
+    shop.expire(T0 + timedelta(minutes=N // 2), type="click", dry_run=False)
+
+
+#: Each operation of the table, run on a handle of the filled database (bulk_create on an
+#: empty one), with what it spends: (global queries, reads, writes).
+OPERATIONS: dict[str, tuple[Callable[[couchids.Database], object], Cost]] = {
+    "bulk_create": (fill, (0, 0, 1)),
+    "latest": (lambda shop: shop.latest(10, type="click"), (1, 0, 0)),
+    "window": (lambda shop: list(shop.window(T0, END, type="click")), (1, 0, 0)),
+    "count": (lambda shop: shop.count(T0, END, type="click"), (1, 0, 0)),
+    "histogram": (lambda shop: shop.histogram(T0, END, every="10m", type="click"), (1, 0, 0)),
+    "export": (lambda shop: shop.export(T0, END, io.StringIO(), type="click"), (1, 0, 0)),
+    "bulk_create, batch_size=25": (
+        lambda shop: shop.bulk_create(
+            ({"n": i} for i in range(N)), type="click", timestamp=made_at, batch_size=25
+        ),
+        (0, 0, 4),
+    ),
+    "window, batch_size=25": (
+        lambda shop: list(shop.window(T0, END, type="click", batch_size=25, parallel=1)),
+        (5, 0, 0),
+    ),
+    "expire": (expire, (2, 0, 1)),
+}
+
+
+#: What the series window spends (see its test).
+SERIES_WINDOW: Cost = (2, 0, 0)
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "guide" / "cloudant.md"
+#: A row of the page's table of costs: | `operation` | queries | reads | writes | ...
+ROW = re.compile(r"^\| `([^`]+)` \| (\d+) \| (\d+) \| (\d+) \|", re.MULTILINE)
+
+
+def test_the_page_states_the_measured_costs() -> None:
+    """The table of docs/guide/cloudant.md holds one row per operation measured here, with
+    the units measured."""
+    stated = {m[1]: (int(m[2]), int(m[3]), int(m[4])) for m in ROW.finditer(PAGE.read_text())}
+    measured = {name: cost for name, (_, cost) in OPERATIONS.items()}
+    assert stated == {**measured, "Series.window": SERIES_WINDOW}
+
+
+def spent(proxy: CloudantProxy) -> Cost:
+    return proxy.counted["query"], proxy.counted["read"], proxy.counted["write"]
+
+
+@pytest.mark.parametrize("name", OPERATIONS)
+def test_what_an_operation_spends(
+    name: str, cloudant_proxy: Start, client: CloudantV1, db: str
+) -> None:
+    run, cost = OPERATIONS[name]
+    if name != "bulk_create":
+        fill(couchids.Database(client, db))
+    proxy = cloudant_proxy(plan=None)
+    run(couchids.Database(client_for(proxy.url), db))
+    assert spent(proxy) == cost
+
+
+def test_a_series_window_asks_each_period_it_touches(
+    cloudant_proxy: Start, client: CloudantV1
+) -> None:
+    """A daily series over the data set, which crosses midnight: two databases, one global
+    query each."""
+    prefix = f"costs{uuid.uuid4().hex[:12]}"
+    try:
+        fill(couchids.Series(client, prefix, every="day"))
+        proxy = cloudant_proxy(plan=None)
+        series = couchids.Series(client_for(proxy.url), prefix, every="day")
+        assert len(list(series.window(T0, END, type="click"))) == N
+        assert spent(proxy) == SERIES_WINDOW
+    finally:
+        for name in client.get_all_dbs().get_result():
+            if name.startswith(prefix):
+                client.delete_database(db=name)
+
+
+def test_the_proxy_counts_the_units_it_admits(cloudant_proxy: Start, db: str) -> None:
+    """One unit of a request's class for each request let through; none for a refused one,
+    nor for a request in no class."""
+    proxy = cloudant_proxy(plan="lite", clock=lambda: 1000.0)  # one instant: one window
+    with requests.Session() as http:
+        http.trust_env = False  # loopback only
+        assert http.get(f"{proxy.url}/").ok
+        assert http.get(f"{proxy.url}/{db}").ok
+        assert http.put(f"{proxy.url}/{db}/a", json={}).status_code == 201
+        assert http.get(f"{proxy.url}/{db}/a").ok
+        assert http.get(f"{proxy.url}/{db}/_all_docs").ok
+        assert spent(proxy) == (1, 1, 1)
+        answers = [http.get(f"{proxy.url}/{db}/_all_docs").status_code for _ in range(6)]
+    assert answers == [200] * 4 + [429] * 2  # Lite: 5 global queries a second
+    assert spent(proxy) == (5, 1, 1)
