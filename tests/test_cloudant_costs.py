@@ -7,7 +7,8 @@ The data set: ``N`` documents of type ``click``, one a minute from ``T0``. Reque
 does not count (``GET /``, database information, ``_all_dbs``, creating a database) are in
 no class. PouchDB Server's ``offset`` is no row count, so ``count`` and ``histogram`` scan the
 window's ids there; the table gives what they cost on CouchDB and Cloudant from their
-docstrings, and this test measures the scan.
+docstrings, checked on CouchDB, with the reads a partitioned database's typed queries spend
+instead of global queries.
 """
 
 from __future__ import annotations
@@ -27,8 +28,6 @@ from faultproxy import client_for
 from ibmcloudant.cloudant_v1 import CloudantV1
 
 import couchids
-
-pytestmark = pytest.mark.needs("pouchdb")
 
 Start = Callable[..., CloudantProxy]
 Cost = tuple[int, int, int]  # global queries, reads, writes
@@ -93,6 +92,7 @@ def spent(proxy: CloudantProxy) -> Cost:
     return proxy.counted["query"], proxy.counted["read"], proxy.counted["write"]
 
 
+@pytest.mark.needs("pouchdb")  # count and histogram: the scans the table measures
 @pytest.mark.parametrize("name", OPERATIONS)
 def test_what_an_operation_spends(
     name: str, cloudant_proxy: Start, client: CloudantV1, db: str
@@ -105,6 +105,7 @@ def test_what_an_operation_spends(
     assert spent(proxy) == cost
 
 
+@pytest.mark.needs("pouchdb")
 def test_a_series_window_asks_each_period_it_touches(
     cloudant_proxy: Start, client: CloudantV1
 ) -> None:
@@ -138,3 +139,30 @@ def test_the_proxy_counts_the_units_it_admits(cloudant_proxy: Start, db: str) ->
         answers = [http.get(f"{proxy.url}/{db}/_all_docs").status_code for _ in range(6)]
     assert answers == [200] * 4 + [429] * 2  # Lite: 5 global queries a second
     assert spent(proxy) == (5, 1, 1)
+
+
+@pytest.mark.needs("couchdb")
+def test_on_couchdb_a_count_is_two_queries_and_a_partition_is_read(
+    cloudant_proxy: Start, client: CloudantV1
+) -> None:
+    """What the page says of CouchDB and Cloudant: a count is two ``limit=0`` global
+    queries, and a typed query of a partitioned database reads its partition (reads, no
+    global query)."""
+    names = [f"costs{uuid.uuid4().hex[:12]}", f"costs{uuid.uuid4().hex[:12]}"]
+    client.put_database(db=names[0])
+    client.put_database(db=names[1], partitioned=True)
+    try:
+        for name in names:
+            fill(couchids.Database(client, name))
+        proxy = cloudant_proxy(plan=None)
+        plain = couchids.Database(client_for(proxy.url), names[0])
+        assert plain.count(T0, END, type="click") == N
+        assert spent(proxy) == (2, 0, 0)
+        proxy.counted.clear()
+        partitioned = couchids.Database(client_for(proxy.url), names[1])
+        assert len(list(partitioned.window(T0, END, type="click", parallel=1))) == N
+        assert len(partitioned.latest(10, type="click")) == 10
+        assert spent(proxy) == (0, 2, 0)
+    finally:
+        for name in names:
+            client.delete_database(db=name)
