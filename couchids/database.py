@@ -1181,6 +1181,16 @@ class Database:
         Needs Apache CouchDB 2.0+ or IBM Cloudant: PouchDB Server's replicator ignores a
         selector, so there it raises ``ReplicationFailed`` and starts nothing.
 
+        The replicator signs in with the client's credentials (or those of ``server_url`` or
+        a ``target`` URL), written into the document's endpoints, never into a URL: basic or
+        ``couchdb_session`` clients as ``auth.basic``; an IAM client (``CLOUDANT_AUTH_TYPE=
+        iam``, an ``IAMAuthenticator``) as its API key, in the form the server's replicator
+        reads, by its welcome: ``auth.iam.api_key`` on IBM Cloudant, ``auth.ibm.api_key`` on
+        Apache CouchDB (its ``couch_replicator_auth_ibm`` plugin, CouchDB 3.5.3+, enabled in
+        ``[replicator] auth_plugins``; without it the replication is refused as unauthorized).
+        The ``_replicator`` document holds the secret, as the replicator needs it: whoever
+        may read ``_replicator`` sees it. No message, log record or repr shows it.
+
         Args:
             target: a database name on this server, or the URL of a database anywhere
                 (``https://user:password@host/db``: the user info is sent as the endpoint's

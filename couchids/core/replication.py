@@ -52,9 +52,27 @@ CouchDB 3 wants URLs, not bare names, as the endpoints of a ``_replicator`` docu
 
 **Credentials** never travel in a URL: the user info of a URL, and the client's own basic or
 CouchDB-session credentials, go into the endpoint's ``auth`` object
-(``{"url": ..., "auth": {"basic": {"username": ..., "password": ...}}}``, apache/couchdb#3599);
-IAM on Cloudant goes as ``{"auth": {"iam": {"api_key": ...}}}``. An :class:`Endpoint`'s repr
-and every message show the URL alone.
+(``{"url": ..., "auth": {"basic": {"username": ..., "password": ...}}}``, apache/couchdb#3599).
+A client signed in with IAM (``CLOUDANT_AUTH_TYPE=iam``, an ``IAMAuthenticator``) gives its
+API key to the replicator, which gets its own tokens with it. The ``auth`` object that holds
+it is read by the replicator of the server that runs the replication (the client's), so
+couchids writes the one that server reads, by the welcome it answered
+(``couchids.core.counting.server_kind``):
+
+- IBM Cloudant: ``{"auth": {"iam": {"api_key": ...}}}``, the replication document's
+  ``ReplicationDatabaseAuthIam`` of Cloudant's API reference
+  (https://cloud.ibm.com/apidocs/cloudant, "Create or modify a replication"; its SDKs build it,
+  e.g. ``ReplicationDatabaseAuth(iam=ReplicationDatabaseAuthIam(api_key=...))``).
+- Apache CouchDB: ``{"auth": {"ibm": {"api_key": ...}}}``: CouchDB's IAM plugin
+  (``couch_replicator_auth_ibm``, apache/couchdb ``src/couch_replicator/src/
+  couch_replicator_auth_ibm.erl``, ``extract_api_key/1``) reads ``auth.ibm.api_key`` and
+  nothing under ``iam``; a CouchDB without that plugin (before 3.5.3, or with it not enabled
+  in ``[replicator] auth_plugins``) ignores it, and the replication crashes as unauthorized
+  (:func:`wait` says so).
+
+The ``_replicator`` document must hold the secret for the replicator to use it: whoever may
+read ``_replicator`` sees it, as with basic credentials. An :class:`Endpoint`'s repr and every
+message show the URL alone.
 
 Pure: no I/O; the drivers send what these programs ask (:mod:`couchids.core.effects`).
 """
@@ -70,7 +88,7 @@ from urllib.parse import quote, unquote, urlsplit, urlunsplit
 from couchids.core.alltypes import types_present
 from couchids.core.answers import check_listing, expect_object
 from couchids.core.asking import CONFLICT, MISSING, ask
-from couchids.core.counting import server_kind
+from couchids.core.counting import ServerKind, server_kind
 from couchids.core.defaults import DEFAULT_TIMEOUT
 from couchids.core.effects import Program, Request, Sleep, path
 from couchids.core.exactjson import dumps
@@ -318,10 +336,16 @@ class Credentials:
     username: str = ""
     secret: str = field(default="", repr=False)
 
-    def auth(self) -> dict[str, Any]:
-        """The endpoint's ``auth`` object."""
+    def auth(self, server: ServerKind = "cloudant") -> dict[str, Any]:
+        """The endpoint's ``auth`` object, as the replicator of ``server`` (the server that
+        runs the replication) reads it: an API key under ``iam`` for Cloudant, under ``ibm``
+        for Apache CouchDB's ``couch_replicator_auth_ibm`` (see the module docstring).
+
+        >>> Credentials("iam", secret="KEY").auth("couchdb")
+        {'ibm': {'api_key': 'KEY'}}
+        """
         if self.kind == "iam":
-            return {"iam": {"api_key": self.secret}}
+            return {"ibm" if server == "couchdb" else "iam": {"api_key": self.secret}}
         return {"basic": {"username": self.username, "password": self.secret}}
 
 
@@ -347,11 +371,12 @@ class Endpoint:
         signed = "IAM auth" if who.kind == "iam" else f"basic auth as {who.username!r}"
         return f"Endpoint({self.url!r}, {signed})"
 
-    def body(self) -> dict[str, Any]:
-        """The endpoint as a replication document gives it."""
+    def body(self, server: ServerKind = "cloudant") -> dict[str, Any]:
+        """The endpoint as a replication document on ``server`` gives it
+        (:meth:`Credentials.auth`)."""
         out: dict[str, Any] = {"url": self.url}
         if self.credentials is not None:
-            out["auth"] = self.credentials.auth()
+            out["auth"] = self.credentials.auth(server)
         return out
 
     def same_database(self, other: Endpoint) -> bool:
@@ -593,12 +618,15 @@ class ReplicationPlan:
     create_target: bool
     doc_id: str
 
-    def document(self, types: Sequence[str | None]) -> dict[str, Any]:
-        """The ``_replicator`` document, for these (resolved) types."""
+    def document(
+        self, types: Sequence[str | None], server: ServerKind = "cloudant"
+    ) -> dict[str, Any]:
+        """The ``_replicator`` document, for these (resolved) types, as the replicator of
+        ``server`` reads it (:meth:`Credentials.auth`)."""
         return {
             "_id": self.doc_id,
-            "source": self.source.body(),
-            "target": self.target.body(),
+            "source": self.source.body(server),
+            "target": self.target.body(server),
             "selector": window_selector(types, self.start_ms, self.end_ms, self.form),
             "continuous": self.continuous,
             "create_target": self.create_target,
@@ -687,9 +715,10 @@ def _hide(text: str, secrets: Sequence[str]) -> str:
     return text
 
 
-def check_server(known: FactsCache, policy: RetryPolicy, db: str) -> Program[None]:
+def check_server(known: FactsCache, policy: RetryPolicy, db: str) -> Program[ServerKind]:
     """Refuse a server whose replicator cannot run a time window (PouchDB Server's ignores
-    a ``selector`` and has no ``_scheduler``), before anything is written."""
+    a ``selector`` and has no ``_scheduler``), before anything is written; return which it
+    is (``"couchdb"`` or ``"cloudant"``)."""
     kind = yield from server_kind(known, policy, db)
     if kind not in ("couchdb", "cloudant"):
         what = "PouchDB Server" if kind == "pouchdb" else "this server (not CouchDB or Cloudant)"
@@ -698,6 +727,7 @@ def check_server(known: FactsCache, policy: RetryPolicy, db: str) -> Program[Non
             "ignores a selector and it has no _scheduler to watch a replication; time-window "
             "replication needs Apache CouchDB 2.0+ or IBM Cloudant. Nothing was started."
         )
+    return kind
 
 
 def start(
@@ -718,7 +748,7 @@ def start(
     """
     started: list[str] = []
     for each in plans:
-        yield from check_server(known, policy, each.db)
+        server = yield from check_server(known, policy, each.db)
         yield from database_facts(known, each.db, policy)
         if each.types is ALL_TYPES:
             types: Sequence[str | None] = yield from types_present(
@@ -726,7 +756,7 @@ def start(
             )
         else:
             types = each.types
-        body = dumps(each.document(types))
+        body = dumps(each.document(types, server))
         put = Request("PUT", path(REPLICATOR_DB, each.doc_id), body=body)
         reply = yield from ask(put, policy, REPLICATOR_DB, expect=(MISSING, CONFLICT))
         if reply is MISSING:
