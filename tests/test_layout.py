@@ -107,3 +107,38 @@ def test_the_checks_see_an_import_of_the_network(tmp_path: Path) -> None:
     assert names == {"requests", "couchids.drivers.blocking"}
     assert reaches(names, IO_MODULES) == {"couchids.drivers.blocking"}
     assert reaches(names, tuple(IO_LIBRARIES)) == {"requests"}
+
+
+#: The most lines of code a function of couchids may have, its docstring aside.
+MAX_FUNCTION_LINES = 80
+SOURCES = sorted(PACKAGE.rglob("*.py"))
+
+
+def long_functions(path: Path) -> list[str]:
+    """The functions (methods and nested ones too) of ``path`` over
+    :data:`MAX_FUNCTION_LINES`, with their lengths: from the first statement after the
+    docstring to the end of the last."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body[1:] if ast.get_docstring(node) is not None else node.body
+            if not body:
+                continue
+            lines = (body[-1].end_lineno or body[-1].lineno) - body[0].lineno + 1
+            if lines > MAX_FUNCTION_LINES:
+                found.append(f"{node.name} has {lines} lines")
+    return found
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_function_is_over_80_lines(path: Path) -> None:
+    """Hand-written or generated (the blocking handles), no function of couchids has more than
+    80 lines of code: a longer one is split where its steps are."""
+    assert long_functions(path) == [], path.relative_to(PACKAGE)
+
+
+def test_the_check_sees_a_long_function(tmp_path: Path) -> None:
+    long = tmp_path / "long.py"
+    body = "".join(f"    x{n} = {n}\n" for n in range(81))
+    long.write_text(f'def f():\n    """Doc\n\n    string."""\n{body}\ndef g():\n{body[:-13]}\n')
+    assert long_functions(long) == ["f has 81 lines"]

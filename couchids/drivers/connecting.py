@@ -133,20 +133,7 @@ def cloudant_client(
         "PASSWORD": password,
         "APIKEY": apikey,
     }
-    for key, value in given.items():
-        if value is not None and not isinstance(value, str):
-            raise InvalidArgumentError(
-                f"{key.lower()}=: give a str (or None), not a {type(value).__name__}"
-            )
-    config = dict(cloudant_config())
-    # Where each setting came from, for messages: the variable, or the argument.
-    source = {key: f"CLOUDANT_{key}" for key in given}
-    if config.get("AUTHTYPE") and not config.get("AUTH_TYPE"):
-        config["AUTH_TYPE"], source["AUTH_TYPE"] = config["AUTHTYPE"], "CLOUDANT_AUTHTYPE"
-    for key, value in given.items():
-        if value is not None:
-            config[key], source[key] = value, key.lower()
-    config.pop("AUTHTYPE", None)
+    config, source = _configuration(given)
     secrets = secrets_of(config)
 
     def refuse(message: str) -> InvalidArgumentError:
@@ -204,19 +191,55 @@ def cloudant_client(
         credentials = _named(source["APIKEY"])
     config["AUTH_TYPE"], config["URL"] = kind, service_url
     try:
-        # ibmcloudant's reading of a configuration into an authenticator (the SDK core's, plus
-        # couchdb_session): every type and option as CloudantV1.new_instance() builds it.
-        authenticator: Authenticator | None = new_construct_authenticator(config)
-        if authenticator is None:
-            raise ValueError(f"ibmcloudant built no {kind} authenticator from this configuration")
-        client = CloudantV1(authenticator)
-        client.configure_service(CloudantV1.DEFAULT_SERVICE_NAME)
-        client.set_service_url(service_url)
+        client = _built(config)
     except ValueError as exc:
         raise refuse(
             f"ibmcloudant could not set up {kind} authentication ({exc}); set {SERVER_SETUP}"
         ) from None
     remember(client, Source(source["AUTH_TYPE"], credentials, source["URL"]))
+    return client
+
+
+def _configuration(given: dict[str, str | None]) -> tuple[dict[str, str], dict[str, str]]:
+    """The configuration ibmcloudant reads, with the arguments ``given`` (by variable name
+    without ``CLOUDANT_``) in place of their variables; and where each setting came from, for
+    messages: its variable, or its argument.
+
+    Raises:
+        InvalidArgumentError: an argument that is not a str (nor None).
+    """
+    for key, value in given.items():
+        if value is not None and not isinstance(value, str):
+            raise InvalidArgumentError(
+                f"{key.lower()}=: give a str (or None), not a {type(value).__name__}"
+            )
+    config = dict(cloudant_config())
+    source = {key: f"CLOUDANT_{key}" for key in given}
+    if config.get("AUTHTYPE") and not config.get("AUTH_TYPE"):
+        config["AUTH_TYPE"], source["AUTH_TYPE"] = config["AUTHTYPE"], "CLOUDANT_AUTHTYPE"
+    for key, value in given.items():
+        if value is not None:
+            config[key], source[key] = value, key.lower()
+    config.pop("AUTHTYPE", None)
+    return config, source
+
+
+def _built(config: dict[str, str]) -> CloudantV1:
+    """The client of a checked configuration (its ``AUTH_TYPE`` and bare ``URL`` set).
+
+    Raises:
+        ValueError: ibmcloudant could not build its authenticator.
+    """
+    # ibmcloudant's reading of a configuration into an authenticator (the SDK core's, plus
+    # couchdb_session): every type and option as CloudantV1.new_instance() builds it.
+    authenticator: Authenticator | None = new_construct_authenticator(config)
+    if authenticator is None:
+        raise ValueError(
+            f"ibmcloudant built no {config['AUTH_TYPE']} authenticator from this configuration"
+        )
+    client = CloudantV1(authenticator)
+    client.configure_service(CloudantV1.DEFAULT_SERVICE_NAME)
+    client.set_service_url(config["URL"])
     return client
 
 
