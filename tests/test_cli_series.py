@@ -217,6 +217,28 @@ def test_prepare_makes_the_current_and_next_periods_once(
     ]
 
 
+def test_prepare_warns_on_stderr_near_max_databases(
+    run: Any, server: str, prefix: str, client: CloudantV1
+) -> None:
+    """``--max-databases N`` is ``Series(max_databases=N)``: prepare counts the server's
+    databases and warns (one line on stderr, in the command's words, exit status 0) when no
+    more than ``--ahead`` more can be made; with room to spare it says nothing."""
+    others = len(client.get_all_dbs().get_result())
+    roomy = run("series", "prepare", prefix, *SERIES, "--ahead", "2", "--max-databases", "100000")
+    assert (roomy.code, roomy.err) == (EXIT_OK, "") and len(roomy.lines) == 3
+    # The three databases are made; the cap leaves room for one more, within --ahead 2.
+    cap = others + 4
+    near = run("series", "prepare", prefix, *SERIES, "--ahead", "2", "--max-databases", str(cap))
+    assert near.code == EXIT_OK and near.lines in (roomy.lines, series_dbs(client, prefix)[-3:])
+    (line,) = near.err.splitlines()
+    assert line.startswith(f"couchids: warning: series {prefix!r} of days: the server holds ")
+    held = len(client.get_all_dbs().get_result())
+    assert f"holds {held} databases and allows {cap} (--max-databases {cap})" in line
+    assert f"{cap - held} more can be created" in line
+    bad = run("series", "prepare", prefix, *SERIES, "--max-databases", "0")
+    assert bad.code == EXIT_BAD_INPUT and "--max-databases" in bad.err
+
+
 @pytest.mark.needs("couchdb")
 def test_prepare_partitioned(run: Any, server: str, prefix: str, client: CloudantV1) -> None:
     made = run("series", "prepare", prefix, "--period", "month", "--partitioned")

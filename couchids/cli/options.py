@@ -54,6 +54,7 @@ __all__ = [
     "parse_time",
     "scope",
     "seconds",
+    "warn",
     "window",
 ]
 
@@ -115,6 +116,11 @@ def json_line(value: Any) -> str:
 def note(text: str) -> None:
     """A note on stderr (the exit status is not changed by it)."""
     print(f"couchids: note: {text}", file=sys.stderr)
+
+
+def warn(text: str) -> None:
+    """A warning on stderr, one line (the exit status is not changed by it)."""
+    print(f"couchids: warning: {' '.join(text.split())}", file=sys.stderr)
 
 
 def parse_time(text: str, now: int) -> int:

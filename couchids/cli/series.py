@@ -8,11 +8,23 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from typing import Any
 
-from couchids.cli.options import RAW, TIME_HELP, add_form, add_timeout, form, parse_time
+from couchids.cli.options import (
+    RAW,
+    TIME_HELP,
+    add_form,
+    add_timeout,
+    count_of,
+    form,
+    in_flags,
+    parse_time,
+    warn,
+)
 from couchids.cli.sources import PERIOD_HELP, connect, existing, iso, make_series, period_of
 from couchids.core.periods import EVERY, MAX_AHEAD, SeriesLayout
+from couchids.errors import DatabaseLimitWarning
 from couchids.idforms.forms import KUUID
 from couchids.idforms.times import now_ms
 
@@ -56,9 +68,16 @@ exist, and prints their names, oldest first. Safe to run again, and from several
 once. Writes create a missing period's database themselves: preparing spares the first write
 of each period that detour. Run it from a daily job, with --ahead covering its longest pause.
 
+On a server that caps its number of databases (IBM Cloudant: 200 on Standard, 20 on Lite),
+--max-databases N (every database on the server counts, the series' and others) makes it
+count them (one GET /_all_dbs) and warn on stderr when no more than --ahead more can be made,
+naming the period whose database will be refused; the exit status stays 0. On Cloudant the
+cap is read from the server where the credentials may read it.
+
 examples:
   couchids series prepare events --period month
   couchids series prepare events --period day --ahead 7
+  couchids series prepare events --period day --ahead 7 --max-databases 200
   couchids series prepare sensors --period week --partitioned
 """
 
@@ -140,6 +159,13 @@ def _add_prepare(sub: Any) -> None:
     p.add_argument(
         "--partitioned", action="store_true", help="create them partitioned (CouchDB 3, Cloudant)"
     )
+    p.add_argument(
+        "--max-databases",
+        type=count_of(1),
+        default=None,
+        metavar="N",
+        help="the most databases the server holds: warn when --ahead periods reach it",
+    )
     add_timeout(p, "each database's creation")
     p.set_defaults(run=_run_prepare)
 
@@ -179,8 +205,17 @@ def _run_list(args: argparse.Namespace) -> int:
 def _run_prepare(args: argparse.Namespace) -> int:
     layout = SeriesLayout(args.prefix, args.period, KUUID, args.partitioned)
     client = connect()
-    for name in make_series(client, layout).prepare(args.ahead, timeout=args.timeout):
+    series = make_series(client, layout, args.max_databases)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DatabaseLimitWarning)
+        names = series.prepare(args.ahead, timeout=args.timeout)
+    for name in names:
         print(name)
+    for each in caught:
+        if issubclass(each.category, DatabaseLimitWarning):
+            warn(in_flags(str(each.message), vars(args)))
+        else:
+            warnings.warn_explicit(each.message, each.category, each.filename, each.lineno)
     return 0
 
 

@@ -175,11 +175,18 @@ def existing(series: Series, timeout: float) -> list[str]:
     return names
 
 
-def make_series(client: CloudantV1, layout: SeriesLayout) -> Series:
+def make_series(
+    client: CloudantV1, layout: SeriesLayout, max_databases: int | None = None
+) -> Series:
     from couchids.series import Series
 
     return Series(
-        client, layout.prefix, every=layout.every, form=layout.form, partitioned=layout.partitioned
+        client,
+        layout.prefix,
+        every=layout.every,
+        form=layout.form,
+        partitioned=layout.partitioned,
+        max_databases=max_databases,
     )
 
 
