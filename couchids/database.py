@@ -1206,6 +1206,9 @@ class Database:
             form: the id layout (default the handle's).
             continuous: keep replicating new documents of the window until cancelled.
             create_target: let the server create ``target`` if it does not exist (default).
+                With ``False``, a target on this server that does not exist is refused
+                before anything is written (``DatabaseNotFoundError``); a target on another
+                server is the replicator's to reach, and its absence fails the replication.
             server_url: the URL at which the server reaches itself, when it is not the
                 client's (a client behind a proxy or a port mapping); its user info, if any,
                 is the credentials the server uses for this database.
@@ -1219,6 +1222,8 @@ class Database:
                 database (by name or by a URL of it), or a client whose credentials cannot
                 be given to a replicator. Nothing is sent.
             ReplicationFailed: the server cannot replicate a time window (PouchDB Server).
+            DatabaseNotFoundError: this database does not exist, or, with
+                ``create_target=False``, a target on this server does not. Nothing is started.
             ServerError: (and subclasses) the server failed.
 
         .. needs couchdb: PouchDB Server's replicator ignores a selector

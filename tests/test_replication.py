@@ -786,17 +786,54 @@ def test_a_continuous_replication_picks_up_new_documents_until_cancelled(
     assert orphan not in ids_in(client, target)
 
 
+def replications_naming(client: CloudantV1, name: str) -> list[str]:
+    """The ids of the ``_replicator`` documents that name ``name`` (a test's own database)."""
+    rows = client.post_all_docs(db="_replicator", include_docs=True).get_result()["rows"]
+    return [row["id"] for row in rows if name in json.dumps(row.get("doc"))]
+
+
 @pytest.mark.needs("couchdb")
-def test_a_replication_that_cannot_run_raises_why_without_credentials(
+def test_a_missing_target_not_to_be_created_starts_nothing(
     client: CloudantV1, db: str, replicate: Callable[..., Handle], server_url: str | None
 ) -> None:
+    # The replicator would only fail it on the server, after the call returned.
     missing = f"test_{uuid.uuid4().hex}_missing"
-    job = replicate(
-        db, missing, START, END, type="order", create_target=False, server_url=server_url
+    with pytest.raises(DatabaseNotFoundError) as caught:
+        replicate(db, missing, START, END, type="order", create_target=False, server_url=server_url)
+    assert str(caught.value) == (
+        f"replicate on {db!r}: the target database {missing!r} does not exist and "
+        "create_target is False (the command's --no-create-target): create it first, or let "
+        "the replication create it. Nothing was started."
     )
-    with pytest.raises(ReplicationFailed, match=r"not_found|could not open|not found") as caught:
-        job.wait(120)
-    assert "pass@" not in str(caught.value) and ":pass" not in str(caught.value)
+    assert caught.value.status == 404
+    assert replications_naming(client, missing) == []
+    assert missing not in client.get_all_dbs().get_result()
+
+
+@pytest.mark.needs("couchdb")
+def test_a_replication_that_cannot_run_raises_why_without_credentials(
+    client: CloudantV1,
+    couch_url: str,
+    db: str,
+    replicate: Callable[..., Handle],
+    server_url: str | None,
+) -> None:
+    # A target on another server (here the same one behind a proxy, another port) is the
+    # replicator's to reach: a missing one fails the replication.
+    missing = f"test_{uuid.uuid4().hex}_missing"
+    with FaultProxy(couch_url) as proxy:
+        job = replicate(
+            db,
+            f"{proxy.url}/{missing}",
+            START,
+            END,
+            type="order",
+            create_target=False,
+            server_url=server_url,
+        )
+        with pytest.raises(ReplicationFailed, match=r"not_found|could not open|not found") as e:
+            job.wait(120)
+    assert "pass@" not in str(e.value) and ":pass" not in str(e.value)
 
 
 @pytest.mark.needs("couchdb")
@@ -860,6 +897,7 @@ def test_no_spelling_of_the_source_sends_a_request(client: CloudantV1, couch_url
                     asyncio.run(in_aio(target))
             assert proxy.log == [], "a request was sent"
             # The control: a target that is another database goes through the same proxy.
+            client.put_database(db=f"{db}_copy").get_result()
             other = couchids.Database(through, db).replicate(
                 f"{db}_copy", START, END, type="order", create_target=False
             )
@@ -867,6 +905,7 @@ def test_no_spelling_of_the_source_sends_a_request(client: CloudantV1, couch_url
             other.cancel()
     finally:
         drop_database(client, db)
+        drop_database(client, f"{db}_copy")
 
 
 @pytest.mark.needs("pouchdb")
@@ -952,6 +991,27 @@ def test_the_command_refuses_the_source_as_target(
     assert err.startswith("couchids: error: ") and "source database itself" in err
     assert err.count("\n") == 1
     assert main(["replicate", db, "x", "--since", "1d", "--type", "a", "--all-types"]) == 2
+
+
+@pytest.mark.needs("couchdb")
+def test_the_command_fails_a_missing_target_it_may_not_create(
+    client: CloudantV1,
+    db: str,
+    configured: str,
+    server_url: str | None,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    missing = f"test_{uuid.uuid4().hex}_missing"
+    argv = ["replicate", db, missing, "--since", "1d", "--no-create-target", "--no-wait"]
+    assert main(argv + (["--server-url", server_url] if server_url else [])) == EXIT_SERVER
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == (
+        f"couchids: error: replicate on {db!r}: the target database {missing!r} does not exist "
+        "and create_target is False (the command's --no-create-target): create it first, or "
+        "let the replication create it. Nothing was started.\n"
+    )
+    assert replications_naming(client, missing) == []
 
 
 @pytest.mark.needs("pouchdb")

@@ -99,6 +99,7 @@ from couchids.core.policy import RetryPolicy
 from couchids.core.revisions import live_leaves, winner
 from couchids.core.urls import parse_url
 from couchids.errors import (
+    DatabaseNotFoundError,
     InvalidArgumentError,
     InvalidTimeError,
     ReplicationFailed,
@@ -741,7 +742,9 @@ def start(
 
     The server is checked first (:func:`check_server`), then that each source database
     exists (a missing one starts nothing: ``DatabaseNotFoundError``, rather than a
-    replication that crashes on the server); ``ALL_TYPES`` is resolved for each source
+    replication that crashes on the server), and, with ``create_target=False``, that a
+    target on the source's server exists too (:func:`check_target_exists`; a target on
+    another server is the replicator's to reach); ``ALL_TYPES`` is resolved for each source
     database to the types present now (a continuous replication keeps to those).
     A missing ``_replicator`` database is created (CouchDB makes it at start-up; an admin
     may have deleted it).
@@ -750,6 +753,8 @@ def start(
     for each in plans:
         server = yield from check_server(known, policy, each.db)
         yield from database_facts(known, each.db, policy)
+        if not each.create_target:
+            yield from check_target_exists(known, each, policy)
         if each.types is ALL_TYPES:
             types: Sequence[str | None] = yield from types_present(
                 each.db, each.form.separator, policy
@@ -767,6 +772,53 @@ def start(
             yield from ask(Request("GET", path(REPLICATOR_DB, each.doc_id)), policy, REPLICATOR_DB)
         started.append(each.doc_id)
     return started
+
+
+def local_target(each: ReplicationPlan) -> str | None:
+    """The name of the plan's target database when it is on the source's own server (the
+    client's, reached at the same root), else ``None``.
+
+    >>> from dataclasses import replace
+    >>> from couchids.idforms.forms import UTC_RANDOM
+    >>> source, target = endpoints("http://127.0.0.1:5984", None, "shop", "shop-edge")
+    >>> each = plan("shop", source, target, 0, None, type=None, form=UTC_RANDOM,
+    ...             continuous=False, create_target=False)
+    >>> local_target(each)
+    'shop-edge'
+    >>> local_target(replace(each, target=url_endpoint("http://10.0.0.2:5984/shop-edge")))
+    """
+    if each.target.server() != each.source.server():
+        return None
+    source_path = _normalised(each.source.url)[3]
+    root = source_path[: len(source_path) - len(each.db)]
+    target_path = _normalised(each.target.url)[3]
+    if not source_path.endswith(each.db) or not target_path.startswith(root):
+        return None
+    return target_path[len(root) :]
+
+
+def check_target_exists(
+    known: FactsCache, each: ReplicationPlan, policy: RetryPolicy
+) -> Program[None]:
+    """With ``create_target=False``, refuse a target database on the source's server that
+    does not exist, before the ``_replicator`` document is written: the replicator would
+    only fail the job there (``db_not_found``), after the call returned.
+
+    Raises:
+        DatabaseNotFoundError: the target does not exist (nothing was started).
+    """
+    name = local_target(each)
+    if name is None:
+        return
+    try:
+        yield from database_facts(known, name, policy)
+    except DatabaseNotFoundError:
+        raise DatabaseNotFoundError(
+            f"{policy.operation} on {each.db!r}: the target database {name!r} does not exist "
+            "and create_target is False (the command's --no-create-target): create it first, "
+            "or let the replication create it. Nothing was started.",
+            404,
+        ) from None
 
 
 @dataclass(frozen=True)
