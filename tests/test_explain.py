@@ -21,6 +21,8 @@ from couchids import (
     InvalidArgumentError,
 )
 from couchids.cli.main import main
+from couchids.idforms.constants import SHORT_BLOCKS
+from couchids.idforms.forms import IdForm, KuuidForm
 
 SINCE, UNTIL = "2024-05-01", "2024-05-03"
 WHEN = "2024-05-01T12:00:00Z"
@@ -86,6 +88,46 @@ def test_second_ids_asked_as_millisecond_ones(client: CloudantV1, db: str) -> No
     assert why is not None
     assert why.startswith(f"the ids of type 'order' in {db!r} are not kuuid-ms ids: they read as")
     assert why.endswith(": pass --form kuuid")
+
+
+@pytest.mark.parametrize(
+    ("made", "flags"),
+    [
+        (KuuidForm(random=3, millisecond=True), None),
+        (KuuidForm(random=1, reverse=True), None),
+        (KuuidForm(random=SHORT_BLOCKS, millisecond=True), ["--short", "--ms"]),
+    ],
+    ids=str,
+)
+def test_a_form_that_is_no_preset_is_suggested_as_it_can_be_made(
+    client: CloudantV1,
+    db: str,
+    capsys: pytest.CaptureFixture[str],
+    server: None,
+    made: IdForm,
+    flags: list[str] | None,
+) -> None:
+    # form_named() knows the presets only: the advice makes the form itself.
+    insert(client, db, [made.new(WHEN, type="order") for _ in range(3)])
+    why = couchids.Database(client, db).explain_empty(type="order")
+    assert why is not None
+    suggested = why.rpartition(": pass form=")[2]
+    assert suggested.startswith("couchids.idforms.forms.KuuidForm(")
+    form = eval(suggested, {"couchids": couchids})  # the advice, followed
+    assert form == made
+    assert len(couchids.Database(client, db, form=form).latest(5, type="order")) == 3
+    # The command: the flags that make it, or no advice it cannot follow.
+    assert main(["latest", db, "--type", "order"]) == 0
+    err = capsys.readouterr().err
+    if flags is None:
+        assert err.endswith(
+            f": the command names no such form: read them in Python with form={suggested}\n"
+        )
+    else:
+        assert err.endswith(f": pass {' '.join(flags)}\n")
+        assert main(["latest", db, "--type", "order", *flags]) == 0
+        out, err = capsys.readouterr()
+        assert len(out.splitlines()) == 3 and err == ""
 
 
 def test_ids_without_a_time_under_a_separator(client: CloudantV1, db: str) -> None:

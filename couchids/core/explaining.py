@@ -9,6 +9,7 @@ prints it after an empty ``latest``, ``window``, ``count``, ``histogram`` or ``e
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from typing import Any, Final, Literal
 
@@ -20,9 +21,9 @@ from couchids.core.keys import type_step, window_keys
 from couchids.core.policy import RetryPolicy
 from couchids.core.scan import read_policy
 from couchids.errors import InvalidArgumentError, InvalidIdError
-from couchids.idforms.constants import SEPARATORS, TYPE_SEPARATOR
+from couchids.idforms.constants import DEFAULT_BLOCKS, SEPARATORS, SHORT_BLOCKS, TYPE_SEPARATOR
 from couchids.idforms.decode import TIMELESS_FORMS, decode
-from couchids.idforms.forms import IdForm
+from couchids.idforms.forms import IdForm, KuuidForm
 from couchids.idforms.uuid464 import UUID464
 
 __all__ = ["FORM_CONSTANTS", "SAMPLE", "Style", "explain"]
@@ -151,8 +152,9 @@ def _is_of(doc_id: str, form: IdForm) -> bool:
     return decoded.form.with_separator(form.separator) == form
 
 
-def _reading(doc_id: str) -> tuple[str, bool, str] | None:
-    """``(form name, holds a time, separator)`` of the form ``doc_id`` reads as, or ``None``."""
+def _reading(doc_id: str) -> tuple[IdForm, bool] | None:
+    """``(form, holds a time)`` of the form ``doc_id`` reads as (with its separator), or
+    ``None``."""
     try:
         decoded = decode(doc_id)
     except InvalidIdError:
@@ -164,16 +166,16 @@ def _reading(doc_id: str) -> tuple[str, bool, str] | None:
                 except InvalidIdError:
                     continue
                 if found.timestamp is None:
-                    return str(found.form), False, sep
+                    return found.form, False
         return None
-    return str(decoded.form), True, decoded.form.separator
+    return decoded.form, True
 
 
 def _other_forms(scope: str, form: IdForm, ids: list[str], advice: _Advice) -> str:
     readings = [_reading(doc_id) for doc_id in ids]
     known = Counter(reading for reading in readings if reading is not None)
     ranked = [reading for reading, _count in known.most_common()]
-    named = [name + ("" if timed else " (which holds no time)") for name, timed, _ in ranked]
+    named = [str(each) + ("" if timed else " (which holds no time)") for each, timed in ranked]
     if None in readings:
         named.append("no form couchids knows")
     # An id of the reading named first (the most common), or of none.
@@ -181,9 +183,9 @@ def _other_forms(scope: str, form: IdForm, ids: list[str], advice: _Advice) -> s
     if len(example) > 60:
         example = example[:57] + "..."
     sentence = f"{scope} are not {form} ids: they read as {', '.join(named)} (such as {example!r})"
-    timed = [(name, sep) for name, has_time, sep in ranked if has_time]
+    timed = [each for each, has_time in ranked if has_time]
     if timed:
-        return f"{sentence}: {advice.form(*timed[0])}"
+        return f"{sentence}: {advice.form(timed[0])}"
     return f"{sentence}; time queries read only forms with a time"
 
 
@@ -209,13 +211,54 @@ class _Advice:
     def untyped(self) -> str:
         return "leave out --type" if self.command else "pass type=None"
 
-    def form(self, name: str, separator: str) -> str:
-        if self.command:
-            sep = "" if separator == TYPE_SEPARATOR else f" --sep {separator}"
-            return f"pass --form {name}{sep}"
-        sep = "" if separator == TYPE_SEPARATOR else f".with_separator({separator!r})"
+    def form(self, form: IdForm) -> str:
+        """How to read ids of ``form``: a preset by its name (``--form``) or constant, with
+        its separator; a kuuid mode the command's flags make (``--short --ms``); else, as no
+        name reads it (``form_named`` knows the presets only), the form made from its class."""
+        name, separator = str(form), form.separator
         constant = FORM_CONSTANTS.get(name)
-        named = (
-            f"couchids.{constant}" if constant else f"couchids.idforms.forms.form_named({name!r})"
+        if self.command:
+            if constant is not None:
+                sep = "" if separator == TYPE_SEPARATOR else f" --sep {separator}"
+                return f"pass --form {name}{sep}"
+            flags = _kuuid_flags(form)
+            if flags is not None and separator == TYPE_SEPARATOR:
+                return f"pass {flags}"
+            return f"the command names no such form: read them in Python with form={_made(form)}"
+        if constant is None:
+            return f"pass form={_made(form)}"
+        sep = "" if separator == TYPE_SEPARATOR else f".with_separator({separator!r})"
+        return f"pass form=couchids.{constant}{sep}"
+
+
+def _kuuid_flags(form: IdForm) -> str | None:
+    """The command's flags for a kuuid mode (``--short --ms --reverse``), or ``None`` when
+    they cannot say it (another number of random blocks, another kind of form)."""
+    if not isinstance(form, KuuidForm) or form.kind != "kuuid":
+        return None
+    if form.random not in (SHORT_BLOCKS, DEFAULT_BLOCKS):
+        return None
+    flags = [
+        flag
+        for flag, on in (
+            ("--short", form.random == SHORT_BLOCKS),
+            ("--ms", form.millisecond),
+            ("--reverse", form.reverse),
         )
-        return f"pass form={named}{sep}"
+        if on
+    ]
+    return " ".join(flags)
+
+
+def _made(form: IdForm) -> str:
+    """Python that makes ``form``: its class, by module, with the fields that differ from their
+    defaults (``couchids.idforms.forms.KuuidForm(millisecond=True, random=3)``)."""
+    made = f"{type(form).__module__}.{type(form).__name__}"
+    if not dataclasses.is_dataclass(form):
+        return f"{type(form).__module__}.{form!r}"
+    given = [
+        f"{field.name}={getattr(form, field.name)!r}"
+        for field in dataclasses.fields(form)
+        if field.init and getattr(form, field.name) != field.default
+    ]
+    return f"{made}({', '.join(given)})"
