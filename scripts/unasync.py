@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
-"""Write the blocking handles (``couchids/X.py``) from the asyncio ones (``couchids/aio/X.py``).
+"""Write the blocking handles (``couchids/X.py``) from the asyncio ones (``couchids/aio/X.py``),
+and the blocking twins of the operation tests (``tests/_sync/X.py``) from their asyncio sources
+(``tests/_async/X.py``).
 
-Both APIs are one text: each asyncio handle module is written by hand and this script rewrites
-it into the blocking one (``async def`` to ``def``, ``await`` dropped, ``async for``/``async
-with`` to ``for``/``with``, and the names of the asyncio driver and handles to those of the
-blocking ones), the way httpcore's ``scripts/unasync.py`` and psycopg's
-``tools/async_to_sync.py`` keep their twins.
+Both APIs are one text: each asyncio module is written by hand and this script rewrites it into
+the blocking one (``async def`` to ``def``, ``await`` dropped, ``async for``/``async with`` to
+``for``/``with``, and the names of the asyncio driver and handles to those of the blocking
+ones), the way httpcore's ``scripts/unasync.py`` and psycopg's ``tools/async_to_sync.py`` keep
+their twins. A substitution that changes nothing in any file fails the run, as httpcore's does:
+a rule left over from code that is gone would otherwise wait to rewrite something by surprise.
 
-    python scripts/unasync.py           write every generated module
+    python scripts/unasync.py           write every generated module (and remove a generated
+                                        one whose source is gone)
     python scripts/unasync.py --check   exit 1 (and say where) when one differs from what the
                                         script would write
 """
@@ -22,15 +26,22 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-#: The asyncio handle modules: every module of ``couchids/aio/`` but its ``__init__``, each
-#: generating ``couchids/<same name>``.
-SOURCES: tuple[str, ...] = tuple(
-    sorted(p.name for p in (ROOT / "couchids" / "aio").glob("*.py") if p.name != "__init__.py")
+#: The folders of asyncio sources and of their generated twins: every module of a source folder
+#: but its ``__init__`` generates the module of the same name in the twin folder.
+FOLDERS: tuple[tuple[str, str], ...] = (
+    ("couchids/aio", "couchids"),
+    ("tests/_async", "tests/_sync"),
 )
+#: The first line of every generated module.
+GENERATED = "# Generated from {source} by scripts/unasync.py: do not edit by hand;"
 
 #: Whole phrases first (docstrings), then words; each pattern is a regular expression.
 SUBS: list[tuple[str, str]] = [
     (r":class:`~couchids\.aio\.AsyncClient`", "``ibmcloudant`` ``CloudantV1`` client"),
+    (
+        r"^from couchids\.drivers\.aio import AsyncClient$",
+        "from ibmcloudant.cloudant_v1 import CloudantV1",
+    ),
     (r"^from couchids\.drivers\.aio import", "from couchids.drivers.blocking import"),
     (r"^import asyncio$", "import threading"),
     (r"\basyncio\.Lock\b", "threading.Lock"),
@@ -41,21 +52,49 @@ SUBS: list[tuple[str, str]] = [
     (r"\basync with\b", "with"),
     (r"\bawait ", ""),
     (r"^from couchids\.aio\.(\w+) import", r"from couchids.\1 import"),
+    (r"^from couchids\.aio import", "from couchids import"),
     (r"\bAsyncIterator\b", "Iterator"),
     (r"\bAsync(Database|Sequence|Series|Replication|Rows)\b", r"\1"),
     (r"\bAsyncClient\b", "CloudantV1"),
+    # The tests' fixtures.
+    (r"\basync_client(\w*)", r"blocking_client\1"),
 ]
 
 
-def generated(source: str, name: str) -> str:
-    """The blocking module ``couchids/<name>`` for the asyncio ``source``. The module
-    docstring, which speaks of both files, is kept as it is; the result is sorted and
-    formatted by ruff, as the source is.
+def sources() -> list[tuple[Path, Path]]:
+    """Every (asyncio source, generated twin) pair, as paths."""
+    return [
+        (path, ROOT / twin / path.name)
+        for folder, twin in FOLDERS
+        for path in sorted((ROOT / folder).glob("*.py"))
+        if path.name != "__init__.py"
+    ]
+
+
+def orphans() -> list[Path]:
+    """The generated modules whose source is gone."""
+    made = {twin for _, twin in sources()}
+    return [
+        path
+        for _, twin in FOLDERS
+        for path in sorted((ROOT / twin).glob("*.py"))
+        if path not in made and path.read_text(encoding="utf-8").startswith(GENERATED[:15])
+    ]
+
+
+def generated(source: str, name: str, source_name: str, used: set[int] | None = None) -> str:
+    """The blocking module ``name`` for the asyncio ``source``, whose module is
+    ``source_name`` (both paths from the project's root). The module docstring, which speaks
+    of both files, is kept as it is; the result is sorted and formatted by ruff, as the source
+    is. The index in :data:`SUBS` of each substitution that changed something is added to
+    ``used``.
     """
-    end = source.index('"""', source.index('"""') + 3) + 3
+    end = source.index('"""', source.index('"""') + 3) + 3 if source.startswith('"""') else 0
     docstring, text = source[:end], source[end:]
-    for pattern, replacement in SUBS:
-        text = re.sub(pattern, replacement, text, flags=re.MULTILINE)
+    for index, (pattern, replacement) in enumerate(SUBS):
+        text, count = re.subn(pattern, replacement, text, flags=re.MULTILINE)
+        if count and used is not None:
+            used.add(index)
     # The blocking client class comes from ibmcloudant, not from the driver module.
     text = text.replace(
         "from couchids.drivers.blocking import (\n    CloudantV1,\n",
@@ -63,10 +102,10 @@ def generated(source: str, name: str) -> str:
         "from couchids.drivers.blocking import (\n",
     )
     head = (
-        f"# Generated from couchids/aio/{name} by scripts/unasync.py: do not edit by hand;\n"
+        GENERATED.format(source=source_name) + "\n"
         "# edit the asyncio source and run `python scripts/unasync.py`.\n"
     )
-    return _ruff(head + docstring + text, f"couchids/{name}")
+    return _ruff(head + docstring + text, name)
 
 
 def _ruff(text: str, name: str) -> str:
@@ -94,9 +133,10 @@ def main() -> int:
     parser.add_argument("--check", action="store_true", help="fail when the file is stale")
     args = parser.parse_args()
     stale = 0
-    for name in SOURCES:
-        source, target = ROOT / "couchids" / "aio" / name, ROOT / "couchids" / name
-        want = generated(source.read_text(encoding="utf-8"), name)
+    used: set[int] = set()
+    for source, target in sources():
+        name, source_name = str(target.relative_to(ROOT)), str(source.relative_to(ROOT))
+        want = generated(source.read_text(encoding="utf-8"), name, source_name, used)
         if not args.check:
             target.write_text(want, encoding="utf-8")
             continue
@@ -115,7 +155,20 @@ def main() -> int:
             "run `python scripts/unasync.py` (and edit only the source)"
         )
         stale += 1
-    return 1 if stale else 0
+    for orphan in orphans():
+        if not args.check:
+            orphan.unlink()
+            continue
+        print(f"unasync: {orphan.relative_to(ROOT)} is generated from a source that is gone")
+        stale += 1
+    unused = [SUBS[index] for index in range(len(SUBS)) if index not in used]
+    for pattern, replacement in unused:
+        print(
+            f"unasync: the substitution {pattern!r} -> {replacement!r} changed nothing in any file"
+        )
+    if unused:
+        print("unasync: remove each substitution no source needs any more")
+    return 1 if stale or unused else 0
 
 
 if __name__ == "__main__":

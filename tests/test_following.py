@@ -1,4 +1,5 @@
-"""Database.follow sees every document of its type written by concurrent writers."""
+"""Database.follow sees every document of its type written by concurrent writers. The tests of
+both APIs are written once in tests/_async/test_following.py."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ import threading
 from collections import Counter
 from typing import Any
 
-from apis import Api
 from faultproxy import client_for
 from ibmcloudant.cloudant_v1 import CloudantV1
 
@@ -54,20 +54,6 @@ def test_follow_sees_every_document_of_four_writers_once(
     counts = Counter(doc["_id"] for doc in seen)
     assert set(counts) == {i for ids in written for i in ids}
     assert set(counts.values()) == {1}
-
-
-def test_a_resumed_follow_misses_nothing(api: Api, client: CloudantV1, db: str) -> None:
-    mark = Checkpoint(since="0")
-    made = [couchids.Database(client, db).create({"k": k}, type="ord").id for k in range(30)]
-    # Stopped inside the second batch: at least once, so some come again.
-    follow = api.follow(client, db, type="ord", checkpoint=mark, wait=False, batch_size=8, stop=13)
-    first = [doc["_id"] for doc in follow]
-    saved = Checkpoint.from_json(mark.to_json())
-    made += [couchids.Database(client, db).create({"k": k}, type="ord").id for k in range(30, 45)]
-    rest = [doc["_id"] for doc in api.follow(client, db, type="ord", checkpoint=saved, wait=False)]
-    assert set(first) | set(rest) == set(made)
-    assert len(rest) < len(made)
-    assert first[:8] == sorted(first[:8])
 
 
 def test_follow_takes_the_forms_separator(client: CloudantV1, db: str) -> None:

@@ -99,16 +99,24 @@ def test_the_blocking_file_says_it_is_generated_and_matches_its_source() -> None
     assert done.returncode == 0, done.stdout
 
 
-def test_the_check_fails_when_the_twins_drift(tmp_path: Path) -> None:
-    # A copy of the tree where the asyncio source gained a parameter the blocking file lacks.
+def copy_of_the_generated_tree(tmp_path: Path) -> Path:
+    """A copy of the script and of what it reads and writes (the handles and the operation
+    tests); the script's path in it."""
     (tmp_path / "scripts").mkdir()
     shutil.copy(SCRIPT, tmp_path / "scripts" / "unasync.py")
     shutil.copytree(ROOT / "couchids", tmp_path / "couchids")
+    for folder in ("_async", "_sync"):
+        shutil.copytree(ROOT / "tests" / folder, tmp_path / "tests" / folder)
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    return tmp_path / "scripts" / "unasync.py"
+
+
+def test_the_check_fails_when_the_twins_drift(tmp_path: Path) -> None:
+    # A copy of the tree where the asyncio source gained a parameter the blocking file lacks.
+    script = copy_of_the_generated_tree(tmp_path)
     source = tmp_path / "couchids" / "aio" / "database.py"
     text = source.read_text(encoding="utf-8")
     source.write_text(text.replace("        n: int = 10,\n", "        n: int = 11,\n", 1))
-    script = tmp_path / "scripts" / "unasync.py"
     drifted = subprocess.run(
         [sys.executable, str(script), "--check"], capture_output=True, text=True
     )
@@ -116,6 +124,53 @@ def test_the_check_fails_when_the_twins_drift(tmp_path: Path) -> None:
     assert "n: int = 11" in drifted.stdout and "differs from its asyncio source" in drifted.stdout
     subprocess.run([sys.executable, str(script)], check=True)
     assert "n: int = 11" in (tmp_path / "couchids" / "database.py").read_text(encoding="utf-8")
+
+
+def test_the_check_covers_the_operation_tests(tmp_path: Path) -> None:
+    # A blocking twin edited by hand, a generated twin whose source is gone, and a new source.
+    script = copy_of_the_generated_tree(tmp_path)
+    sources, twins = tmp_path / "tests" / "_async", tmp_path / "tests" / "_sync"
+    assert sorted(p.name for p in sources.glob("test_*.py")) == sorted(
+        p.name for p in twins.glob("test_*.py")
+    )
+    twin = next(twins.glob("test_*.py"))
+    twin.write_text(twin.read_text(encoding="utf-8") + "# by hand\n", encoding="utf-8")
+    shutil.copy(twin, twins / "test_gone.py")
+    (sources / "test_new.py").write_text(
+        '"""New."""\n\n\nasync def test_new(async_client: object) -> None:\n    await f()\n',
+        encoding="utf-8",
+    )
+    drifted = subprocess.run(
+        [sys.executable, str(script), "--check"], capture_output=True, text=True
+    )
+    assert drifted.returncode == 1
+    assert f"tests/_sync/{twin.name} differs from its asyncio source" in drifted.stdout
+    assert "tests/_sync/test_new.py differs from its asyncio source" in drifted.stdout
+    assert "tests/_sync/test_gone.py is generated from a source that is gone" in drifted.stdout
+    subprocess.run([sys.executable, str(script)], check=True)
+    assert "# by hand" not in twin.read_text(encoding="utf-8")
+    assert not (twins / "test_gone.py").exists()
+    made = (twins / "test_new.py").read_text(encoding="utf-8")
+    assert made.startswith("# Generated from tests/_async/test_new.py by scripts/unasync.py")
+    assert "def test_new(blocking_client: object) -> None:\n    f()" in made
+    assert subprocess.run([sys.executable, str(script), "--check"]).returncode == 0
+
+
+def test_a_substitution_that_changes_nothing_fails_the_run(tmp_path: Path) -> None:
+    # As httpcore's script does: a rule no source needs any more is an error, in both modes.
+    script = copy_of_the_generated_tree(tmp_path)
+    text = script.read_text(encoding="utf-8")
+    rule = '    (r"\\bAsyncClient\\b", "CloudantV1"),\n'
+    assert rule in text
+    script.write_text(
+        text.replace(rule, rule + '    (r"\\bNoSuchName\\b", "Other"),\n'), encoding="utf-8"
+    )
+    for mode in (["--check"], []):
+        done = subprocess.run([sys.executable, str(script), *mode], capture_output=True, text=True)
+        assert done.returncode == 1, mode
+        assert "the substitution '\\\\bNoSuchName\\\\b' -> 'Other' changed nothing" in done.stdout
+    # Every rule of the real script is used.
+    assert subprocess.run([sys.executable, str(SCRIPT), "--check"]).returncode == 0
 
 
 def test_a_handle_checks_its_arguments_once(client: CloudantV1) -> None:

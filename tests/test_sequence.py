@@ -1,5 +1,6 @@
 """couchids.Sequence: numbers handed out from blocks claimed in the database, on every test
-server, and by 40 writers over the three nodes of the cluster."""
+server, and by 40 writers over the three nodes of the cluster. The tests of both APIs are written
+once in tests/_async/test_sequence.py."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ from typing import Any
 
 import pytest
 import requests
-from apis import Api
 from faultproxy import FaultProxy, all_docs, client_for
 from ibmcloudant.cloudant_v1 import CloudantV1
 from intercept import answer, intercepted, path_of
@@ -43,13 +43,6 @@ def blocks(client: CloudantV1, db: str) -> dict[int, int]:
         for doc_id, doc in all_docs(client, db).items()
         if doc_id.startswith(BLOCK_PREFIX)
     }
-
-
-def test_numbers_start_at_one_and_come_from_blocks(api: Api, client: CloudantV1, db: str) -> None:
-    assert api.numbers(client, db, "invoices", 7, block=3) == [1, 2, 3, 4, 5, 6, 7]
-    assert blocks(client, db) == {1: 4, 4: 7, 7: 10}
-    # A second writer (of either API) claims the block after the highest.
-    assert api.numbers(client, db, "invoices", 2, block=3) == [10, 11]
 
 
 def test_a_second_writer_claims_the_block_after_the_highest(client: CloudantV1, db: str) -> None:

@@ -1,0 +1,37 @@
+# Generated from tests/_async/test_following.py by scripts/unasync.py: do not edit by hand;
+# edit the asyncio source and run `python scripts/unasync.py`.
+"""couchids.aio.AsyncDatabase.follow and, in the generated twin, couchids.Database.follow: a
+resumed follow misses nothing. (The tests of one API alone are in tests/test_following.py.)"""
+
+from __future__ import annotations
+
+from ibmcloudant.cloudant_v1 import CloudantV1
+
+import couchids
+from couchids import Checkpoint
+
+from .helpers import database, listed
+
+
+def test_a_resumed_follow_misses_nothing(
+    blocking_client: CloudantV1, client: CloudantV1, db: str
+) -> None:
+    mark = Checkpoint(since="0")
+    made = [couchids.Database(client, db).create({"k": k}, type="ord").id for k in range(30)]
+    # Stopped inside the second batch: at least once, so some come again.
+    follow = listed(
+        database(blocking_client, db, batch_size=8).follow(type="ord", checkpoint=mark, wait=False),
+        13,
+    )
+    first = [doc["_id"] for doc in follow]
+    saved = Checkpoint.from_json(mark.to_json())
+    made += [couchids.Database(client, db).create({"k": k}, type="ord").id for k in range(30, 45)]
+    rest = [
+        doc["_id"]
+        for doc in listed(
+            database(blocking_client, db).follow(type="ord", checkpoint=saved, wait=False)
+        )
+    ]
+    assert set(first) | set(rest) == set(made)
+    assert len(rest) < len(made)
+    assert first[:8] == sorted(first[:8])
