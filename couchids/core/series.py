@@ -38,19 +38,20 @@ from typing import Any, Final, TextIO, TypeVar
 
 from couchids.core import counting, expiry, exporting, windows
 from couchids.core.alltypes import types_present
-from couchids.core.answers import answer_error, check_listing, describe
+from couchids.core.answers import KeySpan, answer_error, check_listing, describe, expect_rows
+from couchids.core.arguments import count as check_count
 from couchids.core.asking import MISSING, ask
 from couchids.core.counting import Bucket, bucket_edges, parse_every
 from couchids.core.document import check_new
-from couchids.core.effects import END, Emit, Program, Puller, Request, Start, Wait, path
+from couchids.core.effects import END, Emit, Program, Puller, Request, Start, Wait, path, post_json
 from couchids.core.expiry import ExpireReport
 from couchids.core.exporting import Format
 from couchids.core.facts import FactsCache, database_facts
+from couchids.core.keys import type_step, window_keys
 from couchids.core.periods import MAX_AHEAD, Period, SeriesLayout, period_of
 from couchids.core.policy import RetryPolicy
-from couchids.core.scan import Checkpoint, check_one_form, read_policy
-from couchids.core.short import short_day, short_id_pages, short_ranges
-from couchids.core.windows import check_count
+from couchids.core.scan import Checkpoint, check_one_form, range_pages, read_policy
+from couchids.core.short import short_day
 from couchids.errors import (
     BulkWriteError,
     DatabaseLimitError,
@@ -64,6 +65,7 @@ from couchids.errors import (
     WriteResult,
 )
 from couchids.idforms.doctypes import AllTypes, scope_prefix
+from couchids.idforms.idform import IdForm
 from couchids.idforms.times import TimeLike, to_datetime, to_ms
 
 __all__ = [
@@ -612,7 +614,7 @@ def window(
     type: str | AllTypes | None,
     newest_first: bool,
     include_docs: bool,
-    page_size: int | None,
+    batch_size: int | None,
     timeout: float | None,
     parallel: int | None,
 ) -> Program[None]:
@@ -631,7 +633,7 @@ def window(
             form=layout.form,
             newest_first=newest_first,
             include_docs=include_docs,
-            page_size=page_size,
+            batch_size=batch_size,
             timeout=timeout,
             parallel=parallel,
         )
@@ -808,7 +810,7 @@ def histogram(
             type=type,
             form=layout.form,
             exact=exact,
-            workers=workers,
+            parallel=workers,
         )
         return _unless_missing(program, [])
 
@@ -1095,29 +1097,110 @@ def _expire_later(
     run: _Expiry, period: Period, name: str, report: SeriesExpireReport
 ) -> Program[None]:
     """Delete the documents older than ``run.before_ms`` from the database ``name`` of a
-    period that starts after it: the key ranges where they sort are read (each type's and
-    the untyped ids of the series' form, and the short ids), not the whole database."""
+    period that starts after it (the series' writers put none there; one stored there by
+    other means goes too): the rows :func:`older_rows` finds, without reading the rest."""
     each = ExpireReport(dry_run=report.dry_run)
-    found = yield from types_present(name, run.layout.form.separator, run.policy.renewed())
-    for doc_type in [None, *found]:
-        try:
-            program = run.part(name, doc_type)
-        except InvalidInputError:
-            continue  # ids that start like a type but break the type rule: no ids of the form
-        _merge(each, (yield from program))
-    near, before_ms = period.start_ms, run.before_ms
+    form, policy = run.layout.form, run.policy
+    checked: set[str | None] | None = set() if form.loose else None
+
+    def check(doc_type: str | None) -> Program[bool]:
+        # A loose form's ids of a type are taken only once check_one_form trusts them.
+        if checked is not None:
+            try:
+                yield from check_one_form(run.known, name, form, doc_type, policy.renewed())
+            except InvalidTypeError:
+                return False
+            checked.add(doc_type)
+        return True
+
+    time_of = id_time(run.layout, period.start_ms, checked)
 
     def goes(doc_id: str) -> bool:
-        day = short_day(doc_id, near)
-        return day is not None and day < before_ms
+        ms = None if doc_id.startswith(_DESIGN) else time_of(doc_id)
+        return ms is not None and ms < run.before_ms
 
-    for low, high in short_ranges(near, before_ms):
-        rows = short_id_pages(name, low, high, run.policy, page_size=run.batch_size)
-        yield from expiry.expire_rows(
-            run.known, name, rows, goes, each, run.policy, purge=run.purge
-        )
+    rows = older_rows(run.known, name, form, run.before_ms, policy, run.batch_size, check)
+    yield from expiry.expire_rows(run.known, name, rows, goes, each, policy, purge=run.purge)
     if each.matched or each.conflicts or each.failed:
         _add_up(report, name, each)
+
+
+def older_rows(
+    known: FactsCache,
+    db: str,
+    form: IdForm,
+    before_ms: int,
+    policy: RetryPolicy,
+    page_size: int,
+    check: Callable[[str | None], Program[bool]],
+) -> Program[None]:
+    """Emits the ``_all_docs`` rows of ``db``, in key order, among which lies every id older
+    than ``before_ms`` of the layouts a series writes (the form's ids, untyped or of a type,
+    and short ids), for the caller to pick by the time each id holds; the rest of the
+    database is jumped over, not read.
+
+    The walk of :func:`~couchids.core.alltypes.types_present`: the ids that name no type
+    (untyped ids of the form, short ids, names) are read as they come, a page at a time; a
+    type is met at its first id, and jumped over (to ``type;``) when that id sorts at or
+    after the type's key of ``before_ms`` (the type's older ids would sort before it; for a
+    reverse form, whose older ids sort last, that never happens). Otherwise the type's key
+    range before ``before_ms`` is read. In a series whose databases hold only
+    their own period's ids that is about one request per type present, and one more.
+    ``check(type)`` (``None``: untyped ids) is asked before the rows of a scope are taken;
+    a type it refuses is jumped over.
+
+    Raises:
+        ServerError: (or a subclass, ``DatabaseNotFoundError`` for a missing database) a
+            request failed after the retries, or was answered out of order.
+    """
+    separator = form.separator
+    yield from check(None)
+    key, after, limit = "", False, 1
+    while True:
+        asked = limit + (1 if after else 0)
+        options: dict[str, Any] = {"limit": asked}
+        if key:
+            options["start_key"] = key
+        each = policy.renewed()
+        reply = yield from ask(post_json(path(db, "_all_docs"), options), each, db)
+        rows = expect_rows(reply.body, each, db, sent=reply.sent, span=KeySpan(key or None, None))
+        page: list[Row] = []
+        typed = False
+        for row in rows:
+            doc_id = row["id"]
+            if doc_id < key or (after and doc_id == key):
+                continue  # passed over by a jump made on an earlier row of this page
+            step = type_step(doc_id, separator)
+            key, after = step.next_key, step.after
+            if step.doc_type is None:
+                page.append(row)
+                continue
+            typed = True
+            if page:
+                yield Emit(page)
+                page = []
+            try:
+                older = window_keys(form, step.doc_type, 0, before_ms)
+            except InvalidTypeError:
+                continue  # no id of the form is of a type that breaks the type rule
+            if older is None or doc_id >= older.high:
+                continue
+            if (yield from check(step.doc_type)):
+                yield from range_pages(
+                    known,
+                    db,
+                    older,
+                    form,
+                    policy,
+                    doc_type=step.doc_type,
+                    page_size=page_size,
+                    wanted=lambda _: True,
+                )
+        if page:
+            yield Emit(page)
+        if len(rows) < asked:
+            return
+        limit = 1 if typed else page_size
 
 
 def id_time(
