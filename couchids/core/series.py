@@ -39,7 +39,6 @@ from typing import Any, Final, TextIO, TypeVar
 from couchids.core import counting, expiry, exporting, windows
 from couchids.core.alltypes import types_present
 from couchids.core.answers import KeySpan, answer_error, check_listing, describe, expect_rows
-from couchids.core.arguments import count as check_count
 from couchids.core.asking import MISSING, ask
 from couchids.core.counting import Bucket, bucket_edges, parse_every
 from couchids.core.document import check_new
@@ -52,6 +51,7 @@ from couchids.core.periods import MAX_AHEAD, Period, SeriesLayout, period_of
 from couchids.core.policy import RetryPolicy
 from couchids.core.scan import Checkpoint, check_one_form, range_pages, read_policy
 from couchids.core.short import short_day
+from couchids.core.windows import check_count
 from couchids.errors import (
     BulkWriteError,
     DatabaseLimitError,
@@ -614,7 +614,7 @@ def window(
     type: str | AllTypes | None,
     newest_first: bool,
     include_docs: bool,
-    batch_size: int | None,
+    page_size: int | None,
     timeout: float | None,
     parallel: int | None,
 ) -> Program[None]:
@@ -633,7 +633,7 @@ def window(
             form=layout.form,
             newest_first=newest_first,
             include_docs=include_docs,
-            batch_size=batch_size,
+            page_size=page_size,
             timeout=timeout,
             parallel=parallel,
         )
@@ -810,7 +810,7 @@ def histogram(
             type=type,
             form=layout.form,
             exact=exact,
-            parallel=workers,
+            workers=workers,
         )
         return _unless_missing(program, [])
 
