@@ -19,6 +19,10 @@ every request, and then answers the requests that matter in its own wrong way:
   gets the cookie ``AuthSession={cookie}``;
 - ``session-refused``: answer ``POST /_session`` with 401, as CouchDB does for a wrong password.
 
+With ``couchdb=True`` every mode but ``silent`` answers ``GET /`` with Apache CouchDB's welcome
+and ``GET /{db}`` as a database, so that what asks which server it is (``replicate``) goes on
+to the requests the mode spoils; ``echo`` then repeats the request's body too.
+
     with HostileServer("html") as server:
         client = client_for(server.url)
 
@@ -88,9 +92,9 @@ class _Server(ThreadingHTTPServer):
 class HostileServer:
     """One mode, on a free loopback port, in a thread."""
 
-    def __init__(self, mode: str, cookie: str = "c00kie") -> None:
+    def __init__(self, mode: str, cookie: str = "c00kie", *, couchdb: bool = False) -> None:
         assert mode in MODES, mode
-        self.mode, self.cookie = mode, cookie
+        self.mode, self.cookie, self.couchdb = mode, cookie, couchdb
         self.stopping = threading.Event()
         server = self
 
@@ -134,6 +138,10 @@ class HostileServer:
         if mode == "silent":
             self.stopping.wait(600)
             return
+        if self.couchdb and method == "GET" and path == "/":
+            return _send_json(handler, 200, COUCHDB_WELCOME)
+        if self.couchdb and is_db:
+            return _send_json(handler, 200, {"db_name": path[1:], "props": {}})
         if mode == "html-404":
             return _send(handler, 404, PAGE, "text/html")
         if mode == "session-refused":
@@ -156,6 +164,8 @@ class HostileServer:
                 f"{method} {handler.path} authorization={handler.headers.get('Authorization')} "
                 f"cookie={handler.headers.get('Cookie')}"
             )
+            if self.couchdb:
+                said += f" body={body.decode('utf-8', 'replace')}"
             return _send_json(handler, 403, {"error": "forbidden", "reason": said})
         if is_db:
             return _send_json(handler, 200, {"db_name": path[1:], "props": {}})
@@ -196,6 +206,12 @@ class HostileServer:
 
 
 JSON_TYPE: Final = "application/json"
+#: ``GET /`` of Apache CouchDB (``couchdb=True``).
+COUCHDB_WELCOME: Final = {
+    "couchdb": "Welcome",
+    "version": "3.4.3",
+    "vendor": {"name": "The Apache Software Foundation"},
+}
 
 
 def _send(handler: BaseHTTPRequestHandler, status: int, body: bytes, kind: str) -> None:

@@ -14,6 +14,7 @@ the full run (``-m full``, which CI runs) every setting with every mode.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import io
 import logging
@@ -30,17 +31,19 @@ from test_hostile import (
     COMMAND_SUCCEEDS,
     COMMANDS,
     DB,
-    OPERATIONS,
     PATIENT,
     RUNS,
     SUCCEEDS,
     TARGET,
     Commands,
+    Operation,
     Ran,
     each_at_once,
 )
+from test_hostile import OPERATIONS as HOSTILE_OPERATIONS
 
-from couchids import ServerTimeoutError
+import couchids
+from couchids import ServerTimeoutError, aio
 from couchids.drivers.redact import redact
 
 MARK = "Zq9-marker-S3cret"
@@ -84,6 +87,32 @@ SETTINGS = {
         "CLOUDANT_APIKEY": MARK,
         "CLOUDANT_AUTH_URL": "TOKENS",
     },
+}
+#: A replication's target on another server, whose password the replicator is given (in the
+#: ``_replicator`` document, which the echoing server repeats): never contacted by the client.
+URL_TARGET = f"http://carol:{quote(ODD_MARK, safe='')}@127.0.0.1:9/edge"
+
+
+def replicate(client: CloudantV1, db: str, target: str) -> object:
+    return couchids.Database(client, db).replicate(target, "2020-01-01", type="t")
+
+
+def aio_replicate(client: CloudantV1, db: str, target: str) -> object:
+    async def main() -> object:
+        async with aio.AsyncClient(client) as ac:
+            return await aio.AsyncDatabase(ac, db).replicate(target, "2020-01-01", type="t")
+
+    return asyncio.run(main())
+
+
+#: test_hostile's operations, and replicate: into a database of the server, and into a URL
+#: with a password, in both APIs.
+OPERATIONS: dict[str, Operation] = {
+    **HOSTILE_OPERATIONS,
+    "replicate": lambda c, db, t: replicate(c, db, "edge"),
+    "replicate-url": lambda c, db, t: replicate(c, db, URL_TARGET),
+    "aio.replicate": lambda c, db, t: aio_replicate(c, db, "edge"),
+    "aio.replicate-url": lambda c, db, t: aio_replicate(c, db, URL_TARGET),
 }
 # Silence is covered by test_hostile; here it would only wait.
 LOUD_MODES = [mode for mode in MODES if mode != "silent"]
@@ -134,7 +163,7 @@ def says_what_failed(operation: str, texts: list[str]) -> list[str]:
     """What is wrong with the outputs :func:`outputs_of` collected of a failed ``operation``: each
     is there and names the operation and its database, so that looking for secrets in them
     looks at something."""
-    name = operation.removesuffix("-now").removeprefix("aio.")
+    name = operation.removesuffix("-now").removesuffix("-url").removeprefix("aio.")
     said = (f"{name} on {DB!r}", f"{name} on {TARGET!r}")
     if len(texts) != 4 or not all(texts):
         return [f"{operation}: outputs missing or empty: {texts!r}"]
@@ -246,6 +275,49 @@ def test_no_secret_in_any_command_output(
         assert iam.tokens, "the token service gave no token"
     seen = {command: [ran[command].out, ran[command].err] for command in COMMANDS}
     found = leaks({**seen, "other threads": [out, err]}, [*MARKERS, *iam.tokens])
+    assert not found, "\n".join(found)
+
+
+#: The replications of :data:`OPERATIONS`.
+REPLICATIONS = {name: run for name, run in OPERATIONS.items() if "replicate" in name}
+
+
+@pytest.mark.parametrize(("setting", "mode"), setting_and_mode())
+def test_no_secret_in_a_replication_sent(
+    setting: str,
+    mode: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """replicate against a server whose welcome says CouchDB: the ``_replicator`` document is
+    sent, holding the credentials the replicator is given (the client's, the URL target's
+    password), and the echoing server repeats it in its error."""
+    caplog.set_level(logging.DEBUG)
+    seen: dict[str, list[str]] = {}
+    with HostileServer(mode, cookie=COOKIE_MARK, couchdb=True) as server, TokenService() as iam:
+        set_environment(monkeypatch, setting, server.url.removeprefix("http://"), iam.url)
+
+        def run(operation: str) -> None:
+            client = CloudantV1.new_instance()
+            client.set_http_config({"proxies": {"http": None, "https": None}})
+            try:
+                job = REPLICATIONS[operation](client, "hostile", PATIENT)
+            except Exception as exc:
+                seen[operation] = outputs_of(exc)
+                # The error names the operation, and the database it failed on.
+                assert seen[operation][0].startswith("replicate on "), seen[operation]
+            else:
+                seen[operation] = [repr(job)]
+
+        each_at_once({operation: partial(run, operation) for operation in REPLICATIONS})
+    out, err = capsys.readouterr()
+    if mode == "echo" and setting not in ("url-no-scheme", "iam"):  # "iam": no token
+        for operation in REPLICATIONS:  # the document was sent, and repeated
+            assert '"target"' in seen[operation][0], seen[operation]
+    seen["stdout and stderr"] = [out, err]
+    seen["log records"] = [caplog.text]
+    found = leaks(seen, [*MARKERS, *iam.tokens])
     assert not found, "\n".join(found)
 
 
