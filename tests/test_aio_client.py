@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import json
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from urllib.parse import quote
 
 import pytest
+from emptycouch import empty_database_handler
 from faultproxy import client_for
 
 from couchids import InvalidArgumentError, aio
@@ -29,32 +29,12 @@ class Recorder:
 
     def __init__(self) -> None:
         self.authorizations: list[str | None] = []
-        recorder = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: object) -> None:
-                pass
-
-            def _any(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                recorder.authorizations.append(self.headers.get("Authorization"))
-                path = self.path.split("?")[0]
-                if path.count("/") == 1:
-                    answer: object = {"db_name": path[1:], "update_seq": "0", "props": {}}
-                else:
-                    answer = {"total_rows": 0, "offset": 0, "rows": []}
-                body = json.dumps(answer).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            do_GET = do_POST = _any
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = ThreadingHTTPServer(
+            ("127.0.0.1", 0),
+            empty_database_handler(
+                lambda handler: self.authorizations.append(handler.headers.get("Authorization"))
+            ),
+        )
         self.httpd.daemon_threads = True
         self.host = f"127.0.0.1:{self.httpd.server_address[1]}"
 

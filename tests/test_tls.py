@@ -8,16 +8,16 @@ The TLS server is a loopback one with the self-signed certificate of
 from __future__ import annotations
 
 import asyncio
-import json
 import ssl
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 from apis import Async, Blocking
+from emptycouch import empty_database_handler
 from localserver import Server
 
 from couchids import Database, ServerError, ServerTimeoutError, aio, connect
@@ -35,31 +35,9 @@ class TlsServer:
     """A loopback HTTPS server answering like an empty CouchDB database."""
 
     def __init__(self) -> None:
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: object) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                path = self.path.split("?")[0]
-                if path.count("/") == 1:
-                    answer: object = {"db_name": path[1:], "update_seq": "0", "props": {}}
-                else:
-                    answer = {"total_rows": 0, "offset": 0, "rows": []}
-                body = json.dumps(answer).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            do_POST = do_GET
-
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(CERTIFICATE)
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), empty_database_handler())
         self.httpd.daemon_threads = True
         self.httpd.socket = context.wrap_socket(self.httpd.socket, server_side=True)
         self.port = self.httpd.server_address[1]
