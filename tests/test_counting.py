@@ -16,6 +16,9 @@ It holds no more ids in all than a count by offset reads with each offset
 (:data:`couchids.core.scan.PROBE_ROWS`), which is the case the fast count promises to get right: it
 sees the foreign ids and scans. Foreign ids further into a larger range are counted by offset,
 as documented: test_foreign_ids_past_the_first_rows_are_counted_by_offset pins that.
+
+The tests that count through the handles of both APIs are written once, in
+tests/_async/test_counting.py; this module holds the ground truth and the tests of one API alone.
 """
 
 from __future__ import annotations
@@ -23,20 +26,17 @@ from __future__ import annotations
 import itertools
 import random
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
-from apis import Api
 from faultproxy import FaultProxy, client_for
 from ibmcloudant.cloudant_v1 import CloudantV1
 from test_query import insert
-from windowtable import SECOND, T0, TIME_FORMS, WEEK, WINDOWS, make_id
+from windowtable import SECOND, T0, WEEK, WINDOWS, make_id
 
 import couchids
 from couchids import (
     KUUID,
-    KUUID_MS,
     SHORT,
     TID62,
     ULID,
@@ -50,7 +50,6 @@ from couchids import (
 )
 from couchids.core.counting import bucket_edges, counts_by_offset, parse_every
 from couchids.core.keys import KeyRange, window_keys
-from couchids.core.pages import DEFAULT_PARALLEL
 from couchids.core.periods import period_of
 from couchids.core.scan import PROBE_ROWS, read_policy
 from couchids.core.windows import DEFAULT_PAGE_SIZE
@@ -150,90 +149,6 @@ def mixed(form: IdForm) -> list[Made]:
     ]
 
 
-@pytest.fixture(scope="module")
-def databases(couch_url: str) -> Iterator[dict[IdForm, FormDb]]:
-    client = client_for(couch_url)
-    made: dict[IdForm, FormDb] = {}
-    yield made
-    for found in made.values():
-        client.delete_database(db=found.db)
-
-
-@pytest.fixture
-def data(databases: dict[IdForm, FormDb], couch_url: str, form: IdForm) -> FormDb:
-    if form not in databases:
-        client = client_for(couch_url)
-        db = f"test_count_{uuid.uuid4().hex}"
-        client.put_database(db=db)
-        databases[form] = FormDb(client, db, form, build(client, db, form))
-    return databases[form]
-
-
-@pytest.mark.parametrize("form", TIME_FORMS, ids=str)
-def test_histogram_equals_the_truth_at_every_edge(api: Api, data: FormDb, form: IdForm) -> None:
-    for doc_type in (*SCOPES, "mix"):
-        truth = [data.truth(doc_type, a, b) for a, b in itertools.pairwise(EDGES)]
-        assert all(truth), truth
-        for exact in (False, True):
-            buckets = api.histogram(
-                data.client, data.db, START, END, type=doc_type, form=form, exact=exact
-            )
-            assert [to_ms(b.start) for b in buckets] == EDGES[:-1]
-            assert [b.count for b in buckets] == truth, (doc_type, exact)
-
-
-@pytest.mark.parametrize("form", TIME_FORMS, ids=str)
-def test_count_equals_the_truth(data: FormDb, form: IdForm) -> None:
-    for doc_type in (*SCOPES, "mix"):
-        for start, end in COUNTED:
-            truth = data.truth(doc_type, start, end)
-            for exact in (False, True):
-                got = couchids.Database(data.client, data.db, form=form).count(
-                    start, end, type=doc_type, exact=exact
-                )
-                assert got == truth, (doc_type, start - T0, end - T0, exact)
-
-
-@pytest.mark.parametrize("form", [KUUID], ids=str)
-def test_histogram_with_unaligned_window_and_days(data: FormDb, form: IdForm) -> None:
-    start, end = START - HOUR // 2, END + HOUR // 3
-    midnight = T0 - T0 % (24 * HOUR) + 24 * HOUR
-    assert start < midnight < end
-    buckets = couchids.Database(data.client, data.db).histogram(start, end, every="1d", type="ord")
-    assert [(to_ms(b.start), to_ms(b.end)) for b in buckets] == [(start, midnight), (midnight, end)]
-    assert [b.count for b in buckets] == [
-        data.truth("ord", start, midnight),
-        data.truth("ord", midnight, end),
-    ]
-    hourly = couchids.Database(data.client, data.db).histogram(start, end, every="1h", type="ord")
-    assert to_ms(hourly[1].start) == start - start % HOUR + HOUR
-    assert sum(b.count for b in hourly) == sum(b.count for b in buckets)
-
-
-def test_foreign_ids_past_the_first_rows_are_counted_by_offset(
-    api: Api, client: CloudantV1, db: str
-) -> None:
-    """A count by offset reads the first PROBE_ROWS ids of each range with its offset: a
-    foreign id among them has the range scanned, a foreign id further in is counted, as the
-    documentation says. A scan (PouchDB Server, exact=True) counts only ids of the form."""
-    edges = [EDGES[1] + k * HOUR for k in range(4)]  # whole hours
-    n = 2 * PROBE_ROWS
-    ids = [KUUID.new(a + k * (HOUR // n), type="ord") for a in edges[:-1] for k in range(n)]
-    first = window_keys(KUUID, "ord", edges[0], edges[1])
-    assert first is not None
-    # The first row the offset request of the first bucket reads, and one past the first
-    # rows of the second bucket.
-    seen, unseen = first.low + "!", "ord:" + KUUID.key((edges[2] - SECOND) // SECOND) + "~"
-    insert(client, db, [*ids, seen, unseen])
-    truth = [n, n, n]
-    fast = api.histogram(client, db, edges[0], edges[-1], type="ord")
-    exact = api.histogram(client, db, edges[0], edges[-1], type="ord", exact=True)
-    assert [b.count for b in exact] == truth
-    by_offset = run(client, counts_by_offset(known_facts(client), read_policy(None, "count"), db))
-    assert [b.count for b in fast] == ([n, n + 1, n] if by_offset else truth)
-    assert api.count(client, db, edges[0], edges[1], type="ord") == n
-
-
 def test_offset_counting_is_used_where_the_server_has_it(
     couch_server: object, client: CloudantV1
 ) -> None:
@@ -298,25 +213,6 @@ def test_a_count_of_20000_documents_takes_at_most_4_requests(couch_url: str) -> 
         setup.delete_database(db=db)
 
 
-def test_a_scan_reads_time_slices_in_parallel(
-    api: Api, client: CloudantV1, couch_url: str, db: str
-) -> None:
-    # exact=True scans on every server. Each _all_docs request waits at the proxy for a
-    # second one: read page after page, none would ever have company.
-    n = 6000
-    insert(client, db, [KUUID_MS.new(START + k * 1000, type="ord") for k in range(n)])
-    with FaultProxy(couch_url) as proxy:
-        proxy.hold_for_company("_all_docs", seconds=0.5)
-        fresh = client_for(proxy.url)
-        assert api.count(fresh, db, START, END, type="ord", form=KUUID_MS, exact=True) == n
-        assert 1 < proxy.most_in_flight <= DEFAULT_PARALLEL + 1
-        buckets = api.histogram(fresh, db, START, END, type="ord", form=KUUID_MS, exact=True)
-    seconds = [(b.start, b.end) for b in buckets]
-    assert [b.count for b in buckets] == [
-        sum(to_ms(a) <= START + k * 1000 < to_ms(b) for k in range(n)) for a, b in seconds
-    ]
-
-
 # -- weeks start on Monday; every type at once -----------------------------------------------
 
 DAY = 24 * HOUR
@@ -336,39 +232,6 @@ def test_weekly_buckets_start_on_monday_as_a_series_weeks_do() -> None:
     # Hours and days keep their edges: whole hours and UTC midnights.
     assert bucket_edges(start, end, DAY)[1] == to_ms("2024-04-26")
     assert bucket_edges(start, end, HOUR)[1] == to_ms("2024-04-25T11:00:00Z")
-
-
-def test_a_weekly_histogram_splits_at_monday_midnight(
-    api: Api, client: CloudantV1, db: str
-) -> None:
-    sunday, monday = to_ms("2024-05-05T23:59:59Z"), to_ms("2024-05-06")
-    thursday = to_ms("2024-05-02")
-    insert(client, db, [KUUID.new(t, type="w") for t in (thursday, sunday, monday, monday + DAY)])
-    for exact in (False, True):
-        buckets = api.histogram(
-            client, db, thursday, to_ms("2024-05-13"), every="1w", type="w", exact=exact
-        )
-        assert [(to_ms(b.start), to_ms(b.end), b.count) for b in buckets] == [
-            (thursday, monday, 2),
-            (monday, to_ms("2024-05-13"), 2),
-        ]
-
-
-def test_all_types_counts_every_type_present(api: Api, client: CloudantV1, db: str) -> None:
-    at = to_ms("2024-05-01T12:00:00Z")
-    ids = [KUUID.new(at + k * SECOND, type=t) for t in ("a", "b", "order") for k in range(3)]
-    ids += [KUUID.new(at, type="b"), KUUID.new(at + 2 * DAY, type="a")]  # the last: outside
-    ids += [KUUID.new(at), KUUID.new(at + SECOND), "_design/app", "b:not-an-id"]
-    insert(client, db, ids)
-    start, end = at - HOUR, at + HOUR
-    every = [api.count(client, db, start, end, type=t) for t in ("a", "b", "order")]
-    assert every == [3, 4, 3]
-    for exact in (False, True):
-        assert api.count(client, db, start, end, type=couchids.ALL_TYPES, exact=exact) == 10
-    # Untyped ids are no type: they are counted with type=None alone.
-    assert api.count(client, db, start, end) == 2
-    with pytest.raises(DatabaseNotFoundError):
-        api.count(client, db + "_gone", start, end, type=couchids.ALL_TYPES)
 
 
 def test_all_types_counts_every_type_of_a_series(client: CloudantV1, db: str) -> None:

@@ -4,12 +4,11 @@ Ground truth around the boundary: ids one unit before, one millisecond before, a
 millisecond after it, among noise (types whose names start alike, untyped ids, other forms of
 the same type, foreign ids inside the key range, a design document). Nothing but the truth is
 ever deleted, also when a run is stopped at a random batch, its answers are lost, and it is
-run again.
+run again. The tests of both APIs are written once, in tests/_async/test_expiry.py.
 """
 
 from __future__ import annotations
 
-import io
 import json
 import random
 import threading
@@ -18,7 +17,6 @@ from typing import Any
 
 import pytest
 import responses
-from apis import Api
 from faultproxy import FaultProxy, all_docs, client_for
 from ibm_cloud_sdk_core.authenticators import NoAuthAuthenticator
 from ibmcloudant.cloudant_v1 import CloudantV1
@@ -117,60 +115,6 @@ def test_expire_deletes_exactly_the_type_before_the_time(
             BEFORE, type=doc_type, dry_run=False
         )
         assert (again.matched, again.deleted) == (0, 0)
-
-
-def test_a_base36_number_that_is_no_uuidv7_is_left_alone(
-    api: Api, client: CloudantV1, db: str
-) -> None:
-    """A base36 id's regex cannot see the UUID version bits: expire, export and the exact
-    count ask the form's matcher, which reads them."""
-    made = {d: BASE36_V7.new(BEFORE + d, type="ord") for d in (-HOUR, -1, 0, HOUR)}
-    # The key of a time is itself 25 base36 characters: a number with no UUID version.
-    impostors = [f"ord:{BASE36_V7.key(BEFORE + d)}" for d in (-2 * HOUR, -2, 2 * HOUR)]
-    insert(client, db, [*made.values(), *impostors])
-    start, end = BEFORE - 3 * HOUR, BEFORE + 3 * HOUR
-    counted = api.count(client, db, start, end, type="ord", form=BASE36_V7, exact=True)
-    assert counted == len(made)
-    out = io.StringIO()
-    api.export(client, db, start, end, out, type="ord", form=BASE36_V7)
-    exported = [json.loads(line)["_id"] for line in out.getvalue().splitlines()]
-    assert exported == sorted(made.values())
-    doomed = {made[-HOUR], made[-1]}
-    assert api.expire(client, db, BEFORE, type="ord", form=BASE36_V7).matched == len(doomed)
-    report = api.expire(client, db, BEFORE, type="ord", form=BASE36_V7, dry_run=False)
-    assert report.deleted == len(doomed)
-    assert set(all_docs(client, db)) == {*made.values(), *impostors} - doomed
-
-
-def test_utc_random_ids_beside_couchdb_random_ids_are_refused(
-    api: Api, client: CloudantV1, db: str
-) -> None:
-    """CouchDB's random ids are 32 hex digits too, whose first 14 read as a time anywhere up
-    to 4253: one reading as a time inside the utc_random runway (2000-2100) cannot be told
-    from a utc_random id. A scope that shows it holds such ids (one reading past 2100) is
-    refused by every operation before anything is counted or deleted."""
-    utc = [UTC_RANDOM.new(BEFORE + d) for d in (-HOUR, -1, 0, HOUR)]
-    inside = f"{to_ms('2020-06-01') * 1000:014x}" + "ab" * 9
-    past = f"{to_ms('3000-01-01') * 1000:014x}" + "cd" * 9
-    insert(client, db, [*utc, inside, past, V7S.new(BEFORE)])
-    start, end = to_ms("2019-01-01"), BEFORE + HOUR + 1
-    before = all_docs(client, db)
-    calls = (
-        lambda: api.count(client, db, start, end, type=None, form=UTC_RANDOM),
-        lambda: api.histogram(client, db, start, end, every="1d", type=None, form=UTC_RANDOM),
-        lambda: api.expire(client, db, BEFORE, type=None, form=UTC_RANDOM),
-        lambda: api.expire(client, db, BEFORE, type=None, form=UTC_RANDOM, dry_run=False),
-        lambda: api.export(client, db, start, end, io.StringIO(), type=None, form=UTC_RANDOM),
-    )
-    for call in calls:
-        with pytest.raises(InvalidArgumentError, match=f"such as '{past}'.*CouchDB's random"):
-            call()
-    assert all_docs(client, db) == before
-    # Without the one past 2100 nothing shows the other: it is taken for a utc_random id of
-    # 2020, as documented.
-    client.delete_document(db=db, doc_id=past, rev=before[past]["_rev"]).get_result()
-    plan = api.expire(client, db, BEFORE, type=None, form=UTC_RANDOM)
-    assert plan.matched == 3
 
 
 class Stop(Exception):
@@ -306,37 +250,6 @@ def test_cloudant_has_no_purge() -> None:
 
 
 # -- a purge the server cannot do, and purge batches sized from the server --------------------
-
-
-@pytest.mark.needs("couchdb")
-def test_a_couchdb_welcome_without_purge_deletes_nothing(
-    couch_url: str, client: CloudantV1, db: str, api: Api
-) -> None:
-    """A server that says it is CouchDB and answers ``_purge`` with 404 (a gateway, a proxy):
-    the empty purge sent first finds it, and nothing is deleted."""
-    populate(client, db, KUUID, 6)
-    before = all_docs(client, db)
-    with FaultProxy(couch_url) as proxy:
-        proxy.fail("404-before", method="POST", path=r"/_purge$", times=10)
-        with pytest.raises(InvalidArgumentError, match=r"purge=True: .* has no _purge") as no:
-            api.expire(client_for(proxy.url), db, BEFORE, type="ord", dry_run=False, purge=True)
-        assert not proxy.requests("POST", r"/_bulk_docs$")
-    assert "HTTP 404" in str(no.value) and "nothing was deleted" in str(no.value)
-    assert all_docs(client, db) == before
-
-
-def test_the_cloudant_rules_server_has_no_purge(
-    client: CloudantV1, db: str, api: Api, cloudant_proxy: Any
-) -> None:
-    """Behind the Cloudant-rules server (``_purge`` answers 501 whatever the welcome says):
-    refused before anything is deleted, by the welcome (PouchDB Server) or by the empty
-    purge (CouchDB)."""
-    populate(client, db, KUUID, 7)
-    before = all_docs(client, db)
-    proxy = cloudant_proxy(plan=None)
-    with pytest.raises(InvalidArgumentError, match=r"purge=True: .*no _purge"):
-        api.expire(client_for(proxy.url), db, BEFORE, type="ord", dry_run=False, purge=True)
-    assert all_docs(client, db) == before
 
 
 class VersionProxy(FaultProxy):

@@ -1,4 +1,5 @@
-"""Database.export and Database.archive: a window, oldest first, resumable row for row."""
+"""Database.export and Database.archive: a window, oldest first, resumable row for row. The tests
+of both APIs are written once, in tests/_async/test_exporting.py."""
 
 from __future__ import annotations
 
@@ -8,15 +9,12 @@ import json
 import random
 
 import pytest
-from apis import Api
 from faultproxy import FaultProxy, all_docs, client_for
 from ibmcloudant.cloudant_v1 import CloudantV1
 from test_expiry import BEFORE, HOUR, populate
-from test_query import insert
 
 import couchids
 from couchids import KUUID, KUUID_REVERSE, V7, V7S, Checkpoint, IdForm, InvalidArgumentError
-from couchids.core.pages import DEFAULT_PARALLEL
 
 FORMS = (KUUID, KUUID_REVERSE, V7, V7S)
 START, END = BEFORE - 24 * HOUR, BEFORE + 24 * HOUR
@@ -47,18 +45,6 @@ def reference(client: CloudantV1, db: str, form: IdForm) -> list[str]:
     return [row["id"] for row in rows]
 
 
-@pytest.mark.parametrize("form", FORMS, ids=str)
-def test_export_is_the_window_oldest_first(
-    api: Api, client: CloudantV1, db: str, form: IdForm
-) -> None:
-    populate(client, db, form, 21)
-    out = io.StringIO()
-    mark = api.export(client, db, START, END, out, type="ord", form=form, batch_size=7)
-    lines = [json.loads(line) for line in out.getvalue().splitlines()]
-    assert [doc["_id"] for doc in lines] == reference(client, db, form)
-    assert len(lines) > 20 and mark.done == len(lines) and mark.last_id == lines[-1]["_id"]
-
-
 @pytest.mark.parametrize("seed", range(6))
 def test_a_resumed_export_equals_an_uninterrupted_one(
     client: CloudantV1, db: str, seed: int
@@ -85,46 +71,6 @@ def test_a_resumed_export_equals_an_uninterrupted_one(
         assert table[0] == ["_id", "n"] and table[1][1].isdigit()
 
 
-@pytest.mark.parametrize("form", FORMS, ids=str)
-def test_a_checkpoint_outside_the_window_resumes_at_its_edge(
-    api: Api, client: CloudantV1, db: str, form: IdForm
-) -> None:
-    populate(client, db, form, 25)
-    ids = reference(client, db, form)
-    earliest, latest = "ord:" + form.new(START - HOUR), "ord:" + form.new(END + HOUR)
-    for last_id, expected in [(earliest, ids), (latest, []), (ids[9], ids[10:])]:
-        out = io.StringIO()
-        mark = Checkpoint(last_id)
-        api.export(
-            client, db, START, END, out, type="ord", form=form, checkpoint=mark, batch_size=4
-        )
-        assert [json.loads(line)["_id"] for line in out.getvalue().splitlines()] == expected
-
-
-@pytest.mark.parametrize(("parallel", "page_size"), [(None, 4), (1, 50), (6, 4)])
-def test_export_reads_time_slices_in_parallel(
-    api: Api, couch_url: str, client: CloudantV1, db: str, parallel: int | None, page_size: int
-) -> None:
-    # Each _all_docs request waits at the proxy for a second one: read page after page, none
-    # would ever have company.
-    insert(client, db, [KUUID.new(START + k * 60_000, type="ord") for k in range(200)])
-    slices = {} if parallel is None else {"parallel": parallel}
-    with FaultProxy(couch_url) as proxy:
-        proxy.hold_for_company("_all_docs", seconds=0.5)
-        out = io.StringIO()
-        fresh = client_for(proxy.url)
-        api.export(fresh, db, START, END, out, type="ord", batch_size=page_size, **slices)
-    assert [json.loads(line)["_id"] for line in out.getvalue().splitlines()] == reference(
-        client, db, KUUID
-    )
-    if parallel == 1:
-        assert proxy.most_in_flight == 1
-    elif parallel is None:
-        assert 1 < proxy.most_in_flight <= DEFAULT_PARALLEL + 1
-    else:
-        assert DEFAULT_PARALLEL + 1 < proxy.most_in_flight <= parallel + 1
-
-
 def test_export_rides_out_lost_answers(couch_url: str, db: str) -> None:
     setup = client_for(couch_url)
     populate(setup, db, KUUID, 40)
@@ -143,14 +89,6 @@ def test_csv_needs_fields(client: CloudantV1, db: str) -> None:
         couchids.Database(client, db).export(START, END, io.StringIO(), format="csv")
     with pytest.raises(InvalidArgumentError, match="format"):
         couchids.Database(client, db).export(START, END, io.StringIO(), format="xml")  # type: ignore[arg-type]
-
-
-def test_a_bad_parallel_is_refused_before_any_request(api: Api, client: CloudantV1) -> None:
-    for bad in (0, -1, 1.5, True):
-        with pytest.raises(InvalidArgumentError, match="parallel"):
-            api.export(client, "db", START, END, io.StringIO(), parallel=bad)
-        with pytest.raises(InvalidArgumentError, match="parallel"):
-            api.archive(client, "db", "target", START, END, parallel=bad)
 
 
 def test_archive_reads_page_after_page_with_parallel_1(

@@ -18,18 +18,20 @@ from couchids.drivers.aio import AsyncClient
 
 T = TypeVar("T")
 
-#: The options a database handle is made with; a test's other options are the tuning ones
-#: (``timeout``, ``retries``, ``backoff``, ``parallel``, ``batch_size``), which today each
-#: method call takes.
-HANDLE_OPTIONS = ("form", "batch_bytes", "document_bytes")
-
 
 def database(client: AsyncClient, name: str, **options: Any) -> AsyncDatabase:
-    """The handle of database ``name`` on ``client``: ``options`` of the handle
-    (:data:`HANDLE_OPTIONS`) are given to it, and the others to each call of a method made
-    through it."""
-    own = {key: options.pop(key) for key in HANDLE_OPTIONS if key in options}
-    handle = AsyncDatabase(client, name, **own)
+    """The handle of database ``name`` on ``client``, made with ``form`` if given, and tuned
+    with the other ``options`` (``timeout``, ``retries``, ``backoff``, ``parallel``,
+    ``batch_size``, ``batch_bytes``, ``document_bytes``): through ``with_options`` where the
+    handle holds them, else given to it or to each call of a method made through it."""
+    form = {"form": options.pop("form")} if "form" in options else {}
+    handle = AsyncDatabase(client, name, **form)
+    if not options:
+        return handle
+    if hasattr(handle, "with_options"):
+        return cast(AsyncDatabase, handle.with_options(**options))
+    own = {key: options.pop(key) for key in ("batch_bytes", "document_bytes") if key in options}
+    handle = AsyncDatabase(client, name, **form, **own)
     return cast(AsyncDatabase, _Tuned(handle, options)) if options else handle
 
 

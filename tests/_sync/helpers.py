@@ -21,18 +21,20 @@ from couchids import Database, Sequence
 
 T = TypeVar("T")
 
-#: The options a database handle is made with; a test's other options are the tuning ones
-#: (``timeout``, ``retries``, ``backoff``, ``parallel``, ``batch_size``), which today each
-#: method call takes.
-HANDLE_OPTIONS = ("form", "batch_bytes", "document_bytes")
-
 
 def database(client: CloudantV1, name: str, **options: Any) -> Database:
-    """The handle of database ``name`` on ``client``: ``options`` of the handle
-    (:data:`HANDLE_OPTIONS`) are given to it, and the others to each call of a method made
-    through it."""
-    own = {key: options.pop(key) for key in HANDLE_OPTIONS if key in options}
-    handle = Database(client, name, **own)
+    """The handle of database ``name`` on ``client``, made with ``form`` if given, and tuned
+    with the other ``options`` (``timeout``, ``retries``, ``backoff``, ``parallel``,
+    ``batch_size``, ``batch_bytes``, ``document_bytes``): through ``with_options`` where the
+    handle holds them, else given to it or to each call of a method made through it."""
+    form = {"form": options.pop("form")} if "form" in options else {}
+    handle = Database(client, name, **form)
+    if not options:
+        return handle
+    if hasattr(handle, "with_options"):
+        return cast(Database, handle.with_options(**options))
+    own = {key: options.pop(key) for key in ("batch_bytes", "document_bytes") if key in options}
+    handle = Database(client, name, **form, **own)
     return cast(Database, _Tuned(handle, options)) if options else handle
 
 

@@ -1,0 +1,91 @@
+"""couchids.aio.AsyncDatabase.export (and archive's checks) and, in the generated twin,
+couchids.Database's: a window, oldest first, resumable row for row, read in time slices in
+parallel. (The tests of one API alone are in tests/test_exporting.py.)"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable
+
+import pytest
+from faultproxy import FaultProxy, client_for
+from ibmcloudant.cloudant_v1 import CloudantV1
+from test_expiry import HOUR, populate
+from test_exporting import END, FORMS, START, reference
+from test_query import insert
+
+from couchids import KUUID, Checkpoint, IdForm, InvalidArgumentError
+from couchids.core.pages import DEFAULT_PARALLEL
+from couchids.drivers.aio import AsyncClient
+
+from .helpers import database
+
+
+@pytest.mark.parametrize("form", FORMS, ids=str)
+async def test_export_is_the_window_oldest_first(
+    async_client: AsyncClient, client: CloudantV1, db: str, form: IdForm
+) -> None:
+    populate(client, db, form, 21)
+    out = io.StringIO()
+    mark = await database(async_client, db, batch_size=7).export(
+        START, END, out, type="ord", form=form
+    )
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert [doc["_id"] for doc in lines] == reference(client, db, form)
+    assert len(lines) > 20 and mark.done == len(lines) and mark.last_id == lines[-1]["_id"]
+
+
+@pytest.mark.parametrize("form", FORMS, ids=str)
+async def test_a_checkpoint_outside_the_window_resumes_at_its_edge(
+    async_client: AsyncClient, client: CloudantV1, db: str, form: IdForm
+) -> None:
+    populate(client, db, form, 25)
+    ids = reference(client, db, form)
+    earliest, latest = "ord:" + form.new(START - HOUR), "ord:" + form.new(END + HOUR)
+    for last_id, expected in [(earliest, ids), (latest, []), (ids[9], ids[10:])]:
+        out = io.StringIO()
+        mark = Checkpoint(last_id)
+        await database(async_client, db, batch_size=4).export(
+            START, END, out, type="ord", form=form, checkpoint=mark
+        )
+        assert [json.loads(line)["_id"] for line in out.getvalue().splitlines()] == expected
+
+
+@pytest.mark.parametrize(("parallel", "page_size"), [(None, 4), (1, 50), (6, 4)])
+async def test_export_reads_time_slices_in_parallel(
+    async_client_for: Callable[[CloudantV1], AsyncClient],
+    couch_url: str,
+    client: CloudantV1,
+    db: str,
+    parallel: int | None,
+    page_size: int,
+) -> None:
+    # Each _all_docs request waits at the proxy for a second one: read page after page, none
+    # would ever have company.
+    insert(client, db, [KUUID.new(START + k * 60_000, type="ord") for k in range(200)])
+    slices = {} if parallel is None else {"parallel": parallel}
+    with FaultProxy(couch_url) as proxy:
+        proxy.hold_for_company("_all_docs", seconds=0.5)
+        out = io.StringIO()
+        fresh = async_client_for(client_for(proxy.url))
+        await database(fresh, db, batch_size=page_size, **slices).export(
+            START, END, out, type="ord"
+        )
+    assert [json.loads(line)["_id"] for line in out.getvalue().splitlines()] == reference(
+        client, db, KUUID
+    )
+    if parallel == 1:
+        assert proxy.most_in_flight == 1
+    elif parallel is None:
+        assert 1 < proxy.most_in_flight <= DEFAULT_PARALLEL + 1
+    else:
+        assert DEFAULT_PARALLEL + 1 < proxy.most_in_flight <= parallel + 1
+
+
+async def test_a_bad_parallel_is_refused_before_any_request(async_client: AsyncClient) -> None:
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(InvalidArgumentError, match="parallel"):
+            await database(async_client, "db", parallel=bad).export(START, END, io.StringIO())
+        with pytest.raises(InvalidArgumentError, match="parallel"):
+            await database(async_client, "db", parallel=bad).archive("target", START, END)
