@@ -53,6 +53,7 @@ import collections
 import contextlib
 import gzip
 import json
+import math
 import secrets
 import threading
 import time
@@ -291,6 +292,8 @@ class CloudantProxy(FaultProxy):
     taken. ``users``: legacy credentials (name to password) the proxy checks in basic
     authentication and ``_session`` logins; ``lockout_after`` failed logins of a name lock it
     out for ``lockout_seconds``. ``clock`` (seconds, monotonic) can be fixed for tests.
+    ``retry_after``: a 429 carries ``Retry-After``, the whole seconds until its class's window
+    has room again (IBM's pages document no such header; off by default).
     """
 
     def __init__(
@@ -310,6 +313,7 @@ class CloudantProxy(FaultProxy):
         lockout_after: int | None = None,
         lockout_seconds: float = 300.0,
         clock: Callable[[], float] = time.monotonic,
+        retry_after: bool = False,
     ) -> None:
         if isinstance(plan, str):
             if plan not in PLAN_NAMED:
@@ -328,6 +332,7 @@ class CloudantProxy(FaultProxy):
         self.lockout_after = lockout_after
         self.lockout_seconds = lockout_seconds
         self.clock = clock
+        self.retry_after = retry_after
         #: The databases made through the proxy and not deleted through it.
         self.databases: set[str] = set()
         #: The requests refused, by rule name.
@@ -431,12 +436,18 @@ class CloudantProxy(FaultProxy):
         if kind is None or kind not in self._windows:
             return None
         window = self._windows[kind]
-        if window.admit(self.clock()):
+        now = self.clock()
+        if window.admit(now):
             return None
+        headers: tuple[tuple[str, str], ...] = ()
+        if self.retry_after:
+            room = window.times[len(window.times) - window.limit] + 1.0 - now
+            headers = (("Retry-After", str(max(1, math.ceil(room)))),)
         return Refusal(
             RULE[kind],
             f"You've exceeded your current limit of {window.limit} requests per second for "
             f"{kind} class. Please try later.",
+            headers,
         )
 
     def _sizes(self, method: str, segments: list[str], body: bytes) -> Refusal | None:
@@ -607,7 +618,7 @@ def _keeping_rules(proxy: CloudantProxy, base: type[Any]) -> type[BaseHTTPReques
                 with proxy._lock:
                     proxy.refused[refusal.rule.name] += 1
                 proxy._record(self.command, self.path, refusal.rule.name)
-                self._json(refusal.rule.status, refusal.body(), kind)
+                self._json(refusal.rule.status, refusal.body(), kind, [*refusal.headers])
                 return
             if kind is not None:
                 with proxy._lock:
@@ -687,13 +698,20 @@ def main(argv: list[str] | None = None) -> None:
         description="Serve Cloudant's rules in front of a local CouchDB or PouchDB Server."
     )
     parser.add_argument("--upstream", required=True, help="http://[user:pass@]127.0.0.1:PORT")
-    parser.add_argument("--plan", default="standard", help="lite, standard or none")
+    parser.add_argument(
+        "--plan", default="standard", help="lite, standard, none, or READS,WRITES,QUERIES"
+    )
     parser.add_argument("--max-request-bytes", type=int, default=MAX_REQUEST_BYTES)
     parser.add_argument("--max-document-bytes", type=int, default=MAX_DOCUMENT_BYTES)
     parser.add_argument("--max-databases", type=int, default=None)
     parser.add_argument("--iam-only", action="store_true")
+    parser.add_argument(
+        "--retry-after", action="store_true", help="a 429 says when its class has room"
+    )
     args = parser.parse_args(argv)
-    plan = None if args.plan == "none" else args.plan
+    plan: str | Plan | None = None if args.plan == "none" else args.plan
+    if plan is not None and "," in plan:
+        plan = Plan(*(int(n) for n in plan.split(",")))  # reads,writes,queries a second
     stop = threading.Event()
     with CloudantProxy(
         args.upstream,
@@ -702,6 +720,7 @@ def main(argv: list[str] | None = None) -> None:
         max_document_bytes=args.max_document_bytes,
         max_databases=args.max_databases,
         iam_only=args.iam_only,
+        retry_after=args.retry_after,
     ) as proxy:
         print(proxy.url, flush=True)
         with contextlib.suppress(KeyboardInterrupt):

@@ -817,7 +817,7 @@ def test_rate_limited(run: Any, monkeypatch: pytest.MonkeyPatch) -> None:
         status=429,
         json={"error": "too_many_requests", "reason": "You've exceeded your rate limit allowance."},
     )
-    result = run("window", "orders", "--since", "1d")
+    result = run("window", "orders", "--since", "1d", "--timeout", "1")
     assert result.code == EXIT_SERVER and result.out == ""
     assert "rate limited" in result.error_line()
 

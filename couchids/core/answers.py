@@ -282,8 +282,9 @@ def _status_error(response: Response, policy: RetryPolicy, db: str, sent: str) -
         )
     if status == 429:
         return RateLimitedError(
-            f"{head}: rate limited (HTTP 429) after the client's retries; enable or "
-            "raise retries with client.enable_retries() or CLOUDANT_ENABLE_RETRIES",
+            f"{head}: rate limited (HTTP 429): the server had no room for the request before "
+            "the call's deadline; give the call a longer timeout, keep the client to a lower "
+            "rate (couchids.connect(rate=...)), or raise the instance's capacity",
             status,
         )
     return ServerError(f"{head}: the server answered HTTP {status}: {text}", status)

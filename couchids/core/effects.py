@@ -69,6 +69,8 @@ class Response:
     hint: str = ""
     #: The driver's own exception for an error status, masked, to chain as the cause.
     cause: BaseException | None = field(default=None, compare=False)
+    #: The 429s the HTTP client's own retries (``enable_retries()``) met before this answer.
+    refused_before: int = field(default=0, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

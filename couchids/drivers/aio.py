@@ -37,7 +37,7 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from typing import Any, Final, TypeVar
 from urllib.parse import unquote, urlsplit, urlunsplit
 
@@ -58,6 +58,7 @@ from couchids.core.effects import (
     Emit,
     Lost,
     Program,
+    Request,
     Response,
     Send,
     Sleep,
@@ -66,7 +67,9 @@ from couchids.core.effects import (
     request_headers,
 )
 from couchids.core.facts import FactsCache
+from couchids.core.pacing import Pacer, Rate, Ticket
 from couchids.core.pages import handed_on
+from couchids.core.policy import RetryPolicy
 from couchids.core.windows import check_count
 from couchids.drivers import log
 from couchids.drivers.blocking import FAILURES, failure_kind, sanitized, server_error
@@ -118,6 +121,9 @@ class AsyncClient:
             ``connections`` connections, closed with this).
         connections: the most requests in flight at once; the others wait their turn in
             couchids, not in httpx's pool.
+        rate: the requests a second of each class to keep to (``"lite"``, ``"standard"``
+            for one block, or ``{"reads": 100, "writes": 50, "queries": 5}``); ``None``:
+            learnt from the server's 429s (see :mod:`couchids.core.pacing`).
     """
 
     def __init__(
@@ -126,6 +132,7 @@ class AsyncClient:
         http: httpx.AsyncClient | None = None,
         *,
         connections: int = CONNECTIONS,
+        rate: Rate | str | Mapping[str, int | None] | None = None,
     ) -> None:
         if not isinstance(cloudant, CloudantV1):
             raise InvalidArgumentError(
@@ -138,6 +145,8 @@ class AsyncClient:
         self._in_flight = asyncio.Semaphore(connections)
         #: What couchids has learnt about databases through this client.
         self.facts = FactsCache()
+        #: What every request of this client waits on: room in its class's window.
+        self.pacer = Pacer(Rate.of(rate))
         check_logins(cloudant)
         self._inline = cloudant.authenticator.authentication_type().lower() in _INLINE_AUTH
 
@@ -164,11 +173,48 @@ class AsyncClient:
         """:meth:`perform`'s outcome, logged, and what it was in a few words (``HTTP 503``,
         ``timeout``) for the record of a retry that follows. The record of the last answer
         counts the time since the first try, the client's retries included."""
-        started = time.perf_counter()
-        outcome, failure = await self._exchange(effect)
-        status = outcome.status if isinstance(outcome, Response) else None
-        log.sent(effect, status, failure, (time.perf_counter() - started) * 1000)
-        return outcome, f"HTTP {status}" if status is not None else failure or "no answer"
+        request, policy = effect.request, effect.policy
+        first_refused: float | None = None
+        while True:
+            ticket = await self._turn(request, policy)
+            started = time.perf_counter()
+            outcome, failure = await self._exchange(effect)
+            status = outcome.status if isinstance(outcome, Response) else None
+            log.sent(effect, status, failure, (time.perf_counter() - started) * 1000)
+            heard = f"HTTP {status}" if status is not None else failure or "no answer"
+            now = time.monotonic()
+            if not isinstance(outcome, Response):
+                self.pacer.answered(ticket, now, 0)
+                return outcome, heard
+            self.pacer.answered(
+                ticket,
+                now,
+                outcome.status,
+                outcome.retry_after,
+                refused_before=outcome.refused_before,
+            )
+            if outcome.status != 429:
+                return outcome, heard
+            # A 429 is sent again once its class has room, while the deadline allows.
+            first_refused = now if first_refused is None else first_refused
+            wait = self.pacer.again(request, now, first_refused, policy.remaining())
+            if wait is None:
+                return outcome, heard
+            log.retrying(effect, wait, f"{heard} (rate limited: waiting for room)")
+
+    async def _turn(self, request: Request, policy: RetryPolicy) -> Ticket:
+        """A ticket for sending ``request`` once its class's window has room (at the deadline
+        when the room comes after it: the server decides)."""
+        while True:
+            now = time.monotonic()
+            ticket = self.pacer.take(request, now)
+            if ticket is not None:
+                return ticket
+            wait = self.pacer.delay(request, now)
+            left = policy.remaining()
+            if left is not None and wait >= left:
+                return self.pacer.force(request, now)
+            await asyncio.sleep(wait)
 
     async def _exchange(self, effect: Send) -> tuple[Response | Lost, str | None]:
         """:meth:`perform`'s outcome, and when it is :class:`Lost`, what happened."""
@@ -216,7 +262,7 @@ class AsyncClient:
         self, effect: Send, prepared: dict[str, Any]
     ) -> tuple[Response | Lost, str | None]:
         retry = self.cloudant.retry_config
-        attempt = 0
+        attempt, refused = 0, 0
         while True:
             started = time.perf_counter()
             try:
@@ -244,6 +290,7 @@ class AsyncClient:
                 answer.headers.get("Content-Type", ""),
                 answer.headers.get("Retry-After"),
                 answer_hint(self.cloudant, answer.status_code),
+                refused_before=refused,
             )
             if (
                 retry is None
@@ -252,6 +299,7 @@ class AsyncClient:
             ):
                 return response, None
             attempt += 1
+            refused += answer.status_code == 429
             wait = _sdk_backoff(retry, response, attempt)
             status = answer.status_code
             log.sent(effect, status, None, (time.perf_counter() - started) * 1000)
@@ -284,6 +332,7 @@ def connect(
     password: str | None = None,
     apikey: str | None = None,
     connections: int = CONNECTIONS,
+    rate: Rate | str | Mapping[str, int | None] | None = None,
     **httpx_options: Any,
 ) -> AsyncClient:
     """An :class:`AsyncClient` for the configured server, or the one given: the client of
@@ -292,7 +341,7 @@ def connect(
     Each argument takes the place of its variable (``url`` of ``CLOUDANT_URL``, ``auth_type``
     of ``CLOUDANT_AUTH_TYPE``, ...); the URL is the server's, its user name and password
     percent-encoded; a missing setting is an error that says what to set, before anything is
-    sent. ``connections`` is :class:`AsyncClient`'s; ``httpx_options`` go to
+    sent. ``connections`` and ``rate`` are :class:`AsyncClient`'s; ``httpx_options`` go to
     ``httpx.AsyncClient`` (proxies, ``verify``, ...).
 
     Raises:
@@ -308,7 +357,7 @@ def connect(
     cloudant = cloudant_client(
         url, auth_type=auth_type, username=username, password=password, apikey=apikey
     )
-    return _owning(cloudant, connections, httpx_options)
+    return _owning(cloudant, connections, httpx_options, Rate.of(rate))
 
 
 def new_instance(
@@ -336,11 +385,16 @@ def new_instance(
     return _owning(cloudant, connections, httpx_options)
 
 
-def _owning(cloudant: CloudantV1, connections: int, httpx_options: dict[str, Any]) -> AsyncClient:
+def _owning(
+    cloudant: CloudantV1,
+    connections: int,
+    httpx_options: dict[str, Any],
+    rate: Rate | None = None,
+) -> AsyncClient:
     """An :class:`AsyncClient` of ``cloudant`` over an ``httpx`` client made for it (and
     closed with it)."""
     http = _http_client(connections, **httpx_options)
-    client = AsyncClient(cloudant, http, connections=connections)
+    client = AsyncClient(cloudant, http, connections=connections, rate=rate)
     client._owned = True  # the httpx client is made here: closing this closes it
     return client
 

@@ -22,7 +22,7 @@ import ssl
 import threading
 import time
 import weakref
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -47,6 +47,7 @@ from couchids.core.effects import (
     Emit,
     Lost,
     Program,
+    Request,
     Response,
     Send,
     Sleep,
@@ -55,6 +56,7 @@ from couchids.core.effects import (
     request_headers,
 )
 from couchids.core.facts import DatabaseFacts, FactsCache
+from couchids.core.pacing import Pacer, Rate, Ticket
 from couchids.core.pages import handed_on
 from couchids.core.policy import RetryPolicy
 from couchids.drivers import log
@@ -207,8 +209,10 @@ def server_error(exc: BaseException, db: str, policy: RetryPolicy | None = None)
         return answers.status_error(answer, policy or RetryPolicy(0, 0), db, sent)
     if status == 429:
         return RateLimitedError(
-            f"{head}: rate limited (HTTP 429) after the client's retries; enable or "
-            "raise retries with client.enable_retries() or CLOUDANT_ENABLE_RETRIES",
+            f"{head}: rate limited (HTTP 429) after the client's retries, and no room for "
+            "the request before the call's deadline; give the call a longer timeout, keep "
+            "the client to a lower rate (couchids.connect(rate=...)), or raise the "
+            "instance's capacity",
             status,
         )
     if status:
@@ -677,6 +681,54 @@ _THREADS: Final = 16
 _known: weakref.WeakKeyDictionary[CloudantV1, FactsCache] = weakref.WeakKeyDictionary()
 
 
+class Paced:
+    """A client's :class:`~couchids.core.pacing.Pacer`, and the lock its threads share it
+    with."""
+
+    def __init__(self, rate: Rate | None) -> None:
+        self.pacer = Pacer(rate)
+        self.lock = threading.Lock()
+
+    def turn(self, request: Request, policy: RetryPolicy) -> Ticket:
+        """A ticket for sending ``request``, once its class's window has room: sleeps until
+        then, or sends at the deadline when the room comes after it (the server decides)."""
+        while True:
+            now = time.monotonic()
+            with self.lock:
+                ticket = self.pacer.take(request, now)
+                if ticket is not None:
+                    return ticket
+                wait = self.pacer.delay(request, now)
+                left = policy.remaining()
+                if left is not None and wait >= left:
+                    return self.pacer.force(request, now)
+            time.sleep(wait)
+
+
+_pacers: weakref.WeakKeyDictionary[CloudantV1, Paced] = weakref.WeakKeyDictionary()
+
+
+def _paced(client: CloudantV1) -> Paced:
+    paced = _pacers.get(client)
+    if paced is None:
+        paced = _pacers.setdefault(client, Paced(None))
+    return paced
+
+
+def pacer(client: CloudantV1) -> Pacer:
+    """The :class:`~couchids.core.pacing.Pacer` every request of ``client`` waits on (its
+    budgets, the 429s it saw); kept while the client lives."""
+    return _paced(client).pacer
+
+
+def set_rate(client: CloudantV1, rate: Rate | str | Mapping[str, int | None] | None) -> None:
+    """Pace ``client``'s requests to ``rate`` (see :meth:`Rate.of
+    <couchids.core.pacing.Rate.of>`): a plan's name, a mapping of ``reads``/``writes``/
+    ``queries`` to requests a second, or ``None`` (learnt from the server's 429s). Requests in
+    flight finish as they were paced; what the pacer learnt is forgotten."""
+    _pacers[client] = Paced(Rate.of(rate))
+
+
 def known_facts(client: CloudantV1) -> FactsCache:
     """What couchids has learnt about databases through ``client`` (kept while it lives)."""
     known = _known.get(client)
@@ -824,12 +876,41 @@ def perform(client: CloudantV1, effect: Send) -> Response | Lost:
 
 def _performed(client: CloudantV1, effect: Send) -> tuple[Response | Lost, str]:
     """:func:`perform`'s outcome, logged, and what it was in a few words (``HTTP 503``,
-    ``timeout``) for the record of a retry that follows."""
-    started = time.perf_counter()
-    outcome, failure = _exchange(client, effect)
-    status = outcome.status if isinstance(outcome, Response) else None
-    log.sent(effect, status, failure, (time.perf_counter() - started) * 1000)
-    return outcome, f"HTTP {status}" if status is not None else failure or "no answer"
+    ``timeout``) for the record of a retry that follows.
+
+    The request waits for room in its class's window (:func:`paced`); a 429 is sent again
+    when there is room, while its deadline allows (:meth:`Pacer.again
+    <couchids.core.pacing.Pacer.again>`), so a rate limit is no error while time is left."""
+    paced = _paced(client)
+    request, policy = effect.request, effect.policy
+    first_refused: float | None = None
+    while True:
+        ticket = paced.turn(request, policy)
+        started = time.perf_counter()
+        outcome, failure = _exchange(client, effect)
+        status = outcome.status if isinstance(outcome, Response) else None
+        log.sent(effect, status, failure, (time.perf_counter() - started) * 1000)
+        heard = f"HTTP {status}" if status is not None else failure or "no answer"
+        refused = status == 429 or (isinstance(outcome, Lost) and outcome.error.status == 429)
+        now = time.monotonic()
+        with paced.lock:
+            if isinstance(outcome, Response):
+                paced.pacer.answered(
+                    ticket,
+                    now,
+                    outcome.status,
+                    outcome.retry_after,
+                    refused_before=outcome.refused_before,
+                )
+            else:
+                paced.pacer.answered(ticket, now, 429 if refused else 0)
+            if not refused:
+                return outcome, heard
+            first_refused = now if first_refused is None else first_refused
+            wait = paced.pacer.again(request, now, first_refused, policy.remaining())
+        if wait is None:
+            return outcome, heard
+        log.retrying(effect, wait, f"{heard} (rate limited: waiting for room)")
 
 
 def _exchange(client: CloudantV1, effect: Send) -> tuple[Response | Lost, str | None]:
@@ -928,4 +1009,13 @@ def response_of(
         raw.headers.get("Retry-After"),
         hint,
         cause,
+        _refused_before(raw),
     )
+
+
+def _refused_before(raw: requests.Response) -> int:
+    """The 429s the client's own retries (urllib3's, with ``enable_retries()``) met before
+    ``raw``: the retries' history, which only urllib3 keeps."""
+    retries = getattr(getattr(raw, "raw", None), "retries", None)
+    history = getattr(retries, "history", None) or ()
+    return sum(1 for attempt in history if getattr(attempt, "status", None) == 429)

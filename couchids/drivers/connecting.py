@@ -16,13 +16,16 @@ and the command (whose messages name only the variables).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Final
 
 from ibm_cloud_sdk_core.authenticators import Authenticator
 from ibmcloudant.cloudant_v1 import CloudantV1
 from ibmcloudant.couchdb_session_get_authenticator_patch import new_construct_authenticator
 
+from couchids.core.pacing import Rate
 from couchids.core.urls import parse_url
+from couchids.drivers.blocking import set_rate
 from couchids.drivers.config import cloudant_config
 from couchids.drivers.credentials import Source, remember
 from couchids.drivers.redact import redact, secrets_of
@@ -64,6 +67,7 @@ def connect(
     username: str | None = None,
     password: str | None = None,
     apikey: str | None = None,
+    rate: Rate | str | Mapping[str, int | None] | None = None,
 ) -> CloudantV1:
     """An ``ibmcloudant`` ``CloudantV1`` client for the configured server, or the one given.
 
@@ -96,6 +100,11 @@ def connect(
             ``iam``, ...).
         username, password: for ``basic`` and ``couchdb_session``.
         apikey: for ``iam``.
+        rate: the requests a second of each of IBM Cloudant's request classes couchids keeps
+            to with this client: ``"lite"`` (20 reads, 10 writes, 5 global queries),
+            ``"standard"`` (one block: 100, 50, 5), or a mapping such as ``{"reads": 200,
+            "writes": 100, "queries": 10}``. ``None`` (the default): couchids learns each
+            class's rate from the server's ``429`` answers (see the IBM Cloudant guide).
 
     Raises:
         InvalidArgumentError: no URL; a URL without ``http://`` or ``https://``, with a user
@@ -108,10 +117,15 @@ def connect(
 
         client = couchids.connect()  # CLOUDANT_URL, CLOUDANT_AUTH_TYPE, ...
         client = couchids.connect("http://127.0.0.1:5984", auth_type="noauth")
+        client = couchids.connect(rate="lite")  # at most 20 reads, 10 writes, 5 queries a second
     """
-    return cloudant_client(
+    budget = Rate.of(rate)
+    client = cloudant_client(
         url, auth_type=auth_type, username=username, password=password, apikey=apikey
     )
+    if budget is not None:
+        set_rate(client, budget)
+    return client
 
 
 def cloudant_client(
