@@ -1,18 +1,16 @@
 """Database.rekey: one target document per source document, at the right time, also after an
-interrupted first run; the source untouched."""
+interrupted first run; the source untouched. The tests of both APIs are written once, in
+tests/_async/test_rekeying.py."""
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import random
 import uuid
 
 import pytest
-from apis import Api
 from faultproxy import all_docs
-from ibm_cloud_sdk_core import ApiException
 from ibmcloudant.cloudant_v1 import CloudantV1
 
 import couchids
@@ -22,7 +20,6 @@ from couchids import (
     V7,
     V7S,
     Checkpoint,
-    DatabaseNotFoundError,
     IdForm,
     InvalidArgumentError,
     decode,
@@ -131,31 +128,6 @@ def test_derived_ids_depend_on_the_key_and_the_source_id() -> None:
     assert one == derived_id(V7S, T0, "a", KEY, type=None)
     assert one != derived_id(V7S, T0, "b", KEY, type=None)
     assert one != derived_id(V7S, T0, "a", b"other", type=None)
-
-
-def test_a_missing_target_is_created_only_when_asked(api: Api, client: CloudantV1, db: str) -> None:
-    client.put_document(db=db, doc_id="a1", document={"created": "2024-05-01T08:00:00Z"})
-    target = db + "_new"
-    options = {"key": KEY, "time_field": "created", "type": "order"}
-    try:
-        # By default a missing target is an error, and creates nothing (a misspelt name).
-        with pytest.raises(DatabaseNotFoundError, match=repr(target)):
-            api.rekey(client, db, target, **options)
-        assert target not in client.get_all_dbs().get_result()
-        # A missing source creates no target either, even when asked to.
-        with pytest.raises(DatabaseNotFoundError, match=repr(db + "_gone")):
-            api.rekey(client, db + "_gone", target, create_target=True, **options)
-        assert target not in client.get_all_dbs().get_result()
-        report = api.rekey(client, db, target, create_target=True, **options)
-        assert (report.copied, report.duplicates) == (1, 0)
-        (new,) = all_docs(client, target)
-        assert new == derived_id(KUUID, to_ms("2024-05-01T08:00:00Z"), "a1", KEY, type="order")
-        # Once there, it is taken as it is.
-        again = api.rekey(client, db, target, create_target=True, **options)
-        assert (again.copied, again.duplicates) == (0, 1)
-    finally:
-        with contextlib.suppress(ApiException):
-            client.delete_database(db=target)
 
 
 def test_create_target_is_a_bool(client: CloudantV1, db: str) -> None:

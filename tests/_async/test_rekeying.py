@@ -1,0 +1,47 @@
+"""couchids.aio.AsyncDatabase.rekey and, in the generated twin, couchids.Database.rekey: a
+missing target is created only when asked. (The tests of one API alone are in
+tests/test_rekeying.py.)"""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+from faultproxy import all_docs
+from ibm_cloud_sdk_core import ApiException
+from ibmcloudant.cloudant_v1 import CloudantV1
+from test_rekeying import KEY
+
+from couchids import KUUID, DatabaseNotFoundError
+from couchids.core.rekeying import derived_id
+from couchids.drivers.aio import AsyncClient
+from couchids.idforms.times import to_ms
+
+from .helpers import database
+
+
+async def test_a_missing_target_is_created_only_when_asked(
+    async_client: AsyncClient, client: CloudantV1, db: str
+) -> None:
+    client.put_document(db=db, doc_id="a1", document={"created": "2024-05-01T08:00:00Z"})
+    target = db + "_new"
+    options = {"key": KEY, "time_field": "created", "type": "order"}
+    try:
+        # By default a missing target is an error, and creates nothing (a misspelt name).
+        with pytest.raises(DatabaseNotFoundError, match=repr(target)):
+            await database(async_client, db).rekey(target, **options)
+        assert target not in client.get_all_dbs().get_result()
+        # A missing source creates no target either, even when asked to.
+        with pytest.raises(DatabaseNotFoundError, match=repr(db + "_gone")):
+            await database(async_client, db + "_gone").rekey(target, create_target=True, **options)
+        assert target not in client.get_all_dbs().get_result()
+        report = await database(async_client, db).rekey(target, create_target=True, **options)
+        assert (report.copied, report.duplicates) == (1, 0)
+        (new,) = all_docs(client, target)
+        assert new == derived_id(KUUID, to_ms("2024-05-01T08:00:00Z"), "a1", KEY, type="order")
+        # Once there, it is taken as it is.
+        again = await database(async_client, db).rekey(target, create_target=True, **options)
+        assert (again.copied, again.duplicates) == (0, 1)
+    finally:
+        with contextlib.suppress(ApiException):
+            client.delete_database(db=target)
