@@ -34,6 +34,14 @@ from couchids.core.exactjson import check_keys
 from couchids.core.facts import FactsCache
 from couchids.core.policy import RetryPolicy
 from couchids.core.revisions import delete_revision, live_leaves, winner
+from couchids.core.sizes import (
+    DEFAULT_BATCH_BYTES,
+    DEFAULT_DOCUMENT_BYTES,
+    TOO_LARGE,
+    Filling,
+    halving,
+    over_document_bytes,
+)
 from couchids.errors import (
     BulkWriteError,
     ConflictError,
@@ -64,14 +72,6 @@ __all__ = [
 
 #: Documents per ``_bulk_docs`` request.
 DEFAULT_BATCH_SIZE: Final = 500
-#: The most bytes of one ``_bulk_docs`` request's body: under IBM Cloudant's 64 MB a request
-#: (https://cloud.ibm.com/docs/Cloudant?topic=Cloudant-limits, "Request payload"), which
-#: answers 413 past it.
-DEFAULT_BATCH_BYTES: Final = 60_000_000
-#: The most bytes of one document as couchids sends it (its JSON, ``_id`` included): IBM
-#: Cloudant's 1 MB a document (the same page), in its stricter, decimal reading. A larger
-#: document is not sent: it is a failed row of the bulk write.
-DEFAULT_DOCUMENT_BYTES: Final = 1_000_000
 #: The bytes of ``{"docs":[`` and ``]}`` around the documents of a ``_bulk_docs`` body.
 _ENVELOPE: Final = len(b'{"docs":[]}')
 #: The end of the caller's documents (``None`` is a document, which is refused as one).
@@ -355,12 +355,12 @@ def _batches(
         batch_ids: list[str] = []
         parts: list[bytes] = []
         seen: set[str] = set()
-        size = _ENVELOPE
+        filling = Filling(sizes.batch_bytes, envelope=_ENVELOPE)
         if carried is not None:
             batch_ids.append(carried[0])
             parts.append(carried[1])
             seen.add(carried[0])
-            size += len(carried[1])
+            filling.add(len(carried[1]))
             carried = None
         while len(parts) < sizes.count:
             doc = next(docs, _END)
@@ -370,14 +370,13 @@ def _batches(
             doc_id = ids.assign(doc, label)
             index += 1
             part = _encode({**doc, "_id": doc_id}, label)
-            grown = size + len(part) + (1 if parts else 0)
-            if doc_id in seen or (parts and grown > sizes.batch_bytes):
+            if doc_id in seen or not filling.takes(len(part)):
                 carried = (doc_id, part)
                 break
             seen.add(doc_id)
             batch_ids.append(doc_id)
             parts.append(part)
-            size = grown
+            filling.add(len(part))
         if not parts:
             return
         yield batch_ids, parts
@@ -510,37 +509,25 @@ class _Batch:
         """Write the documents within ``document_bytes``, in groups: a group the server refuses
         as too large (413) is written again as two halves; a document refused alone, or
         over ``document_bytes``, is a failed row, and the others are stored."""
-        groups: list[list[int]] = [[]]
+        group: list[int] = []
         for index, part in enumerate(self.parts):
-            if len(part) > self.document_bytes:
-                self.results[index] = self._too_large(
-                    index,
-                    f"{len(part):,} bytes as JSON, over document_bytes={self.document_bytes:,} "
-                    "(IBM Cloudant stores documents of at most 1 MB); it was not sent",
-                )
+            why = over_document_bytes(len(part), self.document_bytes)
+            if why is not None:
+                self.results[index] = self._too_large(index, why)
             else:
-                groups[0].append(index)
-        while groups:
-            # Rows a refused group settled before the refusal keep their results.
-            group = [index for index in groups.pop(0) if self.results[index] is None]
-            if not group:
-                continue
-            try:
-                yield from self._write(group)
-            except ServerError as exc:
-                if exc.status != 413:
-                    raise
-                if len(group) == 1:
-                    self.results[group[0]] = self._too_large(
-                        group[0], f"refused alone by the server as too large: {exc}"
-                    )
-                    continue
-                half = len(group) // 2
-                groups[:0] = [group[:half], group[half:]]
+                group.append(index)
+
+        def refused(index: int, exc: ServerError) -> None:
+            self.results[index] = self._too_large(
+                index, f"refused alone by the server as too large: {exc}"
+            )
+
+        # Rows a refused group settled before the refusal keep their results.
+        yield from halving(group, self._write, refused, lambda i: self.results[i] is not None)
 
     def _too_large(self, index: int, why: str) -> WriteResult:
         doc_id = self.ids[index]
-        error = ServerError(f"document {doc_id!r} in {self.db!r} is too large: {why}", 413)
+        error = ServerError(f"document {doc_id!r} in {self.db!r} is too large: {why}", TOO_LARGE)
         return WriteResult(doc_id, None, error=written(error, doc_id, False))
 
     def _body(self, indexes: list[int]) -> bytes:
