@@ -683,7 +683,8 @@ class Series:
         of later periods are searched too, for documents stored there otherwise, without
         reading what they hold of their own periods: their ids that name no type (untyped
         and short ids) are read, and of each type its first id, then its ids older than
-        ``before`` when that one is (about one request per type present).
+        ``before`` when that one is (about one request per type present), four databases at
+        a time.
         Documents are deleted as :meth:`Database.expire` deletes them: by the revision
         read (one changed meanwhile is reported in ``conflicts`` and kept), every leaf of a
         conflicted one. A dry run (the default) reads the same ids, changes nothing and

@@ -98,7 +98,8 @@ T = TypeVar("T")
 Row = dict[str, Any]
 Doc = Mapping[str, Any]
 
-#: Period databases :meth:`couchids.Series.count` and ``histogram`` read at a time.
+#: Period databases :meth:`couchids.Series.count`, ``histogram`` and ``expire`` (the periods
+#: after its cutoff) read at a time.
 PERIOD_WORKERS: Final = 4
 #: What design documents' ids start with: an expiry leaves them.
 _DESIGN: Final = "_design/"
@@ -979,12 +980,12 @@ def expire(
     policy = RetryPolicy.checked(retries, backoff, timeout, "expire")
     before_ms = to_ms(before)
 
-    def part(name: str, doc_type: str | None) -> Program[ExpireReport]:
-        return expiry.expire(
+    _checked(
+        expiry.expire(
             known,
-            name,
+            layout.prefix,
             before_ms,
-            type=doc_type,
+            type=None,
             form=layout.form,
             dry_run=dry_run,
             purge=purge,
@@ -995,10 +996,9 @@ def expire(
             backoff=backoff,
             timeout=timeout,
         )
-
-    _checked(part(layout.prefix, None))
+    )
     report = SeriesExpireReport(dry_run=dry_run, before=to_datetime(before_ms))
-    run = _Expiry(known, layout, before_ms, purge, batch_size, part, policy)
+    run = _Expiry(known, layout, before_ms, purge, batch_size, policy)
     return _expire(run, report)
 
 
@@ -1011,8 +1011,6 @@ class _Expiry:
     before_ms: int
     purge: bool
     batch_size: int
-    #: The expiry of one type's ids of the series' form in one database.
-    part: Callable[[str, str | None], Program[ExpireReport]]
     policy: RetryPolicy
 
 
@@ -1026,12 +1024,19 @@ def _expire(run: _Expiry, report: SeriesExpireReport) -> Program[SeriesExpireRep
     for period, name in listed:
         if period.start_ms < before_ms < period.end_ms:
             report.boundary = name
-            yield from _unless_missing(_expire_boundary(run, period, name, report), None)
+            program = _expire_database(run, period, name, report, whole=True)
+            if (each := (yield from _unless_missing(program, None))) is not None:
+                _add_up(report, name, each)
     # The series' writers put every document in the database of its id's time, so a later
     # period's database holds no older id of theirs; one stored there by other means goes too.
-    for period, name in listed:
-        if period.start_ms >= before_ms:
-            yield from _unless_missing(_expire_later(run, period, name, report), None)
+    later = [(period, name) for period, name in listed if period.start_ms >= before_ms]
+    programs = [
+        _unless_missing(_expire_database(run, period, name, report, whole=False), None)
+        for period, name in later
+    ]
+    for (_, name), found in zip(later, (yield from _each(programs, PERIOD_WORKERS)), strict=True):
+        if found is not None and (found.matched or found.conflicts or found.failed):
+            _add_up(report, name, found)
     for period, name in listed:
         if period.end_ms <= before_ms:
             report.dropped.append(name)
@@ -1054,26 +1059,35 @@ def _check_purge(run: _Expiry, listed: list[tuple[Period, str]]) -> Program[None
         return
 
 
-def _expire_boundary(
-    run: _Expiry, period: Period, name: str, report: SeriesExpireReport
-) -> Program[None]:
-    """Read every id of the boundary period's database (``name``) and delete the documents
-    whose id holds a time before ``run.before_ms``, whatever wrote them: ids of the series'
-    form of every type and untyped, and short ids. An id whose time cannot be read is kept
-    and reported in ``report.unread``; design documents stay."""
+def _expire_database(
+    run: _Expiry, period: Period, name: str, report: SeriesExpireReport, *, whole: bool
+) -> Program[ExpireReport]:
+    """Delete the documents of the database ``name`` whose id holds a time before
+    ``run.before_ms``, whatever wrote them: ids of the series' form of every type and
+    untyped, and short ids; design documents stay.
+
+    ``whole`` (the boundary period's database): every id is read, and one whose time cannot
+    be read is kept and reported in ``report.unread``. Otherwise (a later period's, where the
+    series' writers put no older id; one stored there by other means goes too): only the rows
+    :func:`older_rows` finds, without reading the rest. A loose form's ids of a type are taken
+    only once :func:`~couchids.core.scan.check_one_form` trusts them (another form's ids
+    could pass for them); those of a type it refuses are unread. Returns what it did."""
     known, form, policy = run.known, run.layout.form, run.policy
-    checked: set[str | None] | None = None
-    if form.loose:
-        # Every type's ids are checked for ids another form cannot tell from the series'
-        # (check_one_form) before any is deleted; the ids of a type not checked are unread.
-        checked = set()
-        found = yield from types_present(name, form.separator, policy.renewed())
-        for doc_type in [None, *found]:
+    checked: set[str | None] | None = set() if form.loose else None
+
+    def check(doc_type: str | None) -> Program[bool]:
+        if checked is not None:
             try:
                 yield from check_one_form(known, name, form, doc_type, policy.renewed())
             except InvalidTypeError:
-                continue  # ids that start like a type but break the type rule
+                return False
             checked.add(doc_type)
+        return True
+
+    if whole and checked is not None:
+        # Every type is checked before any id is deleted.
+        for doc_type in [None, *(yield from types_present(name, form.separator, policy.renewed()))]:
+            yield from check(doc_type)
     if run.purge and not report.dry_run:
         yield from expiry.check_purge(known, name, policy.renewed())
     time_of = id_time(run.layout, period.start_ms, checked)
@@ -1082,47 +1096,16 @@ def _expire_boundary(
         if doc_id.startswith(_DESIGN):
             return False
         ms = time_of(doc_id)
-        if ms is None:
+        if ms is None and whole:
             report.unread.append(doc_id)
-            return False
-        return ms < run.before_ms
-
-    each = ExpireReport(dry_run=report.dry_run)
-    rows = expiry.index_rows(known, name, policy, page_size=run.batch_size)
-    yield from expiry.expire_rows(known, name, rows, goes, each, policy, purge=run.purge)
-    _add_up(report, name, each)
-
-
-def _expire_later(
-    run: _Expiry, period: Period, name: str, report: SeriesExpireReport
-) -> Program[None]:
-    """Delete the documents older than ``run.before_ms`` from the database ``name`` of a
-    period that starts after it (the series' writers put none there; one stored there by
-    other means goes too): the rows :func:`older_rows` finds, without reading the rest."""
-    each = ExpireReport(dry_run=report.dry_run)
-    form, policy = run.layout.form, run.policy
-    checked: set[str | None] | None = set() if form.loose else None
-
-    def check(doc_type: str | None) -> Program[bool]:
-        # A loose form's ids of a type are taken only once check_one_form trusts them.
-        if checked is not None:
-            try:
-                yield from check_one_form(run.known, name, form, doc_type, policy.renewed())
-            except InvalidTypeError:
-                return False
-            checked.add(doc_type)
-        return True
-
-    time_of = id_time(run.layout, period.start_ms, checked)
-
-    def goes(doc_id: str) -> bool:
-        ms = None if doc_id.startswith(_DESIGN) else time_of(doc_id)
         return ms is not None and ms < run.before_ms
 
-    rows = older_rows(run.known, name, form, run.before_ms, policy, run.batch_size, check)
-    yield from expiry.expire_rows(run.known, name, rows, goes, each, policy, purge=run.purge)
-    if each.matched or each.conflicts or each.failed:
-        _add_up(report, name, each)
+    each = ExpireReport(dry_run=report.dry_run)
+    if whole:
+        rows = expiry.index_rows(known, name, policy, page_size=run.batch_size)
+    else:
+        rows = older_rows(known, name, form, run.before_ms, policy, run.batch_size, check)
+    return (yield from expiry.expire_rows(known, name, rows, goes, each, policy, purge=run.purge))
 
 
 def older_rows(
@@ -1252,16 +1235,6 @@ def id_time(
         return short_day(doc_id, near_ms)
 
     return time_of
-
-
-def _merge(into: ExpireReport, part: ExpireReport) -> None:
-    """Add what ``part`` did to ``into``."""
-    into.matched += part.matched
-    into.deleted += part.deleted
-    into.gone += part.gone
-    into.conflicts += part.conflicts
-    into.failed += part.failed
-    into.purged += part.purged
 
 
 def _add_up(report: SeriesExpireReport, name: str, each: ExpireReport) -> None:
