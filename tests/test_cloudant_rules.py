@@ -10,7 +10,8 @@
   ``bulk_create_iter``, ``create``, ``rekey``, ``archive``, a series' writes) store every
   document that fits exactly once and report the one that does not.
 - **Cap**: what creates databases (a series' ``prepare`` and writes, ``rekey`` with
-  ``create_target``) is refused past the cap with ``DatabaseLimitError``, nothing stored.
+  ``create_target``) is refused past the cap with ``DatabaseLimitError``, nothing stored; a
+  replication whose target the server's replicator would create fails (on CouchDB).
 - **No purge**: ``expire(purge=True)`` is refused before anything is deleted.
 
 (The rate limits are tests/test_pacing.py's.) Each case runs its operation on a small data
@@ -36,7 +37,7 @@ import pytest
 import requests
 from cloudantproxy import APIKEY, CloudantProxy
 from conftest import drop_database, fresh_database
-from faultproxy import all_docs
+from faultproxy import all_docs, client_for
 from ibm_cloud_sdk_core.authenticators import BasicAuthenticator, IAMAuthenticator
 from ibmcloudant import CouchDbSessionAuthenticator
 from ibmcloudant.cloudant_v1 import CloudantV1
@@ -654,3 +655,39 @@ def test_what_creates_databases_keeps_to_the_cap(
     s = setting(max_databases=1)
     run(api, s, CAP[name])
     assert s.proxy.refused["database-cap"] >= 1
+
+
+@pytest.mark.needs("couchdb")
+@pytest.mark.parametrize("api", ["blocking", pytest.param("aio", marks=pytest.mark.full)])
+def test_a_replication_whose_target_is_past_the_cap_fails(
+    api: str, cloudant_proxy: Callable[..., CloudantProxy], client: CloudantV1, db: str
+) -> None:
+    """replicate(create_target=True): the server's replicator creates the target, through the
+    Cloudant-rules server (the endpoints are its URL), which refuses it at the cap; the
+    replication fails, naming the target it was forbidden to make. (Signed in without IAM:
+    CouchDB 3.4.3's replicator has no IAM plugin.)"""
+    couchids.Database(client, db).create({"n": 0}, type="click", timestamp=T0)
+    proxy = cloudant_proxy(plan=None, max_databases=0)
+    target = f"{db}-edge"
+
+    async def body(h: Handles, s: Any) -> None:
+        job = await got(h.db(db).replicate(target, T0, END, type="click"))
+        try:
+            # The replicator's reason: "forbidden: <the target's URL>".
+            with pytest.raises(ReplicationFailed, match=rf"forbidden: .*/{target}"):
+                await got(job.wait(120))
+        finally:
+            await got(job.cancel())
+
+    through = client_for(proxy.url)
+
+    async def main() -> None:
+        if api == "blocking":
+            await body(Handles(api, through), None)
+            return
+        async with aio.AsyncClient(through) as ac:
+            await body(Handles(api, through, ac), None)
+
+    asyncio.run(main())
+    assert proxy.refused["database-cap"] >= 1
+    assert target not in client.get_all_dbs().get_result()
