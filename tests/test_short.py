@@ -3,12 +3,12 @@
 Races between writers on one node end in 409s. What a cluster does is played here on any
 server: the fault proxy turns a 201 into ``202 Accepted``, and a rival's revision is written
 with ``new_edits=false``, as replication stores revisions. tests/test_cluster.py has the real
-races, on the 3-node cluster.
+races, on the 3-node cluster. The tests of both APIs are written once, in
+tests/_async/test_short.py.
 """
 
 from __future__ import annotations
 
-import copy
 import itertools
 import random
 import re
@@ -20,7 +20,6 @@ from urllib.parse import unquote
 
 import pytest
 import requests
-from apis import Api
 from faultproxy import FaultProxy, all_docs, client_for, update_count
 from ibmcloudant.cloudant_v1 import CloudantV1
 from intercept import intercepted, path_of
@@ -29,7 +28,7 @@ from couchids import AllocationFailed, Database, InvalidArgumentError
 from couchids.core.policy import RetryPolicy
 from couchids.core.revisions import delete_revision
 from couchids.core.short import ALLOC_FIELD, SHORT_ID, format_day, random_nonce
-from couchids.drivers.blocking import database_facts, run
+from couchids.drivers.blocking import run
 from couchids.idforms.constants import SHORT_ID_ALPHABET
 
 NOW = datetime(2026, 1, 7, 15, 4, 5, tzinfo=UTC)
@@ -136,56 +135,6 @@ def test_short_id_pattern(text: str, matches: bool) -> None:
 # --- create_short -------------------------------------------------------------------------
 
 
-def test_create_short_stores_the_document_under_a_two_letter_id_of_the_day(
-    api: Api, client: CloudantV1, db: str
-) -> None:
-    doc = {"title": "hello", "tags": ["x"]}
-    before = copy.deepcopy(doc)
-    result = api.create_short(client, db, doc, timestamp=NOW)
-    assert doc == before, "the caller's document is not changed"
-    assert re.fullmatch(rf"{DAY}-[{SHORT_ID_ALPHABET}]{{2}}", result.id)
-    assert result.duplicate is False
-    stored = client.get_document(db=db, doc_id=result.id).get_result()
-    token = stored.pop(ALLOC_FIELD)
-    assert re.fullmatch(r"[0-9a-f]{32}", token)
-    assert stored == {**doc, "_id": result.id, "_rev": result.rev}
-
-
-def test_create_short_tries_another_nonce_when_the_id_is_taken(
-    api: Api, client: CloudantV1, db: str
-) -> None:
-    taken = client.put_document(db=db, doc_id=f"{DAY}-bc", document={"theirs": 1}).get_result()
-    result = api.create_short(client, db, {"ours": 1}, timestamp=NOW, rng=scripted("bc", "bd"))
-    assert result.id == f"{DAY}-bd"
-    assert client.get_document(db=db, doc_id=f"{DAY}-bc").get_result() == {
-        "_id": f"{DAY}-bc",
-        "_rev": taken["rev"],
-        "theirs": 1,
-    }
-
-
-@pytest.mark.parametrize("mode", ["503-after", "drop-after"])
-def test_a_lost_answer_is_retried_with_the_same_id_and_stored_once(
-    api: Api, client: CloudantV1, proxy: FaultProxy, db: str, mode: str
-) -> None:
-    proxy.fail(mode, method="PUT", path=f"^/{db}/")  # type: ignore[arg-type]
-    result = api.create_short(client_for(proxy.url), db, {"n": 1}, timestamp=NOW)
-    assert proxy.pending() == 0
-    puts = proxy.requests("PUT", f"^/{db}/")
-    assert [e.outcome for e in puts[:2]] == [mode, "forwarded"]
-    assert puts[0].path == puts[1].path, "the retry used the same id"
-    stored = all_docs(client, db)
-    assert list(stored) == [result.id], "stored once"
-    assert stored[result.id]["_rev"] == result.rev and result.rev.startswith("1-")
-    if database_facts(client, db).copies == 1:
-        # One copy took the first attempt whole: the id is kept.
-        assert len(puts) == 2 and result.duplicate is True
-    else:
-        # Which copies took the first attempt is unknown: that id is given up (deleted).
-        assert len(puts) == 3 and result.id != puts[0].path.split("/")[-1].split("?")[0]
-        assert result.duplicate is False
-
-
 def test_forty_concurrent_writers_get_two_hundred_distinct_ids(
     couch_url: str, client: CloudantV1, db: str
 ) -> None:
@@ -230,38 +179,6 @@ def fill_two_letter_ids(client: CloudantV1, db: str) -> None:
     assert len(all_docs(client, db)) == 400
 
 
-def test_when_every_two_letter_id_is_taken_a_three_letter_id_is_made(
-    api: Api, client: CloudantV1, db: str
-) -> None:
-    fill_two_letter_ids(client, db)
-    result = api.create_short(client, db, {"n": 1}, timestamp=NOW)
-    assert re.fullmatch(rf"{DAY}-[{SHORT_ID_ALPHABET}]{{3}}", result.id)
-    stored = all_docs(client, db)
-    assert len(stored) == 401
-    assert all(doc.get("filler") for doc_id, doc in stored.items() if doc_id != result.id)
-    # Another day still has every two-letter id free.
-    tomorrow = api.create_short(client, db, {"n": 2}, timestamp=NOW + timedelta(days=1))
-    assert re.fullmatch(rf"260108-[{SHORT_ID_ALPHABET}]{{2}}", tomorrow.id)
-
-
-def test_allocation_fails_when_every_try_is_taken_and_leaves_nothing_behind(
-    api: Api, client: CloudantV1, db: str
-) -> None:
-    for doc_id in (f"{DAY}-bb", f"{DAY}-bbb"):
-        client.put_document(db=db, doc_id=doc_id, document={"theirs": doc_id})
-    before = db_state(client, db)
-    tries: list[int] = []
-
-    def only_taken(length: int) -> str:
-        tries.append(length)
-        return "b" * length
-
-    with pytest.raises(AllocationFailed, match=f"no free short id for {DAY}"):
-        api.create_short(client, db, {"n": 1}, timestamp=NOW, rng=only_taken)
-    assert tries == [2] * 10 + [3] * 10
-    assert db_state(client, db) == before
-
-
 def test_allocation_fails_when_the_day_is_full(client: CloudantV1, db: str) -> None:
     fill_two_letter_ids(client, db)
     three = [f"{DAY}-{n}" for n in ("bbb", "bbc")]
@@ -276,25 +193,6 @@ def test_allocation_fails_when_the_day_is_full(client: CloudantV1, db: str) -> N
     with pytest.raises(AllocationFailed):
         Database(client, db).create_short({"n": 1}, timestamp=NOW, rng=rng)
     assert db_state(client, db) == before
-
-
-def test_a_write_fewer_copies_than_a_quorum_took_is_given_up_and_deleted(
-    api: Api, proxy: FaultProxy, client: CloudantV1, db: str
-) -> None:
-    proxy.fail("202-after", method="PUT", times=1)
-    result = api.create_short(
-        client_for(proxy.url), db, {"n": 1}, timestamp=NOW, rng=scripted("bc", "bd")
-    )
-    assert result.id == f"{DAY}-bd" and result.duplicate is False
-    assert list(all_docs(client, db)) == [result.id], "the 202 claim is gone"
-    # What is left of the given-up claim is a deletion, not a conflict.
-    leaves = requests.get(
-        f"{proxy.url}/{db}/{DAY}-bc",
-        params={"open_revs": "all"},
-        headers={"Accept": "application/json"},
-        timeout=30,
-    ).json()
-    assert [leaf["ok"].get("_deleted", False) for leaf in leaves] == [True]
 
 
 def test_a_202_beside_another_writers_revision_gives_the_id_up_and_leaves_theirs(
@@ -318,25 +216,6 @@ def test_a_202_beside_another_writers_revision_gives_the_id_up_and_leaves_theirs
     standing = client.get_document(db=db, doc_id=rival["_id"], conflicts=True).get_result()
     assert standing[ALLOC_FIELD] == "rival" and "_conflicts" not in standing, "ours deleted"
     assert [d.get("n") for d in all_docs(client, db).values()] == [None, 1]
-
-
-def test_a_409_that_hides_our_own_revision_never_stores_the_document_twice(
-    api: Api, proxy: FaultProxy, client: CloudantV1, db: str
-) -> None:
-    # The majority refused our write but a copy took it (here: the server took it, the
-    # answer says 409). Moving on to another nonce without a look would store it twice.
-    proxy.fail("409-after", method="PUT", times=1)
-    result = api.create_short(
-        client_for(proxy.url), db, {"n": 1}, timestamp=NOW, rng=scripted("bc", "bd")
-    )
-    stored = {doc_id: doc for doc_id, doc in all_docs(client, db).items() if doc.get("n") == 1}
-    assert list(stored) == [result.id], "stored exactly once, under the id returned"
-    if database_facts(client, db).copies == 1:
-        # One copy took the write whole: the id is ours, and the retry says so.
-        assert (result.id, result.duplicate) == (f"{DAY}-bc", True)
-    else:
-        # Some copies lack it; it was deleted again and another id claimed.
-        assert (result.id, result.duplicate) == (f"{DAY}-bd", False)
 
 
 def test_a_201_owns_the_id_even_when_a_minority_revision_replicates_in_later(

@@ -1,7 +1,8 @@
 """Bulk writes split by size, against the Cloudant-rules server (tests/cloudantproxy.py): a
 batch stays under ``batch_bytes``, a document over ``document_bytes`` is a failed row and not
 sent, and a batch the server refuses as too large (413) is sent again in halves; every other
-document is stored exactly once, in both APIs."""
+document is stored exactly once. The tests of both APIs are written once, in
+tests/_async/test_write_sizes.py."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from apis import Api
 from cloudantproxy import CloudantProxy
 from faultproxy import all_docs, client_for
 from ibmcloudant.cloudant_v1 import CloudantV1
@@ -38,66 +38,6 @@ def stored_once(client: CloudantV1, db: str, docs: list[dict[str, Any]]) -> None
         revs = {row["id"]: row["value"]["rev"] for row in rows}
     assert sorted(revs) == sorted(doc["_id"] for doc in docs)
     assert all(rev.startswith("1-") for rev in revs.values())  # each written once
-
-
-def test_batches_stay_under_batch_bytes(
-    api: Api, cloudant_proxy: Start, client: CloudantV1, db: str
-) -> None:
-    proxy = cloudant_proxy(plan=None, max_request_bytes=1_000_000)
-    docs = documents(3000, 4000)
-    results = api.bulk_create(client_for(proxy.url), db, docs, batch_bytes=1_000_000)
-    assert [r.id for r in results] == [d["_id"] for d in docs]
-    assert all(r.ok and not r.duplicate for r in results)
-    assert not proxy.refused  # no request went over the server's limit
-    assert len(proxy.requests("POST", "_bulk_docs")) >= 12  # 12 MB in batches of 1 MB
-    stored_once(client, db, docs)
-
-
-def test_refused_batches_are_split(
-    api: Api, cloudant_proxy: Start, client: CloudantV1, db: str
-) -> None:
-    proxy = cloudant_proxy(plan=None, max_request_bytes=1_000_000)
-    docs = documents(3000, 4000)
-    results = api.bulk_create(client_for(proxy.url), db, docs)  # batches of 2 MB: refused
-    assert all(r.ok and not r.duplicate for r in results)
-    assert proxy.refused["request-body"] > 0
-    stored_once(client, db, docs)
-
-
-def test_a_document_over_document_bytes_is_a_failed_row(
-    api: Api, cloudant_proxy: Start, client: CloudantV1, db: str
-) -> None:
-    proxy = cloudant_proxy(plan=None, max_document_bytes=100_000)
-    docs = documents(60, 1000)
-    big = {"_id": "big", "n": -1, "pad": "x" * 200_000}
-    with pytest.raises(BulkWriteError) as caught:
-        api.bulk_create(
-            client_for(proxy.url), db, [*docs[:30], big, *docs[30:]], document_bytes=100_000
-        )
-    results = caught.value.results
-    failed = [r for r in results if r.error is not None]
-    assert [r.id for r in failed] == ["big"]
-    error = failed[0].error
-    assert isinstance(error, couchids.ServerError) and error.status == 413
-    assert error.stored is False and "too large" in str(error)
-    assert not proxy.refused  # never sent
-    stored_once(client, db, docs)
-
-
-def test_a_document_the_server_refuses_alone_is_a_failed_row(
-    api: Api, cloudant_proxy: Start, client: CloudantV1, db: str
-) -> None:
-    # The server's limit is lower than the client's: it answers 413 document_too_large.
-    proxy = cloudant_proxy(plan=None, max_document_bytes=100_000)
-    docs = documents(60, 1000)
-    big = {"_id": "big", "n": -1, "pad": "x" * 200_000}
-    with pytest.raises(BulkWriteError) as caught:
-        api.bulk_create(client_for(proxy.url), db, [*docs[:30], big, *docs[30:]])
-    failed = [r for r in caught.value.results if r.error is not None]
-    assert [r.id for r in failed] == ["big"]
-    assert "document_too_large" in str(failed[0].error)
-    assert proxy.refused["document-size"] >= 2  # the batch, its halves, down to the document
-    stored_once(client, db, docs)
 
 
 def test_settings_are_checked(client: CloudantV1, db: str) -> None:

@@ -1,0 +1,99 @@
+# Generated from tests/_async/test_write_sizes.py by scripts/unasync.py: do not edit by hand;
+# edit the asyncio source and run `python scripts/unasync.py`.
+"""Bulk writes of couchids.aio.AsyncDatabase and, in the generated twin, of couchids.Database,
+split by size against the Cloudant-rules server (tests/cloudantproxy.py): a batch stays under
+``batch_bytes``, a document over ``document_bytes`` is a failed row and not sent, and a batch
+the server refuses as too large (413) is sent again in halves; every other document is stored
+exactly once. (The tests of one API alone are in tests/test_write_sizes.py.)"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from faultproxy import client_for
+from ibmcloudant.cloudant_v1 import CloudantV1
+from test_write_sizes import Start, documents, stored_once
+
+import couchids
+from couchids import BulkWriteError
+
+from .helpers import database
+
+
+def test_batches_stay_under_batch_bytes(
+    blocking_client_for: Callable[[CloudantV1], CloudantV1],
+    cloudant_proxy: Start,
+    client: CloudantV1,
+    db: str,
+) -> None:
+    proxy = cloudant_proxy(plan=None, max_request_bytes=1_000_000)
+    docs = documents(3000, 4000)
+    results = database(
+        blocking_client_for(client_for(proxy.url)), db, batch_bytes=1_000_000
+    ).bulk_create(docs)
+    assert [r.id for r in results] == [d["_id"] for d in docs]
+    assert all(r.ok and not r.duplicate for r in results)
+    assert not proxy.refused  # no request went over the server's limit
+    assert len(proxy.requests("POST", "_bulk_docs")) >= 12  # 12 MB in batches of 1 MB
+    stored_once(client, db, docs)
+
+
+def test_refused_batches_are_split(
+    blocking_client_for: Callable[[CloudantV1], CloudantV1],
+    cloudant_proxy: Start,
+    client: CloudantV1,
+    db: str,
+) -> None:
+    proxy = cloudant_proxy(plan=None, max_request_bytes=1_000_000)
+    docs = documents(3000, 4000)
+    results = database(blocking_client_for(client_for(proxy.url)), db).bulk_create(
+        docs
+    )  # batches of 2 MB: refused
+    assert all(r.ok and not r.duplicate for r in results)
+    assert proxy.refused["request-body"] > 0
+    stored_once(client, db, docs)
+
+
+def test_a_document_over_document_bytes_is_a_failed_row(
+    blocking_client_for: Callable[[CloudantV1], CloudantV1],
+    cloudant_proxy: Start,
+    client: CloudantV1,
+    db: str,
+) -> None:
+    proxy = cloudant_proxy(plan=None, max_document_bytes=100_000)
+    docs = documents(60, 1000)
+    big = {"_id": "big", "n": -1, "pad": "x" * 200_000}
+    with pytest.raises(BulkWriteError) as caught:
+        database(
+            blocking_client_for(client_for(proxy.url)), db, document_bytes=100_000
+        ).bulk_create([*docs[:30], big, *docs[30:]])
+    results = caught.value.results
+    failed = [r for r in results if r.error is not None]
+    assert [r.id for r in failed] == ["big"]
+    error = failed[0].error
+    assert isinstance(error, couchids.ServerError) and error.status == 413
+    assert error.stored is False and "too large" in str(error)
+    assert not proxy.refused  # never sent
+    stored_once(client, db, docs)
+
+
+def test_a_document_the_server_refuses_alone_is_a_failed_row(
+    blocking_client_for: Callable[[CloudantV1], CloudantV1],
+    cloudant_proxy: Start,
+    client: CloudantV1,
+    db: str,
+) -> None:
+    # The server's limit is lower than the client's: it answers 413 document_too_large.
+    proxy = cloudant_proxy(plan=None, max_document_bytes=100_000)
+    docs = documents(60, 1000)
+    big = {"_id": "big", "n": -1, "pad": "x" * 200_000}
+    with pytest.raises(BulkWriteError) as caught:
+        database(blocking_client_for(client_for(proxy.url)), db).bulk_create(
+            [*docs[:30], big, *docs[30:]]
+        )
+    failed = [r for r in caught.value.results if r.error is not None]
+    assert [r.id for r in failed] == ["big"]
+    assert "document_too_large" in str(failed[0].error)
+    assert proxy.refused["document-size"] >= 2  # the batch, its halves, down to the document
+    stored_once(client, db, docs)
