@@ -13,11 +13,13 @@ blog "HTTP 429", 2023). A pacer keeps the same window on the client's side, for 
 - **Decrease**: a ``429`` shows the window full. The budget becomes the number of this
   client's requests of that class admitted in the window before the refused one (at least 1):
   the share the server gave it (the server's limit, when the client is alone on it).
-- **Increase**: while requests wait for room, the budget grows by one after each
-  ``probe_after`` seconds without a ``429`` (up to a given :class:`Rate`'s). A probe that
-  meets a ``429`` doubles the time before the next (up to :data:`MAX_PROBE_AFTER`); one that
-  passes resets it. So a client alone on an instance finds its limit in its first second,
-  and then meets about one ``429`` a minute.
+- **Increase**: while requests wait for room, the budget grows by one :data:`PROBE_AFTER`
+  seconds after the last ``429`` (never past a given :class:`Rate`'s). A probe that passes a
+  whole window without a ``429`` is followed at once by one twice as large (so a budget
+  learnt too low, while others filled the window, comes back in a few seconds); one that
+  meets a ``429`` sets the budget back to what the window held and doubles the wait before
+  the next (up to :data:`MAX_PROBE_AFTER`). A client alone on an instance finds its limit
+  in its first second, and then meets about one ``429`` a minute.
 - ``Retry-After`` (seconds), when an answer gives it, closes the class until then.
 
 The pacer has no clock and no lock of its own: the drivers pass ``now`` (``time.monotonic()``)
@@ -178,6 +180,9 @@ class _Lane:
         self.closed_until = 0.0
         self.changed = 0.0
         self.probe_after = PROBE_AFTER
+        #: When the budget may next grow, and by how much.
+        self.next_probe = 0.0
+        self.step = 1
         self.probing = False
         self.refused = 0
         self.admitted = 0
@@ -270,6 +275,8 @@ class Pacer:
         if lane.budget is None or learnt < lane.budget:
             lane.budget = learnt
         lane.changed = now
+        lane.step = 1
+        lane.next_probe = now + lane.probe_after
         after = _seconds(retry_after)
         if after is not None:
             lane.closed_until = max(lane.closed_until, now + min(after, MAX_RETRY_AFTER))
@@ -302,14 +309,19 @@ class Pacer:
     def _probe(self, lane: _Lane, now: float) -> None:
         """Grow a full window's budget by one after ``probe_after`` seconds without a 429."""
         if lane.probing and now - lane.changed >= WINDOW + MARGIN:
-            # A window went by at the grown budget without a 429: the probe passed.
+            # A window went by at the grown budget without a 429: the probe passed; the next
+            # may come at once, and grows twice as much.
             lane.probing = False
             lane.probe_after = PROBE_AFTER
+            lane.step *= 2
+            lane.next_probe = now
         if lane.budget is None or (lane.cap is not None and lane.budget >= lane.cap):
             return
-        if lane.probing or now - lane.changed < lane.probe_after:
+        if lane.probing or now < lane.next_probe:
             return
-        lane.budget += 1
+        lane.budget += lane.step
+        if lane.cap is not None:
+            lane.budget = min(lane.budget, lane.cap)
         lane.changed = now
         lane.probing = True
 
