@@ -26,7 +26,7 @@ from couchids.idforms.decode import TIMELESS_FORMS, decode
 from couchids.idforms.forms import IdForm, KuuidForm
 from couchids.idforms.uuid464 import UUID464
 
-__all__ = ["FORM_CONSTANTS", "SAMPLE", "Style", "explain"]
+__all__ = ["COUCHDB_UUIDS", "FORM_CONSTANTS", "SAMPLE", "Style", "explain"]
 
 #: Ids read from each place looked at: the start of the scope and the form's key range in it.
 SAMPLE: Final = 20
@@ -34,6 +34,16 @@ SAMPLE: Final = 20
 _NAMED_TYPES: Final = 8
 #: Who reads the advice: Python code (``type='order'``) or the command (``--type order``).
 Style = Literal["python", "command"]
+#: The forms of the ids CouchDB makes itself (``POST /{db}`` without ``_id``, ``GET /_uuids``)
+#: and the ``[uuids]`` settings that make them: ``uuid_v7`` (the default on CouchDB's main
+#: branch) in each of its formats (src/couch/src/couch_uuids.erl ``uuid_format``;
+#: rel/overlay/etc/default.ini), and ``utc_random``.
+COUCHDB_UUIDS: Final = {
+    "v7s": "algorithm = uuid_v7, format base_16",
+    "base36_v7": "algorithm = uuid_v7, format base_36",
+    "v7": "algorithm = uuid_v7, format rfc9562",
+    "utc_random": "algorithm = utc_random",
+}
 #: The name of each preset form (``--form NAME``) and that of its constant in ``couchids``, as
 #: the advice to Python code names a form.
 FORM_CONSTANTS: Final = {
@@ -98,7 +108,7 @@ def _explain(
     else:
         scoped = yield from _ids(db, prefix, _after_prefix(prefix), policy)
     if scoped:
-        return _other_forms(scope, form, scoped, advice)
+        return _other_forms(scope, form, scoped, advice, untyped=doc_type is None)
     types = yield from alltypes.types_present(db, form.separator, policy.renewed())
     if doc_type is None:
         if not types:
@@ -171,7 +181,9 @@ def _reading(doc_id: str) -> tuple[IdForm, bool] | None:
     return decoded.form, True
 
 
-def _other_forms(scope: str, form: IdForm, ids: list[str], advice: _Advice) -> str:
+def _other_forms(
+    scope: str, form: IdForm, ids: list[str], advice: _Advice, *, untyped: bool
+) -> str:
     readings = [_reading(doc_id) for doc_id in ids]
     known = Counter(reading for reading in readings if reading is not None)
     ranked = [reading for reading, _count in known.most_common()]
@@ -183,6 +195,9 @@ def _other_forms(scope: str, form: IdForm, ids: list[str], advice: _Advice) -> s
     if len(example) > 60:
         example = example[:57] + "..."
     sentence = f"{scope} are not {form} ids: they read as {', '.join(named)} (such as {example!r})"
+    made = COUCHDB_UUIDS.get(str(ranked[0][0])) if ranked and untyped else None
+    if made is not None:
+        sentence += f", the ids CouchDB's [uuids] {made} makes"
     timed = [each for each, has_time in ranked if has_time]
     if timed:
         return f"{sentence}: {advice.form(timed[0])}"

@@ -31,7 +31,7 @@ import bisect
 import itertools
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Final, TextIO, TypeVar
@@ -653,8 +653,7 @@ def _window(
     part: Callable[[str, int, int], windows.WindowRead],
     policy: RetryPolicy,
 ) -> Program[None]:
-    listed = yield from list_databases(known, layout, policy)
-    spans = _spans(listed, start_ms, end_ms)
+    spans = yield from _across(known, layout, policy, start_ms, end_ms)
     if newest_first:
         spans.reverse()
     yield from _read_ahead([part(name, a, b) for name, a, b in spans])
@@ -662,7 +661,7 @@ def _window(
 
 def _read_ahead(reads: list[windows.WindowRead]) -> Program[None]:
     """Emits the pages of each of ``reads`` (one database's window each), one after the
-    other, as :func:`_chained` does; the answer to the first request of each read is read
+    other, as :func:`_period` does; the answer to the first request of each read is read
     while the caller works through the read before it (one request more in flight, one
     page more held), so the first page of the next database is there when its turn comes.
     A missing database (or one dropped while it is read) is an empty period."""
@@ -770,9 +769,8 @@ def _count(
     part: Callable[[str, int, int], Program[int]],
     policy: RetryPolicy,
 ) -> Program[int]:
-    spans = _spans((yield from list_databases(known, layout, policy)), start_ms, end_ms)
-    counts = yield from _each([part(*span) for span in spans], PERIOD_WORKERS)
-    return sum(counts)
+    spans = yield from _across(known, layout, policy, start_ms, end_ms)
+    return sum((yield from _each([part(*span) for span in spans], PERIOD_WORKERS)))
 
 
 def histogram(
@@ -830,8 +828,7 @@ def _histogram(
     spans = list(itertools.pairwise(edges))
     counts = [0] * len(spans)
     if spans:
-        listed = yield from list_databases(known, layout, policy)
-        parts = _spans(listed, edges[0], edges[-1])
+        parts = yield from _across(known, layout, policy, edges[0], edges[-1])
         for buckets in (yield from _each([part(*span) for span in parts], PERIOD_WORKERS)):
             for bucket in buckets:
                 slot = bisect.bisect_right(edges, to_ms(bucket.start)) - 1
@@ -907,8 +904,8 @@ def _export_pages(
     part: Callable[[str, int, int], Program[None]],
     policy: RetryPolicy,
 ) -> Program[None]:
-    listed = yield from list_databases(known, layout, policy)
-    yield from _chained(part(*span) for span in _spans(listed, start_ms, end_ms))
+    for span in (yield from _across(known, layout, policy, start_ms, end_ms)):
+        yield from _period(part(*span))
 
 
 # -- retention --------------------------------------------------------------------------
@@ -1252,14 +1249,15 @@ def _checked(program: Program[Any]) -> None:
     program.close()
 
 
-def _spans(
-    listed: Iterable[tuple[Period, str]], start_ms: int, end_ms: int
-) -> list[tuple[str, int, int]]:
-    """Each listed database whose period overlaps ``[start_ms, end_ms)``, with the part of
-    the window in its period, oldest first."""
+def _across(
+    known: FactsCache, layout: SeriesLayout, policy: RetryPolicy, start_ms: int, end_ms: int
+) -> Program[list[tuple[str, int, int]]]:
+    """Each database of the series whose period overlaps ``[start_ms, end_ms)``, with the
+    part of the window in its period (the window an operation of one database runs on
+    there), oldest first: one ``GET /_all_dbs`` (:func:`list_databases`)."""
     return [
         (name, max(start_ms, period.start_ms), min(end_ms, period.end_ms))
-        for period, name in listed
+        for period, name in (yield from list_databases(known, layout, policy))
         if period.overlaps(start_ms, end_ms)
     ]
 
@@ -1271,14 +1269,6 @@ def _unless_missing(program: Program[T], missing: T) -> Program[T]:
         return (yield from program)
     except DatabaseNotFoundError:
         return missing
-
-
-def _chained(parts: Iterator[Program[None]] | Iterable[Program[None]]) -> Program[None]:
-    """Emits the pages each program of ``parts`` emits, one program after the other; a
-    program whose database does not exist (or is dropped while it is read) ends there, as an
-    empty period. Each program is made when its turn comes."""
-    for part in parts:
-        yield from _period(part)
 
 
 def _period(part: Program[None]) -> Program[None]:
