@@ -253,14 +253,16 @@ class DatabaseLimitWarning(UserWarning):
 
 
 class RateLimitedError(ServerError):
-    """The server still answered 429 after the client's retries ran out.
+    """The server still answered 429 at the call's deadline: couchids paces each request
+    class to the server's rate and sends a 429 again once there is room, until the deadline
+    (see the IBM Cloudant guide).
 
     Example::
 
         try:
             shop.bulk_create([{"n": n} for n in range(100)], type="event")
         except couchids.RateLimitedError:
-            ...  # over the plan's throughput: slow down, or enable the SDK's retries
+            ...  # over the plan's throughput: a longer timeout, or more capacity
     """
 
 
