@@ -1,6 +1,7 @@
 """Arguments that used to escape as Python's own exceptions (or gave a silently wrong result)
 are couchids errors that say what is accepted, in both APIs; and every failure of the command
-is one ``couchids: error: ...`` line with its documented status.
+is one ``couchids: error: ...`` line with its documented status. The cases of both APIs are
+written once, in tests/_async/test_bad_arguments.py.
 
 The library cases run against a client of a closed port: an argument check that is missing
 would let a request go out and fail with a ``ServerError`` instead.
@@ -8,7 +9,6 @@ would let a request go out and fail with a ``ServerError`` instead.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import subprocess
@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from apis import Api
 from conftest import drop_database, fresh_database
 from faultproxy import client_for
 from ibmcloudant.cloudant_v1 import CloudantV1
@@ -28,7 +27,7 @@ from test_arguments import closed_port
 import couchids
 from couchids import Checkpoint
 from couchids.cli.main import EXIT_BAD_INPUT, EXIT_OK, EXIT_SERVER, main
-from couchids.errors import InvalidArgumentError, InvalidIdError, InvalidTimeError
+from couchids.errors import InvalidArgumentError
 from couchids.idforms.times import to_ms
 
 C = client_for(f"http://127.0.0.1:{closed_port()}")
@@ -91,107 +90,13 @@ def test_from_json_refuses_what_is_no_checkpoint(text: str) -> None:
         Checkpoint.from_json(text)
 
 
-def _checkpointed(api: Api, checkpoint: object) -> Any:
-    return {
-        "expire": lambda: api.expire(C, "db", 1, type="t", checkpoint=checkpoint),
-        "export": lambda: api.export(C, "db", 0, 1, io.StringIO(), checkpoint=checkpoint),
-        "archive": lambda: api.archive(C, "db", "target", 0, 1, checkpoint=checkpoint),
-        "rekey": lambda: api.rekey(C, "a", "b", key=b"k", checkpoint=checkpoint),
-        "follow": lambda: api.follow(C, "db", checkpoint=checkpoint, wait=False),
-    }
-
-
 OPERATIONS = ["expire", "export", "archive", "rekey", "follow"]
-
-
-@pytest.mark.parametrize("operation", OPERATIONS)
-@pytest.mark.parametrize(
-    "checkpoint", ['{"last_id":"a"}', {"last_id": "a"}, 5], ids=["json", "dict", "int"]
-)
-def test_the_operations_refuse_a_checkpoint_that_is_none(
-    api: Api, operation: str, checkpoint: object
-) -> None:
-    with pytest.raises(InvalidArgumentError, match=r"pass a couchids\.Checkpoint"):
-        _checkpointed(api, checkpoint)[operation]()
-
-
-@pytest.mark.parametrize("operation", OPERATIONS)
-def test_the_operations_check_a_checkpoint_changed_after_it_was_made(
-    api: Api, operation: str
-) -> None:
-    mark = Checkpoint()
-    mark.done = -1
-    with pytest.raises(InvalidArgumentError, match="done=-1"):
-        _checkpointed(api, mark)[operation]()
-
-
-@pytest.mark.parametrize("since", [None, 1.5, True, b"0"], ids=repr)
-def test_follow_refuses_a_since_that_is_no_sequence(api: Api, since: object) -> None:
-    with pytest.raises(InvalidArgumentError, match="since="):
-        api.follow(C, "db", since_seq=since, wait=False)
 
 
 # -- export's out and fields ------------------------------------------------------------------
 
 
-def test_export_refuses_an_out_it_cannot_write_text_to(api: Api, tmp_path: Path) -> None:
-    closed = io.StringIO()
-    closed.close()
-    (tmp_path / "in.txt").write_text("", encoding="utf-8")
-    with (
-        open(tmp_path / "out.bin", "wb") as binary,
-        open(tmp_path / "in.txt", encoding="utf-8") as reading,
-    ):
-        for out, says in [
-            (None, "pass a text stream"),
-            (object(), "pass a text stream"),
-            ("out.ndjson", "pass a text stream"),
-            (io.BytesIO(), "open the file in text mode"),
-            (binary, "open the file in text mode"),
-            (reading, "not open for writing"),
-            (closed, "closed"),
-        ]:
-            with pytest.raises(InvalidArgumentError, match=says):
-                api.export(C, "db", 0, 1, out)
-
-
-@pytest.mark.parametrize(
-    ("fields", "says"),
-    [
-        ("_id,n", r"one string: pass a list of field names, such as \['_id', 'n'\]"),
-        (b"_id", "one string"),
-        (5, "pass a list of field names"),
-        ([1], "1 is not a field name"),
-        (["_id", b"n"], "b'n' is not a field name"),
-        (["_id", None], "None is not a field name"),
-        (["n" + LONE], "valid Unicode"),
-    ],
-    ids=repr,
-)
-def test_export_refuses_fields_that_are_no_list_of_names(
-    api: Api, fields: object, says: str
-) -> None:
-    with pytest.raises(InvalidArgumentError, match=says):
-        api.export(C, "db", 0, 1, io.StringIO(), format="csv", fields=fields)
-
-
 # -- ids that are not valid Unicode -----------------------------------------------------------
-
-
-@pytest.mark.parametrize("doc_id", [LONE, "order:" + LONE, "a" + LONE + "b"], ids=repr)
-def test_an_id_with_a_lone_surrogate_is_refused(api: Api, doc_id: str) -> None:
-    says = "an id must be valid Unicode"
-    with pytest.raises(InvalidIdError, match=says):
-        api.create(C, "db", {"_id": doc_id})
-    with pytest.raises(InvalidIdError, match=says):
-        api.bulk_create(C, "db", [{"n": 1}, {"_id": doc_id}])
-    with pytest.raises(InvalidArgumentError, match=says):
-        Checkpoint(last_id=doc_id)
-
-
-def test_a_secret_with_a_lone_surrogate_is_refused(api: Api) -> None:
-    with pytest.raises(InvalidArgumentError, match="valid Unicode"):
-        api.rekey(C, "a", "b", key="secret" + LONE)
 
 
 # -- times whose tzinfo fails -----------------------------------------------------------------
@@ -216,22 +121,6 @@ class Failing(tzinfo):
         raise RuntimeError("no repr either")
 
 
-@pytest.mark.parametrize(
-    "zone",
-    [Offset(timedelta(hours=30)), Offset(timedelta(hours=-24)), Offset(5), Failing()],
-    ids=["30h", "-24h", "int", "raises"],
-)
-def test_a_datetime_whose_tzinfo_fails_is_an_invalid_time(api: Api, zone: tzinfo) -> None:
-    moment = datetime(2024, 5, 1, 12, tzinfo=zone)
-    with pytest.raises(InvalidTimeError, match=r"2024-05-01T12:00:00 with .*tzinfo") as caught:
-        to_ms(moment)
-    assert "less than 24 hours" in str(caught.value)
-    with pytest.raises(InvalidTimeError):
-        api.window(C, "db", moment, None)
-    with pytest.raises(InvalidTimeError):
-        api.create(C, "db", {}, timestamp=moment)
-
-
 def test_a_tzinfo_within_a_day_still_counts() -> None:
     east = datetime(2024, 5, 1, 12, tzinfo=Offset(timedelta(hours=23, minutes=59)))
     assert to_ms(east) == to_ms("2024-04-30T12:01:00Z")
@@ -250,28 +139,6 @@ def _populate(client: CloudantV1, db: str, *docs: dict[str, Any]) -> list[str]:
 
 # CouchDB refuses a document holding a lone surrogate (400 invalid UTF-8 JSON); PouchDB Server
 # stores it, and export must write it back exactly.
-@pytest.mark.needs("pouchdb")
-def test_export_writes_text_and_lone_surrogates_exactly(
-    api: Api, client: CloudantV1, db: str, tmp_path: Path
-) -> None:
-    # Documents read from a server have string keys only: "1" is the only key 1 can be.
-    docs = [{"name": "café ☕", "nested": {"1": "one", "2": [1, "ü"]}}, {"name": "x" + LONE}]
-    _populate(client, db, *docs)
-    for encoding in ("utf-8", "ascii", "latin-1"):
-        path = tmp_path / f"out-{encoding}.ndjson"
-        with open(path, "w", encoding=encoding) as out:
-            api.export(client, db, SINCE, UNTIL, out, type="ord")
-        lines = path.read_text(encoding=encoding).splitlines()
-        read = [{k: v for k, v in json.loads(line).items() if k in docs[0]} for line in lines]
-        assert read == docs, encoding
-    csv = {"type": "ord", "format": "csv", "fields": ["name"]}
-    lone = pytest.raises(InvalidArgumentError, match=r"lone surrogate.*export it as NDJSON")
-    with open(tmp_path / "out.csv", "w", encoding="utf-8", newline="") as out, lone:
-        api.export(client, db, SINCE, UNTIL, out, **csv)
-    lacks = pytest.raises(InvalidArgumentError, match=r"encoding \(ascii\) has no 'é'")
-    with open(tmp_path / "ascii.csv", "w", encoding="ascii", newline="") as out, lacks:
-        api.export(client, db, SINCE, UNTIL, out, **csv)
-    assert (tmp_path / "ascii.csv").read_bytes() == b"name\r\n"  # the header, no row
 
 
 # -- the command ------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """couchids/drivers/tls.py: ``https://`` on a port that speaks plain HTTP fails when the
 connection is made, saying to write ``http://``, rather than when the deadline passes; and
-``https://`` to a server that speaks TLS still works, in both APIs.
+``https://`` to a server that speaks TLS still works, in both APIs (the first is written once for
+both, in tests/_async/test_tls.py).
 
 The TLS server is a loopback one with the self-signed certificate of
 ``tests/loopback-tls.pem`` (for 127.0.0.1, valid until 2126), which the clients trust."""
@@ -10,17 +11,15 @@ from __future__ import annotations
 import asyncio
 import ssl
 import threading
-import time
 from collections.abc import Iterator
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from apis import Async, Blocking
 from emptycouch import empty_database_handler
 from localserver import Server
 
-from couchids import Database, ServerError, ServerTimeoutError, aio, connect
+from couchids import Database, aio, connect
 from couchids.cli.main import EXIT_SERVER, main
 from couchids.core.urls import parse_url
 from couchids.drivers.tls import speaks_plain_http
@@ -58,25 +57,6 @@ def plain_port(couch_server: Server) -> tuple[str, int]:
     parsed = parse_url(couch_server.url, "url", role="server")
     assert parsed.port is not None
     return parsed.hostname, parsed.port
-
-
-def test_https_on_a_plain_http_port_fails_at_the_connection(
-    couch_server: Server, api: Blocking | Async
-) -> None:
-    host, port = plain_port(couch_server)
-    client = connect(f"https://{host}:{port}", auth_type="noauth")
-    started = time.monotonic()
-    with pytest.raises(ServerError) as caught:
-        api.latest(client, "shop", 1, timeout=DEADLINE)
-    took = time.monotonic() - started
-    message = str(caught.value)
-    assert not isinstance(caught.value, ServerTimeoutError), message
-    assert message == (
-        f"latest on 'shop' (GET /shop): could not reach the server: https://{host}:{port} "
-        f"speaks plain HTTP, not TLS: write http://{host}:{port} as the server's URL "
-        "(CLOUDANT_URL)"
-    )
-    assert took < DEADLINE / 2, f"{took:.0f} s: the handshake waited for the deadline"
 
 
 def test_the_command_says_to_write_http(
