@@ -37,7 +37,7 @@ from datetime import datetime, timedelta
 from typing import Any, Final, TextIO, TypeVar
 
 from couchids.core import counting, expiry, exporting, windows
-from couchids.core.alltypes import types_present
+from couchids.core.alltypes import MAX_STEP_PAGE, types_present
 from couchids.core.answers import KeySpan, answer_error, check_listing, describe, expect_rows
 from couchids.core.asking import MISSING, ask
 from couchids.core.counting import Bucket, bucket_edges, parse_every
@@ -1120,12 +1120,14 @@ def older_rows(
     database is jumped over, not read.
 
     The walk of :func:`~couchids.core.alltypes.types_present`: the ids that name no type
-    (untyped ids of the form, short ids, names) are read as they come, a page at a time; a
+    (untyped ids of the form, short ids, names) are read as they come, in pages of
+    :data:`~couchids.core.alltypes.MAX_STEP_PAGE` ids (emitted ``page_size`` at a time); a
     type is met at its first id, and jumped over (to ``type;``) when that id sorts at or
     after the type's key of ``before_ms`` (the type's older ids would sort before it; for a
     reverse form, whose older ids sort last, that never happens). Otherwise the type's key
-    range before ``before_ms`` is read. In a series whose databases hold only
-    their own period's ids that is about one request per type present, and one more.
+    range before ``before_ms`` is read. In a series whose databases hold only their own
+    period's ids that is about one request per type present, and one more (and one per
+    :data:`~couchids.core.alltypes.MAX_STEP_PAGE` ids that name no type).
     ``check(type)`` (``None``: untyped ids) is asked before the rows of a scope are taken;
     a type it refuses is jumped over.
 
@@ -1154,6 +1156,9 @@ def older_rows(
             key, after = step.next_key, step.after
             if step.doc_type is None:
                 page.append(row)
+                if len(page) == page_size:  # what expire_rows deletes in one request
+                    yield Emit(page)
+                    page = []
                 continue
             typed = True
             if page:
@@ -1180,7 +1185,7 @@ def older_rows(
             yield Emit(page)
         if len(rows) < asked:
             return
-        limit = 1 if typed else page_size
+        limit = 1 if typed else max(page_size, MAX_STEP_PAGE)
 
 
 def id_time(
