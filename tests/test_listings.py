@@ -4,7 +4,8 @@ the rows of ``_bulk_docs``.
 
 Pure: each rule of the check, and its message, which names the operation.
 
-Integration, both APIs, through tests/bendproxy.py: a server whose ``_all_dbs`` repeats a
+Integration, both APIs (written once, in tests/_async/test_listings.py), through
+tests/bendproxy.py: a server whose ``_all_dbs`` repeats a
 name, lists them out of order or ignores the keys (a series' ``databases``, ``window`` and
 ``count``); whose ``_changes`` repeats a change, lists them out of order, ignores ``since``
 or ``limit`` (``follow``); whose ``_scheduler/docs`` answers the listing of every replication
@@ -18,7 +19,6 @@ twice, or for a document not sent, through the client's ``send`` (tests/intercep
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import re
@@ -31,19 +31,16 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 import pytest
-from apis import Api
-from bendproxy import BendProxy, Mode
+from bendproxy import BendProxy
 from conftest import drop_database
 from faultproxy import client_for
 from ibmcloudant.cloudant_v1 import CloudantV1
 from intercept import answer, intercepted, path_of
-from localserver import CouchDBCluster
 
 import couchids
-from couchids import KUUID, ServerError, ServerTimeoutError, aio
+from couchids import KUUID, ServerError
 from couchids.core.answers import check_listing
 from couchids.core.policy import RetryPolicy
-from couchids.core.replication import STATES
 from couchids.idforms.times import to_ms
 
 #: The most reads a proxy bends for one call: more is a loop (the proxy is cut then).
@@ -94,35 +91,10 @@ def is_couchdb(couch_server: Any) -> bool:
     return couch_server.kind != "pouchdb"
 
 
-def refused(call: Callable[[], Any], operation: str, listing: str) -> ServerError:
-    """The ServerError ``call`` raises, checked to name ``operation`` and the ``listing``
-    (not a timeout: the answer itself was refused)."""
-    with pytest.raises(ServerError) as caught:
-        call()
-    message = str(caught.value)
-    assert message.startswith(f"{operation} on "), message
-    assert f"not a CouchDB answer: {listing} listed" in message, message
-    assert not isinstance(caught.value, ServerTimeoutError), message
-    return caught.value
+# -- what the bend tests read (tests/_async/test_listings.py) -------------------------------------
 
 
-# -- _all_dbs: a series ----------------------------------------------------------------------------
-
-START: Final = "2024-01-01T00:00:00Z"
-END: Final = "2024-05-01T00:00:00Z"
-#: The bends of ``_all_dbs``; each runs unbent too, as a control.
-ALL_DBS_BENDS: Final[tuple[Mode, ...]] = (
-    "honest",
-    "duplicate",
-    "reverse",
-    "shuffle",
-    "ignore-start",
-    "ignore-end",
-)
-
-
-@pytest.fixture(scope="module")
-def series(couch_url: str) -> Iterator[tuple[str, list[str], list[str]]]:
+def a_series(couch_url: str) -> Iterator[tuple[str, list[str], list[str]]]:
     """A monthly series of four databases of three documents each, and a database named just
     before its keys and one just after them (what a server that ignores a key lists too).
     Returns its prefix, databases and ids."""
@@ -145,70 +117,7 @@ def series(couch_url: str) -> Iterator[tuple[str, list[str], list[str]]]:
             drop_database(client, name)
 
 
-def series_call(api: Api, client: CloudantV1, prefix: str, operation: str) -> Any:
-    """``operation`` (``databases``, ``window`` (its ids, sorted) or ``count``) of the
-    series ``prefix`` through ``api``."""
-    window = {"type": "t", "timeout": TIMEOUT}
-    if api.name == "blocking":
-        series = couchids.Series(client, prefix, every="month")
-        if operation == "databases":
-            return series.databases(timeout=TIMEOUT)
-        if operation == "window":
-            return sorted(doc["_id"] for doc in series.window(START, END, **window))
-        return series.count(START, END, **window)
-
-    async def call() -> Any:
-        async with aio.AsyncClient(client) as ac:
-            series = aio.AsyncSeries(ac, prefix, every="month")
-            if operation == "databases":
-                return await series.databases(timeout=TIMEOUT)
-            if operation == "window":
-                return sorted([doc["_id"] async for doc in series.window(START, END, **window)])
-            return await series.count(START, END, **window)
-
-    return asyncio.run(call())
-
-
-@pytest.mark.parametrize("operation", ["databases", "window", "count"])
-@pytest.mark.parametrize("mode", ALL_DBS_BENDS)
-def test_a_bent_all_dbs_is_refused_where_the_server_promised_otherwise(
-    mode: Mode,
-    operation: str,
-    api: Api,
-    series: tuple[str, list[str], list[str]],
-    couch_url: str,
-    couch_server: Any,
-) -> None:
-    prefix, names, ids = series
-    truth = {"databases": names, "window": ids, "count": len(ids)}[operation]
-    # Each name once, from every server; CouchDB also promises them sorted, inside the keys.
-    promised = mode == "duplicate" or (is_couchdb(couch_server) and mode != "honest")
-    with BendProxy(couch_url, mode, reads=("_all_dbs",), budget=BUDGET) as proxy:
-        through = client_for(proxy.url)
-        if promised:
-            refused(lambda: series_call(api, through, prefix, operation), operation, "_all_dbs")
-        else:
-            assert series_call(api, through, prefix, operation) == truth
-        assert proxy.bent >= 1 and not proxy.runaway
-
-
-# -- _changes: follow -----------------------------------------------------------------------------
-
-#: The bends of ``_changes``; each runs unbent too, as a control.
-CHANGES_BENDS: Final[tuple[Mode, ...]] = (
-    "honest",
-    "duplicate",
-    "reverse",
-    "shuffle",
-    "ignore-start",
-    "ignore-limit",
-)
-#: Changes per request of follow: the 12 documents take three.
-BATCH: Final = 5
-
-
-@pytest.fixture(scope="module")
-def changed(couch_url: str, couch_server: Any) -> Iterator[tuple[str, list[str]]]:
+def a_changed_database(couch_url: str, couch_server: Any) -> Iterator[tuple[str, list[str]]]:
     """A database of twelve documents of type ``t``, written one by one; its name and ids.
 
     On CouchDB it has one shard (``q=1``): ``_changes`` then lists them in the order they
@@ -226,93 +135,14 @@ def changed(couch_url: str, couch_server: Any) -> Iterator[tuple[str, list[str]]
         drop_database(client, name)
 
 
-@pytest.mark.parametrize("mode", CHANGES_BENDS)
-def test_a_bent_changes_feed_is_refused_where_the_server_promised_otherwise(
-    mode: Mode, api: Api, changed: tuple[str, list[str]], couch_url: str, couch_server: Any
-) -> None:
-    db, ids = changed
-    # A change at most once, no more than the limit, none at the since asked from: every
-    # server. Sequences in order from since: PouchDB Server's (numbers); CouchDB's are opaque.
-    promised = mode in ("duplicate", "ignore-start", "ignore-limit") or (
-        not is_couchdb(couch_server) and mode != "honest"
-    )
-    options = {"type": "t", "since_seq": 0, "wait": False, "batch_size": BATCH}
-    with BendProxy(couch_url, mode, reads=("_changes",), budget=BUDGET) as proxy:
-        through = client_for(proxy.url)
-
-        def follow() -> list[str]:
-            return sorted(doc["_id"] for doc in api.follow(through, db, timeout=TIMEOUT, **options))
-
-        if promised:
-            refused(follow, "follow", "_changes")
-        else:
-            assert follow() == ids
-        assert proxy.bent >= 1 and not proxy.runaway
+@pytest.fixture(scope="module")
+def series(couch_url: str) -> Iterator[tuple[str, list[str], list[str]]]:
+    yield from a_series(couch_url)
 
 
-# -- _scheduler/docs: a replication's status ------------------------------------------------------
-
-#: The bends of ``_scheduler/docs``: each answers the listing of every replication, bent,
-#: instead of the entry asked for; and the control.
-SCHEDULER_BENDS: Final[tuple[Mode, ...]] = ("honest", "duplicate", "reverse", "shuffle")
-
-
-def replication_call(
-    api: Api, client: CloudantV1, db: str, target: str, server_url: str, operation: str
-) -> Any:
-    """Start a replication of ``db`` into ``target`` through ``client``, then its
-    ``status()`` or ``wait()``, through ``api``; it is cancelled after."""
-    start = {"type": "t", "server_url": server_url, "timeout": TIMEOUT}
-    window = ("2024-01-01T00:00:00Z", "2025-01-01T00:00:00Z")
-    if api.name == "blocking":
-        job = couchids.Database(client, db).replicate(target, *window, **start)
-        try:
-            return job.status() if operation == "status" else job.wait(TIMEOUT)
-        finally:
-            job.cancel()
-
-    async def call() -> Any:
-        async with aio.AsyncClient(client) as ac:
-            job = await aio.AsyncDatabase(ac, db).replicate(target, *window, **start)
-            try:
-                return await (job.status() if operation == "status" else job.wait(TIMEOUT))
-            finally:
-                await job.cancel()
-
-    return asyncio.run(call())
-
-
-@pytest.mark.needs("couchdb")
-@pytest.mark.parametrize("operation", ["status", "wait"])
-@pytest.mark.parametrize("mode", SCHEDULER_BENDS)
-def test_a_scheduler_answer_for_another_document_is_refused(
-    mode: Mode,
-    operation: str,
-    api: Api,
-    client: CloudantV1,
-    changed: tuple[str, list[str]],
-    couch_url: str,
-    couch_server: Any,
-) -> None:
-    db, _ = changed
-    # Where the server reaches itself: a node (the cluster's couch_url is a proxy of the test).
-    server_url = couch_server.url if isinstance(couch_server, CouchDBCluster) else couch_url
-    target = f"test_{uuid.uuid4().hex}_copy"
-    try:
-        with BendProxy(couch_url, mode, reads=("_scheduler/docs",), budget=BUDGET) as proxy:
-            through = client_for(proxy.url)
-
-            def call() -> Any:
-                return replication_call(api, through, db, target, server_url, operation)
-
-            if mode == "honest":
-                done = call()
-                assert done.state == "completed" if operation == "wait" else done.state in STATES
-            else:
-                refused(call, operation, "_scheduler/docs")
-            assert proxy.bent >= 1 and not proxy.runaway
-    finally:
-        drop_database(client, target)
+@pytest.fixture(scope="module")
+def changed(couch_url: str, couch_server: Any) -> Iterator[tuple[str, list[str]]]:
+    yield from a_changed_database(couch_url, couch_server)
 
 
 # -- the proxy itself ------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """Errors that name the real cause (couchids/drivers/credentials.py): a refused login, basic,
 CouchDB session or IAM, is an UnauthorizedError naming the credentials by where they came
 from, before any database is reported missing; a server that wants credentials from a client
-sending none names CLOUDANT_AUTH_TYPE. Both APIs, against the real servers (their own URLs:
+sending none names CLOUDANT_AUTH_TYPE. Both APIs (couchids.aio's handles here, the blocking
+ones in the twin generated from this file), against the real servers (their own URLs:
 the cluster's proxy would sign in for the client) and, for IAM, a token endpoint mocked with
 ``responses``."""
 
@@ -9,16 +10,20 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import responses
-from apis import Async, Blocking
+from ibmcloudant.cloudant_v1 import CloudantV1
 from localserver import Server
 
 from couchids import DatabaseNotFoundError, ServerError, UnauthorizedError, connect
 from couchids.core.urls import parse_url
+from couchids.drivers.aio import AsyncClient
+
+from .helpers import database
 
 WRONG = "Zq9-wr0ng-pa55"
 APIKEY = "k3y-0f-n0-acc0unt-XYZ"
@@ -54,13 +59,16 @@ def set_environment(monkeypatch: pytest.MonkeyPatch, **settings: str) -> None:
 
 
 @pytest.mark.parametrize("kind", ["basic", "couchdb_session"])
-def test_a_refused_login_names_the_credentials_not_a_missing_database(
-    kind: str, server_root: str, api: Blocking | Async, monkeypatch: pytest.MonkeyPatch
+async def test_a_refused_login_names_the_credentials_not_a_missing_database(
+    kind: str,
+    server_root: str,
+    async_client_for: Callable[[CloudantV1], AsyncClient],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     user = a_user()
     set_environment(monkeypatch, url=server_root, auth_type=kind, username=user, password=WRONG)
     with pytest.raises(UnauthorizedError) as caught:
-        api.latest(connect(), MISSING, 1)
+        await database(async_client_for(connect()), MISSING).latest(1)
     message = str(caught.value)
     assert not isinstance(caught.value, DatabaseNotFoundError)
     assert message.startswith(f"latest on {MISSING!r}"), message
@@ -70,23 +78,25 @@ def test_a_refused_login_names_the_credentials_not_a_missing_database(
     assert WRONG not in message and caught.value.status == 401
 
 
-def test_credentials_given_as_arguments_are_named_as_arguments(
-    server_root: str, api: Blocking | Async
+async def test_credentials_given_as_arguments_are_named_as_arguments(
+    server_root: str, async_client_for: Callable[[CloudantV1], AsyncClient]
 ) -> None:
     user = a_user()
     client = connect(server_root, auth_type="couchdb_session", username=user, password=WRONG)
     with pytest.raises(UnauthorizedError) as caught:
-        api.latest(client, MISSING, 1)
+        await database(async_client_for(client), MISSING).latest(1)
     assert f"user {user!r} with its password (the username and password arguments)" in str(
         caught.value
     )
 
 
-def test_credentials_in_the_url_are_named_so(server_root: str, api: Blocking | Async) -> None:
+async def test_credentials_in_the_url_are_named_so(
+    server_root: str, async_client_for: Callable[[CloudantV1], AsyncClient]
+) -> None:
     user = a_user()
     client = connect(server_root.replace("://", f"://{user}:{WRONG}@"), auth_type="basic")
     with pytest.raises(UnauthorizedError) as caught:
-        api.latest(client, MISSING, 1)
+        await database(async_client_for(client), MISSING).latest(1)
     message = str(caught.value)
     assert f"user {user!r} with its password (the user:password@ of url)" in message
     assert WRONG not in message
@@ -94,11 +104,11 @@ def test_credentials_in_the_url_are_named_so(server_root: str, api: Blocking | A
 
 @pytest.mark.needs("couchdb")
 @pytest.mark.parametrize("where", ["environment", "argument"])
-def test_noauth_against_a_secured_server_names_the_auth_type(
+async def test_noauth_against_a_secured_server_names_the_auth_type(
     where: str,
     server_root: str,
     db: str,
-    api: Blocking | Async,
+    async_client_for: Callable[[CloudantV1], AsyncClient],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # CouchDB 3 keeps a database to its admins by default: an anonymous read is refused.
@@ -110,15 +120,18 @@ def test_noauth_against_a_secured_server_names_the_auth_type(
         client = connect(server_root, auth_type="noauth")
         named, advice = "auth_type='noauth'", "pass auth_type='basic' or 'couchdb_session'"
     with pytest.raises(UnauthorizedError) as caught:
-        api.latest(client, db, 1)
+        await database(async_client_for(client), db).latest(1)
     message = str(caught.value)
     assert f"the client sends no credentials ({named}): {advice}" in message, message
     assert "CLOUDANT_USERNAME/CLOUDANT_PASSWORD or" not in message
 
 
 @pytest.mark.needs("couchdb")  # PouchDB Server has no users to sign in as
-def test_the_right_credentials_still_sign_in(
-    couch_server: Server, server_root: str, db: str, api: Blocking | Async
+async def test_the_right_credentials_still_sign_in(
+    couch_server: Server,
+    server_root: str,
+    db: str,
+    async_client_for: Callable[[CloudantV1], AsyncClient],
 ) -> None:
     admin = parse_url(couch_server.url, "url", role="server")
     assert admin.username is not None and admin.password is not None
@@ -126,7 +139,7 @@ def test_the_right_credentials_still_sign_in(
         client = connect(
             server_root, auth_type=kind, username=admin.username, password=admin.password
         )
-        assert api.latest(client, db, 1) == []
+        assert await database(async_client_for(client), db).latest(1) == []
 
 
 def iam_refuses(status: int, body: dict[str, Any]) -> None:
@@ -135,8 +148,10 @@ def iam_refuses(status: int, body: dict[str, Any]) -> None:
 
 @responses.activate
 @pytest.mark.parametrize("where", ["environment", "argument"])
-def test_an_api_key_the_token_service_refuses(
-    where: str, api: Blocking | Async, monkeypatch: pytest.MonkeyPatch
+async def test_an_api_key_the_token_service_refuses(
+    where: str,
+    async_client_for: Callable[[CloudantV1], AsyncClient],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     iam_refuses(400, {"errorCode": "BXNIM0415E", "errorMessage": "Provided API key not found."})
     url = "https://acct.cloudant.example"
@@ -146,7 +161,7 @@ def test_an_api_key_the_token_service_refuses(
     else:
         client, named = connect(url, apikey=APIKEY), "the API key of the apikey argument"
     with pytest.raises(UnauthorizedError) as caught:
-        api.latest(client, MISSING, 1)
+        await database(async_client_for(client), MISSING).latest(1)
     message = str(caught.value)
     assert message.startswith(f"latest on {MISSING!r}")
     assert "the IAM token request was refused (HTTP 400: Provided API key not found.)" in message
@@ -157,10 +172,12 @@ def test_an_api_key_the_token_service_refuses(
 
 
 @responses.activate
-def test_a_token_service_that_fails_is_not_a_refusal(api: Blocking | Async) -> None:
+async def test_a_token_service_that_fails_is_not_a_refusal(
+    async_client_for: Callable[[CloudantV1], AsyncClient],
+) -> None:
     responses.post(IAM_TOKEN_URL, status=503, json={"errorMessage": "try later"})
     client = connect("https://acct.cloudant.example", apikey=APIKEY)
     with pytest.raises(ServerError) as caught:
-        api.latest(client, MISSING, 1)
+        await database(async_client_for(client), MISSING).latest(1)
     assert not isinstance(caught.value, UnauthorizedError)
     assert "HTTP 503" in str(caught.value)
