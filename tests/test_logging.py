@@ -1,6 +1,7 @@
 """couchids' log records (couchids.drivers.log): one DEBUG record per request either driver sends,
 an INFO record per retry, no credential in any record of any logger (couchids', the SDK's,
-the HTTP library's), a NullHandler on the package's logger, and the command's ``-v``.
+the HTTP library's), a NullHandler on the package's logger, and the command's ``-v``. The
+records of both APIs are tested from one source, tests/_async/test_logging.py.
 
 The client's URL carries ``user:password@``; a proxy in front of the local server takes those
 credentials off every request (keeping what it saw, to show they were sent) and counts the
@@ -17,20 +18,15 @@ import re
 import socket
 import subprocess
 import sys
-from collections import Counter
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
-from apis import Async, Blocking
-from faultproxy import FaultProxy, client_for
+from faultproxy import FaultProxy
 
 import couchids
-from couchids import ServerError
 from couchids.cli.main import EXIT_OK, main
 
 USER = "logbob"
@@ -76,8 +72,12 @@ def proxy(couch_url: str) -> Iterator[CredentialProxy]:
 
 @pytest.fixture(autouse=True)
 def http_client_debug() -> Iterator[None]:
+    yield from restoring_http_client_debug()
+
+
+def restoring_http_client_debug() -> Iterator[None]:
     """ibmcloudant turns on ``http.client``'s wire dump (to its logger) when its logger is at
-    DEBUG as a client is made: put it back after the test."""
+    DEBUG as a client is made: put it back after the test (a fixture's body)."""
     level, printer = http.client.HTTPConnection.debuglevel, vars(http.client).get("print")
     yield
     http.client.HTTPConnection.debuglevel = level
@@ -118,13 +118,6 @@ def assert_no_credential(records: list[logging.LogRecord], *loggers: str) -> Non
         assert any(name.startswith(prefix) for name in names), f"no record of {prefix}: {names}"
 
 
-def http_loggers(api: Blocking | Async) -> tuple[str, ...]:
-    """The loggers that see every request: couchids', the SDK's (it prepares the request, URL
-    and all) and the HTTP library's."""
-    library = ("urllib3",) if isinstance(api, Blocking) else ("httpx", "httpcore")
-    return ("couchids.request", "ibm-cloud-sdk-core", *library)
-
-
 def test_the_package_logger_has_a_null_handler_once_anything_can_log() -> None:
     # In a fresh interpreter: the drivers (which log) bring the NullHandler; the id forms
     # alone (`couchids new`) load no logging at all.
@@ -138,106 +131,11 @@ def test_the_package_logger_has_a_null_handler_once_anything_can_log() -> None:
     assert done.stdout.strip() == "['NullHandler']"
 
 
-def test_each_request_sent_is_one_debug_record(
-    api: Blocking | Async, db: str, proxy: CredentialProxy, logged: pytest.LogCaptureFixture
-) -> None:
-    client = client_for(proxy.url_with_credentials())
-    api.create(client, db, {"note": BODY_MARK})
-    api.bulk_create(client, db, [{"n": 1}, {"n": 2}])
-    assert len(api.latest(client, db, 5)) == 3
-    hour = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
-    assert api.count(client, db, hour.replace(year=2000), hour.replace(year=2100)) == 3
-
-    records = requests_logged(logged.records)
-    seen = Counter((entry.method, urlsplit(entry.path).path) for entry in proxy.log)
-    assert Counter((r.couchids_method, r.couchids_path) for r in records) == seen
-    assert {"GET", "PUT", "POST"} <= {method for method, _ in seen}
-    assert any(path.endswith("/_all_docs") for _, path in seen)
-    for record in records:
-        line = REQUEST_LINE.fullmatch(record.getMessage())
-        assert line is not None, record.getMessage()
-        assert line[1] == record.couchids_method and line[2] == record.couchids_path
-        assert int(line[3]) == record.couchids_status and 200 <= record.couchids_status < 300
-        assert record.couchids_failure is None
-        assert record.couchids_attempt == int(line[5]) == 1
-        assert isinstance(record.couchids_ms, float) and record.couchids_ms >= 0
-        assert record.couchids_db == db and record.couchids_operation
-        assert "?" not in record.couchids_path and "@" not in record.getMessage()
-        assert BODY_MARK not in str(vars(record))
-    # The credentials were sent (by requests, or httpx's Basic auth), and logged nowhere.
-    assert proxy.authorizations and set(proxy.authorizations) == {f"Basic {BASIC}"}
-    assert_no_credential(logged.records, *http_loggers(api))
-
-
-def test_a_retry_is_an_info_record_and_attempt_two(
-    api: Blocking | Async, db: str, proxy: CredentialProxy, logged: pytest.LogCaptureFixture
-) -> None:
-    client = client_for(proxy.url_with_credentials())
-    proxy.fail("503-before", method="PUT", times=1)
-    api.create(client, db, {"n": 1}, type="order", backoff=0.01)
-
-    puts = [r for r in requests_logged(logged.records) if r.couchids_method == "PUT"]
-    assert [(r.couchids_status, r.couchids_attempt) for r in puts] == [(503, 1), (201, 2)]
-    assert [e.outcome for e in proxy.requests("PUT")] == ["503-before", "forwarded"]
-    (retry,) = retries_logged(logged.records)
-    assert retry.couchids_path == puts[0].couchids_path == puts[1].couchids_path
-    assert retry.couchids_reason == "HTTP 503" and retry.couchids_attempt == 2
-    assert 0 <= retry.couchids_wait <= 0.01
-    assert re.fullmatch(
-        rf"retrying PUT /{db}/order%3A\S+ after HTTP 503, in 0\.\d\d s \(attempt 2 of 5\)",
-        retry.getMessage(),
-    ), retry.getMessage()
-    assert retries_logged(logged.records)[0].created <= puts[1].created
-    assert_no_credential(logged.records, *http_loggers(api))
-
-
-def test_the_clients_own_retries(
-    api: Blocking | Async, db: str, proxy: CredentialProxy, logged: pytest.LogCaptureFixture
-) -> None:
-    client = client_for(proxy.url_with_credentials())
-    client.enable_retries(max_retries=2, retry_interval=0.05)
-    proxy.fail("503-before", method="POST", path="_all_docs", times=1)
-    assert api.latest(client, db, 1) == []
-
-    sent = proxy.requests("POST", "_all_docs")
-    assert sent[0].outcome == "503-before"
-    posts = [r for r in requests_logged(logged.records) if r.couchids_method == "POST"]
-    assert all(r.couchids_attempt == 1 for r in posts)
-    if isinstance(api, Async):
-        # couchids.aio makes the client's retries itself: each request is a record.
-        assert [r.couchids_status for r in posts] == [503] + [200] * (len(sent) - 1)
-        (retry,) = retries_logged(logged.records)
-        assert retry.couchids_client_retry == 1 and retry.couchids_reason == "HTTP 503"
-        assert "(the client's retry 1 of 2)" in retry.getMessage()
-    else:
-        # urllib3 makes them inside one request of couchids' (and logs each itself).
-        assert [r.couchids_status for r in posts] == [200] * (len(sent) - 1)
-        assert retries_logged(logged.records) == []
-        assert any(
-            "Retry" in r.getMessage() for r in logged.records if r.name == "urllib3.connectionpool"
-        )
-    assert_no_credential(logged.records, *http_loggers(api))
-
-
 def closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
     return port
-
-
-def test_a_request_without_an_answer_says_what_happened(
-    api: Blocking | Async, logged: pytest.LogCaptureFixture
-) -> None:
-    client = client_for(f"http://{USER}:{PASSWORD}@127.0.0.1:{closed_port()}")
-    with pytest.raises(ServerError):
-        api.latest(client, "db", 1)
-    (record,) = requests_logged(logged.records)
-    assert record.couchids_status is None and record.couchids_failure == "connection refused"
-    assert re.fullmatch(r"GET /db connection refused \d+ ms \(attempt 1\)", record.getMessage()), (
-        record.getMessage()
-    )
-    assert_no_credential(logged.records, "couchids.request", "ibm-cloud-sdk-core")
 
 
 @pytest.fixture

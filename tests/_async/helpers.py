@@ -49,6 +49,12 @@ def series_of(client: AsyncClient, prefix: str, **options: Any) -> AsyncSeries:
     return cast(AsyncSeries, _Tuned(handle, options))
 
 
+def asyncio_api(client: object) -> bool:
+    """Whether ``client`` is a client of the asyncio API, for the few checks whose answer
+    differs between the APIs (which HTTP library logs, which retries are whose)."""
+    return type(client).__module__ == "couchids.drivers.aio"
+
+
 class _Tuned:
     """A handle whose methods are called with ``options`` besides their own arguments."""
 
