@@ -46,6 +46,7 @@ from couchids.core import (
     expiry,
     explaining,
     exporting,
+    features,
     following,
     rekeying,
     replication,
@@ -970,6 +971,9 @@ class Database:
         copied, every leaf of a conflicted document: one changed in between (or given a
         revision nobody read) is kept and reported in ``expired.conflicts``, and a re-run
         moves it. A target that is this database is refused before anything is sent.
+        Copies are cut by the handle's ``batch_bytes`` and ``document_bytes`` as bulk writes
+        are: a document over ``document_bytes`` (attachments aside), or refused alone by the
+        server as too large, is listed in ``failed`` and not deleted.
 
         Args:
             target_db: an existing database to copy into.
@@ -1005,6 +1009,8 @@ class Database:
             backoff=backoff,
             timeout=timeout,
             parallel=parallel,
+            batch_bytes=self.batch_bytes,
+            document_bytes=self.document_bytes,
         )
         return run(self.client, program)
 
@@ -1013,6 +1019,7 @@ class Database:
         *,
         type: str | None = None,
         form: IdForm | None = None,
+        since: TimeLike = None,
         since_seq: str | int = "now",
         checkpoint: Checkpoint | None = None,
         wait: bool = True,
@@ -1034,6 +1041,15 @@ class Database:
             type, form: which ids to follow: those a :meth:`window` of ``form`` and ``type``
                 could return (written with the form's separator, and for a time form holding
                 a time its key ranges reach).
+            since: a time: only documents whose id holds a time at or after it, beginning
+                with the first stored since then (pass it again when resuming with a
+                checkpoint; not with ``since_seq``). A server that starts ``_changes`` at a
+                time (Apache CouchDB 3.6) is asked to, and answers from up to hours before
+                it, which is filtered out; elsewhere the documents of ids from ``since`` on
+                are read first, oldest first, as :meth:`window` reads them, then those
+                stored after the call (one stored meanwhile may come twice; a follow
+                stopped during that read reads it again when resumed). Needs a form whose
+                ids sort by time.
             since_seq: where to begin without a checkpoint: ``"now"`` (only documents stored
                 after this call), ``0`` (everything), or a ``_changes`` sequence. A
                 ``checkpoint`` with a ``since`` takes precedence.
@@ -1064,7 +1080,8 @@ class Database:
             self.name,
             type=type,
             form=self._form(form),
-            since=since_seq,
+            since_seq=since_seq,
+            since=since,
             checkpoint=checkpoint,
             wait=wait,
             batch_size=batch_size,
@@ -1072,6 +1089,46 @@ class Database:
             timeout=timeout,
         )
         return after(self.client, begin, changes)
+
+    def set_deleted_retention(
+        self, retention: timedelta | float | None, *, timeout: float | None = DEFAULT_TIMEOUT
+    ) -> None:
+        """Have the server purge this database's deleted documents once they are older than
+        ``retention``; ``None`` never purges them here.
+
+        A deleted document leaves a tombstone, which stays, replicates and slows reads;
+        Apache CouchDB 3.6 purges tombstones older than a database's
+        ``deleted_document_ttl`` (``PUT /{db}/_auto_purge``) in the background, with the
+        auto purge plugin of its scanner enabled (``[couch_scanner_plugins]
+        couch_auto_purge_plugin = true``, an administrator's setting). A replica that has
+        not yet received a deletion when its tombstone is purged keeps the document. Where
+        the server has no such setting (asked once with ``GET /{db}/_auto_purge``: CouchDB
+        before 3.6, IBM Cloudant, PouchDB Server) nothing is changed and it says so;
+        :meth:`expire` with ``purge=True`` purges on CouchDB 2.3 and later.
+
+        Args:
+            retention: a ``datetime.timedelta`` or a whole number of seconds, at least 1
+                (sent in the largest unit that holds it whole, such as ``90_days``), or
+                ``None`` (CouchDB's ``infinity``: never, whatever the server's default).
+            timeout: seconds each request may take, retries included (default 60).
+
+        Raises:
+            InvalidArgumentError: a bad ``retention``; nothing is sent.
+            DatabaseNotFoundError: this database does not exist.
+            ServerError: (or a subclass) the server keeps no such setting (status 501), or
+                refused it (CouchDB lets only admins: ``UnauthorizedError``).
+
+        .. not run: needs CouchDB 3.6
+
+        Example::
+
+            events.set_deleted_retention(timedelta(days=90))
+        """
+        policy = RetryPolicy.checked(
+            DEFAULT_RETRIES, DEFAULT_BACKOFF, timeout, "set_deleted_retention"
+        )
+        program = features.set_deleted_retention(self._facts, self.name, retention, policy)
+        run(self.client, program)
 
     def rekey(
         self,

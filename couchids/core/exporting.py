@@ -19,7 +19,8 @@ from typing import Any, Final, Literal, TextIO
 from couchids.core.answers import answer_error, describe
 from couchids.core.asking import ask
 from couchids.core.document import valid_unicode
-from couchids.core.effects import END, Emit, Program, Puller, path, post_json
+from couchids.core.effects import END, Emit, Program, Puller, Request, path
+from couchids.core.exactjson import dumps
 from couchids.core.expiry import ExpireReport, delete_revisions
 from couchids.core.facts import FactsCache, database_facts
 from couchids.core.keys import check_time_form, in_window
@@ -33,8 +34,15 @@ from couchids.core.scan import (
     check_size,
     read_policy,
 )
+from couchids.core.sizes import (
+    DEFAULT_BATCH_BYTES,
+    DEFAULT_DOCUMENT_BYTES,
+    Filling,
+    halving,
+    over_document_bytes,
+)
 from couchids.core.windows import scan_pages
-from couchids.errors import InvalidArgumentError, InvalidTimeError
+from couchids.errors import InvalidArgumentError, InvalidTimeError, ServerError
 from couchids.idforms.forms import IdForm
 from couchids.idforms.times import TimeLike, to_ms
 
@@ -159,10 +167,14 @@ def archive(
     backoff: float,
     timeout: float | None,
     parallel: int,
+    batch_bytes: int = DEFAULT_BATCH_BYTES,
+    document_bytes: int = DEFAULT_DOCUMENT_BYTES,
 ) -> Program[ArchiveReport]:
     """The program of :meth:`couchids.Database.archive` (see there); arguments checked now (the
-    caller checks ``target_db``)."""
+    caller checks ``target_db``). Its copies are cut by ``batch_bytes`` and
+    ``document_bytes`` as bulk writes are (:func:`_copy`)."""
     policy = RetryPolicy.checked(retries, backoff, timeout, "archive")
+    sizes = (check_size("batch_bytes", batch_bytes), check_size("document_bytes", document_bytes))
     check_flag("expire", expire)
     checkpoint = check_checkpoint(checkpoint)
     if target_db == db:
@@ -188,7 +200,9 @@ def archive(
     )
     inside = in_window(form, type, *_span(start, end))
     scope = (form, type)
-    return _archive(known, db, target_db, pages, inside, scope, expire, report, on_progress, policy)
+    return _archive(
+        known, db, target_db, pages, inside, scope, expire, report, on_progress, policy, sizes
+    )
 
 
 def _archive(
@@ -202,6 +216,7 @@ def _archive(
     report: ArchiveReport,
     on_progress: Callable[[ArchiveReport], None] | None,
     policy: RetryPolicy,
+    sizes: tuple[int, int],
 ) -> Program[ArchiveReport]:
     yield from database_facts(known, target_db, policy)
     mark = report.checkpoint
@@ -218,15 +233,10 @@ def _archive(
             if doc.pop("_conflicts", None):
                 found = yield from live_leaves(known, db, doc["_id"], policy.renewed())
                 leaves[doc["_id"]] = found or [doc]
-        revisions = [leaf for doc in page for leaf in leaves.get(doc["_id"], [doc])]
-        body = {"docs": revisions, "new_edits": False}
-        each = policy.renewed()
-        copy = post_json(path(target_db, "_bulk_docs"), body)
-        answer = (yield from ask(copy, each, target_db)).body
-        if not isinstance(answer, list) or not all(isinstance(row, dict) for row in answer):
-            raise answer_error(each, target_db, f"_bulk_docs answered {describe(answer)}")
-        refused = {str(row.get("id")): row for row in answer if "error" in row}
-        report.failed += [(i, f"{r['error']}: {r.get('reason', '')}") for i, r in refused.items()]
+        copies = [leaves.get(doc["_id"], [doc]) for doc in page]
+        failed = yield from _copy(target_db, page, copies, policy, *sizes)
+        report.failed += failed
+        refused = {doc_id for doc_id, _ in failed}
         stored = [doc for doc in page if doc["_id"] not in refused]
         report.copied += len(stored)
         report.conflicted += [doc["_id"] for doc in stored if len(leaves.get(doc["_id"], ())) > 1]
@@ -256,6 +266,74 @@ def _archive(
         if on_progress is not None:
             on_progress(report)
     return report
+
+
+#: The bytes around the documents of archive's ``_bulk_docs`` body.
+_COPY_HEAD: Final = b'{"docs":['
+_COPY_TAIL: Final = b'],"new_edits":false}'
+
+
+def _copy(
+    target_db: str,
+    page: list[Doc],
+    copies: list[list[Doc]],
+    policy: RetryPolicy,
+    batch_bytes: int,
+    document_bytes: int,
+) -> Program[list[tuple[str, str]]]:
+    """Copy the documents of ``page``, each with its revisions ``copies[i]``, into
+    ``target_db`` (``_bulk_docs`` with ``new_edits=false``); return ``(id, reason)`` of those
+    the target did not store. Requests are cut by bytes as bulk writes are
+    (:mod:`couchids.core.sizes`): at most ``batch_bytes`` of body, a document (all its
+    revisions) in one request; a revision over ``document_bytes`` (its JSON, attachments
+    aside: they have a limit of their own) is not sent and its document is reported; a
+    request refused as too large (413) is sent again in halves, and a document refused
+    alone is reported."""
+    parts: list[bytes] = []
+    failed: dict[int, str] = {}
+    for index, leaves in enumerate(copies):
+        encoded = [dumps(leaf) for leaf in leaves]
+        parts.append(b",".join(encoded))
+        for leaf, part in zip(leaves, encoded, strict=True):
+            size = len(dumps(_without_attachments(leaf))) if "_attachments" in leaf else len(part)
+            why = over_document_bytes(size, document_bytes)
+            if why is not None:
+                failed[index] = f"too large: {why}"
+                break
+    groups: list[list[int]] = []
+    filling: Filling | None = None
+    for index, part in enumerate(parts):
+        if index in failed:
+            continue
+        if filling is None or not filling.takes(len(part)):
+            filling = Filling(batch_bytes, envelope=len(_COPY_HEAD) + len(_COPY_TAIL))
+            groups.append([])
+        filling.add(len(part))
+        groups[-1].append(index)
+
+    def write(group: list[int]) -> Program[None]:
+        each = policy.renewed()
+        body = _COPY_HEAD + b",".join([parts[i] for i in group]) + _COPY_TAIL
+        copy = Request("POST", path(target_db, "_bulk_docs"), body=body)
+        answer = (yield from ask(copy, each, target_db)).body
+        if not isinstance(answer, list) or not all(isinstance(row, dict) for row in answer):
+            raise answer_error(each, target_db, f"_bulk_docs answered {describe(answer)}")
+        refused = {str(row.get("id")): row for row in answer if "error" in row}
+        for index in group:
+            row = refused.get(page[index]["_id"])
+            if row is not None:
+                failed[index] = f"{row['error']}: {row.get('reason', '')}"
+
+    def too_large(index: int, exc: ServerError) -> None:
+        failed[index] = f"too large: refused alone by the server: {exc}"
+
+    for group in groups:
+        yield from halving(group, write, too_large, lambda index: index in failed)
+    return [(page[index]["_id"], failed[index]) for index in sorted(failed)]
+
+
+def _without_attachments(doc: Doc) -> Doc:
+    return {key: value for key, value in doc.items() if key != "_attachments"}
 
 
 def window_documents(

@@ -36,6 +36,12 @@ class FactsCache(dict[str, DatabaseFacts]):
     #: Ids per ``_purge`` request the server was found to take, once it refused more
     #: (``None``: as its version says, see ``couchids.core.expiry.purge_batch_for``).
     purge_batch: int | None = None
+    #: Whether the server reads a time as ``_changes``' ``since`` (``None``: not asked yet;
+    #: see ``couchids.core.features.has_time_seq``).
+    time_seq: bool | None = None
+    #: Whether the server keeps a database's auto purge settings (``None``: not asked yet;
+    #: see ``couchids.core.features.has_auto_purge``).
+    auto_purge: bool | None = None
 
 
 def database_facts(known: FactsCache, db: str, policy: RetryPolicy) -> Program[DatabaseFacts]:

@@ -29,18 +29,28 @@ same-second ids above.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from couchids.core.answers import answer_error, check_listing, describe, expect_object
 from couchids.core.asking import ask
-from couchids.core.effects import Emit, Program, Request, path
+from couchids.core.effects import END, Emit, Program, Puller, Request, path
 from couchids.core.facts import FactsCache, database_facts
-from couchids.core.keys import window_keys
+from couchids.core.features import changes_time, has_time_seq
+from couchids.core.keys import check_time_form, in_window, window_keys
 from couchids.core.policy import RetryPolicy
-from couchids.core.scan import Checkpoint, check_checkpoint, check_flag, check_size, read_policy
+from couchids.core.scan import (
+    Checkpoint,
+    check_checkpoint,
+    check_flag,
+    check_one_form,
+    check_size,
+    read_policy,
+)
+from couchids.core.windows import scan_pages
 from couchids.errors import InvalidArgumentError
 from couchids.idforms.forms import IdForm
+from couchids.idforms.times import TimeLike, to_ms
 
 __all__ = ["DEFAULT_FOLLOW_BATCH", "DEFAULT_WAIT_MS", "follow"]
 
@@ -56,36 +66,82 @@ def follow(
     *,
     type: str | None,
     form: IdForm,
-    since: str | int,
+    since_seq: str | int,
     checkpoint: Checkpoint | None,
     wait: bool,
     batch_size: int,
     wait_ms: int,
     timeout: float | None,
+    since: TimeLike = None,
 ) -> tuple[Program[None], Program[None]]:
     """The programs of :meth:`couchids.Database.follow` (see there): the first looks the database up
-    and pins a ``since`` of ``"now"`` (drivers run it at the call, so "now" is the call's, not
-    the first read's); the second emits each new document. The arguments are checked now."""
+    and pins a ``since_seq`` of ``"now"`` (drivers run it at the call, so "now" is the call's,
+    not the first read's); the second emits each new document. The arguments are checked now.
+
+    With ``since`` (a time), only ids holding a time at or after it are emitted, and where
+    the follow begins (no checkpoint with a ``since``) is found by the server where it reads
+    a time as ``_changes``' ``since`` (:func:`~couchids.core.features.has_time_seq`; it
+    answers from up to hours before the time, which the ids filter out), else exactly: the
+    documents of ``[since, the form's last time]`` are read as a window reads them, oldest
+    first, then the changes stored from the call on (pinned before that read, so nothing
+    stored meanwhile is missed; one may come twice).
+    """
     policy = read_policy(timeout, "follow")
     check_size("batch_size", batch_size)
     check_size("wait_ms", wait_ms)
     check_flag("wait", wait)
     checkpoint = check_checkpoint(checkpoint)
-    if isinstance(since, bool) or not isinstance(since, str | int):
+    if isinstance(since_seq, bool) or not isinstance(since_seq, str | int):
         raise InvalidArgumentError(
-            f"since={since!r:.80}: a _changes sequence (a str such as '0' or CouchDB's "
-            "'12-g1AAAA...', or an int), or 'now'"
+            f"since_seq={since_seq!r:.80}: a _changes sequence (a str such as '0' or "
+            "CouchDB's '12-g1AAAA...', or an int), or 'now'"
         )
     if not isinstance(form, IdForm):
         raise InvalidArgumentError(f"form={form!r}: pass an IdForm such as couchids.KUUID")
     wanted = _wanted(form, type)
+    start = _since(since, since_seq, form, type)
+    if start is not None:
+        wanted = _and(wanted, in_window(form, type, start, _last(form)))
     mark = checkpoint if checkpoint is not None else Checkpoint()
+    catch_up = _CatchUp()
     if mark.since is None:
-        mark.since = str(since)
+        mark.since = str(since_seq)
+        catch_up.start = start
     return (
-        _start(known, db, mark, policy),
-        _follow(db, form, wanted, mark, wait, batch_size, wait_ms, policy),
+        _start(known, db, mark, policy, catch_up),
+        _follow(known, db, form, type, wanted, mark, wait, batch_size, wait_ms, policy, catch_up),
     )
+
+
+@dataclass
+class _CatchUp:
+    """What a follow ``since`` a time reads before the changes, where the server cannot start
+    ``_changes`` at a time: the window from ``start``, then the changes from ``seq``."""
+
+    start: int | None = None
+    seq: str | None = None
+
+
+def _since(since: TimeLike, since_seq: str | int, form: IdForm, doc_type: str | None) -> int | None:
+    """``since`` in ms (``None`` without it), checked with the form it filters by."""
+    if since is None:
+        return None
+    if since_seq != "now":
+        raise InvalidArgumentError(
+            f"since={since!r:.80} and since_seq={since_seq!r:.80}: pass a time (since) or a "
+            "_changes sequence (since_seq), not both"
+        )
+    check_time_form(form)
+    return to_ms(since)
+
+
+def _last(form: IdForm) -> int:
+    """The end (exclusive) of every time ``form``'s ids can hold."""
+    return (form.max_unit + 1) * form.unit_ms
+
+
+def _and(first: Callable[[str], bool], second: Callable[[str], bool]) -> Callable[[str], bool]:
+    return lambda doc_id: first(doc_id) and second(doc_id)
 
 
 def _wanted(form: IdForm, doc_type: str | None) -> Callable[[str], bool]:
@@ -110,27 +166,42 @@ def _wanted(form: IdForm, doc_type: str | None) -> Callable[[str], bool]:
     return wanted
 
 
-def _start(known: FactsCache, db: str, mark: Checkpoint, policy: RetryPolicy) -> Program[None]:
+def _start(
+    known: FactsCache, db: str, mark: Checkpoint, policy: RetryPolicy, catch_up: _CatchUp
+) -> Program[None]:
     # One deadline for the lookup and the read of "now", from when they run (the asyncio API
     # runs them at the first step, which may come long after the call).
     each = policy.renewed()
     yield from database_facts(known, db, each)
+    if catch_up.start is not None and (yield from has_time_seq(known, db, each)):
+        mark.since, catch_up.start = changes_time(catch_up.start), None
     if mark.since == "now":
         changes = Request("POST", path(db, "_changes"), {"since": "now", "limit": "1"}, b"{}")
         current = (yield from ask(changes, each, db)).body
         mark.since = str(expect_object(current, each, db, "last_seq")["last_seq"])
+    if catch_up.start is not None:
+        # The checkpoint says where the changes begin only once the window is read: a
+        # follow stopped while it reads the window reads it again, from the start.
+        catch_up.seq, mark.since = str(mark.since), None
 
 
 def _follow(
+    known: FactsCache,
     db: str,
     form: IdForm,
+    doc_type: str | None,
     wanted: Callable[[str], bool],
     mark: Checkpoint,
     wait: bool,
     batch_size: int,
     wait_ms: int,
     policy: RetryPolicy,
+    catch_up: _CatchUp,
 ) -> Program[None]:
+    if catch_up.start is not None and catch_up.seq is not None:
+        yield from _read_window(
+            known, db, form, doc_type, wanted, mark, batch_size, policy, catch_up
+        )
     if wait and policy.timeout is not None:
         # A long-poll request is answered after up to wait_ms by design.
         policy = replace(policy, timeout=policy.timeout + wait_ms / 1000)
@@ -170,6 +241,41 @@ def _follow(
             return
         if len(results) < batch_size and not wait:
             return
+
+
+def _read_window(
+    known: FactsCache,
+    db: str,
+    form: IdForm,
+    doc_type: str | None,
+    wanted: Callable[[str], bool],
+    mark: Checkpoint,
+    batch_size: int,
+    policy: RetryPolicy,
+    catch_up: _CatchUp,
+) -> Program[None]:
+    """Emit the documents of ids from ``catch_up.start`` on, oldest first, as a window reads
+    them; then let the changes begin at ``catch_up.seq``."""
+    assert catch_up.start is not None and catch_up.seq is not None
+    yield from check_one_form(known, db, form, doc_type, policy)
+    pages = scan_pages(
+        known,
+        db,
+        form,
+        doc_type,
+        catch_up.start,
+        _last(form),
+        policy,
+        include_docs=True,
+        page_size=batch_size,
+    )
+    documents = Puller(pages)
+    while (page := (yield from documents.next())) is not END:
+        for doc in page:
+            if isinstance(doc.get("_id"), str) and wanted(doc["_id"]):
+                yield Emit(doc)
+                mark.done += 1
+    mark.since, catch_up.start = catch_up.seq, None
 
 
 def _check_changes(

@@ -2,7 +2,7 @@
 64 MB a request and 1 MB a document (https://cloud.ibm.com/docs/Cloudant?topic=Cloudant-limits,
 "Request payload"), which it answers with ``413`` past them: the cutting of a batch by bytes,
 the check of one document, and the halving of a batch the server refuses as too large. Bulk
-writes (:mod:`couchids.core.writes`) and archive's copies (:mod:`couchids.core.exporting`)
+writes (``couchids.core.writes``) and archive's copies (``couchids.core.exporting``)
 split their requests with these, the same way.
 """
 

@@ -63,7 +63,7 @@ async def test_the_operations_check_a_checkpoint_changed_after_it_was_made(
 async def test_follow_refuses_a_since_that_is_no_sequence(
     async_client_for: Callable[[CloudantV1], AsyncClient], since: object
 ) -> None:
-    with pytest.raises(InvalidArgumentError, match="since="):
+    with pytest.raises(InvalidArgumentError, match="since_seq="):
         await listed(database(async_client_for(C), "db").follow(since_seq=since, wait=False))
 
 

@@ -64,7 +64,7 @@ def test_the_operations_check_a_checkpoint_changed_after_it_was_made(
 def test_follow_refuses_a_since_that_is_no_sequence(
     blocking_client_for: Callable[[CloudantV1], CloudantV1], since: object
 ) -> None:
-    with pytest.raises(InvalidArgumentError, match="since="):
+    with pytest.raises(InvalidArgumentError, match="since_seq="):
         listed(database(blocking_client_for(C), "db").follow(since_seq=since, wait=False))
 
 
