@@ -1,15 +1,17 @@
+# Generated from tests/_async/test_archive_sizes.py by scripts/unasync.py: do not edit by hand;
+# edit the asyncio source and run `python scripts/unasync.py`.
 """Archive's copies split by size as bulk writes are (couchids/core/sizes.py), against the
 Cloudant-rules server (tests/cloudantproxy.py) with small limits: a copy request stays under the
 handle's ``batch_bytes``; one the server refuses as too large (413) is sent again in halves; a
 document over ``document_bytes``, or refused alone, is reported in ``failed`` and stays in the
 source with ``expire=True``; every other document is copied once with its revision and deleted
-from the source. Both APIs.
+from the source. Through couchids.aio.AsyncDatabase and, in the generated twin,
+couchids.Database.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -19,33 +21,13 @@ from faultproxy import all_docs, client_for
 from ibmcloudant.cloudant_v1 import CloudantV1
 
 import couchids
-from couchids import aio
 from couchids.idforms.times import to_ms
+
+from .helpers import database
 
 START, END = to_ms("2024-05-01"), to_ms("2024-05-02")
 SECOND = 1000
-
-
-def archive(api: str, client: CloudantV1, db: str, target: str, **options: Any) -> Any:
-    """``archive(target, START, END, type="ord", expire=True)`` through the handle of ``db``
-    with ``options`` (its ``batch_bytes`` and ``document_bytes``), in the blocking API or the
-    asyncio one."""
-    if api == "blocking":
-        handle = couchids.Database(client, db, **options)
-        return handle.archive(target, START, END, type="ord", expire=True)
-
-    async def main() -> Any:
-        async with aio.AsyncClient(client) as ac:
-            handle = aio.AsyncDatabase(ac, db, **options)
-            return await handle.archive(target, START, END, type="ord", expire=True)
-
-    return asyncio.run(main())
-
-
-@pytest.fixture(params=["blocking", "aio"])
-def api(request: pytest.FixtureRequest) -> str:
-    name: str = request.param
-    return name
+ClientFor = Callable[[CloudantV1], CloudantV1]
 
 
 @pytest.fixture
@@ -53,6 +35,13 @@ def target(client: CloudantV1) -> Iterator[str]:
     name = fresh_database(client)
     yield name
     drop_database(client, name)
+
+
+def archive(client: CloudantV1, db: str, target: str, **options: Any) -> Any:
+    """``archive(target, START, END, type="ord", expire=True)`` through the handle of ``db``
+    tuned with ``options`` (its ``batch_bytes``, ``document_bytes``)."""
+    handle = database(client, db, **options)
+    return handle.archive(target, START, END, type="ord", expire=True)
 
 
 def populate(client: CloudantV1, db: str, count: int, size: int) -> dict[str, Any]:
@@ -67,11 +56,12 @@ def populate(client: CloudantV1, db: str, count: int, size: int) -> dict[str, An
 
 
 def test_copies_stay_under_batch_bytes(
-    api: str, cloudant_proxy: Any, client: CloudantV1, db: str, target: str
+    blocking_client_for: ClientFor, cloudant_proxy: Any, client: CloudantV1, db: str, target: str
 ) -> None:
     proxy: CloudantProxy = cloudant_proxy(plan=None, max_request_bytes=1_000_000)
     stored = populate(client, db, 600, 4000)  # pages of 500: 2 MB each
-    report = archive(api, client_for(proxy.url), db, target, batch_bytes=1_000_000)
+    through = blocking_client_for(client_for(proxy.url))
+    report = archive(through, db, target, batch_bytes=1_000_000)
     assert report.copied == 600 and report.failed == []
     assert not proxy.refused  # no request went over the server's limit
     copies = [r for r in proxy.requests("POST", "_bulk_docs") if target in r.path]
@@ -82,11 +72,12 @@ def test_copies_stay_under_batch_bytes(
 
 
 def test_refused_copies_are_split(
-    api: str, cloudant_proxy: Any, client: CloudantV1, db: str, target: str
+    blocking_client_for: ClientFor, cloudant_proxy: Any, client: CloudantV1, db: str, target: str
 ) -> None:
     proxy: CloudantProxy = cloudant_proxy(plan=None, max_request_bytes=1_000_000)
     stored = populate(client, db, 600, 4000)
-    report = archive(api, client_for(proxy.url), db, target)  # 60 MB: the server refuses
+    through = blocking_client_for(client_for(proxy.url))
+    report = archive(through, db, target)  # 60 MB a request: the server refuses
     assert proxy.refused["request-body"] > 0
     assert report.copied == 600 and report.failed == []
     assert all_docs(client, target) == stored
@@ -95,7 +86,12 @@ def test_refused_copies_are_split(
 
 @pytest.mark.parametrize("by", ["client", "server"])
 def test_an_oversized_document_is_reported_and_kept(
-    api: str, by: str, cloudant_proxy: Any, client: CloudantV1, db: str, target: str
+    blocking_client_for: ClientFor,
+    by: str,
+    cloudant_proxy: Any,
+    client: CloudantV1,
+    db: str,
+    target: str,
 ) -> None:
     """The client refuses a document over ``document_bytes`` without sending it; a server
     with a lower limit refuses it, and the batch that held it is halved until it goes alone.
@@ -107,7 +103,7 @@ def test_an_oversized_document_is_reported_and_kept(
         {"n": -1, "pad": "x" * 200_000}, type="ord", timestamp=START + 30_500
     )
     options = {"document_bytes": 100_000} if by == "client" else {}
-    report = archive(api, client_for(proxy.url), db, target, **options)
+    report = archive(blocking_client_for(client_for(proxy.url)), db, target, **options)
     (failed,) = report.failed
     assert failed[0] == big.id
     if by == "client":
