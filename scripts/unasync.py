@@ -56,8 +56,9 @@ SUBS: list[tuple[str, str]] = [
     (r"\bAsyncIterator\b", "Iterator"),
     (r"\bAsync(Database|Sequence|Series|Replication|Rows)\b", r"\1"),
     (r"\bAsyncClient\b", "CloudantV1"),
-    # The tests' fixtures.
+    # The tests' fixtures, and their cases run at once (each on its own loop, or in threads).
     (r"\basync_client(\w*)", r"blocking_client\1"),
+    (r"\beach_at_once_on_loops\b", "each_at_once"),
 ]
 
 

@@ -7,7 +7,8 @@ command prints one line, never a traceback. Its IAM token service that never ans
 operation and command by its deadline too.
 
 The cases of a test are independent (each has its own server, or shares one that keeps no state),
-so a test runs them all at once (:func:`each_at_once`) and names every case that failed.
+so a test runs them all at once (:func:`concurrently.each_at_once`) and names every case that
+failed.
 """
 
 from __future__ import annotations
@@ -16,9 +17,7 @@ import io
 import sys
 import threading
 import time
-import traceback
-from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -26,6 +25,7 @@ from typing import Any, TextIO
 
 import pytest
 from apis import Async
+from concurrently import each_at_once
 from faultproxy import client_for
 from hostileserver import MODES, HostileServer, TokenService, trust_one_certificate
 from ibm_cloud_sdk_core.authenticators import BasicAuthenticator, IAMAuthenticator
@@ -147,27 +147,6 @@ def check_failure(exc: BaseException, operation: str) -> None:
 
 
 # --- Running the independent cases of a test at once ----------------------------------------
-
-
-def each_at_once(cases: Mapping[str, Callable[[], object]]) -> None:
-    """Run every case at once, each in its own thread; then fail if any failed, naming each
-    with its assertion's message (or, for an error no check expected, its traceback)."""
-    failures: dict[str, str] = {}
-
-    def run(name: str, case: Callable[[], object]) -> None:
-        try:
-            case()
-        except AssertionError as exc:
-            failures[name] = f"{name}: {exc}"
-        except BaseException as exc:  # the case broke: say where
-            failures[name] = f"{name}: " + "".join(traceback.format_exception(exc))
-
-    assert cases, "no cases"
-    with ThreadPoolExecutor(max_workers=len(cases)) as pool:
-        for name, case in cases.items():
-            pool.submit(run, name, case)
-    failed = [failures[name] for name in cases if name in failures]
-    assert not failed, f"{len(failed)} of {len(cases)} failed:\n" + "\n".join(failed)
 
 
 class ThreadOutput:
