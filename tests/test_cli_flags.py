@@ -138,7 +138,7 @@ def test_since_is_always_a_time() -> None:
             if "--since" in action.option_strings:
                 assert action.metavar == "TIME", name
                 seen += 1
-    assert seen == 5  # window, count, histogram, export, replicate
+    assert seen == 6  # window, count, histogram, export, replicate, tail
     (tail,) = [p for name, p in commands() if name == "tail"]
     assert "--since-seq" in tail.format_help()
 

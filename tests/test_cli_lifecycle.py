@@ -112,6 +112,22 @@ def test_tail_prints_the_type_as_json_lines(
     assert status == 0 and ids and all(i.startswith("ord:") for i in ids)
 
 
+def test_tail_since_a_time_prints_the_ids_from_that_time(
+    server: None, client: CloudantV1, db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``tail --since TIME`` is ``follow(since=TIME)``: the documents whose id holds that time
+    or a later one, oldest first, whenever they were stored; not with ``--since-seq``."""
+    at = to_ms("2024-05-01T12:00:00Z")
+    handle = couchids.Database(client, db)
+    made = [handle.create({"n": n}, type="ord", timestamp=at + n * 60_000).id for n in (-1, 0, 2)]
+    handle.create({"n": 9}, type="other", timestamp=at)
+    status, out, err = run(capsys, "tail", db, "--type", "ord", "--since", "2024-05-01T12:00:00Z")
+    assert (status, err) == (0, "")
+    assert [json.loads(line)["_id"] for line in out.splitlines()] == made[1:]
+    status, _, err = run(capsys, "tail", db, "--since", "1h", "--since-seq", "0")
+    assert status == 2 and "--since TIME or --since-seq SEQ" in err
+
+
 def test_failures_are_one_line(server: None, capsys: pytest.CaptureFixture[str]) -> None:
     status, _, err = run(capsys, "count", "test_missing_db", "--since", "1d", "--type", "x")
     assert status == 1 and err.count("\n") == 1 and "does not exist" in err

@@ -85,9 +85,14 @@ now on) as JSON lines, oldest first in each batch, and stops once caught up. -f 
 for more; --for SECONDS waits that long (asking every {TAIL_POLL_SECONDS:g} s); --limit N stops
 after N documents. Ctrl-C prints the --since-seq to continue with.
 
+--since TIME prints the documents whose id holds that time or a later one, from the first
+stored since then: CouchDB 3.6 starts _changes at the time; elsewhere those already stored are
+read first, oldest first, then those that arrive. TIME is {TIME_HELP}.
+
 examples:
   couchids tail shop --type order -f
   couchids tail shop --type order --since-seq 0 --limit 10
+  couchids tail shop --type order --since 1h
   couchids tail shop --type order --for 600 > orders.jsonl
 """
 
@@ -175,6 +180,11 @@ def _add_tail(commands: Any) -> None:
         help="keep waiting for this many seconds, then stop: 30, 600 (implies -f)",
     )
     p.add_argument("--limit", type=count_of(1), metavar="N", help="stop after N documents")
+    p.add_argument(
+        "--since",
+        metavar="TIME",
+        help="only documents whose id holds this time or a later one (instead of --since-seq)",
+    )
     p.add_argument(
         "--since-seq",
         default="now",
@@ -307,11 +317,14 @@ def _tail(args: argparse.Namespace) -> int:
 
     client, form = connect(), id_form(args)
     db = Database(client, args.db)
-    mark = Checkpoint(since=args.since_seq)
+    since = None if args.since is None else parse_time(args.since, now_ms())
+    if since is not None and args.since_seq != "now":
+        raise InvalidArgumentError("give --since TIME or --since-seq SEQ, not both")
+    mark = Checkpoint(since=args.since_seq if since is None else None)
     deadline = None if args.duration is None else time.monotonic() + args.duration
     left: int | None = args.limit
     changes = functools.partial(
-        db.follow, type=args.type, form=form, checkpoint=mark, timeout=args.timeout
+        db.follow, type=args.type, form=form, checkpoint=mark, since=since, timeout=args.timeout
     )
 
     try:
@@ -328,7 +341,8 @@ def _tail(args: argparse.Namespace) -> int:
                 return 0
             time.sleep(min(TAIL_POLL_SECONDS, remaining))
     except KeyboardInterrupt:
-        print(f"couchids: stopped; continue with --since-seq {mark.since}", file=sys.stderr)
+        again = "the same command" if mark.since is None else f"--since-seq {mark.since}"
+        print(f"couchids: stopped; continue with {again}", file=sys.stderr)
         return EXIT_INTERRUPTED
 
 
