@@ -38,7 +38,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from apis import APIS, Async, Blocking
 from cloudantproxy import CloudantProxy
 from faultproxy import FaultProxy, client_for
 from ibm_cloud_sdk_core import ApiException
@@ -323,13 +322,6 @@ def async_client_for() -> AsyncClientFor:
 def blocking_client_for() -> Callable[[CloudantV1], CloudantV1]:
     """The blocking twin of ``async_client_for``: the client it is given."""
     return lambda cloudant: cloudant
-
-
-@pytest.fixture(params=APIS, ids=lambda api: api.name)
-def api(request: pytest.FixtureRequest) -> Blocking | Async:
-    """Each API in turn: the blocking functions, then the coroutines of couchids.aio."""
-    api: Blocking | Async = request.param
-    return api
 
 
 @pytest.fixture(scope="session")

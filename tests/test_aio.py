@@ -1,7 +1,7 @@
 """couchids.aio: what only the asyncio driver does. Cancelling a call or leaving an ``async for``
 early leaves no task and no request behind; retries as the SDK's (``Retry-After``); every
 authenticator of ibmcloudant prepares its requests; the client is checked. The answers
-themselves are checked for both APIs by the ground-truth tests (tests/apis.py)."""
+themselves are checked for both APIs by the operation tests, written once in tests/_async."""
 
 from __future__ import annotations
 
