@@ -6,9 +6,10 @@ a couchids error whose message names the operation, never a Python internals err
 command prints one line, never a traceback. Its IAM token service that never answers ends every
 operation and command by its deadline too.
 
-The cases of a test are independent (each has its own server, or shares one that keeps no state),
-so a test runs them all at once (:func:`concurrently.each_at_once`) and names every case that
-failed.
+Every operation of both APIs meets them in tests/_async/test_hostile.py, written once; this
+module holds the servers' cases of the command and of one API. The cases of a test are
+independent (each has its own server, or shares one that keeps no state), so a test runs them
+all at once (:func:`concurrently.each_at_once`) and names every case that failed.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import pytest
-from apis import Async
 from concurrently import each_at_once
 from faultproxy import client_for
 from hostileserver import MODES, HostileServer, TokenService, trust_one_certificate
@@ -45,86 +45,9 @@ SLACK = 3.0
 #: the bad answer under test into a timeout. (Every bad answer comes at once; the slowest case
 #: ends in about a second.)
 PATIENT = 30.0
-ASYNC = Async()
 DB = "hostile"
 #: The second database of archive and rekey.
 TARGET = "hostile-target"
-
-Operation = Callable[[CloudantV1, str, float], object]
-OPERATIONS: dict[str, Operation] = {
-    "latest": lambda c, db, t: couchids.Database(c, db).latest(3, timeout=t),
-    "window": lambda c, db, t: list(
-        couchids.Database(c, db).window("2020-01-01", "2030-01-01", timeout=t)
-    ),
-    "create": lambda c, db, t: couchids.Database(c, db).create({"n": 1}, timeout=t, backoff=0),
-    "bulk_create": lambda c, db, t: couchids.Database(c, db).bulk_create(
-        [{"n": 1}, {"n": 2}], timeout=t, backoff=0
-    ),
-    "create_short": lambda c, db, t: couchids.Database(c, db).create_short(
-        {"n": 1}, timeout=t, backoff=0
-    ),
-    "bulk_create_iter": lambda c, db, t: list(
-        couchids.Database(c, db).bulk_create_iter(iter([{"n": 1}]), timeout=t, backoff=0)
-    ),
-    "count": lambda c, db, t: couchids.Database(c, db).count("2020-01-01", "2030-01-01", timeout=t),
-    "histogram": lambda c, db, t: couchids.Database(c, db).histogram(
-        "2020-01-01", "2030-01-01", every="1w", timeout=t
-    ),
-    "expire": lambda c, db, t: couchids.Database(c, db).expire(
-        "2030-01-01", type=None, dry_run=False, timeout=t, backoff=0
-    ),
-    "export": lambda c, db, t: couchids.Database(c, db).export(
-        "2020-01-01", "2030-01-01", io.StringIO(), timeout=t
-    ),
-    "archive": lambda c, db, t: couchids.Database(c, db).archive(
-        TARGET, "2020-01-01", "2030-01-01", expire=True, timeout=t, backoff=0
-    ),
-    "follow": lambda c, db, t: list(
-        couchids.Database(c, db).follow(since_seq=0, wait=False, timeout=t)
-    ),
-    "follow-now": lambda c, db, t: list(couchids.Database(c, db).follow(wait=False, timeout=t)),
-    "rekey": lambda c, db, t: couchids.Database(c, db).rekey(TARGET, key=b"k", timeout=t),
-    "Sequence.next": lambda c, db, t: couchids.Sequence(c, db, "n", timeout=t, backoff=0).next(),
-    "Sequence.new_id": lambda c, db, t: couchids.Sequence(c, db, "n", timeout=t).new_id(),
-    # The coroutines of couchids.aio, over an AsyncClient made from the same client.
-    "aio.latest": lambda c, db, t: ASYNC.latest(c, db, 3, timeout=t),
-    "aio.window": lambda c, db, t: ASYNC.window(c, db, "2020-01-01", "2030-01-01", timeout=t),
-    "aio.create": lambda c, db, t: ASYNC.create(c, db, {"n": 1}, timeout=t, backoff=0),
-    "aio.bulk_create": lambda c, db, t: ASYNC.bulk_create(
-        c, db, [{"n": 1}, {"n": 2}], timeout=t, backoff=0
-    ),
-    "aio.create_short": lambda c, db, t: ASYNC.create_short(c, db, {"n": 1}, timeout=t, backoff=0),
-    "aio.count": lambda c, db, t: ASYNC.count(c, db, "2020-01-01", "2030-01-01", timeout=t),
-    "aio.histogram": lambda c, db, t: ASYNC.histogram(
-        c, db, "2020-01-01", "2030-01-01", every="1w", timeout=t
-    ),
-    "aio.expire": lambda c, db, t: ASYNC.expire(
-        c, db, "2030-01-01", type=None, dry_run=False, timeout=t, backoff=0
-    ),
-    "aio.export": lambda c, db, t: ASYNC.export(
-        c, db, "2020-01-01", "2030-01-01", io.StringIO(), timeout=t
-    ),
-    "aio.follow": lambda c, db, t: ASYNC.follow(c, db, since_seq=0, wait=False, timeout=t),
-    "aio.rekey": lambda c, db, t: ASYNC.rekey(c, db, TARGET, key=b"k", timeout=t),
-    "aio.Sequence.next": lambda c, db, t: ASYNC.numbers(c, db, "n", 1, timeout=t, backoff=0),
-}
-#: Modes in which an operation may succeed: the server's answers to it were good ones.
-SUCCEEDS = {
-    ("null-docs", "create"),
-    ("null-docs", "bulk_create"),
-    ("null-docs", "create_short"),
-    ("null-docs", "bulk_create_iter"),
-    # Counting and deleting read ids, not documents; the deletes are answered well.
-    ("null-docs", "count"),
-    ("null-docs", "histogram"),
-    ("null-docs", "expire"),
-    ("null-docs", "aio.create"),
-    ("null-docs", "aio.bulk_create"),
-    ("null-docs", "aio.create_short"),
-    ("null-docs", "aio.count"),
-    ("null-docs", "aio.histogram"),
-    ("null-docs", "aio.expire"),
-}
 
 
 @pytest.fixture(autouse=True)
@@ -210,45 +133,6 @@ class Commands:
 # --- Every operation in every mode ----------------------------------------------------------
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_every_operation_against_a_hostile_server(mode: str) -> None:
-    each_at_once(
-        {operation: partial(operation_against, mode, operation) for operation in OPERATIONS}
-    )
-
-
-def operation_against(mode: str, operation: str) -> None:
-    with HostileServer(mode) as server:
-        client = client_for(server.url)
-        started = time.monotonic()
-        try:
-            OPERATIONS[operation](client, DB, TIMEOUT if mode == "silent" else PATIENT)
-        except Exception as exc:
-            took = time.monotonic() - started
-            check_failure(exc, operation)
-            if mode == "silent":
-                assert isinstance(exc, couchids.ServerTimeoutError), repr(exc)
-                # Without the deadline the client's own read timeout (150 s) would apply.
-                assert took < TIMEOUT + SLACK, took
-        else:
-            assert (mode, operation) in SUCCEEDS, f"{operation} passed against {mode}"
-
-
-def test_session_login_refused_is_unauthorized() -> None:
-    with HostileServer("session-refused") as server:
-
-        def login_refused(operation: str) -> None:
-            # A fresh client each time: ibmcloudant paces a login after a failed one.
-            client = CloudantV1(authenticator=session_authenticator("bob", "wrong-password"))
-            client.set_service_url(server.url)
-            with pytest.raises(couchids.UnauthorizedError) as caught:
-                OPERATIONS[operation](client, DB, PATIENT)
-            check_failure(caught.value, operation)
-            assert "CLOUDANT_PASSWORD" in str(caught.value)
-
-        each_at_once({operation: partial(login_refused, operation) for operation in OPERATIONS})
-
-
 def session_authenticator(user: str, password: str) -> Any:
     from ibmcloudant import CouchDbSessionAuthenticator
 
@@ -329,6 +213,14 @@ def test_every_command_against_a_hostile_server(
     assert not capsys.readouterr().err
 
 
+#: The blocking operations the token tests below run again and again (every operation of both
+#: APIs meets the hostile servers in tests/_async/test_hostile.py).
+OPERATIONS: dict[str, Callable[[CloudantV1, str, float], object]] = {
+    "latest": lambda c, db, t: couchids.Database(c, db).latest(3, timeout=t),
+    "create": lambda c, db, t: couchids.Database(c, db).create({"n": 1}, timeout=t, backoff=0),
+}
+
+
 # --- IAM authentication: the token request goes around the client's session ---------------
 
 APIKEY = "iam-apikey-of-the-tests"
@@ -341,24 +233,6 @@ def iam_client(token_url: str, url: str) -> CloudantV1:
     # Loopback only; ibmcloudant's own timeouts (150 s to read, the token request's too) stay.
     client.set_http_config({**client.http_config, "proxies": {"http": None, "https": None}})
     return client
-
-
-def test_a_token_service_that_never_answers_ends_every_operation_by_the_deadline() -> None:
-    each_at_once({operation: partial(token_never_comes, operation) for operation in OPERATIONS})
-
-
-def token_never_comes(operation: str) -> None:
-    with TokenService(silent=True) as iam:
-        client = iam_client(iam.url, iam.url)
-        started = time.monotonic()
-        with pytest.raises(couchids.ServerTimeoutError) as caught:
-            OPERATIONS[operation](client, DB, TIMEOUT)
-        took = time.monotonic() - started
-    check_failure(caught.value, operation)
-    assert "did not answer the token request" in str(caught.value)
-    assert took < TIMEOUT + SLACK, took
-    if operation in ("create", "bulk_create", "bulk_create_iter"):
-        assert caught.value.stored is False, "the write was never sent"
 
 
 def test_operations_with_iam_authentication_ask_for_one_token(

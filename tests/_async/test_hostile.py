@@ -1,0 +1,173 @@
+"""Every operation of couchids.aio's handles and, in the generated twin, of the blocking ones,
+against servers that are not a good CouchDB (tests/hostileserver.py: HTML pages, truncated
+JSON, wrong types, null documents, errors inside 200 answers, silence and connections closed
+mid-body), a refused session login and an IAM token service that never answers: whatever they
+do, the operation raises a couchids error whose message names it, never a Python internals
+error, by its deadline. (The command's cases are in tests/test_hostile.py.)
+
+The cases of a test are independent, so a test runs them all at once, each on an event loop of
+its own (:func:`concurrently.each_at_once_on_loops`), and names every case that failed.
+"""
+
+from __future__ import annotations
+
+import io
+import time
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import pytest
+from concurrently import each_at_once_on_loops
+from faultproxy import client_for
+from hostileserver import MODES, HostileServer, TokenService, trust_one_certificate
+from ibmcloudant.cloudant_v1 import CloudantV1
+from test_hostile import (
+    DB,
+    PATIENT,
+    SLACK,
+    TARGET,
+    TIMEOUT,
+    check_failure,
+    iam_client,
+    session_authenticator,
+)
+
+import couchids
+from couchids.drivers.aio import AsyncClient
+
+from .helpers import close, database, listed
+
+Operation = Callable[[AsyncClient, str, float], Any]
+OPERATIONS: dict[str, Operation] = {
+    "latest": lambda c, db, t: database(c, db, timeout=t).latest(3),
+    "window": lambda c, db, t: listed(
+        database(c, db, timeout=t).window("2020-01-01", "2030-01-01")
+    ),
+    "create": lambda c, db, t: database(c, db, timeout=t, backoff=0).create({"n": 1}),
+    "bulk_create": lambda c, db, t: database(c, db, timeout=t, backoff=0).bulk_create(
+        [{"n": 1}, {"n": 2}]
+    ),
+    "create_short": lambda c, db, t: database(c, db, timeout=t, backoff=0).create_short({"n": 1}),
+    "bulk_create_iter": lambda c, db, t: listed(
+        database(c, db, timeout=t, backoff=0).bulk_create_iter(iter([{"n": 1}]))
+    ),
+    "count": lambda c, db, t: database(c, db, timeout=t).count("2020-01-01", "2030-01-01"),
+    "histogram": lambda c, db, t: database(c, db, timeout=t).histogram(
+        "2020-01-01", "2030-01-01", every="1w"
+    ),
+    "expire": lambda c, db, t: database(c, db, timeout=t, backoff=0).expire(
+        "2030-01-01", type=None, dry_run=False
+    ),
+    "export": lambda c, db, t: database(c, db, timeout=t).export(
+        "2020-01-01", "2030-01-01", io.StringIO()
+    ),
+    "archive": lambda c, db, t: database(c, db, timeout=t, backoff=0).archive(
+        TARGET, "2020-01-01", "2030-01-01", expire=True
+    ),
+    "follow": lambda c, db, t: listed(database(c, db, timeout=t).follow(since_seq=0, wait=False)),
+    "follow-now": lambda c, db, t: listed(database(c, db, timeout=t).follow(wait=False)),
+    "rekey": lambda c, db, t: database(c, db, timeout=t).rekey(TARGET, key=b"k"),
+    "Sequence.next": lambda c, db, t: database(c, db, timeout=t, backoff=0).sequence("n").next(),
+    "Sequence.new_id": lambda c, db, t: database(c, db, timeout=t).sequence("n").new_id(),
+}
+#: Modes in which an operation may succeed: the server's answers to it were good ones.
+SUCCEEDS = {
+    ("null-docs", "create"),
+    ("null-docs", "bulk_create"),
+    ("null-docs", "create_short"),
+    ("null-docs", "bulk_create_iter"),
+    # Counting and deleting read ids, not documents; the deletes are answered well.
+    ("null-docs", "count"),
+    ("null-docs", "histogram"),
+    ("null-docs", "expire"),
+}
+ClientOver = Callable[[CloudantV1], AsyncClient]
+
+
+@pytest.fixture(autouse=True)
+def one_certificate(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Clients of loopback servers load a small trust store (see hostileserver)."""
+    trust_one_certificate(monkeypatch, tmp_path_factory.getbasetemp())
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_every_operation_against_a_hostile_server(
+    mode: str, async_client_for: ClientOver
+) -> None:
+    each_at_once_on_loops(
+        {
+            operation: partial(operation_against, mode, operation, async_client_for)
+            for operation in OPERATIONS
+        }
+    )
+
+
+async def operation_against(mode: str, operation: str, client_over: ClientOver) -> None:
+    with HostileServer(mode) as server:
+        client = client_over(client_for(server.url))
+        started = time.monotonic()
+        try:
+            await OPERATIONS[operation](client, DB, TIMEOUT if mode == "silent" else PATIENT)
+        except Exception as exc:
+            took = time.monotonic() - started
+            check_failure(exc, operation)
+            if mode == "silent":
+                assert isinstance(exc, couchids.ServerTimeoutError), repr(exc)
+                # Without the deadline the client's own read timeout (150 s) would apply.
+                assert took < TIMEOUT + SLACK, took
+        else:
+            assert (mode, operation) in SUCCEEDS, f"{operation} passed against {mode}"
+        finally:
+            await close(client)
+
+
+async def test_session_login_refused_is_unauthorized(async_client_for: ClientOver) -> None:
+    with HostileServer("session-refused") as server:
+
+        async def login_refused(operation: str) -> None:
+            # A fresh client each time: ibmcloudant paces a login after a failed one.
+            cloudant = CloudantV1(authenticator=session_authenticator("bob", "wrong-password"))
+            cloudant.set_service_url(server.url)
+            client = async_client_for(cloudant)
+            try:
+                with pytest.raises(couchids.UnauthorizedError) as caught:
+                    await OPERATIONS[operation](client, DB, PATIENT)
+            finally:
+                await close(client)
+            check_failure(caught.value, operation)
+            assert "CLOUDANT_PASSWORD" in str(caught.value)
+
+        each_at_once_on_loops(
+            {operation: partial(login_refused, operation) for operation in OPERATIONS}
+        )
+
+
+async def test_a_token_service_that_never_answers_ends_every_operation_by_the_deadline(
+    async_client_for: ClientOver,
+) -> None:
+    each_at_once_on_loops(
+        {
+            operation: partial(token_never_comes, operation, async_client_for)
+            for operation in OPERATIONS
+        }
+    )
+
+
+async def token_never_comes(operation: str, client_over: ClientOver) -> None:
+    with TokenService(silent=True) as iam:
+        client = client_over(iam_client(iam.url, iam.url))
+        started = time.monotonic()
+        try:
+            with pytest.raises(couchids.ServerTimeoutError) as caught:
+                await OPERATIONS[operation](client, DB, TIMEOUT)
+        finally:
+            await close(client)
+        took = time.monotonic() - started
+    check_failure(caught.value, operation)
+    assert "did not answer the token request" in str(caught.value)
+    assert took < TIMEOUT + SLACK, took
+    if operation in ("create", "bulk_create", "bulk_create_iter"):
+        assert caught.value.stored is False, "the write was never sent"
