@@ -79,7 +79,9 @@ def main(argv: list[str] | None = None) -> int:
         client.set_service_url(url)
 
         def with_couchids(db: str) -> None:
-            results = Database(client, db).bulk_create(docs, type="event", batch_size=size)
+            results = (
+                Database(client, db).with_options(batch_size=size).bulk_create(docs, type="event")
+            )
             assert len(results) == len(docs)
 
         def raw(db: str) -> None:
@@ -96,7 +98,10 @@ def main(argv: list[str] | None = None) -> int:
         ]
         db_round = [0]
         # A warm-up of each, so neither pays for the server's first allocations.
-        timed(client, lambda db: Database(client, db).bulk_create(docs[:size], batch_size=size))
+        timed(
+            client,
+            lambda db: Database(client, db).with_options(batch_size=size).bulk_create(docs[:size]),
+        )
         timed(client, lambda db: client.post_bulk_docs(db=db, bulk_docs={"docs": docs[:size]}))
 
         ours: list[float] = []

@@ -172,8 +172,10 @@ def ways(
 
     def window(parallel: int) -> Callable[[], int]:
         def read() -> int:
-            docs = couchids.Database(client, db).window(
-                start, end, type="event", batch_size=args.batch_size, parallel=parallel
+            docs = (
+                couchids.Database(client, db)
+                .with_options(batch_size=args.batch_size, parallel=parallel)
+                .window(start, end, type="event")
             )
             return sum(1 for _doc in docs)
 

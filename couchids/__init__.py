@@ -6,8 +6,9 @@ queries and writes that use them on the primary index, ``_all_docs``.
 The top level holds what most programs use: :func:`id` and :func:`decode`, the id forms
 (:data:`KUUID`, :data:`V7S`, ...) and :class:`IdForm`, :data:`ALL_TYPES`, the handles
 (:class:`Database`, :class:`Series`, their :class:`Sequence` and :class:`Replication`) with
-:func:`connect`, what the handles take and answer (:class:`Checkpoint`, :class:`WriteResult`),
-and the errors. The rest lives in its module: :mod:`couchids.kuuid` (the kuuid npm package's
+:func:`connect`, what the handles take and answer (:class:`Options`, :class:`Checkpoint`,
+:class:`WriteResult`), and the errors (the rarer ones, such as ``MissingExtraError``, in
+``couchids.errors``). The rest lives in its module: :mod:`couchids.kuuid` (the kuuid npm package's
 functions: ``idms``, ``prefix``, ``v7s``, ...), :mod:`couchids.aio` (the asyncio API), the
 reports of the lifecycle operations beside their programs
 (:class:`couchids.core.expiry.ExpireReport`, ...). ``couchids.__version__`` is the version.
@@ -38,7 +39,6 @@ from couchids.errors import (
     InvalidInputError,
     InvalidTimeError,
     InvalidTypeError,
-    MissingExtraError,
     RateLimitedError,
     ReplicationFailed,
     ServerError,
@@ -70,6 +70,7 @@ from couchids.idforms.uuid464 import UUID464
 # Loaded on first use (``__getattr__``): the ibmcloudant SDK, the query machinery and the
 # reading of ids of any form (``decode``, which builds its tables of every form).
 if TYPE_CHECKING:
+    from couchids.core.options import Options
     from couchids.core.scan import Checkpoint
     from couchids.database import Database, Sequence
     from couchids.drivers.connecting import connect
@@ -112,7 +113,7 @@ __all__ = [
     "InvalidInputError",
     "InvalidTimeError",
     "InvalidTypeError",
-    "MissingExtraError",
+    "Options",
     "RateLimitedError",
     "Replication",
     "ReplicationFailed",
@@ -135,6 +136,7 @@ _LAZY: dict[str, str] = {
     "DecodedId": ".idforms.decode",
     "connect": ".drivers.connecting",
     "Checkpoint": ".core.scan",
+    "Options": ".core.options",
     "Database": ".database",
     "Sequence": ".database",
     "Replication": ".replication",

@@ -15,17 +15,13 @@ Each method checks its arguments and runs the program of :mod:`couchids.core` th
 the operation (pure: it says which requests to send and what to make of the answers) through
 the client's driver.
 
-One vocabulary across the methods:
-
-- ``timestamp``: a document's own time, in every write (a function of the document in the
-  bulk writes).
-- ``checkpoint``: where to resume (a :class:`~couchids.Checkpoint`, updated as the operation
-  goes); ``since_seq``: where ``follow`` begins without one.
-- ``parallel``: how many requests an operation has in flight at once.
-- ``batch_size``: rows or documents per request, read or written.
-- ``timeout``: seconds, or ``None`` for the client's own timeouts; what it bounds is said per
-  method (the whole call for a call that returns one answer, each request for a stream or a
-  run over a range, whose length the data sets).
+The parameters carry one vocabulary, from the methods to :mod:`couchids.core` and the
+``couchids`` command's flags (the table is docs/guide/vocabulary.md): ``timestamp`` is a
+document's own time (a function of the document in the bulk writes), ``checkpoint`` where to
+resume, ``since_seq`` where ``follow`` begins without one. The tuning every operation shares
+(``timeout``, ``retries``, ``backoff``, ``parallel``, ``batch_size``, ``batch_bytes``,
+``document_bytes``) is the handle's :class:`~couchids.Options`, not a parameter of each method:
+``db.with_options(timeout=5)`` is a handle with other options.
 """
 
 from __future__ import annotations
@@ -54,25 +50,20 @@ from couchids.core import (
     windows,
     writes,
 )
-from couchids.core.counting import DEFAULT_WORKERS, Bucket
-from couchids.core.defaults import DEFAULT_TIMEOUT
-from couchids.core.expiry import DEFAULT_EXPIRE_BATCH, ExpireReport
+from couchids.core.counting import Bucket
+from couchids.core.expiry import ExpireReport
 from couchids.core.explaining import Style
 from couchids.core.exporting import ArchiveReport, Format
 from couchids.core.facts import FactsCache
-from couchids.core.following import DEFAULT_FOLLOW_BATCH, DEFAULT_WAIT_MS
+from couchids.core.following import DEFAULT_WAIT_MS
 from couchids.core.names import check_db
-from couchids.core.pages import DEFAULT_PARALLEL
-from couchids.core.policy import DEFAULT_BACKOFF, DEFAULT_RETRIES, RetryPolicy
-from couchids.core.rekeying import DEFAULT_REKEY_BATCH, RekeyReport
+from couchids.core.options import Options, check_options
+from couchids.core.policy import RetryPolicy
+from couchids.core.rekeying import RekeyReport
 from couchids.core.scan import Checkpoint, read_policy
 from couchids.core.sequence import DEFAULT_BLOCK, check_sequence, claim_block, seq_prefix
 from couchids.core.short import NonceSource
-from couchids.core.windows import DEFAULT_PAGE_SIZE
 from couchids.core.writes import (
-    DEFAULT_BATCH_BYTES,
-    DEFAULT_BATCH_SIZE,
-    DEFAULT_DOCUMENT_BYTES,
     Collected,
     Doc,
     KeyOf,
@@ -100,9 +91,6 @@ __all__ = ["Database", "Sequence"]
 
 Row = dict[str, Any]
 
-#: Documents per ``_bulk_docs`` request of :meth:`Database.archive`.
-ARCHIVE_BATCH = 500
-
 
 class Database:
     """One CouchDB or Cloudant database, and every couchids operation on it.
@@ -116,20 +104,20 @@ class Database:
         client: an ``ibmcloudant`` ``CloudantV1`` client.
         name: the database name.
         form: the id layout of the database's ids (default :data:`couchids.KUUID`).
-        batch_bytes: the most bytes of one bulk write's request body, the default of
-            :meth:`bulk_create` and :meth:`bulk_create_iter` (60 MB, under IBM Cloudant's
-            64 MB a request).
-        document_bytes: the most bytes of one document they send, as JSON with its ``_id``
-            (1 MB, IBM Cloudant's limit); a larger document is a failed row.
+        options: the tuning of every operation (:class:`~couchids.Options`: ``timeout``,
+            ``retries``, ``backoff``, ``parallel``, ``batch_size``, ``batch_bytes``,
+            ``document_bytes``); default ``Options()``. :meth:`with_options` makes a handle
+            with other options, for one call or many.
 
     Raises:
         InvalidArgumentError: not an ``ibmcloudant`` ``CloudantV1`` client, a name CouchDB
-            refuses, or ``form`` not an id form.
+            refuses, ``form`` not an id form, or ``options`` not an ``Options``.
 
     Example::
 
         shop = Database(client, "shop", form=couchids.KUUID)
         newest = shop.latest(5, type="order")
+        shop.with_options(timeout=5, retries=0).create({"total": 12}, type="order")
     """
 
     def __init__(
@@ -138,13 +126,32 @@ class Database:
         name: str,
         *,
         form: IdForm = KUUID,
-        batch_bytes: int = DEFAULT_BATCH_BYTES,
-        document_bytes: int = DEFAULT_DOCUMENT_BYTES,
+        options: Options | None = None,
     ) -> None:
-        self.client, self.name = check_client(client), check_db(name)
+        self.client, self.name = check_client(client), check_db(name, "name")
         self.form = _checked_form(form)
-        self.batch_bytes, self.document_bytes = batch_bytes, document_bytes
+        #: The :class:`~couchids.Options` of this handle's operations.
+        self.options = check_options(options)
         self._facts: FactsCache = known_facts(self.client)
+
+    def with_options(self, **changes: Any) -> Database:
+        """A handle of the same database, client and form whose options are this one's with
+        ``changes`` (:class:`~couchids.Options` fields as keywords, checked now). Cheap: it
+        shares the client and what couchids knows of the database.
+
+        Raises:
+            InvalidArgumentError: a name that is not an option, or a value out of its range.
+
+        Example::
+
+            patient = shop.with_options(timeout=300, retries=8)
+            patient.create({"total": 12}, type="order")
+            fast = shop.with_options(parallel=8, batch_size=5000)
+            [doc for doc in fast.window("2024-05-01", "2024-06-01")]
+        """
+        return Database(
+            self.client, self.name, form=self.form, options=self.options.replace(**changes)
+        )
 
     def __repr__(self) -> str:
         return f"Database({self.name!r}, form={self.form!r})"
@@ -161,7 +168,6 @@ class Database:
         type: str | AllTypes | None = None,
         form: IdForm | None = None,
         include_docs: bool = True,
-        timeout: float | None = DEFAULT_TIMEOUT,
     ) -> list[Row]:
         """The newest ``n`` documents (fewer if fewer exist), newest first.
 
@@ -173,8 +179,6 @@ class Database:
         Args:
             n: how many, a non-negative int.
             type, form, include_docs: as for :meth:`window`.
-            timeout: seconds the whole call may take (each type's query included, with
-                ``ALL_TYPES``); default 60.
 
         Raises: as :meth:`window`.
 
@@ -191,7 +195,7 @@ class Database:
             type=type,
             form=self._form(form),
             include_docs=include_docs,
-            timeout=timeout,
+            timeout=self.options.timeout,
         )
         return run(self.client, program)
 
@@ -204,9 +208,6 @@ class Database:
         form: IdForm | None = None,
         newest_first: bool = True,
         include_docs: bool = True,
-        batch_size: int | None = None,
-        timeout: float | None = DEFAULT_TIMEOUT,
-        parallel: int | None = None,
     ) -> Rows[Row]:
         """The documents whose id holds a time ``t`` with ``start <= t < end``, as they come.
 
@@ -234,18 +235,6 @@ class Database:
             newest_first: the order of the answer.
             include_docs: yield documents; ``False`` yields ``_all_docs`` rows
                 (``{"id", "key", "value"}``).
-            batch_size: rows per request (default :data:`couchids.core.windows.DEFAULT_PAGE_SIZE`,
-                2000); a partition query asks for at most 1999, so that no request's
-                ``limit`` (the next pages ask for one more row) exceeds Cloudant's 2000. With
-                ``parallel`` above 1 the first request asks for half a page, and so do the
-                time slices after it.
-            timeout: seconds each request may take (the first, which looks the database up,
-                and each page); default 60.
-            parallel: how many time slices of the window are read at a time (default 3,
-                :data:`couchids.core.defaults.DEFAULT_PARALLEL`); the documents still come in
-                order. 1 reads page after page. For a server tens of milliseconds away, 8
-                (:data:`couchids.core.defaults.REMOTE_PARALLEL`) hides more of the round
-                trips.
 
         Raises:
             InvalidTimeError: unreadable times, or ``end`` before ``start``.
@@ -272,15 +261,13 @@ class Database:
             form=self._form(form),
             newest_first=newest_first,
             include_docs=include_docs,
-            page_size=batch_size,
-            timeout=timeout,
-            parallel=parallel,
+            batch_size=self.options.batch("window"),
+            timeout=self.options.timeout,
+            parallel=self.options.slices("window"),
         ).pages()
         return Rows(pages(self.client, program))
 
-    def types_present(
-        self, *, form: IdForm | None = None, timeout: float | None = DEFAULT_TIMEOUT
-    ) -> list[str]:
+    def types_present(self, *, form: IdForm | None = None) -> list[str]:
         """The types of the ids ``<type><separator>…``, in ``_all_docs`` order, with the
         separator of ``form`` (default the handle's): about one ``_all_docs`` request per
         type, never the type's rows (see :mod:`couchids.core.alltypes`). A type is listed
@@ -288,7 +275,6 @@ class Database:
 
         Args:
             form: whose separator to look for.
-            timeout: seconds the whole call may take; default 60.
 
         Raises:
             ServerError: (or a subclass, such as ``DatabaseNotFoundError``) the server failed.
@@ -297,7 +283,7 @@ class Database:
 
             shop.types_present()  # ['invoice', 'order', 'user']
         """
-        policy = RetryPolicy.checked(0, 0, timeout, "types_present")
+        policy = RetryPolicy.checked(0, 0, self.options.timeout, "types_present")
         separator = _checked_form(self._form(form)).separator
         return run(self.client, alltypes.types_present(self.name, separator, policy))
 
@@ -307,7 +293,6 @@ class Database:
         type: str | None = None,
         form: IdForm | None = None,
         style: Style = "python",
-        timeout: float | None = DEFAULT_TIMEOUT,
     ) -> str | None:
         """Why a query of ``type`` and ``form`` may have found nothing here, when the
         database shows a reason; ``None`` when it holds ids of that type and form (then the
@@ -331,7 +316,6 @@ class Database:
                 untyped; the form defaults to the handle's).
             style: ``"python"`` for advice in arguments (``type='order'``), ``"command"`` in
                 flags of the ``couchids`` command (``--type order``).
-            timeout: seconds each request may take, retries included (default 60).
 
         Raises:
             InvalidArgumentError, InvalidTypeError: bad arguments.
@@ -345,7 +329,7 @@ class Database:
                 # type='order' or type=couchids.ALL_TYPES
         """
         program = explaining.explain(
-            self.name, type=type, form=self._form(form), style=style, timeout=timeout
+            self.name, type=type, form=self._form(form), style=style, timeout=self.options.timeout
         )
         return run(self.client, program)
 
@@ -359,9 +343,6 @@ class Database:
         timestamp: TimeLike = None,
         key: str | None = None,
         form: IdForm | None = None,
-        retries: int = DEFAULT_RETRIES,
-        backoff: float = DEFAULT_BACKOFF,
-        timeout: float | None = DEFAULT_TIMEOUT,
     ) -> WriteResult:
         """Store a new document under a new sortable id, exactly once even when retried.
 
@@ -387,10 +368,6 @@ class Database:
             key: an idempotency key naming the document, such as
                 ``"settle:table-7:hand-42"``; not with an own ``_id``.
             form: the id layout (default the handle's).
-            retries: attempts after the first when the answer is lost.
-            backoff: seconds before the first retry, doubling for each later one.
-            timeout: seconds the whole call may take, retries and waits included (default
-                60).
 
         Returns:
             :class:`~couchids.WriteResult` with ``id``, ``rev`` and ``duplicate``.
@@ -426,9 +403,9 @@ class Database:
             timestamp=timestamp,
             key=key,
             form=self._form(form),
-            retries=retries,
-            backoff=backoff,
-            timeout=timeout,
+            retries=self.options.retries,
+            backoff=self.options.backoff,
+            timeout=self.options.timeout,
         )
         return run(self.client, program)
 
@@ -440,12 +417,6 @@ class Database:
         form: IdForm | None = None,
         key: KeyOf | None = None,
         timestamp: TimeOf | None = None,
-        batch_size: int = DEFAULT_BATCH_SIZE,
-        retries: int = DEFAULT_RETRIES,
-        backoff: float = DEFAULT_BACKOFF,
-        timeout: float | None = DEFAULT_TIMEOUT,
-        batch_bytes: int | None = None,
-        document_bytes: int | None = None,
     ) -> list[WriteResult]:
         """Store many new documents through ``_bulk_docs``, each exactly once even when
         retried.
@@ -467,17 +438,6 @@ class Database:
                 writes nothing twice.
             timestamp: a function giving each document's own time, for its id; required with
                 ``key``. Default: the time the id is made.
-            batch_size: documents per ``_bulk_docs`` request.
-            timeout: seconds each batch may take, retries included (default 60).
-            batch_bytes: the most bytes of one request's body (default: the handle's, 60 MB):
-                a batch ends before the document that would take it past this, each
-                document measured as the JSON sent. A batch the server refuses as too
-                large (413) is sent again as two halves, down to single documents, never
-                losing or storing a document twice.
-            document_bytes: the most bytes of one document as sent (default: the handle's,
-                1 MB): a larger document is not sent, and is a failed row (its error a
-                :class:`~couchids.ServerError` with status 413), as is one the server
-                refuses alone as too large; the others are stored.
 
         Returns:
             One :class:`~couchids.WriteResult` per document, in input order.
@@ -512,12 +472,12 @@ class Database:
             form=self._form(form),
             key=key,
             timestamp=timestamp,
-            batch_size=batch_size,
-            retries=retries,
-            backoff=backoff,
-            timeout=timeout,
-            batch_bytes=self.batch_bytes if batch_bytes is None else batch_bytes,
-            document_bytes=self.document_bytes if document_bytes is None else document_bytes,
+            batch_size=self.options.batch("bulk_create"),
+            retries=self.options.retries,
+            backoff=self.options.backoff,
+            timeout=self.options.timeout,
+            batch_bytes=self.options.batch_bytes,
+            document_bytes=self.options.document_bytes,
         )
         collected = Collected(self.name)
         try:
@@ -537,12 +497,6 @@ class Database:
         form: IdForm | None = None,
         key: KeyOf | None = None,
         timestamp: TimeOf | None = None,
-        batch_size: int = DEFAULT_BATCH_SIZE,
-        retries: int = DEFAULT_RETRIES,
-        backoff: float = DEFAULT_BACKOFF,
-        timeout: float | None = DEFAULT_TIMEOUT,
-        batch_bytes: int | None = None,
-        document_bytes: int | None = None,
     ) -> Iterator[WriteResult]:
         """Store many new documents through ``_bulk_docs``, yielding each result as its batch
         ends.
@@ -600,12 +554,12 @@ class Database:
             form=self._form(form),
             key=key,
             timestamp=timestamp,
-            batch_size=batch_size,
-            retries=retries,
-            backoff=backoff,
-            timeout=timeout,
-            batch_bytes=self.batch_bytes if batch_bytes is None else batch_bytes,
-            document_bytes=self.document_bytes if document_bytes is None else document_bytes,
+            batch_size=self.options.batch("bulk_create_iter"),
+            retries=self.options.retries,
+            backoff=self.options.backoff,
+            timeout=self.options.timeout,
+            batch_bytes=self.options.batch_bytes,
+            document_bytes=self.options.document_bytes,
         )
         return flat(stream(self.client, program))
 
@@ -615,9 +569,6 @@ class Database:
         *,
         timestamp: TimeLike = None,
         rng: NonceSource | None = None,
-        retries: int = DEFAULT_RETRIES,
-        backoff: float = DEFAULT_BACKOFF,
-        timeout: float | None = DEFAULT_TIMEOUT,
     ) -> WriteResult:
         """Store a new document under a free short id ``YYMMDD-<nonce>`` of the UTC day of
         ``timestamp``.
@@ -637,9 +588,6 @@ class Database:
             timestamp: the document's own time, whose UTC date starts the id (default now).
             rng: the random source for nonces (see :func:`~couchids.core.short.random_nonce`);
                 default ``secrets``.
-            retries, backoff: as for :meth:`create`.
-            timeout: seconds the whole call may take, every try and retry included (default
-                60).
 
         Returns:
             :class:`~couchids.WriteResult` with ``id``, ``rev`` and ``duplicate``.
@@ -664,9 +612,9 @@ class Database:
             doc,
             now=timestamp,
             rng=rng,
-            retries=retries,
-            backoff=backoff,
-            timeout=timeout,
+            retries=self.options.retries,
+            backoff=self.options.backoff,
+            timeout=self.options.timeout,
         )
         return run(self.client, program)
 
@@ -675,9 +623,6 @@ class Database:
         name: str,
         *,
         block: int = DEFAULT_BLOCK,
-        retries: int = DEFAULT_RETRIES,
-        backoff: float = DEFAULT_BACKOFF,
-        timeout: float | None = DEFAULT_TIMEOUT,
     ) -> Sequence:
         """The sequence ``name`` kept in this database: whole numbers from 1, handed out by
         the database itself (see :class:`Sequence`, whose arguments these are).
@@ -692,9 +637,7 @@ class Database:
             self.name,
             name,
             block=block,
-            retries=retries,
-            backoff=backoff,
-            timeout=timeout,
+            options=self.options,
         )
 
     # -- the data lifecycle ------------------------------------------------------------------
@@ -707,7 +650,6 @@ class Database:
         type: str | AllTypes | None = None,
         form: IdForm | None = None,
         exact: bool = False,
-        timeout: float | None = DEFAULT_TIMEOUT,
     ) -> int:
         """The number of documents whose id holds a time ``t`` with ``start <= t < end``.
 
@@ -724,7 +666,6 @@ class Database:
             form: the id layout (default the handle's).
             exact: scan the ids and count only ids of ``form`` (foreign ids in the range left
                 out).
-            timeout: seconds each request may take, retries included (default 60).
 
         Raises:
             InvalidTimeError: unreadable times, or ``end`` before ``start``.
@@ -738,7 +679,7 @@ class Database:
 
             orders.count("2024-05-01", "2024-06-01", type="order")
         """
-        policy = read_policy(timeout, "count")
+        policy = read_policy(self.options.timeout, "count")
         program = counting.counted(
             self._facts,
             policy,
@@ -760,8 +701,6 @@ class Database:
         type: str | None = None,
         form: IdForm | None = None,
         exact: bool = False,
-        parallel: int = DEFAULT_WORKERS,
-        timeout: float | None = DEFAULT_TIMEOUT,
     ) -> list[Bucket]:
         """Counts per bucket of ``every``, aligned to UTC, covering ``[start, end)``.
 
@@ -776,7 +715,6 @@ class Database:
         Args:
             start, end, type, form, exact, timeout: as for :meth:`count`.
             every: the bucket width: ``"1h"``, ``"1d"``, ``"15m"``, ``"1w"`` or a timedelta.
-            parallel: offset requests in flight at once.
 
         Raises:
             InvalidArgumentError: a bad ``every`` or ``parallel``; and what :meth:`count`
@@ -790,7 +728,7 @@ class Database:
         """
         program = counting.histogram(
             self._facts,
-            read_policy(timeout, "histogram"),
+            read_policy(self.options.timeout, "histogram"),
             self.name,
             start,
             end,
@@ -798,7 +736,7 @@ class Database:
             type=type,
             form=self._form(form),
             exact=exact,
-            workers=parallel,
+            parallel=self.options.slices("histogram"),
         )
         return run(self.client, program)
 
@@ -810,12 +748,8 @@ class Database:
         form: IdForm | None = None,
         dry_run: bool = True,
         purge: bool = False,
-        batch_size: int = DEFAULT_EXPIRE_BATCH,
         checkpoint: Checkpoint | None = None,
         on_progress: Callable[[ExpireReport], None] | None = None,
-        retries: int = DEFAULT_RETRIES,
-        backoff: float = DEFAULT_BACKOFF,
-        timeout: float | None = DEFAULT_TIMEOUT,
     ) -> ExpireReport:
         """Delete the documents of ``type`` whose id holds a time before ``before``.
 
@@ -834,13 +768,9 @@ class Database:
             dry_run: only count.
             purge: also purge the deleted revisions (CouchDB only; refused on Cloudant and
                 PouchDB Server before anything is deleted).
-            batch_size: documents per ``_bulk_docs`` request.
             checkpoint: continue after its ``last_id``; it is updated after every batch.
             on_progress: called with the report after every batch (for progress display; an
                 exception raised there stops the run, and the checkpoint says where).
-            retries, backoff: for lost answers, as in :meth:`create`.
-            timeout: seconds each request (a page read, a batch's delete, a purge) may take,
-                retries included (default 60).
 
         Raises:
             InvalidTimeError, InvalidTypeError, InvalidArgumentError: bad arguments
@@ -862,12 +792,12 @@ class Database:
             form=self._form(form),
             dry_run=dry_run,
             purge=purge,
-            batch_size=batch_size,
+            batch_size=self.options.batch("expire"),
             checkpoint=checkpoint,
             on_progress=on_progress,
-            retries=retries,
-            backoff=backoff,
-            timeout=timeout,
+            retries=self.options.retries,
+            backoff=self.options.backoff,
+            timeout=self.options.timeout,
         )
         return run(self.client, program)
 
@@ -878,14 +808,10 @@ class Database:
         out: TextIO,
         *,
         type: str | None = None,
-        form: IdForm | None = None,
         format: Format = "ndjson",
         fields: collections.abc.Sequence[str] | None = None,
         checkpoint: Checkpoint | None = None,
-        batch_size: int = DEFAULT_PAGE_SIZE,
         on_progress: Callable[[Checkpoint], None] | None = None,
-        timeout: float | None = DEFAULT_TIMEOUT,
-        parallel: int = DEFAULT_PARALLEL,
     ) -> Checkpoint:
         """Write the documents made in ``[start, end)`` to ``out``, oldest first.
 
@@ -895,25 +821,21 @@ class Database:
         asyncio API ``out`` is written on the event loop's thread.
 
         Args:
-            start, end, type, form: as for :meth:`window`.
+            start, end, type: as for :meth:`window`; the ids are of the handle's form
+                (``Database(client, name, form=...)`` for another).
             out: a text stream (a file opened with ``newline=""`` for CSV).
             format: ``"ndjson"`` or ``"csv"``.
             fields: the CSV columns, such as ``["_id", "total"]`` (required for CSV).
             checkpoint: continue after its ``last_id``; updated after every document written.
-            batch_size: documents per request.
             on_progress: called with the checkpoint after every page.
-            timeout: seconds each request (the database lookup, each page) may take, retries
-                included (default 60).
-            parallel: time slices of the window read at a time, as for :meth:`window`
-                (default 3). Documents are written in order.
 
         Returns:
             :class:`~couchids.Checkpoint`: ``last_id`` is the last document written, ``done``
             how many.
 
         Raises:
-            InvalidArgumentError: a bad ``format``, ``fields``, ``batch_size``, ``parallel``
-                or ``timeout``, or a checkpoint of another form or type.
+            InvalidArgumentError: a bad ``format``, ``fields``, ``out`` or ``on_progress``, or
+                a checkpoint of another form or type.
             InvalidTimeError, InvalidTypeError: a bad window or type.
             ServerError: (and subclasses) a request failed after the retries, ran out of
                 ``timeout`` or was answered with something that is not CouchDB's; the
@@ -931,14 +853,14 @@ class Database:
             end,
             out,
             type=type,
-            form=self._form(form),
+            form=self.form,
             format=format,
             fields=fields,
             checkpoint=checkpoint,
-            page_size=batch_size,
+            batch_size=self.options.batch("export"),
             on_progress=on_progress,
-            timeout=timeout,
-            parallel=parallel,
+            timeout=self.options.timeout,
+            parallel=self.options.slices("export"),
         )
         return run(self.client, program)
 
@@ -952,12 +874,7 @@ class Database:
         form: IdForm | None = None,
         expire: bool = False,
         checkpoint: Checkpoint | None = None,
-        batch_size: int = ARCHIVE_BATCH,
         on_progress: Callable[[ArchiveReport], None] | None = None,
-        retries: int = DEFAULT_RETRIES,
-        backoff: float = DEFAULT_BACKOFF,
-        timeout: float | None = DEFAULT_TIMEOUT,
-        parallel: int = DEFAULT_PARALLEL,
     ) -> ArchiveReport:
         """Copy the documents made in ``[start, end)`` into ``target_db``; optionally delete
         them here.
@@ -977,13 +894,9 @@ class Database:
 
         Args:
             target_db: an existing database to copy into.
-            start, end, type, form: as for :meth:`export`.
+            start, end, type, form: as for :meth:`window`.
             expire: delete the copied documents from this database.
             checkpoint, on_progress: as for :meth:`export`.
-            batch_size: documents per request.
-            retries, backoff: for lost answers, as in :meth:`create`.
-            timeout: seconds each request may take, retries included, as for :meth:`export`.
-            parallel: as for :meth:`export`.
 
         Raises:
             as :meth:`export`; ``DatabaseNotFoundError`` for a missing ``target_db``.
@@ -996,21 +909,21 @@ class Database:
         program = exporting.archive(
             self._facts,
             self.name,
-            check_db(target_db),
+            check_db(target_db, "target_db"),
             start,
             end,
             type=type,
             form=self._form(form),
             expire=expire,
             checkpoint=checkpoint,
-            page_size=batch_size,
+            batch_size=self.options.batch("archive"),
             on_progress=on_progress,
-            retries=retries,
-            backoff=backoff,
-            timeout=timeout,
-            parallel=parallel,
-            batch_bytes=self.batch_bytes,
-            document_bytes=self.document_bytes,
+            retries=self.options.retries,
+            backoff=self.options.backoff,
+            timeout=self.options.timeout,
+            parallel=self.options.slices("archive"),
+            batch_bytes=self.options.batch_bytes,
+            document_bytes=self.options.document_bytes,
         )
         return run(self.client, program)
 
@@ -1023,9 +936,7 @@ class Database:
         since_seq: str | int = "now",
         checkpoint: Checkpoint | None = None,
         wait: bool = True,
-        batch_size: int = DEFAULT_FOLLOW_BATCH,
         wait_ms: int = DEFAULT_WAIT_MS,
-        timeout: float | None = DEFAULT_TIMEOUT,
     ) -> Iterator[dict[str, Any]]:
         """Yield the documents of ``type`` (ids of ``form``) as they are stored, oldest first.
 
@@ -1056,10 +967,7 @@ class Database:
             checkpoint: continue from it; its ``since`` is updated after every batch.
             wait: keep waiting for new documents (long polling); ``False`` stops once caught
                 up.
-            batch_size: changes per request.
             wait_ms: how long one long-poll request waits.
-            timeout: seconds each request may take, retries included (default 60), on top of
-                ``wait_ms`` for a long-poll request.
 
         Raises:
             InvalidArgumentError, InvalidTypeError: bad arguments (``wait`` not a bool, a bad
@@ -1084,15 +992,13 @@ class Database:
             since=since,
             checkpoint=checkpoint,
             wait=wait,
-            batch_size=batch_size,
+            batch_size=self.options.batch("follow"),
             wait_ms=wait_ms,
-            timeout=timeout,
+            timeout=self.options.timeout,
         )
         return after(self.client, begin, changes)
 
-    def set_deleted_retention(
-        self, retention: timedelta | float | None, *, timeout: float | None = DEFAULT_TIMEOUT
-    ) -> None:
+    def set_deleted_retention(self, retention: timedelta | float | None) -> None:
         """Have the server purge this database's deleted documents once they are older than
         ``retention``; ``None`` never purges them here.
 
@@ -1110,7 +1016,6 @@ class Database:
             retention: a ``datetime.timedelta`` or a whole number of seconds, at least 1
                 (sent in the largest unit that holds it whole, such as ``90_days``), or
                 ``None`` (CouchDB's ``infinity``: never, whatever the server's default).
-            timeout: seconds each request may take, retries included (default 60).
 
         Raises:
             InvalidArgumentError: a bad ``retention``; nothing is sent.
@@ -1125,7 +1030,10 @@ class Database:
             events.set_deleted_retention(timedelta(days=90))
         """
         policy = RetryPolicy.checked(
-            DEFAULT_RETRIES, DEFAULT_BACKOFF, timeout, "set_deleted_retention"
+            self.options.retries,
+            self.options.backoff,
+            self.options.timeout,
+            "set_deleted_retention",
         )
         program = features.set_deleted_retention(self._facts, self.name, retention, policy)
         run(self.client, program)
@@ -1134,15 +1042,12 @@ class Database:
         self,
         target_db: str,
         *,
-        key: bytes | str,
+        secret: bytes | str,
         time_field: str | None = None,
         type: str | None = None,
-        form: IdForm | None = None,
         mapping: TextIO | None = None,
         checkpoint: Checkpoint | None = None,
-        batch_size: int = DEFAULT_REKEY_BATCH,
         on_progress: Callable[[RekeyReport], None] | None = None,
-        timeout: float | None = DEFAULT_TIMEOUT,
         create_target: bool = False,
     ) -> RekeyReport:
         """Copy every document of this database into ``target_db`` under a time-sortable id.
@@ -1158,24 +1063,22 @@ class Database:
 
         Args:
             target_db: the database to copy into (it must exist, unless ``create_target``).
-            key: the secret for the random part of the new ids: keep it to re-run.
+            secret: the secret key for the random part of the new ids (bytes, or a str
+                read as UTF-8): keep it to re-run.
             time_field: the field holding each document's time.
-            type: the type of the new ids (``order`` makes ``order:<id>``).
-            form: the id layout to make (default the handle's).
+            type: the type of the new ids (``order`` makes ``order:<id>``), which are of the
+                handle's form: ``Database(client, "legacy", form=couchids.V7S)`` makes
+                ``v7s`` ids.
             mapping: a text stream getting one JSON line ``{"old": ..., "new": ...}`` per
                 copied document, as it goes (a re-run writes the lines again).
             checkpoint: continue after its ``last_id``; updated after every batch.
-            batch_size: documents per request.
             on_progress: called with the report after every batch.
-            timeout: seconds each request (a page read, a batch's write) may take, retries
-                included (default 60).
             create_target: create ``target_db`` when it does not exist (a plain database,
                 not partitioned); by default a missing target is an error, so that a
                 misspelt name creates nothing.
 
         Raises:
-            InvalidArgumentError, InvalidTypeError: bad arguments (a bad target name or
-                ``timeout`` too).
+            InvalidArgumentError, InvalidTypeError: bad arguments (a bad target name too).
             DatabaseNotFoundError: this database, or the target without ``create_target``,
                 does not exist.
             ServerError: (and subclasses) a request failed after the retries, ran out of
@@ -1184,22 +1087,22 @@ class Database:
         Example::
 
             with open("mapping.ndjson", "a") as out:
-                legacy.rekey("orders", key=secret, time_field="created", type="order",
+                legacy.rekey("orders", secret=secret, time_field="created", type="order",
                                    mapping=out)
         """
         program = rekeying.rekey(
             self._facts,
             self.name,
-            check_db(target_db),
-            key=key,
+            check_db(target_db, "target_db"),
+            secret=secret,
             time_field=time_field,
             type=type,
-            form=self._form(form),
+            form=self.form,
             mapping=mapping,
             checkpoint=checkpoint,
-            batch_size=batch_size,
+            batch_size=self.options.batch("rekey"),
             on_progress=on_progress,
-            timeout=timeout,
+            timeout=self.options.timeout,
             create_target=create_target,
         )
         return run(self.client, program)
@@ -1215,7 +1118,6 @@ class Database:
         continuous: bool = False,
         create_target: bool = True,
         server_url: str | None = None,
-        timeout: float | None = DEFAULT_TIMEOUT,
     ) -> Replication:
         """Start a replication of the documents made in a time window to ``target``, on the
         server; return its handle (an ``Replication``) to wait for, watch or cancel it.
@@ -1269,8 +1171,6 @@ class Database:
             server_url: the URL at which the server reaches itself, when it is not the
                 client's (a client behind a proxy or a port mapping); its user info, if any,
                 is the credentials the server uses for this database.
-            timeout: seconds the call may take, retries included (default 60); the handle's
-                ``wait`` waits for the replication itself.
 
         Raises:
             InvalidTimeError: unreadable times, or ``end`` before ``start``.
@@ -1307,7 +1207,7 @@ class Database:
             continuous=continuous,
             create_target=create_target,
         )
-        policy = RetryPolicy.within(timeout, "replicate")
+        policy = RetryPolicy.within(self.options.timeout, "replicate")
         run(self.client, replication.start(self._facts, [plan], policy))
         return Replication(self.client, [plan])
 
@@ -1327,14 +1227,13 @@ class Sequence:
             documents it numbers).
         block: numbers claimed at a time (1 to 1,000,000): larger blocks mean fewer requests
             and larger gaps when a writer stops.
-        retries, backoff: as for :meth:`Database.create`.
-        timeout: seconds each call of :meth:`next` (or :meth:`new_id`) may take, the claim of
-            a new block with its retries included (default 60); ``None`` leaves it to the
-            client's own timeouts.
+        options: the :class:`~couchids.Options` whose ``retries``, ``backoff`` and
+            ``timeout`` bound each call of :meth:`next` (or :meth:`new_id`), the claim of a
+            new block with its retries included; default ``Options()``.
 
     Raises:
         InvalidArgumentError: not an ``ibmcloudant`` ``CloudantV1`` client, a bad database name,
-            name, block or timeout.
+            name or block, or ``options`` not an ``Options``.
 
     Example::
 
@@ -1349,11 +1248,9 @@ class Sequence:
         name: str,
         *,
         block: int = DEFAULT_BLOCK,
-        retries: int = DEFAULT_RETRIES,
-        backoff: float = DEFAULT_BACKOFF,
-        timeout: float | None = DEFAULT_TIMEOUT,
+        options: Options | None = None,
     ) -> None:
-        self._policy = RetryPolicy.checked(retries, backoff, timeout, "Sequence.next")
+        self._policy = check_options(options).policy("Sequence.next")
         self.client, self.db = check_client(client), check_db(db)
         check_sequence(name, block)
         self.name, self.block = name, block

@@ -174,7 +174,7 @@ class ServerTimeoutError(ServerError, TimeoutError):
     Example::
 
         try:
-            newest = shop.latest(5, timeout=30)
+            newest = shop.with_options(timeout=30).latest(5)
         except couchids.ServerTimeoutError:
             newest = []  # no answer within 30 s, retries included
     """

@@ -56,19 +56,17 @@ from typing import Any, TextIO
 from ibmcloudant.cloudant_v1 import CloudantV1
 
 from couchids.core import replication, series
-from couchids.core.counting import DEFAULT_WORKERS, Bucket
-from couchids.core.defaults import DEFAULT_TIMEOUT
-from couchids.core.expiry import DEFAULT_EXPIRE_BATCH
+from couchids.core.arguments import count as check_count
+from couchids.core.counting import Bucket
 from couchids.core.exporting import Format
 from couchids.core.facts import FactsCache
-from couchids.core.pages import DEFAULT_PARALLEL
+from couchids.core.options import Options, check_options
 from couchids.core.periods import Every, Period, SeriesLayout
-from couchids.core.policy import DEFAULT_BACKOFF, DEFAULT_RETRIES, RetryPolicy, one_deadline
+from couchids.core.policy import RetryPolicy, one_deadline
 from couchids.core.scan import Checkpoint
 from couchids.core.series import PeriodDocs, PlacedResults, SeriesExpireReport
 from couchids.core.short import NonceSource
-from couchids.core.windows import DEFAULT_PAGE_SIZE, check_count
-from couchids.core.writes import DEFAULT_BATCH_SIZE, Doc, KeyOf, TimeOf
+from couchids.core.writes import Doc, KeyOf, TimeOf
 from couchids.database import Database
 from couchids.drivers.access import server_access
 from couchids.drivers.blocking import (
@@ -123,12 +121,15 @@ class Series:
             permission by it. ``None`` (the default): on Cloudant, its own reading
             (``/_api/v2/user/capacity/databases``, where the credentials may read it);
             elsewhere no cap is known.
+        options: the :class:`~couchids.Options` of every operation, and of each period's
+            database handle (default ``Options()``); :meth:`with_options` makes a handle
+            with other options.
 
     Raises:
         InvalidArgumentError: not an ``ibmcloudant`` ``CloudantV1`` client, an ``every`` that is
             not a period, a prefix that cannot start a database name, a form whose ids hold
-            no time that sorts in ``_all_docs``, ``partitioned`` not a bool, or
-            ``max_databases`` not a positive int.
+            no time that sorts in ``_all_docs``, ``partitioned`` not a bool,
+            ``max_databases`` not a positive int, or ``options`` not an ``Options``.
 
     Example::
 
@@ -148,8 +149,12 @@ class Series:
         form: IdForm = KUUID,
         partitioned: bool = False,
         max_databases: int | None = None,
+        options: Options | None = None,
     ) -> None:
         self.client = check_client(client)
+        #: The :class:`~couchids.Options` of this handle's operations, and of the handles of
+        #: its databases.
+        self.options = check_options(options)
         self.layout = SeriesLayout(prefix, every, form, partitioned)
         if max_databases is not None:
             check_count("max_databases", max_databases, 1)
@@ -157,6 +162,28 @@ class Series:
         self.partitioned = partitioned
         self.max_databases = max_databases
         self._facts: FactsCache = known_facts(self.client)
+
+    def with_options(self, **changes: Any) -> Series:
+        """A handle of the same series whose options are this one's with ``changes``
+        (:class:`~couchids.Options` fields as keywords, checked now); it shares the client
+        and what couchids knows of the databases.
+
+        Raises:
+            InvalidArgumentError: a name that is not an option, or a value out of its range.
+
+        Example::
+
+            events.with_options(timeout=300).expire("2026-01-01", dry_run=False)
+        """
+        return Series(
+            self.client,
+            self.prefix,
+            every=self.every,
+            form=self.form,
+            partitioned=self.partitioned,
+            max_databases=self.max_databases,
+            options=self.options.replace(**changes),
+        )
 
     def __repr__(self) -> str:
         return f"Series({self.prefix!r}, every={self.every!r}, form={self.form!r})"
@@ -178,7 +205,7 @@ class Series:
         """
         return self._database(self.layout.period_at(to_ms(at)))
 
-    def databases(self, *, timeout: float | None = DEFAULT_TIMEOUT) -> list[str]:
+    def databases(self) -> list[str]:
         """The names of the series' databases that exist, oldest first: one
         ``GET /_all_dbs``.
 
@@ -188,7 +215,6 @@ class Series:
         name back).
 
         Args:
-            timeout: seconds the call may take, retries included (default 60).
 
         Raises:
             ServerError: (or a subclass) the server failed; ``UnauthorizedError`` when the
@@ -199,11 +225,11 @@ class Series:
 
             events.databases()  # ['events-2026-10', 'events-2026-11']
         """
-        policy = RetryPolicy.within(timeout, "databases")
+        policy = RetryPolicy.within(self.options.timeout, "databases")
         listed = run(self.client, series.list_databases(self._facts, self.layout, policy))
         return [name for _, name in listed]
 
-    def prepare(self, ahead: int = 1, *, timeout: float | None = DEFAULT_TIMEOUT) -> list[str]:
+    def prepare(self, ahead: int = 1) -> list[str]:
         """Create the databases of the current period and of the ``ahead`` periods after it,
         unless they exist; return their names.
 
@@ -223,11 +249,9 @@ class Series:
 
         Args:
             ahead: periods after the current one, 0 to 366.
-            timeout: seconds the whole call may take, every database's creation and its
-                retries included (default 60).
 
         Raises:
-            InvalidArgumentError: a bad ``ahead`` or ``timeout``; nothing is created.
+            InvalidArgumentError: a bad ``ahead``; nothing is created.
             InvalidTimeError: a period past the last time of the series' form; nothing is
                 created.
             DatabaseLimitError: the server's cap on databases refused one (those of the
@@ -238,7 +262,7 @@ class Series:
 
             events.prepare(ahead=2)  # ['events-2026-11', 'events-2026-12', 'events-2027-01']
         """
-        policy = RetryPolicy.within(timeout, "prepare")
+        policy = RetryPolicy.within(self.options.timeout, "prepare")
         program = series.prepare(
             self._facts, self.layout, to_ms(None), ahead, policy, self.max_databases
         )
@@ -258,9 +282,6 @@ class Series:
         type: str | None = None,
         timestamp: TimeLike = None,
         key: str | None = None,
-        retries: int = DEFAULT_RETRIES,
-        backoff: float = DEFAULT_BACKOFF,
-        timeout: float | None = DEFAULT_TIMEOUT,
     ) -> WriteResult:
         """Store a new document in the database of its period, exactly once even when
         retried (:meth:`Database.create` in that database).
@@ -271,12 +292,10 @@ class Series:
         (once).
 
         Args:
-            doc, type, key, retries, backoff: as for :meth:`Database.create`; an own
+            doc, type, key: as for :meth:`Database.create`; an own
                 ``_id`` must be an id of the series' form.
             timestamp: the document's own time, in its id, which picks its period (default
                 now).
-            timeout: seconds the whole call may take (default 60): the write with its
-                retries, and the creation of a missing database and the write sent again.
 
         Returns:
             :class:`~couchids.WriteResult` with ``id``, ``rev`` and ``duplicate``.
@@ -297,27 +316,21 @@ class Series:
         when = self._time_of(doc, timestamp, key)
         period = self.layout.period_at(to_ms(when))
         db = self._database(period)
-        with one_deadline(RetryPolicy.checked(retries, backoff, timeout, "create")):
+        with one_deadline(self.options.policy("create")):
             try:
                 return db.create(
                     doc,
                     type=type,
                     timestamp=when,
                     key=key,
-                    retries=retries,
-                    backoff=backoff,
-                    timeout=timeout,
                 )
             except DatabaseNotFoundError as missing:
-                self._make(period, timeout, missing)
+                self._make(period, missing)
             return db.create(
                 doc,
                 type=type,
                 timestamp=when,
                 key=key,
-                retries=retries,
-                backoff=backoff,
-                timeout=timeout,
             )
 
     def bulk_create(
@@ -327,10 +340,6 @@ class Series:
         type: str | None = None,
         key: KeyOf | None = None,
         timestamp: TimeOf | None = None,
-        batch_size: int = DEFAULT_BATCH_SIZE,
-        retries: int = DEFAULT_RETRIES,
-        backoff: float = DEFAULT_BACKOFF,
-        timeout: float | None = DEFAULT_TIMEOUT,
     ) -> list[WriteResult]:
         """Store many new documents, each in the database of its period: one
         :meth:`Database.bulk_create` per period, oldest period first.
@@ -348,11 +357,9 @@ class Series:
         meanwhile is created again and the documents it refused are written again (once).
 
         Args:
-            docs, type, key, batch_size, retries, backoff: as for
-                :meth:`Database.bulk_create`.
+            docs, type, key: as for :meth:`Database.bulk_create`.
             timestamp: a function giving each document's own time, which picks its period;
                 required with ``key``.
-            timeout: seconds each batch may take, retries included (default 60).
 
         Returns:
             One :class:`~couchids.WriteResult` per document, in input order.
@@ -385,14 +392,14 @@ class Series:
         total, parts = series.route_documents(
             self.layout, docs, key=key, timestamp=timestamp, now=now
         )
-        policy = RetryPolicy.within(timeout, "bulk_create")
+        policy = RetryPolicy.within(self.options.timeout, "bulk_create")
         names = [part.name for part in parts]
         made = series.make_missing(self._facts, self.layout, names, policy, self.max_databases)
         run(self.client, made)
         placed = PlacedResults(total)
         for part in parts:
             try:
-                written = self._bulk_into(part, type, key, batch_size, retries, backoff, timeout)
+                written = self._bulk_into(part, type, key)
             except CouchidsError as exc:
                 exc.results = [*placed.handled(), *exc.results]
                 raise
@@ -404,10 +411,6 @@ class Series:
         part: PeriodDocs,
         type: str | None,
         key: KeyOf | None,
-        batch_size: int,
-        retries: int,
-        backoff: float,
-        timeout: float | None,
     ) -> list[WriteResult]:
         """The results of writing ``part``'s documents into its period's database (made when
         it is missing, and the documents it refused written again)."""
@@ -418,10 +421,6 @@ class Series:
                 type=type,
                 key=key,
                 timestamp=part.time_of,
-                batch_size=batch_size,
-                retries=retries,
-                backoff=backoff,
-                timeout=timeout,
             )
         except BulkWriteError as exc:
             return list(exc.results)
@@ -429,7 +428,7 @@ class Series:
             handled, missing = list(exc.results), exc
         again = part.to_write_again(handled)
         try:
-            self._make(part.period, timeout, missing)
+            self._make(part.period, missing)
         except DatabaseLimitError as exc:
             refused = set(again)
             exc.results = [
@@ -445,10 +444,6 @@ class Series:
                 type=type,
                 key=key,
                 timestamp=part.time_of,
-                batch_size=batch_size,
-                retries=retries,
-                backoff=backoff,
-                timeout=timeout,
             )
         except BulkWriteError as exc:
             rewritten = list(exc.results)
@@ -463,9 +458,6 @@ class Series:
         *,
         timestamp: TimeLike = None,
         rng: NonceSource | None = None,
-        retries: int = DEFAULT_RETRIES,
-        backoff: float = DEFAULT_BACKOFF,
-        timeout: float | None = DEFAULT_TIMEOUT,
     ) -> WriteResult:
         """Store a new document under a free short id ``YYMMDD-<nonce>`` in the database of
         the period of ``timestamp`` (:meth:`Database.create_short` there). Short ids
@@ -474,9 +466,7 @@ class Series:
         again (once).
 
         Args:
-            doc, rng, retries, backoff: as for :meth:`Database.create_short`.
-            timeout: seconds the whole call may take (default 60): every try and retry, and
-                the creation of a missing database and the tries sent again.
+            doc, rng: as for :meth:`Database.create_short`.
             timestamp: the document's own time, which picks its period and whose UTC date
                 starts the id (default now, read once).
 
@@ -491,16 +481,12 @@ class Series:
         when = datetime.now(UTC) if timestamp is None else timestamp
         period = self.layout.period_at(to_ms(when))
         db = self._database(period)
-        with one_deadline(RetryPolicy.checked(retries, backoff, timeout, "create_short")):
+        with one_deadline(self.options.policy("create_short")):
             try:
-                return db.create_short(
-                    doc, timestamp=when, rng=rng, retries=retries, backoff=backoff, timeout=timeout
-                )
+                return db.create_short(doc, timestamp=when, rng=rng)
             except DatabaseNotFoundError as missing:
-                self._make(period, timeout, missing)
-            return db.create_short(
-                doc, timestamp=when, rng=rng, retries=retries, backoff=backoff, timeout=timeout
-            )
+                self._make(period, missing)
+            return db.create_short(doc, timestamp=when, rng=rng)
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -510,7 +496,6 @@ class Series:
         *,
         type: str | AllTypes | None = None,
         include_docs: bool = True,
-        timeout: float | None = DEFAULT_TIMEOUT,
     ) -> list[Row]:
         """The newest ``n`` documents across the series (fewer if fewer exist), newest first.
 
@@ -519,7 +504,6 @@ class Series:
 
         Args:
             n, type, include_docs: as for :meth:`Database.latest`.
-            timeout: seconds the whole call may take (default 60).
 
         Raises:
             as :meth:`Database.latest`; a missing database is an empty period.
@@ -529,7 +513,12 @@ class Series:
             newest = events.latest(5, type="reading")
         """
         program = series.latest(
-            self._facts, self.layout, n, type=type, include_docs=include_docs, timeout=timeout
+            self._facts,
+            self.layout,
+            n,
+            type=type,
+            include_docs=include_docs,
+            timeout=self.options.timeout,
         )
         return run(self.client, program)
 
@@ -541,9 +530,6 @@ class Series:
         type: str | AllTypes | None = None,
         newest_first: bool = True,
         include_docs: bool = True,
-        batch_size: int | None = None,
-        timeout: float | None = DEFAULT_TIMEOUT,
-        parallel: int | None = None,
     ) -> Rows[Row]:
         """The documents whose id holds a time ``t`` with ``start <= t < end``, across the
         periods, as they come: what one database holding them all would answer.
@@ -560,7 +546,6 @@ class Series:
         Args:
             start, end, type, newest_first, include_docs, batch_size, parallel: as for
                 :meth:`Database.window`; ``parallel`` slices within each database.
-            timeout: seconds each request may take (default 60).
 
         Raises:
             as :meth:`Database.window`; a missing database, or one dropped while it is
@@ -579,9 +564,9 @@ class Series:
             type=type,
             newest_first=newest_first,
             include_docs=include_docs,
-            page_size=batch_size,
-            timeout=timeout,
-            parallel=parallel,
+            batch_size=self.options.batch("window"),
+            timeout=self.options.timeout,
+            parallel=self.options.slices("window"),
         )
         return Rows(pages(self.client, program))
 
@@ -594,7 +579,6 @@ class Series:
         *,
         type: str | AllTypes | None = None,
         exact: bool = False,
-        timeout: float | None = DEFAULT_TIMEOUT,
     ) -> int:
         """The number of documents whose id holds a time ``t`` with ``start <= t < end``,
         across the periods: the sum of :meth:`Database.count` of each period's part of
@@ -602,7 +586,6 @@ class Series:
 
         Args:
             start, end, type, exact: as for :meth:`Database.count`.
-            timeout: seconds each request may take, retries included (default 60).
 
         Raises:
             as :meth:`Database.count`; a missing database is an empty period.
@@ -612,7 +595,13 @@ class Series:
             events.count("2026-01-01", "2027-01-01", type="reading")
         """
         program = series.count(
-            self._facts, self.layout, start, end, type=type, exact=exact, timeout=timeout
+            self._facts,
+            self.layout,
+            start,
+            end,
+            type=type,
+            exact=exact,
+            timeout=self.options.timeout,
         )
         return run(self.client, program)
 
@@ -624,8 +613,6 @@ class Series:
         every: str | timedelta = "1h",
         type: str | None = None,
         exact: bool = False,
-        parallel: int = DEFAULT_WORKERS,
-        timeout: float | None = DEFAULT_TIMEOUT,
     ) -> list[Bucket]:
         """Counts per bucket of ``every``, aligned to UTC, covering ``[start, end)``: the
         buckets :meth:`Database.histogram` gives for one database, each counting the
@@ -633,8 +620,6 @@ class Series:
 
         Args:
             start, end, every, type, exact: as for :meth:`Database.histogram`.
-            parallel: offset requests in flight at once, in each database.
-            timeout: seconds each request may take, retries included (default 60).
 
         Raises:
             as :meth:`Database.histogram`; a missing database is an empty period.
@@ -652,8 +637,8 @@ class Series:
             every=every,
             type=type,
             exact=exact,
-            workers=parallel,
-            timeout=timeout,
+            workers=self.options.slices("histogram"),
+            timeout=self.options.timeout,
         )
         return run(self.client, program)
 
@@ -663,10 +648,6 @@ class Series:
         *,
         dry_run: bool = True,
         purge: bool = False,
-        batch_size: int = DEFAULT_EXPIRE_BATCH,
-        retries: int = DEFAULT_RETRIES,
-        backoff: float = DEFAULT_BACKOFF,
-        timeout: float | None = DEFAULT_TIMEOUT,
     ) -> SeriesExpireReport:
         """Delete what the series holds from before ``before``: drop the databases of the
         whole periods before it, and delete the older documents of the databases that stay.
@@ -695,10 +676,9 @@ class Series:
         Args:
             before: what is older goes (exclusive); ``None`` is now.
             dry_run: only report.
-            purge, batch_size, retries, backoff: as for :meth:`Database.expire`, in the
+            purge: as for :meth:`Database.expire`, in the
                 databases that stay (a purge the server cannot do is refused before anything
                 changes).
-            timeout: seconds each request may take, retries included (default 60).
 
         Returns:
             :class:`~couchids.core.series.SeriesExpireReport`: ``dropped`` (the databases),
@@ -723,10 +703,10 @@ class Series:
             before,
             dry_run=dry_run,
             purge=purge,
-            batch_size=batch_size,
-            retries=retries,
-            backoff=backoff,
-            timeout=timeout,
+            batch_size=self.options.batch("expire"),
+            retries=self.options.retries,
+            backoff=self.options.backoff,
+            timeout=self.options.timeout,
         )
         return run(self.client, program)
 
@@ -740,10 +720,7 @@ class Series:
         format: Format = "ndjson",
         fields: collections.abc.Sequence[str] | None = None,
         checkpoint: Checkpoint | None = None,
-        batch_size: int = DEFAULT_PAGE_SIZE,
         on_progress: Callable[[Checkpoint], None] | None = None,
-        timeout: float | None = DEFAULT_TIMEOUT,
-        parallel: int = DEFAULT_PARALLEL,
     ) -> Checkpoint:
         """Write the documents made in ``[start, end)`` to ``out``, oldest first, across the
         periods: the output of :meth:`Database.export` of one database holding them all
@@ -751,9 +728,7 @@ class Series:
 
         Args:
             start, end, out, type, format, fields: as for :meth:`Database.export`.
-            checkpoint, batch_size, on_progress, parallel: as for
-                :meth:`Database.export`.
-            timeout: seconds each request may take, retries included (default 60).
+            checkpoint, on_progress: as for :meth:`Database.export`.
 
         Returns:
             :class:`~couchids.Checkpoint`: ``last_id`` is the last document written, ``done``
@@ -777,10 +752,10 @@ class Series:
             format=format,
             fields=fields,
             checkpoint=checkpoint,
-            page_size=batch_size,
+            page_size=self.options.batch("export"),
             on_progress=on_progress,
-            timeout=timeout,
-            parallel=parallel,
+            timeout=self.options.timeout,
+            parallel=self.options.slices("export"),
         )
         return run(self.client, program)
 
@@ -794,7 +769,6 @@ class Series:
         continuous: bool = False,
         create_target: bool = True,
         server_url: str | None = None,
-        timeout: float | None = DEFAULT_TIMEOUT,
     ) -> Replication:
         """Start a replication of the documents made in a time window, from every period
         database the window reaches, into one ``target``; return its handle (an
@@ -814,9 +788,6 @@ class Series:
                 period).
             type, continuous, create_target, server_url: as for
                 :meth:`Database.replicate`.
-            timeout: seconds the whole call may take, the listing and every start with
-                their retries included (default 60); the handle's ``wait`` waits for the
-                replication itself.
 
         Raises:
             InvalidTimeError: unreadable times, or ``end`` before ``start``.
@@ -842,7 +813,7 @@ class Series:
                 f"target={target!r} is a database of the series {self.prefix!r}: replicate "
                 "into a database outside it"
             )
-        policy = RetryPolicy.within(timeout, "replicate")
+        policy = RetryPolicy.within(self.options.timeout, "replicate")
         listed = run(self.client, series.list_databases(self._facts, self.layout, policy))
         reached = [
             (period, name)
@@ -877,7 +848,7 @@ class Series:
     # -- helpers -----------------------------------------------------------------------------
 
     def _database(self, period: Period) -> Database:
-        return Database(self.client, self.layout.name(period), form=self.form)
+        return Database(self.client, self.layout.name(period), form=self.form, options=self.options)
 
     def _time_of(self, doc: object, timestamp: TimeLike, key: str | None) -> TimeLike:
         """The time a new document's id is made for: ``timestamp``, or the time in its own
@@ -890,10 +861,10 @@ class Series:
             return self.layout.time_of_id(own)
         return datetime.now(UTC)
 
-    def _make(self, period: Period, timeout: float | None, missing: DatabaseNotFoundError) -> None:
+    def _make(self, period: Period, missing: DatabaseNotFoundError) -> None:
         """Create the database of ``period``, for a write that found it missing (``missing``,
         whose document ids a refusal by the server's cap carries on)."""
-        policy = RetryPolicy.within(timeout, "create")
+        policy = RetryPolicy.within(self.options.timeout, "create")
         program = series.create_database(
             self._facts,
             self.layout.name(period),

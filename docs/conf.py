@@ -89,6 +89,7 @@ couchids_api_pages = {
     "queries": [
         "couchids.drivers.connecting",
         "couchids.database",
+        "couchids.core.options",
         "couchids.core.explaining",
         "couchids.idforms.doctypes",
         "couchids.errors",

@@ -16,64 +16,77 @@ from ibmcloudant.cloudant_v1 import CloudantV1
 import couchids
 from couchids import WriteResult, aio
 
+#: The handle's options (couchids.Options) a test may pass with the arguments of a call.
+KNOBS = ("timeout", "retries", "backoff", "parallel", "batch_size", "batch_bytes", "document_bytes")
+
+
+def tuned(handle: Any, options: dict[str, Any]) -> Any:
+    """``handle`` with the options among ``options`` (which loses them): a test passes
+    ``timeout=5`` with a call's arguments, as a program passes it to ``with_options``; and a
+    ``form``, the handle's (which ``export`` and ``rekey`` use)."""
+    if "form" in options:
+        handle = type(handle)(handle.client, handle.name, form=options.pop("form"))
+    knobs = {name: options.pop(name) for name in KNOBS if name in options}
+    return handle.with_options(**knobs) if knobs else handle
+
 
 class Blocking:
     name = "blocking"
 
     def latest(self, client: CloudantV1, db: str, n: int = 10, **options: Any) -> list[Any]:
-        return couchids.Database(client, db).latest(n, **options)
+        return tuned(couchids.Database(client, db), options).latest(n, **options)
 
     def window(
         self, client: CloudantV1, db: str, start: Any, end: Any, **options: Any
     ) -> list[Any]:
-        return list(couchids.Database(client, db).window(start, end, **options))
+        return list(tuned(couchids.Database(client, db), options).window(start, end, **options))
 
     def create(self, client: CloudantV1, db: str, doc: Any, **options: Any) -> WriteResult:
-        return couchids.Database(client, db).create(doc, **options)
+        return tuned(couchids.Database(client, db), options).create(doc, **options)
 
     def bulk_create(
         self, client: CloudantV1, db: str, docs: Iterable[Any], **options: Any
     ) -> list[WriteResult]:
-        return couchids.Database(client, db).bulk_create(docs, **options)
+        return tuned(couchids.Database(client, db), options).bulk_create(docs, **options)
 
     def create_short(self, client: CloudantV1, db: str, doc: Any, **options: Any) -> WriteResult:
-        return couchids.Database(client, db).create_short(doc, **options)
+        return tuned(couchids.Database(client, db), options).create_short(doc, **options)
 
     def numbers(
         self, client: CloudantV1, db: str, name: str, count: int, **options: Any
     ) -> list[int]:
         """``count`` numbers from one Sequence object."""
-        sequence = couchids.Database(client, db).sequence(name, **options)
+        sequence = tuned(couchids.Database(client, db), options).sequence(name, **options)
         return [sequence.next() for _ in range(count)]
 
     def count(self, client: CloudantV1, db: str, start: Any, end: Any, **options: Any) -> int:
-        return couchids.Database(client, db).count(start, end, **options)
+        return tuned(couchids.Database(client, db), options).count(start, end, **options)
 
     def histogram(
         self, client: CloudantV1, db: str, start: Any, end: Any, **options: Any
     ) -> list[Any]:
-        return couchids.Database(client, db).histogram(start, end, **options)
+        return tuned(couchids.Database(client, db), options).histogram(start, end, **options)
 
     def expire(self, client: CloudantV1, db: str, before: Any, **options: Any) -> Any:
-        return couchids.Database(client, db).expire(before, **options)
+        return tuned(couchids.Database(client, db), options).expire(before, **options)
 
     def export(self, client: CloudantV1, db: str, start: Any, end: Any, out: Any, **o: Any) -> Any:
-        return couchids.Database(client, db).export(start, end, out, **o)
+        return tuned(couchids.Database(client, db), o).export(start, end, out, **o)
 
     def archive(
         self, client: CloudantV1, db: str, target: str, start: Any, end: Any, **o: Any
     ) -> Any:
-        return couchids.Database(client, db).archive(target, start, end, **o)
+        return tuned(couchids.Database(client, db), o).archive(target, start, end, **o)
 
     def follow(
         self, client: CloudantV1, db: str, *, stop: int | None = None, **options: Any
     ) -> list[Any]:
         """The documents ``follow`` yields, until it ends (``wait=False``) or ``stop`` came."""
-        stream = couchids.Database(client, db).follow(**options)
+        stream = tuned(couchids.Database(client, db), options).follow(**options)
         return list(itertools.islice(stream, stop))
 
     def rekey(self, client: CloudantV1, source: str, target: str, **options: Any) -> Any:
-        return couchids.Database(client, source).rekey(target, **options)
+        return tuned(couchids.Database(client, source), options).rekey(target, **options)
 
 
 class Async:
@@ -81,7 +94,7 @@ class Async:
 
     def latest(self, client: CloudantV1, db: str, n: int = 10, **options: Any) -> list[Any]:
         async def call(ac: aio.AsyncClient) -> list[Any]:
-            return await aio.AsyncDatabase(ac, db).latest(n, **options)
+            return await tuned(aio.AsyncDatabase(ac, db), options).latest(n, **options)
 
         return _on_a_loop(client, call)
 
@@ -89,13 +102,18 @@ class Async:
         self, client: CloudantV1, db: str, start: Any, end: Any, **options: Any
     ) -> list[Any]:
         async def call(ac: aio.AsyncClient) -> list[Any]:
-            return [doc async for doc in aio.AsyncDatabase(ac, db).window(start, end, **options)]
+            return [
+                doc
+                async for doc in tuned(aio.AsyncDatabase(ac, db), options).window(
+                    start, end, **options
+                )
+            ]
 
         return _on_a_loop(client, call)
 
     def create(self, client: CloudantV1, db: str, doc: Any, **options: Any) -> WriteResult:
         async def call(ac: aio.AsyncClient) -> WriteResult:
-            return await aio.AsyncDatabase(ac, db).create(doc, **options)
+            return await tuned(aio.AsyncDatabase(ac, db), options).create(doc, **options)
 
         return _on_a_loop(client, call)
 
@@ -103,13 +121,13 @@ class Async:
         self, client: CloudantV1, db: str, docs: Iterable[Any], **options: Any
     ) -> list[WriteResult]:
         async def call(ac: aio.AsyncClient) -> list[WriteResult]:
-            return await aio.AsyncDatabase(ac, db).bulk_create(docs, **options)
+            return await tuned(aio.AsyncDatabase(ac, db), options).bulk_create(docs, **options)
 
         return _on_a_loop(client, call)
 
     def create_short(self, client: CloudantV1, db: str, doc: Any, **options: Any) -> WriteResult:
         async def call(ac: aio.AsyncClient) -> WriteResult:
-            return await aio.AsyncDatabase(ac, db).create_short(doc, **options)
+            return await tuned(aio.AsyncDatabase(ac, db), options).create_short(doc, **options)
 
         return _on_a_loop(client, call)
 
@@ -117,36 +135,50 @@ class Async:
         self, client: CloudantV1, db: str, name: str, count: int, **options: Any
     ) -> list[int]:
         async def call(ac: aio.AsyncClient) -> list[int]:
-            sequence = aio.AsyncDatabase(ac, db).sequence(name, **options)
+            sequence = tuned(aio.AsyncDatabase(ac, db), options).sequence(name, **options)
             return [await sequence.next() for _ in range(count)]
 
         return _on_a_loop(client, call)
 
     def count(self, client: CloudantV1, db: str, start: Any, end: Any, **options: Any) -> int:
-        return _call(client, lambda ac: aio.AsyncDatabase(ac, db).count(start, end, **options))
+        return _call(
+            client,
+            lambda ac: tuned(aio.AsyncDatabase(ac, db), options).count(start, end, **options),
+        )
 
     def histogram(
         self, client: CloudantV1, db: str, start: Any, end: Any, **options: Any
     ) -> list[Any]:
-        return _call(client, lambda ac: aio.AsyncDatabase(ac, db).histogram(start, end, **options))
+        return _call(
+            client,
+            lambda ac: tuned(aio.AsyncDatabase(ac, db), options).histogram(start, end, **options),
+        )
 
     def expire(self, client: CloudantV1, db: str, before: Any, **options: Any) -> Any:
-        return _call(client, lambda ac: aio.AsyncDatabase(ac, db).expire(before, **options))
+        return _call(
+            client, lambda ac: tuned(aio.AsyncDatabase(ac, db), options).expire(before, **options)
+        )
 
     def export(self, client: CloudantV1, db: str, start: Any, end: Any, out: Any, **o: Any) -> Any:
-        return _call(client, lambda ac: aio.AsyncDatabase(ac, db).export(start, end, out, **o))
+        return _call(
+            client, lambda ac: tuned(aio.AsyncDatabase(ac, db), o).export(start, end, out, **o)
+        )
 
     def archive(
         self, client: CloudantV1, db: str, target: str, start: Any, end: Any, **o: Any
     ) -> Any:
-        return _call(client, lambda ac: aio.AsyncDatabase(ac, db).archive(target, start, end, **o))
+        return _call(
+            client, lambda ac: tuned(aio.AsyncDatabase(ac, db), o).archive(target, start, end, **o)
+        )
 
     def follow(
         self, client: CloudantV1, db: str, *, stop: int | None = None, **options: Any
     ) -> list[Any]:
         async def call(ac: aio.AsyncClient) -> list[Any]:
             got: list[Any] = []
-            async with contextlib.aclosing(aio.AsyncDatabase(ac, db).follow(**options)) as stream:  # type: ignore[type-var]
+            async with contextlib.aclosing(
+                tuned(aio.AsyncDatabase(ac, db), options).follow(**options)
+            ) as stream:  # type: ignore[type-var]
                 async for doc in stream:
                     got.append(doc)
                     if len(got) == stop:
@@ -156,7 +188,10 @@ class Async:
         return _on_a_loop(client, call)
 
     def rekey(self, client: CloudantV1, source: str, target: str, **options: Any) -> Any:
-        return _call(client, lambda ac: aio.AsyncDatabase(ac, source).rekey(target, **options))
+        return _call(
+            client,
+            lambda ac: tuned(aio.AsyncDatabase(ac, source), options).rekey(target, **options),
+        )
 
 
 def _call(client: CloudantV1, coroutine: Any) -> Any:

@@ -67,8 +67,10 @@ def test_leaving_a_window_early_leaves_no_task_and_no_request(
     async def main() -> None:
         transport = Counting()
         async with aio.AsyncClient(client, httpx.AsyncClient(transport=transport)) as ac:
-            stream = aio.AsyncDatabase(ac, filled).window(
-                T0, T0 + 300_000, type="e", batch_size=10, parallel=4
+            stream = (
+                aio.AsyncDatabase(ac, filled)
+                .with_options(batch_size=10, parallel=4)
+                .window(T0, T0 + 300_000, type="e")
             )
             got = [await anext(stream) for _ in range(15)]
             assert len(got) == 15
@@ -88,11 +90,19 @@ def test_cancelling_a_call_to_a_silent_server_leaves_no_task_and_no_request() ->
         transport = Counting()
         async with aio.AsyncClient(client_for(url), httpx.AsyncClient(transport=transport)) as ac:
             calls = [
-                asyncio.ensure_future(aio.AsyncDatabase(ac, "db").latest(3, timeout=None)),
                 asyncio.ensure_future(
-                    _all(aio.AsyncDatabase(ac, "db").window(T0, T0 + 1000, type="e", timeout=None))
+                    aio.AsyncDatabase(ac, "db").with_options(timeout=None).latest(3)
                 ),
-                asyncio.ensure_future(aio.AsyncDatabase(ac, "db").create({"n": 1}, timeout=None)),
+                asyncio.ensure_future(
+                    _all(
+                        aio.AsyncDatabase(ac, "db")
+                        .with_options(timeout=None)
+                        .window(T0, T0 + 1000, type="e")
+                    )
+                ),
+                asyncio.ensure_future(
+                    aio.AsyncDatabase(ac, "db").with_options(timeout=None).create({"n": 1})
+                ),
             ]
             await asyncio.sleep(0.3)
             assert transport.in_flight == len(calls), "each waits for its answer"
@@ -113,7 +123,7 @@ def test_a_silent_server_ends_by_the_deadline() -> None:
         async with aio.AsyncClient(client_for(url)) as ac:
             started = time.monotonic()
             with pytest.raises(couchids.ServerTimeoutError, match=r"^latest on 'db' \(GET /db\)"):
-                await aio.AsyncDatabase(ac, "db").latest(timeout=0.5)
+                await aio.AsyncDatabase(ac, "db").with_options(timeout=0.5).latest()
             assert time.monotonic() - started < 1.5
 
     with HostileServer("silent") as server:
@@ -136,7 +146,7 @@ def test_retries_are_the_clients_and_obey_retry_after(couch_url: str, db: str) -
 
         async def main() -> couchids.WriteResult:
             async with aio.AsyncClient(cloudant) as ac:
-                return await aio.AsyncDatabase(ac, db).create({"n": 1}, retries=0)
+                return await aio.AsyncDatabase(ac, db).with_options(retries=0).create({"n": 1})
 
         result = asyncio.run(main())
         assert result.ok
@@ -196,7 +206,9 @@ def test_an_authenticator_that_fails_on_its_thread_fails_the_call() -> None:
         cloudant.set_service_url(url)
         async with aio.AsyncClient(cloudant) as ac:
             with pytest.raises(ZeroDivisionError, match="bug in the authenticator"):
-                await asyncio.wait_for(aio.AsyncDatabase(ac, "db").latest(timeout=None), 10)
+                await asyncio.wait_for(
+                    aio.AsyncDatabase(ac, "db").with_options(timeout=None).latest(), 10
+                )
 
     with HostileServer("silent") as server:
         asyncio.run(main(server.url))

@@ -154,13 +154,14 @@ def test_latest_and_windows_across_all_types(client: CloudantV1, db: str, form: 
         for newest_first in (True, False):
             got_ids = [
                 row["id"]
-                for row in couchids.Database(client, db, form=form).window(
+                for row in couchids.Database(client, db, form=form)
+                .with_options(batch_size=3)
+                .window(
                     start,
                     end_ms,
                     type=ALL_TYPES,
                     newest_first=newest_first,
                     include_docs=False,
-                    batch_size=3,
                 )
             ]
             assert len(got_ids) == len(want) and set(got_ids) == want

@@ -47,11 +47,27 @@ ROWS: list[tuple[str, Callable[[], Any], type[InvalidInputError]]] = [
     ("latest type bad", lambda: couchids.Database(C, "db").latest(type="_x"), InvalidTypeError),
     ("latest form str", lambda: couchids.Database(C, "db").latest(form="kuuid"), A),  # type: ignore[arg-type]
     ("latest include_docs str", lambda: couchids.Database(C, "db").latest(include_docs="no"), A),  # type: ignore[arg-type]
-    ("latest timeout 0", lambda: couchids.Database(C, "db").latest(timeout=0), A),
-    ("latest timeout negative", lambda: couchids.Database(C, "db").latest(timeout=-5), A),
-    ("latest timeout nan", lambda: couchids.Database(C, "db").latest(timeout=float("nan")), A),
-    ("latest timeout inf", lambda: couchids.Database(C, "db").latest(timeout=float("inf")), A),
-    ("latest timeout str", lambda: couchids.Database(C, "db").latest(timeout="5"), A),  # type: ignore[arg-type]
+    ("latest timeout 0", lambda: couchids.Database(C, "db").with_options(timeout=0).latest(), A),
+    (
+        "latest timeout negative",
+        lambda: couchids.Database(C, "db").with_options(timeout=-5).latest(),
+        A,
+    ),
+    (
+        "latest timeout nan",
+        lambda: couchids.Database(C, "db").with_options(timeout=float("nan")).latest(),
+        A,
+    ),
+    (
+        "latest timeout inf",
+        lambda: couchids.Database(C, "db").with_options(timeout=float("inf")).latest(),
+        A,
+    ),
+    (
+        "latest timeout str",
+        lambda: couchids.Database(C, "db").with_options(timeout="5").latest(),
+        A,
+    ),  # type: ignore[arg-type]
     ("window client None", lambda: couchids.Database(None, "db").window(0, 1), A),  # type: ignore[arg-type]
     ("window db None", lambda: couchids.Database(C, None).window(0, 1), A),  # type: ignore[arg-type]
     ("window end before start", lambda: couchids.Database(C, "db").window(10, 1), InvalidTimeError),
@@ -72,16 +88,32 @@ ROWS: list[tuple[str, Callable[[], Any], type[InvalidInputError]]] = [
         lambda: couchids.Database(C, "db").window(0, 1, newest_first="no"),
         A,
     ),  # type: ignore[arg-type]
-    ("window page_size 0", lambda: couchids.Database(C, "db").window(0, 1, batch_size=0), A),
-    ("window timeout bool", lambda: couchids.Database(C, "db").window(0, 1, timeout=True), A),
+    (
+        "window page_size 0",
+        lambda: couchids.Database(C, "db").with_options(batch_size=0).window(0, 1),
+        A,
+    ),
+    (
+        "window timeout bool",
+        lambda: couchids.Database(C, "db").with_options(timeout=True).window(0, 1),
+        A,
+    ),
     ("create client None", lambda: couchids.Database(None, "db").create({}), A),  # type: ignore[arg-type]
     ("create db bad", lambda: couchids.Database(C, "DB").create({}), A),
     ("create doc list", lambda: couchids.Database(C, "db").create([]), A),  # type: ignore[arg-type]
     ("create doc _rev", lambda: couchids.Database(C, "db").create({"_rev": "1-a"}), A),
     ("create doc nan", lambda: couchids.Database(C, "db").create({"x": float("nan")}), A),
-    ("create retries -1", lambda: couchids.Database(C, "db").create({}, retries=-1), A),
-    ("create backoff huge", lambda: couchids.Database(C, "db").create({}, backoff=100), A),
-    ("create timeout 0", lambda: couchids.Database(C, "db").create({}, timeout=0), A),
+    (
+        "create retries -1",
+        lambda: couchids.Database(C, "db").with_options(retries=-1).create({}),
+        A,
+    ),
+    (
+        "create backoff huge",
+        lambda: couchids.Database(C, "db").with_options(backoff=100).create({}),
+        A,
+    ),
+    ("create timeout 0", lambda: couchids.Database(C, "db").with_options(timeout=0).create({}), A),
     (
         "create timestamp float",
         lambda: couchids.Database(C, "db").create({}, timestamp=1.0),
@@ -89,48 +121,72 @@ ROWS: list[tuple[str, Callable[[], Any], type[InvalidInputError]]] = [
     ),  # type: ignore[arg-type]
     ("bulk_create docs None", lambda: couchids.Database(C, "db").bulk_create(None), A),  # type: ignore[arg-type]
     ("bulk_create docs dict", lambda: couchids.Database(C, "db").bulk_create({"a": 1}), A),  # type: ignore[arg-type]
-    ("bulk_create batch 0", lambda: couchids.Database(C, "db").bulk_create([{}], batch_size=0), A),
+    (
+        "bulk_create batch 0",
+        lambda: couchids.Database(C, "db").with_options(batch_size=0).bulk_create([{}]),
+        A,
+    ),
     ("bulk_create client int", lambda: couchids.Database(1, "db").bulk_create([{}]), A),  # type: ignore[arg-type]
     (
         "bulk_create timeout 1e9",
-        lambda: couchids.Database(C, "db").bulk_create([{}], timeout=1e9),
+        lambda: couchids.Database(C, "db").with_options(timeout=1e9).bulk_create([{}]),
         A,
     ),
     ("create_short client None", lambda: couchids.Database(None, "db").create_short({}), A),  # type: ignore[arg-type]
     ("create_short db bad", lambda: couchids.Database(C, "1db").create_short({}), A),
     ("create_short doc _id", lambda: couchids.Database(C, "db").create_short({"_id": "x"}), A),
-    ("create_short timeout -1", lambda: couchids.Database(C, "db").create_short({}, timeout=-1), A),
+    (
+        "create_short timeout -1",
+        lambda: couchids.Database(C, "db").with_options(timeout=-1).create_short({}),
+        A,
+    ),
     ("bulk_create_iter docs None", lambda: couchids.Database(C, "db").bulk_create_iter(None), A),  # type: ignore[arg-type]
     ("bulk_create_iter client None", lambda: couchids.Database(None, "db").bulk_create_iter([]), A),  # type: ignore[arg-type]
     (
         "bulk_create_iter timeout 0",
-        lambda: couchids.Database(C, "db").bulk_create_iter([], timeout=0),
+        lambda: couchids.Database(C, "db").with_options(timeout=0).bulk_create_iter([]),
         A,
     ),
     ("count client None", lambda: couchids.Database(None, "db").count(0, 1), A),  # type: ignore[arg-type]
     ("count db upper", lambda: couchids.Database(C, "DB").count(0, 1), A),
     ("count end before start", lambda: couchids.Database(C, "db").count(10, 1), InvalidTimeError),
     ("count exact str", lambda: couchids.Database(C, "db").count(0, 1, exact="yes"), A),  # type: ignore[arg-type]
-    ("count timeout -1", lambda: couchids.Database(C, "db").count(0, 1, timeout=-1), A),
+    (
+        "count timeout -1",
+        lambda: couchids.Database(C, "db").with_options(timeout=-1).count(0, 1),
+        A,
+    ),
     ("histogram every bad", lambda: couchids.Database(C, "db").histogram(0, 1, every="soon"), A),
-    ("histogram workers 0", lambda: couchids.Database(C, "db").histogram(0, 1, parallel=0), A),
+    (
+        "histogram workers 0",
+        lambda: couchids.Database(C, "db").with_options(parallel=0).histogram(0, 1),
+        A,
+    ),
     ("histogram db int", lambda: couchids.Database(C, 7).histogram(0, 1), A),  # type: ignore[arg-type]
     (
         "histogram timeout nan",
-        lambda: couchids.Database(C, "db").histogram(0, 1, timeout=float("nan")),
+        lambda: couchids.Database(C, "db").with_options(timeout=float("nan")).histogram(0, 1),
         A,
     ),
     ("expire client None", lambda: couchids.Database(None, "db").expire(1, type="t"), A),  # type: ignore[arg-type]
     ("expire db empty", lambda: couchids.Database(C, "").expire(1, type="t"), A),
     ("expire dry_run str", lambda: couchids.Database(C, "db").expire(1, type="t", dry_run="no"), A),  # type: ignore[arg-type]
-    ("expire batch 0", lambda: couchids.Database(C, "db").expire(1, type="t", batch_size=0), A),
+    (
+        "expire batch 0",
+        lambda: couchids.Database(C, "db").with_options(batch_size=0).expire(1, type="t"),
+        A,
+    ),
     (
         "expire before garbage",
         lambda: couchids.Database(C, "db").expire("soon", type="t"),
         InvalidTimeError,
     ),
     ("expire type bad", lambda: couchids.Database(C, "db").expire(1, type="_x"), InvalidTypeError),
-    ("expire timeout 0", lambda: couchids.Database(C, "db").expire(1, type="t", timeout=0), A),
+    (
+        "expire timeout 0",
+        lambda: couchids.Database(C, "db").with_options(timeout=0).expire(1, type="t"),
+        A,
+    ),
     ("export client None", lambda: couchids.Database(None, "db").export(0, 1, io.StringIO()), A),  # type: ignore[arg-type]
     (
         "export format xml",
@@ -144,32 +200,48 @@ ROWS: list[tuple[str, Callable[[], Any], type[InvalidInputError]]] = [
     ),
     (
         "export timeout str",
-        lambda: couchids.Database(C, "db").export(0, 1, io.StringIO(), timeout="5"),
+        lambda: couchids.Database(C, "db").with_options(timeout="5").export(0, 1, io.StringIO()),
         A,
     ),  # type: ignore[arg-type]
     ("archive target bad", lambda: couchids.Database(C, "db").archive("Target", 0, 1), A),
     ("archive client None", lambda: couchids.Database(None, "db").archive("t", 0, 1), A),  # type: ignore[arg-type]
     ("archive expire str", lambda: couchids.Database(C, "db").archive("t", 0, 1, expire="yes"), A),  # type: ignore[arg-type]
-    ("archive timeout 0", lambda: couchids.Database(C, "db").archive("t", 0, 1, timeout=0), A),
+    (
+        "archive timeout 0",
+        lambda: couchids.Database(C, "db").with_options(timeout=0).archive("t", 0, 1),
+        A,
+    ),
     ("follow client None", lambda: couchids.Database(None, "db").follow(), A),  # type: ignore[arg-type]
     ("follow db bad", lambda: couchids.Database(C, "a b").follow(), A),
     ("follow wait str", lambda: couchids.Database(C, "db").follow(wait="no"), A),  # type: ignore[arg-type]
-    ("follow batch 0", lambda: couchids.Database(C, "db").follow(batch_size=0), A),
-    ("follow timeout inf", lambda: couchids.Database(C, "db").follow(timeout=float("inf")), A),
-    ("rekey client None", lambda: couchids.Database(None, "a").rekey("b", key=b"k"), A),  # type: ignore[arg-type]
-    ("rekey target bad", lambda: couchids.Database(C, "a").rekey("B", key=b"k"), A),
-    ("rekey key empty", lambda: couchids.Database(C, "a").rekey("b", key=b""), A),
+    ("follow batch 0", lambda: couchids.Database(C, "db").with_options(batch_size=0).follow(), A),
+    (
+        "follow timeout inf",
+        lambda: couchids.Database(C, "db").with_options(timeout=float("inf")).follow(),
+        A,
+    ),
+    ("rekey client None", lambda: couchids.Database(None, "a").rekey("b", secret=b"k"), A),  # type: ignore[arg-type]
+    ("rekey target bad", lambda: couchids.Database(C, "a").rekey("B", secret=b"k"), A),
+    ("rekey key empty", lambda: couchids.Database(C, "a").rekey("b", secret=b""), A),
     (
         "rekey time_field int",
-        lambda: couchids.Database(C, "a").rekey("b", key=b"k", time_field=3),
+        lambda: couchids.Database(C, "a").rekey("b", secret=b"k", time_field=3),
         A,
     ),  # type: ignore[arg-type]
-    ("rekey timeout 0", lambda: couchids.Database(C, "a").rekey("b", key=b"k", timeout=0), A),
+    (
+        "rekey timeout 0",
+        lambda: couchids.Database(C, "a").with_options(timeout=0).rekey("b", secret=b"k"),
+        A,
+    ),
     ("Sequence client None", lambda: couchids.Sequence(None, "db", "n"), A),  # type: ignore[arg-type]
     ("Sequence db bad", lambda: couchids.Sequence(C, "DB", "n"), A),
     ("Sequence name bad", lambda: couchids.Sequence(C, "db", "a b"), A),
     ("Sequence block 0", lambda: couchids.Sequence(C, "db", "n", block=0), A),
-    ("Sequence timeout 0", lambda: couchids.Sequence(C, "db", "n", timeout=0), A),
+    (
+        "Sequence timeout 0",
+        lambda: couchids.Sequence(C, "db", "n", options=couchids.Options(timeout=0)),
+        A,
+    ),
     (
         "Sequence.new_id form",
         lambda: couchids.Sequence(C, "db", "n").new_id(form=couchids.KUUID),  # type: ignore[arg-type]

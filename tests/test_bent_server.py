@@ -37,7 +37,7 @@ from typing import Any, Final
 from urllib.parse import quote, urlsplit
 
 import pytest
-from apis import Async, Blocking
+from apis import Async, Blocking, tuned
 from bendproxy import BendProxy, Mode
 from faultproxy import client_for
 from ibm_cloud_sdk_core import ApiException
@@ -187,12 +187,16 @@ def window(doc_type: Any, **options: Any) -> Callable[[Call], Any]:
     def run(call: Call) -> Any:
         kwargs = {"type": doc_type, "batch_size": PAGE, "timeout": call.timeout, **options}
         if call.api == "blocking":
-            for doc in couchids.Database(call.client, call.db).window(*WINDOW, **kwargs):
+            for doc in tuned(couchids.Database(call.client, call.db), kwargs).window(
+                *WINDOW, **kwargs
+            ):
                 call.handed_out.append(doc["_id"])
         else:
 
             async def read(client: aio.AsyncClient) -> None:
-                async for doc in aio.AsyncDatabase(client, call.db).window(*WINDOW, **kwargs):
+                async for doc in tuned(aio.AsyncDatabase(client, call.db), kwargs).window(
+                    *WINDOW, **kwargs
+                ):
                     call.handed_out.append(doc["_id"])
 
             on_a_loop(call.client, read)
@@ -211,10 +215,16 @@ def on_a_loop(client: CloudantV1, work: Callable[[aio.AsyncClient], Any]) -> Any
 
 def present(call: Call) -> Any:
     if call.api == "blocking":
-        return couchids.Database(call.client, call.db).types_present(timeout=call.timeout)
+        return (
+            couchids.Database(call.client, call.db)
+            .with_options(timeout=call.timeout)
+            .types_present()
+        )
     return on_a_loop(
         call.client,
-        lambda client: aio.AsyncDatabase(client, call.db).types_present(timeout=call.timeout),
+        lambda client: (
+            aio.AsyncDatabase(client, call.db).with_options(timeout=call.timeout).types_present()
+        ),
     )
 
 
@@ -290,7 +300,7 @@ def rekey(call: Call) -> Any:
         call.client,
         call.db,
         call.target,
-        key=KEY,
+        secret=KEY,
         time_field="t",
         type="r",
         batch_size=PAGE,

@@ -1,13 +1,15 @@
 """The command's flags speak the API's words: a flag that feeds a parameter of the library has
-that parameter's name (dashes for underscores) and its default, read from the signatures; every
-other flag is one of the command's own, listed here with what it stands for. A TIME is always a
-moment (``--since`` is never a ``_changes`` sequence), and the modules of ``couchids.cli``
-import no circle and keep their functions short."""
+that parameter's name (dashes for underscores) and its default, read from the signatures (or
+from couchids.Options for the tuning every operation shares: ``--timeout``, ``--parallel``,
+``--batch-size``); every other flag is one of the command's own, listed here with what it
+stands for. A TIME is always a moment (``--since`` is never a ``_changes`` sequence), and the
+modules of ``couchids.cli`` import no circle and keep their functions short."""
 
 from __future__ import annotations
 
 import argparse
 import ast
+import dataclasses
 import inspect
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,6 +21,7 @@ from couchids.aio.database import AsyncDatabase
 from couchids.aio.replication import AsyncReplication
 from couchids.aio.series import AsyncSeries
 from couchids.cli import main as cli
+from couchids.core.options import OWN_DEFAULTS, Options
 from couchids.idforms.decode import decode
 from couchids.idforms.forms import KuuidForm
 
@@ -100,6 +103,16 @@ def arguments(parser: argparse.ArgumentParser) -> list[argparse.Action]:
     return [a for a in parser._actions if a.dest not in NOT_ARGUMENTS]
 
 
+def options_of(name: str) -> dict[str, Any]:
+    """The default of each field of the handle's :class:`~couchids.Options` for the operation
+    subcommand ``name`` runs: the field's own, or where that is ``None``, the operation's."""
+    operation = FEEDS[name][0].__name__
+    return {
+        f.name: OWN_DEFAULTS.get(operation, {}).get(f.name) if f.default is None else f.default
+        for f in dataclasses.fields(Options)
+    }
+
+
 def test_every_subcommand_is_known() -> None:
     assert sorted(name for name, _ in commands()) == sorted(FEEDS)
 
@@ -109,7 +122,15 @@ def test_a_flag_that_feeds_a_parameter_has_its_name_and_default(
     name: str, parser: argparse.ArgumentParser
 ) -> None:
     feeds = [inspect.signature(f).parameters for f in FEEDS[name]]
+    options = options_of(name)
     for action in arguments(parser):
+        if action.dest in options:
+            # An option of the handle: its default, or None (the operation's own) for a field
+            # whose default is None.
+            field = {f.name: f.default for f in dataclasses.fields(Options)}[action.dest]
+            allowed = {options[action.dest]} | ({None} if field is None else set())
+            assert action.default in allowed, f"couchids {name} --{action.dest}"
+            continue
         fed = [params[action.dest] for params in feeds if action.dest in params]
         assert fed or action.dest in OWN, (
             f"couchids {name} {'/'.join(action.option_strings) or action.dest}: neither an API "

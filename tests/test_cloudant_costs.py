@@ -60,13 +60,15 @@ OPERATIONS: dict[str, tuple[Callable[[couchids.Database], object], Cost]] = {
     "histogram": (lambda shop: shop.histogram(T0, END, every="10m", type="click"), (1, 0, 0)),
     "export": (lambda shop: shop.export(T0, END, io.StringIO(), type="click"), (1, 0, 0)),
     "bulk_create, batch_size=25": (
-        lambda shop: shop.bulk_create(
-            ({"n": i} for i in range(N)), type="click", timestamp=made_at, batch_size=25
+        lambda shop: shop.with_options(batch_size=25).bulk_create(
+            ({"n": i} for i in range(N)), type="click", timestamp=made_at
         ),
         (0, 0, 4),
     ),
     "window, batch_size=25": (
-        lambda shop: list(shop.window(T0, END, type="click", batch_size=25, parallel=1)),
+        lambda shop: list(
+            shop.with_options(batch_size=25, parallel=1).window(T0, END, type="click")
+        ),
         (5, 0, 0),
     ),
     "expire": (expire, (2, 0, 1)),
@@ -160,7 +162,7 @@ def test_on_couchdb_a_count_is_two_queries_and_a_partition_is_read(
         assert spent(proxy) == (2, 0, 0)
         proxy.counted.clear()
         partitioned = couchids.Database(client_for(proxy.url), names[1])
-        assert len(list(partitioned.window(T0, END, type="click", parallel=1))) == N
+        assert len(list(partitioned.with_options(parallel=1).window(T0, END, type="click"))) == N
         assert len(partitioned.latest(10, type="click")) == 10
         assert spent(proxy) == (0, 2, 0)
     finally:

@@ -132,11 +132,11 @@ def run_writers(
                 try:
                     result: str | CouchidsError = (
                         Database(client, db)
+                        .with_options(timeout=None)
                         .create_short(
                             {"writer": number, "seq": seq},
                             timestamp=NOW,
-                            rng=rng,
-                            timeout=None,  # exclusivity is tested here, not speed
+                            rng=rng,  # exclusivity is tested here, not speed
                         )
                         .id
                     )

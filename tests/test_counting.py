@@ -171,7 +171,7 @@ def test_bad_arguments(client: CloudantV1, db: str) -> None:
         with pytest.raises(InvalidArgumentError):
             couchids.Database(client, db).histogram(START, END, every=every)  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError):
-        couchids.Database(client, db).histogram(START, END, parallel=0)
+        couchids.Database(client, db).with_options(parallel=0).histogram(START, END)
 
 
 def test_bucket_edges_align_to_utc() -> None:

@@ -105,8 +105,10 @@ def test_expire_deletes_exactly_the_type_before_the_time(
         dry = couchids.Database(client, db, form=form).expire(BEFORE, type=doc_type)
         assert (dry.dry_run, dry.matched, dry.deleted) == (True, len(truth), 0)
         assert all_docs(client, db) == before
-        report = couchids.Database(client, db, form=form).expire(
-            BEFORE, type=doc_type, dry_run=False, batch_size=7
+        report = (
+            couchids.Database(client, db, form=form)
+            .with_options(batch_size=7)
+            .expire(BEFORE, type=doc_type, dry_run=False)
         )
         done = (report.matched, report.deleted, report.conflicts, report.failed)
         assert done == (len(truth), len(truth), [], []), doc_type
@@ -142,11 +144,10 @@ def test_interrupted_with_lost_answers_and_run_again_is_exact(
         # The server deletes the batch, the answer is lost: the retry meets its own deletes.
         proxy.fail("drop-after", method="POST", path="_bulk_docs", after=rng.randrange(2))
         with pytest.raises(Stop):
-            couchids.Database(client, db, form=form).expire(
+            couchids.Database(client, db, form=form).with_options(batch_size=3).expire(
                 BEFORE,
                 type="ord",
                 dry_run=False,
-                batch_size=3,
                 checkpoint=mark,
                 on_progress=interrupt,
             )
@@ -185,8 +186,10 @@ def test_the_next_page_is_read_while_a_page_is_deleted(client: CloudantV1, db: s
         return send()
 
     with intercepted(client, watch):
-        report = couchids.Database(client, db).expire(
-            BEFORE, type="ord", dry_run=False, batch_size=7
+        report = (
+            couchids.Database(client, db)
+            .with_options(batch_size=7)
+            .expire(BEFORE, type="ord", dry_run=False)
         )
     assert overlapped == [True]
     assert report.deleted == len(doomed) and not set(all_docs(client, db)) & doomed
@@ -291,8 +294,10 @@ def test_purge_batches_are_sized_from_the_server(
             return send()
 
         with intercepted(through, count):
-            report = couchids.Database(through, db).expire(
-                BEFORE, type="ord", dry_run=False, purge=True, batch_size=500
+            report = (
+                couchids.Database(through, db)
+                .with_options(batch_size=500)
+                .expire(BEFORE, type="ord", dry_run=False, purge=True)
             )
     assert report.deleted == report.purged == 150
     assert purges == [0, *sizes]  # the empty purge first, before anything is deleted

@@ -60,11 +60,12 @@ def test_a_resumed_export_equals_an_uninterrupted_one(
     rows = len(whole.getvalue().splitlines())
     out = FailingOut(random.Random(seed).randrange(2, rows))
     mark = Checkpoint()
-    options = {"type": "ord", "form": form, "format": fmt, "fields": fields, "batch_size": 4}
+    options = {"type": "ord", "format": fmt, "fields": fields}
+    handle = couchids.Database(client, db, form=form).with_options(batch_size=4)
     with pytest.raises(Broken):
-        couchids.Database(client, db).export(START, END, out, checkpoint=mark, **options)  # type: ignore[arg-type]
+        handle.export(START, END, out, checkpoint=mark, **options)  # type: ignore[arg-type]
     stopped = Checkpoint.from_json(mark.to_json())
-    couchids.Database(client, db).export(START, END, out, checkpoint=stopped, **options)  # type: ignore[arg-type]
+    handle.export(START, END, out, checkpoint=stopped, **options)  # type: ignore[arg-type]
     assert out.getvalue() == whole.getvalue()
     if fmt == "csv":
         table = list(csv.reader(io.StringIO(whole.getvalue())))
@@ -78,7 +79,9 @@ def test_export_rides_out_lost_answers(couch_url: str, db: str) -> None:
         client = client_for(proxy.url)
         proxy.fail("503-before", method="POST", path="_all_docs", times=2, after=1)
         out = io.StringIO()
-        couchids.Database(client, db).export(START, END, out, type="ord", batch_size=10)
+        couchids.Database(client, db).with_options(batch_size=10).export(
+            START, END, out, type="ord"
+        )
         assert proxy.pending() == 0
     ids = [json.loads(line)["_id"] for line in out.getvalue().splitlines()]
     assert ids == reference(setup, db, KUUID)
@@ -101,8 +104,10 @@ def test_archive_reads_page_after_page_with_parallel_1(
         with FaultProxy(couch_url) as proxy:
             proxy.hold_for_company("_all_docs", seconds=0.5)
             fresh = client_for(proxy.url)
-            report = couchids.Database(fresh, db).archive(
-                target, START, END, type="ord", batch_size=10, parallel=1
+            report = (
+                couchids.Database(fresh, db)
+                .with_options(batch_size=10, parallel=1)
+                .archive(target, START, END, type="ord")
             )
             assert proxy.most_in_flight == 1
         assert report.copied == len(reference(client, db, KUUID)) > 10
@@ -126,8 +131,10 @@ def test_archive_copies_then_expires_exactly_the_window(
         assert copied == {i: before[i] for i in wanted}
         again = couchids.Database(client, db, form=form).archive(target, START, END, type="ord")
         assert again.copied == len(wanted) and all_docs(client, target) == copied
-        gone = couchids.Database(client, db, form=form).archive(
-            target, START, END, type="ord", expire=True, batch_size=6
+        gone = (
+            couchids.Database(client, db, form=form)
+            .with_options(batch_size=6)
+            .archive(target, START, END, type="ord", expire=True)
         )
         assert gone.expired.deleted == len(wanted) and gone.expired.conflicts == []
         assert all_docs(client, db) == {i: d for i, d in before.items() if i not in wanted}

@@ -203,7 +203,7 @@ def test_the_handle_takes_times_as_strings_and_warns_of_nothing(
         warnings.simplefilter("error")
         made = shop.create({"n": 1}, type="a", timestamp="2024-05-01")
         assert [d["_id"] for d in shop.latest(5, type="a")] == [made.id]
-        rows = list(shop.window("2024-01-01", None, type="a", batch_size=7))
+        rows = list(shop.with_options(batch_size=7).window("2024-01-01", None, type="a"))
         assert [r["_id"] for r in rows] == [made.id]
         short = shop.create_short({"n": 2}, timestamp="2024-05-01")
         assert short.id.startswith("240501-")
@@ -217,7 +217,9 @@ def test_the_async_handle_answers_as_the_blocking_one(client: CloudantV1, db: st
         async with aio.AsyncClient(client) as ac:
             shop = aio.AsyncDatabase(ac, db)
             await shop.create({"n": 1}, type="a")
-            return [d["_id"] async for d in shop.window(0, None, type="a", batch_size=3)]
+            return [
+                d["_id"] async for d in shop.with_options(batch_size=3).window(0, None, type="a")
+            ]
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -231,10 +233,10 @@ def test_a_window_streams_rows_or_pages_one_or_the_other(client: CloudantV1, db:
     shop = couchids.Database(client, db)
     made = [r.id for r in shop.bulk_create([{"n": n} for n in range(7)], type="a")]
     window = ("2020-01-01", None)
-    pages = list(shop.window(*window, type="a", batch_size=3, parallel=1).pages())
+    pages = list(shop.with_options(batch_size=3, parallel=1).window(*window, type="a").pages())
     assert [len(page) for page in pages] == [3, 3, 1]
     assert [d["_id"] for page in pages for d in page] == sorted(made, reverse=True)
-    rows = shop.window(*window, type="a", batch_size=3, parallel=1)
+    rows = shop.with_options(batch_size=3, parallel=1).window(*window, type="a")
     assert next(rows)["_id"] == max(made)
     with pytest.raises(couchids.InvalidArgumentError, match="one or the other"):
         rows.pages()
@@ -254,7 +256,9 @@ def test_an_async_window_streams_rows_or_pages(client: CloudantV1, db: str) -> N
     async def main() -> tuple[list[int], list[str]]:
         async with aio.AsyncClient(client) as ac:
             shop = aio.AsyncDatabase(ac, db)
-            answer = shop.window(0, None, type="a", batch_size=2, parallel=1, newest_first=False)
+            answer = shop.with_options(batch_size=2, parallel=1).window(
+                0, None, type="a", newest_first=False
+            )
             sizes = [len(page) async for page in answer.pages()]
             rows = shop.window(0, None, type="a", newest_first=False)
             first = await anext(rows)

@@ -146,7 +146,7 @@ def test_a_silent_server_and_a_session_login_end_by_the_deadline() -> None:
         client.set_service_url(server.url)
         started = time.monotonic()
         with pytest.raises(couchids.ServerTimeoutError):
-            couchids.Database(client, DB).latest(timeout=TIMEOUT)
+            couchids.Database(client, DB).with_options(timeout=TIMEOUT).latest()
         assert time.monotonic() - started < TIMEOUT + SLACK
 
 
@@ -216,8 +216,10 @@ def test_every_command_against_a_hostile_server(
 #: The blocking operations the token tests below run again and again (every operation of both
 #: APIs meets the hostile servers in tests/_async/test_hostile.py).
 OPERATIONS: dict[str, Callable[[CloudantV1, str, float], object]] = {
-    "latest": lambda c, db, t: couchids.Database(c, db).latest(3, timeout=t),
-    "create": lambda c, db, t: couchids.Database(c, db).create({"n": 1}, timeout=t, backoff=0),
+    "latest": lambda c, db, t: couchids.Database(c, db).with_options(timeout=t).latest(3),
+    "create": lambda c, db, t: (
+        couchids.Database(c, db).with_options(timeout=t, backoff=0).create({"n": 1})
+    ),
 }
 
 
@@ -240,11 +242,13 @@ def test_operations_with_iam_authentication_ask_for_one_token(
 ) -> None:
     with TokenService() as iam:
         authenticated = iam_client(iam.url, couch_url)
-        one = couchids.Database(authenticated, db).create({"n": 1}, timeout=PATIENT)
-        more = couchids.Database(authenticated, db).bulk_create(
-            [{"n": 2}, {"n": 3}], timeout=PATIENT
+        one = couchids.Database(authenticated, db).with_options(timeout=PATIENT).create({"n": 1})
+        more = (
+            couchids.Database(authenticated, db)
+            .with_options(timeout=PATIENT)
+            .bulk_create([{"n": 2}, {"n": 3}])
         )
-        found = couchids.Database(authenticated, db).latest(5, timeout=PATIENT)
+        found = couchids.Database(authenticated, db).with_options(timeout=PATIENT).latest(5)
     assert sorted(doc["_id"] for doc in found) == sorted([one.id, *(r.id for r in more)])
     assert iam.requests == 1, "the token is kept and used again"
 
@@ -257,7 +261,7 @@ def test_a_token_renewal_that_never_comes_ends_each_operation_by_the_deadline(
     earlier = set(threading.enumerate())
     with TokenService(lifetime=5) as iam:
         client = iam_client(iam.url, couch_url)
-        couchids.Database(client, db).create({"n": 1}, timeout=PATIENT)
+        couchids.Database(client, db).with_options(timeout=PATIENT).create({"n": 1})
         iam.silent = True
         for run in (OPERATIONS["latest"], OPERATIONS["create"], OPERATIONS["latest"]):
             started = time.monotonic()
@@ -273,15 +277,15 @@ def test_a_token_renewal_that_never_comes_ends_each_operation_by_the_deadline(
 def test_while_a_renewal_never_comes_the_token_held_is_used(couch_url: str, db: str) -> None:
     with TokenService() as iam:
         client = iam_client(iam.url, couch_url)
-        first = couchids.Database(client, db).create({"n": 1}, timeout=PATIENT)
+        first = couchids.Database(client, db).with_options(timeout=PATIENT).create({"n": 1})
         iam.silent = True
         client.authenticator.token_manager.refresh_time = 0  # due for renewal, still good
         started = time.monotonic()
         # The operation that renews it waits for the renewal, as with ibmcloudant alone.
         with pytest.raises(couchids.ServerTimeoutError, match="the token request"):
-            couchids.Database(client, db).latest(timeout=TIMEOUT)
+            couchids.Database(client, db).with_options(timeout=TIMEOUT).latest()
         assert time.monotonic() - started < TIMEOUT + SLACK
-        found = couchids.Database(client, db).latest(timeout=PATIENT)
+        found = couchids.Database(client, db).with_options(timeout=PATIENT).latest()
         assert [doc["_id"] for doc in found] == [first.id]
         assert iam.requests == 2
 

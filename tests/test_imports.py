@@ -124,8 +124,8 @@ def test_couchids_aio_without_httpx_names_the_extra_to_install() -> None:
         "try:\n"
         "    from couchids import aio\n"
         "except ModuleNotFoundError as exc:\n"
-        "    import couchids\n"
-        "    print(isinstance(exc, couchids.MissingExtraError), exc.name)\n"
+        "    import couchids.errors\n"
+        "    print(isinstance(exc, couchids.errors.MissingExtraError), exc.name)\n"
         "    print(exc)\n"
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -255,7 +255,9 @@ def test_an_answer_of_the_wrong_shape_is_a_server_error(
     http.post(f"{URL}/db/_all_docs", body=answer, content_type="application/json")
     with pytest.raises(ServerError, match=r"^window on 'db'"):
         list(
-            couchids.Database(client, "db").window(T0, T0 + 60_000, type="user", parallel=parallel)
+            couchids.Database(client, "db")
+            .with_options(parallel=parallel)
+            .window(T0, T0 + 60_000, type="user")
         )
 
 

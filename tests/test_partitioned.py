@@ -218,8 +218,10 @@ def test_typed_queries_answer_exactly_their_partition(
             found += len(truth)
             for newest_first in (True, False):
                 for page_size in (PAGE, None):
-                    got = couchids.Database(client, capped_db, form=form).window(
-                        start, end, type=doc_type, newest_first=newest_first, batch_size=page_size
+                    got = (
+                        couchids.Database(client, capped_db, form=form)
+                        .with_options(batch_size=page_size)
+                        .window(start, end, type=doc_type, newest_first=newest_first)
                     )
                     where = (doc_type, low, high, newest_first, page_size)
                     assert [d["_id"] for d in got] == in_order(
@@ -254,14 +256,16 @@ def test_pages_above_the_partition_cap(client: CloudantV1, capped_db: str) -> No
     truth = [m.id for m in made]
     sizes = (None, PARTITION_QUERY_LIMIT - 1, PARTITION_QUERY_LIMIT, MANY, 5000)
     for page_size, newest_first, parallel in itertools.product(sizes, (True, False), (1, 3)):
-        got = couchids.Database(client, capped_db).window(
-            start,
-            end,
-            type="user",
-            newest_first=newest_first,
-            batch_size=page_size,
-            include_docs=False,
-            parallel=parallel,
+        got = (
+            couchids.Database(client, capped_db)
+            .with_options(batch_size=page_size, parallel=parallel)
+            .window(
+                start,
+                end,
+                type="user",
+                newest_first=newest_first,
+                include_docs=False,
+            )
         )
         want = in_order(truth, KUUID, newest_first=newest_first)
         assert [r["id"] for r in got] == want, (page_size, newest_first, parallel)
@@ -291,8 +295,10 @@ def test_an_untyped_query_on_a_partitioned_database_reads_the_global_index(
     assert refused.value.status_code == 400
     assert "illegal_docid" in refused.value.message
     sent = record(client)
-    whole = couchids.Database(client, capped_db, form=form).window(
-        0, MAX_MS, batch_size=5000, parallel=1
+    whole = (
+        couchids.Database(client, capped_db, form=form)
+        .with_options(batch_size=5000, parallel=1)
+        .window(0, MAX_MS)
     )
     assert list(whole) == []
     # One request read every document, more than a partition answer may hold.
@@ -356,8 +362,10 @@ def test_count_export_expire_of_a_type_equal_the_truth(
     ]
 
     whole = io.StringIO()
-    mark = couchids.Database(client, capped_db, form=form).export(
-        start, end, whole, type="ord", batch_size=5000
+    mark = (
+        couchids.Database(client, capped_db, form=form)
+        .with_options(batch_size=5000)
+        .export(start, end, whole, type="ord")
     )
     exported = [json.loads(line)["_id"] for line in whole.getvalue().splitlines()]
     assert exported == in_order(in_window, form, newest_first=False)
@@ -368,13 +376,12 @@ def test_count_export_expire_of_a_type_equal_the_truth(
         raise Stop
 
     with pytest.raises(Stop):
-        couchids.Database(client, capped_db, form=form).export(
+        couchids.Database(client, capped_db, form=form).with_options(batch_size=700).export(
             start,
             end,
             part,
             type="ord",
             checkpoint=resumed,
-            batch_size=700,
             on_progress=stop_after_a_page,
         )
     resumed = Checkpoint.from_json(resumed.to_json())
@@ -398,8 +405,8 @@ def test_count_export_expire_of_a_type_equal_the_truth(
             raise Stop
 
     with pytest.raises(Stop):
-        couchids.Database(client, capped_db, form=form).expire(
-            T0, type="ord", dry_run=False, batch_size=300, on_progress=stop_after_batches
+        couchids.Database(client, capped_db, form=form).with_options(batch_size=300).expire(
+            T0, type="ord", dry_run=False, on_progress=stop_after_batches
         )
     again = couchids.Database(client, capped_db, form=form).expire(T0, type="ord", dry_run=False)
     assert 0 < first[-1].deleted < len(doomed)

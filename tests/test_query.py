@@ -190,8 +190,10 @@ def test_paging_while_documents_are_added(client: CloudantV1, db: str, newest_fi
     insert(client, db, existing)
     got: list[str] = []
     added: list[str] = []
-    for doc in couchids.Database(client, db).window(
-        start, end, type="user", batch_size=5, newest_first=newest_first
+    for doc in (
+        couchids.Database(client, db)
+        .with_options(batch_size=5)
+        .window(start, end, type="user", newest_first=newest_first)
     ):
         got.append(doc["_id"])
         if len(got) % 5 == 0:
@@ -240,8 +242,10 @@ def test_a_database_deleted_mid_stream_raises_from_the_stream(
             answered.release()
 
     with intercepted(client, counted):
-        stream = couchids.Database(client, db).window(
-            T0, T0 + 60 * SECOND, type="user", batch_size=3, parallel=1
+        stream = (
+            couchids.Database(client, db)
+            .with_options(batch_size=3, parallel=1)
+            .window(T0, T0 + 60 * SECOND, type="user")
         )
         got = [next(stream)["_id"]]
         for _ in range(2):  # the first page and the one fetched while it is read

@@ -93,9 +93,9 @@ def test_a_window_sends_its_keys_direction_and_limit(
     database(http)
     http.post(ALL_DOCS, json={"total_rows": 0, "offset": 0, "rows": []})
     got = list(
-        couchids.Database(client, "db").window(
-            NEW_YEAR, NEW_YEAR + 1000, type="user", batch_size=50
-        )
+        couchids.Database(client, "db")
+        .with_options(batch_size=50)
+        .window(NEW_YEAR, NEW_YEAR + 1000, type="user")
     )
     assert got == []
     assert posts(http) == [
@@ -162,8 +162,10 @@ def test_the_next_page_starts_at_the_last_id_and_asks_one_more(
     http.post(ALL_DOCS, json={"rows": [row(i) for i in ids[0:3]]})
     http.post(ALL_DOCS, json={"rows": [row(i) for i in ids[2:6]]})
     http.post(ALL_DOCS, json={"rows": [row(i) for i in ids[5:7]]})
-    got = couchids.Database(client, "db", form=V7S).window(
-        NEW_YEAR, NEW_YEAR + 1000, type="user", newest_first=False, batch_size=3, parallel=1
+    got = (
+        couchids.Database(client, "db", form=V7S)
+        .with_options(batch_size=3, parallel=1)
+        .window(NEW_YEAR, NEW_YEAR + 1000, type="user", newest_first=False)
     )
     assert [d["_id"] for d in got] == ids
     sent = posts(http)
@@ -180,8 +182,10 @@ def test_a_short_page_ends_the_scan(http: responses.RequestsMock, client: Clouda
     http.post(ALL_DOCS, json={"rows": [row(i) for i in reversed(ids)]})
     for parallel in (1, 2):  # one page of 3; the first of slices, half a page of 6
         page_size = 3 * parallel
-        got = couchids.Database(client, "db").window(
-            NEW_YEAR, NEW_YEAR + 1000, type="user", batch_size=page_size, parallel=parallel
+        got = (
+            couchids.Database(client, "db")
+            .with_options(batch_size=page_size, parallel=parallel)
+            .window(NEW_YEAR, NEW_YEAR + 1000, type="user")
         )
         assert len(list(got)) == 2
     assert [sent["limit"] for sent in posts(http)] == [3, 3]
@@ -221,9 +225,9 @@ def test_partition_requests_never_ask_for_more_than_2000_rows(
         responses.POST, PARTITION_ALL_DOCS, callback=answer, content_type="application/json"
     )
     got = list(
-        couchids.Database(client, "db", form=KUUID_REVERSE).window(
-            0, NEW_YEAR, type="user", batch_size=page_size, parallel=parallel
-        )
+        couchids.Database(client, "db", form=KUUID_REVERSE)
+        .with_options(batch_size=page_size, parallel=parallel)
+        .window(0, NEW_YEAR, type="user")
     )
     assert len(got) == len(ids)
     limits = [s["limit"] for s in posts(http)]
@@ -252,7 +256,7 @@ def test_429s_past_the_retries_raise_rate_limited(
     database(http)
     http.post(ALL_DOCS, status=429, json={"error": "too_many_requests", "reason": "slow down"})
     with pytest.raises(RateLimitedError) as caught:
-        couchids.Database(client, "db").latest(1, type="user", timeout=1)
+        couchids.Database(client, "db").with_options(timeout=1).latest(1, type="user")
     assert caught.value.status == 429
     assert caught.value.__cause__ is not None
     # The client's 3 attempts, and again after a pause while the deadline allowed.
@@ -265,7 +269,7 @@ def test_a_429_without_client_retries_is_sent_again_until_the_deadline(
     database(http)
     http.post(ALL_DOCS, status=429, json={"error": "too_many_requests", "reason": "slow down"})
     with pytest.raises(RateLimitedError, match="before the call's deadline"):
-        couchids.Database(client, "db").latest(1, type="user", timeout=1)
+        couchids.Database(client, "db").with_options(timeout=1).latest(1, type="user")
     # 0.25 s, then 0.5 s: the window held none of this client's requests (others fill it).
     assert 2 <= len(posts(http)) <= 8
 
@@ -303,8 +307,10 @@ def test_a_server_error_on_a_later_page_is_raised_from_the_stream(
     ids = ids_between(KUUID, NEW_YEAR, 3)[::-1]
     http.post(ALL_DOCS, json={"rows": [row(i) for i in ids]})
     http.post(ALL_DOCS, status=500, json={"error": "unknown_error", "reason": "function_clause"})
-    stream = couchids.Database(client, "db").window(
-        NEW_YEAR, NEW_YEAR + 1000, type="user", batch_size=3
+    stream = (
+        couchids.Database(client, "db")
+        .with_options(batch_size=3)
+        .window(NEW_YEAR, NEW_YEAR + 1000, type="user")
     )
     got = []
     with pytest.raises(ServerError) as caught:
@@ -347,7 +353,9 @@ def test_bad_arguments_send_nothing(client: CloudantV1) -> None:
         with pytest.raises(InvalidTimeError):
             couchids.Database(client, "db").window(NEW_YEAR + 1, NEW_YEAR)
         with pytest.raises(InvalidArgumentError):
-            couchids.Database(client, "db").window(NEW_YEAR, NEW_YEAR + 1, batch_size=0)
+            couchids.Database(client, "db").with_options(batch_size=0).window(
+                NEW_YEAR, NEW_YEAR + 1
+            )
         with pytest.raises(InvalidArgumentError):
             couchids.Database(client, "db").latest(-1)
         with pytest.raises(InvalidArgumentError):

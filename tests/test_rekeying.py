@@ -68,19 +68,20 @@ def test_rekey_after_an_interrupted_first_run(client: CloudantV1, db: str, form:
             if report.checkpoint.done >= 20:
                 raise Stop
 
-        options = {"key": KEY, "time_field": "created", "type": "order", "form": form}
+        options = {"secret": KEY, "time_field": "created", "type": "order"}
         with pytest.raises(Stop):
-            couchids.Database(client, db).rekey(
+            couchids.Database(client, db, form=form).with_options(batch_size=9).rekey(
                 target,
                 mapping=mapping,
                 checkpoint=mark,
-                batch_size=9,
                 on_progress=stop,
                 **options,  # type: ignore[arg-type]
             )
         # A run from the start (not resumed) stores nothing twice either.
-        report = couchids.Database(client, db).rekey(
-            target, mapping=mapping, batch_size=9, **options
+        report = (
+            couchids.Database(client, db, form=form)
+            .with_options(batch_size=9)
+            .rekey(target, mapping=mapping, **options)
         )  # type: ignore[arg-type]
         assert report.duplicates >= 20 and report.copied + report.duplicates == len(made)
         assert report.skipped == [("no-time", "no field 'created'")]
@@ -113,7 +114,7 @@ def test_utc_random_ids_give_their_own_time(client: CloudantV1, db: str) -> None
     target = db + "_rekeyed"
     client.put_database(db=target)
     try:
-        report = couchids.Database(client, db).rekey(target, key=KEY, type="e")
+        report = couchids.Database(client, db).rekey(target, secret=KEY, type="e")
         assert sorted(doc_id for doc_id, _ in report.skipped) == sorted(others)
         assert all("outside the utc_random runway" in why for _, why in report.skipped)
         (new,) = all_docs(client, target)
@@ -132,4 +133,4 @@ def test_derived_ids_depend_on_the_key_and_the_source_id() -> None:
 
 def test_create_target_is_a_bool(client: CloudantV1, db: str) -> None:
     with pytest.raises(InvalidArgumentError, match="create_target='yes'"):
-        couchids.Database(client, db).rekey("other", key=KEY, create_target="yes")  # type: ignore[arg-type]
+        couchids.Database(client, db).rekey("other", secret=KEY, create_target="yes")  # type: ignore[arg-type]

@@ -232,7 +232,7 @@ def rekey(call: Call, checkpoint: Checkpoint) -> Any:
         call.client,
         call.db,
         call.target,
-        key=KEY,
+        secret=KEY,
         time_field="t",
         type="r",
         batch_size=PAGE,

@@ -135,9 +135,15 @@ def test_with_answers_unchecked_the_ids_alone_keep_expire_and_archive_inside_the
     try:
         with BendProxy(couch_url, "ignore-end") as proxy:
             bent = client_for(proxy.url)
-            plan = couchids.Database(bent, db).expire("2024-02-01", type="order", batch_size=2)
-            copy = couchids.Database(bent, db).archive(
-                target, OLD, "2024-02-01", type="order", batch_size=2, parallel=1
+            plan = (
+                couchids.Database(bent, db)
+                .with_options(batch_size=2)
+                .expire("2024-02-01", type="order")
+            )
+            copy = (
+                couchids.Database(bent, db)
+                .with_options(batch_size=2, parallel=1)
+                .archive(target, OLD, "2024-02-01", type="order")
             )
             report = couchids.Database(bent, db).expire("2024-02-01", type="order", dry_run=False)
         assert plan.matched == len(doomed) and copy.copied == len(doomed), (plan, copy)

@@ -117,7 +117,7 @@ def test_a_lost_answer_to_a_claim_is_retried_and_claims_one_block(
         ({"name": "x", "block": 0}, "block=0"),
         ({"name": "x", "block": True}, "block=True"),
         ({"name": "x", "block": 10**7}, "1000000"),
-        ({"name": "x", "retries": -1}, "retries=-1"),
+        ({"name": "x", "options": couchids.Options}, "options="),
     ],
 )
 def test_bad_settings_are_refused(client: CloudantV1, kwargs: dict[str, Any], words: str) -> None:
@@ -139,7 +139,13 @@ def test_forty_writers_on_three_nodes_never_share_a_number(
     # three nodes of one small machine can wait minutes for an answer: this test is about
     # exclusivity, so no call may run out of time (timeout=None).
     writers = [
-        Sequence(client_for(cluster.node_urls[i % 3]), db, "orders", block=3, timeout=None)
+        Sequence(
+            client_for(cluster.node_urls[i % 3]),
+            db,
+            "orders",
+            block=3,
+            options=couchids.Options(timeout=None),
+        )
         for i in range(40)
     ]
     got: dict[int, list[int]] = {i: [] for i in range(40)}

@@ -250,7 +250,9 @@ def test_window_reads_the_first_page_of_the_next_period_ahead(
     want = data.window(start, end, "a", False)
     with FaultProxy(couch_url) as proxy:
         series = couchids.Series(client_for(proxy.url), prefix, every="day")
-        rows = series.window(start, end, type="a", newest_first=False, batch_size=2, parallel=1)
+        rows = series.with_options(batch_size=2, parallel=1).window(
+            start, end, type="a", newest_first=False
+        )
         got = [next(rows)["_id"]]  # the caller holds day 0's first page
 
         def asked(day: int) -> int:
@@ -271,13 +273,13 @@ def test_window_reads_the_first_page_of_the_next_period_ahead(
         for day in range(len(DAYS)):
             if day_name(prefix, day) in names:
                 list(
-                    couchids.Database(one_by_one, day_name(prefix, day)).window(
+                    couchids.Database(one_by_one, day_name(prefix, day))
+                    .with_options(batch_size=2, parallel=1)
+                    .window(
                         DAYS[day],
                         DAYS[day] + DAY,
                         type="a",
                         newest_first=False,
-                        batch_size=2,
-                        parallel=1,
                     )
                 )
         assert len(proxy.requests("POST", "/_all_docs")) == len(reads)
@@ -302,7 +304,9 @@ def test_a_missing_or_dropped_period_is_empty_but_a_failure_is_raised(
     assert sum(b.count for b in series.histogram(start, end, every="1d", type="a")) == len(want)
     # Dropped while the window is read: the pages of day 0 come (and the first of day 1, read
     # ahead), then day 2 is dropped before its turn.
-    rows = series.window(start, end, type="a", newest_first=False, batch_size=2, parallel=1)
+    rows = series.with_options(batch_size=2, parallel=1).window(
+        start, end, type="a", newest_first=False
+    )
     first = [next(rows)["_id"]]
     client.delete_database(db=day_name(prefix, 2))
     rest = [d["_id"] for d in rows]

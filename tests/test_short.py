@@ -148,8 +148,10 @@ def test_forty_concurrent_writers_get_two_hundred_distinct_ids(
         start.wait()
         try:
             for seq in range(5):
-                result = Database(own, db).create_short(
-                    {"writer": number, "seq": seq}, timestamp=NOW, timeout=None
+                result = (
+                    Database(own, db)
+                    .with_options(timeout=None)
+                    .create_short({"writer": number, "seq": seq}, timestamp=NOW)
                 )
                 with lock:
                     results[(number, seq)] = result.id

@@ -79,15 +79,16 @@ def test_a_tls_server_speaks_no_plain_http(tls_server: TlsServer, couch_server: 
 def test_https_to_a_tls_server_works_in_both_apis(tls_server: TlsServer) -> None:
     client = connect(tls_server.url, auth_type="noauth")
     client.set_http_config({"verify": str(CERTIFICATE), "proxies": {"http": None, "https": None}})
-    assert Database(client, "shop").latest(2, timeout=DEADLINE) == []
+    assert Database(client, "shop").with_options(timeout=DEADLINE).latest(2) == []
     # A second call reuses the connection, whose socket got its own timeout back.
-    assert Database(client, "shop").latest(2, timeout=DEADLINE) == []
+    assert Database(client, "shop").with_options(timeout=DEADLINE).latest(2) == []
 
     async def latest() -> list[object]:
         context = ssl.create_default_context(cafile=str(CERTIFICATE))
         async with aio.connect(
             tls_server.url, auth_type="noauth", verify=context, trust_env=False
         ) as async_client:
-            return await aio.AsyncDatabase(async_client, "shop").latest(2, timeout=DEADLINE)
+            shop = aio.AsyncDatabase(async_client, "shop").with_options(timeout=DEADLINE)
+            return await shop.latest(2)
 
     assert asyncio.run(latest()) == []

@@ -122,11 +122,11 @@ def test_create_refuses_what_is_not_a_json_object(client: CloudantV1, db: str, d
     ("kwargs", "words"),
     [({"retries": -1}, "retries=-1"), ({"retries": 1.5}, "retries="), ({"backoff": -1}, "backoff")],
 )
-def test_create_refuses_bad_retry_settings(
+def test_options_refuse_bad_retry_settings(
     client: CloudantV1, db: str, kwargs: dict[str, object], words: str
 ) -> None:
     with pytest.raises(InvalidArgumentError, match=re.escape(words)):
-        Database(client, db).create({}, **kwargs)  # type: ignore[arg-type]
+        Database(client, db).with_options(**kwargs).create({})
 
 
 def test_create_refuses_a_bad_type(client: CloudantV1, db: str) -> None:
@@ -139,7 +139,7 @@ def test_the_retries_run_out_with_a_server_error_and_nothing_stored(
 ) -> None:
     proxy.fail("503-before", method="PUT", path=f"^/{db}/", times=3)
     with pytest.raises(ServerError, match="503") as caught:
-        Database(via_proxy, db).create({"n": 1}, retries=2, backoff=0)
+        Database(via_proxy, db).with_options(retries=2, backoff=0).create({"n": 1})
     assert caught.value.status == 503
     # A 503 may follow a write the server carried out: the caller is told, with the id.
     assert caught.value.stored is None and caught.value.doc_id is not None
@@ -164,7 +164,7 @@ def test_an_unreachable_server_is_a_server_error_with_status_0() -> None:
         r"document '.+' was not "
     )
     with pytest.raises(ServerError, match=refused) as caught:
-        Database(nobody, "db").create({}, retries=1, backoff=0)
+        Database(nobody, "db").with_options(retries=1, backoff=0).create({})
     assert caught.value.status == 0
     assert caught.value.stored is False and caught.value.doc_id is not None
     assert isinstance(caught.value.__cause__, requests.ConnectionError)
@@ -290,7 +290,7 @@ def test_a_bad_document_stops_the_call_before_its_batch_is_sent(
 ) -> None:
     docs: list[object] = [{"n": i} for i in range(650)] + [bad]
     with pytest.raises(InvalidArgumentError, match=words) as caught:
-        Database(via_proxy, db).bulk_create(docs, batch_size=100)  # type: ignore[arg-type]
+        Database(via_proxy, db).with_options(batch_size=100).bulk_create(docs)  # type: ignore[arg-type]
     assert "600 documents before it were handled first (600 stored)" in str(caught.value)
     assert len(proxy.requests("POST", "_bulk_docs")) == 6, "the batches before it, not its own"
     results = caught.value.results
@@ -303,7 +303,7 @@ def test_bulk_create_refuses_bad_arguments(
     client: CloudantV1, db: str, docs: object, size: int
 ) -> None:
     with pytest.raises(InvalidArgumentError):
-        Database(client, db).bulk_create(docs, batch_size=size)  # type: ignore[arg-type]
+        Database(client, db).with_options(batch_size=size).bulk_create(docs)  # type: ignore[arg-type]
 
 
 def test_a_whole_request_failure_is_raised_as_its_server_error(client: CloudantV1, db: str) -> None:

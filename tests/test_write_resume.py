@@ -72,10 +72,10 @@ def test_a_keyed_bulk_job_run_again_stores_nothing_twice(client: CloudantV1, db:
         "form": KUUID_MS,
         "key": lambda d: f"hand-{d['hand']}",
         "timestamp": lambda d: d["at"],
-        "batch_size": 50,
     }
-    first = Database(client, db).bulk_create(docs[:70], **options)
-    again = Database(client, db).bulk_create(docs, **options)
+    handle = Database(client, db).with_options(batch_size=50)
+    first = handle.bulk_create(docs[:70], **options)
+    again = handle.bulk_create(docs, **options)
     assert [r.id for r in again[:70]] == [r.id for r in first]
     assert [r.duplicate for r in again] == [True] * 70 + [False] * 50
     assert len(all_docs(client, db)) == 120
@@ -238,7 +238,9 @@ def test_rows_answered_too_many_requests_are_sent_again() -> None:
     responses.post(url, status=201, json=bulk_answer(limited))
     responses.post(url, status=201, json=bulk_answer([("d1", "too_many_requests"), ("d3", None)]))
     responses.post(url, status=201, json=bulk_answer([("d1", None)]))
-    results = Database(client_for("http://couch.test"), "db").bulk_create(docs, backoff=0)
+    results = (
+        Database(client_for("http://couch.test"), "db").with_options(backoff=0).bulk_create(docs)
+    )
     assert [sent_ids(call) for call in responses.calls] == [
         ["d0", "d1", "d2", "d3"],
         ["d1", "d3"],
@@ -253,8 +255,8 @@ def test_rows_still_rate_limited_when_the_retries_run_out_are_reported_not_store
     responses.post(url, status=201, json=bulk_answer([("a", None), ("b", "too_many_requests")]))
     responses.post(url, status=201, json=bulk_answer([("b", "too_many_requests")]))
     with pytest.raises(BulkWriteError, match="1 of 2 documents") as caught:
-        Database(client_for("http://couch.test"), "db").bulk_create(
-            [{"_id": "a"}, {"_id": "b"}], retries=1
+        Database(client_for("http://couch.test"), "db").with_options(retries=1).bulk_create(
+            [{"_id": "a"}, {"_id": "b"}]
         )
     failed = caught.value.failed
     assert [r.id for r in failed] == ["b"]
@@ -272,7 +274,7 @@ def test_a_failed_batch_reports_every_document_with_its_id(
     # sent while the second was in flight; the fourth is never read.
     proxy.fail("503-after", method="POST", path="_bulk_docs", times=3, containing='"n":10,')
     with pytest.raises(ServerError, match="503") as caught:
-        Database(via_proxy, db).bulk_create(docs, batch_size=10, retries=2, backoff=0)
+        Database(via_proxy, db).with_options(batch_size=10, retries=2, backoff=0).bulk_create(docs)
     error = caught.value
     assert "these documents may have been stored" in str(error)
     assert "10 documents before it were handled first (10 stored)" in str(error)
@@ -283,8 +285,10 @@ def test_a_failed_batch_reports_every_document_with_its_id(
     assert all(r.error is error for r in results[10:20]) and error.stored is None
     assert set(all_docs(client, db)) == {r.id for r in results}, "all three batches stored"
     # Run again with the ids the error reported: stored once, reported as duplicates.
-    again = Database(client, db).bulk_create(
-        [{"_id": r.id, "n": n} for n, r in enumerate(results)], batch_size=10
+    again = (
+        Database(client, db)
+        .with_options(batch_size=10)
+        .bulk_create([{"_id": r.id, "n": n} for n, r in enumerate(results)])
     )
     assert [r.duplicate for r in again] == [True] * 30
     assert len(all_docs(client, db)) == 30
@@ -309,7 +313,7 @@ def test_the_iterator_reads_the_input_a_batch_at_a_time(client: CloudantV1, db: 
             read.append(n)
             yield {"n": n}
 
-    results = Database(client, db).bulk_create_iter(docs(), batch_size=10)
+    results = Database(client, db).with_options(batch_size=10).bulk_create_iter(docs())
     assert read == [], "nothing is read before the first result is asked for"
     next(results)
     assert read == list(range(20)), "the next batch is read while the first is written"

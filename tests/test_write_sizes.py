@@ -43,14 +43,16 @@ def stored_once(client: CloudantV1, db: str, docs: list[dict[str, Any]]) -> None
 def test_settings_are_checked(client: CloudantV1, db: str) -> None:
     for bad in (0, -1, 1.5, True, "1"):
         with pytest.raises(couchids.InvalidArgumentError, match="batch_bytes"):
-            couchids.Database(client, db).bulk_create([{}], batch_bytes=bad)
+            couchids.Database(client, db).with_options(batch_bytes=bad).bulk_create([{}])
         with pytest.raises(couchids.InvalidArgumentError, match="document_bytes"):
-            couchids.Database(client, db, document_bytes=bad).bulk_create([{}])
+            couchids.Database(client, db).with_options(document_bytes=bad).bulk_create([{}])
 
 
 def test_handle_setting_is_the_default(cloudant_proxy: Start, client: CloudantV1, db: str) -> None:
     proxy = cloudant_proxy(plan=None, max_request_bytes=100_000)
-    handle = couchids.Database(client_for(proxy.url), db, batch_bytes=100_000)
+    handle = couchids.Database(
+        client_for(proxy.url), db, options=couchids.Options(batch_bytes=100_000)
+    )
     docs = documents(100, 4000)
     assert all(r.ok for r in handle.bulk_create(docs))
     assert not proxy.refused
@@ -81,8 +83,8 @@ def stored_past_a_request(cloudant_proxy: Start, client: CloudantV1, db: str, co
     docs = documents(count, 40_000)
     big = {"_id": "big", "n": -1, "pad": "x" * 2_000_000}
     with pytest.raises(BulkWriteError) as caught:
-        couchids.Database(client_for(proxy.url), db).bulk_create(
-            [*docs[: count // 2], big, *docs[count // 2 :]], batch_size=count
+        couchids.Database(client_for(proxy.url), db).with_options(batch_size=count).bulk_create(
+            [*docs[: count // 2], big, *docs[count // 2 :]]
         )
     failed = [r for r in caught.value.results if r.error is not None]
     assert [r.id for r in failed] == ["big"]

@@ -2,7 +2,7 @@
 :class:`couchids.Database` as coroutines and async iterators, over ``httpx``.
 
 Install with ``pip install 'couchids[async]'`` (without ``httpx``, importing this module raises
-:class:`~couchids.MissingExtraError` saying so). :func:`connect` makes a client as
+``couchids.errors.MissingExtraError`` saying so). :func:`connect` makes a client as
 :func:`couchids.connect` does, with the same checks and messages; :class:`AsyncClient` sends
 the requests (:mod:`couchids.drivers.aio`); :class:`AsyncDatabase` and :class:`AsyncSequence`
 (:mod:`couchids.aio.database`) are the handles of one database, :class:`AsyncSeries`

@@ -254,16 +254,14 @@ def _expire(args: argparse.Namespace) -> int:
     progress = functools.partial(_advance, bar)
 
     try:
-        report = db.expire(
+        report = db.with_options(batch_size=args.batch_size, timeout=args.timeout).expire(
             before,
             type=args.type,
             form=form,
             dry_run=not args.yes,
             purge=args.purge,
             checkpoint=mark,
-            batch_size=args.batch_size,
             on_progress=progress,
-            timeout=args.timeout,
         )
     except KeyboardInterrupt:
         return _interrupted(bar, mark)
@@ -289,7 +287,9 @@ def _export(args: argparse.Namespace) -> int:
     mark = Checkpoint(last_id=args.after)
     bar = _bar(None, "exporting")
     try:
-        source.export(
+        source.with_options(
+            batch_size=args.batch_size, timeout=args.timeout, parallel=args.parallel
+        ).export(
             start,
             end,
             sys.stdout,
@@ -297,10 +297,7 @@ def _export(args: argparse.Namespace) -> int:
             format="csv" if fields else "ndjson",
             fields=fields,
             checkpoint=mark,
-            batch_size=args.batch_size,
             on_progress=lambda m: bar.update(m.done - bar.n),
-            timeout=args.timeout,
-            parallel=args.parallel,
         )
     except KeyboardInterrupt:
         sys.stdout.flush()
@@ -316,16 +313,14 @@ def _tail(args: argparse.Namespace) -> int:
     from couchids.database import Database
 
     client, form = connect(), id_form(args)
-    db = Database(client, args.db)
+    db = Database(client, args.db).with_options(timeout=args.timeout)
     since = None if args.since is None else parse_time(args.since, now_ms())
     if since is not None and args.since_seq != "now":
         raise InvalidArgumentError("give --since TIME or --since-seq SEQ, not both")
     mark = Checkpoint(since=args.since_seq if since is None else None)
     deadline = None if args.duration is None else time.monotonic() + args.duration
     left: int | None = args.limit
-    changes = functools.partial(
-        db.follow, type=args.type, form=form, checkpoint=mark, since=since, timeout=args.timeout
-    )
+    changes = functools.partial(db.follow, type=args.type, form=form, checkpoint=mark, since=since)
 
     try:
         if deadline is None:
@@ -364,18 +359,19 @@ def _rekey(args: argparse.Namespace) -> int:
 
     try:
         with mapping:
-            report = Database(client, args.source).rekey(
-                args.target,
-                key=secret,
-                time_field=args.time_field,
-                type=args.type,
-                form=form,
-                mapping=mapping,
-                checkpoint=mark,
-                batch_size=args.batch_size,
-                on_progress=progress,
-                timeout=args.timeout,
-                create_target=args.create_target,
+            report = (
+                Database(client, args.source, form=form)
+                .with_options(batch_size=args.batch_size, timeout=args.timeout)
+                .rekey(
+                    args.target,
+                    secret=secret,
+                    time_field=args.time_field,
+                    type=args.type,
+                    mapping=mapping,
+                    checkpoint=mark,
+                    on_progress=progress,
+                    create_target=args.create_target,
+                )
             )
     except KeyboardInterrupt:
         return _interrupted(bar, mark)

@@ -203,7 +203,7 @@ def _latest(args: argparse.Namespace) -> int:
     form = id_form(args)
     scope = type_scope(args)
     client, source = open_source(args, form)
-    docs = source.latest(args.n, type=scope, timeout=args.timeout)
+    docs = source.with_options(timeout=args.timeout).latest(args.n, type=scope)
     out = sys.stdout
     for doc in docs:
         out.write(json_line(doc) + "\n")
@@ -221,16 +221,19 @@ def _window(args: argparse.Namespace) -> int:
     client, source = open_source(args, form)
     out = _Blocks(sys.stdout)
     progress = _Progress(sys.stderr)
-    pages = source.window(
-        start,
-        end,
-        type=scope,
-        newest_first=not args.oldest_first,
-        include_docs=not args.ids_only,
-        batch_size=args.batch_size,
-        timeout=args.timeout,
-        parallel=args.parallel,
-    ).pages()
+    pages = (
+        source.with_options(
+            batch_size=args.batch_size, timeout=args.timeout, parallel=args.parallel
+        )
+        .window(
+            start,
+            end,
+            type=scope,
+            newest_first=not args.oldest_first,
+            include_docs=not args.ids_only,
+        )
+        .pages()
+    )
     count = 0
     try:
         for page in pages:
@@ -251,7 +254,7 @@ def _count(args: argparse.Namespace) -> int:
     form = id_form(args)
     scope = type_scope(args)
     client, source = open_source(args, form)
-    n = source.count(start, end, type=scope, exact=args.exact, timeout=args.timeout)
+    n = source.with_options(timeout=args.timeout).count(start, end, type=scope, exact=args.exact)
     print(n)
     if not n:
         note_empty(client, source, scope, form, args.timeout, (start, end))
@@ -264,14 +267,12 @@ def _histogram(args: argparse.Namespace) -> int:
     start, end = time_window(args)
     form = id_form(args)
     client, source = open_source(args, form)
-    buckets = source.histogram(
+    buckets = source.with_options(parallel=args.parallel, timeout=args.timeout).histogram(
         start,
         end,
         every=args.every,
         type=args.type,
         exact=args.exact,
-        parallel=args.parallel,
-        timeout=args.timeout,
     )
     out = sys.stdout
     if args.format == "json":

@@ -132,16 +132,19 @@ def _replicate(args: argparse.Namespace) -> int:
     start, end = open_window(args)
     form = id_form(args)
     client = connect()
-    job = Database(client, args.source).replicate(
-        args.target,
-        start,
-        end,
-        type=ALL_TYPES if args.all_types else args.type,
-        form=form,
-        continuous=args.continuous,
-        create_target=args.create_target,
-        server_url=args.server_url,
-        timeout=args.timeout,
+    job = (
+        Database(client, args.source)
+        .with_options(timeout=args.timeout)
+        .replicate(
+            args.target,
+            start,
+            end,
+            type=ALL_TYPES if args.all_types else args.type,
+            form=form,
+            continuous=args.continuous,
+            create_target=args.create_target,
+            server_url=args.server_url,
+        )
     )
     wait = (not args.continuous) if args.wait is None else args.wait
     (doc_id,) = job.doc_ids

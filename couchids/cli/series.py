@@ -208,7 +208,7 @@ def _run_prepare(args: argparse.Namespace) -> int:
     series = make_series(client, layout, args.max_databases)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", DatabaseLimitWarning)
-        names = series.prepare(args.ahead, timeout=args.timeout)
+        names = series.with_options(timeout=args.timeout).prepare(args.ahead)
     for name in names:
         print(name)
     for each in caught:
@@ -226,7 +226,9 @@ def _run_expire(args: argparse.Namespace) -> int:
     series = make_series(client, layout)
     existing(series, args.timeout)
     try:
-        report = series.expire(before, dry_run=not args.yes, purge=args.purge, timeout=args.timeout)
+        report = series.with_options(timeout=args.timeout).expire(
+            before, dry_run=not args.yes, purge=args.purge
+        )
     except KeyboardInterrupt:
         print(
             "couchids: stopped; what was done stays done, and the same command finishes it",

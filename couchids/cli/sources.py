@@ -85,8 +85,10 @@ def note_db_empty(
     from couchids.database import Database
 
     try:
-        why = Database(client, db).explain_empty(
-            type=scope, form=form, style="command", timeout=timeout
+        why = (
+            Database(client, db)
+            .with_options(timeout=timeout)
+            .explain_empty(type=scope, form=form, style="command")
         )
     except ServerError:
         # The answer, nothing, stands: failing to find out why is not the command failing.
@@ -164,7 +166,7 @@ def existing(series: Series, timeout: float) -> list[str]:
         DatabaseNotFoundError: none exists: a series is its databases, and a command given
             a series that has none fails as one given a missing database does.
     """
-    names = series.databases(timeout=timeout)
+    names = series.with_options(timeout=timeout).databases()
     if not names:
         layout = series.layout
         raise DatabaseNotFoundError(
@@ -208,7 +210,7 @@ def note_empty(
         return
     layout = source.layout
     try:
-        names = source.databases(timeout=timeout)
+        names = source.with_options(timeout=timeout).databases()
     except ServerError:
         return  # the answer, nothing, stands
     kind = _kind(layout)

@@ -39,12 +39,14 @@ from typing import Any, Final, Literal
 
 from couchids.core.alltypes import types_present
 from couchids.core.answers import KeySpan, answer_error, describe, expect_object, expect_rows
+from couchids.core.arguments import count as check_count
+from couchids.core.arguments import flag as check_flag
 from couchids.core.asking import ask
 from couchids.core.effects import END, Program, Puller, Request, Start, Wait, path, post_json
 from couchids.core.facts import FactsCache, database_facts
 from couchids.core.keys import KeyRange, reaches_other_ids, window_keys
 from couchids.core.policy import RetryPolicy
-from couchids.core.scan import PROBE_ROWS, check_flag, check_one_form
+from couchids.core.scan import PROBE_ROWS, check_one_form
 from couchids.core.windows import scan_pages
 from couchids.errors import InvalidArgumentError, InvalidTimeError
 from couchids.idforms.doctypes import ALL_TYPES, AllTypes
@@ -245,15 +247,14 @@ def histogram(
     type: str | None,
     form: IdForm,
     exact: bool,
-    workers: int,
+    parallel: int,
 ) -> Program[list[Bucket]]:
     """The program of :meth:`couchids.Database.histogram`; arguments checked now."""
     start_ms, end_ms = _window(start, end)
     _check_form(form)
     check_flag("exact", exact)
     every_ms = parse_every(every)
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise InvalidArgumentError(f"workers={workers!r}: must be an int >= 1")
+    workers = check_count("parallel", parallel)
     buckets = -(-(end_ms - start_ms) // every_ms) + 1
     if buckets > MAX_BUCKETS:
         raise InvalidArgumentError(

@@ -34,7 +34,7 @@ def check_new(doc: object, label: str, *, own_id: bool = True) -> Mapping[str, A
 
     Args:
         doc: the document as the caller gave it.
-        label: how messages name it (``"the document"``, ``"document 7"``).
+        label: how messages name it: the parameter (``"doc"``), or its place (``"document 7"``).
         own_id: whether it may carry its own ``_id``.
 
     Raises:
@@ -44,7 +44,7 @@ def check_new(doc: object, label: str, *, own_id: bool = True) -> Mapping[str, A
         InvalidIdError: its ``_id`` is a string that is not valid Unicode: it holds a lone
             surrogate (such as ``'\\ud800'``), which has no UTF-8 and so no place in a URL.
 
-    >>> check_new({"n": 1, "_attachments": {}}, "the document")
+    >>> check_new({"n": 1, "_attachments": {}}, "doc")
     {'n': 1, '_attachments': {}}
     >>> check_new({"_deleted": True}, "document 3")
     Traceback (most recent call last):

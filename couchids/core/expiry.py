@@ -28,6 +28,9 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from couchids.core.answers import answer_error, check_listing, describe, expect_object
+from couchids.core.arguments import count as check_size
+from couchids.core.arguments import flag as check_flag
+from couchids.core.arguments import function
 from couchids.core.asking import MISSING, ask
 from couchids.core.counting import server_kind
 from couchids.core.effects import END, Program, Puller, Request, Start, Wait, path, post_json
@@ -38,9 +41,7 @@ from couchids.core.revisions import delete_revision, live_leaves
 from couchids.core.scan import (
     Checkpoint,
     check_checkpoint,
-    check_flag,
     check_one_form,
-    check_size,
     range_pages,
 )
 from couchids.errors import InvalidArgumentError, ServerError
@@ -135,6 +136,7 @@ def expire(
     check_size("batch_size", batch_size)
     check_flag("dry_run", dry_run)
     check_flag("purge", purge)
+    function("on_progress", on_progress)
     checkpoint = check_checkpoint(checkpoint)
     if not isinstance(form, IdForm):
         raise InvalidArgumentError(f"form={form!r}: pass an IdForm such as couchids.KUUID")

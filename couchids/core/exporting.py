@@ -10,13 +10,15 @@ and 429s are retried (the client's own retries too, when enabled).
 from __future__ import annotations
 
 import csv
-import io
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TextIO
 
+from couchids.core import arguments
 from couchids.core.answers import answer_error, describe
+from couchids.core.arguments import count as check_size
+from couchids.core.arguments import flag as check_flag
 from couchids.core.asking import ask
 from couchids.core.document import valid_unicode
 from couchids.core.effects import END, Emit, Program, Puller, Request, path
@@ -29,9 +31,7 @@ from couchids.core.revisions import live_leaves, winner
 from couchids.core.scan import (
     Checkpoint,
     check_checkpoint,
-    check_flag,
     check_one_form,
-    check_size,
     read_policy,
 )
 from couchids.core.sizes import (
@@ -73,7 +73,7 @@ def export(
     format: Format,
     fields: Sequence[str] | None,
     checkpoint: Checkpoint | None,
-    page_size: int,
+    batch_size: int,
     on_progress: Callable[[Checkpoint], None] | None,
     timeout: float | None,
     parallel: int,
@@ -81,8 +81,9 @@ def export(
     """The program of :meth:`couchids.Database.export` (see there); arguments checked now."""
     policy = read_policy(timeout, "export")
     fields, mark = check_output(out, format, fields, checkpoint)
+    arguments.function("on_progress", on_progress)
     pages = window_documents(
-        known, db, start, end, type, form, mark, page_size, policy, parallel=parallel
+        known, db, start, end, type, form, mark, batch_size, policy, parallel=parallel
     )
     return write_documents(pages, out, format, fields, mark, on_progress)
 
@@ -95,7 +96,7 @@ def check_output(
     ``format``, ``out``, ``fields`` or ``checkpoint``."""
     if format not in FORMATS:
         raise InvalidArgumentError(f"format={format!r}: one of {FORMATS}")
-    _check_out(out)
+    arguments.text_stream("out", out)
     checked, mark = _check_fields(fields), check_checkpoint(checkpoint)
     if format == "csv" and not checked:
         raise InvalidArgumentError("a CSV export needs fields, such as ['_id', 'total']")
@@ -161,7 +162,7 @@ def archive(
     form: IdForm,
     expire: bool,
     checkpoint: Checkpoint | None,
-    page_size: int,
+    batch_size: int,
     on_progress: Callable[[ArchiveReport], None] | None,
     retries: int,
     backoff: float,
@@ -176,6 +177,7 @@ def archive(
     policy = RetryPolicy.checked(retries, backoff, timeout, "archive")
     sizes = (check_size("batch_bytes", batch_bytes), check_size("document_bytes", document_bytes))
     check_flag("expire", expire)
+    arguments.function("on_progress", on_progress)
     checkpoint = check_checkpoint(checkpoint)
     if target_db == db:
         raise InvalidArgumentError(
@@ -193,7 +195,7 @@ def archive(
         type,
         form,
         mark,
-        page_size,
+        batch_size,
         policy,
         parallel=parallel,
         copies=True,
@@ -355,11 +357,13 @@ def window_documents(
     time slices at a time; the arguments are checked now. ``copies`` reads them for copying:
     with their attachments' data and their ``_conflicts``."""
     start_ms, end_ms = _span(start, end)
-    check_size("page_size", page_size)
+    check_size("batch_size", page_size)
     check_size("parallel", parallel)
     if not isinstance(form, IdForm):
         raise InvalidArgumentError(f"form={form!r}: pass an IdForm such as couchids.KUUID")
     check_time_form(form)
+    if doc_type is not None:
+        form.type_prefix(doc_type)  # InvalidTypeError
     return _documents(
         known,
         db,
@@ -420,32 +424,6 @@ def _documents(
                 raise answer_error(policy, db, f"a document without _id or _rev: {describe(doc)}")
         if docs:
             yield Emit(docs)
-
-
-def _check_out(out: object) -> None:
-    """Refuse an ``out`` that is not a text stream open for writing, before anything is read."""
-    mode = getattr(out, "mode", None)
-    if isinstance(out, io.RawIOBase | io.BufferedIOBase) or (isinstance(mode, str) and "b" in mode):
-        raise InvalidArgumentError(
-            f"out={out!r:.80} is a binary stream, and export writes text: open the file in text "
-            "mode, such as open(path, 'w', encoding='utf-8', newline='')"
-        )
-    if not callable(getattr(out, "write", None)):
-        raise InvalidArgumentError(
-            f"out={out!r:.80}: pass a text stream to write to, such as "
-            "open(path, 'w', encoding='utf-8', newline=''), sys.stdout or io.StringIO()"
-        )
-    writable = getattr(out, "writable", None)
-    if callable(writable):
-        try:
-            open_for_writing = bool(writable())
-        except ValueError:  # closed
-            open_for_writing = False
-        if not open_for_writing:
-            raise InvalidArgumentError(
-                f"out={out!r:.80} is closed or not open for writing: open the file with 'w' "
-                "or 'a', such as open(path, 'w', encoding='utf-8', newline='')"
-            )
 
 
 def _check_fields(fields: object) -> list[str] | None:

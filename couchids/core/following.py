@@ -33,20 +33,15 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from couchids.core.answers import answer_error, check_listing, describe, expect_object
+from couchids.core.arguments import count as check_size
+from couchids.core.arguments import flag as check_flag
 from couchids.core.asking import ask
 from couchids.core.effects import END, Emit, Program, Puller, Request, path
 from couchids.core.facts import FactsCache, database_facts
 from couchids.core.features import changes_time, has_time_seq
 from couchids.core.keys import check_time_form, in_window, window_keys
 from couchids.core.policy import RetryPolicy
-from couchids.core.scan import (
-    Checkpoint,
-    check_checkpoint,
-    check_flag,
-    check_one_form,
-    check_size,
-    read_policy,
-)
+from couchids.core.scan import Checkpoint, check_checkpoint, check_one_form, read_policy
 from couchids.core.windows import scan_pages
 from couchids.errors import InvalidArgumentError
 from couchids.idforms.forms import IdForm

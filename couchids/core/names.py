@@ -19,17 +19,18 @@ DB_NAME_MAX: Final = 238
 SYSTEM_DBS: Final = frozenset({"_users", "_replicator", "_global_changes"})
 
 
-def check_db(db: object) -> str:
-    """``db`` if it is a database name CouchDB accepts; else :class:`InvalidArgumentError`."""
+def check_db(db: object, name: str = "db") -> str:
+    """``db`` if it is a database name CouchDB accepts; else :class:`InvalidArgumentError`
+    naming the parameter ``name`` that was given it."""
     if not isinstance(db, str):
         raise InvalidArgumentError(
-            f"db={db!r}: a database name is a str, not a {type(db).__name__}"
+            f"{name}={db!r}: a database name is a str, not a {type(db).__name__}"
         )
     if db in SYSTEM_DBS:
         return db
     if not DB_NAME.fullmatch(db) or len(db.encode()) > DB_NAME_MAX:
         raise InvalidArgumentError(
-            f"db={db!r} is not a CouchDB database name: 1-{DB_NAME_MAX} characters, a lower-case "
-            "letter first, then lower-case letters, digits and _ $ ( ) + - /"
+            f"{name}={db!r} is not a CouchDB database name: 1-{DB_NAME_MAX} characters, a "
+            "lower-case letter first, then lower-case letters, digits and _ $ ( ) + - /"
         )
     return db

@@ -5,7 +5,6 @@ lost is sent again (:class:`RetryPolicy`), and one deadline for a public call th
 from __future__ import annotations
 
 import contextlib
-import math
 import random
 import time
 from collections.abc import Iterator
@@ -13,8 +12,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Final
 
-from couchids.core.defaults import MAX_TIMEOUT
-from couchids.errors import InvalidArgumentError
+from couchids.core import arguments
 
 #: Seconds before the first retry; each later retry waits twice as long (with jitter).
 DEFAULT_BACKOFF: Final = 0.05
@@ -67,28 +65,10 @@ class RetryPolicy:
         """The policy for the public arguments ``retries``, ``backoff`` and ``timeout``, checked;
         the clock starts now (inside ``one_deadline``, it ends by that deadline at the
         latest)."""
-        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
-            raise InvalidArgumentError(f"retries={retries!r}: must be an int >= 0")
-        if (
-            isinstance(backoff, bool)
-            or not isinstance(backoff, int | float)
-            or not 0 <= backoff <= MAX_BACKOFF
-        ):
-            raise InvalidArgumentError(
-                f"backoff={backoff!r}: must be a number of seconds from 0 to {MAX_BACKOFF:g}"
-            )
-        if timeout is not None and (
-            isinstance(timeout, bool)
-            or not isinstance(timeout, int | float)
-            or not math.isfinite(timeout)
-            or not 0 < timeout <= MAX_TIMEOUT
-        ):
-            raise InvalidArgumentError(
-                f"timeout={timeout!r}: must be None or a number of seconds above 0 and at "
-                f"most {MAX_TIMEOUT:g}"
-            )
-        seconds = None if timeout is None else float(timeout)
-        policy = cls(retries, float(backoff), seconds, operation).renewed()
+        retries = arguments.count("retries", retries, 0)
+        pause = arguments.seconds("backoff", backoff, most=MAX_BACKOFF)
+        limit = arguments.timeout("timeout", timeout)
+        policy = cls(retries, pause, limit, operation).renewed()
         return replace(policy, deadline=_sooner(policy.deadline, _enclosing.get()))
 
     @classmethod

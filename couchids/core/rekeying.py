@@ -16,12 +16,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final, TextIO
 
+from couchids.core import arguments
+from couchids.core.arguments import count as check_size
 from couchids.core.document import valid_unicode
 from couchids.core.effects import END, Program, Puller
 from couchids.core.facts import FactsCache, database_facts
 from couchids.core.keys import KeyRange
 from couchids.core.policy import RetryPolicy
-from couchids.core.scan import Checkpoint, check_checkpoint, check_size, range_pages
+from couchids.core.scan import Checkpoint, check_checkpoint, range_pages
 from couchids.core.series import create_database
 from couchids.core.writes import bulk
 from couchids.errors import (
@@ -83,7 +85,7 @@ def rekey(
     source_db: str,
     target_db: str,
     *,
-    key: bytes | str,
+    secret: bytes | str,
     time_field: str | None,
     type: str | None,
     form: IdForm,
@@ -106,11 +108,14 @@ def rekey(
         raise InvalidArgumentError(f"create_target={create_target!r}: must be True or False")
     if time_field is not None and not isinstance(time_field, str):
         raise InvalidArgumentError(f"time_field={time_field!r}: a field name (str) or None")
-    if isinstance(key, str) and not valid_unicode(key):
-        raise InvalidArgumentError("key: the secret is bytes or valid Unicode (no lone surrogates)")
-    secret = key.encode("utf-8") if isinstance(key, str) else key
-    if not isinstance(secret, bytes) or not secret:
-        raise InvalidArgumentError("key: give a non-empty secret (bytes or str)")
+    if isinstance(secret, str) and not valid_unicode(secret):
+        raise InvalidArgumentError("secret=: bytes or valid Unicode (no lone surrogates)")
+    key = secret.encode("utf-8") if isinstance(secret, str) else secret
+    if not isinstance(key, bytes) or not key:
+        raise InvalidArgumentError("secret=: give a non-empty secret (bytes or str)")
+    if mapping is not None:
+        arguments.text_stream("mapping", mapping)
+    arguments.function("on_progress", on_progress)
     check_size("batch_size", batch_size)
     checkpoint = check_checkpoint(checkpoint)
     if not isinstance(form, IdForm):
@@ -119,7 +124,7 @@ def rekey(
     report = RekeyReport()
     if checkpoint is not None:
         report.checkpoint = checkpoint
-    copy = _Copy(secret, time_field, type, form, mapping, create_target)
+    copy = _Copy(key, time_field, type, form, mapping, create_target)
     return _rekey(known, source_db, target_db, copy, batch_size, report, on_progress, policy)
 
 

@@ -546,7 +546,7 @@ def check_target(
         InvalidArgumentError: not a name or URL, or the source itself.
     """
     if isinstance(target, str) and "://" not in target:
-        endpoint = database_endpoint(server_url, credentials, target)
+        endpoint = database_endpoint(server_url, credentials, check_db(target, "target"))
     else:
         endpoint = url_endpoint(target)
         if endpoint.credentials is None and endpoint.server() == source.server():
@@ -673,8 +673,12 @@ def plan(
         types = ALL_TYPES
     elif type is None or isinstance(type, str):
         types = (type,)
-    else:
+    elif isinstance(type, list | tuple):
         types = tuple(type)
+    else:
+        raise InvalidArgumentError(
+            f"type={type!r}: a type (str), a list of types, None or couchids.ALL_TYPES"
+        )
     if types is not ALL_TYPES:
         for doc_type in types:
             form.type_prefix(doc_type)  # raises InvalidTypeError

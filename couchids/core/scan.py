@@ -34,9 +34,7 @@ __all__ = [
     "PROBE_ROWS",
     "Checkpoint",
     "check_checkpoint",
-    "check_flag",
     "check_one_form",
-    "check_size",
     "range_pages",
     "read_policy",
 ]
@@ -137,20 +135,6 @@ def check_checkpoint(value: object) -> Checkpoint:
             "reads a saved one), or None to start at the beginning"
         )
     value.__post_init__()
-    return value
-
-
-def check_size(name: str, value: int, least: int = 1) -> int:
-    """``value`` if it is an int of at least ``least``, else :class:`InvalidArgumentError`."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < least:
-        raise InvalidArgumentError(f"{name}={value!r}: must be an int >= {least}")
-    return value
-
-
-def check_flag(name: str, value: object) -> bool:
-    """``value`` if it is a bool, else :class:`InvalidArgumentError`."""
-    if not isinstance(value, bool):
-        raise InvalidArgumentError(f"{name}={value!r}: must be True or False")
     return value
 
 

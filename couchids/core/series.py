@@ -39,6 +39,7 @@ from typing import Any, Final, TextIO, TypeVar
 from couchids.core import counting, expiry, exporting, windows
 from couchids.core.alltypes import MAX_STEP_PAGE, types_present
 from couchids.core.answers import KeySpan, answer_error, check_listing, describe, expect_rows
+from couchids.core.arguments import count as check_count
 from couchids.core.asking import MISSING, ask
 from couchids.core.counting import Bucket, bucket_edges, parse_every
 from couchids.core.document import check_new
@@ -51,7 +52,6 @@ from couchids.core.periods import MAX_AHEAD, Period, SeriesLayout, period_of
 from couchids.core.policy import RetryPolicy
 from couchids.core.scan import Checkpoint, check_one_form, range_pages, read_policy
 from couchids.core.short import short_day
-from couchids.core.windows import check_count
 from couchids.errors import (
     BulkWriteError,
     DatabaseLimitError,
@@ -615,7 +615,7 @@ def window(
     type: str | AllTypes | None,
     newest_first: bool,
     include_docs: bool,
-    page_size: int | None,
+    batch_size: int | None,
     timeout: float | None,
     parallel: int | None,
 ) -> Program[None]:
@@ -634,7 +634,7 @@ def window(
             form=layout.form,
             newest_first=newest_first,
             include_docs=include_docs,
-            page_size=page_size,
+            batch_size=batch_size,
             timeout=timeout,
             parallel=parallel,
         )
@@ -809,7 +809,7 @@ def histogram(
             type=type,
             form=layout.form,
             exact=exact,
-            workers=workers,
+            parallel=workers,
         )
         return _unless_missing(program, [])
 

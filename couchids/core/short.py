@@ -143,7 +143,7 @@ def create_short(
 ) -> Program[WriteResult]:
     """The program of :meth:`couchids.Database.create_short` (see there); arguments checked now."""
     policy = RetryPolicy.checked(retries, backoff, timeout, "create_short")
-    check_new(doc, "the document", own_id=False)
+    check_new(doc, "doc", own_id=False)
     if ALLOC_FIELD in doc:
         raise InvalidArgumentError(
             f"the document has {ALLOC_FIELD!r}: create_short sets the allocation token itself"

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from typing import Any, Final, NamedTuple
 
 from couchids.core.alltypes import each_type, merge_by_time, types_present
+from couchids.core.arguments import count as check_count
+from couchids.core.arguments import flag as check_flag
 from couchids.core.effects import END, Emit, Program, Puller
 from couchids.core.facts import FactsCache, database_facts
 from couchids.core.keys import KeyRange, check_time_form, resume_point, window_keys
@@ -99,7 +101,7 @@ def window(
     form: IdForm,
     newest_first: bool,
     include_docs: bool,
-    page_size: int | None,
+    batch_size: int | None,
     timeout: float | None,
     parallel: int | None,
 ) -> WindowRead:
@@ -116,7 +118,7 @@ def window(
             f"the window ends ({_iso(end_ms)}) before it starts ({_iso(start_ms)}); "
             "pass start <= end"
         )
-    size = DEFAULT_PAGE_SIZE if page_size is None else check_count("page_size", page_size, 1)
+    size = DEFAULT_PAGE_SIZE if batch_size is None else check_count("batch_size", batch_size, 1)
     check_flag("newest_first", newest_first)
     slices = DEFAULT_PARALLEL if parallel is None else check_count("parallel", parallel, 1)
     if type is ALL_TYPES:
@@ -282,19 +284,6 @@ def _first(pages: Program[None], n: int) -> Program[list[Row]]:
 
 def _iso(ms: int) -> str:
     return to_datetime(ms).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def check_flag(name: str, value: object) -> None:
-    """``value`` is a bool; else :class:`~couchids.InvalidArgumentError` naming ``name``."""
-    if not isinstance(value, bool):
-        raise InvalidArgumentError(f"{name}={value!r}: must be True or False")
-
-
-def check_count(name: str, value: int, least: int) -> int:
-    """``value`` if it is an int of at least ``least``; else InvalidArgumentError."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < least:
-        raise InvalidArgumentError(f"{name}={value!r}: must be an int >= {least}")
-    return value
 
 
 def _check_scan(form: IdForm, include_docs: bool) -> None:

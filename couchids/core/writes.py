@@ -127,9 +127,9 @@ def create(
 ) -> Program[WriteResult]:
     """The program of :meth:`couchids.Database.create` (see there); arguments checked now."""
     policy = RetryPolicy.checked(retries, backoff, timeout, "create")
-    check_new(doc, "the document")
-    doc_id = _assign_id(doc, type, timestamp, key, form, "the document")
-    payload = _encode(_without_id(doc), "the document")
+    check_new(doc, "doc")
+    doc_id = _assign_id(doc, type, timestamp, key, form, "doc")
+    payload = _encode(_without_id(doc), "doc")
     return write_new(known, db, doc_id, payload, policy)
 
 

@@ -54,6 +54,7 @@ except ModuleNotFoundError as missing:  # httpx, or a module it needs
         name=missing.name,
     ) from missing
 
+from couchids.core.arguments import count as check_count
 from couchids.core.effects import (
     Emit,
     Lost,
@@ -70,7 +71,6 @@ from couchids.core.facts import FactsCache
 from couchids.core.pacing import Pacer, Rate, Ticket
 from couchids.core.pages import handed_on
 from couchids.core.policy import RetryPolicy
-from couchids.core.windows import check_count
 from couchids.drivers import log
 from couchids.drivers.blocking import FAILURES, failure_kind, sanitized, server_error
 from couchids.drivers.config import scrub

@@ -33,7 +33,7 @@ def _checkpointed(client: AsyncClient, checkpoint: object) -> Any:
         "expire": lambda: database(client, "db").expire(1, type="t", checkpoint=checkpoint),
         "export": lambda: database(client, "db").export(0, 1, io.StringIO(), checkpoint=checkpoint),
         "archive": lambda: database(client, "db").archive("target", 0, 1, checkpoint=checkpoint),
-        "rekey": lambda: database(client, "a").rekey("b", key=b"k", checkpoint=checkpoint),
+        "rekey": lambda: database(client, "a").rekey("b", secret=b"k", checkpoint=checkpoint),
         "follow": lambda: listed(database(client, "db").follow(checkpoint=checkpoint, wait=False)),
     }
 
@@ -129,7 +129,7 @@ async def test_a_secret_with_a_lone_surrogate_is_refused(
     async_client_for: Callable[[CloudantV1], AsyncClient],
 ) -> None:
     with pytest.raises(InvalidArgumentError, match="valid Unicode"):
-        await database(async_client_for(C), "a").rekey("b", key="secret" + LONE)
+        await database(async_client_for(C), "a").rekey("b", secret="secret" + LONE)
 
 
 @pytest.mark.parametrize(

@@ -38,7 +38,7 @@ async def test_a_base36_number_that_is_no_uuidv7_is_left_alone(
     )
     assert counted == len(made)
     out = io.StringIO()
-    await database(async_client, db).export(start, end, out, type="ord", form=BASE36_V7)
+    await database(async_client, db, form=BASE36_V7).export(start, end, out, type="ord")
     exported = [json.loads(line)["_id"] for line in out.getvalue().splitlines()]
     assert exported == sorted(made.values())
     doomed = {made[-HOUR], made[-1]}

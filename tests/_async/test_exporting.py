@@ -28,8 +28,8 @@ async def test_export_is_the_window_oldest_first(
 ) -> None:
     populate(client, db, form, 21)
     out = io.StringIO()
-    mark = await database(async_client, db, batch_size=7).export(
-        START, END, out, type="ord", form=form
+    mark = await database(async_client, db, form=form, batch_size=7).export(
+        START, END, out, type="ord"
     )
     lines = [json.loads(line) for line in out.getvalue().splitlines()]
     assert [doc["_id"] for doc in lines] == reference(client, db, form)
@@ -46,8 +46,8 @@ async def test_a_checkpoint_outside_the_window_resumes_at_its_edge(
     for last_id, expected in [(earliest, ids), (latest, []), (ids[9], ids[10:])]:
         out = io.StringIO()
         mark = Checkpoint(last_id)
-        await database(async_client, db, batch_size=4).export(
-            START, END, out, type="ord", form=form, checkpoint=mark
+        await database(async_client, db, form=form, batch_size=4).export(
+            START, END, out, type="ord", checkpoint=mark
         )
         assert [json.loads(line)["_id"] for line in out.getvalue().splitlines()] == expected
 

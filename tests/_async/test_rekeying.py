@@ -25,7 +25,7 @@ async def test_a_missing_target_is_created_only_when_asked(
 ) -> None:
     client.put_document(db=db, doc_id="a1", document={"created": "2024-05-01T08:00:00Z"})
     target = db + "_new"
-    options = {"key": KEY, "time_field": "created", "type": "order"}
+    options = {"secret": KEY, "time_field": "created", "type": "order"}
     try:
         # By default a missing target is an error, and creates nothing (a misspelt name).
         with pytest.raises(DatabaseNotFoundError, match=repr(target)):

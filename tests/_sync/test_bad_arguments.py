@@ -34,7 +34,7 @@ def _checkpointed(client: CloudantV1, checkpoint: object) -> Any:
         "expire": lambda: database(client, "db").expire(1, type="t", checkpoint=checkpoint),
         "export": lambda: database(client, "db").export(0, 1, io.StringIO(), checkpoint=checkpoint),
         "archive": lambda: database(client, "db").archive("target", 0, 1, checkpoint=checkpoint),
-        "rekey": lambda: database(client, "a").rekey("b", key=b"k", checkpoint=checkpoint),
+        "rekey": lambda: database(client, "a").rekey("b", secret=b"k", checkpoint=checkpoint),
         "follow": lambda: listed(database(client, "db").follow(checkpoint=checkpoint, wait=False)),
     }
 
@@ -130,7 +130,7 @@ def test_a_secret_with_a_lone_surrogate_is_refused(
     blocking_client_for: Callable[[CloudantV1], CloudantV1],
 ) -> None:
     with pytest.raises(InvalidArgumentError, match="valid Unicode"):
-        database(blocking_client_for(C), "a").rekey("b", key="secret" + LONE)
+        database(blocking_client_for(C), "a").rekey("b", secret="secret" + LONE)
 
 
 @pytest.mark.parametrize(

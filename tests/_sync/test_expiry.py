@@ -39,7 +39,7 @@ def test_a_base36_number_that_is_no_uuidv7_is_left_alone(
     )
     assert counted == len(made)
     out = io.StringIO()
-    database(blocking_client, db).export(start, end, out, type="ord", form=BASE36_V7)
+    database(blocking_client, db, form=BASE36_V7).export(start, end, out, type="ord")
     exported = [json.loads(line)["_id"] for line in out.getvalue().splitlines()]
     assert exported == sorted(made.values())
     doomed = {made[-HOUR], made[-1]}

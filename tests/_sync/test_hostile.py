@@ -68,7 +68,7 @@ OPERATIONS: dict[str, Operation] = {
     ),
     "follow": lambda c, db, t: listed(database(c, db, timeout=t).follow(since_seq=0, wait=False)),
     "follow-now": lambda c, db, t: listed(database(c, db, timeout=t).follow(wait=False)),
-    "rekey": lambda c, db, t: database(c, db, timeout=t).rekey(TARGET, key=b"k"),
+    "rekey": lambda c, db, t: database(c, db, timeout=t).rekey(TARGET, secret=b"k"),
     "Sequence.next": lambda c, db, t: database(c, db, timeout=t, backoff=0).sequence("n").next(),
     "Sequence.new_id": lambda c, db, t: database(c, db, timeout=t).sequence("n").new_id(),
 }

@@ -1,0 +1,114 @@
+"""The rules of couchids' arguments, each written once, with messages that name the public
+parameter (``batch_size=0: must be an int >= 1``): the handles, the programs of
+:mod:`couchids.core` and :class:`~couchids.core.options.Options` check their arguments with
+these functions, so the same kind of argument is refused alike everywhere.
+
+Each rule returns the value it accepts (a number as the type the code uses), so a caller
+writes ``size = count("batch_size", batch_size)``.
+
+>>> count("parallel", 3)
+3
+>>> seconds("timeout", 5)
+5.0
+>>> count("batch_size", 0)
+Traceback (most recent call last):
+...
+couchids.errors.InvalidArgumentError: batch_size=0: must be an int >= 1
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from typing import Any
+
+from couchids.core.defaults import MAX_TIMEOUT
+from couchids.errors import InvalidArgumentError
+
+__all__ = ["count", "flag", "function", "seconds", "text_stream", "timeout"]
+
+
+def flag(name: str, value: object) -> bool:
+    """``value`` if it is a bool (not merely truthy), else
+    :class:`~couchids.InvalidArgumentError`."""
+    if not isinstance(value, bool):
+        raise InvalidArgumentError(f"{name}={value!r}: must be True or False")
+    return value
+
+
+def count(name: str, value: object, least: int = 1) -> int:
+    """``value`` if it is an int (not a bool) of at least ``least``, else
+    :class:`~couchids.InvalidArgumentError`."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise InvalidArgumentError(f"{name}={value!r}: must be an int >= {least}")
+    return value
+
+
+def seconds(name: str, value: object, *, most: float = MAX_TIMEOUT, zero: bool = True) -> float:
+    """``value`` as a float if it is a finite number of seconds (not a bool) from 0 (above 0
+    when ``zero`` is false) to ``most``, else :class:`~couchids.InvalidArgumentError`. Every
+    duration couchids takes is in seconds."""
+    least = "from 0" if zero else "above 0 and at most"
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or not (value >= 0 if zero else value > 0)
+        or value > most
+    ):
+        bound = f"{least} to {most:g}" if zero else f"{least} {most:g}"
+        raise InvalidArgumentError(f"{name}={value!r}: must be a number of seconds {bound}")
+    return float(value)
+
+
+def timeout(name: str, value: object) -> float | None:
+    """A ``timeout``: ``None`` (no limit of couchids' own) or seconds above 0, at most a day
+    (``MAX_TIMEOUT``); else :class:`~couchids.InvalidArgumentError`."""
+    if value is None:
+        return None
+    try:
+        return seconds(name, value, zero=False)
+    except InvalidArgumentError:
+        raise InvalidArgumentError(
+            f"{name}={value!r}: must be None or a number of seconds above 0 and at most "
+            f"{MAX_TIMEOUT:g}"
+        ) from None
+
+
+def function(name: str, value: Any, *, optional: bool = True) -> Any:
+    """``value`` if it is callable (or ``None`` when ``optional``), else
+    :class:`~couchids.InvalidArgumentError`."""
+    if (value is None and optional) or callable(value):
+        return value
+    raise InvalidArgumentError(
+        f"{name}={value!r:.80}: must be a function{' or None' if optional else ''}"
+    )
+
+
+def text_stream(name: str, value: object) -> None:
+    """Refuse a ``value`` that is not a text stream open for writing (``out`` of an export,
+    ``mapping`` of a rekey), before anything is read."""
+    mode = getattr(value, "mode", None)
+    if isinstance(value, io.RawIOBase | io.BufferedIOBase) or (
+        isinstance(mode, str) and "b" in mode
+    ):
+        raise InvalidArgumentError(
+            f"{name}={value!r:.80} is a binary stream, and couchids writes text: open the file "
+            "in text mode, such as open(path, 'w', encoding='utf-8', newline='')"
+        )
+    if not callable(getattr(value, "write", None)):
+        raise InvalidArgumentError(
+            f"{name}={value!r:.80}: pass a text stream to write to, such as "
+            "open(path, 'w', encoding='utf-8', newline=''), sys.stdout or io.StringIO()"
+        )
+    writable = getattr(value, "writable", None)
+    if callable(writable):
+        try:
+            open_for_writing = bool(writable())
+        except ValueError:  # closed
+            open_for_writing = False
+        if not open_for_writing:
+            raise InvalidArgumentError(
+                f"{name}={value!r:.80} is closed or not open for writing: open the file with "
+                "'w' or 'a', such as open(path, 'w', encoding='utf-8', newline='')"
+            )
