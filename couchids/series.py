@@ -388,6 +388,8 @@ class Series:
                                                timestamp=lambda d: d["at"])
             # one _bulk_docs into events-2026-11, one into events-2026-12
         """
+        if type is not None:
+            self.form.type_prefix(type)  # InvalidTypeError, before a database is made
         now = datetime.now(UTC)
         total, parts = series.route_documents(
             self.layout, docs, key=key, timestamp=timestamp, now=now
@@ -808,6 +810,26 @@ class Series:
         end_ms = None if end is None else to_ms(end)
         if end_ms is not None and end_ms < start_ms:
             raise InvalidTimeError(f"end {end!r} is before start {start!r}")
+        service_url, credentials = server_access(self.client)
+
+        def plan_of(name: str, a: int, b: int) -> replication.ReplicationPlan:
+            source, goal = replication.endpoints(service_url, credentials, name, target, server_url)
+            return replication.plan(
+                name,
+                source,
+                goal,
+                a,
+                b,
+                type=type,
+                form=self.form,
+                continuous=continuous,
+                create_target=create_target,
+            )
+
+        # The arguments are checked before anything is sent: a plan for the window's first
+        # period, which needs no database.
+        first = self.layout.name(self.layout.period_at(start_ms))
+        plan_of(first, start_ms, start_ms if end_ms is None else end_ms)
         if self.layout.period(target) is not None:
             raise InvalidArgumentError(
                 f"target={target!r} is a database of the series {self.prefix!r}: replicate "
@@ -825,23 +847,14 @@ class Series:
                 f"no database of the series {self.prefix!r} holds a time of the window; "
                 f"it has {', '.join(name for _, name in listed) or 'none'}"
             )
-        service_url, credentials = server_access(self.client)
-        plans = []
-        for period, name in reached:
-            source, goal = replication.endpoints(service_url, credentials, name, target, server_url)
-            plans.append(
-                replication.plan(
-                    name,
-                    source,
-                    goal,
-                    max(start_ms, period.start_ms),
-                    period.end_ms if end_ms is None else min(end_ms, period.end_ms),
-                    type=type,
-                    form=self.form,
-                    continuous=continuous,
-                    create_target=create_target,
-                )
+        plans = [
+            plan_of(
+                name,
+                max(start_ms, period.start_ms),
+                period.end_ms if end_ms is None else min(end_ms, period.end_ms),
             )
+            for period, name in reached
+        ]
         run(self.client, replication.start(self._facts, plans, policy))
         return Replication(self.client, plans)
 

@@ -121,18 +121,8 @@ GOOD: dict[str, Any] = {
     "secret": b"secret",
     "type": None,  # expire's, which must be given
 }
-#: Series methods that check these arguments only after their first request (listing the
-#: series' databases, or looking up a period's database): still refused, but not first.
-LATE = {
-    ("Series.bulk_create", "type"),
-    ("Series.count", "type"),
-    ("Series.export", "on_progress"),
-    ("Series.replicate", "type"),
-    ("Series.replicate", "continuous"),
-    ("Series.replicate", "create_target"),
-    ("Series.replicate", "server_url"),
-    ("Series.replicate", "target"),
-}
+#: Arguments checked only after a first request: still refused, but not first (none now).
+LATE: set[tuple[str, str]] = set()
 
 
 def handles() -> Iterator[tuple[str, Callable[..., Any], Callable[..., Any]]]:

@@ -189,6 +189,8 @@ def counted(
     check_flag("exact", exact)
     if type is ALL_TYPES:
         return _count_all_types(known, policy, db, (start_ms, end_ms), form, exact)
+    if type is not None:
+        form.type_prefix(type)  # InvalidTypeError, before anything is sent
     return _count(known, policy, db, (start_ms, end_ms), form, type, exact)
 
 

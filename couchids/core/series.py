@@ -40,6 +40,7 @@ from couchids.core import counting, expiry, exporting, windows
 from couchids.core.alltypes import MAX_STEP_PAGE, types_present
 from couchids.core.answers import KeySpan, answer_error, check_listing, describe, expect_rows
 from couchids.core.arguments import count as check_count
+from couchids.core.arguments import function as check_function
 from couchids.core.asking import MISSING, ask
 from couchids.core.counting import Bucket, bucket_edges, parse_every
 from couchids.core.document import check_new
@@ -862,6 +863,7 @@ def export(
     :func:`couchids.core.exporting.export` checks them."""
     policy = read_policy(timeout, "export")
     columns, mark = exporting.check_output(out, format, fields, checkpoint)
+    check_function("on_progress", on_progress)
     start_ms, end_ms = to_ms(start), to_ms(end)
 
     def part(name: str, a: int, b: int) -> Program[None]:
