@@ -55,7 +55,7 @@ from couchids.core.expiry import ExpireReport
 from couchids.core.explaining import Style
 from couchids.core.exporting import ArchiveReport, Format
 from couchids.core.facts import FactsCache
-from couchids.core.following import DEFAULT_WAIT_MS
+from couchids.core.following import DEFAULT_POLL
 from couchids.core.names import check_db
 from couchids.core.options import Options, check_options
 from couchids.core.policy import RetryPolicy
@@ -936,7 +936,7 @@ class Database:
         since_seq: str | int = "now",
         checkpoint: Checkpoint | None = None,
         wait: bool = True,
-        wait_ms: int = DEFAULT_WAIT_MS,
+        poll: float = DEFAULT_POLL,
     ) -> Iterator[dict[str, Any]]:
         """Yield the documents of ``type`` (ids of ``form``) as they are stored, oldest first.
 
@@ -967,11 +967,11 @@ class Database:
             checkpoint: continue from it; its ``since`` is updated after every batch.
             wait: keep waiting for new documents (long polling); ``False`` stops once caught
                 up.
-            wait_ms: how long one long-poll request waits.
+            poll: seconds one long-poll request waits for a change (default 10).
 
         Raises:
             InvalidArgumentError, InvalidTypeError: bad arguments (``wait`` not a bool, a bad
-                ``timeout``).
+                ``poll``).
             ServerError: (and subclasses) a request failed after the retries, ran out of
                 ``timeout``, or was answered with something that is not CouchDB's.
 
@@ -993,7 +993,7 @@ class Database:
             checkpoint=checkpoint,
             wait=wait,
             batch_size=self.options.batch("follow"),
-            wait_ms=wait_ms,
+            poll=poll,
             timeout=self.options.timeout,
         )
         return after(self.client, begin, changes)

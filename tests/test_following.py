@@ -31,7 +31,7 @@ def test_follow_sees_every_document_of_four_writers_once(
     couchids.Database(client, db).create({"before": True}, type="ord")
     seen: list[dict[str, Any]] = []
     mark = Checkpoint()
-    stream = couchids.Database(client, db).follow(type="ord", checkpoint=mark, wait_ms=500)
+    stream = couchids.Database(client, db).follow(type="ord", checkpoint=mark, poll=0.5)
     written: list[list[str]] = [[] for _ in range(WRITERS)]
     writers = [
         threading.Thread(target=write, args=(couch_url, db, written[n], n)) for n in range(WRITERS)

@@ -101,7 +101,7 @@ BAD: dict[str, list[Any]] = {
     "server_url": [5, "ftp://x"],
     "every": ["0s", 5],
     "ahead": [-1, "1"],
-    "wait_ms": [-1],
+    "poll": [-1, 0, "1", float("inf")],
     "options": [5, {"timeout": 5}],
     "rng": [5],
 }

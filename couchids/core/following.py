@@ -21,7 +21,7 @@ the type 0.1-0.4 s apart, each beside one of another type; polling every second)
   30 never seen.
 
 A long poll answers as soon as a change arrives, and when idle costs one request per
-``wait_ms`` (PouchDB Server holds it open until a change, whatever its ``timeout``); a poll
+``poll`` seconds (PouchDB Server holds it open until a change, whatever its ``timeout``); a poll
 costs one request per interval and waits half an interval on average. The misses are the
 same-second ids above.
 """
@@ -35,6 +35,7 @@ from typing import Any, Final
 from couchids.core.answers import answer_error, check_listing, describe, expect_object
 from couchids.core.arguments import count as check_size
 from couchids.core.arguments import flag as check_flag
+from couchids.core.arguments import seconds
 from couchids.core.asking import ask
 from couchids.core.effects import END, Emit, Program, Puller, Request, path
 from couchids.core.facts import FactsCache, database_facts
@@ -47,12 +48,12 @@ from couchids.errors import InvalidArgumentError
 from couchids.idforms.forms import IdForm
 from couchids.idforms.times import TimeLike, to_ms
 
-__all__ = ["DEFAULT_FOLLOW_BATCH", "DEFAULT_WAIT_MS", "follow"]
+__all__ = ["DEFAULT_FOLLOW_BATCH", "DEFAULT_POLL", "follow"]
 
 #: Changes per request.
 DEFAULT_FOLLOW_BATCH: Final = 500
-#: How long one long-poll request waits for a change before asking again.
-DEFAULT_WAIT_MS: Final = 10_000
+#: Seconds one long-poll request waits for a change before asking again.
+DEFAULT_POLL: Final = 10.0
 
 
 def follow(
@@ -65,7 +66,7 @@ def follow(
     checkpoint: Checkpoint | None,
     wait: bool,
     batch_size: int,
-    wait_ms: int,
+    poll: float,
     timeout: float | None,
     since: TimeLike = None,
 ) -> tuple[Program[None], Program[None]]:
@@ -83,7 +84,7 @@ def follow(
     """
     policy = read_policy(timeout, "follow")
     check_size("batch_size", batch_size)
-    check_size("wait_ms", wait_ms)
+    wait_ms = max(1, round(seconds("poll", poll, zero=False) * 1000))  # CouchDB's unit
     check_flag("wait", wait)
     checkpoint = check_checkpoint(checkpoint)
     if isinstance(since_seq, bool) or not isinstance(since_seq, str | int):
@@ -198,7 +199,7 @@ def _follow(
             known, db, form, doc_type, wanted, mark, batch_size, policy, catch_up
         )
     if wait and policy.timeout is not None:
-        # A long-poll request is answered after up to wait_ms by design.
+        # A long-poll request is answered after up to ``poll`` seconds by design.
         policy = replace(policy, timeout=policy.timeout + wait_ms / 1000)
     while True:
         params = {"since": str(mark.since), "limit": str(batch_size), "include_docs": "true"}

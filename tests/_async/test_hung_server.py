@@ -116,10 +116,10 @@ async def test_calls_that_poll_or_retry_end_by_their_deadline_when_an_endpoint_h
             hang("POST", changes),
             lambda c: listed(database(c, db, timeout=t).follow(since_seq=0, wait=False)),
         ),
-        # A long poll may take wait_ms on top of the timeout: 0.5 s here.
+        # A long poll may take poll seconds on top of the timeout: 0.5 s here.
         "follow long poll": (
             hang("POST", changes),
-            lambda c: listed(database(c, db, timeout=t).follow(since_seq=0, wait_ms=500)),
+            lambda c: listed(database(c, db, timeout=t).follow(since_seq=0, poll=0.5)),
         ),
         "follow now": (
             hang("POST", changes),
