@@ -89,8 +89,9 @@ async def test_calls_that_poll_or_retry_end_by_their_deadline_when_an_endpoint_h
     client.post_bulk_docs(db=db, bulk_docs={"docs": [{"n": n} for n in range(3)]})
     docs, changes = f"^/{db}/[^_]", f"^/{db}/_changes"
     this_db = f"^/{db}(\\?|$)"
-    months = f"^/{series_prefix}-[^/]+(\\?|$)"
-    month_docs = f"^/{series_prefix}-[^/]+/"
+    # The series that make databases have a prefix each: one that prepare's proxy let
+    # through would otherwise meet create's first write, which then succeeds at once.
+    prepared, created = f"{series_prefix}_prepared", f"{series_prefix}_created"
     t = TIMEOUT
 
     def claim_then(mode: Any, method: str, path: str) -> Setup:
@@ -105,10 +106,13 @@ async def test_calls_that_poll_or_retry_end_by_their_deadline_when_an_endpoint_h
             "slow", method=method, path=path, times=ALWAYS, after=after, seconds=SLOW
         )
 
+    def months(prefix: str) -> str:
+        return f"^/{prefix}-[^/]+(\\?|$)"
+
     def slow_make_and_write(proxy: FaultProxy) -> None:
-        slow("PUT", months)(proxy)
+        slow("PUT", months(created))(proxy)
         # The first write meets no database (404, at once); the one sent again is slow.
-        slow("PUT", month_docs, after=1)(proxy)
+        slow("PUT", f"^/{created}-[^/]+/", after=1)(proxy)
 
     now = datetime.now(UTC)
     cases: dict[str, tuple[Setup, Call]] = {
@@ -158,12 +162,12 @@ async def test_calls_that_poll_or_retry_end_by_their_deadline_when_an_endpoint_h
             lambda c: series_of(c, series_prefix, timeout=t).replicate("x", "2024-01-01"),
         ),
         "Series.prepare slow": (
-            slow("PUT", months),
-            lambda c: series_of(c, series_prefix, timeout=t).prepare(2),
+            slow("PUT", months(prepared)),
+            lambda c: series_of(c, prepared, timeout=t).prepare(2),
         ),
         "Series.create slow": (
             slow_make_and_write,
-            lambda c: series_of(c, series_prefix, timeout=t).create({"n": 1}, timestamp=now),
+            lambda c: series_of(c, created, timeout=t).create({"n": 1}, timestamp=now),
         ),
     }
     each_at_once_on_loops(
