@@ -232,9 +232,12 @@ def test_a_parallel_run_hands_out_the_tests_in_units() -> None:
         return module == "tests/test_shared.py"
 
     ids = ["[cluster]", "[blocking-cluster]", "[aio-cluster]", "[cluster-kuuid0]", "[a-cluster-b]"]
-    for module in ("tests/test_aio.py", "tests/test_exporting.py"):
+    # By file name, whatever the folder: the twins in tests/_async and tests/_sync split too.
+    first = ("tests/test_aio.py", "tests/test_exporting.py", "tests/_async/test_counting.py")
+    for module in (*first, "tests/_sync/test_bent_server.py", "tests/_sync/test_exporting.py"):
         assert {unit_of(f"{module}::test_y{i}", shares) for i in ids} == {"cluster"}
-    for module in ("tests/test_following.py", "tests/test_shared.py", "tests/test_x.py"):
+    second = ("tests/test_following.py", "tests/test_shared.py", "tests/test_x.py")
+    for module in (*second, "tests/_async/test_query.py", "tests/_sync/test_write.py"):
         assert {unit_of(f"{module}::test_y{i}", shares) for i in ids} == {"cluster-2"}
     others = ["[pouchdb]", "[couchdb-cluster_name]", "[blocking-couchdb]", "", "[cluster_x]"]
     for i in others:
