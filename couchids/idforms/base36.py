@@ -110,9 +110,7 @@ class Base36V7Form(IdForm):
     def kind(self) -> str:
         return "base36_v7" if self.padded else "base36_v7_unpadded"
 
-    @property
-    def structured(self) -> bool:
-        return True
+    structured = True
 
     @property
     def length(self) -> int:
@@ -132,9 +130,7 @@ class Base36V7Form(IdForm):
         body = _text(ms, value)
         return body if type is None else self.type_prefix(type) + body
 
-    @property
-    def random_bits(self) -> int:
-        return V7_RANDOM_BITS
+    random_bits = V7_RANDOM_BITS
 
     def compose(self, us: int, random: int) -> str:
         if not self.padded:

@@ -109,13 +109,8 @@ def _checked_us(us: int) -> int:
 class _UtcForm(IdForm):
     """14 hex digits of microseconds, then a tail each subclass defines."""
 
-    @property
-    def max_unit(self) -> int:
-        return _LAST_US // US_PER_MS
-
-    @property
-    def precision_us(self) -> int:
-        return 1
+    max_unit = _LAST_US // US_PER_MS
+    precision_us = 1
 
     def key(self, unit: int) -> str:
         return f"{unit * US_PER_MS:014x}"
@@ -162,22 +157,10 @@ class UtcRandomForm(_UtcForm):
     """
 
     kind = "utc_random"
-
-    @property
-    def loose(self) -> bool:
-        return True
-
-    @property
-    def length(self) -> int:
-        return UTC_TIME_LEN + UTC_RANDOM_LEN
-
-    @property
-    def min_unit(self) -> int:
-        return UTC_RANDOM_FROM_MS
-
-    @property
-    def max_unit(self) -> int:
-        return UTC_RANDOM_UNTIL_MS - 1
+    loose = True
+    length = UTC_TIME_LEN + UTC_RANDOM_LEN
+    min_unit = UTC_RANDOM_FROM_MS
+    max_unit = UTC_RANDOM_UNTIL_MS - 1
 
     def key_fits(self, unit: int) -> bool:
         """Whether 14 hex digits hold ``unit``: the key just after the runway is written too,
@@ -188,9 +171,7 @@ class UtcRandomForm(_UtcForm):
         body = self.compose(_micros(timestamp), WORDS.bits(UTC_RANDOM_LEN * 4))
         return body if type is None else self.type_prefix(type) + body
 
-    @property
-    def random_bits(self) -> int:
-        return UTC_RANDOM_LEN * 4
+    random_bits = UTC_RANDOM_LEN * 4
 
     def compose(self, us: int, random: int) -> str:
         if not UTC_RANDOM_FROM_MS <= us // US_PER_MS < UTC_RANDOM_UNTIL_MS:
@@ -291,18 +272,9 @@ class CouchRandomForm(IdForm):
     """
 
     kind = "couch_random"
-
-    @property
-    def has_time(self) -> bool:
-        return False
-
-    @property
-    def length(self) -> int:
-        return COUCH_HEX_LEN
-
-    @property
-    def max_unit(self) -> int:
-        return -1
+    has_time = False
+    length = COUCH_HEX_LEN
+    max_unit = -1
 
     def new(self, timestamp: TimeLike = None, *, type: str | None = None) -> str:
         if timestamp is not None:

@@ -42,9 +42,7 @@ class SeqForm(IdForm):
     def kind(self) -> str:
         return f"seq{self.base}"
 
-    @property
-    def has_time(self) -> bool:
-        return False
+    has_time = False
 
     @property
     def alphabet(self) -> str:
@@ -60,9 +58,7 @@ class SeqForm(IdForm):
         """The largest ordinal the width holds."""
         return int(self.base**self.length) - 1
 
-    @property
-    def max_unit(self) -> int:
-        return -1
+    max_unit = -1
 
     def encode(self, ordinal: int) -> str:
         """The body of ordinal ``ordinal``: zero-padded to the form's width.

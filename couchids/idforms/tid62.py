@@ -80,26 +80,11 @@ class Tid62Form(IdForm):
     """
 
     kind = "tid62"
-
-    @property
-    def length(self) -> int:
-        return TID62_LEN
-
-    @property
-    def unit_ms(self) -> int:
-        return MS_PER_SECOND
-
-    @property
-    def min_unit(self) -> int:
-        return TID62_EPOCH_S
-
-    @property
-    def max_unit(self) -> int:
-        return _LAST_S
-
-    @property
-    def random_bits(self) -> int:
-        return TID62_RANDOM_BITS
+    length = TID62_LEN
+    unit_ms = MS_PER_SECOND
+    min_unit = TID62_EPOCH_S
+    max_unit = _LAST_S
+    random_bits = TID62_RANDOM_BITS
 
     def new(self, timestamp: TimeLike = None, *, type: str | None = None) -> str:
         ms = now_ms() if timestamp is None else to_ms(timestamp)

@@ -89,23 +89,15 @@ class UlidForm(IdForm):
     """
 
     kind = "ulid"
-
-    @property
-    def length(self) -> int:
-        return ULID_LEN
-
-    @property
-    def max_unit(self) -> int:
-        return MAX_MS
+    length = ULID_LEN
+    max_unit = MAX_MS
 
     def new(self, timestamp: TimeLike = None, *, type: str | None = None) -> str:
         ms, value = SEQUENCER.next(None if timestamp is None else to_ms(timestamp))
         body = _text(ms, (value << _SPARE_BITS) | WORDS.bits(_SPARE_BITS))
         return body if type is None else self.type_prefix(type) + body
 
-    @property
-    def random_bits(self) -> int:
-        return ULID_RANDOM_BITS
+    random_bits = ULID_RANDOM_BITS
 
     def compose(self, us: int, random: int) -> str:
         return _text(us // US_PER_MS, random)

@@ -41,18 +41,9 @@ class Uuid464Form(IdForm):
     """
 
     kind = "uuid464"
-
-    @property
-    def sortable(self) -> bool:
-        return False
-
-    @property
-    def length(self) -> int:
-        return UUID464_LEN
-
-    @property
-    def max_unit(self) -> int:
-        return -1
+    sortable = False
+    length = UUID464_LEN
+    max_unit = -1
 
     def new(self, timestamp: TimeLike = None, *, type: str | None = None) -> str:
         if timestamp is not None:
