@@ -48,8 +48,9 @@ WINDOW: Final = 1.0
 #: Seconds added to the window on the client's side, for the time between sending a request
 #: and the server counting it (the two ends' clocks differ by that much).
 MARGIN: Final = 0.05
-#: Seconds without a 429 before the budget first grows by one, and the longest it waits.
+#: Seconds without a 429 before the budget first grows by one.
 PROBE_AFTER: Final = 2.0
+#: The longest wait before the budget grows again, after failed probes.
 MAX_PROBE_AFTER: Final = 60.0
 #: The longest a class stays closed by a ``Retry-After``.
 MAX_RETRY_AFTER: Final = 30.0

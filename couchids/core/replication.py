@@ -747,7 +747,7 @@ def start(
     The server is checked first (:func:`check_server`), then that each source database
     exists (a missing one starts nothing: ``DatabaseNotFoundError``, rather than a
     replication that crashes on the server), and, with ``create_target=False``, that a
-    target on the source's server exists too (:func:`check_target_exists`; a target on
+    target on the source's server exists too (``check_target_exists``; a target on
     another server is the replicator's to reach); ``ALL_TYPES`` is resolved for each source
     database to the types present now (a continuous replication keeps to those).
     A missing ``_replicator`` database is created (CouchDB makes it at start-up; an admin
