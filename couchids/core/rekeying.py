@@ -104,8 +104,7 @@ def rekey(
             f"rekey: the target {target_db!r} is the source database; its copies would be read "
             "again as sources: rekey into another database"
         )
-    if not isinstance(create_target, bool):
-        raise InvalidArgumentError(f"create_target={create_target!r}: must be True or False")
+    arguments.flag("create_target", create_target)
     if time_field is not None and not isinstance(time_field, str):
         raise InvalidArgumentError(f"time_field={time_field!r}: a field name (str) or None")
     if isinstance(secret, str) and not valid_unicode(secret):

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from couchids.core.answers import answer_error, check_listing, describe, expect_object, revision
+from couchids.core.arguments import count as check_count
 from couchids.core.asking import CONFLICT, Attempts, ask
 from couchids.core.content import same_content
 from couchids.core.document import check_new
@@ -204,8 +205,7 @@ def bulk(
     again in two halves, down to single documents: a document refused alone is a failed row.
     """
     policy = RetryPolicy.checked(retries, backoff, timeout, operation)
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise InvalidArgumentError(f"batch_size={batch_size!r}: must be an int >= 1")
+    check_count("batch_size", batch_size)
     for name, value in (("batch_bytes", batch_bytes), ("document_bytes", document_bytes)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise InvalidArgumentError(
