@@ -1,6 +1,8 @@
 """Every operation that walks ``_all_docs``, in both APIs, against a server whose answers are
 bent (tests/bendproxy.py): rows reversed, shuffled or duplicated, a start key, end key or limit
-ignored, an answer dripped a byte at a time.
+ignored, an answer dripped a byte at a time. The operations are written once, in
+tests/_async/test_bent_server.py (and its generated blocking twin), whose tests run the cases
+this module sets up and check; the tests of the proxy itself are here.
 
 The database holds ids of two types and untyped ids, made across four days, plus a design
 document; every page is small (7 rows), so each operation reads several. Whatever the server
@@ -13,8 +15,8 @@ copy or write nothing outside the range and type asked for, whatever the outcome
 through the server itself afterwards). Dripped answers end each operation with
 :class:`couchids.ServerTimeoutError` soon after its ``timeout``.
 
-The cases of a server run together, several at a time (:class:`Batch`), each through its
-own proxy; an operation that writes gets its own databases, seeded alike.
+The cases of a module on a server run together, several at a time (:class:`Batch`), each
+through its own proxy; an operation that writes gets its own databases, seeded alike.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import copy
+import inspect
 import io
 import itertools
 import json
@@ -37,14 +40,14 @@ from typing import Any, Final
 from urllib.parse import quote, urlsplit
 
 import pytest
-from apis import Async, Blocking, tuned
 from bendproxy import BendProxy, Mode
 from faultproxy import client_for
 from ibm_cloud_sdk_core import ApiException
 from ibmcloudant.cloudant_v1 import CloudantV1
 
 import couchids
-from couchids import ALL_TYPES, KUUID, aio
+from couchids import ALL_TYPES, KUUID
+from couchids.aio import AsyncClient
 from couchids.core.counting import bucket_edges
 from couchids.core.rekeying import derived_id
 from couchids.idforms.times import to_datetime, to_ms
@@ -160,7 +163,7 @@ def rekeyed(seeded: tuple[Seeded, ...]) -> set[str]:
 class Call:
     """What one run of an operation works on, and what it handed out on the way."""
 
-    api: str
+    #: A client of the case's proxy.
     client: CloudantV1
     db: str
     target: str | None
@@ -170,153 +173,32 @@ class Call:
     out: io.StringIO = field(default_factory=io.StringIO)
 
 
-APIS: Final = {"blocking": Blocking(), "aio": Async()}
+#: How an operation is run: ``run(client, call, *arguments)``, ``client`` a client of the
+#: case's proxy of either API (tests/_async/test_bent_server.py and its twin write them).
+Run = Callable[..., Any]
 
 
-def latest(doc_type: Any) -> Callable[[Call], Any]:
-    def run(call: Call) -> Any:
-        found = APIS[call.api].latest(call.client, call.db, 5, type=doc_type, timeout=call.timeout)
-        return [doc["_id"] for doc in found]
+def performed(run: Run, call: Any, *arguments: Any) -> Any:
+    """What ``run(client, call, *arguments)`` returns, ``client`` over ``call.client``: an
+    operation of the asyncio sources (a coroutine function) runs on an event loop of its own,
+    over an ``AsyncClient`` made and closed there; its blocking twin is given ``call.client``."""
+    if not inspect.iscoroutinefunction(run):
+        return run(call.client, call, *arguments)
 
-    return run
-
-
-def window(doc_type: Any, **options: Any) -> Callable[[Call], Any]:
-    """The window's ids as handed out, kept as they come (also when an error ends it)."""
-
-    def run(call: Call) -> Any:
-        kwargs = {"type": doc_type, "batch_size": PAGE, "timeout": call.timeout, **options}
-        if call.api == "blocking":
-            for doc in tuned(couchids.Database(call.client, call.db), kwargs).window(
-                *WINDOW, **kwargs
-            ):
-                call.handed_out.append(doc["_id"])
-        else:
-
-            async def read(client: aio.AsyncClient) -> None:
-                async for doc in tuned(aio.AsyncDatabase(client, call.db), kwargs).window(
-                    *WINDOW, **kwargs
-                ):
-                    call.handed_out.append(doc["_id"])
-
-            on_a_loop(call.client, read)
-        return list(call.handed_out)
-
-    return run
-
-
-def on_a_loop(client: CloudantV1, work: Callable[[aio.AsyncClient], Any]) -> Any:
     async def main() -> Any:
-        async with aio.AsyncClient(client) as async_client:
-            return await work(async_client)
+        async with AsyncClient(call.client) as client:
+            return await run(client, call, *arguments)
 
     return asyncio.run(main())
 
 
-def present(call: Call) -> Any:
-    if call.api == "blocking":
-        return (
-            couchids.Database(call.client, call.db)
-            .with_options(timeout=call.timeout)
-            .types_present()
-        )
-    return on_a_loop(
-        call.client,
-        lambda client: (
-            aio.AsyncDatabase(client, call.db).with_options(timeout=call.timeout).types_present()
-        ),
-    )
-
-
-def count(**options: Any) -> Callable[[Call], Any]:
-    def run(call: Call) -> Any:
-        return APIS[call.api].count(
-            call.client, call.db, *WINDOW, type="a", timeout=call.timeout, **options
-        )
-
-    return run
-
-
-def histogram(call: Call) -> Any:
-    buckets = APIS[call.api].histogram(
-        call.client, call.db, *HISTOGRAM, every="1d", type="a", timeout=call.timeout
-    )
-    return [(b.start, b.end, b.count) for b in buckets]
-
-
-def expire(doc_type: str | None) -> Callable[[Call], Any]:
-    def run(call: Call) -> Any:
-        report = APIS[call.api].expire(
-            call.client,
-            call.db,
-            BEFORE,
-            type=doc_type,
-            dry_run=False,
-            batch_size=PAGE,
-            timeout=call.timeout,
-        )
-        return (report.matched, report.deleted, report.gone, report.conflicts, report.failed)
-
-    return run
-
-
-def export(call: Call) -> Any:
-    try:
-        APIS[call.api].export(
-            call.client,
-            call.db,
-            *WINDOW,
-            call.out,
-            type="a",
-            batch_size=PAGE,
-            parallel=3,
-            timeout=call.timeout,
-        )
-    finally:
-        call.handed_out += [json.loads(line)["_id"] for line in call.out.getvalue().splitlines()]
-    return list(call.handed_out)
-
-
-def archive(call: Call) -> Any:
-    assert call.target is not None
-    report = APIS[call.api].archive(
-        call.client,
-        call.db,
-        call.target,
-        *WINDOW,
-        type="a",
-        expire=True,
-        batch_size=PAGE,
-        parallel=3,
-        timeout=call.timeout,
-    )
-    expired = report.expired
-    return (report.copied, report.failed, expired.matched, expired.deleted, expired.conflicts)
-
-
-def rekey(call: Call) -> Any:
-    assert call.target is not None
-    report = APIS[call.api].rekey(
-        call.client,
-        call.db,
-        call.target,
-        secret=KEY,
-        time_field="t",
-        type="r",
-        batch_size=PAGE,
-        timeout=call.timeout,
-    )
-    return (report.copied, report.duplicates, report.skipped, report.failed)
-
-
 @dataclass(frozen=True)
 class Operation:
-    """An operation: the name its errors carry, how to run it, what it must answer for a
-    seed, and for one that writes, what it may delete from the database and write to the
-    target."""
+    """An operation: the name its errors carry, what it must answer for a seed, and for one
+    that writes, what it may delete from the database and write to the target (how it is
+    run is the test module's, by the key of :data:`OPERATIONS`)."""
 
     name: str
-    run: Callable[[Call], Any]
     truth: Callable[[tuple[Seeded, ...]], Any]
     #: The ids it may delete from the database (``None``: it only reads).
     deletes: Callable[[tuple[Seeded, ...]], set[str]] | None = None
@@ -324,7 +206,6 @@ class Operation:
     writes: Callable[[tuple[Seeded, ...]], set[str]] | None = None
     #: It hands out ids (checked for repeats).
     hands_out: bool = False
-    apis: tuple[str, ...] = ("blocking", "aio")
 
     @property
     def changes(self) -> bool:
@@ -336,60 +217,40 @@ def newest(ids: list[str], n: int = 5) -> list[str]:
 
 
 OPERATIONS: Final[dict[str, Operation]] = {
-    "latest": Operation("latest", latest("a"), lambda s: newest(of(s, "a", None, None))),
-    "latest-untyped": Operation("latest", latest(None), lambda s: newest(of(s, None, None, None))),
-    "latest-all-types": Operation(
-        "latest", latest(ALL_TYPES), lambda s: newest(of(s, ALL_TYPES, None, None))
-    ),
-    "window": Operation(
-        "window", window("a", parallel=3), lambda s: of(s, "a", *WINDOW)[::-1], hands_out=True
-    ),
-    "window-oldest-first": Operation(
-        "window",
-        window("a", newest_first=False, parallel=1),
-        lambda s: of(s, "a", *WINDOW),
-        hands_out=True,
-    ),
-    "window-untyped": Operation(
-        "window", window(None), lambda s: of(s, None, *WINDOW)[::-1], hands_out=True
-    ),
+    "latest": Operation("latest", lambda s: newest(of(s, "a", None, None))),
+    "latest-untyped": Operation("latest", lambda s: newest(of(s, None, None, None))),
+    "latest-all-types": Operation("latest", lambda s: newest(of(s, ALL_TYPES, None, None))),
+    "window": Operation("window", lambda s: of(s, "a", *WINDOW)[::-1], hands_out=True),
+    "window-oldest-first": Operation("window", lambda s: of(s, "a", *WINDOW), hands_out=True),
+    "window-untyped": Operation("window", lambda s: of(s, None, *WINDOW)[::-1], hands_out=True),
     "window-all-types": Operation(
-        "window",
-        window(ALL_TYPES),
-        lambda s: of(s, ALL_TYPES, *WINDOW)[::-1],
-        hands_out=True,
+        "window", lambda s: of(s, ALL_TYPES, *WINDOW)[::-1], hands_out=True
     ),
     "types_present": Operation(
-        "types_present",
-        present,
-        lambda s: sorted({x.type for x in s if x.type is not None}),
+        "types_present", lambda s: sorted({x.type for x in s if x.type is not None})
     ),
-    "count": Operation("count", count(), lambda s: len(of(s, "a", *WINDOW))),
-    "count-exact": Operation("count", count(exact=True), lambda s: len(of(s, "a", *WINDOW))),
-    "histogram": Operation("histogram", histogram, histogram_truth),
+    "count": Operation("count", lambda s: len(of(s, "a", *WINDOW))),
+    "count-exact": Operation("count", lambda s: len(of(s, "a", *WINDOW))),
+    "histogram": Operation("histogram", histogram_truth),
     "expire": Operation(
         "expire",
-        expire("a"),
         lambda s: (n := len(of(s, "a", None, BEFORE)), n, 0, [], []),
         deletes=lambda s: set(of(s, "a", None, BEFORE)),
     ),
     "expire-untyped": Operation(
         "expire",
-        expire(None),
         lambda s: (n := len(of(s, None, None, BEFORE)), n, 0, [], []),
         deletes=lambda s: set(of(s, None, None, BEFORE)),
     ),
-    "export": Operation("export", export, lambda s: of(s, "a", *WINDOW), hands_out=True),
+    "export": Operation("export", lambda s: of(s, "a", *WINDOW), hands_out=True),
     "archive": Operation(
         "archive",
-        archive,
         lambda s: (n := len(of(s, "a", *WINDOW)), [], n, n, []),
         deletes=lambda s: set(of(s, "a", *WINDOW)),
         writes=lambda s: set(of(s, "a", *WINDOW)),
     ),
     "rekey": Operation(
         "rekey",
-        rekey,
         lambda s: (len(s), 0, [], []),
         deletes=lambda s: set(),
         writes=rekeyed,
@@ -401,10 +262,6 @@ OPERATIONS: Final[dict[str, Operation]] = {
 PARTITIONED: Final = ("window", "count-exact", "expire", "archive")
 
 
-def pairs(operations: Iterator[str] | tuple[str, ...]) -> list[tuple[str, str]]:
-    return [(name, api) for name in operations for api in OPERATIONS[name].apis]
-
-
 # --- running cases together --------------------------------------------------------------------
 
 
@@ -412,7 +269,6 @@ def pairs(operations: Iterator[str] | tuple[str, ...]) -> list[tuple[str, str]]:
 class Case:
     mode: Mode
     operation: str
-    api: str
     layout: str = "plain"
 
 
@@ -578,8 +434,9 @@ class Databases:
             drop(client, name)
 
 
-def run_case(databases: Databases, case: Case, timeout: float, bound: float) -> Outcome:
-    """Runs ``case`` through a proxy bending in its mode; reads what it changed."""
+def run_case(databases: Databases, case: Case, run: Run, timeout: float, bound: float) -> Outcome:
+    """Runs ``case`` (the operation ``run``) through a proxy bending in its mode; reads what
+    it changed."""
     operation = OPERATIONS[case.operation]
     seeded = SEEDS[case.layout]
     own = operation.changes
@@ -589,8 +446,8 @@ def run_case(databases: Databases, case: Case, timeout: float, bound: float) -> 
     outcome = Outcome()
     try:
         with BendProxy(url, case.mode, budget=BUDGET) as proxy:
-            call = Call(case.api, client_of(proxy.url), db, target, timeout)
-            guarded(proxy, lambda: operation.run(call), bound, outcome)
+            call = Call(client_of(proxy.url), db, target, timeout)
+            guarded(proxy, lambda: performed(run, call), bound, outcome)
             outcome.handed_out = call.handed_out
         client = client_of(url)
         if own:
@@ -607,11 +464,16 @@ def run_case(databases: Databases, case: Case, timeout: float, bound: float) -> 
     return outcome
 
 
-@pytest.fixture(scope="module")
-def databases(couch_url: str) -> Iterator[Databases]:
+def seeded_databases(couch_url: str) -> Iterator[Databases]:
+    """The databases of a module's cases on the server at ``couch_url`` (a fixture's body)."""
     made = Databases(couch_url, lambda layout: documents(SEEDS[layout]))
     yield made
     made.close()
+
+
+@pytest.fixture(scope="module")
+def databases(couch_url: str) -> Iterator[Databases]:
+    yield from seeded_databases(couch_url)
 
 
 def case_of(item: pytest.Item) -> Case | None:
@@ -620,20 +482,25 @@ def case_of(item: pytest.Item) -> Case | None:
     if spec is None or name not in LAYOUTS:
         return None
     mode = spec.params.get("mode", "drip")
-    return Case(mode, spec.params["operation"], spec.params["api"], LAYOUTS[name])
+    return Case(mode, spec.params["operation"], LAYOUTS[name])
 
 
-@pytest.fixture(scope="module")
-def batch(databases: Databases) -> Batch:
+def bent_batch(databases: Databases, runs: dict[str, Run]) -> Batch:
+    """The batch of a module's cases, each operation run by ``runs[name]``."""
+
     def run(cases: list[Case]) -> dict[Case, Future[Outcome]]:
         dripped = [case for case in cases if case.mode == "drip"]
         bent = [case for case in cases if case.mode != "drip"]
-        outcomes = run_all(bent, lambda case: run_case(databases, case, TIMEOUT, BOUND), WORKERS)
+
+        def bent_case(case: Case) -> Outcome:
+            return run_case(databases, case, runs[case.operation], TIMEOUT, BOUND)
+
+        def dripped_case(case: Case) -> Outcome:
+            return run_case(databases, case, runs[case.operation], DRIP_TIMEOUT, DRIP_BOUND)
+
+        outcomes = run_all(bent, bent_case, WORKERS)
         # Every dripped answer at once: each only waits.
-        drips = run_all(
-            dripped, lambda case: run_case(databases, case, DRIP_TIMEOUT, DRIP_BOUND), 0
-        )
-        return {**outcomes, **drips}
+        return {**outcomes, **run_all(dripped, dripped_case, 0)}
 
     return Batch(case_of, run)
 
@@ -703,30 +570,9 @@ LAYOUTS: Final = {
 }
 
 
-@pytest.mark.parametrize(("operation", "api"), pairs(tuple(OPERATIONS)))
-@pytest.mark.parametrize("mode", BENDS)
-def test_a_bent_answer_is_refused_or_harmless(
-    mode: Mode, operation: str, api: str, batch: Batch, request: pytest.FixtureRequest
-) -> None:
-    case = Case(mode, operation, api)
-    check(case, batch.outcome(request.node))
-
-
-@pytest.mark.needs("couchdb")
-@pytest.mark.parametrize(("operation", "api"), pairs(PARTITIONED))
-@pytest.mark.parametrize("mode", BENDS)
-def test_a_bent_partition_answer_is_refused_or_harmless(
-    mode: Mode, operation: str, api: str, batch: Batch, request: pytest.FixtureRequest
-) -> None:
-    case = Case(mode, operation, api, "partitioned")
-    check(case, batch.outcome(request.node))
-
-
-@pytest.mark.parametrize(("operation", "api"), pairs(tuple(OPERATIONS)))
-def test_a_dripping_server_ends_each_operation_by_its_timeout(
-    operation: str, api: str, batch: Batch, request: pytest.FixtureRequest
-) -> None:
-    outcome = batch.outcome(request.node)
+def check_drip(operation: str, outcome: Outcome) -> None:
+    """A dripped answer ended ``operation`` with ``ServerTimeoutError`` soon after its
+    timeout, having changed nothing it may not."""
     assert not outcome.hung, f"still running after {DRIP_BOUND} s"
     assert outcome.error is not None, f"returned {outcome.value!r:.300}"
     check_failure(outcome.error, OPERATIONS[operation].name, couchids.ServerTimeoutError)

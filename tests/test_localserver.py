@@ -259,6 +259,14 @@ def test_the_modules_that_share_a_fixture_are_found_by_their_source() -> None:
     from conftest import MODULE_FIXTURE
 
     here = Path(__file__).parent
-    found = {p.name for p in here.glob("test_*.py") if MODULE_FIXTURE.search(p.read_text())}
-    assert {"test_docs.py", "test_bent_server.py", "test_resume_points.py"} <= found
+    found = {
+        str(p.relative_to(here))
+        for p in here.glob("**/test_*.py")
+        if MODULE_FIXTURE.search(p.read_text())
+    }
+    batched = ("test_bent_server.py", "test_resume_points.py")
+    assert {
+        "test_docs.py",
+        *(f"_{api}/{name}" for api in ("async", "sync") for name in batched),
+    } <= found
     assert "test_keys.py" not in found and "test_localserver.py" not in found

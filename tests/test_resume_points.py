@@ -15,7 +15,8 @@ own type and form is always clamped, never refused.
 
 The cases run together as those of tests/test_bent_server.py do, each through a proxy that
 forwards every answer as it is but stops a run that reads far more pages than the database
-holds.
+holds. The operations are written once, in tests/_async/test_resume_points.py (and its
+generated blocking twin), whose tests run the cases this module sets up and check.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import functools
 import io
 import json
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Final
@@ -33,19 +34,19 @@ import pytest
 from bendproxy import BendProxy
 from ibmcloudant.cloudant_v1 import CloudantV1
 from test_bent_server import (
-    APIS,
     BOUND,
     BUDGET,
-    TIMEOUT,
     WORKERS,
     Batch,
     Databases,
     Outcome,
+    Run,
     client_of,
     drop,
     fresh,
     guarded,
     ids_in,
+    performed,
     run_all,
 )
 
@@ -122,7 +123,7 @@ def first(form: IdForm, doc_type: str | None) -> str:
 
 @dataclass
 class Call:
-    api: str
+    #: A client of the case's proxy.
     client: CloudantV1
     db: str
     target: str | None
@@ -133,9 +134,9 @@ class Call:
 class Operation:
     """An operation over the ids of ``form`` and ``type`` holding a time in ``[start, end)``
     (``form=None``: every document, as rekey reads); ``deletes``/``copies``: what it does to
-    them (export only writes them out)."""
+    them (export only writes them out). How it is run is the test module's, by the key of
+    :data:`OPERATIONS`."""
 
-    run: Callable[[Call, Checkpoint], Any]
     form: IdForm | None
     type: str | None
     start: str | None
@@ -167,92 +168,19 @@ class Operation:
         return set(handled) if self.copies else set()
 
 
-def expire(call: Call, checkpoint: Checkpoint) -> Any:
-    report = APIS[call.api].expire(
-        call.client,
-        call.db,
-        EXPIRE_BEFORE,
-        type="order",
-        form=KUUID,
-        dry_run=False,
-        batch_size=PAGE,
-        checkpoint=checkpoint,
-        timeout=TIMEOUT,
-    )
-    return report.deleted
-
-
-def archive(form: IdForm, window: tuple[str, str]) -> Callable[[Call, Checkpoint], Any]:
-    def run(call: Call, checkpoint: Checkpoint) -> Any:
-        assert call.target is not None
-        report = APIS[call.api].archive(
-            call.client,
-            call.db,
-            call.target,
-            *window,
-            type="order",
-            form=form,
-            expire=True,
-            batch_size=PAGE,
-            parallel=2,
-            checkpoint=checkpoint,
-            timeout=TIMEOUT,
-        )
-        return report.copied
-
-    return run
-
-
-def export(form: IdForm, window: tuple[str, str]) -> Callable[[Call, Checkpoint], Any]:
-    def run(call: Call, checkpoint: Checkpoint) -> Any:
-        APIS[call.api].export(
-            call.client,
-            call.db,
-            *window,
-            call.out,
-            type="order",
-            form=form,
-            batch_size=PAGE,
-            parallel=2,
-            checkpoint=checkpoint,
-            timeout=TIMEOUT,
-        )
-        return exported(call.out)
-
-    return run
-
-
 def exported(out: io.StringIO) -> list[str]:
     return [json.loads(line)["_id"] for line in out.getvalue().splitlines()]
-
-
-def rekey(call: Call, checkpoint: Checkpoint) -> Any:
-    assert call.target is not None
-    report = APIS[call.api].rekey(
-        call.client,
-        call.db,
-        call.target,
-        secret=KEY,
-        time_field="t",
-        type="r",
-        batch_size=PAGE,
-        checkpoint=checkpoint,
-        timeout=TIMEOUT,
-    )
-    return report.copied
 
 
 EXPIRE_BEFORE: Final = "2026-01-06T00:00:00Z"
 WINDOW_2026: Final = ("2026-01-03T00:00:00Z", "2026-01-08T00:00:00Z")
 WINDOW_2024: Final = ("2024-03-05T00:00:00Z", "2024-03-25T00:00:00Z")
 OPERATIONS: Final = {
-    "expire": Operation(expire, KUUID, "order", None, EXPIRE_BEFORE, deletes=True),
-    "archive": Operation(
-        archive(KUUID, WINDOW_2026), KUUID, "order", *WINDOW_2026, deletes=True, copies=True
-    ),
-    "export": Operation(export(KUUID, WINDOW_2026), KUUID, "order", *WINDOW_2026),
-    "export-ms": Operation(export(KUUID_MS, WINDOW_2024), KUUID_MS, "order", *WINDOW_2024),
-    "rekey": Operation(rekey, None, None, None, None, copies=True),
+    "expire": Operation(KUUID, "order", None, EXPIRE_BEFORE, deletes=True),
+    "archive": Operation(KUUID, "order", *WINDOW_2026, deletes=True, copies=True),
+    "export": Operation(KUUID, "order", *WINDOW_2026),
+    "export-ms": Operation(KUUID_MS, "order", *WINDOW_2024),
+    "rekey": Operation(None, None, None, None, copies=True),
 }
 
 
@@ -290,12 +218,7 @@ def checkpoints(name: str, layout: str = "plain") -> dict[str, tuple[str, bool]]
     return points
 
 
-CASES: Final = [
-    (name, label, api)
-    for name in OPERATIONS
-    for label in checkpoints(name)
-    for api in ("blocking", "aio")
-]
+CASES: Final = [(name, label) for name in OPERATIONS for label in checkpoints(name)]
 #: In a partitioned database expire, export and archive read the partition of ``order``.
 PARTITION_CASES: Final = [case for case in CASES if case[0] in ("expire", "archive", "export")]
 
@@ -303,7 +226,8 @@ PARTITION_CASES: Final = [case for case in CASES if case[0] in ("expire", "archi
 # --- running them ------------------------------------------------------------------------------
 
 
-def run_case(databases: Databases, layout: str, name: str, label: str, api: str) -> Outcome:
+def run_case(databases: Databases, run: Run, layout: str, name: str, label: str) -> Outcome:
+    """Runs the case (the operation ``run``) through a proxy; reads what it changed."""
     operation = OPERATIONS[name]
     last_id, _ = checkpoints(name, layout)[label]
     changes = operation.deletes or operation.copies
@@ -313,11 +237,11 @@ def run_case(databases: Databases, layout: str, name: str, label: str, api: str)
     outcome = Outcome()
     try:
         with BendProxy(url, "honest", budget=BUDGET) as proxy:
-            call = Call(api, client_of(proxy.url), db, target, io.StringIO())
+            call = Call(client_of(proxy.url), db, target, io.StringIO())
 
             def resume() -> Any:
                 # A checkpoint refused as it is made is refused by the call.
-                return operation.run(call, Checkpoint(last_id=last_id))
+                return performed(run, call, Checkpoint(last_id=last_id))
 
             guarded(proxy, resume, BOUND, outcome)
             outcome.handed_out = exported(call.out)
@@ -341,20 +265,25 @@ TESTS: Final = {
 }
 
 
-def case_of(item: pytest.Item) -> tuple[str, str, str, str] | None:
+def case_of(item: pytest.Item) -> tuple[str, str, str] | None:
     spec = getattr(item, "callspec", None)
     layout = TESTS.get(getattr(item, "originalname", ""))
     if spec is None or layout is None:
         return None
-    return (layout, spec.params["operation"], spec.params["checkpoint"], spec.params["api"])
+    return (layout, spec.params["operation"], spec.params["checkpoint"])
 
 
-@pytest.fixture(scope="module")
-def batch(couch_url: str) -> Iterator[Batch]:
+def resume_batch(couch_url: str, runs: dict[str, Run]) -> Iterator[Batch]:
+    """The batch of a module's cases on the server at ``couch_url``, each operation run by
+    ``runs[name]`` (a fixture's body)."""
     databases = Databases(couch_url, documents)
 
-    def run(cases: list[tuple[str, str, str, str]]) -> dict[Any, Future[Outcome]]:
-        return run_all(cases, lambda case: run_case(databases, *case), WORKERS)
+    def run(cases: list[tuple[str, str, str]]) -> dict[Any, Future[Outcome]]:
+        def one(case: tuple[str, str, str]) -> Outcome:
+            layout, name, label = case
+            return run_case(databases, runs[name], layout, name, label)
+
+        return run_all(cases, one, WORKERS)
 
     yield Batch(case_of, run)
     databases.close()
@@ -374,21 +303,6 @@ def test_the_seed_keeps_other_forms_and_types_outside_each_range() -> None:
         inside = [s.id for s in SEED if keys.low <= s.id < keys.high]
         assert inside == operation.range(), name
         assert len(inside) >= 2 * PAGE, name
-
-
-@pytest.mark.parametrize(("operation", "checkpoint", "api"), CASES)
-def test_a_resume_point_from_elsewhere(
-    operation: str, checkpoint: str, api: str, batch: Batch, request: pytest.FixtureRequest
-) -> None:
-    check(operation, checkpoint, "plain", batch.outcome(request.node))
-
-
-@pytest.mark.needs("couchdb")
-@pytest.mark.parametrize(("operation", "checkpoint", "api"), PARTITION_CASES)
-def test_a_resume_point_from_elsewhere_in_a_partition(
-    operation: str, checkpoint: str, api: str, batch: Batch, request: pytest.FixtureRequest
-) -> None:
-    check(operation, checkpoint, "partitioned", batch.outcome(request.node))
 
 
 def check(operation: str, checkpoint: str, layout: str, outcome: Outcome) -> None:
