@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import math
 import os
 import sys
 import time
@@ -28,6 +29,7 @@ from couchids.cli.options import (
     add_window,
     count_of,
     parse_time,
+    seconds,
 )
 from couchids.cli.options import form as id_form
 from couchids.cli.options import window as time_window
@@ -175,7 +177,7 @@ def _add_tail(commands: Any) -> None:
     p.add_argument(
         "--for",
         dest="duration",
-        type=_duration,
+        type=functools.partial(seconds, most=math.inf),
         metavar="SECONDS",
         help="keep waiting for this many seconds, then stop: 30, 600 (implies -f)",
     )
@@ -410,17 +412,6 @@ def _write_docs(docs: Iterator[dict[str, Any]], limit: int | None, deadline: flo
         if close is not None:
             close()
     return written
-
-
-def _duration(text: str) -> float:
-    """``--for``: a number of seconds above 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0")
-    return value
 
 
 def _advance(bar: Any, report: ExpireReport | RekeyReport) -> None:

@@ -15,6 +15,7 @@ parsers with it alone.
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import sys
 from collections.abc import Callable
@@ -183,16 +184,16 @@ def count_of(least: int) -> Callable[[str], int]:
     return read
 
 
-def seconds(text: str) -> float:
-    """The type of a flag that takes a number of seconds, above 0 and at most a day."""
+def seconds(text: str, most: float = MAX_TIMEOUT) -> float:
+    """The type of a flag that takes a number of seconds, above 0 and at most ``most`` (by
+    default a day; ``math.inf``: any finite number)."""
     try:
         value = float(text)
     except ValueError:
         value = -1.0
-    if not 0 < value <= MAX_TIMEOUT:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a number of seconds above 0 and at most {MAX_TIMEOUT:g}"
-        )
+    if not 0 < value <= most or value == math.inf:
+        at_most = "" if most == math.inf else f" and at most {most:g}"
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0{at_most}")
     return value
 
 
