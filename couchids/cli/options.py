@@ -169,16 +169,18 @@ def parse_time(text: str, now: int) -> int:
 # -- values -----------------------------------------------------------------------------------
 
 
-def count_of(least: int) -> Callable[[str], int]:
-    """The type of a flag that takes a whole number of at least ``least``."""
+def count_of(least: int, most: int | None = None) -> Callable[[str], int]:
+    """The type of a flag that takes a whole number of at least ``least`` (and at most
+    ``most``)."""
 
     def read(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
             value = least - 1
-        if value < least:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= {least}")
+        if value < least or (most is not None and value > most):
+            bound = f">= {least}" if most is None else f"from {least} to {most}"
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number {bound}")
         return value
 
     return read

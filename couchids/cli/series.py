@@ -151,7 +151,7 @@ def _add_prepare(sub: Any) -> None:
     _series_args(p)
     p.add_argument(
         "--ahead",
-        type=_ahead,
+        type=count_of(0, MAX_AHEAD),
         default=1,
         metavar="N",
         help=f"periods after the current one, 0 to {MAX_AHEAD} (default 1)",
@@ -262,13 +262,3 @@ def _run_expire(args: argparse.Namespace) -> int:
     for doc_id in report.unread:
         print(f"couchids: no time the series can read, kept: {doc_id}", file=sys.stderr)
     return 1 if report.conflicts or report.failed or report.unread else 0
-
-
-def _ahead(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if not 0 <= value <= MAX_AHEAD:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number from 0 to {MAX_AHEAD}")
-    return value
