@@ -164,7 +164,7 @@ def main() -> None:
             series.bulk_create(
                 ({"n": k} for k in range(args.series_docs)),
                 type=TYPE,
-                timestamp=lambda doc: T0 + doc["n"] * series_step,
+                time_of=lambda doc: T0 + doc["n"] * series_step,
             )
             operations = _operations(args, admin, prefix, plain, parted, end)
             plans = [p for p in args.plans.split(",") if p]
@@ -241,7 +241,7 @@ def _operations(
             .bulk_create(
                 ({"n": k} for k in range(args.bulk_docs)),
                 type=TYPE,
-                timestamp=lambda doc: T0 + doc["n"] * timedelta(seconds=1),
+                time_of=lambda doc: T0 + doc["n"] * timedelta(seconds=1),
             )
         )
         return sum(1 for r in results if r.ok)

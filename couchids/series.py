@@ -338,16 +338,16 @@ class Series:
         docs: Iterable[Doc],
         *,
         type: str | None = None,
-        key: KeyOf | None = None,
-        timestamp: TimeOf | None = None,
+        key_of: KeyOf | None = None,
+        time_of: TimeOf | None = None,
     ) -> list[WriteResult]:
         """Store many new documents, each in the database of its period: one
         :meth:`Database.bulk_create` per period, oldest period first.
 
         Every document is read and checked, and its period found, before anything is
         written (so ``docs`` is held in memory; split a job of millions of documents into
-        calls). Each document's time is ``timestamp(doc)``, called once; without
-        ``timestamp``, the time in its own ``_id``, or the time of the call, read once for all
+        calls). Each document's time is ``time_of(doc)``, called once; without
+        ``time_of``, the time in its own ``_id``, or the time of the call, read once for all
         of them: the ids of one call then share their millisecond (their order among
         themselves is that of their random parts), and a call made across the end of a
         period puts them all in one period's database, the one their ids name. Every
@@ -357,9 +357,9 @@ class Series:
         meanwhile is created again and the documents it refused are written again (once).
 
         Args:
-            docs, type, key: as for :meth:`Database.bulk_create`.
-            timestamp: a function giving each document's own time, which picks its period;
-                required with ``key``.
+            docs, type, key_of: as for :meth:`Database.bulk_create`.
+            time_of: a function giving each document's own time, which picks its period;
+                required with ``key_of``.
 
         Returns:
             One :class:`~couchids.WriteResult` per document, in input order.
@@ -368,7 +368,7 @@ class Series:
             BulkWriteError: some documents were not stored; raised once every period was
                 written, with every result in input order.
             InvalidArgumentError, InvalidTimeError, InvalidTypeError: a document that cannot
-                be stored or routed, or a bad setting: nothing is written. A ``key`` that
+                be stored or routed, or a bad setting: nothing is written. A ``key_of`` that
                 fails for a document is raised when its period is written, with the results
                 of the periods before it.
             DatabaseLimitError: a period's database is missing and the server's cap on
@@ -385,14 +385,14 @@ class Series:
 
             readings = [{"at": "2026-11-30T23:59:00Z"}, {"at": "2026-12-01T00:01:00Z"}]
             results = events.bulk_create(readings, type="reading",
-                                               timestamp=lambda d: d["at"])
+                                               time_of=lambda d: d["at"])
             # one _bulk_docs into events-2026-11, one into events-2026-12
         """
         if type is not None:
             self.form.type_prefix(type)  # InvalidTypeError, before a database is made
         now = datetime.now(UTC)
         total, parts = series.route_documents(
-            self.layout, docs, key=key, timestamp=timestamp, now=now
+            self.layout, docs, key_of=key_of, time_of=time_of, now=now
         )
         policy = RetryPolicy.within(self.options.timeout, "bulk_create")
         names = [part.name for part in parts]
@@ -401,7 +401,7 @@ class Series:
         placed = PlacedResults(total)
         for part in parts:
             try:
-                written = self._bulk_into(part, type, key)
+                written = self._bulk_into(part, type, key_of)
             except CouchidsError as exc:
                 exc.results = [*placed.handled(), *exc.results]
                 raise
@@ -412,7 +412,7 @@ class Series:
         self,
         part: PeriodDocs,
         type: str | None,
-        key: KeyOf | None,
+        key_of: KeyOf | None,
     ) -> list[WriteResult]:
         """The results of writing ``part``'s documents into its period's database (made when
         it is missing, and the documents it refused written again)."""
@@ -421,8 +421,8 @@ class Series:
             return db.bulk_create(
                 part.docs,
                 type=type,
-                key=key,
-                timestamp=part.time_of,
+                key_of=key_of,
+                time_of=part.time_of,
             )
         except BulkWriteError as exc:
             return list(exc.results)
@@ -444,8 +444,8 @@ class Series:
             rewritten = db.bulk_create(
                 [part.docs[at] for at in again],
                 type=type,
-                key=key,
-                timestamp=part.time_of,
+                key_of=key_of,
+                time_of=part.time_of,
             )
         except BulkWriteError as exc:
             rewritten = list(exc.results)
@@ -639,7 +639,7 @@ class Series:
             every=every,
             type=type,
             exact=exact,
-            workers=self.options.slices("histogram"),
+            parallel=self.options.slices("histogram"),
             timeout=self.options.timeout,
         )
         return run(self.client, program)
@@ -754,7 +754,7 @@ class Series:
             format=format,
             fields=fields,
             checkpoint=checkpoint,
-            page_size=self.options.batch("export"),
+            batch_size=self.options.batch("export"),
             on_progress=on_progress,
             timeout=self.options.timeout,
             parallel=self.options.slices("export"),

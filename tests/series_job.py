@@ -36,7 +36,7 @@ def main(argv: list[str]) -> None:
     for start in range(0, count, 10):
         single, batch = docs[start : start + 5], docs[start + 5 : start + 10]
         ids += [series.create(doc, type="w", timestamp=doc["at"]).id for doc in single]
-        written = series.bulk_create(batch, type="w", timestamp=lambda doc: doc["at"])
+        written = series.bulk_create(batch, type="w", time_of=lambda doc: doc["at"])
         ids += [result.id for result in written]
     print(json.dumps(ids), flush=True)
 

@@ -101,8 +101,8 @@ def seeded(client: CloudantV1, prefix: str) -> dict[str, Any]:
     series = couchids.Series(client, prefix, every="day")
     typed = [{"at": day + offset, "kind": "r"} for day in DAYS for offset in TYPED]
     plain = [{"at": day + offset, "kind": "plain"} for day in DAYS for offset in UNTYPED]
-    made = series.bulk_create(typed, type="r", timestamp=lambda doc: doc["at"])
-    made += series.bulk_create(plain, timestamp=lambda doc: doc["at"])
+    made = series.bulk_create(typed, type="r", time_of=lambda doc: doc["at"])
+    made += series.bulk_create(plain, time_of=lambda doc: doc["at"])
     docs = [{**doc, "_id": result.id} for doc, result in zip(typed + plain, made, strict=True)]
     return {"series": series, "docs": docs}
 

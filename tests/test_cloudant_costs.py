@@ -43,7 +43,7 @@ def made_at(doc: dict[str, Any]) -> datetime:
 
 
 def fill(shop: couchids.Database | couchids.Series) -> None:
-    shop.bulk_create(({"n": i} for i in range(N)), type="click", timestamp=made_at)
+    shop.bulk_create(({"n": i} for i in range(N)), type="click", time_of=made_at)
 
 
 def expire(shop: couchids.Database) -> None:
@@ -61,7 +61,7 @@ OPERATIONS: dict[str, tuple[Callable[[couchids.Database], object], Cost]] = {
     "export": (lambda shop: shop.export(T0, END, io.StringIO(), type="click"), (1, 0, 0)),
     "bulk_create, batch_size=25": (
         lambda shop: shop.with_options(batch_size=25).bulk_create(
-            ({"n": i} for i in range(N)), type="click", timestamp=made_at
+            ({"n": i} for i in range(N)), type="click", time_of=made_at
         ),
         (0, 0, 4),
     ),

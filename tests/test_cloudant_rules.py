@@ -118,7 +118,7 @@ def setting(
         db = fresh_database(client)
         made.append(db)
         docs = [{"n": n, "at": made_at({"n": n}).isoformat()} for n in range(N)]
-        results = couchids.Database(client, db).bulk_create(docs, type="click", timestamp=made_at)
+        results = couchids.Database(client, db).bulk_create(docs, type="click", time_of=made_at)
         proxy = cloudant_proxy(plan=None, iam_only=True, **options)
         ids = [r.id for r in results]
         return Setting(proxy, iam_client(proxy), client, db, ids, couch_server.kind)
@@ -332,7 +332,7 @@ async def series_writes_and_reads(h: Handles, s: Setting) -> None:
     series = h.series(prefix)
     first = await got(series.create({"n": 0}, type="r", timestamp=past_day(0)))
     docs = [{"n": n} for n in range(1, 5)]
-    placed = await got(series.bulk_create(docs, type="r", timestamp=lambda d: past_day(d["n"] % 2)))
+    placed = await got(series.bulk_create(docs, type="r", time_of=lambda d: past_day(d["n"] % 2)))
     assert first.ok and all(r.ok for r in placed)
     names = [f"{prefix}-2024-02-01", f"{prefix}-2024-02-02"]
     assert await got(series.databases()) == names
@@ -545,7 +545,7 @@ async def sized_series_writes(h: Handles, s: Setting) -> None:
         await got(series.create(BIG, type="big", timestamp=past_day(0)))
     assert caught.value.status == 413
     with pytest.raises(BulkWriteError) as failed:
-        await got(series.bulk_create(with_big(SMALL), type="big", timestamp=lambda d: past_day(0)))
+        await got(series.bulk_create(with_big(SMALL), type="big", time_of=lambda d: past_day(0)))
     only_the_big_failed(failed.value.results)
     assert len(s.stored(f"{prefix}-2024-02-01")) == 300
 
@@ -557,7 +557,7 @@ def fill_with_big(s: Setting) -> str:
     s.admin.put_database(db=source).get_result()
     handle = couchids.Database(s.admin, source)
     results = handle.bulk_create(
-        with_big(SMALL), type="big", timestamp=lambda d: T0 + d["n"] * MINUTE
+        with_big(SMALL), type="big", time_of=lambda d: T0 + d["n"] * MINUTE
     )
     assert all(r.ok for r in results)
     return next(r.id for r, doc in zip(results, with_big(SMALL), strict=True) if doc is BIG)
@@ -621,7 +621,7 @@ async def capped_series_write(h: Handles, s: Setting) -> None:
         await got(series.create({"n": 1}, type="r", timestamp=past_day(1)))
     with pytest.raises(DatabaseLimitError):
         await got(
-            series.bulk_create([{"n": 2}, {"n": 3}], type="r", timestamp=lambda d: past_day(d["n"]))
+            series.bulk_create([{"n": 2}, {"n": 3}], type="r", time_of=lambda d: past_day(d["n"]))
         )
     assert await got(series.databases()) == [f"{s.name('c')}-2024-02-01"]
     assert len(s.stored(f"{s.name('c')}-2024-02-01")) == 1

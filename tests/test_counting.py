@@ -239,7 +239,7 @@ def test_all_types_counts_every_type_of_a_series(client: CloudantV1, db: str) ->
     at = to_ms("2024-05-01T12:00:00Z")
     docs = [{"at": at + k * DAY, "t": t} for k in range(2) for t in ("a", "b")]
     for t in ("a", "b"):
-        series.bulk_create([d for d in docs if d["t"] == t], type=t, timestamp=lambda d: d["at"])
+        series.bulk_create([d for d in docs if d["t"] == t], type=t, time_of=lambda d: d["at"])
     try:
         assert series.count(at - DAY, at + 3 * DAY, type=couchids.ALL_TYPES) == 4
         assert series.count(at, at + HOUR, type=couchids.ALL_TYPES) == 2

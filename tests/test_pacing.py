@@ -330,7 +330,7 @@ async def closed(shop: Any) -> None:
 
 
 async def op_bulk_create(shop: Any, client: CloudantV1, db: str, ids: list[str]) -> None:
-    results = await done(shop.bulk_create(docs(), type="click", timestamp=made_at))
+    results = await done(shop.bulk_create(docs(), type="click", time_of=made_at))
     assert all(r.ok for r in results) and len(results) == N
     stored = stored_ids(client, db)
     assert sorted(stored) == sorted(r.id for r in results)  # each once, none missing
@@ -443,7 +443,7 @@ def test_an_operation_keeps_to_the_rate_with_no_error(
 ) -> None:
     ids: list[str] = []
     if name not in ("bulk_create", "rekey"):
-        results = couchids.Database(client, db).bulk_create(docs(), type="click", timestamp=made_at)
+        results = couchids.Database(client, db).bulk_create(docs(), type="click", time_of=made_at)
         ids = [r.id for r in results]
     proxy = cloudant_proxy(plan=SMALL)
     shop = handle(api, proxy.url, db, retries)
@@ -468,7 +468,7 @@ def test_a_series_window_keeps_to_the_rate(
     prefix = f"pacing{uuid.uuid4().hex[:12]}"
     try:
         made = couchids.Series(client, prefix, every="day").bulk_create(
-            docs(), type="click", timestamp=made_at
+            docs(), type="click", time_of=made_at
         )
         ids = sorted(r.id for r in made)
         proxy = cloudant_proxy(plan=SMALL, retry_after=True)
@@ -502,7 +502,7 @@ def test_retry_after_is_obeyed_through_the_cloudant_rules_server(
     is read whole, and the 429s are few (each closes the class for a window)."""
     ids = [
         r.id
-        for r in couchids.Database(client, db).bulk_create(docs(), type="click", timestamp=made_at)
+        for r in couchids.Database(client, db).bulk_create(docs(), type="click", time_of=made_at)
     ]
     proxy = cloudant_proxy(plan=SMALL, retry_after=True)
     shop = handle(api, proxy.url, db, False)
@@ -525,7 +525,7 @@ def test_a_given_rate_meets_few_429s(
     clock and the server's differ by a request's way there), and no error."""
     ids = [
         r.id
-        for r in couchids.Database(client, db).bulk_create(docs(), type="click", timestamp=made_at)
+        for r in couchids.Database(client, db).bulk_create(docs(), type="click", time_of=made_at)
     ]
     proxy = cloudant_proxy(plan=SMALL)
     cloudant = client_for(proxy.url)

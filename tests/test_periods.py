@@ -277,27 +277,31 @@ def test_documents_are_routed_to_their_periods_in_input_order() -> None:
             return None
         return doc["at"] or now
 
-    total, parts = route_documents(layout, docs, key=None, timestamp=None, now=now)
+    total, parts = route_documents(layout, docs, key_of=None, time_of=None, now=now)
     assert total == 5 and [p.name for p in parts] == ["events-2026-11-20", "events-2026-11-25"]
     assert parts[1].positions == [0, 1, 3, 4] and parts[1].time_of(docs[4]) == now
     assert parts[0].time_of(docs[2]) == to_ms("2026-11-20T08:00:00Z")
-    total, parts = route_documents(layout, docs[:2] + docs[3:], key=None, timestamp=at, now=now)
+    total, parts = route_documents(layout, docs[:2] + docs[3:], key_of=None, time_of=at, now=now)
     assert [p.name for p in parts] == ["events-2026-11-25", "events-2026-11-26"]
     assert [p.positions for p in parts] == [[1, 2], [0, 3]]
-    with pytest.raises(couchids.InvalidArgumentError, match="key= needs timestamp="):
-        route_documents(layout, docs, key=lambda d: "k", timestamp=None, now=now)
-    with pytest.raises(couchids.InvalidArgumentError, match="timestamp= failed for document 2"):
-        route_documents(layout, docs, key=None, timestamp=lambda d: d["at"], now=now)
+    with pytest.raises(couchids.InvalidArgumentError, match="key_of= needs time_of="):
+        route_documents(layout, docs, key_of=lambda d: "k", time_of=None, now=now)
+    with pytest.raises(couchids.InvalidArgumentError, match=r"^time_of='2026-11-25': pass a func"):
+        route_documents(layout, docs, key_of=None, time_of="2026-11-25", now=now)  # type: ignore[arg-type]
+    with pytest.raises(couchids.InvalidArgumentError, match=r"^key_of='k': pass a function"):
+        route_documents(layout, docs, key_of="k", time_of=at, now=now)  # type: ignore[arg-type]
+    with pytest.raises(couchids.InvalidArgumentError, match="time_of= failed for document 2"):
+        route_documents(layout, docs, key_of=None, time_of=lambda d: d["at"], now=now)
     with pytest.raises(couchids.InvalidArgumentError, match="document 1 has a _rev"):
-        route_documents(layout, [{}, {"_rev": "1-a"}], key=None, timestamp=None, now=now)
+        route_documents(layout, [{}, {"_rev": "1-a"}], key_of=None, time_of=None, now=now)
     with pytest.raises(couchids.InvalidArgumentError, match="not one dict"):
-        route_documents(layout, {"a": 1}, key=None, timestamp=None, now=now)  # type: ignore[arg-type]
+        route_documents(layout, {"a": 1}, key_of=None, time_of=None, now=now)  # type: ignore[arg-type]
     with pytest.raises(couchids.InvalidTimeError, match=r"document 0: .*past the last time"):
         route_documents(
             SeriesLayout("e", "day", couchids.TID62),
             [{}],
-            key=None,
-            timestamp=lambda d: "2200-01-01",
+            key_of=None,
+            time_of=lambda d: "2200-01-01",
             now=now,
         )
 

@@ -149,7 +149,7 @@ def write_data(client: CloudantV1, prefix: str) -> Truth:
     for doc, doc_type, at in one_by_one:
         truth.add(series.create(doc, type=doc_type, timestamp=at).id, doc, doc_type)
     for doc_type, docs in bulk:
-        results = series.bulk_create(docs, type=doc_type, timestamp=lambda d: d["at"])
+        results = series.bulk_create(docs, type=doc_type, time_of=lambda d: d["at"])
         for doc, result in zip(docs, results, strict=True):
             truth.add(result.id, doc, doc_type)
     noise(client, prefix)
@@ -201,7 +201,7 @@ def test_weeks_across_an_iso_year_in_other_forms(
     series = couchids.Series(client, prefix, every="week", form=form)
     times = ["2026-12-27T23:59:59.999Z", "2026-12-28", "2027-01-03T23:59:59Z", "2027-01-04"]
     docs = [{"n": n, "at": at} for n, at in enumerate(times)]
-    made = [r.id for r in series.bulk_create(docs, type="t", timestamp=lambda d: d["at"])]
+    made = [r.id for r in series.bulk_create(docs, type="t", time_of=lambda d: d["at"])]
     assert series.databases() == [f"{prefix}-2026-w52", f"{prefix}-2026-w53", f"{prefix}-2027-w01"]
     for newest_first in (True, False):
         got = series.window("2026-12-27", "2027-01-05", type="t", newest_first=newest_first)
@@ -478,7 +478,7 @@ def test_bad_input_is_a_clear_error_and_creates_nothing(client: CloudantV1, pref
             {}, timestamp="2200-01-01"
         )
     with pytest.raises(couchids.InvalidArgumentError, match="document 2 has a _rev"):
-        series.bulk_create([{"at": 1}, {"at": 2}, {"_rev": "1-x"}], timestamp=lambda d: d["at"])
+        series.bulk_create([{"at": 1}, {"at": 2}, {"_rev": "1-x"}], time_of=lambda d: d["at"])
     with pytest.raises(couchids.InvalidArgumentError, match="is not a kuuid id"):
         series.create({"_id": "hello"})
     with pytest.raises(couchids.InvalidArgumentError, match="dry_run"):

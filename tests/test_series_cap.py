@@ -146,7 +146,7 @@ def test_a_daily_series_meets_a_cap_of_ten_databases(
     docs = [{"at": DAYS[0] + 1}, {"at": DAYS[6] + 1}, {"at": DAYS[0] + 2}]
     sent = len(proxy.requests("POST", r"/_bulk_docs"))
     with pytest.raises(DatabaseLimitError) as refused_bulk:
-        series("bulk_create", docs, type="r", timestamp=lambda doc: doc["at"])
+        series("bulk_create", docs, type="r", time_of=lambda doc: doc["at"])
     assert not refused_bulk.value.results
     assert len(proxy.requests("POST", r"/_bulk_docs")) == sent
     assert stored_ids(client, prefix) == before
@@ -154,7 +154,7 @@ def test_a_daily_series_meets_a_cap_of_ten_databases(
     # Retention makes room: the same writes then go through, each document once.
     report = series("expire", DAYS[2], dry_run=False)
     assert report.dropped == [f"{prefix}-2024-02-01", f"{prefix}-2024-02-02"]
-    results = series("bulk_create", docs[1:2], type="r", timestamp=lambda doc: doc["at"])
+    results = series("bulk_create", docs[1:2], type="r", time_of=lambda doc: doc["at"])
     stored = series("create", {"n": 7}, type="r", timestamp=DAYS[7])
     after = stored_ids(client, prefix)
     assert {result.id for result in results} | {stored.id} <= after
@@ -187,7 +187,7 @@ def test_a_refused_write_of_a_dropped_period_keeps_the_results_of_the_others(
 
     try:
         with intercepted(through, racing), pytest.raises(DatabaseLimitError) as refused:
-            series.bulk_create(docs, timestamp=lambda doc: doc["at"])
+            series.bulk_create(docs, time_of=lambda doc: doc["at"])
     finally:
         if other in proxy.databases:
             client.delete_database(db=other)

@@ -46,7 +46,7 @@ def made(client: CloudantV1, series_prefix: str) -> dict[str | None, dict[str, i
     truth: dict[str | None, dict[str, int]] = {"reading": {}, "alarm": {}, None: {}}
     for kind in truth:
         mine = [doc for doc in docs if doc["kind"] == kind]
-        stored = days.bulk_create(mine, type=kind, timestamp=lambda doc: doc["at"])
+        stored = days.bulk_create(mine, type=kind, time_of=lambda doc: doc["at"])
         truth[kind] = {r.id: doc["at"] for r, doc in zip(stored, mine, strict=True)}
     assert len(days.databases()) == 6
     return truth

@@ -129,7 +129,7 @@ def test_reading_the_short_ids_jumps_over_other_ids(client: CloudantV1, db: str)
     ):
         reads.clear()
         with intercepted(client, count):
-            program = short_id_pages(db, low, high, policy, page_size=page_size)
+            program = short_id_pages(db, low, high, policy, batch_size=page_size)
             pages = list(stream(client, program))
         got = [row["id"] for page in pages for row in page]
         assert got == sorted(i for i in shorts if low <= i < high), (low, high, page_size)

@@ -6,10 +6,12 @@ flag of the ``couchids`` command that feeds one sits in that parameter's row."""
 
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
 import inspect
 import io
 import re
+import typing
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -104,6 +106,8 @@ BAD: dict[str, list[Any]] = {
     "poll": [-1, 0, "1", float("inf")],
     "options": [5, {"timeout": 5}],
     "rng": [5],
+    "time_of": ["2024-01-01", 5],
+    "key_of": ["order-1", 5],
 }
 #: Good values of the arguments a call needs, by parameter name.
 GOOD: dict[str, Any] = {
@@ -234,16 +238,21 @@ ALIAS = {
 OTHER = {"format"}
 
 
-def vocabulary() -> list[tuple[set[str], set[str]]]:
-    """The rows of the table: the parameter names of each, and its flags."""
-    rows: list[tuple[set[str], set[str]]] = []
+def table() -> list[tuple[set[str], str, set[str]]]:
+    """The rows of the table: the parameter names of each, what they are, and its flags."""
+    rows: list[tuple[set[str], str, set[str]]] = []
     for line in VOCABULARY.read_text(encoding="utf-8").splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) != 3 or not cells[0].startswith("`"):
             continue
         names = set(re.findall(r"`(\w+)`", cells[0]))
-        rows.append((names, set(re.findall(r"`(-[^`]+)`", cells[2]))))
+        rows.append((names, cells[1], set(re.findall(r"`(-[^`]+)`", cells[2]))))
     return rows
+
+
+def vocabulary() -> list[tuple[set[str], set[str]]]:
+    """The rows of the table: the parameter names of each, and its flags."""
+    return [(names, flags) for names, _, flags in table()]
 
 
 #: The callables whose parameters the vocabulary names: the handles' methods, the functions
@@ -263,6 +272,38 @@ def test_the_vocabulary_lists_exactly_the_public_parameters() -> None:
     used = {p for function in NAMED.values() for p in parameters(function)}
     assert used - table == set(), "parameters missing from docs/guide/vocabulary.md"
     assert table - used == set(), "rows of docs/guide/vocabulary.md that no method takes"
+
+
+def takes_a_function(function: Callable[..., Any], param: str) -> bool:
+    """Whether ``param`` of ``function`` is a function: its annotation names ``Callable`` or
+    an alias of one (``KeyOf``, ``TimeOf``), which stands for a function of something."""
+    annotation = inspect.signature(function).parameters[param].annotation
+    text = annotation if isinstance(annotation, str) else repr(annotation)
+    scope = getattr(inspect.unwrap(function), "__globals__", {})
+    return any(
+        word == "Callable" or typing.get_origin(scope.get(word)) is collections.abc.Callable
+        for word in re.findall(r"\w+", text)
+    )
+
+
+def test_each_parameter_name_has_one_meaning() -> None:
+    """One name, one thing: a name in one row only (see above), a function in every method
+    that takes it or in none (``timestamp`` is a time, ``time_of`` a function giving one;
+    ``key`` a key, ``key_of`` a function giving one), and its row says "function" exactly
+    when it is one."""
+    kinds: dict[str, dict[bool, list[str]]] = {}
+    for name, function in NAMED.items():
+        for param in parameters(function):
+            kind = takes_a_function(function, param)
+            kinds.setdefault(param, {}).setdefault(kind, []).append(name)
+    both = {p: (k[True][0], k[False][0]) for p, k in kinds.items() if len(k) == 2}
+    assert not both, f"names that are a function in one method and a value in another: {both}"
+    for names, meaning, _ in table():
+        functions = {name for name in names if True in kinds.get(name, {})}
+        assert functions in (set(), names), f"a row of functions and values: {sorted(names)}"
+        assert ("function" in meaning) == bool(functions), (
+            f"the row of {sorted(names)} must say 'function' exactly when it is one: {meaning!r}"
+        )
 
 
 def test_each_flag_sits_in_the_row_of_its_parameter() -> None:

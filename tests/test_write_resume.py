@@ -70,8 +70,8 @@ def test_a_keyed_bulk_job_run_again_stores_nothing_twice(client: CloudantV1, db:
     options: dict[str, Any] = {
         "type": "hand",
         "form": KUUID_MS,
-        "key": lambda d: f"hand-{d['hand']}",
-        "timestamp": lambda d: d["at"],
+        "key_of": lambda d: f"hand-{d['hand']}",
+        "time_of": lambda d: d["at"],
     }
     handle = Database(client, db).with_options(batch_size=50)
     first = handle.bulk_create(docs[:70], **options)
@@ -113,11 +113,16 @@ def test_attachments_are_a_field_a_new_document_may_have(client: CloudantV1, db:
 @pytest.mark.parametrize(
     ("kwargs", "words"),
     [
-        ({"key": lambda d: "k"}, "key= needs timestamp="),
-        ({"key": "k", "timestamp": lambda d: AT}, "key='k': pass a function"),
-        ({"key": lambda d: d["missing"], "timestamp": lambda d: AT}, "key= failed for document 1"),
-        ({"key": lambda d: 5, "timestamp": lambda d: AT}, "document 0: key=5"),
-        ({"timestamp": lambda d: 1.5}, "document 0: 1.5 is a float"),
+        ({"key_of": lambda d: "k"}, "key_of= needs time_of="),
+        ({"key_of": "k", "time_of": lambda d: AT}, "key_of='k': pass a function"),
+        ({"key_of": lambda d: "k", "time_of": AT}, f"time_of={AT!r}: pass a function"),
+        (
+            {"key_of": lambda d: d["missing"], "time_of": lambda d: AT},
+            "key_of= failed for document 1",
+        ),
+        ({"key_of": lambda d: 5, "time_of": lambda d: AT}, "document 0: key_of= gave 5"),
+        ({"key_of": lambda d: "k", "time_of": lambda d: None}, "document 0: time_of= gave None"),
+        ({"time_of": lambda d: 1.5}, "document 0: 1.5 is a float"),
     ],
 )
 def test_bulk_create_refuses_bad_keys_and_times(

@@ -61,8 +61,8 @@ def main() -> int:
     options: dict[str, Any] = {
         "type": "settlement",
         "form": couchids.KUUID_MS,
-        "key": lambda doc: f"settle:table-{doc['table']}:hand-{doc['hand']}",
-        "timestamp": lambda doc: doc["at"],
+        "key_of": lambda doc: f"settle:table-{doc['table']}:hand-{doc['hand']}",
+        "time_of": lambda doc: doc["at"],
     }
     if "--memory" in sys.argv:
         name = sys.argv[sys.argv.index("--memory") + 1]

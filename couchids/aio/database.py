@@ -15,7 +15,7 @@ the client's driver.
 
 The parameters carry one vocabulary, from the methods to :mod:`couchids.core` and the
 ``couchids`` command's flags (the table is docs/guide/vocabulary.md): ``timestamp`` is a
-document's own time (a function of the document in the bulk writes), ``checkpoint`` where to
+document's own time and ``time_of`` the bulk writes' function giving it, ``checkpoint`` where to
 resume, ``since_seq`` where ``follow`` begins without one. The tuning every operation shares
 (``timeout``, ``retries``, ``backoff``, ``parallel``, ``batch_size``, ``batch_bytes``,
 ``document_bytes``) is the handle's :class:`~couchids.Options`, not a parameter of each method:
@@ -412,8 +412,8 @@ class AsyncDatabase:
         *,
         type: str | None = None,
         form: IdForm | None = None,
-        key: KeyOf | None = None,
-        timestamp: TimeOf | None = None,
+        key_of: KeyOf | None = None,
+        time_of: TimeOf | None = None,
     ) -> list[WriteResult]:
         """Store many new documents through ``_bulk_docs``, each exactly once even when
         retried.
@@ -429,20 +429,20 @@ class AsyncDatabase:
             docs: the documents, any iterable (a generator too), each a JSON object as for
                 :meth:`create`.
             type, form, retries, backoff: as for :meth:`create`.
-            key: a function giving each document's idempotency key (its id is then
+            key_of: a function giving each document's idempotency key (its id is then
                 :func:`~couchids.idforms.keyed.keyed_id` of the key and its time);
                 documents must not have ``_id``. With keys, running the whole call again
                 writes nothing twice.
-            timestamp: a function giving each document's own time, for its id; required with
-                ``key``. Default: the time the id is made.
+            time_of: a function giving each document's own time, for its id; required with
+                ``key_of``. Default: the time the id is made.
 
         Returns:
             One :class:`~couchids.WriteResult` per document, in input order.
 
         Raises:
             BulkWriteError: some documents were not stored (``.results``, ``.failed``).
-            InvalidArgumentError: a document cannot be stored (see :meth:`create`), ``key`` or
-                ``timestamp`` failed for one, or a setting is out of range; raised before
+            InvalidArgumentError: a document cannot be stored (see :meth:`create`), ``key_of``
+                or ``time_of`` failed for one, or a setting is out of range; raised before
                 that document's batch is sent. Its ``results`` hold the documents of earlier
                 batches, which are stored.
             ServerError: a whole request failed (a missing database, refused credentials, a
@@ -457,7 +457,7 @@ class AsyncDatabase:
             hands = [{"hand": 43, "at": "2024-05-01T12:05:00Z", "won": 40}]
             results = await db.bulk_create(
                 hands, type="settlement",
-                key=lambda d: f"settle:table-7:hand-{d['hand']}", timestamp=lambda d: d["at"],
+                key_of=lambda d: f"settle:table-7:hand-{d['hand']}", time_of=lambda d: d["at"],
             )
         """
         program = writes.bulk(
@@ -467,8 +467,8 @@ class AsyncDatabase:
             docs,
             type=type,
             form=self._form(form),
-            key=key,
-            timestamp=timestamp,
+            key_of=key_of,
+            time_of=time_of,
             batch_size=self.options.batch("bulk_create"),
             retries=self.options.retries,
             backoff=self.options.backoff,
@@ -492,8 +492,8 @@ class AsyncDatabase:
         *,
         type: str | None = None,
         form: IdForm | None = None,
-        key: KeyOf | None = None,
-        timestamp: TimeOf | None = None,
+        key_of: KeyOf | None = None,
+        time_of: TimeOf | None = None,
     ) -> AsyncIterator[WriteResult]:
         """Store many new documents through ``_bulk_docs``, yielding each result as its batch
         ends.
@@ -509,8 +509,8 @@ class AsyncDatabase:
         as duplicates. The arguments are checked by the call; nothing is sent before the
         first step.
 
-        Each document gets its id (its own ``_id``, the id of its ``key``, or
-        ``form.new(timestamp(doc), type=type)``). A batch whose answer is lost is sent again
+        Each document gets its id (its own ``_id``, the id of its ``key_of(doc)``, or
+        ``form.new(time_of(doc), type=type)``). A batch whose answer is lost is sent again
         with the same ids; rows that meet an existing id (409) are read back in one
         ``_all_docs`` request and compared as in :meth:`create`: the same content is a
         duplicate, other content a :class:`~couchids.ConflictError` in that row's result. A
@@ -549,8 +549,8 @@ class AsyncDatabase:
             docs,
             type=type,
             form=self._form(form),
-            key=key,
-            timestamp=timestamp,
+            key_of=key_of,
+            time_of=time_of,
             batch_size=self.options.batch("bulk_create_iter"),
             retries=self.options.retries,
             backoff=self.options.backoff,

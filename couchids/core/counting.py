@@ -256,7 +256,7 @@ def histogram(
     _check_form(form)
     check_flag("exact", exact)
     every_ms = parse_every(every)
-    workers = check_count("parallel", parallel)
+    parallel = check_count("parallel", parallel)
     buckets = -(-(end_ms - start_ms) // every_ms) + 1
     if buckets > MAX_BUCKETS:
         raise InvalidArgumentError(
@@ -266,7 +266,7 @@ def histogram(
     edges = bucket_edges(start_ms, end_ms, every_ms)
     spans = list(itertools.pairwise(edges))
     ranges = [window_keys(form, type, a, b) for a, b in spans]
-    return _histogram(known, policy, db, spans, ranges, form, type, exact, workers)
+    return _histogram(known, policy, db, spans, ranges, form, type, exact, parallel)
 
 
 def _histogram(
@@ -278,7 +278,7 @@ def _histogram(
     form: IdForm,
     doc_type: str | None,
     exact: bool,
-    workers: int,
+    parallel: int,
 ) -> Program[list[Bucket]]:
     yield from database_facts(known, db, policy)
     yield from check_one_form(known, db, form, doc_type, policy)
@@ -289,7 +289,7 @@ def _histogram(
         counts = [0] * len(spans)
     elif not exact and (yield from counts_by_offset(known, policy, db)):
         wanted = sorted({key for keys in present for key in (keys.low, keys.high)})
-        marks = yield from _marks(db, wanted, workers, policy)
+        marks = yield from _marks(db, wanted, parallel, policy)
         foreign = _foreign(present, marks, form)
         foreign += [keys for keys in present if reaches_other_ids(keys)]
         for span, keys in zip(spans, ranges, strict=True):
@@ -335,10 +335,10 @@ class _Mark:
 
 
 def _marks(
-    db: str, keys: list[str], workers: int, policy: RetryPolicy
+    db: str, keys: list[str], parallel: int, policy: RetryPolicy
 ) -> Program[dict[str, _Mark]]:
     """The offset of each key and its first :data:`PROBE_ROWS` ids, one request a key,
-    ``workers`` requests at a time."""
+    ``parallel`` requests at a time."""
 
     def mark(key: str) -> Program[_Mark]:
         each = policy.renewed()
@@ -355,19 +355,19 @@ def _marks(
         rows = expect_rows(reply.body, each, db, sent=reply.sent, span=KeySpan(key, None))
         return _Mark(value, [row["id"] for row in rows])
 
-    if workers == 1 or len(keys) == 1:
+    if parallel == 1 or len(keys) == 1:
         found = {}
         for key in keys:
             found[key] = yield from mark(key)
         return found
     started = []
-    for key in keys[:workers]:
+    for key in keys[:parallel]:
         started.append((yield Start(mark(key))))
     marks: dict[str, _Mark] = {}
     for index, key in enumerate(keys):
         marks[key] = yield Wait(started[index])
-        if index + workers < len(keys):
-            started.append((yield Start(mark(keys[index + workers]))))
+        if index + parallel < len(keys):
+            started.append((yield Start(mark(keys[index + parallel]))))
     return marks
 
 

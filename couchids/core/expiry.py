@@ -176,7 +176,7 @@ def _expire(
         policy,
         doc_type=doc_type,
         after=report.checkpoint.last_id,
-        page_size=batch_size,
+        batch_size=batch_size,
     )
     scope = (form, doc_type)
     return (
@@ -263,9 +263,11 @@ def purge_batch_for(version: str | None) -> int | None:
     return None if release >= UNLIMITED_PURGE_SINCE else PURGE_BATCH
 
 
-def index_rows(known: FactsCache, db: str, policy: RetryPolicy, *, page_size: int) -> Program[None]:
+def index_rows(
+    known: FactsCache, db: str, policy: RetryPolicy, *, batch_size: int
+) -> Program[None]:
     """Emits the rows (ids and revisions) of every document of ``db``, design documents
-    included, in key order, ``page_size`` at a time: what :func:`expire_rows` reads when
+    included, in key order, ``batch_size`` at a time: what :func:`expire_rows` reads when
     every id of a database is to be looked at. ``DatabaseNotFoundError`` for a missing one."""
     return range_pages(
         known,
@@ -274,7 +276,7 @@ def index_rows(known: FactsCache, db: str, policy: RetryPolicy, *, page_size: in
         PLAIN_SCOPE[0],
         policy,
         doc_type=None,
-        page_size=page_size,
+        batch_size=batch_size,
         to_the_end=True,
         wanted=lambda _: True,
     )
@@ -411,7 +413,7 @@ def _still_live(
     # The highest id itself is in the range: its successor is the range's excluded end.
     keys = KeyRange(min(ids), max(ids) + "\0", form.type_prefix(doc_type))
     pages = Puller(
-        range_pages(known, db, keys, form, policy, doc_type=doc_type, page_size=len(ids))
+        range_pages(known, db, keys, form, policy, doc_type=doc_type, batch_size=len(ids))
     )
     live: set[str] = set()
     while (page := (yield from pages.next())) is not END:

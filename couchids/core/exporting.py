@@ -346,7 +346,7 @@ def window_documents(
     doc_type: str | None,
     form: IdForm,
     mark: Checkpoint,
-    page_size: int,
+    batch_size: int,
     policy: RetryPolicy,
     *,
     parallel: int,
@@ -357,7 +357,7 @@ def window_documents(
     time slices at a time; the arguments are checked now. ``copies`` reads them for copying:
     with their attachments' data and their ``_conflicts``."""
     start_ms, end_ms = _span(start, end)
-    check_size("batch_size", page_size)
+    check_size("batch_size", batch_size)
     check_size("parallel", parallel)
     if not isinstance(form, IdForm):
         raise InvalidArgumentError(f"form={form!r}: pass an IdForm such as couchids.KUUID")
@@ -371,7 +371,7 @@ def window_documents(
         form,
         doc_type,
         mark,
-        page_size,
+        batch_size,
         policy,
         copies,
         parallel=parallel,
@@ -395,7 +395,7 @@ def _documents(
     form: IdForm,
     doc_type: str | None,
     mark: Checkpoint,
-    page_size: int,
+    batch_size: int,
     policy: RetryPolicy,
     copies: bool,
     *,
@@ -414,7 +414,7 @@ def _documents(
         after=mark.last_id,
         attachments=copies,
         conflicts=copies,
-        page_size=page_size,
+        batch_size=batch_size,
         parallel=parallel,
     )
     documents = Puller(pages)

@@ -84,7 +84,7 @@ def follow(
     """
     policy = read_policy(timeout, "follow")
     check_size("batch_size", batch_size)
-    wait_ms = max(1, round(seconds("poll", poll, zero=False) * 1000))  # CouchDB's unit
+    poll_ms = max(1, round(seconds("poll", poll, zero=False) * 1000))  # CouchDB's unit
     check_flag("wait", wait)
     checkpoint = check_checkpoint(checkpoint)
     if isinstance(since_seq, bool) or not isinstance(since_seq, str | int):
@@ -105,7 +105,7 @@ def follow(
         catch_up.start = start
     return (
         _start(known, db, mark, policy, catch_up),
-        _follow(known, db, form, type, wanted, mark, wait, batch_size, wait_ms, policy, catch_up),
+        _follow(known, db, form, type, wanted, mark, wait, batch_size, poll_ms, policy, catch_up),
     )
 
 
@@ -190,7 +190,7 @@ def _follow(
     mark: Checkpoint,
     wait: bool,
     batch_size: int,
-    wait_ms: int,
+    poll_ms: int,
     policy: RetryPolicy,
     catch_up: _CatchUp,
 ) -> Program[None]:
@@ -200,11 +200,11 @@ def _follow(
         )
     if wait and policy.timeout is not None:
         # A long-poll request is answered after up to ``poll`` seconds by design.
-        policy = replace(policy, timeout=policy.timeout + wait_ms / 1000)
+        policy = replace(policy, timeout=policy.timeout + poll_ms / 1000)
     while True:
         params = {"since": str(mark.since), "limit": str(batch_size), "include_docs": "true"}
         if wait:
-            params.update(feed="longpoll", timeout=str(wait_ms))
+            params.update(feed="longpoll", timeout=str(poll_ms))
         changes = Request("POST", path(db, "_changes"), params, b"{}")
         each = policy.renewed()
         body = (yield from ask(changes, each, db)).body
@@ -263,7 +263,7 @@ def _read_window(
         _last(form),
         policy,
         include_docs=True,
-        page_size=batch_size,
+        batch_size=batch_size,
     )
     documents = Puller(pages)
     while (page := (yield from documents.next())) is not END:

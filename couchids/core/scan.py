@@ -154,7 +154,7 @@ def range_pages(
     doc_type: str | None,
     after: str | None = None,
     include_docs: bool = False,
-    page_size: int = DEFAULT_PAGE_SIZE,
+    batch_size: int = DEFAULT_PAGE_SIZE,
     to_the_end: bool = False,
     wanted: Callable[[str], bool] | None = None,
 ) -> Program[None]:
@@ -178,7 +178,7 @@ def range_pages(
     facts = yield from database_facts(known, db, policy)
     partition = partition_of(keys.prefix) if facts.partitioned else None
     if partition is not None:
-        page_size = min(page_size, PARTITION_QUERY_LIMIT - 1)
+        batch_size = min(batch_size, PARTITION_QUERY_LIMIT - 1)
     first, last, descending = keys.bounds(newest_first=False, form=form)
     if to_the_end and descending:
         raise InvalidArgumentError("a walk to the end of the index reads ascending keys")
@@ -203,7 +203,7 @@ def range_pages(
     # start at (skipped, as is the range's high bound, which inclusive_end lets in), and ask
     # for one more.
     skip = {resumed} if to_the_end else {keys.high, resumed}
-    limit = page_size if resumed is None else page_size + 1
+    limit = batch_size if resumed is None else batch_size + 1
     # CouchDB reads to the end of the index without an end key; PouchDB Server then stops
     # at "\xff", and is asked again up to the top of its UTF-16 order.
     for end_key in (None, UTF16_TOP) if to_the_end else (last,):
@@ -225,7 +225,7 @@ def range_pages(
             if rows:
                 key = rows[-1]["id"]
                 skip = {key} if to_the_end else {keys.high, key}
-                limit = page_size + 1
+                limit = batch_size + 1
             if not full or not rows:
                 break
 
@@ -262,7 +262,7 @@ def check_one_form(
         return
     alike = form.id_pattern(beyond.prefix).fullmatch
     pages = Puller(
-        range_pages(known, db, beyond, form, policy, doc_type=doc_type, page_size=PROBE_ROWS)
+        range_pages(known, db, beyond, form, policy, doc_type=doc_type, batch_size=PROBE_ROWS)
     )
     try:
         page = yield from pages.next()

@@ -53,6 +53,7 @@ from couchids.core.periods import MAX_AHEAD, Period, SeriesLayout, period_of
 from couchids.core.policy import RetryPolicy
 from couchids.core.scan import Checkpoint, check_one_form, range_pages, read_policy
 from couchids.core.short import short_day
+from couchids.core.writes import check_functions_of_documents
 from couchids.errors import (
     BulkWriteError,
     DatabaseLimitError,
@@ -507,14 +508,14 @@ def route_documents(
     layout: SeriesLayout,
     docs: Iterable[Doc],
     *,
-    key: Callable[[Doc], str] | None,
-    timestamp: Callable[[Doc], TimeLike] | None,
+    key_of: Callable[[Doc], str] | None,
+    time_of: Callable[[Doc], TimeLike] | None,
     now: datetime,
 ) -> tuple[int, list[PeriodDocs]]:
     """How many documents ``docs`` holds, and their periods, oldest first, each with its
     documents (the program of :meth:`couchids.Series.bulk_create`'s routing; pure).
 
-    Each document's time is ``timestamp(doc)``, read once here; without ``timestamp``, the
+    Each document's time is ``time_of(doc)``, read once here; without ``time_of``, the
     time in a document's own ``_id`` or, for a document without one, ``now`` (one time for
     the whole call, so a call made across the end of a period still puts each id in the
     database of its time). Every document is checked (:func:`~couchids.core.document.check_new`)
@@ -522,9 +523,9 @@ def route_documents(
 
     Raises:
         InvalidArgumentError: ``docs`` is not an iterable of documents, a document cannot be
-            stored or routed (an own ``_id`` of another form), ``timestamp`` or ``key`` is
-            not a function, ``timestamp`` failed for a document, or ``key`` without
-            ``timestamp``.
+            stored or routed (an own ``_id`` of another form), ``time_of`` or ``key_of`` is
+            not a function, ``time_of`` failed for a document, or ``key_of`` without
+            ``time_of``.
         InvalidTimeError: a document's time is unreadable or past the form's last time.
     """
     if isinstance(docs, Mapping | str | bytes) or not isinstance(docs, Iterable):
@@ -532,29 +533,19 @@ def route_documents(
             f"docs must be an iterable of documents (e.g. a list of dicts), not one "
             f"{type(docs).__name__}"
         )
-    for name, function in (("key", key), ("timestamp", timestamp)):
-        if function is not None and not callable(function):
-            raise InvalidArgumentError(
-                f"{name}={function!r}: pass a function that takes a document "
-                f"(e.g. lambda doc: doc['{name}'])"
-            )
-    if key is not None and timestamp is None:
-        raise InvalidArgumentError(
-            "key= needs timestamp=, a function giving each document's own time: a keyed id "
-            "holds that time, which must be the same when the job runs again"
-        )
+    check_functions_of_documents(key_of, time_of)
     parts: dict[Period, PeriodDocs] = {}
     total = 0
     for position, doc in enumerate(docs):
         label = f"document {position}"
         check_new(doc, label)
         own = doc.get("_id")
-        if timestamp is not None:
+        if time_of is not None:
             try:
-                when: TimeLike = timestamp(doc)
+                when: TimeLike = time_of(doc)
             except Exception as exc:
                 raise InvalidArgumentError(
-                    f"timestamp= failed for {label}: {type(exc).__name__}: {exc}"
+                    f"time_of= failed for {label}: {type(exc).__name__}: {exc}"
                 ) from exc
         elif own is not None:
             when = layout.time_of_id(own)
@@ -783,7 +774,7 @@ def histogram(
     every: str | timedelta,
     type: str | None,
     exact: bool,
-    workers: int,
+    parallel: int,
     timeout: float | None,
 ) -> Program[list[Bucket]]:
     """The program of :meth:`couchids.Series.histogram`: the buckets of one database's
@@ -810,7 +801,7 @@ def histogram(
             type=type,
             form=layout.form,
             exact=exact,
-            parallel=workers,
+            parallel=parallel,
         )
         return _unless_missing(program, [])
 
@@ -850,7 +841,7 @@ def export(
     format: Format,
     fields: Sequence[str] | None,
     checkpoint: Checkpoint | None,
-    page_size: int,
+    batch_size: int,
     on_progress: Callable[[Checkpoint], None] | None,
     timeout: float | None,
     parallel: int,
@@ -875,7 +866,7 @@ def export(
             type,
             layout.form,
             mark,
-            page_size,
+            batch_size,
             policy.renewed(),
             parallel=parallel,
         )
@@ -1101,7 +1092,7 @@ def _expire_database(
 
     each = ExpireReport(dry_run=report.dry_run)
     if whole:
-        rows = expiry.index_rows(known, name, policy, page_size=run.batch_size)
+        rows = expiry.index_rows(known, name, policy, batch_size=run.batch_size)
     else:
         rows = older_rows(known, name, form, run.before_ms, policy, run.batch_size, check)
     return (yield from expiry.expire_rows(known, name, rows, goes, each, policy, purge=run.purge))
@@ -1113,7 +1104,7 @@ def older_rows(
     form: IdForm,
     before_ms: int,
     policy: RetryPolicy,
-    page_size: int,
+    batch_size: int,
     check: Callable[[str | None], Program[bool]],
 ) -> Program[None]:
     """Emits the ``_all_docs`` rows of ``db``, in key order, among which lies every id older
@@ -1123,7 +1114,7 @@ def older_rows(
 
     The walk of :func:`~couchids.core.alltypes.types_present`: the ids that name no type
     (untyped ids of the form, short ids, names) are read as they come, in pages of
-    :data:`~couchids.core.alltypes.MAX_STEP_PAGE` ids (emitted ``page_size`` at a time); a
+    :data:`~couchids.core.alltypes.MAX_STEP_PAGE` ids (emitted ``batch_size`` at a time); a
     type is met at its first id, and jumped over (to ``type;``) when that id sorts at or
     after the type's key of ``before_ms`` (the type's older ids would sort before it; for a
     reverse form, whose older ids sort last, that never happens). Otherwise the type's key
@@ -1158,7 +1149,7 @@ def older_rows(
             key, after = step.next_key, step.after
             if step.doc_type is None:
                 page.append(row)
-                if len(page) == page_size:  # what expire_rows deletes in one request
+                if len(page) == batch_size:  # what expire_rows deletes in one request
                     yield Emit(page)
                     page = []
                 continue
@@ -1180,14 +1171,14 @@ def older_rows(
                     form,
                     policy,
                     doc_type=step.doc_type,
-                    page_size=page_size,
+                    batch_size=batch_size,
                     wanted=lambda _: True,
                 )
         if page:
             yield Emit(page)
         if len(rows) < asked:
             return
-        limit = 1 if typed else max(page_size, MAX_STEP_PAGE)
+        limit = 1 if typed else max(batch_size, MAX_STEP_PAGE)
 
 
 def id_time(
@@ -1291,19 +1282,19 @@ def _period(part: Program[None]) -> Program[None]:
         puller.close()
 
 
-def _each(programs: list[Program[T]], workers: int) -> Program[list[T]]:
-    """What each of ``programs`` returns, in their order, ``workers`` running at a time."""
-    if workers == 1 or len(programs) <= 1:
+def _each(programs: list[Program[T]], parallel: int) -> Program[list[T]]:
+    """What each of ``programs`` returns, in their order, ``parallel`` running at a time."""
+    if parallel == 1 or len(programs) <= 1:
         results = []
         for program in programs:
             results.append((yield from program))
         return results
     started = []
-    for program in programs[:workers]:
+    for program in programs[:parallel]:
         started.append((yield Start(program)))
     done: list[T] = []
     for index in range(len(programs)):
         done.append((yield Wait(started[index])))
-        if index + workers < len(programs):
-            started.append((yield Start(programs[index + workers])))
+        if index + parallel < len(programs):
+            started.append((yield Start(programs[index + parallel])))
     return done

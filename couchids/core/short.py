@@ -288,7 +288,7 @@ def next_short_key(doc_id: str) -> str | None:
 
 
 def short_id_pages(
-    db: str, low: str, high: str, policy: RetryPolicy, *, page_size: int
+    db: str, low: str, high: str, policy: RetryPolicy, *, batch_size: int
 ) -> Program[None]:
     """Emits the ``_all_docs`` rows (ids and revisions) of the short ids ``low <= id < high``
     in ``db``, in key order, a page at a time: a run of other ids (another form's untyped
@@ -305,7 +305,7 @@ def short_id_pages(
     key: str | None = low
     while key is not None and key < high:
         each = policy.renewed()
-        options = {"start_key": key, "end_key": high, "limit": page_size}
+        options = {"start_key": key, "end_key": high, "limit": batch_size}
         reply = yield from ask(post_json(path(db, "_all_docs"), options), each, db)
         rows = expect_rows(reply.body, each, db, sent=reply.sent, span=KeySpan(key, high))
         page: list[dict[str, Any]] = []
@@ -321,7 +321,7 @@ def short_id_pages(
             page.append(row)
             following = doc_id + "\0"
         else:
-            if len(rows) < page_size:
+            if len(rows) < batch_size:
                 following = None
         if page:
             yield Emit(page)

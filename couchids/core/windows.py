@@ -70,9 +70,9 @@ class WindowRead:
     it, :meth:`open` reads the answer to its first request ahead of that."""
 
     def __init__(
-        self, scan: _Scan | Callable[[], Program[None]], page_size: int, parallel: int
+        self, scan: _Scan | Callable[[], Program[None]], batch_size: int, parallel: int
     ) -> None:
-        self._scan, self._size, self._parallel = scan, page_size, parallel
+        self._scan, self._size, self._parallel = scan, batch_size, parallel
 
     def pages(self, opened: Opening | None = None) -> Program[None]:
         """Emits the pages of the window; ``opened`` is what :meth:`open` read, or ``None``."""
@@ -147,7 +147,7 @@ def scan_pages(
     after: str | None = None,
     attachments: bool = False,
     conflicts: bool = False,
-    page_size: int = DEFAULT_PAGE_SIZE,
+    batch_size: int = DEFAULT_PAGE_SIZE,
     parallel: int = DEFAULT_PARALLEL,
 ) -> Program[None]:
     """Emits the pages of a window of ``form`` and ``doc_type`` from ``start_ms`` to
@@ -171,7 +171,7 @@ def scan_pages(
         attachments=attachments,
         conflicts=conflicts,
     )
-    return scan.run(page_size, page_size, prefetch=True, parallel=parallel)
+    return scan.run(batch_size, batch_size, prefetch=True, parallel=parallel)
 
 
 def _all_types_window(

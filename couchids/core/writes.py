@@ -9,10 +9,10 @@ content is a :class:`~couchids.ConflictError`. Nothing is ever overwritten: couc
 a ``_rev``.
 
 A whole job run again after a crash is safe the same way when every document's id is known
-before the job starts: its own ``_id``, or an idempotency key (``key=``) and the document's own
-time, from which :func:`~couchids.idforms.keyed.keyed_id` derives the id. Every error raised
-once an id was chosen carries it (``doc_id``, or ``results`` for bulk writes) and says whether
-the document may have been stored (``stored``; see :class:`~couchids.CouchidsError`).
+before the job starts: its own ``_id``, or an idempotency key (``key=``; in bulk, ``key_of=``)
+and its own time, from which :func:`~couchids.idforms.keyed.keyed_id` derives the id. Every
+error raised once an id was chosen carries it (``doc_id``, or ``results`` for bulk writes) and
+says whether the document may have been stored (``stored``; see :class:`~couchids.CouchidsError`).
 
 Documents are compared as JSON: the caller's document after a JSON round trip against the
 stored one, both without ``_id`` and ``_rev``.
@@ -134,8 +134,29 @@ def create(
     return write_new(known, db, doc_id, payload, policy)
 
 
+#: ``key_of=`` of the bulk writes: a function giving a document's idempotency key.
 KeyOf = Callable[[Doc], str]
+#: ``time_of=`` of the bulk writes: a function giving a document's own time.
 TimeOf = Callable[[Doc], TimeLike]
+
+
+def check_functions_of_documents(key_of: object, time_of: object) -> None:
+    """Refuse a bulk write's ``key_of``/``time_of`` that is not a function of a document, and
+    ``key_of`` without ``time_of``."""
+    for name, function, gives, example in (
+        ("key_of", key_of, "idempotency key", "f\"order-{doc['number']}\""),
+        ("time_of", time_of, "own time", "doc['at']"),
+    ):
+        if function is not None and not callable(function):
+            raise InvalidArgumentError(
+                f"{name}={function!r:.80}: pass a function giving each document's {gives} "
+                f"(e.g. {name}=lambda doc: {example}), or None"
+            )
+    if key_of is not None and time_of is None:
+        raise InvalidArgumentError(
+            "key_of= needs time_of=, a function giving each document's own time: a keyed id "
+            "holds that time, which must be the same when the job runs again"
+        )
 
 
 class Collected:
@@ -186,8 +207,8 @@ def bulk(
     *,
     type: str | None,
     form: IdForm,
-    key: KeyOf | None,
-    timestamp: TimeOf | None,
+    key_of: KeyOf | None,
+    time_of: TimeOf | None,
     batch_size: int,
     retries: int,
     backoff: float,
@@ -218,20 +239,10 @@ def bulk(
         )
     if not isinstance(form, IdForm):
         raise InvalidArgumentError(f"form={form!r} is not a couchids IdForm such as KUUID")
-    for name, function in (("key", key), ("timestamp", timestamp)):
-        if function is not None and not callable(function):
-            raise InvalidArgumentError(
-                f"{name}={function!r}: pass a function that takes a document "
-                f"(e.g. lambda doc: doc['{name}'])"
-            )
-    if key is not None and timestamp is None:
-        raise InvalidArgumentError(
-            "key= needs timestamp=, a function giving each document's own time: a keyed id "
-            "holds that time, which must be the same when the job runs again"
-        )
+    check_functions_of_documents(key_of, time_of)
     if type is not None:
         type_prefix(type)
-    ids = _Ids(type, form, key, timestamp)
+    ids = _Ids(type, form, key_of, time_of)
     sizes = _Sizes(batch_size, batch_bytes, document_bytes)
     return _stream(known, db, iter(docs), ids, sizes, policy)
 
@@ -251,17 +262,27 @@ class _Ids:
 
     doc_type: str | None
     form: IdForm
-    key: KeyOf | None
+    key_of: KeyOf | None
     time_of: TimeOf | None
 
     def assign(self, doc: Any, label: str) -> str:
         check_new(doc, label)
         if self.time_of is None:
             return _assign_id(doc, self.doc_type, None, None, self.form, label)
-        when = _call(self.time_of, doc, "timestamp", label)
-        doc_key = None if self.key is None else _call(self.key, doc, "key", label)
+        when = _call(self.time_of, doc, "time_of", label)
+        doc_key = None if self.key_of is None else _call(self.key_of, doc, "key_of", label)
+        if self.key_of is not None and (not isinstance(doc_key, str) or not doc_key):
+            raise InvalidArgumentError(
+                f"{label}: key_of= gave {doc_key!r:.80}: an idempotency key is a non-empty "
+                "string naming the document"
+            )
+        if self.key_of is not None and when is None:
+            raise InvalidArgumentError(
+                f"{label}: time_of= gave None: a keyed id needs the document's own time "
+                "('now' differs on a re-run, and so would the id)"
+            )
         try:
-            return _assign_id(doc, self.doc_type, when, doc_key, self.form, label)
+            return _assign_id(doc, self.doc_type, when, doc_key, self.form, label, "time_of")
         except InvalidInputError as exc:
             if str(exc).startswith(label):
                 raise
@@ -687,8 +708,10 @@ def _assign_id(
     key: str | None,
     form: IdForm,
     label: str,
+    time_name: str = "timestamp",
 ) -> str:
-    """The id of ``doc`` (checked by :func:`~couchids.core.document.check_new` already)."""
+    """The id of ``doc`` (checked by :func:`~couchids.core.document.check_new` already);
+    ``time_name`` is the parameter that gave ``timestamp`` (a bulk write's ``time_of``)."""
     if not isinstance(form, IdForm):
         raise InvalidArgumentError(f"form={form!r} is not a couchids IdForm such as KUUID")
     own = doc.get("_id")
@@ -711,22 +734,25 @@ def _assign_id(
             f"a new {doc_type!r} id, or drop type= to keep the _id"
         )
     if timestamp is not None:
-        _check_time(own, timestamp, form, label)
+        _check_time(own, timestamp, form, label, time_name)
     return own
 
 
-def _check_time(doc_id: str, timestamp: TimeLike, form: IdForm, label: str) -> None:
+def _check_time(doc_id: str, timestamp: TimeLike, form: IdForm, label: str, name: str) -> None:
     try:
         ms = form.parse(split_type(doc_id)[1])
     except InvalidInputError as exc:
         raise InvalidArgumentError(
-            f"{label} has _id {doc_id!r}, whose time cannot be checked against timestamp=: {exc}"
+            f"{label} has _id {doc_id!r}, whose time cannot be checked against {name}=: {exc}"
         ) from None
     wanted = to_ms(timestamp)
+    asked = (
+        f"{name}={timestamp!r}" if name == "timestamp" else f"the time {name} gives ({timestamp!r})"
+    )
     if ms // form.unit_ms != wanted // form.unit_ms:
         raise InvalidArgumentError(
-            f"{label} has _id {doc_id!r}, made at another time than timestamp={timestamp!r}; "
-            "drop the _id to get a new id for that time, or drop timestamp= to keep the _id"
+            f"{label} has _id {doc_id!r}, made at another time than {asked}; drop the _id to "
+            f"get a new id for that time, or drop {name}= to keep the _id"
         )
 
 

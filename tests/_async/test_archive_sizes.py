@@ -48,7 +48,7 @@ def populate(client: CloudantV1, db: str, count: int, size: int) -> dict[str, An
     server (no limits); answers them by id, as stored."""
     docs = [{"n": n, "pad": "x" * size} for n in range(count)]
     made = couchids.Database(client, db).bulk_create(
-        docs, type="ord", timestamp=lambda doc: START + doc["n"] * SECOND
+        docs, type="ord", time_of=lambda doc: START + doc["n"] * SECOND
     )
     assert all(result.ok for result in made)
     return all_docs(client, db)

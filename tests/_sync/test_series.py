@@ -74,7 +74,7 @@ def written(series: Series, client: CloudantV1, prefix: str) -> Truth:
     for doc, doc_type, at in one_by_one:
         truth.add((series.create(doc, type=doc_type, timestamp=at)).id, doc, doc_type)
     for doc_type, docs in bulk:
-        results = series.bulk_create(docs, type=doc_type, timestamp=lambda d: d["at"])
+        results = series.bulk_create(docs, type=doc_type, time_of=lambda d: d["at"])
         for doc, result in zip(docs, results, strict=True):
             truth.add(result.id, doc, doc_type)
     noise(client, prefix)
@@ -112,7 +112,7 @@ def test_bulk_results_keep_input_order_across_periods(
     ]
     docs = [{"n": n, "at": at} for n, at in enumerate(times)]
     results = series_of(blocking_client, prefix, every="month", batch_size=1).bulk_create(
-        docs, type="t", timestamp=lambda d: d["at"]
+        docs, type="t", time_of=lambda d: d["at"]
     )
     assert [KUUID.parse(r.id[2:]) for r in results] == [to_ms(at) // 1000 * 1000 for at in times]
     assert series.databases() == [
@@ -129,8 +129,8 @@ def test_bulk_results_keep_input_order_across_periods(
     assert short.id.startswith("260531-")
     assert (series.databases())[-1] == f"{prefix}-2026-05"
     assert f"{prefix}-2026-02" in series.databases()
-    with pytest.raises(couchids.InvalidArgumentError, match="key= needs timestamp="):
-        series.bulk_create([{}], key=lambda d: "k")
+    with pytest.raises(couchids.InvalidArgumentError, match="key_of= needs time_of="):
+        series.bulk_create([{}], key_of=lambda d: "k")
     with pytest.raises(
         couchids.InvalidArgumentError, match="a keyed id needs the document's own time"
     ):
@@ -306,9 +306,9 @@ def test_expire_leaves_no_older_document_whatever_wrote_it(
         series.create({"n": n}, type="k", key=f"job-{n}", timestamp=at)
         series.create_short({"n": n}, timestamp=at)
     docs = [{"n": n, "at": at} for n, at in enumerate(times)]
-    series.bulk_create(docs, type="b", timestamp=lambda d: d["at"])
-    series.bulk_create(docs, timestamp=lambda d: d["at"])
-    series.bulk_create(docs, type="kb", key=lambda d: f"row-{d['n']}", timestamp=lambda d: d["at"])
+    series.bulk_create(docs, type="b", time_of=lambda d: d["at"])
+    series.bulk_create(docs, time_of=lambda d: d["at"])
+    series.bulk_create(docs, type="kb", key_of=lambda d: f"row-{d['n']}", time_of=lambda d: d["at"])
     series.bulk_create([{"_id": KUUID.new(at, type="own")} for at in times])
     boundary, later = day_name(prefix, 2), day_name(prefix, 4)
     # Stored by hand: older documents in a later period's database, a newer one in the
