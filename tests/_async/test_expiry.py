@@ -74,8 +74,8 @@ async def test_utc_random_ids_beside_couchdb_random_ids_are_refused(
         lambda: database(async_client, db).expire(
             BEFORE, type=None, form=UTC_RANDOM, dry_run=False
         ),
-        lambda: database(async_client, db).export(
-            start, end, io.StringIO(), type=None, form=UTC_RANDOM
+        lambda: database(async_client, db, form=UTC_RANDOM).export(
+            start, end, io.StringIO(), type=None
         ),
     )
     for call in calls:

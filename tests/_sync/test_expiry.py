@@ -73,8 +73,8 @@ def test_utc_random_ids_beside_couchdb_random_ids_are_refused(
         lambda: database(blocking_client, db).expire(
             BEFORE, type=None, form=UTC_RANDOM, dry_run=False
         ),
-        lambda: database(blocking_client, db).export(
-            start, end, io.StringIO(), type=None, form=UTC_RANDOM
+        lambda: database(blocking_client, db, form=UTC_RANDOM).export(
+            start, end, io.StringIO(), type=None
         ),
     )
     for call in calls:
