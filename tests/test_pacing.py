@@ -1,17 +1,16 @@
 """Keeping to IBM Cloudant's rate limits: the pure :class:`~couchids.core.pacing.Pacer`, and
 every operation that has several requests in flight run through the Cloudant-rules server
 (tests/cloudantproxy.py) at 5 requests a second of each class, both APIs, with the SDK's own
-retries off and on: no error, every document once, although the server answered 429s.
+retries off and on: no error, every document once, although the server answered 429s. Those
+operations are written once, in tests/_async/test_pacing.py (and its generated blocking twin),
+with the plan and the data set here.
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
-import io
 import json
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -300,221 +299,15 @@ def docs() -> list[dict[str, Any]]:
     return [{"n": n} for n in range(N)]
 
 
-async def done(value: Any) -> Any:
-    return await value if inspect.isawaitable(value) else value
-
-
-async def listed(rows: Any) -> list[Any]:
-    if hasattr(rows, "__aiter__"):
-        return [row async for row in rows]
-    return list(rows)
-
-
 def stored_ids(client: CloudantV1, db: str) -> list[str]:
     rows = client.post_all_docs(db=db).get_result()["rows"]
     return [r["id"] for r in rows if not r["id"].startswith("_design/")]
 
 
-def handle(api: str, url: str, db: str, retries: bool) -> Any:
-    cloudant = client_for(url)
-    if retries:
-        cloudant.enable_retries(max_retries=3, retry_interval=1.0)
-    if api == "blocking":
-        return couchids.Database(cloudant, db).with_options(**OPTIONS)
-    return aio.AsyncDatabase(aio.AsyncClient(cloudant), db).with_options(**OPTIONS)
-
-
-async def closed(shop: Any) -> None:
-    if isinstance(shop, aio.AsyncDatabase | aio.AsyncSeries):
-        await shop.client.aclose()
-
-
-async def op_bulk_create(shop: Any, client: CloudantV1, db: str, ids: list[str]) -> None:
-    results = await done(shop.bulk_create(docs(), type="click", time_of=made_at))
-    assert all(r.ok for r in results) and len(results) == N
-    stored = stored_ids(client, db)
-    assert sorted(stored) == sorted(r.id for r in results)  # each once, none missing
-
-
-async def op_window(shop: Any, client: CloudantV1, db: str, ids: list[str]) -> None:
-    got = [doc["_id"] for doc in await listed(shop.window(T0, END, type="click"))]
-    assert got == sorted(ids, reverse=True)
-
-
-async def op_export(shop: Any, client: CloudantV1, db: str, ids: list[str]) -> None:
-    out = io.StringIO()
-    await done(shop.export(T0, END, out, type="click"))
-    got = [json.loads(line)["_id"] for line in out.getvalue().splitlines()]
-    assert sorted(got) == sorted(ids) and len(set(got)) == N
-
-
-async def op_histogram(shop: Any, client: CloudantV1, db: str, ids: list[str]) -> None:
-    buckets = await done(shop.histogram(T0, END, every="10m", type="click"))
-    assert [b.count for b in buckets] == [10] * (N // 10)
-
-
-async def op_expire(shop: Any, client: CloudantV1, db: str, ids: list[str]) -> None:
-    await done(shop.expire(CUT, type="click", dry_run=False))
-    assert sorted(stored_ids(client, db)) == sorted(ids)[N // 2 :]
-
-
-async def op_archive(shop: Any, client: CloudantV1, db: str, ids: list[str]) -> None:
-    target = f"pacing{uuid.uuid4().hex[:12]}"
-    client.put_database(db=target)
-    try:
-        report = await done(shop.archive(target, T0, END, type="click"))
-        assert report.copied == N and not report.failed
-        assert sorted(stored_ids(client, target)) == sorted(ids)
-    finally:
-        client.delete_database(db=target)
-
-
-async def op_rekey(shop: Any, client: CloudantV1, db: str, ids: list[str]) -> None:
-    """Copies N documents of plain ids, their time in a field, into the test's database."""
-    source = f"pacing{uuid.uuid4().hex[:12]}"
-    client.put_database(db=source)
-    try:
-        legacy = [{"_id": f"legacy{n:04d}", "at": made_at({"n": n}).isoformat()} for n in range(N)]
-        client.post_bulk_docs(db=source, bulk_docs={"docs": legacy}).get_result()
-        handle = type(shop)(shop.client, source).with_options(**OPTIONS)
-        # The secret's name (``key`` before): keyword-only either way.
-        name = "secret" if "secret" in inspect.signature(handle.rekey).parameters else "key"
-        report = await done(handle.rekey(db, time_field="at", type="click", **{name: b"k"}))
-        assert report.copied == N
-        copied = [client.get_document(db=db, doc_id=i).get_result() for i in stored_ids(client, db)]
-        assert sorted(d["at"] for d in copied) == sorted(d["at"] for d in legacy)  # each once
-    finally:
-        client.delete_database(db=source)
-
-
-OPERATIONS: dict[str, Callable[..., Any]] = {
-    "bulk_create": op_bulk_create,
-    "window": op_window,
-    "export": op_export,
-    "expire": op_expire,
-    "archive": op_archive,
-    "rekey": op_rekey,
-}
-#: On CouchDB (and Cloudant) a histogram is one request per bucket edge, ``parallel`` at a
-#: time (a count is two: too few to meet a 429); PouchDB Server's are one scan. A typed window
-#: of a partitioned database reads its partition (reads).
-COUNTING: dict[str, Callable[..., Any]] = {
-    "histogram": op_histogram,
-    "partitioned window": op_window,
-}
-
-
-@pytest.mark.needs("couchdb")
-@pytest.mark.parametrize("retries", [False, True], ids=["sdk-retries-off", "sdk-retries-on"])
-@pytest.mark.parametrize("api", ["blocking", "asyncio"])
-@pytest.mark.parametrize("name", COUNTING)
-def test_on_couchdb_histogram_and_partition_reads_keep_to_the_rate(
-    name: str,
-    api: str,
-    retries: bool,
-    cloudant_proxy: Callable[..., CloudantProxy],
-    client: CloudantV1,
-    db: str,
-) -> None:
-    if name == "partitioned window":
-        db = f"pacing{uuid.uuid4().hex[:12]}"
-        client.put_database(db=db, partitioned=True)
-    try:
-        test_an_operation_keeps_to_the_rate_with_no_error(
-            name, api, retries, cloudant_proxy, client, db, COUNTING
-        )
-    finally:
-        if name == "partitioned window":
-            client.delete_database(db=db)
-
-
-@pytest.mark.needs("pouchdb")
-@pytest.mark.parametrize("retries", [False, True], ids=["sdk-retries-off", "sdk-retries-on"])
-@pytest.mark.parametrize("api", ["blocking", "asyncio"])
-@pytest.mark.parametrize("name", OPERATIONS)
-def test_an_operation_keeps_to_the_rate_with_no_error(
-    name: str,
-    api: str,
-    retries: bool,
-    cloudant_proxy: Callable[..., CloudantProxy],
-    client: CloudantV1,
-    db: str,
-    operations: dict[str, Callable[..., Any]] = OPERATIONS,
-) -> None:
-    ids: list[str] = []
-    if name not in ("bulk_create", "rekey"):
-        results = couchids.Database(client, db).bulk_create(docs(), type="click", time_of=made_at)
-        ids = [r.id for r in results]
-    proxy = cloudant_proxy(plan=SMALL)
-    shop = handle(api, proxy.url, db, retries)
-
-    async def main() -> None:
-        try:
-            await operations[name](shop, client, db, ids)
-        finally:
-            await closed(shop)
-
-    asyncio.run(main())
-    # The server did refuse requests past its rate, and none of them became an error.
-    assert sum(proxy.refused.values()) > 0, proxy.counted
-    assert set(proxy.refused) <= {"read", "write", "query"}
-
-
-@pytest.mark.needs("pouchdb")
-@pytest.mark.parametrize("api", ["blocking", "asyncio"])
-def test_a_series_window_keeps_to_the_rate(
-    api: str, cloudant_proxy: Callable[..., CloudantProxy], client: CloudantV1
-) -> None:
-    prefix = f"pacing{uuid.uuid4().hex[:12]}"
-    try:
-        made = couchids.Series(client, prefix, every="day").bulk_create(
-            docs(), type="click", time_of=made_at
-        )
-        ids = sorted(r.id for r in made)
-        proxy = cloudant_proxy(plan=SMALL, retry_after=True)
-        cloudant = client_for(proxy.url)
-
-        async def main() -> list[str]:
-            if api == "blocking":
-                series: Any = couchids.Series(cloudant, prefix, every="day")
-            else:
-                series = aio.AsyncSeries(aio.AsyncClient(cloudant), prefix, every="day")
-            series = series.with_options(**OPTIONS)
-            try:
-                return [d["_id"] for d in await listed(series.window(T0, END, type="click"))]
-            finally:
-                await closed(series)
-
-        assert asyncio.run(main()) == ids[::-1]
-        assert proxy.refused["query"] > 0
-    finally:
-        for name in client.get_all_dbs().get_result():
-            if name.startswith(prefix):
-                client.delete_database(db=name)
-
-
-@pytest.mark.needs("pouchdb")
-@pytest.mark.parametrize("api", ["blocking", "asyncio"])
-def test_retry_after_is_obeyed_through_the_cloudant_rules_server(
-    api: str, cloudant_proxy: Callable[..., CloudantProxy], client: CloudantV1, db: str
-) -> None:
-    """A 429 that says when to come back (here 1 s) closes its class until then: the window
-    is read whole, and the 429s are few (each closes the class for a window)."""
-    ids = [
-        r.id
-        for r in couchids.Database(client, db).bulk_create(docs(), type="click", time_of=made_at)
-    ]
-    proxy = cloudant_proxy(plan=SMALL, retry_after=True)
-    shop = handle(api, proxy.url, db, False)
-
-    async def main() -> None:
-        try:
-            await op_window(shop, client, db, ids)
-        finally:
-            await closed(shop)
-
-    asyncio.run(main())
-    assert 0 < proxy.refused["query"] <= 6
+def seeded(client: CloudantV1, db: str) -> list[str]:
+    """The ids of the data set, written to ``db`` straight (not through a proxy)."""
+    results = couchids.Database(client, db).bulk_create(docs(), type="click", time_of=made_at)
+    return [r.id for r in results]
 
 
 @pytest.mark.needs("pouchdb")
@@ -523,10 +316,7 @@ def test_a_given_rate_meets_few_429s(
 ) -> None:
     """A client kept to the server's rate from the start: at most a few 429s (the client's
     clock and the server's differ by a request's way there), and no error."""
-    ids = [
-        r.id
-        for r in couchids.Database(client, db).bulk_create(docs(), type="click", time_of=made_at)
-    ]
+    ids = seeded(client, db)
     proxy = cloudant_proxy(plan=SMALL)
     cloudant = client_for(proxy.url)
     couchids.drivers.blocking.set_rate(cloudant, {"queries": 5})

@@ -1,0 +1,218 @@
+# Generated from tests/_async/test_pacing.py by scripts/unasync.py: do not edit by hand;
+# edit the asyncio source and run `python scripts/unasync.py`.
+"""Every operation that has several requests in flight, through couchids.aio's handles and, in
+the generated twin, the blocking ones, run through the Cloudant-rules server
+(tests/cloudantproxy.py) at 5 requests a second of each class, with the SDK's own retries off
+and on: no error, every document once, although the server answered 429s. The plan, the data
+and the pacer's own tests are in tests/test_pacing.py.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import uuid
+from collections.abc import Awaitable, Callable
+
+import pytest
+from cloudantproxy import CloudantProxy
+from faultproxy import client_for
+from ibmcloudant.cloudant_v1 import CloudantV1
+from test_pacing import CUT, END, OPTIONS, SMALL, T0, N, docs, made_at, seeded, stored_ids
+
+import couchids
+from couchids import Database
+
+from .helpers import database, listed, series_of
+
+#: An operation of the cases: ``operation(shop, client, db, ids)`` checks what it did.
+Operation = Callable[[Database, CloudantV1, str, list[str]], Awaitable[None]]
+
+
+def handle(
+    client_over: Callable[[CloudantV1], CloudantV1], url: str, db: str, retries: bool
+) -> Database:
+    """The handle of ``db`` through the Cloudant-rules server at ``url``, with the SDK's own
+    retries on or off."""
+    cloudant = client_for(url)
+    if retries:
+        cloudant.enable_retries(max_retries=3, retry_interval=1.0)
+    return database(client_over(cloudant), db, **OPTIONS)
+
+
+def op_bulk_create(shop: Database, client: CloudantV1, db: str, ids: list[str]) -> None:
+    results = shop.bulk_create(docs(), type="click", time_of=made_at)
+    assert all(r.ok for r in results) and len(results) == N
+    stored = stored_ids(client, db)
+    assert sorted(stored) == sorted(r.id for r in results)  # each once, none missing
+
+
+def op_window(shop: Database, client: CloudantV1, db: str, ids: list[str]) -> None:
+    got = [doc["_id"] for doc in listed(shop.window(T0, END, type="click"))]
+    assert got == sorted(ids, reverse=True)
+
+
+def op_export(shop: Database, client: CloudantV1, db: str, ids: list[str]) -> None:
+    out = io.StringIO()
+    shop.export(T0, END, out, type="click")
+    got = [json.loads(line)["_id"] for line in out.getvalue().splitlines()]
+    assert sorted(got) == sorted(ids) and len(set(got)) == N
+
+
+def op_histogram(shop: Database, client: CloudantV1, db: str, ids: list[str]) -> None:
+    buckets = shop.histogram(T0, END, every="10m", type="click")
+    assert [b.count for b in buckets] == [10] * (N // 10)
+
+
+def op_expire(shop: Database, client: CloudantV1, db: str, ids: list[str]) -> None:
+    shop.expire(CUT, type="click", dry_run=False)
+    assert sorted(stored_ids(client, db)) == sorted(ids)[N // 2 :]
+
+
+def op_archive(shop: Database, client: CloudantV1, db: str, ids: list[str]) -> None:
+    target = f"pacing{uuid.uuid4().hex[:12]}"
+    client.put_database(db=target)
+    try:
+        report = shop.archive(target, T0, END, type="click")
+        assert report.copied == N and not report.failed
+        assert sorted(stored_ids(client, target)) == sorted(ids)
+    finally:
+        client.delete_database(db=target)
+
+
+def op_rekey(shop: Database, client: CloudantV1, db: str, ids: list[str]) -> None:
+    """Copies N documents of plain ids, their time in a field, into the test's database."""
+    source = f"pacing{uuid.uuid4().hex[:12]}"
+    client.put_database(db=source)
+    try:
+        legacy = [{"_id": f"legacy{n:04d}", "at": made_at({"n": n}).isoformat()} for n in range(N)]
+        client.post_bulk_docs(db=source, bulk_docs={"docs": legacy}).get_result()
+        rekeyed = database(shop.client, source, **OPTIONS)
+        report = rekeyed.rekey(db, time_field="at", type="click", secret=b"k")
+        assert report.copied == N
+        copied = [client.get_document(db=db, doc_id=i).get_result() for i in stored_ids(client, db)]
+        assert sorted(d["at"] for d in copied) == sorted(d["at"] for d in legacy)  # each once
+    finally:
+        client.delete_database(db=source)
+
+
+OPERATIONS: dict[str, Operation] = {
+    "bulk_create": op_bulk_create,
+    "window": op_window,
+    "export": op_export,
+    "expire": op_expire,
+    "archive": op_archive,
+    "rekey": op_rekey,
+}
+#: On CouchDB (and Cloudant) a histogram is one request per bucket edge, ``parallel`` at a
+#: time (a count is two: too few to meet a 429); PouchDB Server's are one scan. A typed window
+#: of a partitioned database reads its partition (reads).
+COUNTING: dict[str, Operation] = {
+    "histogram": op_histogram,
+    "partitioned window": op_window,
+}
+
+
+def keeps_to_the_rate(
+    operation: Operation,
+    retries: bool,
+    cloudant_proxy: Callable[..., CloudantProxy],
+    client_over: Callable[[CloudantV1], CloudantV1],
+    client: CloudantV1,
+    db: str,
+    *,
+    seed: bool,
+) -> None:
+    """``operation`` through a Cloudant-rules server at 5 requests a second of each class
+    (on ``db`` seeded with N documents first, if ``seed``): the server did refuse requests
+    past its rate, and none of them became an error."""
+    ids = seeded(client, db) if seed else []
+    proxy = cloudant_proxy(plan=SMALL)
+    operation(handle(client_over, proxy.url, db, retries), client, db, ids)
+    assert sum(proxy.refused.values()) > 0, proxy.counted
+    assert set(proxy.refused) <= {"read", "write", "query"}
+
+
+@pytest.mark.needs("couchdb")
+@pytest.mark.parametrize("retries", [False, True], ids=["sdk-retries-off", "sdk-retries-on"])
+@pytest.mark.parametrize("name", COUNTING)
+def test_on_couchdb_histogram_and_partition_reads_keep_to_the_rate(
+    name: str,
+    retries: bool,
+    cloudant_proxy: Callable[..., CloudantProxy],
+    blocking_client_for: Callable[[CloudantV1], CloudantV1],
+    client: CloudantV1,
+    db: str,
+) -> None:
+    if name == "partitioned window":
+        db = f"pacing{uuid.uuid4().hex[:12]}"
+        client.put_database(db=db, partitioned=True)
+    try:
+        keeps_to_the_rate(
+            COUNTING[name], retries, cloudant_proxy, blocking_client_for, client, db, seed=True
+        )
+    finally:
+        if name == "partitioned window":
+            client.delete_database(db=db)
+
+
+@pytest.mark.needs("pouchdb")
+@pytest.mark.parametrize("retries", [False, True], ids=["sdk-retries-off", "sdk-retries-on"])
+@pytest.mark.parametrize("name", OPERATIONS)
+def test_an_operation_keeps_to_the_rate_with_no_error(
+    name: str,
+    retries: bool,
+    cloudant_proxy: Callable[..., CloudantProxy],
+    blocking_client_for: Callable[[CloudantV1], CloudantV1],
+    client: CloudantV1,
+    db: str,
+) -> None:
+    keeps_to_the_rate(
+        OPERATIONS[name],
+        retries,
+        cloudant_proxy,
+        blocking_client_for,
+        client,
+        db,
+        seed=name not in ("bulk_create", "rekey"),
+    )
+
+
+@pytest.mark.needs("pouchdb")
+def test_a_series_window_keeps_to_the_rate(
+    cloudant_proxy: Callable[..., CloudantProxy],
+    blocking_client_for: Callable[[CloudantV1], CloudantV1],
+    client: CloudantV1,
+) -> None:
+    prefix = f"pacing{uuid.uuid4().hex[:12]}"
+    try:
+        made = couchids.Series(client, prefix, every="day").bulk_create(
+            docs(), type="click", time_of=made_at
+        )
+        ids = sorted(r.id for r in made)
+        proxy = cloudant_proxy(plan=SMALL, retry_after=True)
+        series = series_of(
+            blocking_client_for(client_for(proxy.url)), prefix, every="day", **OPTIONS
+        )
+        got = [d["_id"] for d in listed(series.window(T0, END, type="click"))]
+        assert got == ids[::-1]
+        assert proxy.refused["query"] > 0
+    finally:
+        for name in client.get_all_dbs().get_result():
+            if name.startswith(prefix):
+                client.delete_database(db=name)
+
+
+@pytest.mark.needs("pouchdb")
+def test_retry_after_is_obeyed_through_the_cloudant_rules_server(
+    cloudant_proxy: Callable[..., CloudantProxy],
+    blocking_client_for: Callable[[CloudantV1], CloudantV1],
+    client: CloudantV1,
+    db: str,
+) -> None:
+    """A 429 that says when to come back (here 1 s) closes its class until then: the window
+    is read whole, and the 429s are few (each closes the class for a window)."""
+    ids = seeded(client, db)
+    proxy = cloudant_proxy(plan=SMALL, retry_after=True)
+    op_window(handle(blocking_client_for, proxy.url, db, False), client, db, ids)
+    assert 0 < proxy.refused["query"] <= 6
