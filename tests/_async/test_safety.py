@@ -99,7 +99,7 @@ async def test_archive_and_rekey_refuse_their_own_source(
             db, "2024-01-01", "2024-02-01", type="order", expire=True
         )
     with pytest.raises(InvalidArgumentError, match="is the source database"):
-        await database(async_client, db).rekey(db, key=b"k", time_field="at")
+        await database(async_client, db).rekey(db, secret=b"k", time_field="at")
     assert len(live_ids(client, db)) == 1
 
 
@@ -115,7 +115,7 @@ async def test_rekey_copies_every_id_whatever_its_characters(
         mapping = io.StringIO()
 
         report = await database(async_client, db).rekey(
-            target, key=b"k", time_field="at", mapping=mapping
+            target, secret=b"k", time_field="at", mapping=mapping
         )
 
         copied = {json.loads(line)["old"] for line in mapping.getvalue().splitlines()}
@@ -135,7 +135,7 @@ async def test_rekey_refuses_a_null_time_and_never_reads_it_as_now(
         docs = [{"_id": "a", "at": None}, {"_id": "b", "at": "2024-01-10"}, {"_id": "c"}]
         client.post_bulk_docs(db=db, bulk_docs={"docs": docs}).get_result()
         for _ in range(2):
-            report = await database(async_client, db).rekey(target, key=b"k", time_field="at")
+            report = await database(async_client, db).rekey(target, secret=b"k", time_field="at")
             reasons = dict(report.skipped)
             assert set(reasons) == {"a", "c"}, report
             assert "null" in reasons["a"] and "no field" in reasons["c"]
