@@ -23,9 +23,10 @@ import math
 from typing import Any
 
 from couchids.core.defaults import MAX_TIMEOUT
-from couchids.errors import InvalidArgumentError
+from couchids.errors import InvalidArgumentError, InvalidTimeError
+from couchids.idforms.times import MAX_MS, TimeLike, to_datetime, to_ms
 
-__all__ = ["count", "flag", "function", "seconds", "text_stream", "timeout"]
+__all__ = ["count", "flag", "function", "seconds", "text_stream", "timeout", "window"]
 
 
 def flag(name: str, value: object) -> bool:
@@ -112,3 +113,30 @@ def text_stream(name: str, value: object) -> None:
                 f"{name}={value!r:.80} is closed or not open for writing: open the file with "
                 "'w' or 'a', such as open(path, 'w', encoding='utf-8', newline='')"
             )
+
+
+def window(start: TimeLike, end: TimeLike | None, *, open_end: bool = False) -> tuple[int, int]:
+    """The window ``[start, end)`` in ms since the epoch, its times read with
+    :func:`~couchids.idforms.times.to_ms`; an ``end`` before ``start`` is an
+    :class:`~couchids.errors.InvalidTimeError`. With ``open_end``, ``end=None`` is no end
+    (the window runs past the last time an id can hold).
+
+    >>> window("2024-01-01", "2024-01-02")
+    (1704067200000, 1704153600000)
+    >>> window("2024-01-02", "2024-01-01")  # doctest: +IGNORE_EXCEPTION_DETAIL
+    Traceback (most recent call last):
+    couchids.errors.InvalidTimeError: the window ends (...) before it starts (...); ...
+    """
+    start_ms = to_ms(start)
+    end_ms = MAX_MS + 1 if open_end and end is None else to_ms(end)
+    if end_ms < start_ms:
+        hint = ", or end=None for no end" if open_end else ""
+        raise InvalidTimeError(
+            f"the window ends ({_iso(end_ms)}) before it starts ({_iso(start_ms)}); "
+            f"pass start <= end{hint}"
+        )
+    return start_ms, end_ms
+
+
+def _iso(ms: int) -> str:
+    return to_datetime(ms).isoformat(timespec="milliseconds").replace("+00:00", "Z")

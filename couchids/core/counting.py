@@ -41,6 +41,7 @@ from couchids.core.alltypes import types_present
 from couchids.core.answers import KeySpan, answer_error, describe, expect_object, expect_rows
 from couchids.core.arguments import count as check_count
 from couchids.core.arguments import flag as check_flag
+from couchids.core.arguments import window as check_window
 from couchids.core.asking import ask
 from couchids.core.effects import END, Program, Puller, Request, Start, Wait, path, post_json
 from couchids.core.facts import FactsCache, database_facts
@@ -48,10 +49,10 @@ from couchids.core.keys import KeyRange, reaches_other_ids, window_keys
 from couchids.core.policy import RetryPolicy
 from couchids.core.scan import PROBE_ROWS, check_one_form
 from couchids.core.windows import scan_pages
-from couchids.errors import InvalidArgumentError, InvalidTimeError
+from couchids.errors import InvalidArgumentError
 from couchids.idforms.doctypes import ALL_TYPES, AllTypes
 from couchids.idforms.forms import IdForm
-from couchids.idforms.times import TimeLike, to_datetime, to_ms
+from couchids.idforms.times import TimeLike, to_datetime
 
 __all__ = [
     "BUCKET_ORIGIN_MS",
@@ -184,7 +185,7 @@ def counted(
     """The program of :meth:`couchids.Database.count`, for the operation of ``policy`` (whose
     messages name it); arguments checked now. ``type=ALL_TYPES`` counts the ids of every
     type present (not the untyped ones), as ``latest`` and ``window`` read them."""
-    start_ms, end_ms = _window(start, end)
+    start_ms, end_ms = check_window(start, end)
     _check_form(form)
     check_flag("exact", exact)
     if type is ALL_TYPES:
@@ -252,7 +253,7 @@ def histogram(
     parallel: int,
 ) -> Program[list[Bucket]]:
     """The program of :meth:`couchids.Database.histogram`; arguments checked now."""
-    start_ms, end_ms = _window(start, end)
+    start_ms, end_ms = check_window(start, end)
     _check_form(form)
     check_flag("exact", exact)
     every_ms = parse_every(every)
@@ -307,15 +308,6 @@ def _histogram(
     return [
         Bucket(to_datetime(a), to_datetime(b), n) for (a, b), n in zip(spans, counts, strict=True)
     ]
-
-
-def _window(start: TimeLike, end: TimeLike) -> tuple[int, int]:
-    start_ms, end_ms = to_ms(start), to_ms(end)
-    if end_ms < start_ms:
-        raise InvalidTimeError(
-            f"the window ends ({end!r}) before it starts ({start!r}); pass start <= end"
-        )
-    return start_ms, end_ms
 
 
 def _check_form(form: object) -> None:

@@ -19,6 +19,7 @@ from couchids.core import arguments
 from couchids.core.answers import answer_error, describe
 from couchids.core.arguments import count as check_size
 from couchids.core.arguments import flag as check_flag
+from couchids.core.arguments import window as check_window
 from couchids.core.asking import ask
 from couchids.core.document import valid_unicode
 from couchids.core.effects import END, Emit, Program, Puller, Request, path
@@ -42,9 +43,9 @@ from couchids.core.sizes import (
     over_document_bytes,
 )
 from couchids.core.windows import scan_pages
-from couchids.errors import InvalidArgumentError, InvalidTimeError, ServerError
+from couchids.errors import InvalidArgumentError, ServerError
 from couchids.idforms.forms import IdForm
-from couchids.idforms.times import TimeLike, to_ms
+from couchids.idforms.times import TimeLike
 
 __all__ = [
     "FORMATS",
@@ -200,7 +201,7 @@ def archive(
         parallel=parallel,
         copies=True,
     )
-    inside = in_window(form, type, *_span(start, end))
+    inside = in_window(form, type, *check_window(start, end))
     scope = (form, type)
     return _archive(
         known, db, target_db, pages, inside, scope, expire, report, on_progress, policy, sizes
@@ -356,7 +357,7 @@ def window_documents(
     ``mark.last_id`` (as it is when the program reaches its first read), read ``parallel``
     time slices at a time; the arguments are checked now. ``copies`` reads them for copying:
     with their attachments' data and their ``_conflicts``."""
-    start_ms, end_ms = _span(start, end)
+    start_ms, end_ms = check_window(start, end)
     check_size("batch_size", batch_size)
     check_size("parallel", parallel)
     if not isinstance(form, IdForm):
@@ -376,16 +377,6 @@ def window_documents(
         copies,
         parallel=parallel,
     )
-
-
-def _span(start: TimeLike, end: TimeLike) -> tuple[int, int]:
-    """The window ``[start, end)`` in ms; :class:`InvalidTimeError` when it ends first."""
-    start_ms, end_ms = to_ms(start), to_ms(end)
-    if end_ms < start_ms:
-        raise InvalidTimeError(
-            f"the window ends ({end!r}) before it starts ({start!r}); pass start <= end"
-        )
-    return start_ms, end_ms
 
 
 def _documents(

@@ -87,6 +87,7 @@ from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from couchids.core.alltypes import types_present
 from couchids.core.answers import check_listing, expect_object
+from couchids.core.arguments import window as check_window
 from couchids.core.asking import CONFLICT, MISSING, ask
 from couchids.core.counting import ServerKind, server_kind
 from couchids.core.defaults import DEFAULT_TIMEOUT
@@ -101,14 +102,13 @@ from couchids.core.urls import parse_url
 from couchids.errors import (
     DatabaseNotFoundError,
     InvalidArgumentError,
-    InvalidTimeError,
     ReplicationFailed,
     ServerTimeoutError,
 )
 from couchids.idforms.doctypes import ALL_TYPES, AllTypes
 from couchids.idforms.forms import IdForm
 from couchids.idforms.kuuid import id as kuuid_id
-from couchids.idforms.times import MAX_MS, TimeLike, to_datetime, to_ms
+from couchids.idforms.times import TimeLike
 
 __all__ = [
     "CANCEL_ROUNDS",
@@ -658,13 +658,7 @@ def plan(
         InvalidArgumentError: a bad form or flag, or a target that is the source.
     """
     check_time_form(form)
-    start_ms = to_ms(start)
-    end_ms = MAX_MS + 1 if end is None else to_ms(end)
-    if end_ms < start_ms:
-        raise InvalidTimeError(
-            f"the window ends ({_iso(end_ms)}) before it starts ({_iso(start_ms)}); "
-            "pass start <= end, or end=None for no end"
-        )
+    start_ms, end_ms = check_window(start, end, open_end=True)
     for name, flag in (("continuous", continuous), ("create_target", create_target)):
         if not isinstance(flag, bool):
             raise InvalidArgumentError(f"{name}={flag!r}: must be True or False")
@@ -704,10 +698,6 @@ def new_doc_id() -> str:
     """A new replication document id, ``couchids-<kuuid id>``: time-sortable, so the
     replications couchids started list in the order they were started."""
     return "couchids-" + kuuid_id()
-
-
-def _iso(ms: int) -> str:
-    return to_datetime(ms).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 # -- the programs --------------------------------------------------------------------------------

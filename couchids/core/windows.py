@@ -20,6 +20,7 @@ from typing import Any, Final, NamedTuple
 from couchids.core.alltypes import each_type, merge_by_time, types_present
 from couchids.core.arguments import count as check_count
 from couchids.core.arguments import flag as check_flag
+from couchids.core.arguments import window as check_window
 from couchids.core.effects import END, Emit, Program, Puller
 from couchids.core.facts import FactsCache, database_facts
 from couchids.core.keys import KeyRange, check_time_form, resume_point, window_keys
@@ -35,11 +36,11 @@ from couchids.core.pages import (
     sliced_pages,
 )
 from couchids.core.policy import RetryPolicy
-from couchids.errors import InvalidArgumentError, InvalidTimeError
+from couchids.errors import InvalidArgumentError
 from couchids.idforms.constants import TYPE_SEPARATOR
 from couchids.idforms.doctypes import ALL_TYPES, AllTypes
 from couchids.idforms.forms import IdForm
-from couchids.idforms.times import MAX_MS, TimeLike, to_datetime, to_ms
+from couchids.idforms.times import MAX_MS, TimeLike
 
 __all__ = [
     "DEFAULT_PAGE_SIZE",
@@ -112,12 +113,7 @@ def window(
     The arguments are checked now, before anything is sent.
     """
     policy = RetryPolicy.checked(0, 0, timeout, "window")
-    start_ms, end_ms = to_ms(start), to_ms(end)
-    if end_ms < start_ms:
-        raise InvalidTimeError(
-            f"the window ends ({_iso(end_ms)}) before it starts ({_iso(start_ms)}); "
-            "pass start <= end"
-        )
+    start_ms, end_ms = check_window(start, end)
     size = DEFAULT_PAGE_SIZE if batch_size is None else check_count("batch_size", batch_size, 1)
     check_flag("newest_first", newest_first)
     slices = DEFAULT_PARALLEL if parallel is None else check_count("parallel", parallel, 1)
@@ -280,10 +276,6 @@ def _first(pages: Program[None], n: int) -> Program[list[Row]]:
     finally:
         puller.close()
     return out
-
-
-def _iso(ms: int) -> str:
-    return to_datetime(ms).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _check_scan(form: IdForm, include_docs: bool) -> None:
