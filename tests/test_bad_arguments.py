@@ -45,9 +45,9 @@ SINCE, UNTIL = "2024-05-01T00:00:00Z", "2024-05-02T00:00:00Z"
         {"last_id": ""},
         {"last_id": b"order:1"},
         {"last_id": "order:" + LONE},
-        {"since": 1.5},
-        {"since": True},
-        {"since": ["0"]},
+        {"since_seq": 1.5},
+        {"since_seq": True},
+        {"since_seq": ["0"]},
         {"done": -1},
         {"done": True},
         {"done": 1.0},
@@ -64,10 +64,11 @@ def test_a_checkpoint_checks_its_fields(fields: dict[str, Any]) -> None:
 
 def test_a_checkpoint_takes_what_follow_and_the_scans_use() -> None:
     assert Checkpoint("order:1", None, 0).last_id == "order:1"
-    assert Checkpoint(since="12-g1AAAA").since == "12-g1AAAA"
+    assert Checkpoint(since_seq="12-g1AAAA").since_seq == "12-g1AAAA"
     # PouchDB's (and CouchDB 1's) sequences are ints, and follow sends them as they are.
-    resumed = Checkpoint.from_json(Checkpoint(since=7, done=3).to_json())
-    assert resumed == Checkpoint(since=7, done=3)
+    saved = Checkpoint(since_seq=7, done=3).to_json()
+    assert json.loads(saved) == {"last_id": None, "since_seq": 7, "done": 3}
+    assert Checkpoint.from_json(saved) == Checkpoint(since_seq=7, done=3)
 
 
 @pytest.mark.parametrize(
@@ -77,7 +78,7 @@ def test_a_checkpoint_takes_what_follow_and_the_scans_use() -> None:
         '{"done":-1}',
         '{"done":2.5}',
         '{"last_id":5}',
-        '{"since":{}}',
+        '{"since_seq":{}}',
         "[1]",
         "null",
         "not json",

@@ -6,6 +6,7 @@ import json
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from faultproxy import FaultProxy, all_docs
@@ -14,6 +15,7 @@ from test_expiry import populate
 
 import couchids
 from couchids import KUUID
+from couchids.cli import lifecycle
 from couchids.cli.main import main
 from couchids.core.pages import DEFAULT_PARALLEL
 from couchids.idforms.times import to_ms
@@ -126,6 +128,38 @@ def test_tail_since_a_time_prints_the_ids_from_that_time(
     assert [json.loads(line)["_id"] for line in out.splitlines()] == made[1:]
     status, _, err = run(capsys, "tail", db, "--since", "1h", "--since-seq", "0")
     assert status == 2 and "--since TIME or --since-seq SEQ" in err
+
+
+def test_tail_stopped_says_the_since_seq_to_continue_with(
+    server: None,
+    client: CloudantV1,
+    db: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ctrl-C prints the checkpoint's ``since_seq`` as ``--since-seq``; before a follow since a
+    time has a sequence, the same command."""
+    handle = couchids.Database(client, db)
+    for n in range(5):
+        handle.create({"n": n}, type="ord")
+    write = lifecycle._write_docs
+    reads = iter([True, False])
+
+    def interrupted(docs: Any, limit: int | None, deadline: float | None) -> int:
+        if next(reads):
+            write(docs, limit, deadline)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(lifecycle, "_write_docs", interrupted)
+    status, out, err = run(capsys, "tail", db, "--type", "ord", "--since-seq", "0")
+    assert status == 130 and len(out.splitlines()) == 5
+    seq = err.split("continue with --since-seq ")[1].strip()
+    status, _, err = run(capsys, "tail", db, "--type", "ord", "--since", "1h")
+    assert status == 130 and "continue with the same command" in err
+    monkeypatch.setattr(lifecycle, "_write_docs", write)
+    made = [handle.create({"n": n}, type="ord").id for n in (5, 6)]
+    status, out, _ = run(capsys, "tail", db, "--type", "ord", "--since-seq", seq)
+    assert status == 0 and [json.loads(line)["_id"] for line in out.splitlines()] == sorted(made)
 
 
 def test_failures_are_one_line(server: None, capsys: pytest.CaptureFixture[str]) -> None:

@@ -62,7 +62,7 @@ def test_follow_takes_the_forms_separator(client: CloudantV1, db: str) -> None:
         couchids.Database(client, db, form=form).create({"k": k}, type="ord").id for k in range(5)
     ]
     couchids.Database(client, db).create({"noise": 1}, type="ord")  # ord:<kuuid>
-    mark = Checkpoint(since="0")
+    mark = Checkpoint(since_seq="0")
     seen = couchids.Database(client, db, form=form).follow(type="ord", checkpoint=mark, wait=False)
     assert sorted(doc["_id"] for doc in seen) == sorted(made)
 
@@ -87,7 +87,7 @@ def test_follow_takes_the_ids_a_window_of_its_form_returns(client: CloudantV1, d
         for doc_id in ids:
             couchids.Database(client, db).create({"_id": doc_id})
     for form, ids in made.items():
-        mark = Checkpoint(since="0")
+        mark = Checkpoint(since_seq="0")
         seen = couchids.Database(client, db, form=form).follow(
             type="ord", checkpoint=mark, wait=False
         )

@@ -169,11 +169,39 @@ def test_follow_since_a_time_resumes_from_the_checkpoint_and_still_filters(api: 
     server = Recorded(
         {("GET", "/db/_time_seq"): (200, TIME_SEQ), ("POST", "/db/_changes"): (200, CHANGES)}
     )
-    mark = couchids.Checkpoint(since="110-g1AAAA")
+    mark = couchids.Checkpoint(since_seq="110-g1AAAA")
     assert followed(api, server, since=SINCE, checkpoint=mark) == [AFTER]
     assert ("GET", "/db/_time_seq") not in server.paths()  # the checkpoint says where
     (changes,) = [params for method, where, params, _ in server.sent if where == "/db/_changes"]
-    assert changes["since"] == "110-g1AAAA" and mark.since == "113-g1AAAA"
+    assert changes["since"] == "110-g1AAAA" and mark.since_seq == "113-g1AAAA"
+
+
+def test_follow_since_a_time_keeps_the_time_out_of_the_checkpoint(api: str) -> None:
+    """The checkpoint's ``since_seq`` is a ``_changes`` sequence, never the time ``_changes``
+    was asked from: ``None`` while the first batch is yielded (a follow resumed then begins
+    at the time again), then the answer's ``last_seq``."""
+    answers = {("GET", "/db/_time_seq"): (200, TIME_SEQ), ("POST", "/db/_changes"): (200, CHANGES)}
+    mark = couchids.Checkpoint()
+    saved: list[str] = []
+
+    def inside(db: Any) -> Any:
+        docs = db.follow(since=SINCE, checkpoint=mark, wait=False)
+        if api == "blocking":
+            return [saved.append(mark.to_json()) for _ in docs]
+
+        async def each() -> list[None]:
+            return [saved.append(mark.to_json()) async for _ in docs]
+
+        return each()
+
+    Recorded(answers).run(api, inside)
+    assert [json.loads(text)["since_seq"] for text in saved] == [None]
+    assert mark.since_seq == "113-g1AAAA"
+    again = Recorded(answers)
+    resumed = couchids.Checkpoint.from_json(saved[0])
+    assert followed(api, again, since=SINCE, checkpoint=resumed) == [AFTER]
+    (changes,) = [params for method, where, params, _ in again.sent if where == "/db/_changes"]
+    assert changes["since"] == SINCE and resumed.since_seq == "113-g1AAAA"
 
 
 def test_follow_since_a_time_takes_a_form_of_time_and_not_since_seq(api: str) -> None:

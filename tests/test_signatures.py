@@ -322,6 +322,32 @@ def test_each_flag_sits_in_the_row_of_its_parameter() -> None:
         assert flags == fed, f"the flags of {sorted(names)}"
 
 
+def public_fields() -> Iterator[tuple[str, str, str]]:
+    """``(class, field, what its docstring's Attributes say of it)`` for each field of the public
+    dataclasses (Checkpoint, Options, WriteResult, ...); ``""`` where they say nothing."""
+    for module in (couchids, couchids.aio):
+        for name in module.__all__:
+            value = getattr(module, name)
+            if not (inspect.isclass(value) and dataclasses.is_dataclass(value)):
+                continue
+            doc = inspect.getdoc(value) or ""
+            for field in dataclasses.fields(value):
+                said = re.search(rf"^ +{field.name}: (.*(?:\n {{8,}}\S.*)*)", doc, re.MULTILINE)
+                yield name, field.name, " ".join(said.group(1).split()) if said else ""
+
+
+def test_the_public_fields_name_a_changes_sequence_since_seq() -> None:
+    """The vocabulary holds for the fields of the public dataclasses too: ``since`` is a time
+    everywhere, and a ``_changes`` sequence is ``since_seq`` (Checkpoint's, which ``follow``
+    continues from, and its JSON key)."""
+    fields = list(public_fields())
+    sequences = {(cls, field) for cls, field, said in fields if "``_changes`` sequence" in said}
+    assert ("Checkpoint", "since_seq") in sequences
+    assert {field for _, field in sequences} == {"since_seq"}, sequences
+    assert [f"{cls}.{field}" for cls, field, _ in fields if field == "since"] == []
+    assert '"since_seq":"0"' in couchids.Checkpoint(since_seq="0").to_json()
+
+
 def test_the_vocabulary_page_is_in_the_guide() -> None:
     index = (ROOT / "docs" / "guide" / "index.md").read_text(encoding="utf-8")
     assert "\nvocabulary\n" in index and "{doc}`vocabulary`" in index

@@ -938,7 +938,7 @@ class AsyncDatabase:
         """Yield the documents of ``type`` (ids of ``form``) as they are stored, oldest first.
 
         Each batch of changes is yielded in id-time order, oldest first. Delivery is at least
-        once: ``checkpoint.since`` moves past a batch once all of it was yielded, so a caller
+        once: ``checkpoint.since_seq`` moves past a batch once all of it was yielded, so a caller
         that persists the checkpoint (:meth:`~couchids.Checkpoint.to_json`) and resumes with
         it sees every document, and those of a batch it stopped inside again. A document
         updated later comes again; deleted documents are not yielded. The arguments are
@@ -953,15 +953,17 @@ class AsyncDatabase:
                 with the first stored since then (pass it again when resuming with a
                 checkpoint; not with ``since_seq``). A server that starts ``_changes`` at a
                 time (Apache CouchDB 3.6) is asked to, and answers from up to hours before
-                it, which is filtered out; elsewhere the documents of ids from ``since`` on
+                it, which is filtered out (the checkpoint's ``since_seq`` stays ``None`` until
+                that first batch was all yielded: a follow stopped inside it begins at the
+                time again when resumed); elsewhere the documents of ids from ``since`` on
                 are read first, oldest first, as :meth:`window` reads them, then those
                 stored after the call (one stored meanwhile may come twice; a follow
                 stopped during that read reads it again when resumed). Needs a form whose
                 ids sort by time.
             since_seq: where to begin without a checkpoint: ``"now"`` (only documents stored
                 after this call), ``0`` (everything), or a ``_changes`` sequence. A
-                ``checkpoint`` with a ``since`` takes precedence.
-            checkpoint: continue from it; its ``since`` is updated after every batch.
+                ``checkpoint`` with a ``since_seq`` takes precedence.
+            checkpoint: continue from it; its ``since_seq`` is updated after every batch.
             wait: keep waiting for new documents (long polling); ``False`` stops once caught
                 up.
             poll: seconds one long-poll request waits for a change (default 10).

@@ -319,7 +319,7 @@ def _tail(args: argparse.Namespace) -> int:
     since = None if args.since is None else parse_time(args.since, now_ms())
     if since is not None and args.since_seq != "now":
         raise InvalidArgumentError("give --since TIME or --since-seq SEQ, not both")
-    mark = Checkpoint(since=args.since_seq if since is None else None)
+    mark = Checkpoint(since_seq=args.since_seq if since is None else None)
     deadline = None if args.duration is None else time.monotonic() + args.duration
     left: int | None = args.limit
     changes = functools.partial(db.follow, type=args.type, form=form, checkpoint=mark, since=since)
@@ -338,7 +338,7 @@ def _tail(args: argparse.Namespace) -> int:
                 return 0
             time.sleep(min(TAIL_POLL_SECONDS, remaining))
     except KeyboardInterrupt:
-        again = "the same command" if mark.since is None else f"--since-seq {mark.since}"
+        again = "the same command" if mark.since_seq is None else f"--since-seq {mark.since_seq}"
         print(f"couchids: stopped; continue with {again}", file=sys.stderr)
         return EXIT_INTERRUPTED
 

@@ -75,7 +75,7 @@ def follow(
     not the first read's); the second emits each new document. The arguments are checked now.
 
     With ``since`` (a time), only ids holding a time at or after it are emitted, and where
-    the follow begins (no checkpoint with a ``since``) is found by the server where it reads
+    the follow begins (no checkpoint with a ``since_seq``) is found by the server where it reads
     a time as ``_changes``' ``since`` (:func:`~couchids.core.features.has_time_seq`; it
     answers from up to hours before the time, which the ids filter out), else exactly: the
     documents of ``[since, the form's last time]`` are read as a window reads them, oldest
@@ -100,8 +100,8 @@ def follow(
         wanted = _and(wanted, in_window(form, type, start, _last(form)))
     mark = checkpoint if checkpoint is not None else Checkpoint()
     catch_up = _CatchUp()
-    if mark.since is None:
-        mark.since = str(since_seq)
+    if mark.since_seq is None:
+        mark.since_seq = str(since_seq)
         catch_up.start = start
     return (
         _start(known, db, mark, policy, catch_up),
@@ -111,11 +111,14 @@ def follow(
 
 @dataclass
 class _CatchUp:
-    """What a follow ``since`` a time reads before the changes, where the server cannot start
-    ``_changes`` at a time: the window from ``start``, then the changes from ``seq``."""
+    """Where a follow ``since`` a time begins. Where the server cannot start ``_changes`` at a
+    time: the window from ``start``, then the changes from ``seq``. Where it can: the first
+    ``_changes`` request's ``since`` is ``time`` (kept here, not in the checkpoint, whose
+    ``since_seq`` is a sequence only: ``None`` until that request answers one)."""
 
     start: int | None = None
     seq: str | None = None
+    time: str | None = None
 
 
 def _since(since: TimeLike, since_seq: str | int, form: IdForm, doc_type: str | None) -> int | None:
@@ -170,15 +173,17 @@ def _start(
     each = policy.renewed()
     yield from database_facts(known, db, each)
     if catch_up.start is not None and (yield from has_time_seq(known, db, each)):
-        mark.since, catch_up.start = changes_time(catch_up.start), None
-    if mark.since == "now":
+        catch_up.time, catch_up.start = changes_time(catch_up.start), None
+        # Stopped before its first batch is all yielded, a follow begins at the time again.
+        mark.since_seq = None
+    if mark.since_seq == "now":
         changes = Request("POST", path(db, "_changes"), {"since": "now", "limit": "1"}, b"{}")
         current = (yield from ask(changes, each, db)).body
-        mark.since = str(expect_object(current, each, db, "last_seq")["last_seq"])
+        mark.since_seq = str(expect_object(current, each, db, "last_seq")["last_seq"])
     if catch_up.start is not None:
         # The checkpoint says where the changes begin only once the window is read: a
         # follow stopped while it reads the window reads it again, from the start.
-        catch_up.seq, mark.since = str(mark.since), None
+        catch_up.seq, mark.since_seq = str(mark.since_seq), None
 
 
 def _follow(
@@ -202,7 +207,8 @@ def _follow(
         # A long-poll request is answered after up to ``poll`` seconds by design.
         policy = replace(policy, timeout=policy.timeout + poll_ms / 1000)
     while True:
-        params = {"since": str(mark.since), "limit": str(batch_size), "include_docs": "true"}
+        since = catch_up.time if catch_up.time is not None else str(mark.since_seq)
+        params = {"since": since, "limit": str(batch_size), "include_docs": "true"}
         if wait:
             params.update(feed="longpoll", timeout=str(poll_ms))
         changes = Request("POST", path(db, "_changes"), params, b"{}")
@@ -217,7 +223,7 @@ def _follow(
             for row in results
         ):
             raise answer_error(each, db, f"_changes answered results {describe(results)}")
-        _check_changes(results, str(mark.since), batch_size, each, db, changes.sent)
+        _check_changes(results, since, batch_size, each, db, changes.sent)
         docs = [
             row["doc"]
             for row in results
@@ -232,7 +238,7 @@ def _follow(
         for doc in docs:
             yield Emit(doc)
             mark.done += 1
-        mark.since = str(answer["last_seq"])
+        mark.since_seq, catch_up.time = str(answer["last_seq"]), None
         if not results and not wait:
             return
         if len(results) < batch_size and not wait:
@@ -271,7 +277,7 @@ def _read_window(
             if isinstance(doc.get("_id"), str) and wanted(doc["_id"]):
                 yield Emit(doc)
                 mark.done += 1
-    mark.since, catch_up.start = catch_up.seq, None
+    mark.since_seq, catch_up.start = catch_up.seq, None
 
 
 def _check_changes(

@@ -56,16 +56,17 @@ class Checkpoint:
         last_id: the last id the operation finished (export, expire, archive, rekey): a
             non-empty str of valid Unicode (no lone surrogates), or ``None`` to start at the
             beginning.
-        since: the ``_changes`` sequence :meth:`couchids.Database.follow` continues from: a str (such
-            as CouchDB's ``"12-g1AAAA..."``, ``"0"`` or ``"now"``) or an int (PouchDB's and
-            CouchDB 1's sequences), or ``None`` for follow's own ``since``.
+        since_seq: the ``_changes`` sequence :meth:`couchids.Database.follow` continues from: a
+            str (such as CouchDB's ``"12-g1AAAA..."``, ``"0"`` or ``"now"``) or an int
+            (PouchDB's and CouchDB 1's sequences), or ``None`` to begin where follow's own
+            ``since_seq`` (or ``since``, a time) says.
         done: how many documents it handled so far, an int >= 0.
 
     Raises:
         InvalidArgumentError: a field outside those values.
 
     >>> Checkpoint.from_json(Checkpoint("user:001", None, 3).to_json())
-    Checkpoint(last_id='user:001', since=None, done=3)
+    Checkpoint(last_id='user:001', since_seq=None, done=3)
     >>> Checkpoint(last_id=5)
     Traceback (most recent call last):
     ...
@@ -73,11 +74,11 @@ class Checkpoint:
     """  # noqa: E501
 
     last_id: str | None = None
-    since: str | int | None = None
+    since_seq: str | int | None = None
     done: int = 0
 
     def __post_init__(self) -> None:
-        last_id, since, done = self.last_id, self.since, self.done
+        last_id, since_seq, done = self.last_id, self.since_seq, self.done
         if last_id is not None:
             if not isinstance(last_id, str) or not last_id:
                 raise InvalidArgumentError(
@@ -89,9 +90,11 @@ class Checkpoint:
                     f"Checkpoint last_id={last_id!r:.80}: an id must be valid Unicode "
                     "(no lone surrogates)"
                 )
-        if since is not None and (isinstance(since, bool) or not isinstance(since, str | int)):
+        if since_seq is not None and (
+            isinstance(since_seq, bool) or not isinstance(since_seq, str | int)
+        ):
             raise InvalidArgumentError(
-                f"Checkpoint since={since!r:.80}: a _changes sequence is a str (such as "
+                f"Checkpoint since_seq={since_seq!r:.80}: a _changes sequence is a str (such as "
                 "'0', 'now' or CouchDB's '12-g1AAAA...') or an int, or None"
             )
         if isinstance(done, bool) or not isinstance(done, int) or done < 0:
@@ -113,14 +116,14 @@ class Checkpoint:
         """
         try:
             data = json.loads(text)
-            return cls(data.get("last_id"), data.get("since"), data.get("done", 0))
+            return cls(data.get("last_id"), data.get("since_seq"), data.get("done", 0))
         except InvalidArgumentError as exc:
             raise InvalidArgumentError(
                 f"{text!r:.80} is not a couchids checkpoint: {exc}"
             ) from None
         except (ValueError, TypeError, AttributeError, OverflowError, RecursionError):
             raise InvalidArgumentError(
-                f"{text!r:.80} is not a couchids checkpoint (JSON with last_id, since, done)"
+                f"{text!r:.80} is not a couchids checkpoint (JSON with last_id, since_seq, done)"
             ) from None
 
 

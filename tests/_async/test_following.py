@@ -15,7 +15,7 @@ from .helpers import database, listed
 async def test_a_resumed_follow_misses_nothing(
     async_client: AsyncClient, client: CloudantV1, db: str
 ) -> None:
-    mark = Checkpoint(since="0")
+    mark = Checkpoint(since_seq="0")
     made = [couchids.Database(client, db).create({"k": k}, type="ord").id for k in range(30)]
     # Stopped inside the second batch: at least once, so some come again.
     follow = await listed(

@@ -60,12 +60,12 @@ def test_the_operations_check_a_checkpoint_changed_after_it_was_made(
         _checkpointed(blocking_client_for(C), mark)[operation]()
 
 
-@pytest.mark.parametrize("since", [None, 1.5, True, b"0"], ids=repr)
-def test_follow_refuses_a_since_that_is_no_sequence(
-    blocking_client_for: Callable[[CloudantV1], CloudantV1], since: object
+@pytest.mark.parametrize("seq", [None, 1.5, True, b"0"], ids=repr)
+def test_follow_refuses_a_since_seq_that_is_no_sequence(
+    blocking_client_for: Callable[[CloudantV1], CloudantV1], seq: object
 ) -> None:
     with pytest.raises(InvalidArgumentError, match="since_seq="):
-        listed(database(blocking_client_for(C), "db").follow(since_seq=since, wait=False))
+        listed(database(blocking_client_for(C), "db").follow(since_seq=seq, wait=False))
 
 
 def test_export_refuses_an_out_it_cannot_write_text_to(
