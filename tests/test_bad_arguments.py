@@ -79,6 +79,8 @@ def test_a_checkpoint_takes_what_follow_and_the_scans_use() -> None:
         '{"done":2.5}',
         '{"last_id":5}',
         '{"since_seq":{}}',
+        '{"since":"12-g1AAAA"}',
+        '{"last_id":"a","dne":3}',
         "[1]",
         "null",
         "not json",

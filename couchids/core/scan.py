@@ -111,11 +111,19 @@ class Checkpoint:
         """Read what :meth:`to_json` wrote.
 
         Raises:
-            InvalidArgumentError: ``text`` is not such a checkpoint (not a JSON object, or a
-                field outside the values above).
+            InvalidArgumentError: ``text`` is not such a checkpoint (not a JSON object, a
+                field outside the values above, or a field no checkpoint has).
         """
         try:
             data = json.loads(text)
+            if not isinstance(data, dict):
+                raise TypeError
+            unknown = sorted(set(data) - {"last_id", "since_seq", "done"})
+            if unknown:
+                raise InvalidArgumentError(
+                    f"it has fields no checkpoint has ({', '.join(map(str, unknown)):.80}), "
+                    "only last_id, since_seq and done"
+                )
             return cls(data.get("last_id"), data.get("since_seq"), data.get("done", 0))
         except InvalidArgumentError as exc:
             raise InvalidArgumentError(
