@@ -25,22 +25,12 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
+from _sync.test_hostile import OPERATIONS as HOSTILE_OPERATIONS
+from _sync.test_hostile import SUCCEEDS, Operation
+from concurrently import each_at_once
 from hostileserver import MODES, HostileServer, TokenService, trust_one_certificate
 from ibmcloudant.cloudant_v1 import CloudantV1
-from test_hostile import (
-    COMMAND_SUCCEEDS,
-    COMMANDS,
-    DB,
-    PATIENT,
-    RUNS,
-    SUCCEEDS,
-    TARGET,
-    Commands,
-    Operation,
-    Ran,
-    each_at_once,
-)
-from test_hostile import OPERATIONS as HOSTILE_OPERATIONS
+from test_hostile import COMMAND_SUCCEEDS, COMMANDS, DB, PATIENT, RUNS, TARGET, Commands, Ran
 
 import couchids
 from couchids import ServerTimeoutError, aio
