@@ -6,7 +6,7 @@ exception for it."""
 from __future__ import annotations
 
 import operator
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Final
@@ -46,9 +46,12 @@ def answer_error(
 ) -> ServerError:
     """A :class:`~couchids.ServerError` for an answer of the wrong shape: ``problem`` says what
     was wrong."""
+    return ServerError(f"{_head(policy, db, sent)}: not a CouchDB answer: {problem}")
+
+
+def _head(policy: RetryPolicy, db: str, sent: str | None) -> str:
     sent = current_request.get() if sent is None else sent
-    where = f" ({sent})" if sent else ""
-    return ServerError(f"{policy.operation} on {db!r}{where}: not a CouchDB answer: {problem}")
+    return f"{policy.operation} on {db!r}" + (f" ({sent})" if sent else "")
 
 
 def expect_object(
@@ -65,11 +68,8 @@ def expect_object(
 
 @dataclass(frozen=True, slots=True)
 class KeySpan:
-    """The keys one ``_all_docs`` request asked for: from ``start`` (inclusive) towards
-    ``end`` (inclusive; ``None``: to the end of the index), in ``descending`` order or not.
-
-    What the rows of its answer must respect (see :func:`check_span`).
-    """
+    """The keys one ``_all_docs`` request asked for: from ``start`` towards ``end`` (both
+    inclusive; ``end=None``: to the end of the index), ``descending`` or not."""
 
     start: str | None
     end: str | None
@@ -85,10 +85,9 @@ def expect_rows(
     sent: str | None = None,
     span: KeySpan | None = None,
 ) -> list[dict[str, Any]]:
-    """The rows of an ``_all_docs`` answer for a key range, each an object with a string ``id``
-    (and, with ``include_docs``, a document object unless the document was deleted as it was
-    read); else :func:`answer_error`. With ``span`` (the keys asked for), the rows must also
-    be in key order and inside it (:func:`check_span`)."""
+    """The rows of an ``_all_docs`` answer, each an object with a string ``id`` (and with
+    ``include_docs`` a document, unless it was deleted as it was read), in order inside
+    ``span`` when given (:func:`check_span`); else :func:`answer_error`."""
     rows = expect_object(body, policy, db, "rows", sent=sent)["rows"]
     if not isinstance(rows, list):
         raise answer_error(policy, db, f"'rows' is {describe(rows)}, not a list", sent)
@@ -109,15 +108,9 @@ def check_span(
 ) -> None:
     """Refuse an answer whose ids are not strictly in the span's key order, or not inside it.
 
-    Every walk of ``_all_docs`` starts each request at the last id it has seen (keyset
-    paging), so an answer that passes this moves forward: no id comes twice, none from
-    outside the range asked for, and a walk cannot loop. A server that ignores ``start_key``,
-    ``end_key`` or ``descending``, or sends rows reversed, shuffled or repeated, is a
-    :class:`~couchids.ServerError` naming the operation, never a wrong answer.
-
-    CouchDB compares ids as UTF-8 bytes (the order of Python's ``str``); PouchDB Server as
-    UTF-16 code units, which differ only between characters above U+E000 and those above
-    U+FFFF. An answer in either order throughout passes.
+    Every walk of ``_all_docs`` starts each request at the last id it has seen, so an answer
+    that passes moves forward: no id twice, none outside the range, no loop. Either id order
+    passes: CouchDB's (UTF-8 bytes, as ``str``) or PouchDB Server's (UTF-16 code units).
 
     >>> policy = RetryPolicy.checked(0, 0, None, "window")
     >>> check_span(["a", "b", "c"], KeySpan("a", "c"), policy, "db")
@@ -138,11 +131,10 @@ def _utf16(text: str) -> bytes:
     return text.encode("utf-16-be", "surrogatepass")
 
 
-def _span_problem(ids: list[str], span: KeySpan, key: Any) -> str | None:
-    """What is wrong with ``ids`` as an answer for ``span`` in the order of ``key``."""
-    keys = ids if key is str else [key(i) for i in ids]
-    start = span.start if span.start is None or key is str else key(span.start)
-    end = span.end if span.end is None or key is str else key(span.end)
+def _span_problem(ids: list[str], span: KeySpan, key: Callable[[str], Any]) -> str | None:
+    keys = [key(i) for i in ids]
+    start = None if span.start is None else key(span.start)
+    end = None if span.end is None else key(span.end)
     forward = operator.gt if span.descending else operator.lt
     if not all(map(forward, keys, keys[1:])):
         at = next(i for i in range(1, len(keys)) if not forward(keys[i - 1], keys[i]))
@@ -170,21 +162,13 @@ def check_listing(
     among: Collection[Any] | None = None,
     most: int | None = None,
 ) -> None:
-    """Refuse a listing that breaks what the server promised of it: the names of
-    ``_all_dbs``, the ids and sequences of a ``_changes`` answer, the documents of
-    ``_scheduler/docs``, the rows of ``_bulk_docs`` or of ``_all_docs`` by ``keys``, the
-    revisions of ``open_revs=all``. (The rows of an ``_all_docs`` key range have
-    :func:`check_span`.)
+    """Refuse a listing (``_all_dbs``, ``_changes``, ``_scheduler/docs``, ``_bulk_docs`` rows,
+    ``_all_docs`` by ``keys``, ``open_revs=all``) that breaks what the server promised of it.
 
-    ``items`` (as the answer listed them) are checked for what the caller knows the server
-    promises, and nothing more: each at most once, always; with ``ordered``, in ascending
-    order; each above ``after``, none equal to ``not_at`` (where the listing was asked to
-    start after an item whose order is not known: CouchDB's opaque sequences), from ``low``
-    to ``high`` (both included) and one of ``among`` when those are given; at most ``most``
-    of them. A listing that breaks one is a
-    :class:`~couchids.ServerError` naming the operation and ``what`` answered (``noun``
-    names an item in the message: ``"seq "``), never an answer with a database, document or
-    change in it twice, or one that was not asked for.
+    ``items`` are checked for each at most once, always; and for what the caller knows the
+    server promises: ascending (``ordered``), each above ``after``, none equal to ``not_at``
+    (a start after an opaque sequence), from ``low`` to ``high``, one of ``among``, at most
+    ``most`` of them. ``what`` and ``noun`` (``"seq "``) name the listing and an item.
 
     >>> policy = RetryPolicy.checked(0, 0, None, "databases")
     >>> check_listing("_all_dbs", ["ev-1", "ev-2"], policy, "ev", ordered=True, low="ev-")
@@ -193,42 +177,28 @@ def check_listing(
       ...
     couchids.errors.ServerError: databases on 'ev': ...: _all_dbs listed 'ev-1' twice
     """
-    problem = _listing_problem(items, noun, ordered, after, not_at, low, high, among, most)
-    if problem is not None:
-        raise answer_error(policy, db, f"{what} {problem}", sent)
 
+    def refused(problem: str) -> ServerError:
+        return answer_error(policy, db, f"{what} listed {problem}", sent)
 
-def _listing_problem(
-    items: Sequence[Any],
-    noun: str,
-    ordered: bool,
-    after: Any,
-    not_at: Any,
-    low: Any,
-    high: Any,
-    among: Collection[Any] | None,
-    most: int | None,
-) -> str | None:
-    """What is wrong with ``items`` (see :func:`check_listing`), or ``None``."""
     if most is not None and len(items) > most:
-        return f"listed {len(items)} {noun or 'entries '}for limit={most}"
+        raise refused(f"{len(items)} {noun or 'entries '}for limit={most}")
     seen: set[Any] = set()
     for at, item in enumerate(items):
         shown = f"{noun}{item!r:.80}"
         if item in seen:
-            return f"listed {shown} twice"
+            raise refused(f"{shown} twice")
         seen.add(item)
         if ordered and at and not items[at - 1] < item:
-            return f"listed {shown} after {noun}{items[at - 1]!r:.80}: out of order"
+            raise refused(f"{shown} after {noun}{items[at - 1]!r:.80}: out of order")
         if after is not None and not after < item:
-            return f"listed {shown}, not after {noun}{after!r:.80} as asked"
+            raise refused(f"{shown}, not after {noun}{after!r:.80} as asked")
         if not_at is not None and item == not_at:
-            return f"listed {shown}, which it was asked to start after"
+            raise refused(f"{shown}, which it was asked to start after")
         if (low is not None and item < low) or (high is not None and high < item):
-            return f"listed {shown}, outside the range asked for ({low!r:.80} to {high!r:.80})"
+            raise refused(f"{shown}, outside the range asked for ({low!r:.80} to {high!r:.80})")
         if among is not None and item not in among:
-            return f"listed {shown}, which was not asked for"
-    return None
+            raise refused(f"{shown}, which was not asked for")
 
 
 def revision(body: Any, policy: RetryPolicy, db: str, sent: str | None = None) -> str:
@@ -253,38 +223,34 @@ def couchdb_error(response: Response) -> tuple[str, str] | None:
 
 
 def status_error(response: Response, policy: RetryPolicy, db: str, sent: str) -> ServerError:
-    """The couchids exception for an error status; its message names the operation, the
-    database and the request, and its cause is the driver's (masked) exception."""
-    error = _status_error(response, policy, db, sent)
-    error.__cause__ = response.cause
-    error.__suppress_context__ = True
-    return error
-
-
-def _status_error(response: Response, policy: RetryPolicy, db: str, sent: str) -> ServerError:
-    head = f"{policy.operation} on {db!r}" + (f" ({sent})" if sent else "")
-    status = response.status
+    """The couchids exception for an error status, naming the operation, the database and the
+    request; its cause is the driver's (masked) exception."""
+    head, status = _head(policy, db, sent), response.status
     found = couchdb_error(response)
     if found is not None:
-        error, reason = found
-        text = (error + (f": {reason}" if reason else ""))[:400]
+        text = (found[0] + (f": {found[1]}" if found[1] else ""))[:400]
     else:
         text = f"not a CouchDB answer: {describe(response)}"
+    error: ServerError
     if status == 404:
-        return DatabaseNotFoundError(
+        error = DatabaseNotFoundError(
             f"{head}: database {db!r} does not exist (or the document path is wrong): {text}",
             status,
         )
-    if status in (401, 403):
+    elif status in (401, 403):
         hint = response.hint or "check CLOUDANT_USERNAME/CLOUDANT_PASSWORD or CLOUDANT_APIKEY"
-        return UnauthorizedError(
+        error = UnauthorizedError(
             f"{head}: the server refused access (HTTP {status}): {text}; {hint}", status
         )
-    if status == 429:
-        return RateLimitedError(
+    elif status == 429:
+        error = RateLimitedError(
             f"{head}: rate limited (HTTP 429): the server had no room for the request before "
             "the call's deadline; give the call a longer timeout, keep the client to a lower "
             "rate (couchids.connect(rate=...)), or raise the instance's capacity",
             status,
         )
-    return ServerError(f"{head}: the server answered HTTP {status}: {text}", status)
+    else:
+        error = ServerError(f"{head}: the server answered HTTP {status}: {text}", status)
+    error.__cause__ = response.cause
+    error.__suppress_context__ = True
+    return error

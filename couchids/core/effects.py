@@ -1,28 +1,15 @@
-"""The programs of the I/O-free core and their effects: requests, answers, and what a program
-yields to a driver.
+"""The programs of the I/O-free core and their effects.
 
 An operation is written once, as a *program*: a generator that yields effects and is sent
-their outcomes. It never touches the network, a thread or a clock's sleep; a driver does
-that. The blocking driver (``couchids.drivers.blocking``, through the caller's ``ibmcloudant``
-client) and the asyncio driver (:mod:`couchids.aio`, through ``httpx``) run the same
-programs, so the two APIs cannot drift apart, and a program runs in a test with a driver of
-a few lines.
-
-The effects:
+their outcomes; it never touches the network, a thread or a clock's sleep. The blocking driver
+(``couchids.drivers.blocking``, through ``ibmcloudant``) and the asyncio driver
+(:mod:`couchids.aio`, through ``httpx``) run the same programs, so the two APIs cannot drift.
 
 - :class:`Send` a :class:`Request`; the outcome is a :class:`Response` (any HTTP status) or
   :class:`Lost` (no answer to use: refused connection, timeout, broken body, failed login).
-- :class:`Start` a sub-program concurrently; the outcome is a handle to :class:`Wait` for,
-  whose outcome is the sub-program's result (or its exception, raised at the ``yield``).
-- :class:`Sleep` some seconds (a retry's backoff).
-- :class:`Emit` a value to the caller of a streaming operation (a page of documents).
-
-The rest of the core's plumbing has a module each: :mod:`couchids.core.policy` (retries and
-deadlines), :mod:`couchids.core.exactjson` (JSON, exact), :mod:`couchids.core.answers` (what an
-answer means), :mod:`couchids.core.asking` (:func:`~couchids.core.asking.ask`: the one place
-requests are retried and answers turned into couchids exceptions),
-:mod:`couchids.core.facts` (what couchids learns about a database) and
-:mod:`couchids.core.revisions` (reading every leaf, deleting a revision everywhere).
+- :class:`Start` a sub-program concurrently; :class:`Wait` for its handle gives its result
+  (or raises its exception at the ``yield``).
+- :class:`Sleep` some seconds; :class:`Emit` a value to the caller of a streaming operation.
 """
 
 from __future__ import annotations
@@ -69,21 +56,15 @@ class Response:
     hint: str = ""
     #: The driver's own exception for an error status, masked, to chain as the cause.
     cause: BaseException | None = field(default=None, compare=False)
-    #: The 429s the HTTP client's own retries (``enable_retries()``) met before this answer.
+    #: The 429s the SDK's own retries met before this answer.
     refused_before: int = field(default=0, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
 class Lost:
-    """No answer to use, as the driver saw it.
-
-    Attributes:
-        error: the couchids exception to raise for it (its cause already masked).
-        maybe_run: whether the server may have carried the request out.
-        transient: whether sending it again may succeed.
-        login: whether authentication's own login failed (never retried here: the
-            authenticators pace their logins themselves).
-    """
+    """No answer to use: ``error`` to raise (its cause masked), whether the server
+    ``maybe_run`` the request, whether it is ``transient`` (sending again may succeed), and
+    whether the ``login`` failed (never retried here: the authenticators pace logins)."""
 
     error: ServerError
     maybe_run: bool
@@ -93,8 +74,7 @@ class Lost:
 
 @dataclass(frozen=True, slots=True)
 class Send:
-    """Send ``request`` within ``policy``'s deadline; the outcome is a Response or Lost.
-    ``db`` names the database in messages."""
+    """Send ``request`` within ``policy``'s deadline (``db`` names the database in messages)."""
 
     request: Request
     policy: RetryPolicy
@@ -119,18 +99,15 @@ class Wait:
 
 @dataclass(frozen=True, slots=True)
 class Sleep:
-    """Wait ``seconds``; ``retry`` is the request sent again after the wait, when it is a
-    retry's backoff (for the drivers' logs)."""
+    """Wait ``seconds``; ``retry`` is the request a backoff precedes (for the drivers' logs)."""
 
     seconds: float
     retry: Send | None = None
 
     @classmethod
     def within(cls, policy: RetryPolicy, seconds: float, retry: Send | None = None) -> Sleep:
-        """A sleep of ``seconds``, cut to the time left before ``policy``'s deadline: a program
-        never sleeps past it (its next request then ends at once, timed out).
+        """A sleep of ``seconds``, never past ``policy``'s deadline.
 
-        >>> from couchids.core.policy import RetryPolicy
         >>> Sleep.within(RetryPolicy.within(None, "wait"), 0.25)
         Sleep(seconds=0.25, retry=None)
         >>> Sleep.within(RetryPolicy.within(0.5, "wait"), 30).seconds <= 0.5
@@ -157,8 +134,8 @@ END: Final = object()
 
 
 class Puller:
-    """Steps a streaming program one emitted value at a time, from inside another program:
-    its other effects go on to the driver, their outcomes (and failures) come back to it."""
+    """Steps a streaming program one emitted value at a time, from inside another program
+    (its other effects go on to the driver)."""
 
     def __init__(self, program: Program[Any]) -> None:
         self.program = program
@@ -198,15 +175,10 @@ def post_json(url: str, body: Any) -> Request:
 
 
 def request_headers(request: Request, service_url: str) -> dict[str, str]:
-    """The headers couchids sends with ``request`` to the server at ``service_url`` (both
-    drivers; a client's own default headers, ``set_default_headers``, still win over them).
-
-    A server on this machine (a loopback address or ``localhost``) is asked for its answers as
-    they are (``Accept-Encoding: identity``): there compression costs both ends CPU and saves
-    no network. PouchDB Server gzips whatever a client accepts, and reading 50,000 documents
-    took it 0.60 s uncompressed against 0.83 s gzipped (bench/bench_query.py's data). Any
-    other server gets the HTTP client's usual offer (gzip, deflate), which saves a remote
-    link far more than it costs.
+    """The headers couchids sends with ``request`` to the server at ``service_url`` (a
+    client's own default headers win). A server on this machine is asked for its answers
+    uncompressed: there gzip costs CPU and saves no network (0.83 s against 0.60 s for 50,000
+    documents from PouchDB Server, bench/bench_query.py).
 
     >>> request_headers(Request("GET", "/db"), "http://127.0.0.1:5984")
     {'Accept': 'application/json', 'Accept-Encoding': 'identity'}
@@ -222,8 +194,7 @@ def request_headers(request: Request, service_url: str) -> dict[str, str]:
 
 
 def is_loopback(url: str) -> bool:
-    """Whether ``url`` names this machine: a loopback address, or the name ``localhost``
-    (taken at its word, not looked up).
+    """Whether ``url`` names this machine: a loopback address, or ``localhost`` (not looked up).
 
     >>> [is_loopback(u) for u in ("http://127.0.0.2:5984", "http://[::1]/", "http://localhost")]
     [True, True, True]
@@ -231,10 +202,8 @@ def is_loopback(url: str) -> bool:
     [False, False, False]
     """
     try:
-        host = urlsplit(url).hostname
+        host = urlsplit(url).hostname or ""
     except ValueError:
-        return False
-    if not host:
         return False
     if host == "localhost" or host.endswith(".localhost"):
         return True

@@ -1,30 +1,12 @@
 """Keeping to a server's rate limits: the request class of each request (:func:`request_class`)
 and a :class:`Pacer` that learns, from ``429`` answers, how many requests of each class the
-server takes in any second, and holds each request back until it fits.
+server takes in any window of :data:`WINDOW` seconds, and holds each request back until it fits.
 
-IBM Cloudant provisions throughput per request class (reads, writes, global queries), counted
-over a sliding window of any 1,000 ms; past it, every request of that class is answered
-``429 Too Many Requests`` until the window falls under the limit (IBM Cloudant docs,
-"Provisioned throughput capacity model FAQ"; the classes: "Usage and charges" and the Cloudant
-blog "HTTP 429", 2023). A pacer keeps the same window on the client's side, for each class:
-
-- **The budget** of a class is the requests it may send in any window. It is unknown at first
-  (nothing is held back), or given by the caller (:class:`Rate`, e.g. a plan's numbers).
-- **Decrease**: a ``429`` shows the window full. The budget becomes the number of this
-  client's requests of that class admitted in the window before the refused one (at least 1):
-  the share the server gave it (the server's limit, when the client is alone on it).
-- **Increase**: while requests wait for room, the budget grows by one :data:`PROBE_AFTER`
-  seconds after the last ``429`` (never past a given :class:`Rate`'s). A probe that passes a
-  whole window without a ``429`` is followed at once by one twice as large (so a budget
-  learnt too low, while others filled the window, comes back in a few seconds); one that
-  meets a ``429`` sets the budget back to what the window held and doubles the wait before
-  the next (up to :data:`MAX_PROBE_AFTER`). A client alone on an instance finds its limit
-  in its first second, and then meets about one ``429`` a minute.
-- ``Retry-After`` (seconds), when an answer gives it, closes the class until then.
-
-The pacer has no clock and no lock of its own: the drivers pass ``now`` (``time.monotonic()``)
-and keep one pacer per client, shared by all the requests of all its operations (the threads
-of the blocking API hold a lock around it; the asyncio API has one loop).
+IBM Cloudant counts reads, writes and global queries apart over any 1,000 ms and answers
+``429`` past a class's limit ("Provisioned throughput capacity model FAQ"). How the budget of a
+class is learnt, lowered and probed upwards is in the guide (``docs/guide/cloudant.md``).
+The pacer has no clock and no lock: the drivers pass ``now`` (``time.monotonic()``) and share
+one pacer per client.
 """
 
 from __future__ import annotations
@@ -37,6 +19,7 @@ from typing import Final, Literal, TypeAlias
 from urllib.parse import unquote
 
 from couchids.core.effects import Request
+from couchids.core.policy import MAX_RETRY_AFTER, retry_after_seconds
 from couchids.errors import InvalidArgumentError
 
 #: A request class as Cloudant counts it; ``other`` is not counted (``GET /``, database info).
@@ -45,15 +28,12 @@ CLASSES: Final[tuple[RequestClass, ...]] = ("read", "write", "query", "other")
 
 #: Cloudant's window: requests are counted over any 1,000 ms.
 WINDOW: Final = 1.0
-#: Seconds added to the window on the client's side, for the time between sending a request
-#: and the server counting it (the two ends' clocks differ by that much).
+#: Seconds added to the window for the time between sending a request and the server counting it.
 MARGIN: Final = 0.05
 #: Seconds without a 429 before the budget first grows by one.
 PROBE_AFTER: Final = 2.0
 #: The longest wait before the budget grows again, after failed probes.
 MAX_PROBE_AFTER: Final = 60.0
-#: The longest a class stays closed by a ``Retry-After``.
-MAX_RETRY_AFTER: Final = 30.0
 #: With no deadline, the seconds a request keeps being sent again after 429s before the 429
 #: is the answer (a call with a ``timeout`` waits as long as it has).
 PATIENCE: Final = 120.0
@@ -122,38 +102,33 @@ class Rate:
 
     @classmethod
     def of(cls, rate: Rate | str | Mapping[str, int | None] | None) -> Rate | None:
-        """A :class:`Rate` from what a caller gives: a plan's name (``"lite"``,
-        ``"standard"`` for one block), a mapping of ``reads``/``writes``/``queries`` to
-        requests a second, a :class:`Rate`, or ``None`` (learnt from 429s)."""
+        """A :class:`Rate` from a plan's name (``"lite"``, ``"standard"`` for one block), a
+        mapping of ``reads``/``writes``/``queries`` to requests a second, a :class:`Rate`, or
+        ``None`` (learnt from 429s)."""
         if rate is None or isinstance(rate, Rate):
             return rate
-        if isinstance(rate, str):
-            if rate not in PLANS:
-                raise InvalidArgumentError(
-                    f"rate={rate!r}: a plan's name ({', '.join(sorted(PLANS))}), a mapping "
-                    "such as {'reads': 100, 'writes': 50, 'queries': 5}, or None"
-                )
+        if isinstance(rate, str) and rate in PLANS:
             return cls(*PLANS[rate])
-        if isinstance(rate, Mapping):
-            unknown = set(rate) - {"reads", "writes", "queries"}
-            if unknown:
+        if not isinstance(rate, Mapping):
+            raise InvalidArgumentError(
+                f"rate={rate!r:.80}: a plan's name ({', '.join(sorted(PLANS))}), a mapping "
+                "such as {'reads': 100, 'writes': 50, 'queries': 5}, or None"
+            )
+        unknown = set(rate) - {"reads", "writes", "queries"}
+        if unknown:
+            raise InvalidArgumentError(
+                f"rate: unknown request class {sorted(unknown)!r}; the classes are "
+                "'reads', 'writes' and 'queries' (requests a second)"
+            )
+        for name, value in rate.items():
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value < 1
+            ):
                 raise InvalidArgumentError(
-                    f"rate: unknown request class {sorted(unknown)!r}; the classes are "
-                    "'reads', 'writes' and 'queries' (requests a second)"
+                    f"rate[{name!r}]={value!r}: must be None or a whole number of "
+                    "requests a second from 1"
                 )
-            for name, value in rate.items():
-                if value is not None and (
-                    isinstance(value, bool) or not isinstance(value, int) or value < 1
-                ):
-                    raise InvalidArgumentError(
-                        f"rate[{name!r}]={value!r}: must be None or a whole number of "
-                        "requests a second from 1"
-                    )
-            return cls(rate.get("reads"), rate.get("writes"), rate.get("queries"))
-        raise InvalidArgumentError(
-            f"rate={type(rate).__name__}: a plan's name ('lite', 'standard'), a mapping of "
-            "'reads', 'writes', 'queries' to requests a second, or None"
-        )
+        return cls(rate.get("reads"), rate.get("writes"), rate.get("queries"))
 
     def of_class(self, kind: RequestClass) -> int | None:
         """The budget of one class (``None``: not given)."""
@@ -170,23 +145,20 @@ class Ticket:
 
 
 class _Lane:
-    """One class's window: the requests sent in it, and what is known of its budget."""
+    """One class's window: the requests sent in it, and what is known of its budget (learnt,
+    never past ``cap``, the given one)."""
 
     def __init__(self, cap: int | None) -> None:
-        #: The most requests a window may hold: learnt from 429s, or given.
         self.budget: int | None = cap
-        #: A given budget: the learnt one never grows past it.
         self.cap = cap
         self.sent: collections.deque[Ticket] = collections.deque()
         self.closed_until = 0.0
         self.changed = 0.0
         self.probe_after = PROBE_AFTER
-        #: When the budget may next grow, and by how much.
         self.next_probe = 0.0
         self.step = 1
         self.probing = False
         self.refused = 0
-        self.admitted = 0
         #: 429s in a row that met none of this client's requests in their window.
         self.starved = 0
 
@@ -210,14 +182,11 @@ class Pacer:
 
     def __init__(self, rate: Rate | None = None) -> None:
         self.rate = rate
-        self._lanes = {
-            kind: _Lane(rate.of_class(kind) if rate is not None else None) for kind in CLASSES
-        }
+        self._lanes = {kind: _Lane(rate.of_class(kind) if rate else None) for kind in CLASSES}
         self._numbers = itertools.count()
 
     def budget(self, kind: RequestClass) -> int | None:
-        """The requests of ``kind`` the pacer lets go in any window (``None``: no limit
-        known)."""
+        """The requests of ``kind`` let go in any window (``None``: no limit known)."""
         return self._lanes[kind].budget
 
     def refusals(self, kind: RequestClass) -> int:
@@ -237,11 +206,8 @@ class Pacer:
         return wait
 
     def take(self, request: Request, now: float) -> Ticket | None:
-        """A ticket for sending ``request`` now, or ``None`` when it must wait
-        (:meth:`delay`); the window counts it from now."""
-        if self.delay(request, now) > 0:
-            return None
-        return self.force(request, now)
+        """A ticket for sending ``request`` now, or ``None`` when it must wait (:meth:`delay`)."""
+        return None if self.delay(request, now) > 0 else self.force(request, now)
 
     def answered(
         self,
@@ -253,11 +219,9 @@ class Pacer:
         refused_before: int = 0,
     ) -> None:
         """What the server answered to the request of ``ticket``: its status (0: no answer),
-        its ``Retry-After``, and the 429s the HTTP client's own retries met before it
-        (``refused_before``; the SDK's retries, when enabled)."""
+        its ``Retry-After``, and the 429s the SDK's own retries met before it."""
         lane = self._lanes[ticket.kind]
         if status != 429 and refused_before == 0:
-            lane.admitted += 1
             lane.starved = 0
             return
         if status == 429:
@@ -269,16 +233,15 @@ class Pacer:
             for t in lane.sent
             if t.number < ticket.number and ticket.sent - (WINDOW + MARGIN) < t.sent
         )
-        learnt = max(1, admitted)
         if lane.probing:
             lane.probing = False
             lane.probe_after = min(lane.probe_after * 2, MAX_PROBE_AFTER)
-        if lane.budget is None or learnt < lane.budget:
-            lane.budget = learnt
+        if lane.budget is None or max(1, admitted) < lane.budget:
+            lane.budget = max(1, admitted)
         lane.changed = now
         lane.step = 1
         lane.next_probe = now + lane.probe_after
-        after = _seconds(retry_after)
+        after = retry_after_seconds(retry_after)
         if after is not None:
             lane.closed_until = max(lane.closed_until, now + min(after, MAX_RETRY_AFTER))
         elif admitted == 0:
@@ -299,19 +262,18 @@ class Pacer:
     def again(
         self, request: Request, now: float, first_refused: float, remaining: float | None
     ) -> float | None:
-        """Seconds before ``request``, answered 429, is sent again; ``None`` when it is not:
-        the wait would not end before its deadline (``remaining`` seconds from now), or, with
-        no deadline, more than :data:`PATIENCE` seconds after its first 429
-        (``first_refused``)."""
+        """Seconds before ``request``, answered 429, is sent again; ``None`` when the wait would
+        not end before its deadline (``remaining`` seconds from now), or, with no deadline,
+        :data:`PATIENCE` seconds after its first 429 (``first_refused``)."""
         wait = self.delay(request, now)
         left = remaining if remaining is not None else first_refused + PATIENCE - now
         return wait if wait < left else None
 
     def _probe(self, lane: _Lane, now: float) -> None:
-        """Grow a full window's budget by one after ``probe_after`` seconds without a 429."""
+        """Grow a full window's budget after ``probe_after`` seconds without a 429."""
         if lane.probing and now - lane.changed >= WINDOW + MARGIN:
-            # A window went by at the grown budget without a 429: the probe passed; the next
-            # may come at once, and grows twice as much.
+            # A window went by at the grown budget without a 429: the next probe may come at
+            # once, and grows twice as much.
             lane.probing = False
             lane.probe_after = PROBE_AFTER
             lane.step *= 2
@@ -325,14 +287,3 @@ class Pacer:
             lane.budget = min(lane.budget, lane.cap)
         lane.changed = now
         lane.probing = True
-
-
-def _seconds(retry_after: str | None) -> float | None:
-    """A ``Retry-After`` in seconds (an HTTP date, or nonsense: ``None``)."""
-    if retry_after is None:
-        return None
-    try:
-        seconds = float(retry_after)
-    except ValueError:
-        return None
-    return max(0.0, seconds) if seconds == seconds else None

@@ -23,29 +23,19 @@ MAX_BACKOFF: Final = 2.0
 #: The longest ``Retry-After`` (seconds) a 429 answer is obeyed for.
 MAX_RETRY_AFTER: Final = 30.0
 
-#: The deadline (a ``time.monotonic()``) of the public call under way in this thread or task,
-#: when it runs other public calls (see :func:`one_deadline`).
+#: The deadline of the public call under way in this thread or task (:func:`one_deadline`).
 _enclosing: ContextVar[float | None] = ContextVar("couchids_enclosing_deadline", default=None)
 
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """How often, and after how long, a request whose answer was lost is sent again, and how
-    long the whole operation may take.
+    """How often, and after how long, a request whose answer was lost is sent again, and the
+    ``deadline`` (a ``time.monotonic()``) of the whole public call (``operation`` names it in
+    messages).
 
-    One policy is made per public call, when it is called, and carries the call's deadline
-    through every request, retry and pause of it: the drivers bound each request by the time
-    left (:meth:`remaining`), :func:`~couchids.core.asking.ask` sends a request again only
-    while the backoff fits before the deadline, and a program pauses (a poll's interval, a
-    backoff) with :meth:`Sleep.within <couchids.core.effects.Sleep.within>`, never past it.
-    Nothing inside a call starts a clock of its own, except a stream whose ``timeout`` bounds
+    One policy is made per public call and bounds every request, retry and pause of it;
+    nothing inside a call starts a clock of its own, except a stream whose ``timeout`` bounds
     each of its requests (:meth:`renewed`).
-
-    Attributes:
-        retries, backoff: see :meth:`checked`.
-        timeout: the seconds the operation may take, or ``None`` for no limit.
-        operation: the public operation's name, for messages (``"create"``).
-        deadline: the ``time.monotonic()`` by which it must end.
     """
 
     retries: int
@@ -63,7 +53,7 @@ class RetryPolicy:
         operation: str = "request",
     ) -> RetryPolicy:
         """The policy for the public arguments ``retries``, ``backoff`` and ``timeout``, checked;
-        the clock starts now (inside ``one_deadline``, it ends by that deadline at the
+        the clock starts now (inside :func:`one_deadline`, it ends by that deadline at the
         latest)."""
         retries = arguments.count("retries", retries, 0)
         pause = arguments.seconds("backoff", backoff, most=MAX_BACKOFF)
@@ -73,10 +63,8 @@ class RetryPolicy:
 
     @classmethod
     def within(cls, timeout: float | None, operation: str) -> RetryPolicy:
-        """The policy of a call whose only limit is the caller's ``timeout`` (checked as
-        :meth:`checked` checks it; the clock starts now): a lost answer is sent again
-        ``DEFAULT_RETRIES`` times after ``DEFAULT_BACKOFF`` seconds, doubling, never past the
-        deadline.
+        """The policy of a call whose only limit is the caller's ``timeout``, with the default
+        retries and backoff.
 
         >>> policy = RetryPolicy.within(4, "status")
         >>> policy.retries, policy.timeout, 3.9 < policy.remaining() <= 4
@@ -85,15 +73,13 @@ class RetryPolicy:
         return cls.checked(DEFAULT_RETRIES, DEFAULT_BACKOFF, timeout, operation)
 
     def renewed(self) -> RetryPolicy:
-        """The same policy with its clock started now: for each page or batch of a stream
-        whose ``timeout`` bounds each request, never inside a call that has one deadline."""
+        """The same policy with its clock started now (each page or batch of a stream)."""
         deadline = None if self.timeout is None else time.monotonic() + self.timeout
         return replace(self, deadline=deadline)
 
     def each_step(self, seconds: float) -> RetryPolicy:
-        """The policy of one step of a call that may run without a deadline (a poll of a
-        wait): the call's own when it has a deadline, which bounds every step; without one,
-        ``seconds`` from now, so that a step whose request gets no answer still ends.
+        """The policy of one step (a poll) of a call: the call's own when it has a deadline;
+        without one, ``seconds`` from now, so that a step with no answer still ends.
 
         >>> RetryPolicy.within(None, "wait").each_step(60).timeout
         60.0
@@ -114,29 +100,34 @@ class RetryPolicy:
         return left is not None and left <= 0
 
     def delay(self, retry_after: str | None, attempt: int) -> float:
-        """Seconds to wait before retry number ``attempt + 1``; ``retry_after`` is a 429's
-        ``Retry-After`` header, obeyed up to ``MAX_RETRY_AFTER`` when it is seconds."""
-        try:
-            after = max(0.0, float(retry_after)) if retry_after is not None else None
-        except ValueError:
-            after = None  # an HTTP date instead of seconds: fall back to the backoff
+        """Seconds to wait before retry number ``attempt + 1``: a 429's ``Retry-After`` in
+        seconds, up to ``MAX_RETRY_AFTER``, else the backoff doubled per attempt, jittered
+        (writers that lost their answers at one moment spread out)."""
+        after = retry_after_seconds(retry_after)
         if after is not None:
             return min(after, MAX_RETRY_AFTER)
-        # Jitter spreads out writers that lost their answers at the same moment.
         return min(MAX_BACKOFF, self.backoff * 2.0**attempt) * random.uniform(0.5, 1.0)
 
 
+def retry_after_seconds(retry_after: str | None) -> float | None:
+    """A ``Retry-After`` header in seconds; ``None`` for an HTTP date or nonsense."""
+    if retry_after is None:
+        return None
+    try:
+        seconds = float(retry_after)
+    except ValueError:
+        return None
+    return max(0.0, seconds) if seconds == seconds else None
+
+
 def _sooner(a: float | None, b: float | None) -> float | None:
-    """The sooner of two deadlines (``None``: none)."""
     return b if a is None else a if b is None else min(a, b)
 
 
 @contextlib.contextmanager
 def one_deadline(policy: RetryPolicy) -> Iterator[None]:
-    """Inside, the policies made for public calls (:meth:`RetryPolicy.checked`) end by
-    ``policy``'s deadline at the latest: a public call that runs others (a series' write that
-    creates its period's database and writes again) keeps to its own deadline as a whole.
-    The bound holds in this thread or task only, where the policies of those calls are made.
+    """Inside, the policies made for public calls end by ``policy``'s deadline at the latest,
+    in this thread or task: a public call that runs others keeps to its own deadline.
 
     >>> outer = RetryPolicy.within(1, "create")
     >>> with one_deadline(outer):
