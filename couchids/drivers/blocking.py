@@ -1,12 +1,10 @@
 """The blocking driver: every request couchids sends through an ``ibmcloudant`` client goes here.
 
-Operations are programs of :mod:`couchids.core.effects` (pure: which request next, and what an
-answer means); :func:`run` and :func:`stream` carry out their effects with the caller's
-``CloudantV1`` client, so authentication, the client's own retries (``enable_retries()`` or
-``CLOUDANT_ENABLE_RETRIES``) and timeouts are the client's. Concurrent sub-programs run on
-threads. Failures that are not an HTTP answer (refused connections, timeouts, broken bodies,
-failed logins) become couchids exceptions here, their causes masked; HTTP answers of any
-status go back to the program. What couchids learns about a database is kept per client.
+:func:`run` and :func:`stream` carry out the effects of :mod:`couchids.core.effects` programs
+with the caller's ``CloudantV1`` client, so authentication, the client's own retries
+(``enable_retries()``) and timeouts are the client's; concurrent sub-programs run on threads.
+Failures that are not an HTTP answer become couchids exceptions here, their causes masked;
+HTTP answers of any status go back to the program.
 """
 
 from __future__ import annotations
@@ -26,7 +24,7 @@ from collections.abc import Callable, Generator, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Final, TypeVar
+from typing import Any, Final, Generic, TypeVar
 from urllib.parse import urlsplit
 
 import jwt
@@ -78,31 +76,34 @@ from couchids.errors import (
 )
 
 T = TypeVar("T")
+P = TypeVar("P")
 
 # ibmcloudant logs every request's URL at DEBUG, credentials and all.
 mask_sdk_logs()
 
-# When the client's retries (``enable_retries()``) run out on an error status, urllib3 raises
-# ``MaxRetryError(reason=ResponseError("too many 429 error responses"))`` and requests wraps
-# it in ``RetryError``: the last status survives only in that message, written from this
-# template.
+# When the client's retries (``enable_retries()``) run out on an error status, requests raises
+# a ``RetryError`` around urllib3's ``MaxRetryError(reason=ResponseError(...))``: the last
+# status survives only in that message, written from this template.
 _RETRY_STATUS = re.compile(
     re.escape(ResponseError.SPECIFIC_ERROR).replace(re.escape("{status_code}"), r"(\d{3})")
 )
+# requests wraps the socket error in two layers of urllib3 text; its errno line is the news.
+_ERRNO = re.compile(r"\[Errno -?\d+\] ([^'\")]+)")
+
+
+def _reason(exc: BaseException) -> Any:
+    """What a ``requests`` error wraps: urllib3's reason when that is a ``MaxRetryError``."""
+    cause = exc.args[0] if isinstance(exc, requests.RequestException) and exc.args else None
+    return cause.reason if isinstance(cause, MaxRetryError) else cause
 
 
 def status_of(exc: BaseException) -> int:
-    """The HTTP status a failed request ended with; 0 when no answer came back.
-
-    Reads the status of an ``ApiException``, and of the ``RetryError`` the client raises
-    when its retries run out on an error status.
-    """
+    """The HTTP status a failed request ended with (the client's spent retries too); 0 when no
+    answer came back."""
     if isinstance(exc, ApiException):
         return int(exc.status_code or 0)
     if isinstance(exc, requests.exceptions.RetryError):
-        cause = exc.args[0] if exc.args else None
-        reason = cause.reason if isinstance(cause, MaxRetryError) else cause
-        found = _RETRY_STATUS.search(str(reason))
+        found = _RETRY_STATUS.search(str(_reason(exc)))
         return int(found.group(1)) if found else 0
     return 0
 
@@ -111,19 +112,9 @@ def status_of(exc: BaseException) -> int:
 
 
 def check_client(client: object) -> CloudantV1:
-    """``client`` if it is a ``CloudantV1``, with couchids' deadlines able to reach its requests.
-
-    Every request of the client's session (the session login of ``couchdb_session``
-    authentication too) passes through an adapter that caps its socket timeouts by the
-    deadline of the couchids operation sending it, and reads its whole answer, headers and
-    body, by that deadline (a read timeout alone bounds each read from the socket, not the
-    answer); the connections the session held before are closed, once. An authenticator
-    that gets tokens from a service of its own (IAM with ``CLOUDANT_APIKEY``, and the
-    container, VPC and Cloud Pak ones) sends those requests outside the session: the
-    operation waits for its token until the deadline and no longer (:class:`BoundedTokens`).
-    Outside couchids operations neither changes anything. Both are put back if replaced
-    since (``enable_retries()``, a new authenticator).
-    """
+    """``client`` if it is a ``CloudantV1``, with couchids' deadlines able to reach its requests
+    (:class:`_DeadlineAdapter` on its session, :class:`BoundedTokens` on a token manager that
+    sends its own requests) and its logins checked; put back if replaced since."""
     if not isinstance(client, CloudantV1):
         raise InvalidArgumentError(
             f"client={type(client).__name__}: pass an ibmcloudant CloudantV1 client, such as "
@@ -147,13 +138,6 @@ def check_client(client: object) -> CloudantV1:
     return client
 
 
-def describe(body: Any) -> str:
-    """A short account of an answer's body (a ``requests.Response`` too) for a message."""
-    if isinstance(body, requests.Response):
-        return answers.describe(response_of(body))
-    return answers.describe(body)
-
-
 def _sent(exc: BaseException | None) -> str:
     """``METHOD /path`` of the request an exception is about, if it says."""
     request = getattr(exc, "request", None)
@@ -166,49 +150,53 @@ def _sent(exc: BaseException | None) -> str:
     return f"{method} {urlsplit(url).path}"
 
 
-def server_error(exc: BaseException, db: str, policy: RetryPolicy | None = None) -> ServerError:
-    """The couchids exception for a failure of a request about database ``db``.
-
-    Its message names the operation (``policy.operation``), the database and the request.
-    """
+def _classified(exc: BaseException, db: str, policy: RetryPolicy | None) -> tuple[str, ServerError]:
+    """What became of a request that failed with ``exc``, in a few words for a log record
+    (never the exception's text, which can quote a URL), and the couchids exception for it,
+    naming the operation, the database and the request."""
     operation = policy.operation if policy is not None else "request"
     sent = _sent(exc) or _last_sent()
-    where = f" ({sent})" if sent else ""
-    head = f"{operation} on {db!r}{where}"
-    if isinstance(exc, LoginRefused):
-        return UnauthorizedError(f"{head}: {exc}", exc.status)
+    head = f"{operation} on {db!r}" + (f" ({sent})" if sent else "")
+    status = status_of(exc)
     plain = _plain_http(exc)
+    if isinstance(exc, LoginRefused):
+        return f"refused (HTTP {exc.status})", UnauthorizedError(f"{head}: {exc}", exc.status)
     if plain is not None:
-        return ServerError(f"{head}: could not reach the server: {plain}")
+        return "plain HTTP port", ServerError(f"{head}: could not reach the server: {plain}")
     if isinstance(exc, StopIteration):
-        # ibmcloudant's couchdb_session login looks for the AuthSession cookie with next():
-        # no cookie, no session.
-        return UnauthorizedError(
+        # ibmcloudant's couchdb_session login looks for the AuthSession cookie with next().
+        return "no session cookie", UnauthorizedError(
             f"{head}: the couchdb_session login (POST /_session) got no session cookie: the "
             "server refused the user name and password (check CLOUDANT_USERNAME and "
             "CLOUDANT_PASSWORD) or is not CouchDB",
             401,
         )
     if isinstance(exc, requests.Timeout) or (
-        policy is not None and policy.expired() and not status_of(exc)
+        policy is not None and policy.expired() and not status
     ):
         limit = f"{policy.timeout:g} s" if policy is not None and policy.timeout else "its limit"
         if isinstance(exc, TokenTimeout):
-            return ServerTimeoutError(
+            return "token request timeout", ServerTimeoutError(
                 f"{head}: the authentication service did not answer the token request within "
                 f"{limit}"
             )
-        return ServerTimeoutError(f"{head}: the server did not answer within {limit}")
-    status = status_of(exc)
+        connect = isinstance(exc, requests.exceptions.ConnectTimeout)
+        return "connect timeout" if connect else "timeout", ServerTimeoutError(
+            f"{head}: the server did not answer within {limit}"
+        )
+    spent = " after the client's retries" if isinstance(exc, requests.exceptions.RetryError) else ""
+    kind = f"HTTP {status}{spent}" if status else type(exc).__name__
     if isinstance(exc, ApiException) and 200 <= status < 300:
         # ibmcloudant could not read a success answer that claimed to be JSON (a token's).
-        return ServerError(f"{head}: not a CouchDB answer: unreadable JSON (HTTP {status})", status)
+        return kind, ServerError(
+            f"{head}: not a CouchDB answer: unreadable JSON (HTTP {status})", status
+        )
     if isinstance(exc, ApiException) and exc.http_response is not None:
         # A login's own answer (a refused one is a LoginRefused): its status, its words.
         answer = response_of(exc.http_response)
-        return answers.status_error(answer, policy or RetryPolicy(0, 0), db, sent)
+        return kind, answers.status_error(answer, policy or RetryPolicy(0, 0), db, sent)
     if status == 429:
-        return RateLimitedError(
+        return kind, RateLimitedError(
             f"{head}: rate limited (HTTP 429) after the client's retries, and no room for "
             "the request before the call's deadline; give the call a longer timeout, keep "
             "the client to a lower rate (couchids.connect(rate=...)), or raise the "
@@ -216,28 +204,44 @@ def server_error(exc: BaseException, db: str, policy: RetryPolicy | None = None)
             status,
         )
     if status:
-        return ServerError(
+        return kind, ServerError(
             f"{head}: the server answered HTTP {status}: {str(exc)[:QUOTE_LEN]}", status
         )
     if not isinstance(exc, ApiException | requests.RequestException):
-        return ServerError(
+        return kind, ServerError(
             f"{head}: ibmcloudant could not use an answer (authentication's token request or "
             f"the server's): {type(exc).__name__}: {_network_reason(exc)}"
         )
     if isinstance(
         exc, requests.exceptions.ChunkedEncodingError | requests.exceptions.ContentDecodingError
     ):
-        return ServerError(f"{head}: the answer broke off: the connection closed mid-body")
-    return ServerError(f"{head}: could not reach the server: {_network_reason(exc)}")
+        return "answer broke off", ServerError(
+            f"{head}: the answer broke off: the connection closed mid-body"
+        )
+    if isinstance(exc, requests.ConnectionError):
+        found = _ERRNO.search(str(exc))
+        closed = "failed" if isinstance(_reason(exc), NewConnectionError) else "closed"
+        kind = found.group(1).strip().lower() if found else f"connection {closed}"
+    return kind, ServerError(f"{head}: could not reach the server: {_network_reason(exc)}")
+
+
+def server_error(exc: BaseException, db: str, policy: RetryPolicy | None = None) -> ServerError:
+    """The couchids exception for a failure of a request about database ``db``; its message
+    names the operation (``policy.operation``), the database and the request."""
+    return _classified(exc, db, policy)[1]
+
+
+def failure_kind(exc: BaseException, policy: RetryPolicy | None = None) -> str:
+    """What became of a request that failed with ``exc``, in a few words for a log record:
+    ``timeout``, ``connection refused``, ``HTTP 503 after the client's retries``, ...;
+    ``policy`` tells a read cut short by its deadline."""
+    return _classified(exc, "", policy)[0]
 
 
 def sanitized(exc: BaseException) -> BaseException | None:
-    """A copy of an ``ibmcloudant``/``requests`` exception to chain as a cause, its text masked.
-
-    The original is not chained: its text (and a traceback printing it) can hold the server
-    URL with its credentials, or a server's answer echoing them. The copy keeps the type, the
-    status and the HTTP response. ``None`` for the ``StopIteration`` of a refused login.
-    """
+    """A copy of an ``ibmcloudant``/``requests`` exception to chain as a cause, its text masked
+    (the original's text can hold the server URL with its credentials, or an answer echoing
+    them); it keeps the type, the status and the HTTP response. ``None`` for other errors."""
     if isinstance(exc, ApiException):
         masked: BaseException = ApiException(
             exc.status_code, message=scrub(str(exc.message)), http_response=exc.http_response
@@ -253,10 +257,6 @@ def sanitized(exc: BaseException) -> BaseException | None:
     return None
 
 
-# requests wraps the socket error in two layers of urllib3 text; its errno line is the news.
-_ERRNO = re.compile(r"\[Errno -?\d+\] ([^'\")]+)")
-
-
 def _network_reason(exc: BaseException) -> str:
     """The short cause of a network failure, such as ``Connection refused``."""
     found = _ERRNO.search(str(exc))
@@ -268,24 +268,17 @@ def _network_reason(exc: BaseException) -> str:
 
 def _plain_http(exc: BaseException) -> str | None:
     """The reason of a :class:`PlainHttpPort` that ``exc`` (requests' error) wraps, if any."""
-    cause = exc.args[0] if isinstance(exc, requests.ConnectionError) and exc.args else None
-    reason = cause.reason if isinstance(cause, MaxRetryError) else cause
+    reason = _reason(exc) if isinstance(exc, requests.ConnectionError) else None
     return reason.reason if isinstance(reason, PlainHttpPort) else None
 
 
 def may_have_run(exc: BaseException) -> bool:
-    """Whether the server may have carried out a request that failed with ``exc``.
-
-    A 5xx or a lost answer (a timeout, a connection dropped after sending) may follow a
-    request the server carried out; a 4xx refusal (429 included) and a connection that was
-    never made (refused, unresolvable, a connect timeout) may not.
-    """
+    """Whether the server may have carried out a request that failed with ``exc``: after a 5xx
+    or a lost answer it may; after a 4xx or a connection never made it did not."""
     if isinstance(exc, requests.exceptions.ConnectTimeout | LoginRefused):
         return False
     if isinstance(exc, requests.ConnectionError):
-        cause = exc.args[0] if exc.args else None
-        reason = cause.reason if isinstance(cause, MaxRetryError) else cause
-        return not isinstance(reason, NewConnectionError)
+        return not isinstance(_reason(exc), NewConnectionError)
     status = status_of(exc)
     return status == 0 or status >= 500
 
@@ -302,10 +295,23 @@ def is_transient(exc: BaseException) -> bool:
     )
 
 
-#: What a request can fail with: the SDK's and requests' errors, a refused login
-#: (:class:`~couchids.drivers.credentials.LoginRefused`), the ``StopIteration`` of a
-#: ``couchdb_session`` login answered without a session cookie, and what ibmcloudant's
-#: authenticators raise when a token service's answer is not of the shape they expect.
+def lost(exc: BaseException, effect: Send, login: bool | None = None) -> tuple[Lost, str]:
+    """What a request that failed with ``exc`` lost, and in a few words (:func:`failure_kind`).
+    ``login=True``: authentication failed before the request was sent."""
+    kind, error = _classified(exc, effect.db, effect.policy)
+    error.__cause__ = sanitized(exc)
+    error.__suppress_context__ = True
+    if login is None:
+        outcome = Lost(error, may_have_run(exc), is_transient(exc), _login(exc))
+    else:
+        outcome = Lost(error, maybe_run=False, transient=False, login=login)
+    return outcome, f"login failed ({kind})" if outcome.login else kind
+
+
+#: What a request can fail with: the SDK's and requests' errors, a refused login, the
+#: ``StopIteration`` of a ``couchdb_session`` login answered without a session cookie, and what
+#: ibmcloudant's authenticators raise when a token service's answer is not of the shape they
+#: expect.
 FAILURES: Final = (
     ApiException,
     LoginRefused,
@@ -340,9 +346,8 @@ def _last_sent() -> str:
 
 
 class _DeadlineAdapter(BaseAdapter):
-    """A transport adapter that caps each request's timeouts by the current deadline, and
-    has the connections it sends through read their answers by it (:class:`_DeadlineAnswer`).
-    """
+    """A transport adapter that caps each request's timeouts by the current deadline, and has
+    its connections read their answers by it (:class:`_DeadlineAnswer`)."""
 
     def __init__(self, inner: BaseAdapter) -> None:
         super().__init__()
@@ -368,9 +373,8 @@ class _DeadlineAdapter(BaseAdapter):
         return response
 
     def _pools_for(self, request: requests.PreparedRequest, proxies: Any) -> None:
-        """Make sure the pools ``request`` may go through open connections that read by the
-        deadline: the adapter's pool manager may have been made anew, and a proxy's is made
-        on its first request (requests' ``HTTPAdapter`` picks it the same way)."""
+        """Make sure the pools ``request`` may go through read by the deadline: the adapter's
+        pool manager may have been made anew, and a proxy's is made on its first request."""
         inner = self.inner
         _read_by_deadline(getattr(inner, "poolmanager", None))
         proxy = select_proxy(request.url or "", proxies) if proxies else None
@@ -391,14 +395,12 @@ class _DeadlineAdapter(BaseAdapter):
 
 
 class _DeadlineAnswer(http.client.HTTPResponse):
-    """``http.client``'s answer, each read from the socket of which (status line, headers,
-    body) ends by the deadline of the couchids operation that sent the request.
+    """``http.client``'s answer, whose every read from the socket (status line, headers, body)
+    ends by the deadline of the couchids operation that sent the request.
 
-    A read timeout bounds each read, not the answer: a server sending a byte every 50 ms
-    keeps a client reading for as long as it likes. Here no read starts after the deadline and
-    none waits past it, whoever reads (requests, ibmcloudant reading an error's body); the
-    deadline passed, a read raises the socket's ``TimeoutError``, which urllib3 and requests
-    report as a read timeout. Outside a couchids operation it is ``http.client``'s answer.
+    A read timeout bounds each read, not the answer: a server sending a byte every 50 ms keeps
+    a client reading for as long as it likes. Past the deadline, a read raises the socket's
+    ``TimeoutError``, which urllib3 and requests report as a read timeout.
     """
 
     def __init__(self, sock: socket.socket, *args: Any, **kwargs: Any) -> None:
@@ -418,11 +420,7 @@ READ_SLACK: Final = 0.01
 
 class _DeadlineReads(io.RawIOBase):
     """A socket's reads (``raw``, its ``SocketIO``), each waiting at most until ``deadline``
-    (and :data:`READ_SLACK`).
-
-    The socket's own timeout is put back when the answer is closed, for the connection's
-    next request.
-    """
+    (and :data:`READ_SLACK`); the socket's own timeout is put back on closing."""
 
     def __init__(self, raw: io.RawIOBase, sock: socket.socket, deadline: float) -> None:
         super().__init__()
@@ -461,8 +459,8 @@ class _DeadlineConnection:
 
 
 class PlainHttpPort(NewConnectionError):
-    """An ``https://`` connection to a port that speaks plain HTTP (:mod:`couchids.drivers.tls`):
-    never made, and not worth trying again."""
+    """An ``https://`` connection to a port that speaks plain HTTP: never made, and not worth
+    trying again."""
 
     def __init__(self, conn: Any, reason: str) -> None:
         super().__init__(conn, reason)
@@ -515,12 +513,9 @@ _hooking = threading.Lock()
 
 
 def _read_by_deadline(manager: object) -> None:
-    """Have the connections of urllib3 pool manager ``manager`` read by the deadline.
-
-    Its pool classes become subclasses whose connections are :class:`_DeadlineConnection`;
-    the pools it holds already are closed (their idle connections would not be), once.
-    Anything but a pool manager is left alone.
-    """
+    """Have the connections of urllib3 pool manager ``manager`` read by the deadline: its pool
+    classes open :class:`_DeadlineConnection` connections, and the pools it holds already are
+    closed, once. Anything but a pool manager is left alone."""
     classes = getattr(manager, "pool_classes_by_scheme", None)
     if not isinstance(classes, dict):
         return
@@ -551,10 +546,8 @@ def _bounded_pool(pool: type[Any]) -> type[Any]:
 
 
 class TokenTimeout(requests.exceptions.ConnectTimeout):
-    """An authenticator's token request that had not ended by the operation's deadline.
-
-    A ``ConnectTimeout``: the request the token was for was never sent.
-    """
+    """An authenticator's token request that had not ended by the operation's deadline (a
+    ``ConnectTimeout``: the request the token was for was never sent)."""
 
 
 #: Seconds a held token must stay usable for ``get_token`` to run without a thread of its
@@ -575,15 +568,13 @@ class BoundedTokens:
     """A token manager's ``get_token`` that a couchids operation waits for until its deadline.
 
     ibmcloudant's token managers (IAM, container, VPC, Cloud Pak) send their token requests
-    with ``requests`` directly, with the client's timeouts (150 s to read) and not through its
-    session, and make every later caller wait up to a minute for a request under way. So when
-    ``get_token`` would send a request (no token, an expired one, or one due for renewal), it
-    runs in a thread of its own, and the operation waits for it only until its deadline
-    (:class:`TokenTimeout`); the thread ends with the client's own timeouts. Operations that
-    need a token meanwhile wait for the same request; while a renewal is under way, the token
-    held is still used, as ibmcloudant does. After a failed request the next operation asks
-    again at once, rather than a minute after the last try. Without a deadline, or when the
-    token held will do, it is ``get_token``.
+    outside the client's session, with its timeouts (150 s to read), and make every later
+    caller wait up to a minute for a request under way. So when ``get_token`` would send a
+    request, it runs in a thread of its own, which the operations needing a token share and
+    wait for until their deadlines (:class:`TokenTimeout`); while a renewal is under way, the
+    token held is still used, as ibmcloudant does. After a failed request the next operation
+    asks again at once. Without a deadline, or when the token held will do, it is
+    ``get_token``.
     """
 
     def __init__(self, manager: TokenManager) -> None:
@@ -612,8 +603,8 @@ class BoundedTokens:
 
     def _good(self) -> bool:
         """Whether ``get_token`` will answer with the token held, sending nothing, for
-        :data:`TOKEN_MARGIN` seconds yet: it is neither expired (IAM's count 10 s early) nor
-        due for renewal."""
+        :data:`TOKEN_MARGIN` seconds yet: neither expired (IAM's count 10 s early) nor due
+        for renewal."""
         manager = self.manager
         try:
             soon = time.time() + TOKEN_MARGIN
@@ -657,19 +648,56 @@ def _capped(timeout: Any, left: float) -> Any:
 
 
 def _login(exc: BaseException) -> bool:
-    """Whether ``exc`` ended an authentication login rather than the request itself.
-
-    A login is not retried here: ibmcloudant paces a new login after a failed one (waiting
-    up to a minute, beyond any deadline), and retries its own token requests. A failure before
-    the request reached the client's session (see :func:`check_client`) came from
-    authentication: an IAM token request goes through a session of its own.
-    """
+    """Whether ``exc`` ended an authentication login rather than the request itself: a failure
+    before the request reached the client's session, or a login's own request. Not retried
+    here: ibmcloudant paces a new login after a failed one, and retries its token requests."""
     scope = _scope.get()
     if scope is not None and not scope.sent:
         return True
     return any(
         sent.endswith(("/_session", "/identity/token")) for sent in (_sent(exc), _last_sent())
     )
+
+
+# -- pacing (both drivers) ----------------------------------------------------------------------
+
+
+def room(pacer: Pacer, request: Request, policy: RetryPolicy) -> Ticket | float:
+    """A ticket for sending ``request`` now, or the seconds to wait for room in its class's
+    window; at the deadline, when the room comes after it, a ticket (the server decides)."""
+    now = time.monotonic()
+    wait = pacer.delay(request, now)
+    left = policy.remaining()
+    if wait <= 0 or (left is not None and wait >= left):
+        return pacer.force(request, now)
+    return wait
+
+
+def answered(
+    pacer: Pacer, ticket: Ticket, effect: Send, outcome: Response | Lost, since: float | None
+) -> tuple[float | None, float]:
+    """Tell ``pacer`` what the request of ``ticket`` got. For a 429 (after the client's retries
+    too), the seconds before it may be sent again within its deadline (``None``: not again)
+    and since when it has been refused (``since``: the first 429 before this one); else
+    ``None``."""
+    now = time.monotonic()
+    if isinstance(outcome, Response):
+        refused = outcome.status == 429
+        pacer.answered(
+            ticket, now, outcome.status, outcome.retry_after, refused_before=outcome.refused_before
+        )
+    else:
+        refused = outcome.error.status == 429
+        pacer.answered(ticket, now, 429 if refused else 0)
+    if not refused:
+        return None, now
+    since = now if since is None else since
+    return pacer.again(effect.request, now, since, effect.policy.remaining()), since
+
+
+def heard(outcome: Response | Lost, failure: str | None) -> str:
+    """What a request got, in a few words for the record of a retry (``HTTP 503``)."""
+    return f"HTTP {outcome.status}" if isinstance(outcome, Response) else failure or "no answer"
 
 
 # -- the driver ---------------------------------------------------------------------------------
@@ -681,28 +709,22 @@ _THREADS: Final = 16
 _known: weakref.WeakKeyDictionary[CloudantV1, FactsCache] = weakref.WeakKeyDictionary()
 
 
+@dataclass
 class Paced:
     """A client's :class:`~couchids.core.pacing.Pacer`, and the lock its threads share it
     with."""
 
-    def __init__(self, rate: Rate | None) -> None:
-        self.pacer = Pacer(rate)
-        self.lock = threading.Lock()
+    pacer: Pacer
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
     def turn(self, request: Request, policy: RetryPolicy) -> Ticket:
-        """A ticket for sending ``request``, once its class's window has room: sleeps until
-        then, or sends at the deadline when the room comes after it (the server decides)."""
+        """A ticket for sending ``request``, once its class's window has room (:func:`room`)."""
         while True:
-            now = time.monotonic()
             with self.lock:
-                ticket = self.pacer.take(request, now)
-                if ticket is not None:
-                    return ticket
-                wait = self.pacer.delay(request, now)
-                left = policy.remaining()
-                if left is not None and wait >= left:
-                    return self.pacer.force(request, now)
-            time.sleep(wait)
+                ticket = room(self.pacer, request, policy)
+            if isinstance(ticket, Ticket):
+                return ticket
+            time.sleep(ticket)
 
 
 _pacers: weakref.WeakKeyDictionary[CloudantV1, Paced] = weakref.WeakKeyDictionary()
@@ -710,9 +732,7 @@ _pacers: weakref.WeakKeyDictionary[CloudantV1, Paced] = weakref.WeakKeyDictionar
 
 def _paced(client: CloudantV1) -> Paced:
     paced = _pacers.get(client)
-    if paced is None:
-        paced = _pacers.setdefault(client, Paced(None))
-    return paced
+    return paced if paced is not None else _pacers.setdefault(client, Paced(Pacer(None)))
 
 
 def pacer(client: CloudantV1) -> Pacer:
@@ -726,15 +746,13 @@ def set_rate(client: CloudantV1, rate: Rate | str | Mapping[str, int | None] | N
     <couchids.core.pacing.Rate.of>`): a plan's name, a mapping of ``reads``/``writes``/
     ``queries`` to requests a second, or ``None`` (learnt from the server's 429s). Requests in
     flight finish as they were paced; what the pacer learnt is forgotten."""
-    _pacers[client] = Paced(Rate.of(rate))
+    _pacers[client] = Paced(Pacer(Rate.of(rate)))
 
 
 def known_facts(client: CloudantV1) -> FactsCache:
     """What couchids has learnt about databases through ``client`` (kept while it lives)."""
     known = _known.get(client)
-    if known is None:
-        known = _known.setdefault(client, FactsCache())
-    return known
+    return known if known is not None else _known.setdefault(client, FactsCache())
 
 
 def run(client: CloudantV1, program: Program[T]) -> T:
@@ -778,16 +796,29 @@ def flat(pages: Iterator[list[T]]) -> Iterator[T]:
         yield from handed_on(page)
 
 
-class Rows(Iterator[T]):
+class OneReading(Generic[P]):
+    """An answer's pages (``P``), read once: as rows or as pages, one or the other."""
+
+    def __init__(self, pages: P) -> None:
+        self._pages: P | None = pages
+        self._rows: Any = None
+        self._started: Any = pages
+
+    def _taken(self, how: str) -> P:
+        pages, self._pages = self._pages, None
+        if pages is None:
+            raise InvalidArgumentError(
+                f"{how}: this answer is being read already (rows and pages() are one or the "
+                "other); ask the query again for another"
+            )
+        return pages
+
+
+class Rows(OneReading[Iterator[list[T]]], Iterator[T]):
     """What a query streams: its rows one at a time, as a ``for`` loop reads them, or a page
     (one request's rows, a list that is the caller's to keep or empty) at a time from
     :meth:`pages`; one or the other. A row handed on is not kept. ``close()`` stops the query
     and drops the requests it started."""
-
-    def __init__(self, pages: Iterator[list[T]]) -> None:
-        self._pages: Iterator[list[T]] | None = pages
-        self._rows: Iterator[T] | None = None
-        self._started: Iterator[Any] = pages
 
     def __iter__(self) -> Rows[T]:
         return self
@@ -795,7 +826,8 @@ class Rows(Iterator[T]):
     def __next__(self) -> T:
         if self._rows is None:
             self._rows = self._started = flat(self._taken("the rows"))
-        return next(self._rows)
+        row: T = next(self._rows)
+        return row
 
     def pages(self) -> Iterator[list[T]]:
         """The rows a page at a time, in the same order."""
@@ -806,15 +838,6 @@ class Rows(Iterator[T]):
         close = getattr(self._started, "close", None)
         if close is not None:
             close()
-
-    def _taken(self, how: str) -> Iterator[list[T]]:
-        pages, self._pages = self._pages, None
-        if pages is None:
-            raise InvalidArgumentError(
-                f"{how}: this answer is being read already (rows and pages() are one or the "
-                "other); ask the query again for another"
-            )
-        return pages
 
 
 def after(client: CloudantV1, begin: Program[None], then: Program[Any]) -> Iterator[Any]:
@@ -833,7 +856,7 @@ def _drive(client: CloudantV1, program: Program[T]) -> Generator[Any, None, T]:
     pool: ThreadPoolExecutor | None = None
     outcome: Any = None
     failure: BaseException | None = None
-    heard = ""  # what the last request got (``HTTP 503``, ``timeout``), for a retry's record
+    last = ""  # what the last request got (``HTTP 503``, ``timeout``), for a retry's record
     try:
         while True:
             try:
@@ -843,7 +866,7 @@ def _drive(client: CloudantV1, program: Program[T]) -> Generator[Any, None, T]:
                 return result
             outcome, failure = None, None
             if isinstance(effect, Send):
-                outcome, heard = _performed(client, effect)
+                outcome, last = _performed(client, effect)
             elif isinstance(effect, Emit):
                 yield effect.value
             elif isinstance(effect, Start):
@@ -858,7 +881,7 @@ def _drive(client: CloudantV1, program: Program[T]) -> Generator[Any, None, T]:
                     failure = exc
             elif isinstance(effect, Sleep):
                 if effect.retry is not None:
-                    log.retrying(effect.retry, effect.seconds, heard)
+                    log.retrying(effect.retry, effect.seconds, last)
                 time.sleep(effect.seconds)
             else:
                 raise TypeError(f"not an effect: {effect!r}")
@@ -875,55 +898,33 @@ def perform(client: CloudantV1, effect: Send) -> Response | Lost:
 
 
 def _performed(client: CloudantV1, effect: Send) -> tuple[Response | Lost, str]:
-    """:func:`perform`'s outcome, logged, and what it was in a few words (``HTTP 503``,
-    ``timeout``) for the record of a retry that follows.
-
-    The request waits for room in its class's window (:func:`paced`); a 429 is sent again
-    when there is room, while its deadline allows (:meth:`Pacer.again
-    <couchids.core.pacing.Pacer.again>`), so a rate limit is no error while time is left."""
+    """:func:`perform`'s outcome, and what it was in a few words (:func:`heard`). A 429 is sent
+    again once its class has room, while its deadline allows (:func:`answered`)."""
     paced = _paced(client)
-    request, policy = effect.request, effect.policy
-    first_refused: float | None = None
+    since: float | None = None
     while True:
-        ticket = paced.turn(request, policy)
+        ticket = paced.turn(effect.request, effect.policy)
         started = time.perf_counter()
         outcome, failure = _exchange(client, effect)
         status = outcome.status if isinstance(outcome, Response) else None
         log.sent(effect, status, failure, (time.perf_counter() - started) * 1000)
-        heard = f"HTTP {status}" if status is not None else failure or "no answer"
-        refused = status == 429 or (isinstance(outcome, Lost) and outcome.error.status == 429)
-        now = time.monotonic()
         with paced.lock:
-            if isinstance(outcome, Response):
-                paced.pacer.answered(
-                    ticket,
-                    now,
-                    outcome.status,
-                    outcome.retry_after,
-                    refused_before=outcome.refused_before,
-                )
-            else:
-                paced.pacer.answered(ticket, now, 429 if refused else 0)
-            if not refused:
-                return outcome, heard
-            first_refused = now if first_refused is None else first_refused
-            wait = paced.pacer.again(request, now, first_refused, policy.remaining())
+            wait, since = answered(paced.pacer, ticket, effect, outcome, since)
         if wait is None:
-            return outcome, heard
-        log.retrying(effect, wait, f"{heard} (rate limited: waiting for room)")
+            return outcome, heard(outcome, failure)
+        log.retrying(effect, wait, f"{heard(outcome, failure)} (rate limited: waiting for room)")
 
 
 def _exchange(client: CloudantV1, effect: Send) -> tuple[Response | Lost, str | None]:
     """:func:`perform`'s outcome, and when it is :class:`Lost`, what happened
     (:func:`failure_kind`)."""
-    sent, policy = effect.request, effect.policy
-    headers = request_headers(sent, client.service_url)
-    with bounded(policy):
+    sent = effect.request
+    with bounded(effect.policy):
         try:
             prepared = client.prepare_request(
                 method=sent.method,
                 url=sent.path,
-                headers=headers,
+                headers=request_headers(sent, client.service_url),
                 params=dict(sent.params) if sent.params else None,
                 data=sent.body,
             )
@@ -939,57 +940,9 @@ def _exchange(client: CloudantV1, effect: Send) -> tuple[Response | Lost, str | 
             if exc.http_response is not None and not _login(exc):
                 hint = answer_hint(client, exc.http_response.status_code)
                 return response_of(exc.http_response, hint=hint, cause=sanitized(exc)), None
-            return _lost(exc, effect)
+            return lost(exc, effect)
         except FAILURES as exc:
-            return _lost(exc, effect)
-
-
-def _lost(exc: BaseException, effect: Send) -> tuple[Lost, str]:
-    error = server_error(exc, effect.db, effect.policy)
-    error.__cause__ = sanitized(exc)
-    error.__suppress_context__ = True
-    lost = Lost(error, may_have_run(exc), is_transient(exc), _login(exc))
-    kind = failure_kind(exc, effect.policy)
-    return lost, f"login failed ({kind})" if lost.login else kind
-
-
-def failure_kind(exc: BaseException, policy: RetryPolicy | None = None) -> str:
-    """What became of a request that failed with ``exc``, in a few words for a log record:
-    ``timeout``, ``connection refused``, ``connection closed``, ``HTTP 503 after the client's
-    retries``, ... Never the exception's text, which can quote a URL; ``policy`` tells a
-    read cut short by its deadline."""
-    if isinstance(exc, TokenTimeout):
-        return "token request timeout"
-    if isinstance(exc, LoginRefused):
-        return f"refused (HTTP {exc.status})"
-    if _plain_http(exc) is not None:
-        return "plain HTTP port"
-    if isinstance(exc, StopIteration):
-        return "no session cookie"
-    if isinstance(exc, requests.exceptions.ConnectTimeout):
-        return "connect timeout"
-    status = status_of(exc)
-    if isinstance(exc, requests.Timeout) or (
-        policy is not None and policy.expired() and not status
-    ):
-        return "timeout"
-    if status:
-        spent = isinstance(exc, requests.exceptions.RetryError)
-        return f"HTTP {status}" + (" after the client's retries" if spent else "")
-    if isinstance(
-        exc, requests.exceptions.ChunkedEncodingError | requests.exceptions.ContentDecodingError
-    ):
-        return "answer broke off"
-    if isinstance(exc, requests.ConnectionError):
-        found = _ERRNO.search(str(exc))
-        if found:
-            return found.group(1).strip().lower()
-        cause = exc.args[0] if exc.args else None
-        reason = cause.reason if isinstance(cause, MaxRetryError) else cause
-        return (
-            "connection failed" if isinstance(reason, NewConnectionError) else "connection closed"
-        )
-    return type(exc).__name__
+            return lost(exc, effect)
 
 
 #: Bytes read from an answer's body at a time: requests' ``content`` reads 10 KiB at a time,
@@ -1002,6 +955,8 @@ def response_of(
 ) -> Response:
     """A ``requests`` answer as a :class:`~couchids.core.effects.Response` (its body read, in
     chunks of :data:`READ_CHUNK`, unless read already)."""
+    # The 429s the client's own retries (urllib3's, with enable_retries()) met before it.
+    history = getattr(getattr(getattr(raw, "raw", None), "retries", None), "history", None)
     return Response(
         raw.status_code,
         b"".join(raw.iter_content(READ_CHUNK)),
@@ -1009,13 +964,5 @@ def response_of(
         raw.headers.get("Retry-After"),
         hint,
         cause,
-        _refused_before(raw),
+        sum(1 for attempt in history or () if getattr(attempt, "status", None) == 429),
     )
-
-
-def _refused_before(raw: requests.Response) -> int:
-    """The 429s the client's own retries (urllib3's, with ``enable_retries()``) met before
-    ``raw``: the retries' history, which only urllib3 keeps."""
-    retries = getattr(getattr(raw, "raw", None), "retries", None)
-    history = getattr(retries, "history", None) or ()
-    return sum(1 for attempt in history if getattr(attempt, "status", None) == 429)
