@@ -1,10 +1,7 @@
 """Why a query found nothing: the program of :meth:`couchids.Database.explain_empty`.
 
-An empty answer is right by the query's own rules, but the reason is often in the database:
-its ids are typed and the query asked for untyped ones (the FAQ's first question), they are of
-another form (UUIDv7s asked for as kuuid ids), or the type is misspelt. ``explain_empty``
-looks, with a few small ``_all_docs`` requests, and says which in one sentence; the command
-prints it after an empty ``latest``, ``window``, ``count``, ``histogram`` or ``export``.
+Typed ids asked for as untyped ones, ids of another form, or a misspelt type: a few small
+``_all_docs`` requests tell which, in one sentence.
 """
 
 from __future__ import annotations
@@ -17,10 +14,11 @@ from couchids.core import alltypes
 from couchids.core.answers import KeySpan, expect_rows
 from couchids.core.asking import ask
 from couchids.core.effects import Program, path, post_json
-from couchids.core.keys import type_step, window_keys
+from couchids.core.keys import next_text, type_step, window_keys
 from couchids.core.policy import RetryPolicy
 from couchids.core.scan import read_policy
 from couchids.errors import InvalidArgumentError, InvalidIdError
+from couchids.idforms import forms
 from couchids.idforms.constants import DEFAULT_BLOCKS, SEPARATORS, SHORT_BLOCKS, TYPE_SEPARATOR
 from couchids.idforms.decode import TIMELESS_FORMS, decode
 from couchids.idforms.forms import IdForm, KuuidForm
@@ -44,25 +42,11 @@ COUCHDB_UUIDS: Final = {
     "v7": "algorithm = uuid_v7, format rfc9562",
     "utc_random": "algorithm = utc_random",
 }
-#: The name of each preset form (``--form NAME``) and that of its constant in ``couchids``, as
-#: the advice to Python code names a form.
+#: The constant in ``couchids`` of each preset form (``--form NAME``), as advice to Python
+#: code names a form.
 FORM_CONSTANTS: Final = {
-    "kuuid": "KUUID",
-    "kuuid-reverse": "KUUID_REVERSE",
-    "kuuid-ms": "KUUID_MS",
-    "kuuid-ms-reverse": "KUUID_MS_REVERSE",
-    "kuuid-short": "SHORT",
-    "kuuid-short-reverse": "SHORT_REVERSE",
-    "v7": "V7",
-    "v7s": "V7S",
-    "tid62": "TID62",
-    "base36_v7": "BASE36_V7",
-    "utc_random": "UTC_RANDOM",
-    "ulid": "ULID",
-    "uuid464": "UUID464",
-    "seq10": "SEQ10",
-    "seq36": "SEQ36",
-    "couch_random": "COUCH_RANDOM",
+    name: next(key for key, value in vars(forms).items() if value is form and key.isupper())
+    for name, form in forms.NAMED_FORMS.items()
 }
 
 
@@ -74,8 +58,7 @@ def explain(
     style: Style,
     timeout: float | None,
 ) -> Program[str | None]:
-    """The program of :meth:`couchids.Database.explain_empty` (see there); arguments checked
-    now."""
+    """The program of :meth:`couchids.Database.explain_empty`; arguments checked now."""
     if not isinstance(form, IdForm):
         raise InvalidArgumentError(f"form={form!r}: pass an IdForm such as couchids.KUUID")
     if style not in ("python", "command"):
@@ -106,7 +89,7 @@ def _explain(
     if doc_type is None:
         scoped = [doc_id for doc_id in start if _untyped(doc_id, form.separator)]
     else:
-        scoped = yield from _ids(db, prefix, _after_prefix(prefix), policy)
+        scoped = yield from _ids(db, prefix, next_text(prefix), policy)
     if scoped:
         return _other_forms(scope, form, scoped, advice, untyped=doc_type is None)
     types = yield from alltypes.types_present(db, form.separator, policy.renewed())
@@ -141,20 +124,14 @@ def _ids(db: str, start: str, end: str | None, policy: RetryPolicy) -> Program[l
     return [row["id"] for row in rows if row["id"] != end][:SAMPLE]
 
 
-def _after_prefix(prefix: str) -> str:
-    """The smallest key above every id that starts with ``prefix``."""
-    return prefix[:-1] + chr(ord(prefix[-1]) + 1)
-
-
 def _untyped(doc_id: str, separator: str) -> bool:
     """Whether ``doc_id`` is neither a design (or other ``_``) document nor a typed id."""
     return not doc_id.startswith("_") and type_step(doc_id, separator).doc_type is None
 
 
 def _is_of(doc_id: str, form: IdForm) -> bool:
-    """Whether ``doc_id`` may be an id of ``form``: it reads as one, or cannot be told (a
-    reading outside 2000-2100, a form decode() does not guess); not when it reads as another
-    (a second-precision kuuid id also matches a millisecond form, as a time in 1970)."""
+    """Whether ``doc_id`` may be an id of ``form``: not when it reads as another (a
+    second-precision kuuid id also matches a millisecond form, as a time in 1970)."""
     try:
         decoded = decode(doc_id)
     except InvalidIdError:
@@ -163,8 +140,7 @@ def _is_of(doc_id: str, form: IdForm) -> bool:
 
 
 def _reading(doc_id: str) -> tuple[IdForm, bool] | None:
-    """``(form, holds a time)`` of the form ``doc_id`` reads as (with its separator), or
-    ``None``."""
+    """``(form, holds a time)`` of the form ``doc_id`` reads as, or ``None``."""
     try:
         decoded = decode(doc_id)
     except InvalidIdError:
@@ -227,9 +203,8 @@ class _Advice:
         return "leave out --type" if self.command else "pass type=None"
 
     def form(self, form: IdForm) -> str:
-        """How to read ids of ``form``: a preset by its name (``--form``) or constant, with
-        its separator; a kuuid mode the command's flags make (``--short --ms``); else, as no
-        name reads it (``form_named`` knows the presets only), the form made from its class."""
+        """How to read ids of ``form``: a preset by name or constant, a kuuid mode by the
+        command's flags, else the form made from its class."""
         name, separator = str(form), form.separator
         constant = FORM_CONSTANTS.get(name)
         if self.command:
@@ -247,8 +222,7 @@ class _Advice:
 
 
 def _kuuid_flags(form: IdForm) -> str | None:
-    """The command's flags for a kuuid mode (``--short --ms --reverse``), or ``None`` when
-    they cannot say it (another number of random blocks, another kind of form)."""
+    """The command's flags for a kuuid mode (``--short --ms --reverse``), or ``None``."""
     if not isinstance(form, KuuidForm) or form.kind != "kuuid":
         return None
     if form.random not in (SHORT_BLOCKS, DEFAULT_BLOCKS):
@@ -266,8 +240,7 @@ def _kuuid_flags(form: IdForm) -> str | None:
 
 
 def _made(form: IdForm) -> str:
-    """Python that makes ``form``: its class, by module, with the fields that differ from their
-    defaults (``couchids.idforms.forms.KuuidForm(millisecond=True, random=3)``)."""
+    """Python that makes ``form``: its class with the fields that differ from their defaults."""
     made = f"{type(form).__module__}.{type(form).__name__}"
     if not dataclasses.is_dataclass(form):
         return f"{type(form).__module__}.{form!r}"

@@ -1,20 +1,11 @@
 """The key range of a time window: pure arithmetic on strings, no I/O.
 
-``_all_docs`` compares ids as raw bytes, and every id of one form and type has the same
-length and sorts by its time text, so "ids of type T made in [start, end)" is one contiguous
-key range. The rules it follows (see CouchDB's ``_all_docs`` documentation):
-
-- The range is computed exactly and sent with the default ``inclusive_end=true``; the only
-  string the inclusive end adds is the bare bound itself. For most forms that is never a
-  valid id (too short, or a UUID without its version); for tid62 it could be one (a tid62
-  whose 64 random bits are all zero), so callers drop the high bound by name
-  (:meth:`KeyRange.excludes`). couchids never leans on ``inclusive_end=false`` (CouchDB
-  issue 2156).
-- With ``descending=true`` the direction applies first: ``startkey`` is the high key.
-- The exclusive upper bound of everything starting with ``user:`` is ``user;`` (the next
-  byte), as CouchDB itself uses for partitions; ``"\\ufff0"`` is only a convention. The same
-  holds for the ``user-`` (``user.``) and ``acct_`` (``acct```) conventions, so ``user`` never
-  reaches into ``users``.
+``_all_docs`` compares ids as raw bytes, and every id of one form and type has the same length
+and sorts by its time text, so "ids of type T made in [start, end)" is one contiguous key range.
+It is computed exactly and sent with the default ``inclusive_end=true`` (never ``false``:
+CouchDB issue 2156); readers drop the bare high bound itself. The exclusive end of everything
+starting with ``user:`` is ``user;`` (the next byte, as CouchDB uses for partitions), so
+``user`` never reaches into ``users``.
 """
 
 from __future__ import annotations
@@ -41,35 +32,30 @@ class KeyRange:
     #: The text every wanted id starts with (``"user:"``, or ``""``).
     prefix: str
 
-    def excludes(self, doc_id: str) -> bool:
-        """Whether ``doc_id`` is the high bound itself, which ``inclusive_end`` lets in."""
-        return doc_id == self.high
-
     def bounds(self, *, newest_first: bool, form: IdForm) -> tuple[str, str, bool]:
-        """``(startkey, endkey, descending)`` for a request in the wanted time order.
-
-        Reverse ids store later times as smaller keys, so newest-first reads them ascending.
-        """
+        """``(startkey, endkey, descending)`` for a request in the wanted time order (reverse
+        ids store later times as smaller keys, so newest-first reads them ascending)."""
         descending = newest_first != form.reverse
         if descending:
             return self.high, self.low, True
         return self.low, self.high, False
 
 
-def _ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
+def units(form: IdForm, start_ms: int, end_ms: int) -> tuple[int, int]:
+    """The units ``[first, stop)`` of ``form`` whose ids hold a time ``start_ms <= t < end_ms``
+    (ids hold whole units: ``t >= start`` means ``unit >= ceil(start / unit_ms)``), within the
+    form's range; empty when ``first >= stop``."""
+    unit = form.unit_ms
+    first = max(-(-max(start_ms, 0) // unit), form.min_unit)
+    return first, min(-(-end_ms // unit), form.max_unit + 1)
 
 
 def window_keys(form: IdForm, doc_type: str | None, start_ms: int, end_ms: int) -> KeyRange | None:
-    """The key range of ids of ``form`` and ``doc_type`` whose time ``t`` has
-    ``start_ms <= t < end_ms``; ``None`` when no id can (for example a window inside one
-    second for second-precision ids).
-
-    ``doc_type`` may be a composite scope (``sensor-260:reading``); the form's separator
-    follows it.
+    """The key range of ids of ``form`` and ``doc_type`` (which may be a composite scope such as
+    ``sensor-260:reading``) whose time has ``start_ms <= t < end_ms``; ``None`` when no id can.
 
     Raises:
-        InvalidArgumentError: the form's ids do not sort by time (uuid464) or hold none.
+        InvalidArgumentError: the form's ids do not sort by time or hold none.
         InvalidTypeError: ``doc_type`` breaks the type rule.
 
     >>> from couchids.idforms.forms import KUUID
@@ -78,17 +64,12 @@ def window_keys(form: IdForm, doc_type: str | None, start_ms: int, end_ms: int) 
     """
     check_time_form(form)
     prefix = form.type_prefix(doc_type)
-    unit = form.unit_ms
-    # An id's time is its unit counted down, so t >= start means unit >= ceil(start/unit)
-    # and t < end means unit < ceil(end/unit).
-    first = max(_ceil_div(max(start_ms, 0), unit), form.min_unit)
-    stop = min(_ceil_div(end_ms, unit), form.max_unit + 1)
+    first, stop = units(form, start_ms, end_ms)
     if first >= stop:
         return None
-    top = _next_text(prefix) if prefix else _AFTER_ALPHABET
+    top = next_text(prefix) if prefix else _AFTER_ALPHABET
     if form.reverse:
-        # Keys fall as time rises: the latest time has the lowest key, and the key just above
-        # the earliest time's is that of the unit before it.
+        # Keys fall as time rises: the key just above the earliest time's is the unit's before.
         low = prefix + form.key(stop - 1)
         high = prefix + form.key(first - 1) if form.key_fits(first - 1) else top
     else:
@@ -98,12 +79,9 @@ def window_keys(form: IdForm, doc_type: str | None, start_ms: int, end_ms: int) 
 
 
 def beyond_keys(form: IdForm, doc_type: str | None) -> KeyRange | None:
-    """The key range of the ids of ``doc_type`` that sort after every time ``form`` holds,
-    up to the end of the type; ``None`` for a form whose time runs to the end of its digits.
-
-    An id of the form's alphabet and length there is an id of another form: ``utc_random``
-    ids hold times up to 2100 in digits that run to 4253, so 32 hex digits past 2100 are
-    CouchDB's ``random`` ids (see :func:`couchids.core.scan.check_one_form`).
+    """The key range of ids of ``doc_type`` that sort after every time ``form`` holds, up to the
+    end of the type (ids of another form there, such as CouchDB's ``random`` ids past
+    ``utc_random``'s 2100); ``None`` for a form whose time runs to the end of its digits.
 
     >>> from couchids import TID62, UTC_RANDOM
     >>> beyond_keys(UTC_RANDOM, "t"), beyond_keys(TID62, "t")
@@ -114,17 +92,16 @@ def beyond_keys(form: IdForm, doc_type: str | None) -> KeyRange | None:
     after = form.max_unit + 1
     if form.reverse or not form.key_fits(after):
         return None
-    top = _next_text(prefix) if prefix else _AFTER_ALPHABET
+    top = next_text(prefix) if prefix else _AFTER_ALPHABET
     return KeyRange(low=prefix + form.key(after), high=top, prefix=prefix)
 
 
 def in_window(
     form: IdForm, doc_type: str | None, start_ms: int, end_ms: int
 ) -> Callable[[str], bool]:
-    """Whether an id is of ``form`` and ``doc_type`` and holds a time ``t`` with
-    ``start_ms <= t < end_ms``, decided from the id alone (its time parsed): what an operation
-    that deletes, copies or writes checks of each id before it acts, whatever the server
-    answered and wherever a checkpoint said to resume.
+    """Whether an id is of ``form`` and ``doc_type`` with a time ``start_ms <= t < end_ms``,
+    from the id alone: what an operation that deletes, copies or writes checks of each id,
+    whatever the server answered and wherever a checkpoint said to resume.
 
     >>> from couchids.idforms.forms import KUUID
     >>> from couchids.idforms.kuuid import id
@@ -137,8 +114,7 @@ def in_window(
     check_time_form(form)
     prefix = form.type_prefix(doc_type)
     unit = form.unit_ms
-    # Ids hold whole units: t >= start means t >= ceil(start/unit) units (see window_keys).
-    low, high = _ceil_div(max(start_ms, 0), unit) * unit, _ceil_div(end_ms, unit) * unit
+    low, high = -(-max(start_ms, 0) // unit) * unit, -(-end_ms // unit) * unit
     matches, parse, cut = form.matcher(prefix), form.parse, len(prefix)
 
     def inside(doc_id: str) -> bool:
@@ -160,21 +136,17 @@ def resume_point(
     wanted: Callable[[str], bool],
     what: str,
 ) -> str | None:
-    """Where a walk of ``keys`` in the given direction resumes after ``after``, an id a
-    checkpoint says was handled: ``None`` to start at the beginning, else the id to continue
-    just past (the range's far end when ``after`` lies beyond it: nothing is left).
-
-    Only an id the walk itself hands out (``wanted``: the range's type and form) is a resume
-    point of it; anything else is a checkpoint of another operation, type or form, and
-    resuming from it could skip what was asked for.
+    """Where a walk of ``keys`` resumes after ``after``, a checkpoint's id: ``None`` to start at
+    the beginning, else the id to continue just past (the far end when ``after`` is beyond it).
+    Only an id the walk hands out (``wanted``) is a resume point of it.
 
     Raises:
         InvalidArgumentError: ``after`` is not a wanted id; ``what`` says what is.
 
     >>> from couchids.idforms.forms import KUUID
+    >>> from couchids.idforms.kuuid import id
     >>> keys = window_keys(KUUID, "user", 1514764800000, 1514764860000)
     >>> ok = KUUID.matcher("user:")
-    >>> from couchids.idforms.kuuid import id
     >>> inside, before = id("2018-01-01T00:00:30Z", type="user"), id("2017-01-01", type="user")
     >>> resume_point(keys, inside, descending=False, wanted=ok, what="a kuuid id")[:13]
     'user:001eVnWo'
@@ -199,11 +171,8 @@ def resume_point(
 
 
 def reaches_other_ids(keys: KeyRange) -> bool:
-    """Whether ``keys`` may hold ids that are of no type and form a query would want, which
-    only reading them tells apart: an untyped range running past every key of its form (to
-    the end of the index's letters) or across the design documents (``_design/``).
-
-    A count by offset counts every id in the range; over such a range it must read the ids.
+    """Whether ``keys`` may hold ids of no type and form a query wants, which only reading them
+    tells apart: an untyped range running to the end of the index or across ``_design/``.
 
     >>> from couchids.idforms.forms import KUUID
     >>> reaches_other_ids(window_keys(KUUID, None, 0, 1514764800000))
@@ -258,16 +227,12 @@ class TypeStep:
 def type_step(doc_id: str, separator: str) -> TypeStep:
     """Where to look next, having met ``doc_id``, for the types of ids ``<type><separator>…``.
 
-    The type of an id is the text before its first ``separator``. A type found, the next
-    type starts after every id of it (``user:`` ends below ``user;``, the next byte, which
-    is below ``users:``). An id naming no type sends the search past every id that shares
-    the text that rules it out (``_design/…`` rules out everything under ``_``), so design
-    documents and foreign ids cost one step each, never a type's worth of rows. Only an id
-    made of type characters alone (an untyped id) can be followed by types that extend it,
-    so the search moves just past it.
-
-    Pure: no I/O. A type that holds the separator character itself (``sensor-260`` under
-    ``-``) reads as its first part.
+    The type of an id is the text before its first ``separator``. A type found, the next type
+    starts after every id of it (``user:`` ends below ``user;``). An id naming no type sends the
+    search past every id that shares the text that rules it out (``_design/…`` rules out
+    everything under ``_``); only an untyped id (type characters alone) can be followed by types
+    that extend it, so the search moves just past it. A type that holds the separator itself
+    (``sensor-260`` under ``-``) reads as its first part.
 
     >>> type_step("user:001eVnWK", ":")
     TypeStep(doc_type='user', next_key='user;', after=False)
@@ -281,17 +246,16 @@ def type_step(doc_id: str, separator: str) -> TypeStep:
         end += 1
     run = doc_id[:end]
     if run.startswith("_"):
-        # No type starts with '_' (design documents do): skip everything under '_'.
-        return TypeStep(None, _next_text(run[:1]))
+        return TypeStep(None, next_text(run[:1]))
     if len(run) > TYPE_MAX_LEN:
-        return TypeStep(None, _next_text(run[: TYPE_MAX_LEN + 1]))
+        return TypeStep(None, next_text(run[: TYPE_MAX_LEN + 1]))
     if end == len(doc_id):
         return TypeStep(None, doc_id, after=True)
     if doc_id[end] == separator and run:
-        return TypeStep(run, _next_text(run + separator))
-    return TypeStep(None, _next_text(doc_id[: end + 1]))
+        return TypeStep(run, next_text(run + separator))
+    return TypeStep(None, next_text(doc_id[: end + 1]))
 
 
-def _next_text(text: str) -> str:
+def next_text(text: str) -> str:
     """The smallest string above every string that starts with ``text``."""
     return text[:-1] + chr(ord(text[-1]) + 1)

@@ -1,17 +1,14 @@
 """Reading ``_all_docs`` pages fast: raw bytes, a fast decoder, and time slices in parallel.
 
-Pure: the programs here (see :mod:`couchids.core.effects`) say which pages to ask for and
-what to hand out; a driver sends the requests. A page's answer is read as bytes and decoded
-by ``orjson`` (:func:`couchids.core.exactjson.loads`, exact for integers beyond 64 bits
-too), never by the SDK's own decoding. Pages stay small, so the garbage collector, which
-walks every live object, never sees a whole window at once: decoding 50,000 rows as 25
-pages costs a third of decoding them in one piece.
+Pure programs (see :mod:`couchids.core.effects`). A page's answer is read as bytes and decoded
+by ``orjson`` (:func:`couchids.core.exactjson.loads`), never by the SDK. Pages stay small, so
+the garbage collector never sees a whole window at once (decoding 50,000 rows as 25 pages costs
+a third of decoding them in one piece).
 
-A window's key range splits exactly at time boundaries (:func:`couchids.core.keys.window_keys`
-of adjacent time intervals share their edge key), so :func:`sliced_pages` reads several
-slices of one window at a time and still hands them out in order. The slices are sized from
-what the pages so far held (documents per millisecond), aiming at half a page each, so that
-``k`` slices in flight hold about ``k`` pages whatever the density of the data.
+A window's key range splits exactly at time boundaries, so :func:`sliced_pages` reads several
+time slices of one window at a time and still hands them out in order. Slices are sized from
+the density the pages so far showed, aiming at half a page each, so ``k`` slices in flight hold
+about ``k`` pages.
 """
 
 from __future__ import annotations
@@ -26,7 +23,7 @@ from couchids.core.asking import ask
 from couchids.core.defaults import DEFAULT_PARALLEL, REMOTE_PARALLEL
 from couchids.core.effects import Emit, Program, Start, Wait, path, post_json
 from couchids.core.exactjson import loads
-from couchids.core.keys import window_keys
+from couchids.core.keys import units, window_keys
 from couchids.core.policy import RetryPolicy
 from couchids.errors import InvalidIdError
 from couchids.idforms.forms import IdForm
@@ -59,8 +56,7 @@ _MAX_GROWTH = 8.0
 
 
 def handed_on(page: list[T]) -> Iterator[T]:
-    """The items of ``page`` in order, each taken out of it as it is handed on (``page`` ends
-    empty): a driver handing out a page keeps only what is still to come, and what its
+    """The items of ``page`` in order, each taken out of it as it is handed on, so what the
     caller is done with is freed at once.
 
     >>> page = [1, 2, 3]
@@ -79,14 +75,8 @@ def fetch_page(
     include_docs: bool,
     policy: RetryPolicy,
 ) -> Program[list[Row]]:
-    """One ``_all_docs`` request (``POST``, ``options`` as its body), its rows decoded.
-
-    ``policy`` gives the request its deadline and names the operation in errors.
-
-    Raises:
-        ServerError: (or a subclass) for an HTTP error, an unreachable server, an answer cut
-            short, or an answer that is not an ``_all_docs`` answer.
-    """
+    """One ``_all_docs`` request (``POST``, ``options`` as its body), its rows decoded and
+    checked (:func:`rows_of`); ``policy`` gives its deadline and names the operation."""
     if partition is None:
         url = path(db, "_all_docs")
     else:
@@ -104,10 +94,8 @@ def rows_of(
     sent: str | None = None,
     span: KeySpan | None = None,
 ) -> list[Row]:
-    """The rows of an ``_all_docs`` answer, checked: each a dict with a string ``id`` (and a
-    dict ``doc`` when documents were asked for, or ``null`` for a document deleted as it was
-    read, which the row's ``value`` then says), and, with ``span``, in its key order and
-    inside it (:func:`~couchids.core.answers.check_span`).
+    """The rows of an ``_all_docs`` answer, checked as
+    :func:`~couchids.core.answers.expect_rows` checks them (in ``span``'s order and inside it).
 
     Raises:
         ServerError: the body is not JSON, or not of that shape.
@@ -126,19 +114,16 @@ def rows_of(
 
 @dataclass(frozen=True)
 class Slice:
-    """One request's worth of a window: keys from ``first`` towards ``last`` (inclusive).
-
-    ``after`` is an id the slice starts at that an earlier page already handed out.
-    """
+    """One request's worth of a window: keys from ``first`` towards ``last`` (inclusive);
+    ``after`` is an id it starts at that an earlier page already handed out."""
 
     first: str
     last: str
     after: str | None = None
 
     def resumed(self, after: str) -> Slice | None:
-        """The part of this slice past ``after``, an id handed out before (a checkpoint's),
-        in the slice's key order: the slice itself when ``after`` comes before it, ``None``
-        when it is past its end.
+        """The part of this slice past ``after`` in its key order: the slice itself when
+        ``after`` comes before it, ``None`` when it is past its end.
 
         >>> Slice("a", "m").resumed("c"), Slice("m", "a").resumed("c")
         (Slice(first='c', last='m', after='c'), Slice(first='c', last='a', after='c'))
@@ -154,35 +139,29 @@ class Slice:
 
 
 class SlicePlan:
-    """Cuts the rest of a window into time slices, in the order they are handed out.
-
-    Pure: no I/O. Times are in the form's units (seconds, or milliseconds); ``span`` is the
-    length of the next slice, learnt from how many rows the earlier slices held.
-    """
+    """Cuts the rest of a window into time slices, in hand-out order. Times are in the form's
+    units; ``span`` is the length of the next slice, learnt from the rows of the earlier ones."""
 
     def __init__(
         self, form: IdForm, doc_type: str | None, newest_first: bool, start_ms: int, end_ms: int
     ) -> None:
         self.form, self.doc_type, self.newest_first = form, doc_type, newest_first
-        unit = form.unit_ms
-        # The units [lo, hi) not yet planned; ids hold a time t in the window when
-        # ceil(start/unit) <= t/unit < ceil(end/unit), as in window_keys.
-        self.lo = max(-(-max(start_ms, 0) // unit), form.min_unit)
-        self.hi = min(-(-end_ms // unit), form.max_unit + 1)
+        # The units [lo, hi) not yet planned.
+        self.lo, self.hi = units(form, start_ms, end_ms)
         self.span = float(max(1, self.hi - self.lo))
         self.after: str | None = None
 
     def whole(self) -> Slice | None:
-        """The whole window as one slice (after the resume point, if any: that stays for the
-        next slice too), or ``None`` when it holds no time."""
+        """The whole window as one slice (after the resume point, which stays for the next
+        slice too), or ``None`` when it holds no time."""
         after = self.after
         piece = self._slice(self.lo, self.hi)
         self.after = after
         return piece
 
     def resume(self, after_id: str, prefix: str) -> None:
-        """Plan only what comes after ``after_id``, an id handed out before (a checkpoint's):
-        the window then starts at that id, which its first request drops."""
+        """Plan only what comes after ``after_id``, an id handed out before; the first request
+        drops it."""
         whole = self.whole()
         rest = whole.resumed(after_id) if whole is not None else None
         if rest is None:
@@ -190,10 +169,8 @@ class SlicePlan:
             return
         if rest is whole:
             return
-        try:
-            unit = self.form.parse(after_id[len(prefix) :]) // self.form.unit_ms
-        except InvalidIdError:
-            unit = None  # not an id of the form: the slices' sizes are learnt from the pages
+        # An id not of the form leaves the sizes to be learnt from the pages.
+        unit = self._unit(after_id, prefix)
         if unit is not None and self.newest_first:
             self.hi = min(self.hi, unit + 1)
         elif unit is not None:
@@ -201,12 +178,11 @@ class SlicePlan:
         self.after = after_id
 
     def learn_first(self, last_id: str, prefix: str, rows: int, limit: int) -> bool:
-        """After a full first page of ``rows`` rows ending at ``last_id`` (an id of the form),
-        for slices of ``limit``-row requests: the rest of the window starts after it.
-        ``False`` when ``last_id`` is not one."""
-        try:
-            unit = self.form.parse(last_id[len(prefix) :]) // self.form.unit_ms
-        except InvalidIdError:
+        """After a full first page of ``rows`` rows ending at ``last_id``, for slices of
+        ``limit``-row requests: the rest starts after it. ``False`` when it is no id of the
+        form."""
+        unit = self._unit(last_id, prefix)
+        if unit is None:
             return False
         if self.newest_first:
             covered, self.hi = self.hi - unit, unit + 1
@@ -218,13 +194,12 @@ class SlicePlan:
 
     def learn(self, planned_span: float, rows: int, limit: int) -> None:
         """A slice of ``planned_span`` units held ``rows`` rows of a ``limit``-row request."""
-        wanted = limit * _SLICE_FILL
-        factor = wanted / rows if rows else _MAX_GROWTH
+        factor = limit * _SLICE_FILL / rows if rows else _MAX_GROWTH
         factor = min(_MAX_GROWTH, max(1 / _MAX_GROWTH, factor))
         self.span = max(1.0, planned_span * factor)
 
     def next(self) -> tuple[Slice, float] | None:
-        """The next slice in hand-out order and its span, or ``None`` at the window's end."""
+        """The next slice and its span, or ``None`` at the window's end."""
         if self.lo >= self.hi:
             return None
         width = max(1, int(self.span))
@@ -238,6 +213,12 @@ class SlicePlan:
         assert piece is not None  # lo < hi
         return piece, float(hi - lo)
 
+    def _unit(self, doc_id: str, prefix: str) -> int | None:
+        try:
+            return self.form.parse(doc_id[len(prefix) :]) // self.form.unit_ms
+        except InvalidIdError:
+            return None
+
     def _slice(self, lo: int, hi: int) -> Slice | None:
         unit = self.form.unit_ms
         keys = window_keys(self.form, self.doc_type, lo * unit, hi * unit)
@@ -249,25 +230,20 @@ class SlicePlan:
 
 
 def first_request(plan: SlicePlan | Slice, limit: int) -> PageRequest | None:
-    """The first request :func:`sliced_pages` (given a plan) or :func:`keyset` (given a
-    slice) sends for pages of ``limit`` rows, or ``None`` when the window holds no time: what
-    a caller reads ahead and hands over as their ``first``."""
+    """The first request :func:`sliced_pages` (given a plan) or :func:`keyset` (given a slice)
+    sends for pages of ``limit`` rows, or ``None`` when the window holds no time: what a caller
+    reads ahead and hands over as their ``first``."""
     if isinstance(plan, Slice):
-        return _keyset_request(plan, limit)
+        return plan.first, plan.last, _asked(plan, limit)
     whole = plan.whole()
     if whole is None:
         return None
     return whole.first, whole.last, _asked(whole, max(1, int(limit * _SLICE_FILL)))
 
 
-def _keyset_request(piece: Slice, limit: int) -> PageRequest:
-    return piece.first, piece.last, _asked(piece, limit)
-
-
 def _first_rows(
     fetch: RangeFetch, request: PageRequest, first: list[Row] | None
 ) -> Program[list[Row]]:
-    """The answer to ``request``: ``first`` when it was read ahead, else fetched now."""
     if first is not None:
         return first
     return (yield from fetch(*request))
@@ -284,21 +260,17 @@ def sliced_pages(
 ) -> Program[None]:
     """Emits the pages of a window, read as up to ``parallel`` time slices at a time, in order.
 
-    The first request asks for half a page of the window's start (or of what follows the
-    id the plan resumes after, see :meth:`SlicePlan.resume`); when it is full, the rest
-    is planned as slices of about half a page each (``plan``), of which ``parallel`` are in
-    flight while the caller works through the page before them. A slice that fills its
-    request goes on with keyset pages (each starting at the last id of the one before)
-    before the next slice is handed out. Holds at most ``parallel + 2`` pages. An emitted
-    page is its taker's, to empty (a window's scan does, once it has the documents).
-    ``first`` is the answer to the first request (:func:`first_request`), read ahead.
+    The first request asks for half a page; when it is full, the rest is planned as slices
+    of about half a page each, ``parallel`` of them in flight while the caller works through
+    the page before. A slice that fills its request goes on with keyset pages. Holds at most
+    ``parallel + 2`` pages; an emitted page is its taker's, to empty. ``first`` is the answer
+    to the first request (:func:`first_request`), read ahead.
     """
     whole, request = plan.whole(), first_request(plan, limit)
     if whole is None or request is None:
         return
-    first_limit = request[2]
     rows = yield from _first_rows(fetch, request, first)
-    full = len(rows) >= first_limit
+    full = len(rows) >= request[2]
     if whole.after is not None and rows and rows[0]["id"] == whole.after:
         del rows[0]
     if not full:
@@ -315,10 +287,7 @@ def sliced_pages(
     flight: deque[tuple[Slice, float, object]] = deque()
 
     def fill() -> Program[None]:
-        while len(flight) < parallel:
-            planned = plan.next()
-            if planned is None:
-                return
+        while len(flight) < parallel and (planned := plan.next()) is not None:
             piece, span = planned
             handle = yield Start(fetch(piece.first, piece.last, _asked(piece, limit)))
             flight.append((piece, span, handle))
@@ -343,9 +312,8 @@ def _continue(
     prefetch: bool = True,
 ) -> Program[None]:
     """Emits the pages of ``piece`` from its first answer ``rows`` (to a request for ``asked``
-    rows) on, asking for ``limit`` rows a page; with ``prefetch`` the next page is fetched
-    while the current one is handed out. A page that starts at an id already handed out asks
-    for one row more, and drops that id."""
+    rows) on, ``limit`` rows a page, fetching the next while one is handed out (``prefetch``).
+    A page that starts at an id already handed out asks for one row more and drops it."""
     after = piece.after
     while True:
         full = len(rows) == asked
@@ -377,9 +345,8 @@ def keyset(
     prefetch: bool = True,
     first: list[Row] | None = None,
 ) -> Program[None]:
-    """Emits the keyset pages of ``piece`` from its first key on: ``first_limit`` rows first,
-    then ``limit`` a page (see :func:`_continue`). ``first`` is the answer to the first
-    request (:func:`first_request`), read ahead."""
-    request = _keyset_request(piece, first_limit)
-    rows = yield from _first_rows(fetch, request, first)
-    yield from _continue(fetch, piece, rows, request[2], limit, prefetch)
+    """Emits the keyset pages of ``piece``: ``first_limit`` rows first, then ``limit`` a page
+    (:func:`_continue`); ``first`` is the answer to the first request, read ahead."""
+    asked = _asked(piece, first_limit)
+    rows = yield from _first_rows(fetch, (piece.first, piece.last, asked), first)
+    yield from _continue(fetch, piece, rows, asked, limit, prefetch)

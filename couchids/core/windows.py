@@ -1,14 +1,9 @@
-"""The programs of :meth:`couchids.Database.latest` and :meth:`~couchids.Database.window`,
-for either driver.
+"""The programs of :meth:`couchids.Database.latest` and :meth:`~couchids.Database.window`.
 
-The key range comes from :mod:`couchids.core.keys`; a program keeps only rows whose id is of the
-requested form and type (never a design document, another type, or a foreign id that happens
-to sort inside the range), and pages with keyset paging: each page starts at the last id of
-the one before (CouchDB's ``startkey`` is inclusive, so that row comes back and is dropped).
-Never ``skip``: rows shift under concurrent inserts and a large ``skip`` is slow.
-
-Pure: the arguments are checked here, once for both APIs, and the programs emit pages of
-documents (or rows) for a driver to hand out.
+The key range comes from :mod:`couchids.core.keys`; only rows whose id is of the requested form
+and type inside that range are kept (never a design document, another type, or a foreign id
+that sorts inside the range). Pages use keyset paging: each starts at the last id of the one
+before (``startkey`` is inclusive, so that row comes back and is dropped), never ``skip``.
 """
 
 from __future__ import annotations
@@ -36,7 +31,6 @@ from couchids.core.pages import (
     sliced_pages,
 )
 from couchids.core.policy import RetryPolicy
-from couchids.errors import InvalidArgumentError
 from couchids.idforms.constants import TYPE_SEPARATOR
 from couchids.idforms.doctypes import ALL_TYPES, AllTypes
 from couchids.idforms.forms import IdForm
@@ -54,9 +48,8 @@ __all__ = [
 ]
 
 #: Rows a page of :meth:`~couchids.Database.window` asks for by default. Two pages are held
-#: at a time, so this bounds memory; fewer, larger requests cost less per row
-#: (bench/bench_query.py: at 2000 a 50,000-document window takes about as long as one unpaged
-#: request, in a fifteenth of its memory).
+#: at a time, so this bounds memory (bench/bench_query.py: at 2000 a 50,000-document window
+#: takes about as long as one unpaged request, in a fifteenth of its memory).
 DEFAULT_PAGE_SIZE: Final = 2000
 #: Cloudant answers at most this many rows to one partition query.
 PARTITION_QUERY_LIMIT: Final = 2000
@@ -83,10 +76,9 @@ class WindowRead:
         return self._scan.run(size, size, prefetch=True, parallel=self._parallel, opened=opened)
 
     def open(self) -> Program[Opening | None]:
-        """The answer to the first page request of :meth:`pages`, read ahead: a series reads
-        the next period's database so while the caller works through the one before. A
-        missing database raises (as :meth:`pages` does). ``None`` for a window of every type
-        (its first requests are for the types present)."""
+        """The answer to the first page request of :meth:`pages`, read ahead (a series reads
+        the next period's database so while the caller works through the one before); a
+        missing database raises. ``None`` for a window of every type."""
         if not isinstance(self._scan, _Scan):
             return None
         return (yield from self._scan.open(self._size, self._size, parallel=self._parallel))
@@ -106,28 +98,30 @@ def window(
     timeout: float | None,
     parallel: int | None,
 ) -> WindowRead:
-    """The window of :meth:`couchids.Database.window` (see there): its ``pages()`` are the
-    program emitting the pages of the answer (:class:`WindowRead`).
-
-    ``known`` is the driver's cache of :class:`~couchids.core.facts.DatabaseFacts`.
-    The arguments are checked now, before anything is sent.
-    """
+    """The window of :meth:`couchids.Database.window` (see there); arguments checked now."""
     policy = RetryPolicy.checked(0, 0, timeout, "window")
     start_ms, end_ms = check_window(start, end)
     size = DEFAULT_PAGE_SIZE if batch_size is None else check_count("batch_size", batch_size, 1)
     check_flag("newest_first", newest_first)
     slices = DEFAULT_PARALLEL if parallel is None else check_count("parallel", parallel, 1)
-    if type is ALL_TYPES:
-        _check_scan(form, include_docs)
-        return WindowRead(
-            lambda: _all_types_window(
-                known, db, policy, start_ms, end_ms, form, newest_first, include_docs, size, slices
-            ),
-            size,
-            slices,
+    if type is not ALL_TYPES:
+        scan = _Scan(known, db, form, type, start_ms, end_ms, newest_first, include_docs, policy)
+        return WindowRead(scan, size, slices)
+    _check_scan(form, include_docs)
+
+    def every_type() -> Program[None]:
+        types = yield from types_present(db, form.separator, policy)
+        streams = [
+            _Scan(
+                known, db, form, t, start_ms, end_ms, newest_first, include_docs, policy.renewed()
+            ).run(size, size, prefetch=True, parallel=slices)
+            for t in types
+        ]
+        yield from merge_by_time(
+            streams, form, newest_first=newest_first, include_docs=include_docs
         )
-    scan = _Scan(known, db, form, type, start_ms, end_ms, newest_first, include_docs, policy)
-    return WindowRead(scan, size, slices)
+
+    return WindowRead(every_type, size, slices)
 
 
 def scan_pages(
@@ -146,50 +140,13 @@ def scan_pages(
     batch_size: int = DEFAULT_PAGE_SIZE,
     parallel: int = DEFAULT_PARALLEL,
 ) -> Program[None]:
-    """Emits the pages of a window of ``form`` and ``doc_type`` from ``start_ms`` to
-    ``end_ms``, oldest first, as :func:`window` reads them (``parallel`` time slices at a
-    time): its documents, or with ``include_docs=False`` its rows. ``after`` (an
-    id handed out before, a checkpoint's) resumes just past it (refused when it is no id of
-    the window's type and form: :func:`~couchids.core.keys.resume_point`); ``attachments``
-    includes attachment data in the documents, ``conflicts`` their ``_conflicts``. What
-    counting, export and archive read."""
-    scan = _Scan(
-        known,
-        db,
-        form,
-        doc_type,
-        start_ms,
-        end_ms,
-        False,
-        include_docs,
-        policy,
-        after=after,
-        attachments=attachments,
-        conflicts=conflicts,
-    )
+    """Emits the pages of a window, oldest first, as :func:`window` reads them: its documents,
+    or its rows. ``after`` (a checkpoint's id) resumes just past it
+    (:func:`~couchids.core.keys.resume_point`); ``attachments`` and ``conflicts`` add those to
+    the documents. What counting, export and archive read."""
+    scan = _Scan(known, db, form, doc_type, start_ms, end_ms, False, include_docs, policy)
+    scan.after, scan.attachments, scan.conflicts = after, attachments, conflicts
     return scan.run(batch_size, batch_size, prefetch=True, parallel=parallel)
-
-
-def _all_types_window(
-    known: FactsCache,
-    db: str,
-    policy: RetryPolicy,
-    start_ms: int,
-    end_ms: int,
-    form: IdForm,
-    newest_first: bool,
-    include_docs: bool,
-    size: int,
-    slices: int,
-) -> Program[None]:
-    types = yield from types_present(db, form.separator, policy)
-    streams = [
-        _Scan(
-            known, db, form, t, start_ms, end_ms, newest_first, include_docs, policy.renewed()
-        ).run(size, size, prefetch=True, parallel=slices)
-        for t in types
-    ]
-    yield from merge_by_time(streams, form, newest_first=newest_first, include_docs=include_docs)
 
 
 def latest(
@@ -202,10 +159,7 @@ def latest(
     include_docs: bool,
     timeout: float | None,
 ) -> Program[list[Row]]:
-    """The program of :meth:`couchids.Database.latest` (see there): returns the newest ``n``.
-
-    The arguments are checked now, before the program runs.
-    """
+    """The program of :meth:`couchids.Database.latest` (see there); arguments checked now."""
     policy = RetryPolicy.checked(0, 0, timeout, "latest")
     check_count("n", n, 0)
     _check_scan(form, include_docs)
@@ -225,38 +179,27 @@ def newest(
     end_ms: int = MAX_MS + 1,
 ) -> Program[list[Row]]:
     """The newest ``n`` documents (or rows) of ``type`` in ``db`` whose id holds a time
-    ``start_ms <= t < end_ms``, newest first: :func:`latest` within a window, for the
-    operation of ``policy`` (a series reads each period's database within its period). The
-    caller checks the arguments (as :func:`latest` does)."""
-    if type is ALL_TYPES:
-        return _all_types_latest(known, db, n, form, include_docs, policy, start_ms, end_ms)
-    scan = _Scan(known, db, form, type, start_ms, end_ms, True, include_docs, policy)
-    return _first(scan.run(n, max(n, LATEST_REFILL), prefetch=False), n)
+    ``start_ms <= t < end_ms``, newest first: :func:`latest` within a window, for the operation
+    of ``policy``. The caller checks the arguments."""
 
-
-def _all_types_latest(
-    known: FactsCache,
-    db: str,
-    n: int,
-    form: IdForm,
-    include_docs: bool,
-    policy: RetryPolicy,
-    start_ms: int,
-    end_ms: int,
-) -> Program[list[Row]]:
-    if n == 0:
-        return []
-    types = yield from types_present(db, form.separator, policy)
-
-    def newest(t: str) -> Program[list[Row]]:
-        scan = _Scan(known, db, form, t, start_ms, end_ms, True, include_docs, policy.renewed())
+    def of_type(t: str | None, each: RetryPolicy) -> Program[list[Row]]:
+        scan = _Scan(known, db, form, t, start_ms, end_ms, True, include_docs, each)
         return _first(scan.run(n, max(n, LATEST_REFILL), prefetch=False), n)
 
-    each = yield from each_type(newest, types)
-    merged = merge_by_time(
-        [_emitting(rows) for rows in each], form, newest_first=True, include_docs=include_docs
-    )
-    return (yield from _first(merged, n))
+    if type is not ALL_TYPES:
+        return of_type(type, policy)
+
+    def every_type() -> Program[list[Row]]:
+        if n == 0:
+            return []
+        types = yield from types_present(db, form.separator, policy)
+        each = yield from each_type(lambda t: of_type(t, policy.renewed()), types)
+        merged = merge_by_time(
+            [_emitting(rows) for rows in each], form, newest_first=True, include_docs=include_docs
+        )
+        return (yield from _first(merged, n))
+
+    return every_type()
 
 
 def _emitting(rows: list[Row]) -> Program[None]:
@@ -268,10 +211,7 @@ def _first(pages: Program[None], n: int) -> Program[list[Row]]:
     out: list[Row] = []
     puller = Puller(pages)
     try:
-        while len(out) < n:
-            page = yield from puller.next()
-            if page is END:
-                break
+        while len(out) < n and (page := (yield from puller.next())) is not END:
             out.extend(page[: n - len(out)])
     finally:
         puller.close()
@@ -280,25 +220,20 @@ def _first(pages: Program[None], n: int) -> Program[list[Row]]:
 
 def _check_scan(form: IdForm, include_docs: bool) -> None:
     check_flag("include_docs", include_docs)
-    if not isinstance(form, IdForm):
-        raise InvalidArgumentError(
-            f"form={form!r}: pass an IdForm such as couchids.KUUID or couchids.V7S"
-        )
     check_time_form(form)
 
 
 @dataclass(frozen=True)
 class Opening:
-    """The answer to a scan's first page request, read ahead of the scan (``_Scan.open``):
-    ``request`` is ``(start_key, end_key, limit)`` (``None`` for a window holding no id), and
-    a scan uses ``rows`` only when its own first request is that one."""
+    """The answer to a scan's first page request, read ahead (``_Scan.open``): a scan uses
+    ``rows`` only when its own first request is ``request`` (``None``: the window holds no id)."""
 
     request: PageRequest | None
     rows: list[Row]
 
 
 class _Reading(NamedTuple):
-    """How a scan reads (``_Scan._reading``)."""
+    """How a scan reads: its first request, a fetch, and its pages given the first answer."""
 
     request: PageRequest
     fetch: RangeFetch
@@ -307,8 +242,7 @@ class _Reading(NamedTuple):
 
 class _Scan:
     """One query: the fixed options of its requests, and the rows they return. ``after`` (an
-    id handed out before) resumes just past it; ``attachments`` adds attachment data,
-    ``conflicts`` the documents' ``_conflicts``."""
+    id handed out before) resumes just past it; ``attachments`` and ``conflicts`` add those."""
 
     def __init__(
         self,
@@ -321,13 +255,10 @@ class _Scan:
         newest_first: bool,
         include_docs: bool,
         policy: RetryPolicy,
-        *,
-        after: str | None = None,
-        attachments: bool = False,
-        conflicts: bool = False,
     ) -> None:
         _check_scan(form, include_docs)
-        self.after, self.attachments, self.conflicts = after, attachments, conflicts
+        self.after: str | None = None
+        self.attachments = self.conflicts = False
         self.known, self.db, self.form, self.doc_type = known, db, form, doc_type
         self.include_docs, self.policy = include_docs, policy
         self.start_ms, self.end_ms = start_ms, end_ms
@@ -351,25 +282,27 @@ class _Scan:
             return
         first = opened.rows if opened is not None and opened.request == reading.request else None
         puller = Puller(reading.pages(first))
+        wanted = self._wanted
         try:
-            while True:
-                page = yield from puller.next()
-                if page is END:
-                    return
-                wanted = self._wanted_of(page)
-                # The page's rows hold its documents, and the program that read it holds
-                # the page until the next one comes: emptied, it keeps no document alive
-                # once the caller is done with it.
+            while (page := (yield from puller.next())) is not END:
+                if self.include_docs:
+                    # A document deleted between the index read and the document read has no doc.
+                    kept = [
+                        row["doc"] for row in page if wanted(row["id"]) and row["doc"] is not None
+                    ]
+                else:
+                    kept = [row for row in page if wanted(row["id"])]
+                # The reader holds the page until the next one comes: emptied, it keeps no
+                # document alive once the caller is done with it.
                 page.clear()
-                yield Emit(wanted)
-                del wanted
+                yield Emit(kept)
+                del kept
         finally:
             puller.close()
 
     def open(self, first_limit: int, next_limit: int, *, parallel: int = 1) -> Program[Opening]:
-        """Reads the answer to the first request :meth:`run` (with the same arguments) sends,
-        ahead of it: a series reads the next period's database so while the caller works
-        through the one before. A missing database raises, as in :meth:`run`."""
+        """Reads the answer to the first request :meth:`run` (with the same arguments) sends;
+        a missing database raises, as in :meth:`run`."""
         reading = yield from self._reading(first_limit, next_limit, True, parallel)
         if reading is None:
             return Opening(None, [])
@@ -378,53 +311,20 @@ class _Scan:
     def _reading(
         self, first_limit: int, next_limit: int, prefetch: bool, parallel: int
     ) -> Program[_Reading | None]:
-        """How the scan reads: its first page request, and its pages given the answer to
-        that request (read ahead, or ``None``); ``None`` when the window holds no id."""
+        """How the scan reads; ``None`` when the window holds no id."""
         # Learning whether the database is partitioned also proves it exists, so an empty
         # answer is never a missing database.
         facts = yield from database_facts(self.known, self.db, self.policy)
-        if self.keys is None:
+        keys = self.keys
+        if keys is None:
             return None
-        partition = partition_of(self.keys.prefix) if facts.partitioned else None
+        partition = partition_of(keys.prefix) if facts.partitioned else None
         if partition is not None:
             first_limit = min(first_limit, PARTITION_QUERY_LIMIT - 1)
             next_limit = min(next_limit, PARTITION_QUERY_LIMIT - 1)
-        first_key, last_key, fetch = self._fetcher(self.keys, partition)
-        if parallel > 1 or self.after is not None:
-            plan = SlicePlan(
-                self.form, self.doc_type, self.newest_first, self.start_ms, self.end_ms
-            )
-            if self.after is not None:
-                what = f"an id of the window ({self.form} ids of {self.keys.prefix or 'no type'})"
-                descending = self.newest_first != self.form.reverse
-                # A checkpoint of another type or form is refused; one outside the window is
-                # clamped to it by the plan.
-                ours = self.form.matcher(self.keys.prefix)
-                resume_point(self.keys, self.after, descending=descending, wanted=ours, what=what)
-                plan.resume(self.after, self.keys.prefix)
-            prefix, wanted = self.keys.prefix, self._wanted
-            request = first_request(plan, first_limit)
-            if request is None:
-                return None
-            return _Reading(
-                request,
-                fetch,
-                lambda first: sliced_pages(
-                    fetch, plan, parallel, first_limit, wanted, prefix, first
-                ),
-            )
-        piece = Slice(first_key, last_key)
-        request = first_request(piece, first_limit)
-        assert request is not None  # a slice is a request
-        return _Reading(
-            request,
-            fetch,
-            lambda first: keyset(fetch, piece, first_limit, next_limit, prefetch, first),
+        first_key, last_key, descending = keys.bounds(
+            newest_first=self.newest_first, form=self.form
         )
-
-    def _fetcher(self, keys: KeyRange, partition: str | None) -> tuple[str, str, RangeFetch]:
-        """The keys the scan starts and ends at, and a function fetching a page of keys."""
-        first, last, descending = keys.bounds(newest_first=self.newest_first, form=self.form)
 
         def fetch(start_key: str, end_key: str, limit: int) -> Program[list[Row]]:
             options = {
@@ -438,31 +338,45 @@ class _Scan:
                 options["attachments"] = True
             if self.conflicts:
                 options["conflicts"] = True
-            # The first page shares the deadline of the database lookup; later pages have
-            # their own.
-            policy = self.policy if start_key == first else self.policy.renewed()
+            # The first page shares the deadline of the database lookup.
+            policy = self.policy if start_key == first_key else self.policy.renewed()
             return fetch_page(self.db, partition, options, self.include_docs, policy)
 
-        return first, last, fetch
-
-    def _wanted_of(self, rows: list[Row]) -> list[Row]:
-        """The wanted rows of a page (their documents, when asked for)."""
-        wanted = self._wanted
-        if self.include_docs:
-            # A document deleted between the index read and the document read has no doc.
-            return [row["doc"] for row in rows if wanted(row["id"]) and row["doc"] is not None]
-        return [row for row in rows if wanted(row["id"])]
+        if parallel == 1 and self.after is None:
+            piece = Slice(first_key, last_key)
+            request = first_request(piece, first_limit)
+            assert request is not None  # a slice is a request
+            return _Reading(
+                request,
+                fetch,
+                lambda first: keyset(fetch, piece, first_limit, next_limit, prefetch, first),
+            )
+        plan = SlicePlan(self.form, self.doc_type, self.newest_first, self.start_ms, self.end_ms)
+        if self.after is not None:
+            # A checkpoint of another type or form is refused; one outside the window is
+            # clamped to it by the plan.
+            what = f"an id of the window ({self.form} ids of {keys.prefix or 'no type'})"
+            descending = self.newest_first != self.form.reverse
+            wanted = self.form.matcher(keys.prefix)
+            resume_point(keys, self.after, descending=descending, wanted=wanted, what=what)
+            plan.resume(self.after, keys.prefix)
+        request = first_request(plan, first_limit)
+        if request is None:
+            return None
+        return _Reading(
+            request,
+            fetch,
+            lambda first: sliced_pages(
+                fetch, plan, parallel, first_limit, self._wanted, keys.prefix, first
+            ),
+        )
 
 
 def matcher(form: IdForm, keys: KeyRange | None) -> Any:
-    """Whether a row's id is the range's prefix followed by an id of ``form``, inside the
-    range: ``low <= id < high``, checked here whatever the server answered.
-
-    An id of the form inside the window's exact key range holds a time inside the window
-    (tests/test_keys.py proves it for every form), so the id's time need not be decoded:
-    two comparisons and one regex per row do, and the range's high bound itself, which
-    ``inclusive_end`` lets in, is dropped.
-    """
+    """Whether a row's id is the range's prefix followed by an id of ``form``, inside the range
+    (``low <= id < high``, whatever the server answered). An id of the form inside the exact
+    key range holds a time inside the window (tests/test_keys.py proves it for every form), so
+    its time need not be decoded."""
     if keys is None:
         return form.matcher("")
     wanted, low, high = form.matcher(keys.prefix), keys.low, keys.high
@@ -470,9 +384,8 @@ def matcher(form: IdForm, keys: KeyRange | None) -> Any:
 
 
 def partition_of(prefix: str) -> str | None:
-    """The partition ids starting with ``prefix`` live in: the part before the first colon,
-    or ``None`` when the prefix has no colon (such ids cannot be in a partitioned database,
-    so the query reads the global index).
+    """The partition ids starting with ``prefix`` live in (the part before the first colon), or
+    ``None`` when the prefix has no colon (the query reads the global index).
 
     >>> partition_of("sensor-260:reading-"), partition_of("user:"), partition_of("user-")
     ('sensor-260', 'user', None)

@@ -1,21 +1,11 @@
 """Writing new documents under sortable ids, safely under retries and re-runs.
 
-The id is chosen before the first request, so a retry after a lost answer (a dropped
-connection, a timeout, a 5xx or 429) sends the same id again. CouchDB creates a document
-without ``_rev`` only if its id is free and otherwise answers 409, so a retry can never store a
-document twice; it can only meet its own first write. That 409 is resolved by reading the stored
-document: the same content means the earlier attempt stored it (``duplicate=True``), different
-content is a :class:`~couchids.ConflictError`. Nothing is ever overwritten: couchids never sends
-a ``_rev``.
-
-A whole job run again after a crash is safe the same way when every document's id is known
-before the job starts: its own ``_id``, or an idempotency key (``key=``; in bulk, ``key_of=``)
-and its own time, from which :func:`~couchids.idforms.keyed.keyed_id` derives the id. Every
-error raised once an id was chosen carries it (``doc_id``, or ``results`` for bulk writes) and
-says whether the document may have been stored (``stored``; see :class:`~couchids.CouchidsError`).
-
-Documents are compared as JSON: the caller's document after a JSON round trip against the
-stored one, both without ``_id`` and ``_rev``.
+The id is chosen before the first request and written without ``_rev`` (create-if-absent), so
+a retry can only meet its own first write: a 409 (or a 202) is settled by reading the stored
+revisions, the same JSON content being ``duplicate=True`` and different content a
+:class:`~couchids.ConflictError`. Nothing is ever overwritten. Every error raised once an id
+was chosen carries it and says whether the document may have been stored (``stored``). The
+user's side of this is docs/guide/writing.md.
 """
 
 from __future__ import annotations
@@ -93,10 +83,8 @@ Doc = Mapping[str, Any]
 
 
 def written(exc: CouchidsError, doc_id: str | None, stored: bool | None) -> CouchidsError:
-    """``exc`` with what became of the document it was writing, in its attributes and message.
-
-    ``doc_id`` is ``None`` for an error about many documents (their ids are in ``results``).
-    """
+    """``exc`` with what became of the document it was writing (``doc_id``; ``None`` for many
+    documents, whose ids are in ``results``), in its attributes and message."""
     exc.doc_id, exc.stored = doc_id, stored
     what = f"document {doc_id!r}" if doc_id is not None else "these documents"
     if stored is None:
@@ -126,11 +114,11 @@ def create(
     backoff: float,
     timeout: float | None,
 ) -> Program[WriteResult]:
-    """The program of :meth:`couchids.Database.create` (see there); arguments checked now."""
+    """The program of :meth:`couchids.Database.create`; arguments checked now."""
     policy = RetryPolicy.checked(retries, backoff, timeout, "create")
     check_new(doc, "doc")
     doc_id = _assign_id(doc, type, timestamp, key, form, "doc")
-    payload = _encode(_without_id(doc), "doc")
+    payload = _encode({k: v for k, v in doc.items() if k != "_id"}, "doc")
     return write_new(known, db, doc_id, payload, policy)
 
 
@@ -141,8 +129,8 @@ TimeOf = Callable[[Doc], TimeLike]
 
 
 def check_functions_of_documents(key_of: object, time_of: object) -> None:
-    """Refuse a bulk write's ``key_of``/``time_of`` that is not a function of a document, and
-    ``key_of`` without ``time_of``."""
+    """Refuse a ``key_of``/``time_of`` that is not a function, and ``key_of`` without
+    ``time_of``."""
     for name, function, gives, example in (
         ("key_of", key_of, "idempotency key", "f\"order-{doc['number']}\""),
         ("time_of", time_of, "own time", "doc['at']"),
@@ -160,9 +148,9 @@ def check_functions_of_documents(key_of: object, time_of: object) -> None:
 
 
 class Collected:
-    """The results of a bulk write gathered into a list, as :meth:`couchids.Database.bulk_create`
-    returns them: a failure that ends the job carries the results before it, and rows that
-    were not stored raise :class:`~couchids.BulkWriteError` at the end."""
+    """The results of a bulk write gathered as :meth:`couchids.Database.bulk_create` returns
+    them: a failure that ends the job carries the results before it, and rows not stored raise
+    :class:`~couchids.BulkWriteError` at the end."""
 
     def __init__(self, db: str) -> None:
         self.db = db
@@ -216,15 +204,10 @@ def bulk(
     batch_bytes: int = DEFAULT_BATCH_BYTES,
     document_bytes: int = DEFAULT_DOCUMENT_BYTES,
 ) -> Program[None]:
-    """The program of :meth:`couchids.Database.bulk_create_iter` for the public ``operation`` its
-    messages name: emits the results of each batch as a list. Arguments are checked now;
-    documents are read lazily, a batch at a time.
-
-    A batch holds at most ``batch_size`` documents and ``batch_bytes`` bytes of body (a
-    document larger than that alone goes alone); a document over ``document_bytes`` as sent
-    is not sent, and is a failed row. A batch the server refuses as too large (413) is sent
-    again in two halves, down to single documents: a document refused alone is a failed row.
-    """
+    """The program of :meth:`couchids.Database.bulk_create_iter` for the public ``operation``
+    its messages name: emits the results of each batch as a list. Arguments are checked now;
+    documents are read lazily. Batches are cut by ``batch_size`` and bytes as
+    :mod:`couchids.core.sizes` says."""
     policy = RetryPolicy.checked(retries, backoff, timeout, operation)
     check_count("batch_size", batch_size)
     for name, value in (("batch_bytes", batch_bytes), ("document_bytes", document_bytes)):
@@ -235,7 +218,8 @@ def bulk(
             )
     if isinstance(docs, Mapping | str | bytes) or not isinstance(docs, Iterable):
         raise InvalidArgumentError(
-            f"docs must be an iterable of documents (e.g. a list of dicts), not one {_kind(docs)}"
+            "docs must be an iterable of documents (e.g. a list of dicts), not one "
+            f"{docs.__class__.__name__}"
         )
     if not isinstance(form, IdForm):
         raise InvalidArgumentError(f"form={form!r} is not a couchids IdForm such as KUUID")
@@ -308,12 +292,9 @@ def _stream(
 ) -> Program[None]:
     """Writes the batches in order, emitting each one's results; at most two are in flight.
 
-    Each batch is read and made (ids, checks, encoding) while the one before it is written,
-    and sent at once unless it shares an id with that one: its writes then commute with those
-    before it, and the server never waits for the client between batches. A batch that shares
-    an id is sent only when the one before it is settled, so the later document meets the
-    earlier as in one sequential job. A document that cannot be made fails the job once the
-    batch before it is settled and its results emitted.
+    Each batch is made while the one before it is written, and sent at once unless it shares an
+    id with that one (then only once that one is settled, as in a sequential job). A document
+    that cannot be made fails the job once the batch before it is settled and emitted.
     """
     batches = _batches(docs, ids, sizes)
     flight: tuple[set[str], object] | None = None  # the batch sent last, not yet emitted
@@ -339,9 +320,8 @@ def _stream(
 
 
 def _settled_first(earlier: object, later: object) -> Program[list[WriteResult]]:
-    """The results of the batch ``earlier``, while the batch ``later`` is in flight. When
-    ``earlier`` fails, ``later`` was sent all the same: its error carries ``later``'s results
-    too, once they are known, so no document the server may have stored goes unreported."""
+    """The results of the batch ``earlier``, while ``later`` is in flight; when ``earlier``
+    fails, its error carries ``later``'s results too, so no stored document goes unreported."""
     try:
         results: list[WriteResult] = yield Wait(earlier)
     except ServerError as exc:
@@ -363,13 +343,9 @@ def _settled_first(earlier: object, later: object) -> Program[list[WriteResult]]
 def _batches(
     docs: Iterator[Doc], ids: _Ids, sizes: _Sizes
 ) -> Iterator[tuple[list[str], list[bytes]]]:
-    """Batches of documents with distinct ids, each document encoded as it will be sent.
-
-    A batch ends at ``sizes.count`` documents, or before the document that would take its
-    body past ``sizes.batch_bytes`` (each document is measured once, as the JSON that is sent).
-    A document whose id is already in the batch starts the next one: ``_bulk_docs`` answers
-    one row per id, and the later document then meets the earlier as an existing id.
-    """
+    """Batches of documents with distinct ids (``_bulk_docs`` answers one row per id), each
+    document encoded as it is sent; a batch ends at ``sizes.count`` documents or before the one
+    that would take it past ``sizes.batch_bytes``."""
     index = 0
     carried: tuple[str, bytes] | None = None
     while True:
@@ -377,27 +353,23 @@ def _batches(
         parts: list[bytes] = []
         seen: set[str] = set()
         filling = Filling(sizes.batch_bytes, envelope=_ENVELOPE)
-        if carried is not None:
-            batch_ids.append(carried[0])
-            parts.append(carried[1])
-            seen.add(carried[0])
-            filling.add(len(carried[1]))
-            carried = None
         while len(parts) < sizes.count:
-            doc = next(docs, _END)
-            if doc is _END:
-                break
-            label = f"document {index}"
-            doc_id = ids.assign(doc, label)
-            index += 1
-            part = _encode({**doc, "_id": doc_id}, label)
-            if doc_id in seen or not filling.takes(len(part)):
-                carried = (doc_id, part)
+            if carried is None:
+                doc = next(docs, _END)
+                if doc is _END:
+                    break
+                label = f"document {index}"
+                doc_id = ids.assign(doc, label)
+                index += 1
+                carried = doc_id, _encode({**doc, "_id": doc_id}, label)
+            doc_id, part = carried
+            if parts and (doc_id in seen or not filling.takes(len(part))):
                 break
             seen.add(doc_id)
             batch_ids.append(doc_id)
             parts.append(part)
             filling.add(len(part))
+            carried = None
         if not parts:
             return
         yield batch_ids, parts
@@ -420,20 +392,14 @@ def write_new(
             return WriteResult(doc_id, revision(answer.body, policy, db))
         our_rev = None if answer is CONFLICT else revision(answer.body, policy, db)
         try:
-            leaves = yield from live_leaves(known, db, doc_id, policy)
-            if our_rev is not None and all(leaf["_rev"] == our_rev for leaf in leaves):
-                # 202 and no other revision on any copy that answered: stored. (A read that
-                # reached only copies our write has not reached yet shows nothing: still
-                # stored.)
-                return WriteResult(doc_id, our_rev)
-            if not leaves:
-                # 409, then nothing there: deleted by someone else since, so the id is free.
-                continue
-            return (yield from _settle(db, doc_id, ours, leaves, policy))
+            result = yield from _from_leaves(known, db, doc_id, ours, our_rev, policy)
         except ServerError as exc:
             # A 202 stored it on some copy; after a 409 the stored document may be ours.
             written(exc, doc_id, True if our_rev is not None else None)
             raise
+        if result is not None:
+            return result
+        # 409, then nothing there: deleted by someone else since, so the id is free.
     raise ConflictError(
         f"document {doc_id!r} in {db!r} was created and deleted by someone else "
         f"{policy.retries + 1} times while couchids tried to store it; nothing was stored",
@@ -441,53 +407,79 @@ def write_new(
     )
 
 
-def _settle(
+def _from_leaves(
+    known: FactsCache,
     db: str,
     doc_id: str,
     ours: Mapping[str, Any],
-    leaves: list[dict[str, Any]],
+    our_rev: str | None,
     policy: RetryPolicy,
-) -> Program[WriteResult]:
-    """Resolve an id whose live revisions are ``leaves``, after a 409 or a 202.
+) -> Program[WriteResult | None]:
+    """Settle ``doc_id`` after a 409 or a 202 (``our_rev``) from its live leaves on every copy;
+    ``None`` when it has none (deleted by someone else since).
 
-    Returns the stored result (``duplicate=True``) when only our content stands there; raises
-    :class:`~couchids.ConflictError` when a different document does. Revisions holding our
-    content beside another revision are deleted, so couchids leaves no conflict behind.
+    Stored when only our revision stands (a read that reached only copies our write has not
+    reached yet shows nothing: still stored) or only our content (``duplicate=True``);
+    :class:`~couchids.ConflictError` when a different document stands. Revisions holding our
+    content beside another are deleted, so couchids leaves no conflict behind.
     """
+    leaves = yield from live_leaves(known, db, doc_id, policy)
+    if our_rev is not None and all(leaf["_rev"] == our_rev for leaf in leaves):
+        return WriteResult(doc_id, our_rev)
+    if not leaves:
+        return None
     mine = [leaf for leaf in leaves if same_content(ours, leaf)]
     other = [leaf for leaf in leaves if not same_content(ours, leaf)]
-    if other:
-        withdrawn = yield from _withdraw(db, doc_id, mine, policy)
-        raise _conflict(db, doc_id, winner(other), withdrawn=withdrawn)
-    kept = winner(mine)
-    yield from _withdraw(db, doc_id, [leaf for leaf in mine if leaf is not kept], policy)
-    return WriteResult(doc_id, kept["_rev"], duplicate=True)
-
-
-def _withdraw(
-    db: str, doc_id: str, leaves: list[dict[str, Any]], policy: RetryPolicy
-) -> Program[int]:
-    """Delete these leaf revisions (couchids' own); return how many there were."""
-    for leaf in leaves:
+    kept = winner(other or mine)
+    withdrawn = [leaf for leaf in mine if leaf is not kept]
+    for leaf in withdrawn:
         yield from delete_revision(db, doc_id, str(leaf["_rev"]), policy)
-    return len(leaves)
-
-
-def _conflict(
-    db: str, doc_id: str, stored: Mapping[str, Any], *, withdrawn: int = 0
-) -> ConflictError:
+    if not other:
+        return WriteResult(doc_id, kept["_rev"], duplicate=True)
     if withdrawn:
         done = (
-            f"some copies had taken this document too, and couchids deleted those {withdrawn} "
-            "revision(s) again, so the stored document is unchanged and this one is not stored"
+            f"some copies had taken this document too, and couchids deleted those "
+            f"{len(withdrawn)} revision(s) again, so the stored document is unchanged and this "
+            "one is not stored"
         )
     else:
         done = "couchids never overwrites, so nothing was written"
-    return ConflictError(
+    raise ConflictError(
         f"a different document already has id {doc_id!r} in {db!r} "
-        f"(rev {stored.get('_rev')}); {done}",
+        f"(rev {kept.get('_rev')}); {done}",
         doc_id,
     )
+
+
+def keyed_rows(
+    rows: Any,
+    field: str,
+    asked: set[str],
+    what: str,
+    policy: RetryPolicy,
+    db: str,
+    *,
+    every: bool = False,
+) -> dict[str, dict[str, Any]]:
+    """The rows of a ``_bulk_docs`` answer (``field`` ``id``) or of ``_all_docs`` by keys
+    (``key``) by that field, checked: objects, each naming one of ``asked``, none twice
+    (:func:`~couchids.core.answers.check_listing`), and with ``every`` one for each."""
+    if not isinstance(rows, list) or not all(
+        isinstance(row, dict) and isinstance(row.get(field), str) for row in rows
+    ):
+        raise answer_error(policy, db, f"{what} answered {describe(rows)}")
+    names = [row[field] for row in rows]
+    check_listing(what, names, policy, db, noun="the row of ", among=asked)
+    missing = len(asked) - len(names)
+    if every and missing:
+        first = min(asked - set(names))
+        raise answer_error(
+            policy,
+            db,
+            f"{what} answered no row for {missing} of {len(asked)} documents "
+            f"(first {first!r}): {describe(rows)}",
+        )
+    return dict(zip(names, rows, strict=True))
 
 
 class _Batch:
@@ -527,9 +519,8 @@ class _Batch:
         return done
 
     def _split(self) -> Program[None]:
-        """Write the documents within ``document_bytes``, in groups: a group the server refuses
-        as too large (413) is written again as two halves; a document refused alone, or
-        over ``document_bytes``, is a failed row, and the others are stored."""
+        """Write the documents within ``document_bytes`` in groups, halving a group the server
+        refuses as too large (413); a document over the limit or refused alone fails."""
         group: list[int] = []
         for index, part in enumerate(self.parts):
             why = over_document_bytes(len(part), self.document_bytes)
@@ -551,24 +542,17 @@ class _Batch:
         error = ServerError(f"document {doc_id!r} in {self.db!r} is too large: {why}", TOO_LARGE)
         return WriteResult(doc_id, None, error=written(error, doc_id, False))
 
-    def _body(self, indexes: list[int]) -> bytes:
-        """The ``_bulk_docs`` body of documents ``indexes``: their encodings, joined."""
-        return b'{"docs":[' + b",".join([self.parts[i] for i in indexes]) + b"]}"
-
     def _write(self, group: list[int]) -> Program[None]:
         pending = list(group)
-        encoded = self._body(pending)
         limited: list[int] = []
         for attempt in range(self.policy.retries + 1):
-            conflicted, limited = yield from self._send(pending, encoded)
+            conflicted, limited = yield from self._send(sorted(pending))
             again = (yield from self._resolve(conflicted)) if conflicted else []
             pending = [*again, *limited]
             if not pending:
                 return
             if limited:
                 yield Sleep.within(self.policy, self.policy.delay(None, attempt))
-            pending.sort()
-            encoded = self._body(pending)
         for index in pending:
             doc_id = self.ids[index]
             if index in limited:
@@ -586,28 +570,15 @@ class _Batch:
                 )
             self.results[index] = WriteResult(doc_id, None, error=error)
 
-    def _send(self, pending: list[int], body: bytes) -> Program[tuple[list[int], list[int]]]:
+    def _send(self, pending: list[int]) -> Program[tuple[list[int], list[int]]]:
         """Write the ``pending`` documents; return those that met an existing id, and those
         the server had no capacity for (``too_many_requests``)."""
+        body = b'{"docs":[' + b",".join([self.parts[i] for i in pending]) + b"]}"
         bulk_docs = Request("POST", path(self.db, "_bulk_docs"), body=body)
         reply = yield from ask(bulk_docs, self.policy, self.db, attempts=self.attempts)
-        rows = reply.body
-        if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
-            raise answer_error(self.policy, self.db, f"_bulk_docs answered {describe(rows)}")
-        # Rows are matched by id, not position: PouchDB Server lists failed rows first. The ids
-        # of one batch are distinct, so each has exactly one row.
+        # Rows are matched by id, not position: PouchDB Server lists failed rows first.
         sent = {self.ids[i] for i in pending}
-        ids = [row.get("id") for row in rows]
-        check_listing("_bulk_docs", ids, self.policy, self.db, noun="the row of ", among=sent)
-        by_id = dict(zip(ids, rows, strict=True))
-        missing = [self.ids[i] for i in pending if self.ids[i] not in by_id]
-        if missing:
-            raise answer_error(
-                self.policy,
-                self.db,
-                f"_bulk_docs answered no row for {len(missing)} of {len(pending)} documents "
-                f"(first {missing[0]!r}): {describe(rows)}",
-            )
+        by_id = keyed_rows(reply.body, "id", sent, "_bulk_docs", self.policy, self.db, every=True)
         conflicted, limited = [], []
         for index in pending:
             doc_id = self.ids[index]
@@ -634,26 +605,12 @@ class _Batch:
         keys = [self.ids[i] for i in conflicted]
         options = {"keys": keys, "include_docs": True, "conflicts": True}
         reply = yield from ask(post_json(path(self.db, "_all_docs"), options), self.policy, self.db)
-        answer = reply.body
-        rows = expect_object(answer, self.policy, self.db, "rows")["rows"]
-        if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
-            raise answer_error(self.policy, self.db, f"'rows' is {describe(rows)}")
-        found = [row.get("key") for row in rows]
-        check_listing("_all_docs", found, self.policy, self.db, noun="the row of ", among=set(keys))
-        by_key = dict(zip(found, rows, strict=True))
-        missing = [key for key in keys if key not in by_key]
-        if missing:
-            raise answer_error(
-                self.policy,
-                self.db,
-                f"_all_docs answered no row for {len(missing)} of {len(keys)} keys "
-                f"(first {missing[0]!r})",
-            )
+        rows = expect_object(reply.body, self.policy, self.db, "rows")["rows"]
+        by_key = keyed_rows(rows, "key", set(keys), "_all_docs", self.policy, self.db, every=True)
         again = []
         for index in conflicted:
             doc_id = self.ids[index]
-            row = by_key[doc_id]
-            stored = row.get("doc")
+            stored = by_key[doc_id].get("doc")
             if stored is not None and not isinstance(stored, dict):
                 raise answer_error(self.policy, self.db, f"doc of {doc_id!r} is {describe(stored)}")
             if stored is None:
@@ -676,20 +633,20 @@ class _Batch:
     def _checked(self, index: int, our_rev: str | None) -> Program[WriteResult]:
         """Settle document ``index`` from its leaves on every copy, as :func:`create` does."""
         doc_id = self.ids[index]
-        leaves = yield from live_leaves(self.known, self.db, doc_id, self.policy)
-        if our_rev is not None and all(leaf["_rev"] == our_rev for leaf in leaves):
-            return WriteResult(doc_id, our_rev)
-        if not leaves:
-            error = ConflictError(
-                f"document {doc_id!r} in {self.db!r} was deleted by someone else while "
-                "couchids checked it; it is not stored, and writing it again stores it",
-                doc_id,
-            )
-            return WriteResult(doc_id, None, error=error)
         try:
-            return (yield from _settle(self.db, doc_id, self._ours(index), leaves, self.policy))
-        except ConflictError as error:
-            return WriteResult(doc_id, None, error=error)
+            result = yield from _from_leaves(
+                self.known, self.db, doc_id, self._ours(index), our_rev, self.policy
+            )
+        except ConflictError as conflict:
+            return WriteResult(doc_id, None, error=conflict)
+        if result is not None:
+            return result
+        gone = ConflictError(
+            f"document {doc_id!r} in {self.db!r} was deleted by someone else while "
+            "couchids checked it; it is not stored, and writing it again stores it",
+            doc_id,
+        )
+        return WriteResult(doc_id, None, error=gone)
 
 
 def _row_error(db: str, row: Mapping[str, Any]) -> ServerError:
@@ -754,14 +711,6 @@ def _check_time(doc_id: str, timestamp: TimeLike, form: IdForm, label: str, name
             f"{label} has _id {doc_id!r}, made at another time than {asked}; drop the _id to "
             f"get a new id for that time, or drop {name}= to keep the _id"
         )
-
-
-def _kind(value: object) -> str:
-    return type(value).__name__
-
-
-def _without_id(doc: Doc) -> dict[str, Any]:
-    return {k: v for k, v in doc.items() if k != "_id"}
 
 
 def _encode(body: Mapping[str, Any], label: str) -> bytes:
