@@ -37,11 +37,17 @@ def flag(name: str, value: object) -> bool:
     return value
 
 
-def count(name: str, value: object, least: int = 1) -> int:
-    """``value`` if it is an int (not a bool) of at least ``least``, else
+def count(name: str, value: object, least: int = 1, *, most: int | None = None) -> int:
+    """``value`` if it is an int (not a bool) from ``least`` (to ``most``), else
     :class:`~couchids.InvalidArgumentError`."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < least:
-        raise InvalidArgumentError(f"{name}={value!r}: must be an int >= {least}")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or value < least
+        or (most is not None and value > most)
+    ):
+        bound = f">= {least}" if most is None else f"from {least} to {most}"
+        raise InvalidArgumentError(f"{name}={value!r}: must be an int {bound}")
     return value
 
 

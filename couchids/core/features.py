@@ -1,27 +1,17 @@
-"""What newer Apache CouchDB servers offer and couchids uses where a server has it: a
-``_changes`` feed that starts at a time, and a database's own time to live of deleted documents.
+"""What newer Apache CouchDB servers offer and couchids uses where a server has it.
 
-- ``GET /{db}/_changes?since=2026-01-09T19:01:02Z`` (CouchDB 3.6, on the main branch; docs:
-  src/docs/src/api/database/changes.rst, "Time-based changes feeds"; the time must be exactly
-  ``YYYY-MM-DDTHH:MM:SSZ``, src/fabric/src/fabric_view_changes.erl ``RFC3339_TIME``). The
-  server maps times to sequences with at most 60 bins a shard, 3 hours wide at the finest
-  (src/couch/src/couch_time_seq.erl), and answers from the start of the bin holding the time:
-  rows from up to hours (or, years back, months) before it. ``couchids.core.following``
-  filters them to the time asked, by the time in each id.
+- ``GET /{db}/_changes?since=2026-01-09T19:01:02Z`` (CouchDB 3.6, "Time-based changes feeds";
+  exactly ``YYYY-MM-DDTHH:MM:SSZ``, fabric_view_changes.erl). The server answers from the start
+  of the time bin holding the time (couch_time_seq.erl: bins of 3 hours at the finest), so
+  ``couchids.core.following`` filters the rows by the time in each id.
 - ``GET``/``PUT /{db}/_auto_purge`` with ``{"deleted_document_ttl": "90_days"}``
-  (src/docs/src/api/database/misc.rst; src/chttpd/src/chttpd_db.erl
-  ``handle_auto_purge_req``): the auto purge plugin of CouchDB's scanner purges the deleted
-  documents of a database once they are older than that; ``"infinity"`` turns it off for the
-  database. A ttl is ``{num}_{unit}`` with a whole ``num > 0`` and a unit of
-  src/couch_scanner/src/couch_scanner_util.erl ``parse_period_unit`` (``sec``, ``min``,
-  ``hours``, ``days``, ``weeks``; ``months`` and ``years`` there are 30 and 365 days).
+  (chttpd_db.erl ``handle_auto_purge_req``): the scanner's auto purge plugin purges deleted
+  documents older than that; ``"infinity"`` turns it off. Units: couch_scanner_util.erl
+  ``parse_period_unit``.
 
-How couchids learns the server has them: one harmless ``GET`` of the endpoint (``_time_seq``,
-``_auto_purge``), once per client. The welcome cannot tell: the main branch's builds still
-report version 3.5.2 (version.mk) while its documentation says "versionadded:: 3.6", and
-neither is in its ``features`` list. A server without the endpoint answers the ``GET`` as a
-document that does not exist or may not exist: CouchDB 3.4.3 answers ``404 not_found
-missing`` (checked), another server ``400``, ``405`` or ``501``.
+A server is asked once per client with a ``GET`` of the endpoint: its welcome cannot tell
+(main-branch builds report 3.5.2 and list neither feature). A server without the endpoint
+answers 404 (CouchDB 3.4.3, checked), 400, 405 or 501.
 """
 
 from __future__ import annotations
@@ -54,14 +44,13 @@ TIME_SEQ: Final = "_time_seq"
 AUTO_PURGE: Final = "_auto_purge"
 #: What a server without an endpoint answers a ``GET`` of it with (the database exists).
 NO_FEATURE_STATUSES: Final = frozenset({400, 404, 405, 501})
-#: The units of a ttl couchids writes, largest first, in seconds (CouchDB's own names).
+#: The units of a ttl couchids writes, largest first, in seconds (CouchDB's names).
 _TTL_UNITS: Final = (("weeks", 7 * 86_400), ("days", 86_400), ("hours", 3600), ("min", 60))
 
 
 def changes_time(ms: int) -> str:
-    """The ``since`` of a ``_changes`` request that starts at ``ms`` (epoch milliseconds):
-    ``YYYY-MM-DDTHH:MM:SSZ``, the only form CouchDB reads, cut to the second (rows from
-    before it are filtered out by the reader anyway).
+    """The ``since`` of a ``_changes`` request that starts at ``ms`` (epoch milliseconds),
+    cut to the second (the reader filters the rows before it).
 
     >>> changes_time(1767985262999)
     '2026-01-09T19:01:02Z'
@@ -71,41 +60,31 @@ def changes_time(ms: int) -> str:
 
 
 def has_time_seq(known: FactsCache, db: str, policy: RetryPolicy) -> Program[bool]:
-    """Whether the server reads a time as ``_changes``' ``since``: ``GET /{db}/_time_seq``
-    answers the map of times to sequences, once per client (``db`` is looked up first, so
-    that a missing database is :class:`~couchids.DatabaseNotFoundError`, not a server
-    without the feature).
+    """Whether the server reads a time as ``_changes``' ``since`` (its ``_time_seq`` answers a
+    map of times to sequences), asked once per client.
 
     Raises:
-        DatabaseNotFoundError: ``db`` does not exist.
+        DatabaseNotFoundError: ``db`` does not exist (looked up first).
         ServerError: (or a subclass) the ``GET`` failed otherwise.
     """
-    if known.time_seq is not None:
-        return known.time_seq
-    yield from database_facts(known, db, policy)
-    found = yield from _endpoint(db, TIME_SEQ, policy)
-    known.time_seq = isinstance(found, dict) and isinstance(found.get("time_seq"), dict)
+    if known.time_seq is None:
+        found = yield from _endpoint(known, db, TIME_SEQ, policy)
+        known.time_seq = isinstance(found, dict) and isinstance(found.get("time_seq"), dict)
     return known.time_seq
 
 
 def has_auto_purge(known: FactsCache, db: str, policy: RetryPolicy) -> Program[bool]:
-    """Whether the server keeps a database's auto purge settings (``GET /{db}/_auto_purge``
-    answers an object), once per client; ``db`` is looked up first.
-
-    Raises:
-        DatabaseNotFoundError: ``db`` does not exist.
-        ServerError: (or a subclass) the ``GET`` failed otherwise.
-    """
-    if known.auto_purge is not None:
-        return known.auto_purge
-    yield from database_facts(known, db, policy)
-    found = yield from _endpoint(db, AUTO_PURGE, policy)
-    known.auto_purge = isinstance(found, dict)
+    """Whether the server keeps a database's auto purge settings, asked once per client
+    (raises as :func:`has_time_seq`)."""
+    if known.auto_purge is None:
+        known.auto_purge = isinstance((yield from _endpoint(known, db, AUTO_PURGE, policy)), dict)
     return known.auto_purge
 
 
-def _endpoint(db: str, name: str, policy: RetryPolicy) -> Program[object]:
-    """The answer of ``GET /{db}/{name}``, or ``None`` when the server has no such endpoint."""
+def _endpoint(known: FactsCache, db: str, name: str, policy: RetryPolicy) -> Program[object]:
+    """The answer of ``GET /{db}/{name}`` once ``db`` is found, or ``None`` when the server
+    has no such endpoint."""
+    yield from database_facts(known, db, policy)
     try:
         reply = yield from ask(Request("GET", path(db, name)), policy.renewed(), db)
     except ServerError as exc:
@@ -116,13 +95,11 @@ def _endpoint(db: str, name: str, policy: RetryPolicy) -> Program[object]:
 
 
 def retention_text(retention: timedelta | float | None) -> str:
-    """``retention`` as CouchDB's ``deleted_document_ttl``: ``None`` is ``"infinity"`` (never
-    purged), a time in the largest unit that holds it whole (``90_days``, ``36_hours``,
-    ``1000_sec``).
+    """``retention`` as CouchDB's ``deleted_document_ttl``: ``None`` is ``"infinity"``, a time
+    is written in the largest unit that holds it whole.
 
     Raises:
-        InvalidArgumentError: not a ``timedelta`` or a number of seconds, not at least one
-            second, or not a whole number of seconds.
+        InvalidArgumentError: not a ``timedelta`` or a whole number of seconds from 1.
 
     >>> retention_text(timedelta(days=90)), retention_text(5400), retention_text(None)
     ('90_days', '90_min', 'infinity')
@@ -153,13 +130,8 @@ def retention_text(retention: timedelta | float | None) -> str:
 def set_deleted_retention(
     known: FactsCache, db: str, retention: timedelta | float | None, policy: RetryPolicy
 ) -> Program[None]:
-    """The program of :meth:`couchids.Database.set_deleted_retention` (see there); the
-    argument is checked now.
-
-    Raises:
-        ServerError: the server keeps no auto purge settings (status 501, nothing sent
-            but the ``GET``), or refused them.
-    """
+    """The program of :meth:`couchids.Database.set_deleted_retention`, its argument checked
+    now."""
     ttl = retention_text(retention)
     return _set_retention(known, db, ttl, policy)
 
@@ -176,6 +148,7 @@ def _set_retention(known: FactsCache, db: str, ttl: str, policy: RetryPolicy) ->
     each = policy.renewed()
     body = dumps({"deleted_document_ttl": ttl})
     reply = yield from ask(Request("PUT", path(db, AUTO_PURGE), body=body), each, db)
-    answer = reply.body
-    if not isinstance(answer, dict) or answer.get("ok") is not True:
-        raise answer_error(each, db, f"PUT {AUTO_PURGE} answered {describe(answer)}", reply.sent)
+    if not isinstance(reply.body, dict) or reply.body.get("ok") is not True:
+        raise answer_error(
+            each, db, f"PUT {AUTO_PURGE} answered {describe(reply.body)}", reply.sent
+        )

@@ -1,38 +1,22 @@
-"""Ordinals handed out by the database itself: unique across threads, processes, machines and
-the nodes of a cluster, for the seq10 / seq36 id forms.
+"""Ordinals handed out by the database itself, for the seq10 / seq36 id forms: unique across
+threads, processes, machines and the nodes of a cluster.
 
-A :class:`Sequence` is a name in a database. Its numbers are handed out in blocks: a writer
-claims the next block of ``block`` numbers with one request and then hands them out from
-memory, so concurrent writers do not queue on one document. A block is a document of its own,
+A sequence's numbers are claimed in blocks: a block is a document of its own,
 ``couchids-seq:<name>:<first number, 20 digits>`` holding ``{"end": <one past its last>}``,
-and a new block starts where the highest block ends; :mod:`couchids.core.claim` creates it (a block
-is owned exactly when its ``PUT`` is answered 201, so two writers never own one block, on a
-cluster too). A claim that finds its start taken reads where that block ends, from every copy,
-and tries there: blocks follow one another without overlapping, whatever sizes writers use.
-
-Why not one counter document advanced with its revision (read ``{"next": n}``, write
-``n + block`` with ``_rev``; a 409 means retry)? On a cluster, two updates of one revision can
-each be taken by a different copy; both revisions then stay as leaves of the counter, and a
-later writer that reads the losing leaf can update it again and hand out the same block twice.
-A block document is only ever created, never updated, so there is no revision to build on.
-
-**Gaps**: numbers of a block that its writer never hands out (the process ended, or the
-:class:`Sequence` was dropped) are never used. Numbers are unique and, within one
-:class:`Sequence` object, increasing; across writers they are not in time order.
-
-The block documents are the sequence's state: deleting one lets its numbers be handed out
-again. Each is a few dozen bytes; they sort together under ``couchids-seq:``, away from typed
-ids, and on a partitioned database they make the partition ``couchids-seq``.
-
-Pure: a block's claim is a program (see :mod:`couchids.core.effects`); the
-:class:`couchids.Sequence` and :class:`couchids.aio.AsyncSequence` objects hand out its numbers.
+created as :mod:`couchids.core.claim` claims ids (owned exactly when its ``PUT`` is answered
+201), and a new block starts where the highest one ends. A block is only ever created, never
+updated: one counter document updated by revision could, on a cluster, keep two leaves and
+hand out one block twice. What a user sees (gaps, the block documents) is in the guide's
+"Ordinal ids" (``docs/guide/ids.md``).
 """
 
 from __future__ import annotations
 
 import random
+import re
 from typing import Final
 
+from couchids.core import arguments
 from couchids.core.answers import KeySpan, answer_error, expect_rows
 from couchids.core.asking import ask
 from couchids.core.claim import Claim
@@ -73,16 +57,11 @@ def block_id(name: str, start: int) -> str:
 
 def check_sequence(name: object, block: object) -> None:
     """A sequence's ``name`` and ``block``, checked (else InvalidArgumentError)."""
-    if (
-        not isinstance(name, str)
-        or not name
-        or not all(c.isascii() and (c.isalnum() or c in "_-") for c in name)
-    ):
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_-]+", name):
         raise InvalidArgumentError(
             f"name={name!r}: a sequence name is letters, digits, '_' and '-'"
         )
-    if isinstance(block, bool) or not isinstance(block, int) or not 1 <= block <= 10**6:
-        raise InvalidArgumentError(f"block={block!r}: an int from 1 to 1000000")
+    arguments.count("block", block, most=10**6)
 
 
 def seq_prefix(form: object, doc_type: str | None) -> str:
@@ -108,11 +87,9 @@ def claim_block(
         doc_id = block_id(name, start)
         if (yield from Claim(known, db, doc_id, {"end": end}, policy).run()) is not None:
             return start, end
-        # Taken: others are claiming too. Jump to the highest block (a writer that only
-        # stepped from block to block would trail them), never to before the end of the
-        # one just met. A random wait, doubling with each loss, spreads out writers that
-        # keep meeting (as Ethernet does after a collision).
-        # Past the deadline the next request ends with ServerTimeoutError.
+        # Taken: jump to the highest block (stepping block by block would trail the other
+        # writers), never before the end of the one just met, after a random wait that
+        # doubles with each loss (as Ethernet does after a collision).
         yield Sleep.within(policy, random.uniform(0, min(MAX_BACKOFF, policy.backoff * 2**attempt)))
         highest = yield from _after_highest(known, db, name, policy)
         start = max(highest, (yield from _end_of(known, db, name, start, policy)) or start)
@@ -144,12 +121,9 @@ def _after_highest(known: FactsCache, db: str, name: str, policy: RetryPolicy) -
 def _end_of(
     known: FactsCache, db: str, name: str, start: int, policy: RetryPolicy
 ) -> Program[int | None]:
-    """Where the block at ``start`` ends, read from every copy; ``None`` if none stands.
-
-    Every live revision counts, the largest end wins: a revision a writer gave up and has
-    not deleted yet may say a different end (writers may claim blocks of other sizes),
-    and skipping past it only leaves a gap.
-    """
+    """Where the block at ``start`` ends, read from every copy; ``None`` if none stands. The
+    largest end of its live revisions wins (one given up but not deleted yet may say another
+    end): skipping past it only leaves a gap."""
     doc_id = block_id(name, start)
     ends: list[int] = []
     for leaf in (yield from live_leaves(known, db, doc_id, policy)):
