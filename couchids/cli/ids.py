@@ -1,7 +1,5 @@
-"""The offline subcommands: ``couchids new`` (make ids) and ``couchids decode`` (read their
-type, time and form). They load no server machinery, nor the other subcommands: the command
-builds a parser of the one run alone (:func:`couchids.cli.main.main`).
-"""
+"""The offline subcommands, ``new`` (make ids) and ``decode`` (read their type, time and form),
+which load no server machinery, nor the other subcommands' modules."""
 
 from __future__ import annotations
 
@@ -13,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 from couchids.cli.options import (
     EXIT_BAD_INPUT,
     EXIT_OK,
-    RAW,
     TIME_HELP,
     UsageError,
     add_form,
@@ -32,9 +29,6 @@ from couchids.idforms.times import now_ms
 if TYPE_CHECKING:
     from couchids.idforms.decode import DecodedId
 
-__all__ = ["COMMANDS", "add_commands"]
-
-#: The subcommands of this module, which need no server.
 COMMANDS = ("new", "decode")
 
 NEW_EPILOG = f"""\
@@ -81,7 +75,6 @@ def _add_new(commands: Any) -> None:
         help="make ids (offline)",
         description="Make ids, one per line.",
         epilog=NEW_EPILOG,
-        formatter_class=RAW,
     )
     new.add_argument("--type", metavar="T", help="document type: ids T:<id>")
     new.add_argument("-n", type=count_of(0), default=1, metavar="N", help="how many (default 1)")
@@ -96,7 +89,6 @@ def _add_decode(commands: Any) -> None:
         help="read the type, time and form of ids (offline)",
         description="Read ids given as arguments, or one per line on stdin.",
         epilog=DECODE_EPILOG,
-        formatter_class=RAW,
     )
     dec.add_argument("ids", nargs="*", metavar="ID", help="ids (default: read stdin)")
     direction = dec.add_mutually_exclusive_group()
@@ -124,9 +116,8 @@ def _add_decode(commands: Any) -> None:
 def _new(args: argparse.Namespace) -> int:
     form = id_form(args)
     at = None if args.at is None else parse_time(args.at, now_ms())
-    out = sys.stdout
     for _ in range(args.n):
-        out.write(form.new(at, type=args.type) + "\n")
+        sys.stdout.write(form.new(at, type=args.type) + "\n")
     return EXIT_OK
 
 
@@ -159,17 +150,14 @@ def _decode(args: argparse.Namespace) -> int:
 
 
 def _decoded(decoded: DecodedId) -> dict[str, Any]:
-    precision = decoded.form.precision_us
-    timespec = (
+    precision, when = decoded.form.precision_us, decoded.timestamp
+    spec = (
         "microseconds" if precision < 1000 else "milliseconds" if precision < 10**6 else "seconds"
     )
-    when = decoded.timestamp
     return {
         "id": decoded.id,
         "type": decoded.type,
-        "timestamp": None
-        if when is None
-        else when.isoformat(timespec=timespec).replace("+00:00", "Z"),
+        "timestamp": None if when is None else when.isoformat(timespec=spec).replace("+00:00", "Z"),
         "form": str(decoded.form),
         "kind": decoded.form.kind,
         "reverse": decoded.reverse,

@@ -1,15 +1,12 @@
-"""The subcommands of the data lifecycle: ``export``, ``expire``, ``tail`` and ``rekey``
-(``export`` reads a series too: :mod:`couchids.cli.sources`).
-
-Long runs show a progress bar (``tqdm``) with a rate and an ETA on a terminal's stderr and
-nothing when stderr is not a terminal; Ctrl-C stops them cleanly with the resume point printed.
+"""The subcommands of the data lifecycle: ``expire``, ``export`` (of a series too), ``tail`` and
+``rekey``. Long runs show a progress bar on a terminal's stderr (nothing elsewhere), and Ctrl-C
+stops them with the resume point printed.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
-import json
 import math
 import os
 import sys
@@ -19,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from couchids.cli.options import (
     EXIT_INTERRUPTED,
-    RAW,
+    EXIT_OK,
     TIME_HELP,
     add_batch_size,
     add_form,
@@ -27,27 +24,24 @@ from couchids.cli.options import (
     add_scope,
     add_timeout,
     add_window,
+    close,
     count_of,
+    json_line,
     parse_time,
+    say,
     seconds,
 )
 from couchids.cli.options import form as id_form
 from couchids.cli.options import window as time_window
-from couchids.cli.sources import SERIES_READS, connect, note_empty, open_source, source_args
+from couchids.cli.sources import SERIES_READS, connect, open_source, say_kept, source_args
 from couchids.core.expiry import DEFAULT_EXPIRE_BATCH
 from couchids.core.rekeying import DEFAULT_REKEY_BATCH
 from couchids.core.windows import DEFAULT_PAGE_SIZE
 from couchids.errors import InvalidArgumentError
 from couchids.idforms.times import now_ms
 
-# The commands load what talks to a server (the ibmcloudant SDK, the query machinery) when
-# they run: building the parser loads none of it.
 if TYPE_CHECKING:
-    from couchids.core.expiry import ExpireReport
-    from couchids.core.rekeying import RekeyReport
     from couchids.core.scan import Checkpoint
-
-__all__ = ["TAIL_POLL_SECONDS", "add_commands"]
 
 #: How often ``tail --for`` asks for new changes. A long poll cannot be cut short at the end
 #: of the time: PouchDB Server holds one open until a change comes, whatever its timeout.
@@ -115,10 +109,8 @@ examples:
 
 def add_commands(commands: Any) -> None:
     """Add ``expire``, ``export``, ``tail`` and ``rekey`` to ``commands``."""
-    _add_expire(commands)
-    _add_export(commands)
-    _add_tail(commands)
-    _add_rekey(commands)
+    for add in (_add_expire, _add_export, _add_tail, _add_rekey):
+        add(commands)
 
 
 def _add_expire(commands: Any) -> None:
@@ -127,7 +119,6 @@ def _add_expire(commands: Any) -> None:
         help="delete the documents of a type made before a time",
         description="Dry run unless --yes.",
         epilog=EXPIRE_EPILOG,
-        formatter_class=RAW,
     )
     p.add_argument("db", metavar="DB", help="database name")
     p.add_argument("--before", required=True, metavar="TIME", help="delete what is older")
@@ -147,7 +138,6 @@ def _add_export(commands: Any) -> None:
         help="export a window as NDJSON or CSV, resumably",
         description="Oldest first; --after ID resumes.",
         epilog=EXPORT_EPILOG,
-        formatter_class=RAW,
     )
     source_args(p)
     add_window(p)
@@ -169,7 +159,6 @@ def _add_tail(commands: Any) -> None:
         help="print new documents of a type as they arrive",
         description="JSON lines from _changes.",
         epilog=TAIL_EPILOG,
-        formatter_class=RAW,
     )
     p.add_argument("db", metavar="DB", help="database name")
     p.add_argument("--type", metavar="T", help="only ids T:<id> (default: untyped)")
@@ -204,7 +193,6 @@ def _add_rekey(commands: Any) -> None:
         help="copy a database to time-sortable ids",
         description="Resumable, idempotent; the source is only read.",
         epilog=REKEY_EPILOG,
-        formatter_class=RAW,
     )
     p.add_argument("source", metavar="SOURCE", help="database to read")
     p.add_argument("target", metavar="TARGET", help="database to write (see --create-target)")
@@ -246,15 +234,12 @@ def _expire(args: argparse.Namespace) -> int:
     client, form = connect(), id_form(args)
     db = Database(client, args.db)
     mark = Checkpoint(last_id=args.after)
-    # Counted for the progress bar; a failure names the command the user ran.
+    # Counted for the progress bar's total; a failure names the command run.
     policy = read_policy(args.timeout, "expire")
     program = counted(
         known_facts(client), policy, db.name, 0, before, type=args.type, form=form, exact=False
     )
-    total = run(client, program)
-    bar = _bar(total, "deleting" if args.yes else "checking")
-    progress = functools.partial(_advance, bar)
-
+    bar = _Bar("deleting" if args.yes else "checking", mark, run(client, program))
     try:
         report = db.with_options(batch_size=args.batch_size, timeout=args.timeout).expire(
             before,
@@ -263,33 +248,28 @@ def _expire(args: argparse.Namespace) -> int:
             dry_run=not args.yes,
             purge=args.purge,
             checkpoint=mark,
-            on_progress=progress,
+            on_progress=bar,
         )
     except KeyboardInterrupt:
-        return _interrupted(bar, mark)
-    bar.close()
+        return bar.interrupted()
+    bar.tqdm.close()
     if report.dry_run:
         print(f"would delete {report.matched} documents (dry run; --yes deletes them)")
     else:
         print(f"deleted {report.deleted}, already gone {report.gone}, purged {report.purged}")
-    for doc_id in report.conflicts:
-        print(f"couchids: changed meanwhile, kept: {doc_id}", file=sys.stderr)
-    for doc_id, reason in report.failed:
-        print(f"couchids: refused: {doc_id}: {reason}", file=sys.stderr)
-    return 1 if report.conflicts or report.failed else 0
+    return 1 if say_kept(report) else EXIT_OK
 
 
 def _export(args: argparse.Namespace) -> int:
     from couchids.core.scan import Checkpoint
 
     start, end = time_window(args)
-    form = id_form(args)
     fields = None if args.csv is None else _fields(args.csv)
-    client, source = open_source(args, form)
+    source = open_source(args)
     mark = Checkpoint(last_id=args.after)
-    bar = _bar(None, "exporting")
+    bar = _Bar("exporting", mark)
     try:
-        source.with_options(
+        source.handle.with_options(
             batch_size=args.batch_size, timeout=args.timeout, parallel=args.parallel
         ).export(
             start,
@@ -299,15 +279,15 @@ def _export(args: argparse.Namespace) -> int:
             format="csv" if fields else "ndjson",
             fields=fields,
             checkpoint=mark,
-            on_progress=lambda m: bar.update(m.done - bar.n),
+            on_progress=bar,
         )
     except KeyboardInterrupt:
         sys.stdout.flush()
-        return _interrupted(bar, mark)
-    bar.close()
+        return bar.interrupted()
+    bar.tqdm.close()
     if not mark.done and args.after is None:
-        note_empty(client, source, args.type, form, args.timeout, (start, end))
-    return 0
+        source.note_empty((start, end))
+    return EXIT_OK
 
 
 def _tail(args: argparse.Namespace) -> int:
@@ -323,11 +303,10 @@ def _tail(args: argparse.Namespace) -> int:
     deadline = None if args.duration is None else time.monotonic() + args.duration
     left: int | None = args.limit
     changes = functools.partial(db.follow, type=args.type, form=form, checkpoint=mark, since=since)
-
     try:
         if deadline is None:
             _write_docs(changes(wait=args.follow), left, None)
-            return 0
+            return EXIT_OK
         # --for: rounds that each read what is new and return, until the time is up.
         while True:
             written = _write_docs(changes(wait=False), left, deadline)
@@ -335,11 +314,11 @@ def _tail(args: argparse.Namespace) -> int:
                 left -= written
             remaining = deadline - time.monotonic()
             if left == 0 or remaining <= 0:
-                return 0
+                return EXIT_OK
             time.sleep(min(TAIL_POLL_SECONDS, remaining))
     except KeyboardInterrupt:
         again = "the same command" if mark.since_seq is None else f"--since-seq {mark.since_seq}"
-        print(f"couchids: stopped; continue with {again}", file=sys.stderr)
+        say(f"stopped; continue with {again}")
         return EXIT_INTERRUPTED
 
 
@@ -356,9 +335,7 @@ def _rekey(args: argparse.Namespace) -> int:
     mark = Checkpoint(last_id=args.after)
     made = not os.path.exists(args.mapping)
     mapping = _open_mapping(args.mapping)
-    bar = _bar(None, "copying")
-    progress = functools.partial(_advance, bar)
-
+    bar = _Bar("copying", mark)
     try:
         with mapping:
             report = (
@@ -371,56 +348,49 @@ def _rekey(args: argparse.Namespace) -> int:
                     type=args.type,
                     mapping=mapping,
                     checkpoint=mark,
-                    on_progress=progress,
+                    on_progress=bar,
                     create_target=args.create_target,
                 )
             )
     except KeyboardInterrupt:
-        return _interrupted(bar, mark)
+        return bar.interrupted()
     finally:
         # A run that wrote no line (a missing database, nothing to copy) leaves no file
         # of its own making behind.
         if made and os.path.isfile(args.mapping) and not os.path.getsize(args.mapping):
             os.remove(args.mapping)
-    bar.close()
+    bar.tqdm.close()
     print(
         f"copied {report.copied}, already there {report.duplicates}, "
         f"skipped {len(report.skipped)}, refused {len(report.failed)}"
     )
     if os.path.isfile(args.mapping) and os.path.getsize(args.mapping):
-        print(f"couchids: old and new ids appended to {args.mapping}", file=sys.stderr)
+        say(f"old and new ids appended to {args.mapping}")
     for doc_id, reason in report.skipped + report.failed:
-        print(f"couchids: not copied: {doc_id}: {reason}", file=sys.stderr)
-    return 1 if report.failed else 0
+        say(f"not copied: {doc_id}: {reason}")
+    return 1 if report.failed else EXIT_OK
 
 
 def _write_docs(docs: Iterator[dict[str, Any]], limit: int | None, deadline: float | None) -> int:
     """Write ``docs`` as JSON lines, each flushed as it comes, until ``limit`` of them are out
     or ``deadline`` (``time.monotonic()``) has passed; stop the stream; return how many."""
-    out, written = sys.stdout, 0
+    written = 0
     try:
         if limit == 0:
             return 0
         for doc in docs:
-            out.write(json.dumps(doc, separators=(",", ":")) + "\n")
-            out.flush()
+            sys.stdout.write(json_line(doc) + "\n")
+            sys.stdout.flush()
             written += 1
             if written == limit or (deadline is not None and time.monotonic() >= deadline):
                 break
     finally:
-        close = getattr(docs, "close", None)
-        if close is not None:
-            close()
+        close(docs)
     return written
 
 
-def _advance(bar: Any, report: ExpireReport | RekeyReport) -> None:
-    """Move the progress bar to the documents ``report`` says are done."""
-    bar.update(report.checkpoint.done - bar.n)
-
-
 def _fields(text: str) -> list[str]:
-    """The field names of ``--csv``; a usage error when one is empty (``''``, ``a,,b``)."""
+    """The field names of ``--csv``, none empty (``''``, ``a,,b``)."""
     fields = [name.strip() for name in text.split(",")]
     if not all(fields):
         raise InvalidArgumentError(
@@ -431,7 +401,6 @@ def _fields(text: str) -> list[str]:
 
 
 def _open_mapping(path: str) -> TextIO:
-    """The ``--mapping`` file, open for appending; a usage error when it cannot be."""
     try:
         return open(path, "a", encoding="utf-8")
     except OSError as exc:
@@ -441,21 +410,23 @@ def _open_mapping(path: str) -> TextIO:
         ) from None
 
 
-def _iso(moment: Any) -> str:
-    return str(moment.isoformat().replace("+00:00", "Z"))
+class _Bar:
+    """A progress bar (tqdm) of the documents ``mark`` has done, on a terminal's stderr; as
+    ``on_progress``, it moves to them."""
 
+    def __init__(self, what: str, mark: Checkpoint, total: int | None = None) -> None:
+        from tqdm import tqdm  # here: every command starts up without it
 
-def _bar(total: int | None, what: str) -> Any:
-    # Imported here: every command starts up without it (``couchids window`` included).
-    from tqdm import tqdm
+        self.mark = mark
+        self.tqdm = tqdm(
+            total=total, desc=what, unit="doc", file=sys.stderr, disable=not sys.stderr.isatty()
+        )
 
-    return tqdm(
-        total=total, desc=what, unit="doc", file=sys.stderr, disable=not sys.stderr.isatty()
-    )
+    def __call__(self, _: object) -> None:
+        self.tqdm.update(self.mark.done - self.tqdm.n)
 
-
-def _interrupted(bar: Any, mark: Checkpoint) -> int:
-    bar.close()
-    where = f"--after {mark.last_id}" if mark.last_id else "the same command"
-    print(f"couchids: stopped after {mark.done} documents; resume with {where}", file=sys.stderr)
-    return EXIT_INTERRUPTED
+    def interrupted(self) -> int:
+        self.tqdm.close()
+        where = f"--after {self.mark.last_id}" if self.mark.last_id else "the same command"
+        say(f"stopped after {self.mark.done} documents; resume with {where}")
+        return EXIT_INTERRUPTED

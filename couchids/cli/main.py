@@ -1,16 +1,6 @@
-"""The ``couchids`` command: make and read ids, and export documents by the time in their ids.
-
-The parser is built here from one module per group of subcommands, each adding its own:
-:mod:`couchids.cli.ids` (``new``, ``decode``: offline), :mod:`couchids.cli.reading` (``latest``,
-``window``, ``count``, ``histogram``), :mod:`couchids.cli.lifecycle` (``expire``, ``export``,
-``tail``, ``rekey``), :mod:`couchids.cli.replicating` (``replicate``, ``replication``) and
-:mod:`couchids.cli.series` (``series list|prepare|expire``); the options they share are
-defined once in :mod:`couchids.cli.options`. The commands that talk to a server use an
-``ibmcloudant`` client configured the standard way (``CLOUDANT_URL``, ``CLOUDANT_AUTH_TYPE``,
-...: :func:`couchids.connect`). Every failure is one line on stderr, with every credential of
-the configuration (password, API key, the user:password of a URL) masked. An answer with
-nothing in it is followed by a note on stderr when the database shows why
-(:meth:`couchids.Database.explain_empty`).
+"""The ``couchids`` command: its parser, built from one module per group of subcommands, and
+its entry point :func:`main`, which turns every failure into one line on stderr (credentials
+masked) and an exit status.
 """
 
 from __future__ import annotations
@@ -36,17 +26,9 @@ from couchids.cli.options import (
 )
 from couchids.errors import InvalidInputError, ServerError
 
-__all__ = [
-    "EXIT_BAD_INPUT",
-    "EXIT_INTERRUPTED",
-    "EXIT_OK",
-    "EXIT_SERVER",
-    "main",
-    "parse_time",
-]
+__all__ = ["EXIT_BAD_INPUT", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_SERVER", "main", "parse_time"]
 
-#: The commands that need no server. When one of them is run, the parser is built with it
-#: alone: the other subcommands' arguments, and the modules they come from, are not loaded.
+#: The commands that need no server, whose parser is built with the one run alone.
 OFFLINE_COMMANDS = ids.COMMANDS
 
 _UsageError = UsageError
@@ -59,7 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     user:001eVnWK...
     0
     """
-    options: dict[str, object] = {}  # the command's options, once read: for in_flags
+    options: dict[str, object] = {}  # for in_flags, once read
     try:
         try:
             args = _parser(_offline_command(sys.argv[1:] if argv is None else argv)).parse_args(
@@ -111,9 +93,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _answered(exc: ServerError) -> bool:
-    """Whether the server answered, although ``exc.status`` is 0: an answer that is not
-    CouchDB's, a replication the server's replicator cannot run (PouchDB Server), or plain
-    HTTP to a TLS handshake (``https://`` on an ``http://`` port; the error says which)."""
+    """Whether the server answered although ``exc.status`` is 0: an answer not CouchDB's, a
+    replication its replicator cannot run, or plain HTTP to a TLS handshake."""
     from couchids.errors import ReplicationFailed
 
     text = str(exc)
@@ -181,10 +162,8 @@ Each command's --help has more examples.
 
 
 def _offline_command(argv: Sequence[str]) -> str | None:
-    """The offline command ``argv`` runs, or ``None`` (another command, or none: ``--help``).
-
-    Only ``-v``/``--verbose`` (which take no value) may come before a command.
-    """
+    """The offline command ``argv`` runs, or ``None``; only ``-v``/``--verbose`` may come
+    before a command."""
     for arg in argv:
         if not arg.startswith("-"):
             return arg if arg in OFFLINE_COMMANDS else None
@@ -194,14 +173,13 @@ def _offline_command(argv: Sequence[str]) -> str | None:
 
 
 def _parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The command's parser; with ``only`` (one of :data:`OFFLINE_COMMANDS`), that subcommand
-    alone, which parses its arguments exactly as the whole parser does."""
+    """The command's parser; with ``only`` (one of :data:`OFFLINE_COMMANDS`), of that
+    subcommand alone."""
     parser = Parser(
         prog="couchids",
         description="Time-sortable CouchDB/Cloudant document ids, kuuid-compatible.\nnew and "
         "decode work offline; the other commands read (or write) a database on a server.",
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"couchids {__version__}")
     parser.add_argument(
@@ -214,15 +192,12 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
         "the HTTP library's (urllib3's) debug lines",
     )
     commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
-
     ids.add_commands(commands, only)
     if only is not None:
         return parser
 
     from couchids.cli import lifecycle, reading, replicating, series
 
-    reading.add_commands(commands)
-    lifecycle.add_commands(commands)
-    replicating.add_commands(commands)
-    series.add_commands(commands)
+    for group in (reading, lifecycle, replicating, series):
+        group.add_commands(commands)
     return parser

@@ -1,15 +1,7 @@
-"""The options the ``couchids`` subcommands share, each defined once: times (``--since``,
-``--until``, ``--before`` and what a TIME may be), ``--type``/``--all-types``, the id form's
-flags, ``--timeout``, ``--parallel``, ``--batch-size``, and the usage error a bad command line
-raises.
-
-A flag that feeds a parameter of the library has that parameter's name (dashes for
-underscores) and its default: ``--batch-size`` is ``batch_size``, ``--since-seq`` is
-``since_seq``; a TIME is a moment (``--since``, ``--until``, ``--before``), a duration a
-number of seconds (``--timeout``, ``tail --for``).
-
-This module loads no server machinery: ``couchids new`` and ``couchids decode`` build their
-parsers with it alone.
+"""What the ``couchids`` subcommands share: the flags (each defined once, with the name and
+default of the library's parameter it feeds: ``--batch-size`` is ``batch_size``), how they are
+read, and how a command speaks on stderr. It loads no server machinery: ``new`` and ``decode``
+build their parsers with it alone.
 """
 
 from __future__ import annotations
@@ -19,7 +11,7 @@ import math
 import re
 import sys
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, NoReturn
 
 from couchids.core.defaults import DEFAULT_PARALLEL, DEFAULT_TIMEOUT, MAX_TIMEOUT, REMOTE_PARALLEL
@@ -27,59 +19,20 @@ from couchids.errors import InvalidArgumentError, InvalidTimeError
 from couchids.idforms.constants import DEFAULT_BLOCKS, SEPARATORS, SHORT_BLOCKS
 from couchids.idforms.doctypes import ALL_TYPES, AllTypes
 from couchids.idforms.forms import NAMED_FORMS, V7, V7S, IdForm, KuuidForm, form_named
-from couchids.idforms.times import now_ms, to_ms
-
-__all__ = [
-    "EXIT_BAD_INPUT",
-    "EXIT_INTERRUPTED",
-    "EXIT_OK",
-    "EXIT_SERVER",
-    "RAW",
-    "TIME_HELP",
-    "Parser",
-    "UsageError",
-    "add_batch_size",
-    "add_form",
-    "add_form_name",
-    "add_parallel",
-    "add_scope",
-    "add_timeout",
-    "add_window",
-    "count_of",
-    "fail",
-    "form",
-    "json_line",
-    "named_form",
-    "note",
-    "open_window",
-    "parse_time",
-    "scope",
-    "seconds",
-    "warn",
-    "window",
-]
+from couchids.idforms.times import now_ms, to_datetime, to_ms
 
 EXIT_OK = 0
-#: The server failed: unreachable, refused the credentials, no such database, rate limited;
-#: or the output could not be written (a full disk, a device that fails).
+#: The server failed (unreachable, credentials, no such database, rate limited), or the
+#: output could not be written.
 EXIT_SERVER = 1
-#: Bad usage or input (an id, time, type or flag), no server configured, a file named by a
-#: flag that cannot be opened, or an output whose encoding lacks a character to be written.
+#: Bad usage or input, no server configured, a file named by a flag that cannot be opened,
+#: or output characters the output's encoding lacks.
 EXIT_BAD_INPUT = 2
-#: The conventional status of a program stopped by Ctrl-C (128 + SIGINT).
+#: 128 + SIGINT, the conventional status of a program stopped by Ctrl-C.
 EXIT_INTERRUPTED = 130
 
-#: The help formatter of every subcommand (their epilogs are laid out by hand).
-RAW = argparse.RawDescriptionHelpFormatter
-
 _AGO = re.compile(r"(\d+)([smhdw])")
-_UNITS = {
-    "s": timedelta(seconds=1),
-    "m": timedelta(minutes=1),
-    "h": timedelta(hours=1),
-    "d": timedelta(days=1),
-    "w": timedelta(weeks=1),
-}
+_UNIT_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
 TIME_HELP = (
     "an ISO-8601 date or time (2024-05-01, 2024-05-01T12:30:00Z; no offset means UTC),\n"
     "'now', or a time ago: a whole number of s, m (minutes), h, d or w, such as 90m, 24h, 7d, 2w"
@@ -91,6 +44,12 @@ class UsageError(Exception):
 
 
 class Parser(argparse.ArgumentParser):
+    """The parser of the command and of each subcommand, whose epilogs are laid out by hand."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> NoReturn:
         # One line, not argparse's usage block: the --help of the command has the rest.
         raise UsageError(f"{message} (see '{self.prog} --help')")
@@ -98,12 +57,10 @@ class Parser(argparse.ArgumentParser):
 
 def fail(message: str, status: int) -> int:
     """Say ``message`` on stderr as one line, every credential masked; return ``status``."""
-    # One line, whatever the message holds: a reason from a server may contain newlines.
     # Masking reads the configuration (and loads the SDK): only when something failed.
     from couchids.drivers.config import scrub
 
-    line = " ".join(scrub(message).split())
-    print(f"couchids: error: {line}", file=sys.stderr)
+    say(f"error: {' '.join(scrub(message).split())}")
     return status
 
 
@@ -114,25 +71,30 @@ def json_line(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
+def say(text: str) -> None:
+    """``couchids: text`` on stderr, which leaves the exit status as it is."""
+    print(f"couchids: {text}", file=sys.stderr)
+
+
 def note(text: str) -> None:
-    """A note on stderr (the exit status is not changed by it)."""
-    print(f"couchids: note: {text}", file=sys.stderr)
+    say(f"note: {text}")
 
 
-def warn(text: str) -> None:
-    """A warning on stderr, one line (the exit status is not changed by it)."""
-    print(f"couchids: warning: {' '.join(text.split())}", file=sys.stderr)
+def iso(moment: datetime | int) -> str:
+    """``moment`` (aware UTC, or epoch milliseconds) in ISO 8601, ending in ``Z``."""
+    when = to_datetime(moment) if isinstance(moment, int) else moment
+    return when.isoformat().replace("+00:00", "Z")
+
+
+def close(stream: object) -> None:
+    """Stop ``stream`` (a generator) now, rather than when it is collected."""
+    getattr(stream, "close", lambda: None)()
 
 
 def parse_time(text: str, now: int) -> int:
-    """Read a command-line time as epoch milliseconds.
-
-    Takes what :func:`~couchids.idforms.times.to_ms` reads from a string (ISO-8601), ``now``,
-    or a time ago: a whole number and a unit, ``s``, ``m`` (minutes), ``h``, ``d`` or ``w``.
-
-    Args:
-        text: the time as typed.
-        now: the current time in epoch milliseconds, which times ago count back from.
+    """Read a command-line TIME as epoch milliseconds: what :func:`~couchids.idforms.times.to_ms`
+    reads from a string (ISO 8601), ``now``, or a time ago counted back from ``now``: a whole
+    number and a unit, ``s``, ``m`` (minutes), ``h``, ``d`` or ``w``.
 
     Raises:
         InvalidTimeError: anything else, or a time before 1970.
@@ -153,25 +115,18 @@ def parse_time(text: str, now: int) -> int:
             raise InvalidTimeError(
                 f"{text!r} is not a time: give {' '.join(TIME_HELP.split())}"
             ) from None
-        # to_ms reads it the same way, and refuses times before 1970 or after 9999.
-        return to_ms(text)
+        return to_ms(text)  # which refuses times before 1970 or after 9999
     try:
-        span = int(ago[1]) * _UNITS[ago[2]]
-    except (OverflowError, ValueError):
-        # More days than a timedelta holds (or digits than int() reads): long before 1970.
-        span = timedelta.max
-    ms = now - span // timedelta(milliseconds=1)
+        ms = now - int(ago[1]) * _UNIT_MS[ago[2]]
+    except ValueError:  # more digits than int() reads: long before 1970
+        ms = -1
     if ms < 0:
         raise InvalidTimeError(f"{text!r} before now is before 1970; ids start at 1970")
     return ms
 
 
-# -- values -----------------------------------------------------------------------------------
-
-
 def count_of(least: int, most: int | None = None) -> Callable[[str], int]:
-    """The type of a flag that takes a whole number of at least ``least`` (and at most
-    ``most``)."""
+    """The type of a flag that takes a whole number from ``least`` (to ``most``)."""
 
     def read(text: str) -> int:
         try:
@@ -187,8 +142,8 @@ def count_of(least: int, most: int | None = None) -> Callable[[str], int]:
 
 
 def seconds(text: str, most: float = MAX_TIMEOUT) -> float:
-    """The type of a flag that takes a number of seconds, above 0 and at most ``most`` (by
-    default a day; ``math.inf``: any finite number)."""
+    """The type of a flag that takes seconds, above 0 and at most ``most`` (``math.inf``: any
+    finite number)."""
     try:
         value = float(text)
     except ValueError:
@@ -199,11 +154,7 @@ def seconds(text: str, most: float = MAX_TIMEOUT) -> float:
     return value
 
 
-# -- flags ------------------------------------------------------------------------------------
-
-
 def add_timeout(parser: argparse.ArgumentParser, each: str) -> None:
-    """``--timeout SECONDS``, the ``timeout`` of every operation (default 60)."""
     parser.add_argument(
         "--timeout",
         type=seconds,
@@ -214,7 +165,7 @@ def add_timeout(parser: argparse.ArgumentParser, each: str) -> None:
 
 
 def add_parallel(parser: argparse.ArgumentParser, default: int | None = DEFAULT_PARALLEL) -> None:
-    """``--parallel K``, the ``parallel`` of the reads (``None``: the library's choice)."""
+    """``--parallel K``; a ``default`` of ``None`` leaves the choice to the library."""
     parser.add_argument(
         "--parallel",
         type=count_of(1),
@@ -228,8 +179,8 @@ def add_parallel(parser: argparse.ArgumentParser, default: int | None = DEFAULT_
 def add_batch_size(
     parser: argparse.ArgumentParser, default: int | None, shown: int, each: str
 ) -> None:
-    """``--batch-size N``, the ``batch_size`` of the operation: ``default`` is the
-    operation's own (``None`` where the library chooses), ``shown`` what that is."""
+    """``--batch-size N``: ``default`` is the operation's own (``None`` where the library
+    chooses), ``shown`` what the help calls it."""
     parser.add_argument(
         "--batch-size",
         type=count_of(1),
@@ -242,8 +193,8 @@ def add_batch_size(
 def add_scope(
     parser: argparse.ArgumentParser, all_types: str | None = None, exclusive: bool = True
 ) -> None:
-    """``--type T``, and with ``all_types`` (its help) ``--all-types``: exclusive for argparse
-    with ``exclusive``, else refused together by :func:`scope`."""
+    """``--type T``, and with ``all_types`` (its help) ``--all-types``, which argparse refuses
+    with ``--type`` when ``exclusive``, else :func:`scope` does."""
     group: Any = parser.add_mutually_exclusive_group() if all_types and exclusive else parser
     group.add_argument("--type", metavar="T", help="only ids T:<id> (default: untyped ids)")
     if all_types:
@@ -251,14 +202,12 @@ def add_scope(
 
 
 def add_window(parser: argparse.ArgumentParser, until: str = "default now") -> None:
-    """``--since TIME`` (required) and ``--until TIME``: a window of time."""
     parser.add_argument("--since", required=True, metavar="TIME", help="start (inclusive)")
     parser.add_argument("--until", metavar="TIME", help=f"end (exclusive; {until})")
 
 
 def add_form(parser: argparse.ArgumentParser, verb: str) -> None:
-    """The flags of the id form: ``--reverse``, ``--ms``, ``--short``, ``--v7``, ``--v7s``,
-    ``--form NAME`` and ``--sep``; :func:`form` reads them."""
+    """The flags of the id form, which :func:`form` reads."""
     group = parser.add_argument_group(f"id form ({verb}; default: forward kuuid ids in seconds)")
     group.add_argument("--reverse", action="store_true", help="reverse kuuid ids (newest first)")
     group.add_argument("--ms", action="store_true", help="kuuid ids with millisecond time")
@@ -270,7 +219,6 @@ def add_form(parser: argparse.ArgumentParser, verb: str) -> None:
 
 
 def add_form_name(group: Any) -> None:
-    """``--form NAME`` and ``--sep``: any form by name."""
     group.add_argument(
         "--form",
         metavar="NAME",
@@ -281,19 +229,15 @@ def add_form_name(group: Any) -> None:
     )
 
 
-# -- reading them -----------------------------------------------------------------------------
-
-
 def window(args: argparse.Namespace) -> tuple[int, int]:
-    """``(start, end)`` of ``--since``/``--until`` in epoch milliseconds; no ``--until`` is
-    now."""
+    """``(start, end)`` of ``--since``/``--until`` in epoch milliseconds, ending now by
+    default."""
     start, end = open_window(args)
     return start, now_ms() if end is None else end
 
 
 def open_window(args: argparse.Namespace) -> tuple[int, int | None]:
-    """``(start, end)`` of ``--since``/``--until`` in epoch milliseconds; ``None`` for no
-    ``--until``."""
+    """``(start, end)`` of ``--since``/``--until``; ``None`` for no ``--until``."""
     now = now_ms()
     start = parse_time(args.since, now)
     return start, None if args.until is None else parse_time(args.until, now)
@@ -317,13 +261,11 @@ def named_form(args: argparse.Namespace) -> IdForm | None:
             raise UsageError("--sep needs --form NAME")
         return None
     used = [
-        flag
-        for flag in ("reverse", "ms", "short", "v7", "v7s")
-        if getattr(args, flag, None) not in (None, False)
+        f"--{flag}" for flag in ("reverse", "ms", "short", "v7", "v7s") if getattr(args, flag, 0)
     ]
     if used:
         raise UsageError(
-            f"--form cannot be combined with {', '.join('--' + f for f in used)}: the form "
+            f"--form cannot be combined with {', '.join(used)}: the form "
             "name says it all (such as kuuid-ms-reverse)"
         )
     try:
@@ -339,15 +281,7 @@ def form(args: argparse.Namespace) -> IdForm:
     if named is not None:
         return named
     if args.v7 or args.v7s:
-        used = [
-            flag
-            for flag, on in (
-                ("--reverse", args.reverse),
-                ("--ms", args.ms),
-                ("--short", args.short),
-            )
-            if on
-        ]
+        used = [f"--{flag}" for flag in ("reverse", "ms", "short") if getattr(args, flag)]
         if used:
             raise UsageError(
                 f"{'--v7' if args.v7 else '--v7s'} cannot be combined with {', '.join(used)}: "
@@ -368,9 +302,8 @@ _PARAMETER = re.compile(r"\b([a-z][a-z_]*)=")
 
 
 def in_flags(message: str, options: dict[str, object]) -> str:
-    """A message of the library said in the command's words: a parameter the command has a
-    flag for (``every=``, ``batch_size=``, ``start <= end``) is named by that flag, so a hint
-    never names what the command has no way to pass.
+    """A message of the library in the command's words: a parameter the command has a flag
+    for (``every=``, ``start <= end``) is named by that flag.
 
     >>> in_flags("every='0s': a bucket is at least one millisecond", {"every": "0s"})
     "--every '0s': a bucket is at least one millisecond"
@@ -381,7 +314,6 @@ def in_flags(message: str, options: dict[str, object]) -> str:
     >>> in_flags("timeout=0: must be > 0", {"db": "shop"})  # no such flag: left as it is
     'timeout=0: must be > 0'
     """
-
     said, at = [], 0
     for match in _PARAMETER.finditer(message):
         named = _flag(match.group(1), options)
@@ -396,6 +328,5 @@ def in_flags(message: str, options: dict[str, object]) -> str:
 
 
 def _flag(name: str, options: dict[str, object]) -> str | None:
-    """The flag of the library's parameter ``name`` among ``options``, or ``None``."""
     dest = _FLAG_OF.get(name, name)
     return "--" + dest.replace("_", "-") if dest in options else None

@@ -1,19 +1,16 @@
 """The reading subcommands: ``latest``, ``window``, ``count`` and ``histogram``, of a database
-or a series (``--series PREFIX --period PERIOD`` in place of ``DB``: :mod:`couchids.cli.sources`).
-An answer with nothing in it is followed by a note on stderr when the database shows why.
-"""
+or a series (:mod:`couchids.cli.sources`)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any, TextIO
 
 from couchids.cli.options import (
     EXIT_OK,
-    RAW,
     TIME_HELP,
     add_batch_size,
     add_form,
@@ -21,17 +18,15 @@ from couchids.cli.options import (
     add_scope,
     add_timeout,
     add_window,
+    close,
     count_of,
+    iso,
     json_line,
 )
-from couchids.cli.options import form as id_form
-from couchids.cli.options import scope as type_scope
 from couchids.cli.options import window as time_window
-from couchids.cli.sources import SERIES_READS, note_empty, open_source, source_args
+from couchids.cli.sources import SERIES_READS, open_source, source_args
 from couchids.core.counting import DEFAULT_WORKERS
 from couchids.core.windows import DEFAULT_PAGE_SIZE
-
-__all__ = ["PROGRESS_EVERY", "SPARKS", "add_commands", "sparkline"]
 
 #: ``window`` updates its progress line on a terminal every this many documents.
 PROGRESS_EVERY = 1000
@@ -112,19 +107,11 @@ examples:
 
 def add_commands(commands: Any) -> None:
     """Add ``latest``, ``window``, ``count`` and ``histogram`` to ``commands``."""
-    _add_latest(commands)
-    _add_window(commands)
-    _add_count(commands)
-    _add_histogram(commands)
-
-
-def _add_latest(commands: Any) -> None:
     p = commands.add_parser(
         "latest",
         help="print the newest documents of a database",
         description="Print the newest documents of a database, as JSON lines.",
         epilog=LATEST_EPILOG,
-        formatter_class=RAW,
     )
     source_args(p)
     p.add_argument("-n", type=count_of(0), default=10, metavar="N", help="how many (default 10)")
@@ -133,14 +120,11 @@ def _add_latest(commands: Any) -> None:
     add_form(p, "of the ids in DB or the series")
     p.set_defaults(run=_latest)
 
-
-def _add_window(commands: Any) -> None:
     p = commands.add_parser(
         "window",
         help="export the documents made in a time window",
         description="Export the documents whose ids were made in a time window, as JSON lines.",
         epilog=WINDOW_EPILOG,
-        formatter_class=RAW,
     )
     source_args(p)
     add_window(p)
@@ -153,33 +137,25 @@ def _add_window(commands: Any) -> None:
     add_form(p, "of the ids in DB or the series")
     p.set_defaults(run=_window)
 
-
-def _add_count(commands: Any) -> None:
     p = commands.add_parser(
         "count",
         help="count the documents made in a time window",
         description="Print the number of documents made in a window.",
         epilog=COUNT_EPILOG,
-        formatter_class=RAW,
     )
     source_args(p)
     add_window(p)
     add_scope(p, "every type present (not untyped ids)")
     add_form(p, "of the ids in DB or the series")
-    p.add_argument(
-        "--exact", action="store_true", help="scan every bucket: foreign ids anywhere left out"
-    )
+    _add_exact(p)
     add_timeout(p, "a request")
     p.set_defaults(run=_count)
 
-
-def _add_histogram(commands: Any) -> None:
     p = commands.add_parser(
         "histogram",
         help="count documents per hour, day, ...",
         description="Counts per bucket, aligned to UTC.",
         epilog=HISTOGRAM_EPILOG,
-        formatter_class=RAW,
     )
     source_args(p)
     add_window(p)
@@ -191,44 +167,42 @@ def _add_histogram(commands: Any) -> None:
         help="bucket width, a whole number of s, m, h, d or w: 15m, 1h, 1d, 1w (default 1h)",
     )
     p.add_argument("--format", choices=("bars", "spark", "csv", "json"), default="bars")
-    p.add_argument(
-        "--exact", action="store_true", help="scan every bucket: foreign ids anywhere left out"
-    )
+    _add_exact(p)
     add_parallel(p, DEFAULT_WORKERS)
     add_timeout(p, "a request")
     p.set_defaults(run=_histogram)
 
 
+def _add_exact(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--exact", action="store_true", help="scan every bucket: foreign ids anywhere left out"
+    )
+
+
 def _latest(args: argparse.Namespace) -> int:
-    form = id_form(args)
-    scope = type_scope(args)
-    client, source = open_source(args, form)
-    docs = source.with_options(timeout=args.timeout).latest(args.n, type=scope)
-    out = sys.stdout
+    source = open_source(args)
+    docs = source.handle.with_options(timeout=args.timeout).latest(args.n, type=source.scope)
     for doc in docs:
-        out.write(json_line(doc) + "\n")
+        sys.stdout.write(json_line(doc) + "\n")
     if not docs and args.n:
-        note_empty(client, source, scope, form, args.timeout)
+        source.note_empty()
     return EXIT_OK
 
 
 def _window(args: argparse.Namespace) -> int:
     from couchids.core.exactjson import dumps
 
-    form = id_form(args)
     start, end = time_window(args)
-    scope = type_scope(args)
-    client, source = open_source(args, form)
-    out = _Blocks(sys.stdout)
-    progress = _Progress(sys.stderr)
+    source = open_source(args)
+    out, progress = _Blocks(sys.stdout), _Progress(sys.stderr)
     pages = (
-        source.with_options(
+        source.handle.with_options(
             batch_size=args.batch_size, timeout=args.timeout, parallel=args.parallel
         )
         .window(
             start,
             end,
-            type=scope,
+            type=source.scope,
             newest_first=not args.oldest_first,
             include_docs=not args.ids_only,
         )
@@ -243,58 +217,50 @@ def _window(args: argparse.Namespace) -> int:
     finally:
         out.flush()
         progress.clear()
-        _close(pages)
+        close(pages)  # the query's prefetch thread stops now, not when collected
     if not count:
-        note_empty(client, source, scope, form, args.timeout, (start, end))
+        source.note_empty((start, end))
     return EXIT_OK
 
 
 def _count(args: argparse.Namespace) -> int:
     start, end = time_window(args)
-    form = id_form(args)
-    scope = type_scope(args)
-    client, source = open_source(args, form)
-    n = source.with_options(timeout=args.timeout).count(start, end, type=scope, exact=args.exact)
+    source = open_source(args)
+    n = source.handle.with_options(timeout=args.timeout).count(
+        start, end, type=source.scope, exact=args.exact
+    )
     print(n)
     if not n:
-        note_empty(client, source, scope, form, args.timeout, (start, end))
-    return 0
+        source.note_empty((start, end))
+    return EXIT_OK
 
 
 def _histogram(args: argparse.Namespace) -> int:
-    # The buckets are the library's: the first starts at --since (partial when --since is
-    # not on an edge), so that nothing made before --since is counted.
     start, end = time_window(args)
-    form = id_form(args)
-    client, source = open_source(args, form)
-    buckets = source.with_options(parallel=args.parallel, timeout=args.timeout).histogram(
-        start,
-        end,
-        every=args.every,
-        type=args.type,
-        exact=args.exact,
+    source = open_source(args)
+    buckets = source.handle.with_options(parallel=args.parallel, timeout=args.timeout).histogram(
+        start, end, every=args.every, type=args.type, exact=args.exact
     )
     out = sys.stdout
     if args.format == "json":
         for b in buckets:
-            row = {"start": _moment(b.start), "end": _moment(b.end), "count": b.count}
+            row = {"start": iso(b.start), "end": iso(b.end), "count": b.count}
             out.write(json.dumps(row) + "\n")
     elif args.format == "csv":
         import csv
 
         table = csv.writer(out)
         table.writerow(["start", "end", "count"])
-        table.writerows([_moment(b.start), _moment(b.end), b.count] for b in buckets)
+        table.writerows([iso(b.start), iso(b.end), b.count] for b in buckets)
     elif args.format == "spark":
         out.write(sparkline([b.count for b in buckets]) + "\n")
     else:
         top = max((b.count for b in buckets), default=0) or 1
         for b in buckets:
-            bar = "█" * round(b.count * _BAR_WIDTH / top)
-            out.write(f"{_moment(b.start)}  {b.count:>8}  {bar}\n")
+            out.write(f"{iso(b.start)}  {b.count:>8}  {'█' * round(b.count * _BAR_WIDTH / top)}\n")
     if not any(b.count for b in buckets):
-        note_empty(client, source, args.type, form, args.timeout, (start, end))
-    return 0
+        source.note_empty((start, end))
+    return EXIT_OK
 
 
 def sparkline(values: list[int]) -> str:
@@ -309,18 +275,10 @@ def sparkline(values: list[int]) -> str:
     return "".join(SPARKS[min(len(SPARKS) - 1, v * (len(SPARKS) - 1) // top)] for v in values)
 
 
-def _close(rows: Iterator[Any]) -> None:
-    # Stop the query's prefetch thread now rather than when the generator is collected.
-    close = getattr(rows, "close", None)
-    if close is not None:
-        close()
-
-
 class _Blocks:
-    """Lines of bytes for a text stream, written in blocks of at least 64 KiB (or all that is
-    left): a write per line would cost a system call each where Python's output is
-    unbuffered (``PYTHONUNBUFFERED``), and a document in ``window``'s output is a line of
-    UTF-8 JSON."""
+    """Lines of bytes (UTF-8 JSON documents) for a text stream, written in blocks of at least
+    64 KiB: a write per line costs a system call each where output is unbuffered
+    (``PYTHONUNBUFFERED``)."""
 
     BLOCK = 1 << 16
 
@@ -330,7 +288,6 @@ class _Blocks:
         self.size = 0
 
     def lines(self, lines: Iterable[bytes]) -> None:
-        """Each of ``lines`` (none empty) as a line."""
         data = b"\n".join(lines)
         if data:
             self.parts += (data, b"\n")
@@ -359,7 +316,6 @@ class _Progress:
         self.count = 0
 
     def update(self, count: int) -> None:
-        """``count`` documents are out: shown each time another PROGRESS_EVERY are."""
         if self.active and count // PROGRESS_EVERY > self.count // PROGRESS_EVERY:
             self.stream.write(f"\rcouchids: {count:,} documents")
             self.stream.flush()
@@ -368,11 +324,6 @@ class _Progress:
 
     def clear(self) -> None:
         if self.shown:
-            # Carriage return, then erase to the end of the line.
-            self.stream.write("\r\x1b[K")
+            self.stream.write("\r\x1b[K")  # back to the line's start, and erase it
             self.stream.flush()
             self.shown = False
-
-
-def _moment(moment: Any) -> str:
-    return str(moment.isoformat().replace("+00:00", "Z"))

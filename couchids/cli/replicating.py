@@ -1,38 +1,32 @@
-"""The ``couchids replicate`` subcommand: start a time-window replication on the server
-(:meth:`couchids.Database.replicate`), and by default wait for it; and ``couchids
-replication ID [--cancel]``: its state, or cancel it. :mod:`couchids.cli.main` adds both to
-its parser with :func:`add_commands`.
-"""
+"""``couchids replicate``: a replication of a time window on the server
+(:meth:`couchids.Database.replicate`); ``couchids replication ID``: its state, or cancel it."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import TYPE_CHECKING, Any
 
 from couchids.cli.options import (
-    RAW,
+    EXIT_OK,
     TIME_HELP,
     add_form,
     add_scope,
     add_timeout,
     add_window,
     open_window,
+    say,
 )
 from couchids.cli.options import form as id_form
+from couchids.cli.options import scope as type_scope
 from couchids.cli.sources import connect, note_db_empty
-from couchids.idforms.doctypes import ALL_TYPES
 
 if TYPE_CHECKING:
     from couchids.core.replication import ReplicationStatus
 
-__all__ = ["add_commands"]
-
 
 def add_commands(commands: Any) -> None:
-    """Add ``couchids replicate`` and ``couchids replication`` to ``commands`` (argparse
-    subparsers)."""
+    """Add ``replicate`` and ``replication`` to ``commands``."""
     _add_replicate(commands)
     _add_replication(commands)
 
@@ -66,7 +60,6 @@ examples:
   couchids replicate shop https://bob:secret@backup.example.com/shop --since 2024-01-01 --all-types
   couchids replicate events events-live --since 1h --type click --continuous
 """,
-        formatter_class=RAW,
     )
     p.add_argument("source", metavar="SOURCE", help="database name")
     p.add_argument("target", metavar="TARGET", help="database name on this server, or URL")
@@ -94,12 +87,10 @@ examples:
     )
     add_timeout(p, "starting the replication")
     add_form(p, "of the ids in SOURCE")
-
     p.set_defaults(run=_replicate)
 
 
 def _add_replication(commands: Any) -> None:
-    """``couchids replication ID [--cancel]``: the state of a replication, or cancel it."""
     p = commands.add_parser(
         "replication",
         help="show or cancel a replication that couchids replicate started",
@@ -117,12 +108,10 @@ examples:
   couchids replication couchids-001xWdCU0WfykU1Ya0aA02TunP3bWVEA
   couchids replication couchids-001xWdCU0WfykU1Ya0aA02TunP3bWVEA --cancel
 """,
-        formatter_class=RAW,
     )
     p.add_argument("doc_id", metavar="ID", help="the replication's id")
     p.add_argument("--cancel", action="store_true", help="stop it (delete its document)")
     add_timeout(p, "the command")
-
     p.set_defaults(run=_replication)
 
 
@@ -130,7 +119,7 @@ def _replicate(args: argparse.Namespace) -> int:
     from couchids.database import Database
 
     start, end = open_window(args)
-    form = id_form(args)
+    form, scope = id_form(args), type_scope(args)
     client = connect()
     job = (
         Database(client, args.source)
@@ -139,7 +128,7 @@ def _replicate(args: argparse.Namespace) -> int:
             args.target,
             start,
             end,
-            type=ALL_TYPES if args.all_types else args.type,
+            type=scope,
             form=form,
             continuous=args.continuous,
             create_target=args.create_target,
@@ -152,26 +141,20 @@ def _replicate(args: argparse.Namespace) -> int:
         try:
             now_status = job.wait()
         except KeyboardInterrupt:
-            print(
-                f"couchids: replication {doc_id} goes on on the server; cancel it with "
-                f"couchids replication {doc_id} --cancel",
-                file=sys.stderr,
+            say(
+                f"replication {doc_id} goes on on the server; cancel it with "
+                f"couchids replication {doc_id} --cancel"
             )
             raise
     else:
         now_status = job.status(timeout=args.timeout)
     print(_line(doc_id, now_status))
-    if now_status.state == "completed" and not now_status.docs_written and not args.all_types:
-        # Nothing copied: the note the reads print after an empty answer, if the source
-        # shows why (typed ids and no --type, ids of another form, a misspelt type).
-        note_db_empty(client, args.source, args.type, form, args.timeout)
+    if now_status.state == "completed" and not now_status.docs_written:
+        # Nothing copied: the note a read prints after an empty answer.
+        note_db_empty(client, args.source, scope, form, args.timeout)
     if args.continuous:
-        print(
-            f"couchids: replication {doc_id} runs until cancelled: "
-            f"couchids replication {doc_id} --cancel",
-            file=sys.stderr,
-        )
-    return 0
+        say(f"replication {doc_id} runs until cancelled: couchids replication {doc_id} --cancel")
+    return EXIT_OK
 
 
 def _replication(args: argparse.Namespace) -> int:
@@ -189,16 +172,9 @@ def _replication(args: argparse.Namespace) -> int:
         print(json.dumps({"replication": args.doc_id, "cancelled": found}))
     else:
         print(_line(args.doc_id, run_program(client, replication.status(known, ids, policy))))
-    return 0
+    return EXIT_OK
 
 
 def _line(doc_id: str, status: ReplicationStatus) -> str:
-    return json.dumps(
-        {
-            "replication": doc_id,
-            "state": status.state,
-            "docs_read": status.docs_read,
-            "docs_written": status.docs_written,
-            "doc_write_failures": status.doc_write_failures,
-        }
-    )
+    shown = ("state", "docs_read", "docs_written", "doc_write_failures")
+    return json.dumps({"replication": doc_id, **{name: getattr(status, name) for name in shown}})

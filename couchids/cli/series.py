@@ -1,7 +1,5 @@
 """``couchids series list|prepare|expire``: the databases of a series (:class:`couchids.Series`),
-a database per day, ISO week, month or year. The reading subcommands take a series in place of
-``DB`` (:mod:`couchids.cli.sources`).
-"""
+a database per day, ISO week, month or year."""
 
 from __future__ import annotations
 
@@ -12,23 +10,22 @@ import warnings
 from typing import Any
 
 from couchids.cli.options import (
-    RAW,
+    EXIT_OK,
     TIME_HELP,
     add_form,
     add_timeout,
     count_of,
     form,
     in_flags,
+    iso,
     parse_time,
-    warn,
+    say,
 )
-from couchids.cli.sources import PERIOD_HELP, connect, existing, iso, make_series, period_of
+from couchids.cli.sources import PERIOD_HELP, connect, existing, make_series, period_of, say_kept
 from couchids.core.periods import EVERY, MAX_AHEAD, SeriesLayout
 from couchids.errors import DatabaseLimitWarning
 from couchids.idforms.forms import KUUID
 from couchids.idforms.times import now_ms
-
-__all__ = ["add_commands"]
 
 SERIES_EPILOG = f"""\
 A series keeps its documents in a database per period of UTC time, named after the period:
@@ -101,54 +98,32 @@ examples:
 
 
 def add_commands(commands: Any) -> None:
-    """Add ``couchids series`` and its subcommands to ``commands`` (argparse subparsers)."""
+    """Add ``couchids series`` and its subcommands to ``commands``."""
     top = commands.add_parser(
         "series",
         help="list, prepare and expire the databases of a series (a database per period)",
         description="The databases of a series: a database per day, ISO week, month or year.",
         epilog=SERIES_EPILOG,
-        formatter_class=RAW,
     )
     sub = top.add_subparsers(title="commands", metavar="COMMAND", required=True)
-    _add_list(sub)
-    _add_prepare(sub)
-    _add_expire(sub)
-
-
-def _series_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("prefix", metavar="PREFIX", help="what the databases' names start with")
-    parser.add_argument(
-        "--period",
-        required=True,
-        choices=EVERY,
-        metavar="PERIOD",
-        help=f"a database per {PERIOD_HELP}",
-    )
-
-
-def _add_list(sub: Any) -> None:
-    p = sub.add_parser(
+    p = _add(
+        sub,
         "list",
         help="print the series' databases, oldest first",
         description="Print the names of the series' databases that exist, oldest first.",
         epilog=LIST_EPILOG,
-        formatter_class=RAW,
     )
-    _series_args(p)
     p.add_argument("--json", action="store_true", help="JSON lines with each period's times")
     add_timeout(p, "the request")
-    p.set_defaults(run=_run_list)
+    p.set_defaults(run=_list)
 
-
-def _add_prepare(sub: Any) -> None:
-    p = sub.add_parser(
+    p = _add(
+        sub,
         "prepare",
         help="create the databases of the current and the next periods",
         description="Create the databases of the current period and the next --ahead ones.",
         epilog=PREPARE_EPILOG,
-        formatter_class=RAW,
     )
-    _series_args(p)
     p.add_argument(
         "--ahead",
         type=count_of(0, MAX_AHEAD),
@@ -167,45 +142,52 @@ def _add_prepare(sub: Any) -> None:
         help="the most databases the server holds: warn when --ahead periods reach it",
     )
     add_timeout(p, "each database's creation")
-    p.set_defaults(run=_run_prepare)
+    p.set_defaults(run=_prepare)
 
-
-def _add_expire(sub: Any) -> None:
-    p = sub.add_parser(
+    p = _add(
+        sub,
         "expire",
         help="drop the databases of the periods before a time (dry run unless --yes)",
         description="Dry run unless --yes.",
         epilog=EXPIRE_EPILOG,
-        formatter_class=RAW,
     )
-    _series_args(p)
     p.add_argument("--before", required=True, metavar="TIME", help="drop and delete what is older")
     p.add_argument("--yes", action="store_true", help="drop and delete (default: a dry run)")
     p.add_argument("--purge", action="store_true", help="then purge (CouchDB only)")
     add_form(p, "of the series' ids")
     add_timeout(p, "a request (a page, a batch's delete, a database's drop)")
-    p.set_defaults(run=_run_expire)
+    p.set_defaults(run=_expire)
 
 
-def _run_list(args: argparse.Namespace) -> int:
+def _add(sub: Any, name: str, **texts: str) -> argparse.ArgumentParser:
+    """A subcommand of ``series``, with the arguments every one takes."""
+    parser: argparse.ArgumentParser = sub.add_parser(name, **texts)
+    parser.add_argument("prefix", metavar="PREFIX", help="what the databases' names start with")
+    parser.add_argument(
+        "--period",
+        required=True,
+        choices=EVERY,
+        metavar="PERIOD",
+        help=f"a database per {PERIOD_HELP}",
+    )
+    return parser
+
+
+def _list(args: argparse.Namespace) -> int:
     layout = SeriesLayout(args.prefix, args.period, KUUID)
-    client = connect()
-    names = existing(make_series(client, layout), args.timeout)
-    out = sys.stdout
-    for name in names:
+    for name in existing(make_series(connect(), layout), args.timeout):
         if args.json:
             period = period_of(layout, name)
             row = {"db": name, "start": iso(period.start_ms), "end": iso(period.end_ms)}
-            out.write(json.dumps(row) + "\n")
+            sys.stdout.write(json.dumps(row) + "\n")
         else:
-            out.write(name + "\n")
-    return 0
+            sys.stdout.write(name + "\n")
+    return EXIT_OK
 
 
-def _run_prepare(args: argparse.Namespace) -> int:
+def _prepare(args: argparse.Namespace) -> int:
     layout = SeriesLayout(args.prefix, args.period, KUUID, args.partitioned)
-    client = connect()
-    series = make_series(client, layout, args.max_databases)
+    series = make_series(connect(), layout, args.max_databases)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", DatabaseLimitWarning)
         names = series.with_options(timeout=args.timeout).prepare(args.ahead)
@@ -213,38 +195,35 @@ def _run_prepare(args: argparse.Namespace) -> int:
         print(name)
     for each in caught:
         if issubclass(each.category, DatabaseLimitWarning):
-            warn(in_flags(str(each.message), vars(args)))
+            say(f"warning: {' '.join(in_flags(str(each.message), vars(args)).split())}")
         else:
             warnings.warn_explicit(each.message, each.category, each.filename, each.lineno)
-    return 0
+    return EXIT_OK
 
 
-def _run_expire(args: argparse.Namespace) -> int:
+def _expire(args: argparse.Namespace) -> int:
     before = parse_time(args.before, now_ms())
     layout = SeriesLayout(args.prefix, args.period, form(args))
-    client = connect()
-    series = make_series(client, layout)
+    series = make_series(connect(), layout)
     existing(series, args.timeout)
     try:
         report = series.with_options(timeout=args.timeout).expire(
             before, dry_run=not args.yes, purge=args.purge
         )
     except KeyboardInterrupt:
-        print(
-            "couchids: stopped; what was done stays done, and the same command finishes it",
-            file=sys.stderr,
-        )
+        say("stopped; what was done stays done, and the same command finishes it")
         raise
-    out = sys.stdout
-    drop = "would drop" if report.dry_run else "dropped"
+    out, dry = sys.stdout, report.dry_run
     for name in report.dropped:
-        out.write(f"{drop} {name}\n")
-    verb = "would delete" if report.dry_run else "deleted"
+        out.write(f"{'would drop' if dry else 'dropped'} {name}\n")
     for db, each in report.expired.items():
-        count = each.matched if report.dry_run else each.deleted
-        out.write(f"{verb} {count} documents of {db} made before {iso(before)}\n")
+        count = each.matched if dry else each.deleted
+        out.write(
+            f"{'would delete' if dry else 'deleted'} {count} documents of {db} made before "
+            f"{iso(before)}\n"
+        )
     dropped = f"{len(report.dropped)} database{'' if len(report.dropped) == 1 else 's'}"
-    if report.dry_run:
+    if dry:
         out.write(
             f"would drop {dropped} and delete {report.deleted} documents (dry run; --yes "
             "drops and deletes them)\n"
@@ -255,10 +234,7 @@ def _run_expire(args: argparse.Namespace) -> int:
         out.write(
             f"dropped {dropped}, deleted {report.deleted}, already gone {gone}, purged {purged}\n"
         )
-    for doc_id in report.conflicts:
-        print(f"couchids: changed meanwhile, kept: {doc_id}", file=sys.stderr)
-    for doc_id, reason in report.failed:
-        print(f"couchids: refused: {doc_id}: {reason}", file=sys.stderr)
+    kept = say_kept(report)
     for doc_id in report.unread:
-        print(f"couchids: no time the series can read, kept: {doc_id}", file=sys.stderr)
-    return 1 if report.conflicts or report.failed or report.unread else 0
+        say(f"no time the series can read, kept: {doc_id}")
+    return 1 if kept or report.unread else EXIT_OK
