@@ -1,30 +1,11 @@
-"""Counting the documents of a time window, and a histogram of counts per time bucket.
+"""Counting the ids of a time window, and a histogram of counts per time bucket.
 
-What is counted are the ids of the form and type made in the window: the ids
-:meth:`couchids.Database.window` returns.
-
-On CouchDB (and Cloudant) ``_all_docs?startkey=K`` answers ``offset``, the number of rows
-before ``K`` (on a cluster, summed over the shards), so the ids in a key range number
-``offset(high) - offset(low)``: two small requests whatever the size of the window.
-PouchDB Server's ``offset`` is always 0, so there the ids are scanned (``_all_docs`` pages
-without documents, read as time slices in parallel as :meth:`couchids.Database.window` reads them)
-and only ids of the form counted.
-
-**Foreign ids.** An offset counts every id in the key range, not only ids of the form: a
-document named ``user:001eVnWK-notes`` sits among ``user:`` kuuid ids of that second, ids of
-another form of the type can sort among them (kuuid ids of another length have the same
-keys), and an untyped range that runs to the top of the index also holds ``_design/``
-documents (a typed range never holds design documents or other types). So each offset
-request also asks for the first :data:`~couchids.core.scan.PROBE_ROWS` ids at its key (the same
-request, no extra one), and a range in which one of those is not an id of the form is counted
-by a scan of that range instead. A range of at most that many ids is therefore always exact;
-in a larger one, foreign ids past its first ones are counted. An untyped range that reaches
-past every key of its form (a window ending after the form's last time: tid62 after 2156,
-millisecond kuuid after 8888) or across ``_design/`` holds every typed and design document in
-between, and is always scanned (:func:`couchids.core.keys.reaches_other_ids`). ``exact=True`` scans
-every range (a read of the window's ids). For a loose form (``utc_random``) a type that also holds
-CouchDB's ``random`` ids is refused (:func:`couchids.core.scan.check_one_form`): a scan cannot tell
-those apart either.
+What is counted are the ids :meth:`couchids.Database.window` returns. Where the server's
+``offset`` counts rows (CouchDB, Cloudant), a key range is two small requests, each also reading
+the first :data:`~couchids.core.scan.PROBE_ROWS` ids at its key: a range where one of those is
+no id of the form (or that may hold other ids: :func:`~couchids.core.keys.reaches_other_ids`)
+is scanned instead, as every range is with ``exact=True`` or on PouchDB Server. The rules a
+user relies on are in docs/guide/lifecycle.md.
 """
 
 from __future__ import annotations
@@ -32,20 +13,20 @@ from __future__ import annotations
 import bisect
 import itertools
 import re
-from collections.abc import Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
-from couchids.core.alltypes import types_present
+from couchids.core.alltypes import each_type, types_present
 from couchids.core.answers import KeySpan, answer_error, describe, expect_object, expect_rows
 from couchids.core.arguments import count as check_count
 from couchids.core.arguments import flag as check_flag
 from couchids.core.arguments import window as check_window
 from couchids.core.asking import ask
-from couchids.core.effects import END, Program, Puller, Request, Start, Wait, path, post_json
+from couchids.core.effects import END, Program, Puller, Request, path, post_json
 from couchids.core.facts import FactsCache, database_facts
-from couchids.core.keys import KeyRange, reaches_other_ids, window_keys
+from couchids.core.keys import KeyRange, check_time_form, reaches_other_ids, window_keys
 from couchids.core.policy import RetryPolicy
 from couchids.core.scan import PROBE_ROWS, check_one_form
 from couchids.core.windows import scan_pages
@@ -116,12 +97,9 @@ def parse_every(every: str | timedelta) -> int:
 
 
 def bucket_edges(start_ms: int, end_ms: int, every_ms: int) -> list[int]:
-    """The edges of buckets of ``every_ms`` covering ``[start_ms, end_ms)``, aligned to UTC.
-
-    Inner edges are whole multiples of ``every_ms`` from :data:`BUCKET_ORIGIN_MS`, Monday
-    1970-01-05T00:00Z (whole hours, UTC midnights, Mondays for weeks); the first and last
-    edges are ``start_ms`` and ``end_ms`` themselves: a window that does not start on an edge
-    has a partial first bucket, labelled by its start.
+    """The edges of buckets of ``every_ms`` covering ``[start_ms, end_ms)``: inner edges are
+    whole multiples of ``every_ms`` from :data:`BUCKET_ORIGIN_MS`, the first and last are
+    ``start_ms`` and ``end_ms`` (a partial first bucket is labelled by its start).
 
     >>> bucket_edges(90, 310, 100)
     [90, 100, 200, 300, 310]
@@ -138,13 +116,9 @@ def bucket_edges(start_ms: int, end_ms: int, every_ms: int) -> list[int]:
 
 
 def server_kind(known: FactsCache, policy: RetryPolicy, db: str) -> Program[ServerKind]:
-    """Which server this is, from its welcome (``GET /``), asked once per client (for an
-    operation of ``policy`` on ``db``, which a failure's message names).
-
-    ``"pouchdb"`` (PouchDB Server says ``"express-pouchdb"``), ``"cloudant"`` (a
-    ``"couchdb"`` welcome whose vendor is IBM Cloudant), ``"couchdb"`` (any other
-    ``"couchdb"`` welcome) or ``"other"``.
-    """
+    """Which server this is, from its welcome (``GET /``), asked once per client: ``"pouchdb"``
+    (``"express-pouchdb"``), ``"cloudant"`` (a ``"couchdb"`` welcome from IBM Cloudant),
+    ``"couchdb"`` or ``"other"``."""
     if known.server_kind is not None:
         return known.server_kind  # type: ignore[return-value]
     welcome = (yield from ask(Request("GET", "/"), policy, db)).body
@@ -163,11 +137,8 @@ def server_kind(known: FactsCache, policy: RetryPolicy, db: str) -> Program[Serv
 
 
 def counts_by_offset(known: FactsCache, policy: RetryPolicy, db: str) -> Program[bool]:
-    """Whether the server's ``_all_docs`` ``offset`` counts the rows before the start key.
-
-    True for Apache CouchDB and Cloudant, False for PouchDB Server (whose offset is always
-    0) and servers that do not say what they are.
-    """
+    """Whether the server's ``_all_docs`` ``offset`` counts the rows before the start key:
+    CouchDB's and Cloudant's do, PouchDB Server's (always 0) and unknown servers' do not."""
     return (yield from server_kind(known, policy, db)) in ("couchdb", "cloudant")
 
 
@@ -182,61 +153,28 @@ def counted(
     form: IdForm,
     exact: bool,
 ) -> Program[int]:
-    """The program of :meth:`couchids.Database.count`, for the operation of ``policy`` (whose
-    messages name it); arguments checked now. ``type=ALL_TYPES`` counts the ids of every
-    type present (not the untyped ones), as ``latest`` and ``window`` read them."""
-    start_ms, end_ms = check_window(start, end)
-    _check_form(form)
+    """The program of :meth:`couchids.Database.count`, for the operation of ``policy``;
+    arguments checked now. ``type=ALL_TYPES`` counts the ids of every type present."""
+    span = check_window(start, end)
+    check_time_form(form)
     check_flag("exact", exact)
-    if type is ALL_TYPES:
-        return _count_all_types(known, policy, db, (start_ms, end_ms), form, exact)
-    if type is not None:
+    if type is not ALL_TYPES:
         form.type_prefix(type)  # InvalidTypeError, before anything is sent
-    return _count(known, policy, db, (start_ms, end_ms), form, type, exact)
+        return _total(_counts(known, policy, db, [span], form, type, exact, 1))
+
+    def every_type() -> Program[int]:
+        # A missing database raises, not an empty list of types.
+        yield from database_facts(known, db, policy)
+        total = 0
+        for doc_type in (yield from types_present(db, form.separator, policy)):
+            total += yield from _total(_counts(known, policy, db, [span], form, doc_type, exact, 1))
+        return total
+
+    return every_type()
 
 
-def _count_all_types(
-    known: FactsCache,
-    policy: RetryPolicy,
-    db: str,
-    span: tuple[int, int],
-    form: IdForm,
-    exact: bool,
-) -> Program[int]:
-    """The sum of each type's count: the types present now (one request per type,
-    :func:`~couchids.core.alltypes.types_present`), then two requests per type on CouchDB."""
-    # A missing database raises, not an empty list of types.
-    yield from database_facts(known, db, policy)
-    total = 0
-    for doc_type in (yield from types_present(db, form.separator, policy)):
-        total += yield from _count(known, policy, db, span, form, doc_type, exact)
-    return total
-
-
-def _count(
-    known: FactsCache,
-    policy: RetryPolicy,
-    db: str,
-    span: tuple[int, int],
-    form: IdForm,
-    doc_type: str | None,
-    exact: bool,
-) -> Program[int]:
-    keys = window_keys(form, doc_type, *span)
-    # A missing database raises, even for an empty window.
-    yield from database_facts(known, db, policy)
-    yield from check_one_form(known, db, form, doc_type, policy)
-    if keys is None:
-        return 0
-    if (
-        not exact
-        and not reaches_other_ids(keys)
-        and (yield from counts_by_offset(known, policy, db))
-    ):
-        marks = yield from _marks(db, [keys.low, keys.high], 1, policy)
-        if not _foreign([keys], marks, form):
-            return _difference(db, marks, keys, policy)
-    return sum((yield from _scan_counts(known, db, [span], [keys], form, doc_type, policy)))
+def _total(counts: Program[list[int]]) -> Program[int]:
+    return sum((yield from counts))
 
 
 def histogram(
@@ -254,7 +192,7 @@ def histogram(
 ) -> Program[list[Bucket]]:
     """The program of :meth:`couchids.Database.histogram`; arguments checked now."""
     start_ms, end_ms = check_window(start, end)
-    _check_form(form)
+    check_time_form(form)
     check_flag("exact", exact)
     every_ms = parse_every(every)
     parallel = check_count("parallel", parallel)
@@ -264,57 +202,57 @@ def histogram(
             f"every={every!r}: the window would hold about {buckets:,} buckets, more than "
             f"{MAX_BUCKETS:,}; give a wider every or a shorter window"
         )
-    edges = bucket_edges(start_ms, end_ms, every_ms)
-    spans = list(itertools.pairwise(edges))
-    ranges = [window_keys(form, type, a, b) for a, b in spans]
-    return _histogram(known, policy, db, spans, ranges, form, type, exact, parallel)
+    form.type_prefix(type)
+    spans = list(itertools.pairwise(bucket_edges(start_ms, end_ms, every_ms)))
+
+    def buckets_of() -> Program[list[Bucket]]:
+        counts = yield from _counts(known, policy, db, spans, form, type, exact, parallel)
+        return [
+            Bucket(to_datetime(a), to_datetime(b), n)
+            for (a, b), n in zip(spans, counts, strict=True)
+        ]
+
+    return buckets_of()
 
 
-def _histogram(
+def _counts(
     known: FactsCache,
     policy: RetryPolicy,
     db: str,
     spans: list[tuple[int, int]],
-    ranges: list[KeyRange | None],
     form: IdForm,
     doc_type: str | None,
     exact: bool,
     parallel: int,
-) -> Program[list[Bucket]]:
+) -> Program[list[int]]:
+    """The number of ids of ``form`` and ``doc_type`` in each of the adjacent time ``spans``:
+    by offsets, ``parallel`` requests at a time, where they can be trusted; else by a scan."""
+    ranges = [window_keys(form, doc_type, a, b) for a, b in spans]
+    # A missing database raises, even for an empty window.
     yield from database_facts(known, db, policy)
     yield from check_one_form(known, db, form, doc_type, policy)
     present = [keys for keys in ranges if keys is not None]
-    present_spans = [span for span, keys in zip(spans, ranges, strict=True) if keys is not None]
-    counts: list[int] = []
     if not present:
-        counts = [0] * len(spans)
-    elif not exact and (yield from counts_by_offset(known, policy, db)):
-        wanted = sorted({key for keys in present for key in (keys.low, keys.high)})
-        marks = yield from _marks(db, wanted, parallel, policy)
-        foreign = _foreign(present, marks, form)
-        foreign += [keys for keys in present if reaches_other_ids(keys)]
-        for span, keys in zip(spans, ranges, strict=True):
-            if keys is None:
-                counts.append(0)
-            elif keys in foreign:
-                found = yield from _scan_counts(known, db, [span], [keys], form, doc_type, policy)
-                counts.append(sum(found))
-            else:
-                counts.append(_difference(db, marks, keys, policy))
+        return [0] * len(spans)
+    counts: dict[KeyRange, int] = {}
+    trusted = [] if exact else [keys for keys in present if not reaches_other_ids(keys)]
+    if trusted and (yield from counts_by_offset(known, policy, db)):
+        edges = sorted({key for keys in trusted for key in (keys.low, keys.high)})
+        marks = yield from _marks(db, edges, parallel, policy)
+        foreign = _foreign(trusted, marks, form)
+        for keys in trusted:
+            if keys not in foreign:
+                counts[keys] = _difference(db, marks, keys, policy)
+        # The other ranges are scanned one by one: far apart, one scan would read between them.
+        for span, each in zip(spans, ranges, strict=True):
+            if each is not None and each not in counts:
+                scanned = yield from _scan_counts(known, db, [span], [each], form, doc_type, policy)
+                counts[each] = scanned[0]
     else:
-        found = yield from _scan_counts(known, db, present_spans, present, form, doc_type, policy)
-        each = iter(found)
-        counts = [0 if keys is None else next(each) for keys in ranges]
-    return [
-        Bucket(to_datetime(a), to_datetime(b), n) for (a, b), n in zip(spans, counts, strict=True)
-    ]
-
-
-def _check_form(form: object) -> None:
-    if not isinstance(form, IdForm):
-        raise InvalidArgumentError(
-            f"form={form!r}: pass an IdForm such as couchids.KUUID or couchids.V7S"
-        )
+        present_spans = [span for span, each in zip(spans, ranges, strict=True) if each]
+        scanned = yield from _scan_counts(known, db, present_spans, present, form, doc_type, policy)
+        counts = dict(zip(present, scanned, strict=True))
+    return [0 if each is None else counts[each] for each in ranges]
 
 
 @dataclass(frozen=True)
@@ -347,34 +285,29 @@ def _marks(
         rows = expect_rows(reply.body, each, db, sent=reply.sent, span=KeySpan(key, None))
         return _Mark(value, [row["id"] for row in rows])
 
-    if parallel == 1 or len(keys) == 1:
-        found = {}
-        for key in keys:
-            found[key] = yield from mark(key)
-        return found
-    started = []
-    for key in keys[:parallel]:
-        started.append((yield Start(mark(key))))
-    marks: dict[str, _Mark] = {}
-    for index, key in enumerate(keys):
-        marks[key] = yield Wait(started[index])
-        if index + parallel < len(keys):
-            started.append((yield Start(mark(keys[index + parallel]))))
-    return marks
+    return dict(zip(keys, (yield from each_type(mark, keys, parallel)), strict=True))
 
 
-def _foreign(ranges: list[KeyRange], marks: dict[str, _Mark], form: IdForm) -> list[KeyRange]:
-    """The ranges in which an id seen at a key is not an id of ``form``."""
-    ordered = sorted(ranges, key=lambda keys: keys.low)
-    lows = [keys.low for keys in ordered]
-    wanted = form.matcher(ordered[0].prefix)
-    found = []
-    for doc_id in sorted({i for mark in marks.values() for i in mark.ids}):
+def _locate(ranges: list[KeyRange]) -> Callable[[str], int | None]:
+    """The index in ``ranges`` (disjoint) of the one holding an id, or ``None``."""
+    order = sorted(range(len(ranges)), key=lambda i: ranges[i].low)
+    lows = [ranges[i].low for i in order]
+
+    def locate(doc_id: str) -> int | None:
         slot = bisect.bisect_right(lows, doc_id) - 1
-        if slot < 0 or doc_id >= ordered[slot].high or wanted(doc_id):
-            continue
-        if ordered[slot] not in found:
-            found.append(ordered[slot])
+        return order[slot] if slot >= 0 and doc_id < ranges[order[slot]].high else None
+
+    return locate
+
+
+def _foreign(ranges: list[KeyRange], marks: dict[str, _Mark], form: IdForm) -> set[KeyRange]:
+    """The ranges in which an id seen at a key is not an id of ``form``."""
+    locate, wanted = _locate(ranges), form.matcher(ranges[0].prefix)
+    found = set()
+    for doc_id in {doc_id for mark in marks.values() for doc_id in mark.ids}:
+        slot = locate(doc_id)
+        if slot is not None and not wanted(doc_id):
+            found.add(ranges[slot])
     return found
 
 
@@ -403,20 +336,15 @@ def _scan_counts(
 ) -> Program[list[int]]:
     """Counts of the ids of ``form`` in each of ``ranges`` (the key ranges of the adjacent
     time ``spans``), from one scan of the ids in time slices read in parallel."""
-    ordered = sorted(range(len(ranges)), key=lambda i: ranges[i].low)
-    lows = [ranges[i].low for i in ordered]
+    locate = _locate(ranges)
     start_ms, end_ms = min(a for a, _ in spans), max(b for _, b in spans)
     counts = [0] * len(ranges)
     pages = Puller(
         scan_pages(known, db, form, doc_type, start_ms, end_ms, policy, include_docs=False)
     )
     while (page := (yield from pages.next())) is not END:
-        for doc_id in _ids(page):
-            slot = bisect.bisect_right(lows, doc_id) - 1
-            if slot >= 0 and doc_id < ranges[ordered[slot]].high:
-                counts[ordered[slot]] += 1
+        for row in page:
+            slot = locate(row["id"])
+            if slot is not None:
+                counts[slot] += 1
     return counts
-
-
-def _ids(page: Iterable[dict[str, Any]]) -> Iterable[str]:
-    return (row["id"] for row in page)

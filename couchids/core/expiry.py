@@ -1,23 +1,11 @@
-"""Deleting the documents of a type made before a time: CouchDB has no document TTL.
+"""Deleting the documents of a type made before a time (CouchDB has no document TTL), and
+purging them.
 
-The key range of ``[1970, before)`` for the type and form is read in time order, oldest
-first, without documents (a row carries the current revision); only ids the form's matcher
-accepts are taken, so nothing of another type, form or time is ever touched. (A loose form,
-``utc_random``, cannot tell its ids from CouchDB's ``random`` ids: a type that holds those
-is refused before anything is read, see :func:`couchids.core.scan.check_one_form`.) Each
-page goes to ``_bulk_docs`` as ``{"_id", "_rev", "_deleted": true}``, while the next page is
-read. A document changed since it was read answers 409 and is reported, never forced.
-Deleted documents leave ``_all_docs``, so a second run simply finds what is left; a
-:class:`~couchids.Checkpoint` also lets it skip what the first run already reported.
-
-``purge=True`` then removes the deleted revisions for good with ``POST /{db}/_purge``
-(CouchDB 2.3 and later). Cloudant has no ``_purge``, nor has PouchDB Server, and a server may
-say it is CouchDB and still have none (a proxy in front of it, a gateway): before anything
-is deleted, :func:`check_purge` sends an empty purge, which changes nothing where ``_purge``
-exists, and refuses the expiry where it does not. Each purge request holds as many ids as
-the server takes: 100 before CouchDB 3.5.1 (its ``[purge] max_document_id_number``), a
-whole page from 3.5.1, which has no such limit, and fewer once a server refuses a request
-as too large (a limit set lower by its administrator).
+The key range of ``[1970, before)`` is read oldest first without documents; only ids inside it
+that :func:`~couchids.core.keys.in_window` accepts are deleted, by the revision read (a
+document changed since answers 409 and is reported, never forced), each page while the next
+is read. ``purge=True`` then removes the deleted revisions with ``POST /{db}/_purge``, after
+:func:`check_purge` made sure the server has it. The user's side is docs/guide/lifecycle.md.
 """
 
 from __future__ import annotations
@@ -27,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from couchids.core.answers import answer_error, check_listing, describe, expect_object
+from couchids.core.answers import answer_error, describe, expect_object
 from couchids.core.arguments import count as check_size
 from couchids.core.arguments import flag as check_flag
 from couchids.core.arguments import function
@@ -44,6 +32,7 @@ from couchids.core.scan import (
     check_one_form,
     range_pages,
 )
+from couchids.core.writes import keyed_rows
 from couchids.errors import InvalidArgumentError, ServerError
 from couchids.idforms.forms import KUUID, IdForm
 from couchids.idforms.times import TimeLike, to_ms
@@ -63,15 +52,12 @@ __all__ = [
 
 #: Documents per ``_bulk_docs`` delete request.
 DEFAULT_EXPIRE_BATCH: Final = 500
-#: Ids per ``_purge`` request before CouchDB 3.5.1, whose ``[purge] max_document_id_number``
-#: is 100 by default.
+#: Ids per ``_purge`` request before CouchDB 3.5.1 (its ``max_document_id_number``).
 PURGE_BATCH: Final = 100
-#: The first CouchDB whose ``_purge`` takes any number of ids by default: 3.5.1 removed
-#: ``max_document_id_number`` and made ``max_revisions_number`` unlimited
+#: The first CouchDB whose ``_purge`` takes any number of ids by default
 #: (https://docs.couchdb.org/en/3.5.1/whatsnew/3.5.html, "Purge improvements").
 UNLIMITED_PURGE_SINCE: Final = (3, 5, 1)
-#: What answers a request to an endpoint the server does not have: CouchDB's own 404, a
-#: proxy's 404 or 405, a gateway's 501.
+#: An endpoint the server does not have: CouchDB's or a proxy's 404, a proxy's 405, a 501.
 NO_ENDPOINT_STATUSES: Final = frozenset({404, 405, 501})
 #: CouchDB's words for a purge request over its limits (a 400).
 _OVER_LIMIT: Final = re.compile(r"exceeded maximum number", re.IGNORECASE)
@@ -80,10 +66,9 @@ _VERSION: Final = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
 LEAF_ROUNDS: Final = 3
 #: Whether a document is live, and the revision of its tombstone when it is not.
 State = tuple[bool, str | None]
-#: The scope of rows of any id (:func:`expire_rows`): a plain key range, read in key order
-#: (any form whose keys rise with time would do), in the global index of a partitioned one.
+#: The scope of rows of any id (:func:`expire_rows`): a plain key range in the global index.
 PLAIN_SCOPE: Final[tuple[IdForm, str | None]] = (KUUID, None)
-#: The whole primary index, from its first id (read to its end: ``range_pages(to_the_end)``).
+#: The whole primary index.
 _EVERYTHING: Final = KeyRange(low="", high="", prefix="")
 
 
@@ -130,7 +115,7 @@ def expire(
     backoff: float,
     timeout: float | None,
 ) -> Program[ExpireReport]:
-    """The program of :meth:`couchids.Database.expire` (see there); arguments checked now."""
+    """The program of :meth:`couchids.Database.expire`; arguments checked now."""
     policy = RetryPolicy.checked(retries, backoff, timeout, "expire")
     before_ms = to_ms(before)
     check_size("batch_size", batch_size)
@@ -138,78 +123,49 @@ def expire(
     check_flag("purge", purge)
     function("on_progress", on_progress)
     checkpoint = check_checkpoint(checkpoint)
-    if not isinstance(form, IdForm):
-        raise InvalidArgumentError(f"form={form!r}: pass an IdForm such as couchids.KUUID")
     keys = window_keys(form, type, 0, before_ms)
     mark = checkpoint if checkpoint is not None else Checkpoint()
     report = ExpireReport(dry_run=dry_run, checkpoint=mark)
     inside = in_window(form, type, 0, before_ms)
-    return _expire(
-        known, db, keys, form, type, inside, purge, batch_size, on_progress, report, policy
-    )
 
-
-def _expire(
-    known: FactsCache,
-    db: str,
-    keys: KeyRange | None,
-    form: IdForm,
-    doc_type: str | None,
-    inside: Callable[[str], bool],
-    purge: bool,
-    batch_size: int,
-    on_progress: Callable[[ExpireReport], None] | None,
-    report: ExpireReport,
-    policy: RetryPolicy,
-) -> Program[ExpireReport]:
-    yield from database_facts(known, db, policy)
-    yield from check_one_form(known, db, form, doc_type, policy)
-    if purge and not report.dry_run:
-        yield from check_purge(known, db, policy)
-    if keys is None:
-        return report
-    pages = range_pages(
-        known,
-        db,
-        keys,
-        form,
-        policy,
-        doc_type=doc_type,
-        after=report.checkpoint.last_id,
-        batch_size=batch_size,
-    )
-    scope = (form, doc_type)
-    return (
-        yield from expire_rows(
-            known,
-            db,
-            pages,
-            inside,
-            report,
-            policy,
-            purge=purge,
-            scope=scope,
-            on_progress=on_progress,
+    def run() -> Program[ExpireReport]:
+        yield from database_facts(known, db, policy)
+        yield from check_one_form(known, db, form, type, policy)
+        if purge and not dry_run:
+            yield from check_purge(known, db, policy)
+        if keys is None:
+            return report
+        after = report.checkpoint.last_id
+        pages = range_pages(
+            known, db, keys, form, policy, doc_type=type, after=after, batch_size=batch_size
         )
-    )
+        return (
+            yield from expire_rows(
+                known,
+                db,
+                pages,
+                inside,
+                report,
+                policy,
+                purge=purge,
+                scope=(form, type),
+                on_progress=on_progress,
+            )
+        )
+
+    return run()
 
 
 def check_purge(known: FactsCache, db: str, policy: RetryPolicy) -> Program[None]:
-    """Refuse a purge the server cannot do, before anything is deleted.
-
-    A server whose welcome says it is Cloudant or PouchDB Server has no ``_purge``: refused
-    without a request. Any other is asked: ``POST /{db}/_purge`` with ``{}``, an empty purge
-    that changes nothing where ``_purge`` exists (CouchDB answers ``{"purged": {}}``), so that
-    a server that says it is CouchDB but has no ``_purge`` (``404``, ``405``, ``501``) is found
-    now, not after the documents are deleted. A ``404`` is told from a missing database by a
-    ``GET /{db}``.
+    """Refuse a purge the server cannot do, before anything is deleted: Cloudant and PouchDB
+    Server by their welcome, any other server by an empty ``POST /{db}/_purge`` (which changes
+    nothing where ``_purge`` exists; a 404 is told from a missing database by a ``GET /{db}``).
 
     Raises:
         InvalidArgumentError: the server has no ``_purge``.
         DatabaseNotFoundError: ``db`` does not exist.
         ServerError: (or a subclass) any other failure of the empty purge, such as
-            ``UnauthorizedError`` for credentials that may not purge (CouchDB lets only
-            admins); or an answer that is not a purge's.
+            ``UnauthorizedError`` (CouchDB lets only admins purge), or an answer not a purge's.
     """
     kind = yield from server_kind(known, policy, db)
     if kind in ("cloudant", "pouchdb"):
@@ -247,9 +203,8 @@ def check_purge(known: FactsCache, db: str, policy: RetryPolicy) -> Program[None
 
 
 def purge_batch_for(version: str | None) -> int | None:
-    """Ids per ``_purge`` request a CouchDB of ``version`` (its welcome's) takes by default:
-    no limit (``None``) from 3.5.1, :data:`PURGE_BATCH` before it or when it does not say.
-    Pure.
+    """Ids per ``_purge`` request a CouchDB of ``version`` takes by default: no limit
+    (``None``) from 3.5.1, :data:`PURGE_BATCH` before it or when it does not say.
 
     >>> purge_batch_for("3.4.3"), purge_batch_for("3.5.1"), purge_batch_for("3.10.0")
     (100, None, None)
@@ -267,8 +222,7 @@ def index_rows(
     known: FactsCache, db: str, policy: RetryPolicy, *, batch_size: int
 ) -> Program[None]:
     """Emits the rows (ids and revisions) of every document of ``db``, design documents
-    included, in key order, ``batch_size`` at a time: what :func:`expire_rows` reads when
-    every id of a database is to be looked at. ``DatabaseNotFoundError`` for a missing one."""
+    included, in key order, ``batch_size`` at a time, for :func:`expire_rows`."""
     return range_pages(
         known,
         db,
@@ -294,13 +248,10 @@ def expire_rows(
     scope: tuple[IdForm, str | None] = PLAIN_SCOPE,
     on_progress: Callable[[ExpireReport], None] | None = None,
 ) -> Program[ExpireReport]:
-    """Delete the documents of the ``_all_docs`` rows ``pages`` emits (ids and revisions, in
-    key order) whose id ``goes`` picks, into ``report`` (in a dry run, only count them), and
-    purge them with ``purge``; ``goes`` is asked once about each row.
-
-    The next page is read while a page is deleted. ``scope`` is the form and type of the
-    rows (:func:`delete_revisions`); :data:`PLAIN_SCOPE` for rows of any id. The caller
-    checked the database and the purge (:func:`check_purge`) before.
+    """Delete the documents of the ``_all_docs`` rows ``pages`` emits (in key order) whose id
+    ``goes`` picks (asked once a row), into ``report`` (a dry run only counts them), and purge
+    them with ``purge``. ``scope`` is the form and type of the rows (:func:`delete_revisions`).
+    The caller checked the database and the purge (:func:`check_purge`) before.
     """
     dry_run, mark = report.dry_run, report.checkpoint
     rows_of = Puller(pages)
@@ -338,17 +289,13 @@ def delete_revisions(
     others: Mapping[str, Sequence[str]] | None = None,
 ) -> Program[dict[str, str]]:
     """Delete the documents of ``_all_docs`` rows (``{"id", "value": {"rev"}}``) by the
-    revision read, adding the outcome to ``report``; return ``{id: deleted revision}`` of the
-    revisions deleted now.
+    revision read, into ``report``; return ``{id: deleted revision}`` of those deleted now.
 
-    A document with conflicts (several live leaf revisions) is still live once its winning
-    revision is deleted: another leaf takes its place. ``others`` names, by id, the other
-    leaf revisions read with a row (those archive copied): they are deleted once the row's
-    revision is, by their revisions, so that a leaf written since is never deleted unseen.
-    A document still live then has leaves nobody read: with ``every_leaf`` they are deleted
-    too, so that it is gone; without, it is left live and reported in ``report.conflicts``.
-    Either way ``report.deleted`` counts only documents that are gone. Each request may take
-    ``policy``'s timeout; answers are checked for shape."""
+    A document with conflicts is still live once its winning revision is deleted. ``others``
+    names, by id, the other leaf revisions read with a row (those archive copied): they are
+    deleted by those revisions, so a leaf written since is never deleted unseen. Leaves nobody
+    read are deleted too with ``every_leaf``; without, the document is left live and reported
+    in ``report.conflicts``. ``report.deleted`` counts only documents that are gone."""
     docs = []
     for row in rows:
         value = row.get("value")
@@ -361,7 +308,7 @@ def delete_revisions(
     tombstones: dict[str, str] = {}
     conflicted: list[str] = []
     sent = {doc["_id"] for doc in docs}
-    for row in _result_rows(answer, each, db, "_bulk_docs", asked=sent):
+    for row in keyed_rows(answer, "id", sent, "_bulk_docs", each, db).values():
         if row.get("error") == "conflict":
             conflicted.append(row["id"])
         elif row.get("error"):
@@ -403,10 +350,8 @@ def _still_live(
     scope: tuple[IdForm, str | None],
     policy: RetryPolicy,
 ) -> Program[set[str]]:
-    """Which of ``ids`` (of the form and type of ``scope``), just deleted, are still live: a
-    read of the key range from the lowest to the highest of them, from their partition in a
-    partitioned database (a deleted document leaves ``_all_docs``; the range holds about a
-    batch of rows, and costs a fraction of a lookup of the ids by ``keys``)."""
+    """Which of ``ids`` (of ``scope``'s form and type), just deleted, are still live: one read
+    of the key range from the lowest to the highest (cheaper than a lookup by ``keys``)."""
     if not ids:
         return set()
     form, doc_type = scope
@@ -422,17 +367,16 @@ def _still_live(
 
 
 def _states(db: str, ids: list[str], policy: RetryPolicy) -> Program[dict[str, State]]:
-    """Whether each of ``ids`` is live now, and the revision of the deleted ones' tombstone
-    (one ``_all_docs`` request by keys; a missing id is absent)."""
+    """Whether each of ``ids`` is live now, and the revision of the deleted ones' tombstone;
+    a missing id is absent."""
     if not ids:
         return {}
     each = policy.renewed()
     asked = post_json(path(db, "_all_docs"), {"keys": ids})
     body = (yield from ask(asked, each, db)).body
     rows = expect_object(body, each, db, "rows")["rows"]
-    rows = _result_rows(rows, each, db, "_all_docs", "key", asked=set(ids))
     states: dict[str, State] = {}
-    for row in rows:
+    for row in keyed_rows(rows, "key", set(ids), "_all_docs", each, db).values():
         value = row.get("value")
         if isinstance(value, dict) and isinstance(value.get("rev"), str):
             deleted = value.get("deleted") is True
@@ -443,9 +387,8 @@ def _states(db: str, ids: list[str], policy: RetryPolicy) -> Program[dict[str, S
 def _delete_leaves(
     known: FactsCache, db: str, doc_id: str, report: ExpireReport, policy: RetryPolicy
 ) -> Program[None]:
-    """Delete every live leaf revision of ``doc_id`` (its conflicts), whose winning revision
-    was just deleted; a document still live after :data:`LEAF_ROUNDS` rounds (written to
-    again meanwhile) is reported in ``report.failed``."""
+    """Delete every live leaf revision of ``doc_id``, whose winning revision was just deleted;
+    one still live after :data:`LEAF_ROUNDS` rounds is reported in ``report.failed``."""
     for _ in range(LEAF_ROUNDS):
         each = policy.renewed()
         leaves = yield from live_leaves(known, db, doc_id, each)
@@ -459,29 +402,12 @@ def _delete_leaves(
     )
 
 
-def _result_rows(
-    rows: Any, policy: RetryPolicy, db: str, what: str, name: str = "id", *, asked: set[str]
-) -> list[dict[str, Any]]:
-    """``rows`` if it is a list of objects, each with a string ``name`` (``id``; the ``key``
-    of an ``_all_docs`` answer for keys, whose rows for missing ids have no ``id``), one of
-    the ids ``asked`` about, none twice (:func:`~couchids.core.answers.check_listing`)."""
-    if not isinstance(rows, list) or not all(
-        isinstance(row, dict) and isinstance(row.get(name), str) for row in rows
-    ):
-        raise answer_error(policy, db, f"{what} answered {describe(rows)}")
-    check_listing(what, [row[name] for row in rows], policy, db, noun="the row of ", among=asked)
-    return rows
-
-
 def _purge(
     known: FactsCache, db: str, tombstones: dict[str, str], policy: RetryPolicy
 ) -> Program[int]:
     """Purge the revisions ``tombstones`` (``{id: deleted revision}``); return how many
-    documents had theirs purged. As many ids go in a request as the server takes
-    (:func:`purge_batch_for` its version; the caller read its welcome in
-    :func:`check_purge`); one refused as over the server's limits (a ``400`` "Exceeded maximum
-    number", checked before anything is purged) is sent again in smaller requests, and the
-    smaller size is kept for the client."""
+    documents had theirs purged. A request over the server's limits (a ``400`` "Exceeded
+    maximum number", which purges nothing) is sent again smaller, and the size is kept."""
     items = list(tombstones.items())
     purged = start = 0
     while start < len(items):
