@@ -1,17 +1,9 @@
 """couchids: time-sortable document ids for Apache CouchDB and IBM Cloudant.
 
 Ids compatible byte for byte with the kuuid npm package (and kuuid 3's UUIDv7 forms), and
-queries and writes that use them on the primary index, ``_all_docs``.
-
-The top level holds what most programs use: :func:`id` and :func:`decode`, the id forms
-(:data:`KUUID`, :data:`V7S`, ...) and :class:`IdForm`, :data:`ALL_TYPES`, the handles
-(:class:`Database`, :class:`Series`, their :class:`Sequence` and :class:`Replication`) with
-:func:`connect`, what the handles take and answer (:class:`Options`, :class:`Checkpoint`,
-:class:`WriteResult`), and the errors (the rarer ones, such as ``MissingExtraError``, in
-``couchids.errors``). The rest lives in its module: :mod:`couchids.kuuid` (the kuuid npm package's
-functions: ``idms``, ``prefix``, ``v7s``, ...), :mod:`couchids.aio` (the asyncio API), the
-reports of the lifecycle operations beside their programs
-(:class:`couchids.core.expiry.ExpireReport`, ...). ``couchids.__version__`` is the version.
+queries and writes that use them on the primary index, ``_all_docs``. The top level holds what
+most programs use; :mod:`couchids.kuuid` holds the kuuid npm package's functions,
+:mod:`couchids.aio` the asyncio API, ``couchids.errors`` the rarer errors.
 
 Example::
 
@@ -67,8 +59,6 @@ from couchids.idforms.typed import TypedId
 from couchids.idforms.ulid import ULID
 from couchids.idforms.uuid464 import UUID464
 
-# Loaded on first use (``__getattr__``): the ibmcloudant SDK, the query machinery and the
-# reading of ids of any form (``decode``, which builds its tables of every form).
 if TYPE_CHECKING:
     from couchids.core.options import Options
     from couchids.core.scan import Checkpoint
@@ -129,8 +119,8 @@ __all__ = [
     "id",
 ]
 
-#: The names loaded on first use, each with the module that defines it: importing couchids
-#: (and making or decoding an id) loads no SDK, HTTP client or query machinery.
+#: The names loaded on first use (PEP 562), with their modules: importing couchids (and making
+#: an id) loads no SDK, HTTP client, query machinery or ``decode``'s tables.
 _LAZY: dict[str, str] = {
     "decode": ".idforms.decode",
     "DecodedId": ".idforms.decode",
@@ -145,7 +135,6 @@ _LAZY: dict[str, str] = {
 
 
 def __getattr__(name: str) -> Any:
-    """Load a name of :data:`_LAZY` from its module on first use (PEP 562), then keep it."""
     if name not in _LAZY:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(_importlib.import_module(_LAZY[name], __name__), name)

@@ -1,12 +1,8 @@
 """The couchids exception hierarchy, and :class:`WriteResult`, the outcome of writing one
-document.
+document (the two refer to each other).
 
-Bad input raises a :class:`InvalidInputError` (also a :class:`ValueError`); what the server
-decided raises one of the server-side classes. Every message says what was wrong and what is
-accepted.
-
-A write's result carries the error of a document that was not stored, and an error carries the
-results of a bulk write done before it: the two refer to each other, so they live in one module.
+Bad input raises an :class:`InvalidInputError` (a ``ValueError``); what the server decided
+raises one of the server-side classes. Every message says what was wrong and what is accepted.
 """
 
 from __future__ import annotations
@@ -18,20 +14,15 @@ from typing import Any, Final
 
 
 class CouchidsError(Exception):
-    """Base class of every error couchids raises.
+    """Base class of every error couchids raises; its message never holds a credential.
 
-    Its message never holds a credential. Errors of bad input (:class:`InvalidInputError`)
-    are made from the caller's arguments and cost no more than their message: ``decode`` of a
-    valid id makes none, and a refused one costs microseconds. Errors made from what a server
-    answered, a URL or the configuration (:class:`ServerError`, :class:`ConflictError`,
-    :class:`AllocationFailed`, :class:`BulkWriteError`) mask every text argument with
-    ``couchids.drivers.config.scrub`` (the user info of URLs, ``Authorization`` and cookie values,
-    the configured passwords and API keys) when they are made.
+    Errors of bad input cost no more than their message. Errors made from a server's answer, a
+    URL or the configuration mask every text argument when made (``couchids.drivers.config.scrub``:
+    the user info of URLs, ``Authorization`` and cookie values, the configured secrets).
 
-    Writes (:meth:`~couchids.Database.create`, :meth:`~couchids.Database.bulk_create`,
+    The writes (:meth:`~couchids.Database.create`, :meth:`~couchids.Database.bulk_create`,
     :meth:`~couchids.Database.create_short`) set these on every error raised once an id was
-    chosen, and
-    their message says the same in words:
+    chosen, and say the same in the message:
 
     Attributes:
         doc_id: the id being written, or ``None`` (before an id was chosen; bulk writes).
@@ -39,7 +30,7 @@ class CouchidsError(Exception):
             been (an answer was lost); writing it again under the same id (or key) finds out
             and never stores it twice.
         results: bulk writes: a :class:`~couchids.WriteResult` for every document handled
-            before the error, each with its id (see :meth:`~couchids.Database.bulk_create`).
+            before the error.
 
     Example::
 
@@ -57,23 +48,21 @@ class CouchidsError(Exception):
     results: Sequence[WriteResult] = ()
 
 
-#: What masks the texts of server-side errors: none until a driver is loaded, which installs
-#: :func:`couchids.drivers.config.scrub` (:func:`mask_with`). No server error exists before:
-#: only a driver's requests make them. The ids and the core, which import this module, so
-#: load no SDK and read no configuration.
+#: What masks the texts of server-side errors: a driver installs it (:func:`mask_with`), so
+#: that the ids and the core, which import this module, read no configuration.
 _mask: Callable[[str], str] | None = None
 
 
 def mask_with(mask: Callable[[str], str]) -> None:
-    """Mask every text of the server-side errors made from now on with ``mask`` (called by
-    the drivers, which know where the configured credentials are)."""
+    """Mask every text of the server-side errors made from now on with ``mask`` (the drivers
+    install it).
+    """
     global _mask
     _mask = mask
 
 
 def _masked(*args: object) -> tuple[object, ...]:
-    """``args`` with each text masked, for an error whose message may quote a server's
-    answer, a URL or the configuration."""
+    """``args`` with each text masked."""
     mask = _mask
     if mask is None:
         return args
@@ -81,9 +70,8 @@ def _masked(*args: object) -> tuple[object, ...]:
 
 
 class MissingExtraError(CouchidsError, ModuleNotFoundError):
-    """A part of couchids needs a package of an extra that is not installed: ``couchids.aio``
-    needs ``httpx`` (``pip install 'couchids[async]'``). The message names the extra to
-    install; ``name`` is the module that was missing.
+    """A part of couchids needs a package of an extra that is not installed; the message names
+    the extra, ``name`` the missing module.
 
     Example::
 
@@ -148,12 +136,11 @@ class InvalidArgumentError(InvalidInputError):
 
 
 class ServerError(CouchidsError):
-    """The server failed: an error answer, no answer, or an answer that is not CouchDB's.
+    """The server failed: an error answer (``status``), no answer (``status`` 0), or an answer
+    that is not CouchDB's.
 
-    ``status`` is the HTTP status (0 when no answer came). The message names the operation,
-    the database and the request (``create on 'shop' (PUT /shop/order:...)``). The
-    ``ibmcloudant``/``requests`` exception is chained as ``__cause__`` as a copy with its text
-    masked: the original's text can carry the server URL with its credentials.
+    The message names the operation, the database and the request. The SDK's exception is
+    chained as ``__cause__``, as a copy with its text masked.
 
     Example::
 
@@ -181,7 +168,7 @@ class ServerTimeoutError(ServerError, TimeoutError):
 
 
 class DatabaseNotFoundError(ServerError):
-    """The database does not exist.
+    """The database does not exist (status 404).
 
     Example::
 
@@ -205,57 +192,37 @@ class UnauthorizedError(ServerError):
 
 
 class DatabaseLimitError(ServerError):
-    """The server refused to create a database because it holds as many as it allows: IBM
-    Cloudant instances created since March 2025 hold at most 200 databases on the Standard
-    plan and 20 on Lite, and answer the next ``PUT /{db}`` with ``403``. The message names the
-    database, what showed the cap (the server's words, or its count of databases against
-    ``max_databases``), and what to do: drop old periods with ``Series.expire``, use a longer
-    period, or ask for a higher cap. A write that needed the database stored nothing
-    (``stored`` is ``False``).
+    """The server refused to create a database because it holds as many as it allows (IBM
+    Cloudant: 200 on Standard, 20 on Lite, since March 2025; ``403``).
+
+    The message names the database, what showed the cap, and what to do (drop old periods with
+    ``Series.expire``, a longer period, a higher cap). A write that needed the database stored
+    nothing (``stored`` is ``False``).
 
     Example::
-
-        from datetime import datetime, timedelta, timezone
-
-        import couchids
-        from couchids.errors import DatabaseLimitError
 
         readings = couchids.Series(client, "readings", every="day")
         try:
             readings.create({"temp": 21.5}, type="reading")
-        except DatabaseLimitError:  # drop the oldest periods, then write again
-            kept_from = datetime.now(timezone.utc) - timedelta(days=30)
-            readings.expire(kept_from, dry_run=False)
-            readings.create({"temp": 21.5}, type="reading")
+        except couchids.errors.DatabaseLimitError:
+            ...  # drop the oldest periods (readings.expire), then write again
     """
 
 
 class DatabaseLimitWarning(UserWarning):
-    """``Series.prepare`` found the server close to its cap on databases (``max_databases``,
-    or Cloudant's ``/_api/v2/user/capacity/databases``): the message says how many databases
-    it holds, how many more it allows, and what to do before a new period's database is
-    refused.
+    """``Series.prepare`` found the server close to its cap on databases; the message says how
+    many it holds, how many more it allows, and what to do.
 
     Example::
 
-        import warnings
-
-        import couchids
-        from couchids.errors import DatabaseLimitWarning
-
         readings = couchids.Series(client, "readings", every="day", max_databases=200)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", DatabaseLimitWarning)
-            readings.prepare(ahead=2)
-        for warning in caught:
-            print(warning.message)  # "series 'readings' of days: the server holds ...
+        readings.prepare(ahead=2)  # warns when no more than 2 more databases can be made
     """
 
 
 class RateLimitedError(ServerError):
-    """The server still answered 429 at the call's deadline: couchids paces each request
-    class to the server's rate and sends a 429 again once there is room, until the deadline
-    (see the IBM Cloudant guide).
+    """The server still answered 429 at the call's deadline (couchids paces each request class
+    and sends a 429 again until then).
 
     Example::
 
@@ -267,10 +234,9 @@ class RateLimitedError(ServerError):
 
 
 class ReplicationFailed(ServerError):
-    """A replication cannot run or will not finish: the server's replicator gave up on it
-    (``failed``), keeps crashing on an error its retries do not mend, it was cancelled, the
-    server has no replicator that can run it (PouchDB Server), or (``status`` 404) there is
-    no replication of that id: no ``_replicator`` document of it was ever written.
+    """A replication cannot run or will not finish: the replicator gave up on it, it keeps
+    crashing on an error retries do not mend, it was cancelled, the server cannot run it (PouchDB
+    Server), or (``status`` 404) no ``_replicator`` document of it was ever written.
 
     .. needs couchdb: PouchDB Server's replicator ignores a selector
 
@@ -317,12 +283,10 @@ class AllocationFailed(CouchidsError):
 
 
 class BulkWriteError(CouchidsError):
-    """Some documents of a bulk write were not stored.
+    """Some documents of a bulk write were not stored; raised after every batch was attempted.
 
-    Raised only after every batch was attempted. ``results`` holds one
-    :class:`~couchids.WriteResult` per input document, in input order: the stored ones
-    with their ``rev``, the failed ones with their ``error`` (a :class:`ConflictError` or a
-    :class:`ServerError`).
+    ``results`` holds one :class:`~couchids.WriteResult` per input document, in input order, the
+    failed ones with their ``error`` (a :class:`ConflictError` or a :class:`ServerError`).
 
     Example::
 
@@ -374,13 +338,9 @@ class WriteResult:
         return self.error is None
 
 
-# bulk_create holds every result until it returns the list, so a result is kept small: a
-# revision of CouchDB's form, "<generation>-<32 hex digits>", is kept in the rev slot as one
-# int (48 bytes instead of a str's 96), and read back as the same str. Anything else is kept
-# as given (an int given by hand inside a 1-tuple, so it cannot pass for a packed one). The
-# dataclass's __init__, __eq__, __hash__, __repr__, replace, asdict and pickling all reach the
-# slot through this property, so they see the str; assignment stays refused (frozen). The
-# property replaces the slot's descriptor once dataclass(slots=True) has made the slot.
+# bulk_create holds every result, so a revision of CouchDB's form "<gen>-<32 hex>" is kept in
+# the rev slot as one int (48 bytes, not 96) behind a property that reads it back as the str;
+# anything else is kept as given (an int inside a 1-tuple). Every dataclass method sees the str.
 _REV: Final = re.compile(r"([1-9][0-9]{0,8})-([0-9a-f]{32})")
 _DIGEST_BITS: Final = 128
 _rev_slot: Final = WriteResult.__dict__["rev"]

@@ -1,12 +1,11 @@
 # Generated from couchids/aio/replication.py by scripts/unasync.py: do not edit by hand;
 # edit the asyncio source and run `python scripts/unasync.py`.
-"""The handle of a time-window replication, which
-:meth:`couchids.aio.AsyncDatabase.replicate` starts.
+"""The handle of a time-window replication, which :meth:`couchids.aio.AsyncDatabase.replicate`
+starts.
 
-``couchids/aio/replication.py`` holds the asyncio handle (``couchids.aio.AsyncReplication``),
-written by hand; ``couchids/replication.py`` holds the blocking one
-(``couchids.Replication``), generated from it by ``scripts/unasync.py``. What is sent, and
-why a replication is a ``_replicator`` document, is in :mod:`couchids.core.replication`.
+``couchids/aio/replication.py`` is written by hand (``couchids.aio.AsyncReplication``);
+``couchids/replication.py`` (``couchids.Replication``) is generated from it by
+``scripts/unasync.py``. What is sent, and why, is in :mod:`couchids.core.replication`.
 """
 
 from __future__ import annotations
@@ -33,17 +32,16 @@ __all__ = ["Replication"]
 class Replication:
     """A replication running on the server: watch it, wait for it, cancel it.
 
-    It is one ``_replicator`` document per source database (:attr:`doc_ids`); the server
-    runs it whether or not this object lives, and keeps a continuous one running until it is
-    cancelled (also across restarts). A one-shot replication's documents are removed once
-    :meth:`status` or :meth:`wait` sees them completed, so that ``_replicator`` does not fill
-    with finished replications: their deletions keep the counts, and the status still reads
-    ``completed``, from any process. Its repr and messages never show credentials.
+    It is one ``_replicator`` document per source database (:attr:`doc_ids`), which the server
+    runs whether or not this object lives (a continuous one until cancelled, across restarts). A
+    one-shot replication's documents are removed once :meth:`status` or :meth:`wait` sees them
+    completed; their status still reads ``completed``, from any process. Its repr and messages
+    never show credentials.
 
     Args:
         client: the client that started it.
-        plans: what was started, one :class:`~couchids.core.replication.ReplicationPlan`
-            per ``_replicator`` document (all one-shot or all continuous).
+        plans: one :class:`~couchids.core.replication.ReplicationPlan` per ``_replicator``
+            document (all one-shot or all continuous).
 
     Attributes:
         doc_ids: the ids of its documents in the server's ``_replicator`` database.
@@ -79,22 +77,13 @@ class Replication:
         return f"Replication({ids}: {sources} -> {self.target!r}, {kind})"
 
     def status(self, *, timeout: float | None = DEFAULT_TIMEOUT) -> ReplicationStatus:
-        """Where the replication stands now, from the server's ``_scheduler/docs``.
-
-        Args:
-            timeout: seconds the whole call may take (a request or two per document, with
-                their retries); default 60.
+        """Where the replication stands now, from the server's ``_scheduler/docs``, within
+        ``timeout`` seconds.
 
         Returns:
             A :class:`~couchids.core.replication.ReplicationStatus`: its ``state``
-            (``initializing``, ``running``, ``pending``, ``crashing``, ``error``,
-            ``failed``, ``completed``, or ``cancelled`` once its document is gone) and the
-            server's counts (``docs_read``, ``docs_written``, ``doc_write_failures``, ...).
-            The documents of a one-shot replication seen ``completed`` are removed
-            (:func:`~couchids.core.replication.remove_completed`).
-
-        Raises:
-            ServerError: (and subclasses) the server failed.
+            (``initializing``, ``running``, ``pending``, ``crashing``, ``error``, ``failed``,
+            ``completed``, or ``cancelled`` once its document is gone) and the server's counts.
 
         .. needs couchdb: PouchDB Server's replicator ignores a selector
 
@@ -107,26 +96,18 @@ class Replication:
         return run(self.client, program)
 
     def wait(self, timeout: float | None = None) -> ReplicationStatus:
-        """Wait until a one-shot replication has completed, and return its final status (the
-        server's counts); a continuous one until it is ``running`` (it never completes).
+        """Wait until a one-shot replication has completed and return its final status; a continuous
+        one until it is ``running``.
 
-        Polls ``_scheduler/docs``, every 0.25 s at first, then less often, up to every second.
-        A one-shot replication's documents are removed once it completed (see :meth:`status`).
-
-        Args:
-            timeout: seconds to wait at most, ``None`` (the default) for as long as it takes.
-                It bounds the whole wait: every request of every poll, its retries and the
-                pauses between polls. Without it, each poll still gives up after 60 s
-                without an answer (``ServerTimeoutError``).
+        Polls ``_scheduler/docs``, every 0.25 s at first, up to every second. ``timeout`` bounds the
+        whole wait; ``None`` (the default) waits as long as it takes, each poll within 60 s.
 
         Raises:
-            ReplicationFailed: the server gave up on it (``failed``), it was cancelled, or it
-                is crashing on an error that retrying does not mend (a database not found,
-                credentials refused) or still crashing when ``timeout`` ran out; the message
-                says the server's reason.
-            ServerTimeoutError: ``timeout`` ran out while it was still under way (it goes
-                on: wait again, or cancel it), or while the server did not answer a poll.
-            ServerError: (and subclasses) the server failed.
+            ReplicationFailed: the server gave up on it, it was cancelled, or it crashes on an error
+                retrying does not mend (or still crashed when ``timeout`` ran out), with the
+                server's reason.
+            ServerTimeoutError: ``timeout`` ran out while it was under way (it goes on: wait again,
+                or cancel it).
 
         .. needs couchdb: PouchDB Server's replicator ignores a selector
 
@@ -146,20 +127,11 @@ class Replication:
         return run(self.client, program)
 
     def cancel(self, *, timeout: float | None = DEFAULT_TIMEOUT) -> bool:
-        """Stop the replication: delete its ``_replicator`` documents. Safe to call again.
-
-        Documents it copied stay in the target.
-
-        Args:
-            timeout: seconds the whole call may take, every read, deletion and retry
-                included; default 60.
+        """Stop the replication: delete its ``_replicator`` documents, within ``timeout`` seconds.
+        Safe to call again; what it copied stays in the target.
 
         Returns:
-            Whether a document of it was still there to delete (not for a one-shot
-            replication seen completed: its documents were removed then).
-
-        Raises:
-            ServerError: (and subclasses) the server failed.
+            Whether a document of it was still there to delete.
 
         .. needs couchdb: PouchDB Server's replicator ignores a selector
 

@@ -1,14 +1,9 @@
-"""couchids for asyncio: :class:`AsyncDatabase`, the same operations as
-:class:`couchids.Database` as coroutines and async iterators, over ``httpx``.
+"""couchids for asyncio: the handles of the blocking API, their operations as coroutines and
+async iterators, over ``httpx`` (``pip install 'couchids[async]'``; without it, importing this
+module raises ``couchids.errors.MissingExtraError``).
 
-Install with ``pip install 'couchids[async]'`` (without ``httpx``, importing this module raises
-``couchids.errors.MissingExtraError`` saying so). :func:`connect` makes a client as
-:func:`couchids.connect` does, with the same checks and messages; :class:`AsyncClient` sends
-the requests (:mod:`couchids.drivers.aio`); :class:`AsyncDatabase` and :class:`AsyncSequence`
-(:mod:`couchids.aio.database`) are the handles of one database, :class:`AsyncSeries`
-(:mod:`couchids.aio.series`) that of a series of databases, one per period. Cancelling a
-coroutine, or closing an async iterator mid-stream, cancels the requests it started and leaves
-no task behind.
+:func:`connect` makes a client as :func:`couchids.connect` does. Cancelling a coroutine, or
+closing an async iterator mid-stream, cancels the requests it started and leaves no task behind.
 
 Example::
 

@@ -1,11 +1,6 @@
-"""The tuning a handle carries for every operation it runs: :class:`Options`.
-
-How long a call may take, how often a lost answer is sent again, how many requests are in
-flight and how much each carries are the same knobs on every operation, and a program sets
-them once, for a database (or a series): ``Database(client, "shop", options=Options(timeout=5))``,
-or ``shop.with_options(timeout=5)`` for a handle of the same database with other knobs (a
-cheap copy: it shares the client, what couchids knows of the database and the form). The
-methods take only what differs from call to call.
+"""The tuning a handle carries for every operation it runs: :class:`Options`, set once per
+handle (``Database(client, "shop", options=Options(timeout=5))``, or ``shop.with_options(...)``)
+so that the methods take only what differs from call to call.
 """
 
 from __future__ import annotations
@@ -26,9 +21,8 @@ from couchids.errors import InvalidArgumentError
 
 __all__ = ["DEFAULT_OPTIONS", "OWN_DEFAULTS", "Options", "check_options"]
 
-#: Each operation's own ``batch_size`` and ``parallel``, which an :class:`Options` whose field
-#: is ``None`` (the default) leaves it: rows a page for the reads, documents a ``_bulk_docs``
-#: request (or changes a request) for the writes, and requests in flight.
+#: Each operation's own ``batch_size`` and ``parallel``, used where the :class:`Options` field
+#: is ``None`` (the default).
 OWN_DEFAULTS: Final[dict[str, dict[str, int]]] = {
     "window": {"batch_size": DEFAULT_PAGE_SIZE, "parallel": DEFAULT_PARALLEL},
     "export": {"batch_size": DEFAULT_PAGE_SIZE, "parallel": DEFAULT_PARALLEL},
@@ -49,10 +43,8 @@ class Options:
 
     Attributes:
         timeout: seconds, or ``None`` for no limit of couchids' own (the client's timeouts
-            still apply); default 60. What it bounds is said per method: the whole call for
-            one that returns one answer (a write with its retries, ``latest``, ``count``), each
-            request for a stream or a run over a range, whose length the data sets
-            (``window``, ``export``, each batch of ``bulk_create``).
+            still apply); default 60. The whole call for one that returns one answer, each
+            request for a stream or a run over a range (per method: docs/guide/errors.md).
         retries: how many times a request whose answer was lost (connection error, timeout,
             5xx, 429) is sent again, after the first attempt; default 4.
         backoff: seconds before the first retry, doubling for each later one (at most 2 s;
@@ -113,12 +105,15 @@ class Options:
 
     def policy(self, operation: str) -> RetryPolicy:
         """The retry policy of one call of ``operation`` with these options; its clock starts
-        now."""
+        now.
+
+        >>> Options(retries=2).policy("latest").retries
+        2
+        """
         return RetryPolicy.checked(self.retries, self.backoff, self.timeout, operation)
 
     def batch(self, operation: str) -> int:
-        """``batch_size``, or the ``operation``'s own (``OWN_DEFAULTS``) when it is
-        ``None``.
+        """``batch_size``, or the ``operation``'s own (``OWN_DEFAULTS``) when it is ``None``.
 
         >>> Options().batch("window"), Options(batch_size=50).batch("window")
         (2000, 50)
@@ -127,8 +122,11 @@ class Options:
         return own if self.batch_size is None else self.batch_size
 
     def slices(self, operation: str) -> int:
-        """``parallel``, or the ``operation``'s own (``OWN_DEFAULTS``) when it is
-        ``None``."""
+        """``parallel``, or the ``operation``'s own (``OWN_DEFAULTS``) when it is ``None``.
+
+        >>> Options().slices("histogram"), Options(parallel=2).slices("histogram")
+        (8, 2)
+        """
         own = OWN_DEFAULTS[operation]["parallel"]
         return own if self.parallel is None else self.parallel
 
