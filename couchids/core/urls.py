@@ -1,16 +1,11 @@
 """Reading a URL couchids is given (a server's, or a database's for a replication), once,
 before anything is sent: :func:`parse_url`.
 
-``urllib.parse.urlsplit`` and ``requests`` end the host part of a URL at its first ``/``,
-``?`` or ``#``: a password holding one of them unencoded (``http://bob:pa/ss@host``) sends
-the request to another host (``pa``) and puts the rest of the password in the path, where
-messages and logs show it. RFC 3986 (section 3.2.1) allows none of ``@ : / ? # [ ]`` in a
-password, nor a space, except percent-encoded; a ``%`` starts an escape. So a user name or
-password holding one raw is refused here, as is a host or port that is not one, and (for a
-server) a path, with messages that show no part of the password: everything between ``//``
-and the last ``@`` of the URL is ``***`` in them (:func:`shown`).
-
-Pure: no I/O.
+``urlsplit`` and ``requests`` end the host at the first ``/``, ``?`` or ``#``: a password
+holding one unencoded (``http://bob:pa/ss@host``) would send the request to the host ``pa``
+and show the rest of the password in the path. RFC 3986 (3.2.1) allows none of
+``@ : / ? # [ ]`` or a space in user info except percent-encoded, so such a URL is refused,
+with messages that show none of the user info (:func:`shown`).
 """
 
 from __future__ import annotations
@@ -39,17 +34,9 @@ _PORT: Final = re.compile(r"[0-9]{1,5}")
 
 @dataclass(frozen=True, slots=True)
 class ParsedUrl:
-    """A URL couchids accepted: its parts, the user info percent-decoded.
-
-    Attributes:
-        scheme: ``http`` or ``https`` (lower-case).
-        host: the host and port as written (``DB.example.com:443``, ``[::1]:5984``).
-        hostname: the host, lower-case, without brackets.
-        port: the port, or ``None`` when not written.
-        path: the path as written (``""``, ``/``, ``/db%2Fname``).
-        username: the user name, or ``None`` without user info.
-        password: the password, or ``None`` without one.
-    """
+    """A URL couchids accepted: ``scheme`` (lower-case), ``host`` (and port) as written,
+    ``hostname`` (lower-case, no brackets), ``port`` (``None``: not written), ``path`` as
+    written, and the user info percent-decoded (``None``: not given)."""
 
     scheme: str
     host: str
@@ -92,18 +79,14 @@ def shown(url: str) -> str:
 
 def parse_url(url: str, name: str, *, role: Literal["server", "database"]) -> ParsedUrl:
     """``url`` read as a server's URL (``role="server"``: ``http(s)://[user:password@]host
-    [:port]`` and nothing after but a ``/``) or a database's (``role="database"``: with a path
-    naming it).
-
-    ``name`` is what messages call it (``CLOUDANT_URL``, ``url``, ``target``).
+    [:port]`` and at most a ``/``) or a database's (with a path naming it); ``name`` is what
+    messages call it (``CLOUDANT_URL``, ``target``).
 
     Raises:
-        InvalidArgumentError: no ``http://`` or ``https://`` scheme; a user name or password
-            holding ``@ : / ? # [ ]``, a space or a stray ``%`` unencoded, or an escape that
-            is not UTF-8; no host, or one that is not a host name or IP address; a port that
-            is not a number from 1 to 65535; a query or fragment; a server's URL with a path,
-            or a database's without one. The message shows the URL with ``***`` in place of
-            its user info.
+        InvalidArgumentError: no http(s) scheme; user info holding ``@ : / ? # [ ]``, a space
+            or a stray ``%`` unencoded, or an escape that is not UTF-8; no host or a bad one;
+            a port not from 1 to 65535; a query or fragment; a server's URL with a path, or a
+            database's without one. The message shows ``***`` for the user info.
 
     >>> parse_url("https://b%40b:p%2Fw@DB.example.com:443/", "url", role="server")
     ParsedUrl('https://DB.example.com:443', user 'b@b')
@@ -116,20 +99,17 @@ def parse_url(url: str, name: str, *, role: Literal["server", "database"]) -> Pa
     server = role == "server"
     scheme, slashes, rest = url.partition("://")
     if not slashes or scheme.lower() not in SCHEMES:
-        if server and not slashes:
-            fix = f"write it with its scheme, e.g. http://{shown(url)}"
-            raise InvalidArgumentError(f"{said} has no http:// or https:// scheme: {fix}")
-        if server:
+        if not server:
             raise InvalidArgumentError(
-                f"{said} has no http:// or https:// scheme: give an http:// or https:// URL, "
-                "e.g. http://127.0.0.1:5984"
+                f"{said} is not a database URL: give http(s)://[user:password@]host[:port]/db"
             )
-        raise InvalidArgumentError(
-            f"{said} is not a database URL: give http(s)://[user:password@]host[:port]/db"
-        )
-    # The host part ends at the first "/", "?" or "#"; an "@" after it means that the user
-    # info holds one of them unencoded (a database name holds no "@").
-    end = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+        fix = "give an http:// or https:// URL, e.g. http://127.0.0.1:5984"
+        if not slashes:
+            fix = f"write it with its scheme, e.g. http://{shown(url)}"
+        raise InvalidArgumentError(f"{said} has no http:// or https:// scheme: {fix}")
+    # An "@" after the host part means that the user info holds a "/", "?" or "#" unencoded
+    # (a database name holds no "@").
+    end = _cut(rest, "/?#")
     info, at, host = rest[:end].rpartition("@")
     # The one ":" allowed is the one between the user name and the password.
     if "@" in rest[end:] or (at and _BAD_USER_INFO.search(info.replace(":", "", 1))):
@@ -152,7 +132,7 @@ def parse_url(url: str, name: str, *, role: Literal["server", "database"]) -> Pa
     where = said if at else f"{name}={_unported(url, slashes)!r}"
     hostname, port = _host_and_port(host, where, "a database" if not server else "a server")
     tail = rest[end:]
-    cut = min((i for i in (tail.find(c) for c in "?#") if i >= 0), default=len(tail))
+    cut = _cut(tail, "?#")
     path = tail[:cut]
     if tail[cut:]:
         what = "server" if server else "database"
@@ -170,10 +150,15 @@ def parse_url(url: str, name: str, *, role: Literal["server", "database"]) -> Pa
     return parsed
 
 
+def _cut(text: str, ends: str) -> int:
+    """Where the first of the characters ``ends`` stands in ``text`` (its length: none)."""
+    return min((i for i in map(text.find, ends) if i >= 0), default=len(text))
+
+
 def _unported(url: str, slashes: str) -> str:
-    """``url`` without user info, with what follows the first ``:`` of its host part masked."""
+    """``url`` with what follows the first ``:`` of its host part masked."""
     scheme, _, rest = url.partition(slashes)
-    end = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+    end = _cut(rest, "/?#")
     host = rest[:end]
     colon = host.find(":", host.find("]") + 1 if host.startswith("[") else 0)
     masked = host if colon < 0 else host[:colon] + ":***"
@@ -181,12 +166,8 @@ def _unported(url: str, slashes: str) -> str:
 
 
 def _host_and_port(host: str, said: str, what: str) -> tuple[str, int | None]:
-    """The host name (lower-case, no brackets) and port of ``host[:port]``.
-
-    ``said`` names the URL for messages; without user info (``at`` empty), what follows a
-    ``:`` is not shown: ``http://admin:s3cret`` (the ``@host`` forgotten) reads as the host
-    ``admin`` with the port ``s3cret``.
-    """
+    """The host name (lower-case, no brackets) and port of ``host[:port]``; ``said`` names
+    the URL in messages."""
     if host.startswith("["):
         inside, bracket, after = host[1:].partition("]")
         try:
