@@ -1,29 +1,11 @@
-"""Following the new documents of a type as they arrive.
+"""Following the new documents of a type as they arrive (:meth:`couchids.Database.follow`).
 
-Built on ``_changes``, not on ``_all_docs`` read onwards from the last id seen. The id scan
-looks cheaper (it reads only the type's key range), but it has gaps: an id is made before its
-document is stored, so with several writers (or a writer whose clock lags) a document whose id
-sorts below the last id seen can arrive after it, and a scan from that id never returns to it.
-Even one writer meets this with second-precision ids (kuuid's default): ids made within one
-second sort by their random part, not by when they were written. ``_changes`` orders by when
-the database stored a document, whatever its id says, so a sequence checkpoint misses nothing.
-Its cost is reading the changes of other types too (the rows are filtered here by the form's
-regex, as queries are), which is one small row per write without ``include_docs`` for them.
-
-Measured with ``bench/bench_follow.py`` (loopback, 10,000 documents before, 30 kuuid writes of
-the type 0.1-0.4 s apart, each beside one of another type; polling every second):
-
-- ``_changes`` long poll: 6 requests a minute when idle on CouchDB 3.4.3 (0 on PouchDB
-  Server); a new document seen after 7 ms (median; worst 11 ms on CouchDB, 32 ms on
-  PouchDB Server); none missed.
-- ``_all_docs`` from the last id every second: 60 requests a minute when idle; a new document
-  seen after 450-475 ms (median; worst about 1 s); 1 (CouchDB) and 8 (PouchDB Server) of the
-  30 never seen.
-
-A long poll answers as soon as a change arrives, and when idle costs one request per
-``poll`` seconds (PouchDB Server holds it open until a change, whatever its ``timeout``); a poll
-costs one request per interval and waits half an interval on average. The misses are the
-same-second ids above.
+Built on ``_changes``, which orders by when the database stored a document, not on
+``_all_docs`` read onwards from the last id seen: an id is made before its document is stored,
+so with several writers (or ids made within one second) a document whose id sorts below the
+last one seen can still arrive, and an id scan never returns to it. The changes of other types
+are read too, one small row each, and filtered by the form's ids as queries are. Measured with
+``bench/bench_follow.py``: docs/guide/lifecycle.md, "Follow".
 """
 
 from __future__ import annotations
@@ -70,17 +52,13 @@ def follow(
     timeout: float | None,
     since: TimeLike = None,
 ) -> tuple[Program[None], Program[None]]:
-    """The programs of :meth:`couchids.Database.follow` (see there): the first looks the database up
-    and pins a ``since_seq`` of ``"now"`` (drivers run it at the call, so "now" is the call's,
-    not the first read's); the second emits each new document. The arguments are checked now.
+    """The programs of :meth:`couchids.Database.follow` (see there), arguments checked now:
+    the first looks the database up and pins a ``since_seq`` of ``"now"`` (drivers run it at
+    the call); the second emits each new document.
 
-    With ``since`` (a time), only ids holding a time at or after it are emitted, and where
-    the follow begins (no checkpoint with a ``since_seq``) is found by the server where it reads
-    a time as ``_changes``' ``since`` (:func:`~couchids.core.features.has_time_seq`; it
-    answers from up to hours before the time, which the ids filter out), else exactly: the
-    documents of ``[since, the form's last time]`` are read as a window reads them, oldest
-    first, then the changes stored from the call on (pinned before that read, so nothing
-    stored meanwhile is missed; one may come twice).
+    With ``since`` and no checkpoint sequence, a server that reads a time as ``_changes``'
+    ``since`` (:func:`~couchids.core.features.has_time_seq`) starts there; any other reads the
+    window ``[since, the form's last time]`` first, then the changes from the call on.
     """
     policy = read_policy(timeout, "follow")
     check_size("batch_size", batch_size)
@@ -94,44 +72,37 @@ def follow(
         )
     if not isinstance(form, IdForm):
         raise InvalidArgumentError(f"form={form!r}: pass an IdForm such as couchids.KUUID")
-    wanted = _wanted(form, type)
-    start = _since(since, since_seq, form, type)
-    if start is not None:
-        wanted = _and(wanted, in_window(form, type, start, _last(form)))
-    mark = checkpoint if checkpoint is not None else Checkpoint()
+    start = None
+    if since is not None:
+        if since_seq != "now":
+            raise InvalidArgumentError(
+                f"since={since!r:.80} and since_seq={since_seq!r:.80}: pass a time (since) or "
+                "a _changes sequence (since_seq), not both"
+            )
+        check_time_form(form)
+        start = to_ms(since)
+    wanted = _wanted(form, type, start)
     catch_up = _CatchUp()
-    if mark.since_seq is None:
-        mark.since_seq = str(since_seq)
+    if checkpoint.since_seq is None:
+        checkpoint.since_seq = str(since_seq)
         catch_up.start = start
     return (
-        _start(known, db, mark, policy, catch_up),
-        _follow(known, db, form, type, wanted, mark, wait, batch_size, poll_ms, policy, catch_up),
+        _start(known, db, checkpoint, policy, catch_up),
+        _follow(
+            known, db, form, type, wanted, checkpoint, wait, batch_size, poll_ms, policy, catch_up
+        ),
     )
 
 
 @dataclass
 class _CatchUp:
-    """Where a follow ``since`` a time begins. Where the server cannot start ``_changes`` at a
-    time: the window from ``start``, then the changes from ``seq``. Where it can: the first
-    ``_changes`` request's ``since`` is ``time`` (kept here, not in the checkpoint, whose
-    ``since_seq`` is a sequence only: ``None`` until that request answers one)."""
+    """Where a follow ``since`` a time begins: the window from ``start``, then the changes
+    from ``seq``; or, where the server starts ``_changes`` at a time, from ``time`` (kept out
+    of the checkpoint, whose ``since_seq`` is ``None`` until that request answers)."""
 
     start: int | None = None
     seq: str | None = None
     time: str | None = None
-
-
-def _since(since: TimeLike, since_seq: str | int, form: IdForm, doc_type: str | None) -> int | None:
-    """``since`` in ms (``None`` without it), checked with the form it filters by."""
-    if since is None:
-        return None
-    if since_seq != "now":
-        raise InvalidArgumentError(
-            f"since={since!r:.80} and since_seq={since_seq!r:.80}: pass a time (since) or a "
-            "_changes sequence (since_seq), not both"
-        )
-    check_time_form(form)
-    return to_ms(since)
 
 
 def _last(form: IdForm) -> int:
@@ -139,28 +110,25 @@ def _last(form: IdForm) -> int:
     return (form.max_unit + 1) * form.unit_ms
 
 
-def _and(first: Callable[[str], bool], second: Callable[[str], bool]) -> Callable[[str], bool]:
-    return lambda doc_id: first(doc_id) and second(doc_id)
+def _wanted(form: IdForm, doc_type: str | None, start: int | None) -> Callable[[str], bool]:
+    """Whether an id is one a time window of ``form`` and ``doc_type`` could return (from
+    ``start`` on, when given).
 
-
-def _wanted(form: IdForm, doc_type: str | None) -> Callable[[str], bool]:
-    """Whether an id is one a time window of ``form`` and ``doc_type`` could return.
-
-    ``_changes`` brings ids from outside any key range, so the form's matcher is not enough
-    where ids of another form look alike: a second-mode kuuid id reads as a millisecond one of
-    1970-1978, a v7s id as a utc_random one of 1983-2000. For a form that sorts by time an id
-    must also lie in the key range of every time the form's ranges reach.
+    ``_changes`` brings ids from outside any key range, where ids of another form may match
+    (a second-mode kuuid id reads as a millisecond one of 1970-1978, a v7s id as a utc_random
+    one of 1983-2000): for a form that sorts by time, an id must lie in the key range of
+    every time the form holds.
     """
     matches = form.matcher(form.type_prefix(doc_type))
-    if not form.sortable:
-        return matches
-    every = window_keys(form, doc_type, 0, (form.max_unit + 1) * form.unit_ms)
-    if every is None:
-        return matches
-    low, high = every.low, every.high
+    every = window_keys(form, doc_type, 0, _last(form)) if form.sortable else None
+    inside = in_window(form, doc_type, start, _last(form)) if start is not None else None
 
     def wanted(doc_id: str) -> bool:
-        return low <= doc_id < high and matches(doc_id)
+        return (
+            (every is None or every.low <= doc_id < every.high)
+            and matches(doc_id)
+            and (inside is None or inside(doc_id))
+        )
 
     return wanted
 
@@ -168,8 +136,7 @@ def _wanted(form: IdForm, doc_type: str | None) -> Callable[[str], bool]:
 def _start(
     known: FactsCache, db: str, mark: Checkpoint, policy: RetryPolicy, catch_up: _CatchUp
 ) -> Program[None]:
-    # One deadline for the lookup and the read of "now", from when they run (the asyncio API
-    # runs them at the first step, which may come long after the call).
+    # One deadline from when it runs (the asyncio API runs it at the first step).
     each = policy.renewed()
     yield from database_facts(known, db, each)
     if catch_up.start is not None and (yield from has_time_seq(known, db, each)):
@@ -181,8 +148,7 @@ def _start(
         current = (yield from ask(changes, each, db)).body
         mark.since_seq = str(expect_object(current, each, db, "last_seq")["last_seq"])
     if catch_up.start is not None:
-        # The checkpoint says where the changes begin only once the window is read: a
-        # follow stopped while it reads the window reads it again, from the start.
+        # Stopped while it reads the window, a follow reads it again from the start.
         catch_up.seq, mark.since_seq = str(mark.since_seq), None
 
 
@@ -200,9 +166,26 @@ def _follow(
     catch_up: _CatchUp,
 ) -> Program[None]:
     if catch_up.start is not None and catch_up.seq is not None:
-        yield from _read_window(
-            known, db, form, doc_type, wanted, mark, batch_size, policy, catch_up
+        # The window from the start, oldest first, as a window reads it; then the changes.
+        yield from check_one_form(known, db, form, doc_type, policy)
+        pages = scan_pages(
+            known,
+            db,
+            form,
+            doc_type,
+            catch_up.start,
+            _last(form),
+            policy,
+            include_docs=True,
+            batch_size=batch_size,
         )
+        documents = Puller(pages)
+        while (page := (yield from documents.next())) is not END:
+            for doc in page:
+                if isinstance(doc.get("_id"), str) and wanted(doc["_id"]):
+                    yield Emit(doc)
+                    mark.done += 1
+        mark.since_seq, catch_up.start = catch_up.seq, None
     if wait and policy.timeout is not None:
         # A long-poll request is answered after up to ``poll`` seconds by design.
         policy = replace(policy, timeout=policy.timeout + poll_ms / 1000)
@@ -239,56 +222,17 @@ def _follow(
             yield Emit(doc)
             mark.done += 1
         mark.since_seq, catch_up.time = str(answer["last_seq"]), None
-        if not results and not wait:
-            return
         if len(results) < batch_size and not wait:
             return
-
-
-def _read_window(
-    known: FactsCache,
-    db: str,
-    form: IdForm,
-    doc_type: str | None,
-    wanted: Callable[[str], bool],
-    mark: Checkpoint,
-    batch_size: int,
-    policy: RetryPolicy,
-    catch_up: _CatchUp,
-) -> Program[None]:
-    """Emit the documents of ids from ``catch_up.start`` on, oldest first, as a window reads
-    them; then let the changes begin at ``catch_up.seq``."""
-    assert catch_up.start is not None and catch_up.seq is not None
-    yield from check_one_form(known, db, form, doc_type, policy)
-    pages = scan_pages(
-        known,
-        db,
-        form,
-        doc_type,
-        catch_up.start,
-        _last(form),
-        policy,
-        include_docs=True,
-        batch_size=batch_size,
-    )
-    documents = Puller(pages)
-    while (page := (yield from documents.next())) is not END:
-        for doc in page:
-            if isinstance(doc.get("_id"), str) and wanted(doc["_id"]):
-                yield Emit(doc)
-                mark.done += 1
-    mark.since_seq, catch_up.start = catch_up.seq, None
 
 
 def _check_changes(
     results: list[dict[str, Any]], since: str, limit: int, policy: RetryPolicy, db: str, sent: str
 ) -> None:
-    """Refuse a ``_changes`` answer that lists a document twice (one answer lists each
-    changed document once, at its latest change), a sequence twice, the sequence ``since``
-    it was asked to start after, or more changes than ``limit``; and, where the sequences
-    are numbers (PouchDB Server), sequences that do not rise from ``since``. CouchDB 2+ and
-    Cloudant sequences are opaque strings (on a cluster, positions in each shard packed
-    together): no order is read from them."""
+    """Refuse a ``_changes`` answer that lists a document or a sequence twice, the sequence
+    ``since`` it started after, or more than ``limit`` changes; and, where the sequences are
+    numbers (PouchDB Server), ones that do not rise from ``since``. CouchDB 2+ and Cloudant
+    sequences are opaque: no order is read from them."""
     ids = [row["id"] for row in results]
     check_listing("_changes", ids, policy, db, sent=sent, noun="id ", most=limit)
     seqs = [row.get("seq") for row in results]
