@@ -55,8 +55,6 @@ def derived_id(form: IdForm, ms: int, source_id: str, key: bytes, *, type: str |
     >>> derived_id(KUUID, 0, "abc", b"k", type=None) == derived_id(KUUID, 0, "abc", b"k", type=None)
     True
     """
-    # The keyed id of the source id's HMAC: the same source, key and time give the same id,
-    # and the key keeps the new ids from being computed from the old ones by anyone else.
     digest = hmac.new(key, source_id.encode("utf-8"), hashlib.sha256).hexdigest()
     return keyed_id(digest, ms, type=type, form=form)
 
@@ -96,8 +94,8 @@ def rekey(
     timeout: float | None,
     create_target: bool = False,
 ) -> Program[RekeyReport]:
-    """The program of :meth:`couchids.Database.rekey` (see there); arguments checked now (the caller
-    checks the database names)."""
+    """The program of :meth:`couchids.Database.rekey` (see there); arguments checked now, but
+    for the database names (the caller's)."""
     policy = RetryPolicy.within(timeout, "rekey")
     if target_db == source_db:
         raise InvalidArgumentError(
@@ -116,77 +114,52 @@ def rekey(
         arguments.text_stream("mapping", mapping)
     arguments.function("on_progress", on_progress)
     check_size("batch_size", batch_size)
-    checkpoint = check_checkpoint(checkpoint)
     if not isinstance(form, IdForm):
         raise InvalidArgumentError(f"form={form!r}: pass an IdForm such as couchids.KUUID")
     type_prefix(type)
-    report = RekeyReport()
-    if checkpoint is not None:
-        report.checkpoint = checkpoint
-    copy = _Copy(key, time_field, type, form, mapping, create_target)
-    return _rekey(known, source_db, target_db, copy, batch_size, report, on_progress, policy)
-
-
-@dataclass(frozen=True)
-class _Copy:
-    """How a source document becomes a target document."""
-
-    secret: bytes
-    time_field: str | None
-    doc_type: str | None
-    form: IdForm
-    mapping: TextIO | None
-    create_target: bool
-
-
-def _rekey(
-    known: FactsCache,
-    source_db: str,
-    target_db: str,
-    copy: _Copy,
-    batch_size: int,
-    report: RekeyReport,
-    on_progress: Callable[[RekeyReport], None] | None,
-    policy: RetryPolicy,
-) -> Program[RekeyReport]:
-    # The source first: a misspelt source creates no target.
-    yield from database_facts(known, source_db, policy)
-    yield from _target(known, target_db, copy.create_target, policy)
+    report = RekeyReport(checkpoint=check_checkpoint(checkpoint))
     mark = report.checkpoint
-    pages = range_pages(
-        known,
-        source_db,
-        _EVERYTHING,
-        KUUID,
-        policy,
-        doc_type=None,
-        after=mark.last_id,
-        include_docs=True,
-        batch_size=batch_size,
-        to_the_end=True,
-        wanted=lambda _: True,
-    )
-    rows = Puller(pages)
-    while (page := (yield from rows.next())) is not END:
-        pairs: list[tuple[str, dict[str, Any]]] = []
-        for row in page:
-            doc = row.get("doc")
-            if not doc or row["id"].startswith("_design/"):
-                continue
-            try:
-                ms = _time_of(doc, copy.time_field)
-            except (CouchidsError, ValueError) as exc:
-                report.skipped.append((row["id"], str(exc)))
-                continue
-            new_id = derived_id(copy.form, ms, row["id"], copy.secret, type=copy.doc_type)
-            body = {k: v for k, v in doc.items() if k not in ("_id", "_rev", "_attachments")}
-            pairs.append((row["id"], {"_id": new_id, **body}))
-        yield from _store(known, target_db, pairs, report, copy.mapping, policy)
-        mark.last_id = page[-1]["id"]
-        mark.done += len(pairs)
-        if on_progress is not None:
-            on_progress(report)
-    return report
+
+    def run() -> Program[RekeyReport]:
+        # The source first: a misspelt source creates no target.
+        yield from database_facts(known, source_db, policy)
+        yield from _target(known, target_db, create_target, policy)
+        pages = range_pages(
+            known,
+            source_db,
+            _EVERYTHING,
+            KUUID,
+            policy,
+            doc_type=None,
+            after=mark.last_id,
+            include_docs=True,
+            batch_size=batch_size,
+            to_the_end=True,
+            wanted=lambda _: True,
+        )
+        rows = Puller(pages)
+        while (page := (yield from rows.next())) is not END:
+            pairs: list[tuple[str, dict[str, Any]]] = []
+            for row in page:
+                doc = row.get("doc")
+                if not doc or row["id"].startswith("_design/"):
+                    continue
+                try:
+                    ms = _time_of(doc, time_field)
+                except (CouchidsError, ValueError) as exc:
+                    report.skipped.append((row["id"], str(exc)))
+                    continue
+                new_id = derived_id(form, ms, row["id"], key, type=type)
+                body = {k: v for k, v in doc.items() if k not in ("_id", "_rev", "_attachments")}
+                pairs.append((row["id"], {"_id": new_id, **body}))
+            yield from _store(known, target_db, pairs, report, mapping, policy)
+            mark.last_id = page[-1]["id"]
+            mark.done += len(pairs)
+            if on_progress is not None:
+                on_progress(report)
+        return report
+
+    return run()
 
 
 def _target(known: FactsCache, target_db: str, create: bool, policy: RetryPolicy) -> Program[None]:
