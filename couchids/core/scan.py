@@ -1,15 +1,7 @@
-"""Reading a key range of ``_all_docs`` page by page, in time order, from a resume point.
-
-The lifecycle operations (count, expire, export, archive, rekey) all walk one key range of
-the primary index and must be able to stop and continue: each page starts at the last id of
-the one before (CouchDB's ``startkey`` is inclusive, so that row comes back and is dropped),
-and a caller that remembers the last id it finished continues from there with ``after``.
-Rows come back unfiltered: what counts as a wanted id is the caller's choice. Pure: the
-reading is a program (see :mod:`couchids.core.effects`).
-
-A loose form (``utc_random``, whose every string of 32 hex digits reads as some time) cannot
-tell its ids from CouchDB's ``random`` ids by looking at them; :func:`check_one_form` refuses a
-type that shows it holds both.
+"""Reading a key range of ``_all_docs`` page by page, in time order, from a resume point
+(:func:`range_pages`), for the lifecycle operations that must stop and continue; the
+:class:`Checkpoint` they keep; and the refusal of a loose form mixed with another's ids
+(:func:`check_one_form`).
 """
 
 from __future__ import annotations
@@ -43,8 +35,7 @@ Row = dict[str, Any]
 
 #: Above every id PouchDB Server holds in its UTF-16 order (but ids of 64 U+FFFF and more).
 UTF16_TOP: Final = "\uffff" * 64
-#: The rows read to see the first ids of a key range. A count by offset asks for them with
-#: each offset (the same request), and :func:`check_one_form` in a request of its own.
+#: The rows read to see the first ids of a key range (a count by offset, :func:`check_one_form`).
 PROBE_ROWS: Final = 20
 
 
@@ -79,17 +70,16 @@ class Checkpoint:
 
     def __post_init__(self) -> None:
         last_id, since_seq, done = self.last_id, self.since_seq, self.done
-        if last_id is not None:
-            if not isinstance(last_id, str) or not last_id:
-                raise InvalidArgumentError(
-                    f"Checkpoint last_id={last_id!r:.80}: the last id handled is a non-empty "
-                    "str, or None to start at the beginning"
-                )
-            if not valid_unicode(last_id):
-                raise InvalidArgumentError(
-                    f"Checkpoint last_id={last_id!r:.80}: an id must be valid Unicode "
-                    "(no lone surrogates)"
-                )
+        if last_id is not None and (not isinstance(last_id, str) or not last_id):
+            raise InvalidArgumentError(
+                f"Checkpoint last_id={last_id!r:.80}: the last id handled is a non-empty "
+                "str, or None to start at the beginning"
+            )
+        if last_id is not None and not valid_unicode(last_id):
+            raise InvalidArgumentError(
+                f"Checkpoint last_id={last_id!r:.80}: an id must be valid Unicode "
+                "(no lone surrogates)"
+            )
         if since_seq is not None and (
             isinstance(since_seq, bool) or not isinstance(since_seq, str | int)
         ):
@@ -150,8 +140,7 @@ def check_checkpoint(value: object) -> Checkpoint:
 
 
 def read_policy(timeout: float | None, operation: str) -> RetryPolicy:
-    """The policy of a lifecycle operation's reads, which are safe to repeat: a lost answer is
-    asked again, and each request (with its retries) may take ``timeout`` seconds."""
+    """The policy of a lifecycle operation's reads (safe to repeat), each within ``timeout``."""
     return RetryPolicy.within(timeout, operation)
 
 
@@ -169,22 +158,20 @@ def range_pages(
     to_the_end: bool = False,
     wanted: Callable[[str], bool] | None = None,
 ) -> Program[None]:
-    """Emits the pages of the rows with ``keys.low <= id < keys.high``, oldest id time first.
+    """Emits the pages of the rows with ``keys.low <= id < keys.high``, oldest id time first,
+    unfiltered (each page starts at the last id of the one before, which is dropped).
 
-    ``after`` (an id the caller finished, a checkpoint's) resumes just past it: it must be an
-    id the walk wants (``wanted``; by default ``form``'s ids of the range's type), and one
-    outside the range is clamped to it (:func:`~couchids.core.keys.resume_point`). In a
-    partitioned database a typed range is read from its partition alone (the part of the
-    type before its first colon). ``to_the_end`` reads past ``keys.high`` to the end of the
-    index, whatever the ids' characters. The database's existence is checked first, so an
-    empty range is never a missing database. Each request may take ``policy``'s timeout, and
-    each answer is checked: its rows inside the keys asked for, in order, each page after
-    the one before (:func:`~couchids.core.answers.check_span`).
+    ``after`` (a checkpoint's id) resumes just past it: it must be an id the walk wants
+    (``wanted``; by default ``form``'s ids of the range's type), and is clamped to the range
+    (:func:`~couchids.core.keys.resume_point`). A typed range of a partitioned database is
+    read from its partition. ``to_the_end`` reads past ``keys.high`` to the end of the index.
+    The database must exist (an empty range is never a missing database), and each answer's
+    rows must lie inside the keys asked for, in order (:func:`~couchids.core.answers.check_span`).
 
     Raises:
         InvalidArgumentError: ``after`` is not an id of the walk.
-        ServerError: (and subclasses) when a request fails after the retries, or answers
-            rows out of order or outside the keys asked for.
+        ServerError: (and subclasses) a request failed after the retries, or answered rows
+            out of order or outside the keys asked for.
     """
     facts = yield from database_facts(known, db, policy)
     partition = partition_of(keys.prefix) if facts.partitioned else None
@@ -193,14 +180,10 @@ def range_pages(
     first, last, descending = keys.bounds(newest_first=False, form=form)
     if to_the_end and descending:
         raise InvalidArgumentError("a walk to the end of the index reads ascending keys")
-    url = (
-        path(db, "_all_docs")
-        if partition is None
-        else path(db, "_partition", partition, "_all_docs")
-    )
+    scope = () if partition is None else ("_partition", partition)
+    url = path(db, *scope, "_all_docs")
     if wanted is None:
         wanted = form.matcher(keys.prefix)
-    # To the end of the index, nothing lies past the range.
     reach = KeyRange(keys.low, max(keys.high, after or ""), keys.prefix) if to_the_end else keys
     resumed = resume_point(
         reach,
@@ -210,9 +193,8 @@ def range_pages(
         what=f"an id {policy.operation} reads ({_scope(form, doc_type)})",
     )
     key = first if resumed is None else resumed
-    # The first request of a fresh scan wants every row; later ones get back the row they
-    # start at (skipped, as is the range's high bound, which inclusive_end lets in), and ask
-    # for one more.
+    # A page after the first gets back the row it starts at (skipped, as is the range's high
+    # bound, which inclusive_end lets in), and asks for one more.
     skip = {resumed} if to_the_end else {keys.high, resumed}
     limit = batch_size if resumed is None else batch_size + 1
     # CouchDB reads to the end of the index without an end key; PouchDB Server then stops
@@ -223,8 +205,8 @@ def range_pages(
             options["end_key"] = end_key
         while True:
             each = policy.renewed()
-            page_request = post_json(url, {**options, "start_key": key, "limit": limit})
-            reply = yield from ask(page_request, each, db)
+            asked = post_json(url, {**options, "start_key": key, "limit": limit})
+            reply = yield from ask(asked, each, db)
             span = KeySpan(key, end_key, descending)
             rows = expect_rows(
                 reply.body, each, db, include_docs=include_docs, sent=reply.sent, span=span
@@ -237,7 +219,7 @@ def range_pages(
                 key = rows[-1]["id"]
                 skip = {key} if to_the_end else {keys.high, key}
                 limit = batch_size + 1
-            if not full or not rows:
+            if not full:
                 break
 
 
@@ -249,18 +231,11 @@ def _scope(form: IdForm, doc_type: str | None) -> str:
 def check_one_form(
     known: FactsCache, db: str, form: IdForm, doc_type: str | None, policy: RetryPolicy
 ) -> Program[None]:
-    """Refuse a type whose ids a loose form cannot tell from another form's (nothing to do
-    for the other forms).
-
-    ``utc_random`` ids hold times from 2000 to 2100 in 14 hex digits that run to 4253.
-    CouchDB's ``random`` and ``sequential`` ids are 32 hex digits too, whose first 14 read as a
-    time spread evenly up to 4253: about 94 in 100 fall after 2100, where no ``utc_random`` id
-    is, and about 4 in 100 inside 2000-2100, where nothing tells them from ``utc_random`` ids.
-    So the first :data:`couchids.core.scan.PROBE_ROWS` ids of the type after the form's last time
-    are read (one request), and one of the form's alphabet and length among them stops the
-    operation before it counts, exports or deletes anything. A type holding a single
-    ``random`` id passes unnoticed about one time in 18 (and a run of ``sequential`` ids shares
-    one such time over thousands of ids).
+    """Refuse a type whose ids a loose form cannot tell from another form's, before anything
+    is counted, exported or deleted: for ``utc_random``, one id written like the form's among
+    the first :data:`PROBE_ROWS` past its last time (2100) is a CouchDB ``random`` or
+    ``sequential`` id, some of which fall inside 2000-2100 (the ids guide says why). A type
+    holding a single ``random`` id passes about one time in 18.
 
     Raises:
         InvalidArgumentError: the type holds such ids.
