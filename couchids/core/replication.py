@@ -1,80 +1,33 @@
-"""Time-window replication: the selector of a window, the replication document, and the
-programs that start, watch and cancel it (:meth:`couchids.Database.replicate`).
+"""Time-window replication: the selector of a window, the ``_replicator`` document, and the
+programs that start, watch and cancel it (:meth:`couchids.Database.replicate`). Pure: the
+drivers send what these programs ask.
 
-CouchDB 2+ replication takes a Mango ``selector``, applied on the server to each change of
-the source's ``_changes`` feed. couchids builds the selector of "the ids of these types and
-this form made in ``[start, end)``" from the same key ranges its queries read
-(``couchids.core.keys.window_keys``: ``low <= id < high`` in ``_all_docs`` order).
+**The selector is regular expressions.** The replicator compares a selector's values with
+``mango_json:cmp/2``, ICU collation (``a`` < ``A`` < ``b``), not the code-point order of
+``_all_docs``; CouchDB 3.4.3 compares ``_id`` raw (``mango_json:cmp_raw/2``), but other
+servers and versions need not. ``$regex`` runs Erlang's ``re`` on the id's UTF-8 bytes, whose
+order is code-point order, so each type's key range becomes a regex of exactly
+``low <= id < high`` (:func:`range_regex`) and a second one keeps the form's ids alone
+(:func:`shape_regex`), as :meth:`~couchids.Database.window` does. The patterns keep to what
+PCRE and Python's ``re`` on ``bytes`` read alike: ``^``, ``(?:…)``, ``(?!…)``, ``|``, byte
+classes, ``\\xHH`` for every byte but an ASCII letter or digit, ``{n}``; the id's end is
+``(?![\\x00-\\xff])``, since PCRE's ``$`` and ``\\Z`` also match before a final newline.
 
-**Why a regular expression, not ``$gte``/``$lt``.** The replicator matches a selector with
-``mango_selector:match/3``, which compares values with ``mango_json:cmp/2``: ICU collation,
-in which ``a`` sorts before ``A`` before ``b``, not the code-point order of ``_all_docs``.
-CouchDB 3.4.3 makes an exception for the ``_id`` field, which it compares raw
-(``mango_json:cmp_raw/2``, ``mango_selector.erl``), and a ``$gte``/``$lt`` window over
-mixed-case kuuid ids was copied exactly there (checked: ``tests/test_replication.py`` passes
-with such a selector). couchids does not lean on that exception, which other servers and
-versions need not share: ``$regex`` is run by Erlang's ``re`` on the id's UTF-8 bytes with
-no options (Latin-1 mode: a pattern byte is a subject byte), and UTF-8's byte order is
-code-point order, so a regex is exact under either comparison. Each type's range becomes a
-regex that matches exactly the strings ``s`` with ``low <= s < high`` (:func:`range_regex`),
-and a second one keeps only ids of the form (:func:`shape_regex`), which is what
-:meth:`~couchids.Database.window` keeps too (foreign ids inside a key range, and, for untyped
-ids, typed ids and design documents). The patterns use only what PCRE and Python's ``re``
-(on ``bytes``) read alike: ``^``, ``(?:…)``, ``(?!…)``, ``|``, byte classes
-``[\\x00-\\x2f]`` and ``\\xHH`` escapes (every byte but an ASCII letter or digit is
-escaped), ``{n}``; the end of the id is ``(?![\\x00-\\xff])`` ("no byte follows"), since
-``$`` and ``\\Z`` also match before a final newline in PCRE.
+**A replication is a** ``_replicator`` **document** ``couchids-<kuuid id>``, not a ``POST
+/_replicate`` (which holds its request open until a one-shot replication ends): it survives a
+restart of the server, runs whether the caller stays connected or not, reports its state to
+any process (``_scheduler/docs``), and deleting it cancels it. A one-shot replication's
+document is removed once it completed (:func:`remove_completed`): it holds the endpoints'
+credentials. The price is a poll for the end, up to one interval (0.25 s growing to 1 s):
+``bench/bench_replication.py`` on CouchDB 3.4.3 saw it completed after 6.2 s where
+``_replicate`` answered after 5.2 s. CouchDB 3 wants URLs as the endpoints
+(apache/couchdb#2089): the server must reach itself at the client's service URL (or the
+``server_url`` given).
 
-**Why ``_replicator`` documents, not ``POST /_replicate``.** A replication is a document
-``couchids-<kuuid id>`` in the server's ``_replicator`` database:
-
-- it survives a restart of the server (``_replicate`` jobs are transient) and runs whether
-  or not the caller stays connected: ``POST /_replicate`` holds its request open until a
-  one-shot replication ends, which outlives any sensible HTTP timeout for a large window;
-- ``GET /_scheduler/docs/_replicator/<id>`` reports its state and statistics at any time
-  (initializing, running, pending, crashing, error, failed, completed), from any process;
-- deleting the document cancels it, whoever does it and whenever;
-- a one-shot replication's document is removed once it completed (:func:`remove_completed`,
-  from :func:`status`): a ``_replicator`` of thousands of finished replications would slow
-  every listing of it, and their documents hold the endpoints' credentials.
-
-The price is a poll for the end of a one-shot replication, which adds up to one poll
-interval (0.25 s at first, growing to 1 s). Measured with ``bench/bench_replication.py`` on
-CouchDB 3.4.3, one node on loopback, 2000 orders and 2000 clicks, a window of 1000 orders,
-medians of 7 interleaved rounds on a busy 2-core machine: ``POST /_replicate`` answered after
-5.2 s, a ``_replicator`` document was seen ``completed`` after 6.2 s (1.19x); polling every
-0.25 s throughout, 3.3 s against 3.6 s (0.94x): the replication itself takes as long either
-way, the difference is the poll interval.
-
-CouchDB 3 wants URLs, not bare names, as the endpoints of a ``_replicator`` document
-(apache/couchdb#2089), so couchids builds them from the client's service URL (or the
-``server_url`` it is given): the server must reach itself there.
-
-**Credentials** never travel in a URL: the user info of a URL, and the client's own basic or
-CouchDB-session credentials, go into the endpoint's ``auth`` object
-(``{"url": ..., "auth": {"basic": {"username": ..., "password": ...}}}``, apache/couchdb#3599).
-A client signed in with IAM (``CLOUDANT_AUTH_TYPE=iam``, an ``IAMAuthenticator``) gives its
-API key to the replicator, which gets its own tokens with it. The ``auth`` object that holds
-it is read by the replicator of the server that runs the replication (the client's), so
-couchids writes the one that server reads, by the welcome it answered
-(``couchids.core.counting.server_kind``):
-
-- IBM Cloudant: ``{"auth": {"iam": {"api_key": ...}}}``, the replication document's
-  ``ReplicationDatabaseAuthIam`` of Cloudant's API reference
-  (https://cloud.ibm.com/apidocs/cloudant, "Create or modify a replication"; its SDKs build it,
-  e.g. ``ReplicationDatabaseAuth(iam=ReplicationDatabaseAuthIam(api_key=...))``).
-- Apache CouchDB: ``{"auth": {"ibm": {"api_key": ...}}}``: CouchDB's IAM plugin
-  (``couch_replicator_auth_ibm``, apache/couchdb ``src/couch_replicator/src/
-  couch_replicator_auth_ibm.erl``, ``extract_api_key/1``) reads ``auth.ibm.api_key`` and
-  nothing under ``iam``; a CouchDB without that plugin (before 3.5.3, or with it not enabled
-  in ``[replicator] auth_plugins``) ignores it, and the replication crashes as unauthorized
-  (:func:`wait` says so).
-
-The ``_replicator`` document must hold the secret for the replicator to use it: whoever may
-read ``_replicator`` sees it, as with basic credentials. An :class:`Endpoint`'s repr and every
-message show the URL alone.
-
-Pure: no I/O; the drivers send what these programs ask (:mod:`couchids.core.effects`).
+**Credentials** never travel in a URL: they go into each endpoint's ``auth`` object
+(apache/couchdb#3599), an IAM API key as the replicator of the server that runs the
+replication reads it (:meth:`Credentials.auth`; the docs' IBM Cloudant page). Whoever may read
+``_replicator`` sees them; an :class:`Endpoint`'s repr and every message show the URL alone.
 """
 
 from __future__ import annotations
@@ -98,7 +51,7 @@ from couchids.core.keys import check_time_form, window_keys
 from couchids.core.names import check_db
 from couchids.core.policy import RetryPolicy
 from couchids.core.revisions import live_leaves, winner
-from couchids.core.urls import parse_url
+from couchids.core.urls import ParsedUrl, parse_url
 from couchids.errors import (
     DatabaseNotFoundError,
     InvalidArgumentError,
@@ -140,15 +93,7 @@ __all__ = [
 #: The database whose documents are replications.
 REPLICATOR_DB: Final = "_replicator"
 #: The states ``_scheduler/docs`` reports for a replication document (CouchDB 3).
-STATES: Final = (
-    "initializing",
-    "running",
-    "pending",
-    "crashing",
-    "error",
-    "failed",
-    "completed",
-)
+STATES: Final = ("initializing", "running", "pending", "crashing", "error", "failed", "completed")
 #: States in which the replicator retries on its own, with a growing backoff.
 TROUBLED: Final = frozenset({"crashing", "error"})
 #: What a replication's state is once its document is gone (cancelled).
@@ -178,9 +123,7 @@ NOTHING: Final = "(?!)"
 #: What a selector is that no id matches (an empty window, or no types present).
 NO_IDS: Final[dict[str, Any]] = {"_id": {"$in": []}}
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443}
-#: How a host that names this machine's loopback interface (``localhost``, ``127.0.0.1``,
-#: ``::1``, in any spelling) reads when endpoints are compared: ``localhost:5984`` and
-#: ``127.0.0.1:5984`` are the same server.
+#: Every name of the loopback interface reads as this when endpoints are compared.
 _LOOPBACK: Final = "127.0.0.1"
 
 
@@ -197,9 +140,7 @@ def _klass(first: int, last: int) -> str | None:
     """The bytes ``first..last`` as a pattern, or ``None`` when there are none."""
     if first > last:
         return None
-    if first == last:
-        return _byte(first)
-    return f"[{_byte(first)}-{_byte(last)}]"
+    return _byte(first) if first == last else f"[{_byte(first)}-{_byte(last)}]"
 
 
 def _either(options: list[str]) -> str:
@@ -209,63 +150,34 @@ def _either(options: list[str]) -> str:
     return options[0] if len(options) == 1 else "(?:" + "|".join(options) + ")"
 
 
-def _at_least(low: bytes) -> list[str]:
-    """Alternatives for the byte strings ``t >= low`` (what follows is free)."""
-    if not low:
+def _then(b: int, rest: list[str]) -> str | None:
+    """Byte ``b`` followed by one of ``rest`` (``[""]``: anything), ``None`` for none."""
+    if not rest:
+        return None
+    return _byte(b) + (_either(rest) if rest != [""] else "")
+
+
+def _span(low: bytes, high: bytes | None) -> list[str]:
+    """Alternatives for the byte strings ``t`` with ``low <= t`` and, unless ``high`` is
+    ``None``, ``t < high`` (``[""]``: every string)."""
+    if high is None and not low:
         return [""]
-    rest = _at_least(low[1:])
-    options = [_byte(low[0]) + _either(rest) if rest != [""] else _byte(low[0])]
-    above = _klass(low[0] + 1, 0xFF)
-    if above is not None:
-        options.append(above)
-    return options
-
-
-def _below(high: bytes) -> list[str]:
-    """Alternatives for the byte strings ``t < high``: a proper prefix of ``high`` (the empty
-    string too) or a smaller byte where they first differ."""
-    if not high:
+    if high is not None and (not high or low[:1] > high[:1]):
         return []
-    options = [END]
-    under = _klass(0, high[0] - 1)
-    if under is not None:
-        options.append(under)
-    rest = _below(high[1:])
-    if rest:
-        options.append(_byte(high[0]) + _either(rest))
-    return options
-
-
-def _between(low: bytes, high: bytes) -> list[str]:
-    """Alternatives for the byte strings ``low <= t < high``."""
-    if not high:
-        return []
-    if not low:
-        return _below(high)
-    if low[0] == high[0]:
-        rest = _between(low[1:], high[1:])
-        return [_byte(low[0]) + _either(rest)] if rest else []
-    if low[0] > high[0]:
-        return []
-    options = []
-    rest = _at_least(low[1:])
-    options.append(_byte(low[0]) + (_either(rest) if rest != [""] else ""))
-    middle = _klass(low[0] + 1, high[0] - 1)
-    if middle is not None:
-        options.append(middle)
-    under = _below(high[1:])
-    if under:
-        options.append(_byte(high[0]) + _either(under))
-    return options
+    first = low[0] if low else -1
+    last = high[0] if high else 0x100
+    if low:
+        head = _then(first, _span(low[1:], high[1:] if high and first == last else None))
+    else:
+        head = END  # the empty string, a proper prefix of ``high``
+    tail = _then(last, _span(b"", high[1:])) if high and last != first else None
+    return [option for option in (head, _klass(first + 1, last - 1), tail) if option]
 
 
 def range_regex(low: str, high: str) -> str:
     """A regex matching exactly the strings ``s`` with ``low <= s < high`` in code-point order
-    (the order of ``_all_docs`` and of Python's ``str``), read on the UTF-8 bytes of ``s``.
-
-    It is what CouchDB's ``$regex`` does with an id (Erlang's ``re`` on the id's bytes, no
-    options), and what Python's ``re`` does with a ``bytes`` pattern and subject; see the
-    module docstring for the subset of the syntax it keeps to.
+    (the order of ``_all_docs`` and of Python's ``str``), read on the UTF-8 bytes of ``s`` as
+    CouchDB's ``$regex`` and Python's ``re`` on ``bytes`` read them.
 
     >>> import re
     >>> pattern = re.compile(range_regex("user:001e", "user:001f").encode())
@@ -274,12 +186,11 @@ def range_regex(low: str, high: str) -> str:
     >>> range_regex("a", "c")
     '^(?:a|b)'
     """
-    return "^" + _either(_between(low.encode(), high.encode()))
+    return "^" + _either(_span(low.encode(), high.encode()))
 
 
 def shape_regex(form: IdForm, prefix: str) -> str:
-    """A regex matching ``prefix`` followed by a whole id of ``form``, on UTF-8 bytes (the
-    form's own pattern, anchored at both ends; ``\\Z`` becomes "no byte follows").
+    """A regex matching ``prefix`` followed by a whole id of ``form``, on UTF-8 bytes.
 
     >>> from couchids import V7S
     >>> shape_regex(V7S, "t:")
@@ -303,19 +214,16 @@ def window_selector(
     '^user\\\\x3a001eVnWK'
     """
     check_time_form(form)
-    clauses = []
-    for doc_type in dict.fromkeys(types):
-        keys = window_keys(form, doc_type, start_ms, end_ms)
-        if keys is None:
-            continue
-        clauses.append(
-            {
-                "$and": [
-                    {"_id": {"$regex": range_regex(keys.low, keys.high)}},
-                    {"_id": {"$regex": shape_regex(form, keys.prefix)}},
-                ]
-            }
-        )
+    clauses = [
+        {
+            "$and": [
+                {"_id": {"$regex": regex}}
+                for regex in (range_regex(keys.low, keys.high), shape_regex(form, keys.prefix))
+            ]
+        }
+        for doc_type in dict.fromkeys(types)
+        if (keys := window_keys(form, doc_type, start_ms, end_ms)) is not None
+    ]
     if not clauses:
         return dict(NO_IDS)
     return clauses[0] if len(clauses) == 1 else {"$or": clauses}
@@ -339,8 +247,9 @@ class Credentials:
 
     def auth(self, server: ServerKind = "cloudant") -> dict[str, Any]:
         """The endpoint's ``auth`` object, as the replicator of ``server`` (the server that
-        runs the replication) reads it: an API key under ``iam`` for Cloudant, under ``ibm``
-        for Apache CouchDB's ``couch_replicator_auth_ibm`` (see the module docstring).
+        runs the replication) reads it: an API key under ``iam`` for Cloudant (its API
+        reference's ``ReplicationDatabaseAuthIam``), under ``ibm`` for Apache CouchDB
+        (``couch_replicator_auth_ibm.erl``, ``extract_api_key/1``; 3.5.3+, when enabled).
 
         >>> Credentials("iam", secret="KEY").auth("couchdb")
         {'ibm': {'api_key': 'KEY'}}
@@ -373,19 +282,15 @@ class Endpoint:
         return f"Endpoint({self.url!r}, {signed})"
 
     def body(self, server: ServerKind = "cloudant") -> dict[str, Any]:
-        """The endpoint as a replication document on ``server`` gives it
-        (:meth:`Credentials.auth`)."""
+        """The endpoint in a replication document on ``server`` (:meth:`Credentials.auth`)."""
         out: dict[str, Any] = {"url": self.url}
         if self.credentials is not None:
             out["auth"] = self.credentials.auth(server)
         return out
 
     def same_database(self, other: Endpoint) -> bool:
-        """Whether both name the same database of the same server, however each is spelt:
-        scheme and host compared case-insensitively, default ports filled in, an IP address
-        in any of its spellings and the loopback's names (``localhost``, ``127.0.0.1``,
-        ``::1``) as one host, and the paths as a server reads them (``_database_path``:
-        ``//db``, ``/./db``, ``/x/../db``, ``/d%62`` and ``/db/`` are all ``db``).
+        """Whether both name the same database of the same server, however each is spelt
+        (scheme, host, port and path as the server reads them).
 
         >>> def same(a: str, b: str) -> bool:
         ...     return url_endpoint(a).same_database(url_endpoint(b))
@@ -414,19 +319,17 @@ def _normalised(url: str) -> tuple[str, str, int, str]:
 
 
 def _host(name: str) -> str:
-    """A URL's host as one spelling: lower case, without the dot that ends a fully qualified
-    name, an IPv4 address in dotted decimal (``127.1``, ``0x7f.0.0.1`` and ``2130706433`` are
-    ``127.0.0.1``, as URL parsers and Erlang's ``inet`` read them), an IPv6 address
-    compressed (an IPv4-mapped one as its IPv4 address), and every name of the loopback
-    interface as :data:`_LOOPBACK`.
+    """A URL's host as one spelling: lower case without a final dot, an IP address in its
+    usual form (IPv4-mapped IPv6 as IPv4; ``127.1``, ``0x7f.0.0.1`` and ``2130706433`` as
+    ``127.0.0.1``, as URL parsers and Erlang's ``inet`` read them), the loopback as
+    :data:`_LOOPBACK`.
 
     >>> [_host(h) for h in ("LOCALHOST.", "0:0:0:0:0:0:0:1", "::ffff:7f00:1", "127.1")]
     ['127.0.0.1', '127.0.0.1', '127.0.0.1', '127.0.0.1']
     >>> [_host(h) for h in ("Db.Example.COM", "127.0.0.2", "0x0a.1", "2001:DB8::0:1")]
     ['db.example.com', '127.0.0.2', '10.0.0.1', '2001:db8::1']
     """
-    host = unquote(name).lower()
-    host = host[:-1] if host.endswith(".") else host
+    host = unquote(name).lower().removesuffix(".")
     if host == "localhost" or host.endswith(".localhost"):
         return _LOOPBACK
     address: ipaddress.IPv4Address | ipaddress.IPv6Address | None
@@ -444,9 +347,9 @@ def _host(name: str) -> str:
 
 
 def _ipv4(host: str) -> ipaddress.IPv4Address | None:
-    """The IPv4 address of a host written in the short or numeric forms URL parsers accept
-    (one to four parts, each decimal, ``0x`` hex or ``0`` octal; the last part fills the
-    bytes left), or ``None`` when it is a name."""
+    """The IPv4 address of a host in the short or numeric forms URL parsers accept (one to
+    four parts, each decimal, ``0x`` hex or ``0`` octal; the last fills the bytes left), or
+    ``None`` when it is a name."""
     parts = host.split(".")
     if not 1 <= len(parts) <= 4:
         return None
@@ -471,10 +374,8 @@ def _ipv4(host: str) -> ipaddress.IPv4Address | None:
 
 
 def _database_path(path: str) -> str:
-    """A URL's path as CouchDB reads it, to compare two databases: percent-decoded (``%2F``
-    too, so that a name holding ``/`` is compared whole), then split on ``/`` with the empty
-    and ``.`` segments dropped and each ``..`` dropping the segment before it (RFC 3986's dot
-    segments, which HTTP clients resolve; CouchDB reads ``//db`` as ``db``).
+    """A URL's path as CouchDB reads it: percent-decoded (``%2F`` too), empty and ``.``
+    segments dropped, each ``..`` dropping the one before (RFC 3986's dot segments).
 
     >>> [_database_path(p) for p in ("/shop/", "//shop", "/./shop", "/x/../shop", "/%73hop")]
     ['shop', 'shop', 'shop', 'shop', 'shop']
@@ -491,12 +392,17 @@ def _database_path(path: str) -> str:
     return "/".join(segments)
 
 
+def _signed(parsed: ParsedUrl, fallback: Credentials | None) -> Credentials | None:
+    """The basic credentials of a URL's user info, else ``fallback``."""
+    if parsed.username is None:
+        return fallback
+    return Credentials("basic", parsed.username, parsed.password or "")
+
+
 def url_endpoint(url: str, fallback: Credentials | None = None) -> Endpoint:
-    """The endpoint of a database URL (``https://[user:password@]host[:port]/db``): its user
-    info, percent-decoded, becomes its :class:`Credentials`; without user info it gets
-    ``fallback``. The URL is read by :func:`couchids.core.urls.parse_url`: query and fragment
-    are refused, and so is a path that is no database name, a user name or password holding
-    a reserved character unencoded, and a host or port that is not one.
+    """The endpoint of a database URL (``https://[user:password@]host[:port]/db``, as
+    :func:`couchids.core.urls.parse_url` reads it): its user info becomes its
+    :class:`Credentials`, else it gets ``fallback``.
 
     Raises:
         InvalidArgumentError: not such a URL (the message shows it without credentials).
@@ -504,10 +410,7 @@ def url_endpoint(url: str, fallback: Credentials | None = None) -> Endpoint:
     if not isinstance(url, str):
         raise InvalidArgumentError(f"target={url!r}: give a database name or an http(s) URL")
     parsed = parse_url(url, "target", role="database")
-    credentials = fallback
-    if parsed.username is not None:
-        credentials = Credentials("basic", parsed.username, parsed.password or "")
-    return Endpoint(parsed.bare, credentials)
+    return Endpoint(parsed.bare, _signed(parsed, fallback))
 
 
 def server_root(url: str, credentials: Credentials | None) -> tuple[str, Credentials | None]:
@@ -523,8 +426,8 @@ def server_root(url: str, credentials: Credentials | None) -> tuple[str, Credent
 
 
 def database_endpoint(server_url: str, credentials: Credentials | None, db: str) -> Endpoint:
-    """The endpoint of database ``db`` on the server at ``server_url`` (a service URL, user
-    info moved into the credentials when no ``credentials`` are given).
+    """The endpoint of database ``db`` on the server at ``server_url`` (see
+    :func:`server_root`).
 
     >>> database_endpoint("http://admin:pw@127.0.0.1:5984/", None, "a/b")
     Endpoint('http://127.0.0.1:5984/a%2Fb', basic auth as 'admin')
@@ -533,17 +436,22 @@ def database_endpoint(server_url: str, credentials: Credentials | None, db: str)
     return Endpoint(f"{root}/{quote(check_db(db), safe='')}", found)
 
 
+def _refuse_source(source: Endpoint, target: Endpoint) -> None:
+    if target.same_database(source):
+        raise InvalidArgumentError(
+            f"target {target.url!r} is the source database itself: replicate to another "
+            "database (a name on this server, or a URL)"
+        )
+
+
 def check_target(
     source: Endpoint, target: str, server_url: str, credentials: Credentials | None
 ) -> Endpoint:
-    """The endpoint of ``target`` (a database name on the source's server, or a URL), refused
-    when it is the source itself under any spelling.
-
-    A URL naming no credentials on the source's own server (same scheme, host and port) gets
-    the source's.
+    """The endpoint of ``target`` (a database name on the source's server, or a URL; a URL
+    naming no credentials on the source's server gets the source's).
 
     Raises:
-        InvalidArgumentError: not a name or URL, or the source itself.
+        InvalidArgumentError: not a name or URL, or the source itself under any spelling.
     """
     if isinstance(target, str) and "://" not in target:
         endpoint = database_endpoint(server_url, credentials, check_db(target, "target"))
@@ -551,11 +459,7 @@ def check_target(
         endpoint = url_endpoint(target)
         if endpoint.credentials is None and endpoint.server() == source.server():
             endpoint = Endpoint(endpoint.url, source.credentials)
-    if endpoint.same_database(source):
-        raise InvalidArgumentError(
-            f"target {endpoint.url!r} is the source database itself: replicate to another "
-            "database (a name on this server, or a URL)"
-        )
+    _refuse_source(source, endpoint)
     return endpoint
 
 
@@ -566,22 +470,19 @@ def endpoints(
     target: str,
     server_url: str | None = None,
 ) -> tuple[Endpoint, Endpoint]:
-    """The replicator's endpoints of database ``db`` (the source) and of ``target``.
+    """The replicator's endpoints of database ``db`` (the source) and of ``target``
+    (:func:`check_target`).
 
     The source is ``db`` on the server at ``server_url`` (the URL the server reaches itself
-    at), by default the client's ``service_url``. Its credentials are the user info of
-    ``server_url`` if it has some, else the client's (``credentials``, or the user info of
-    ``service_url``). ``target`` is checked by :func:`check_target`.
+    at), by default the client's ``service_url``, signed in with the user info of
+    ``server_url`` if it has some, else the client's.
 
     Raises:
         InvalidArgumentError: a bad ``server_url`` or ``target``, or a target that is the
-            source under any spelling (nothing is sent).
+            source (nothing is sent).
 
     >>> server = "http://admin:pw@127.0.0.1:5984"
-    >>> source, target = endpoints(server, None, "shop", "http://127.0.0.1:5984/edge/")
-    >>> source
-    Endpoint('http://127.0.0.1:5984/shop', basic auth as 'admin')
-    >>> target
+    >>> endpoints(server, None, "shop", "http://127.0.0.1:5984/edge/")[1]
     Endpoint('http://127.0.0.1:5984/edge', basic auth as 'admin')
     """
     root, signed = server_root(service_url, credentials)
@@ -589,9 +490,7 @@ def endpoints(
         if not isinstance(server_url, str):
             raise InvalidArgumentError(f"server_url={server_url!r}: give the server's http(s) URL")
         given = parse_url(server_url, "server_url", role="server")
-        root = given.root
-        if given.username is not None:
-            signed = Credentials("basic", given.username, given.password or "")
+        root, signed = given.root, _signed(given, signed)
     source = database_endpoint(root, signed, db)
     return source, check_target(source, target, root, signed)
 
@@ -676,10 +575,7 @@ def plan(
     if types is not ALL_TYPES:
         for doc_type in types:
             form.type_prefix(doc_type)  # raises InvalidTypeError
-    if source.same_database(target):
-        raise InvalidArgumentError(
-            f"target {target.url!r} is the source database itself: replicate to another database"
-        )
+    _refuse_source(source, target)
     return ReplicationPlan(
         db=check_db(db),
         source=source,
@@ -695,8 +591,7 @@ def plan(
 
 
 def new_doc_id() -> str:
-    """A new replication document id, ``couchids-<kuuid id>``: time-sortable, so the
-    replications couchids started list in the order they were started."""
+    """A new replication document id, ``couchids-<kuuid id>``: listed in the order started."""
     return "couchids-" + kuuid_id()
 
 
@@ -728,20 +623,13 @@ def check_server(known: FactsCache, policy: RetryPolicy, db: str) -> Program[Ser
 def start(
     known: FactsCache, plans: Sequence[ReplicationPlan], policy: RetryPolicy
 ) -> Program[list[str]]:
-    """Start each plan (a ``_replicator`` document each); return their document ids.
+    """Start each plan (a ``_replicator`` document each, created if an admin deleted it);
+    return their document ids. One handle watches them all.
 
-    Several plans (say, each period database of a series into one target, each made by
-    :func:`plan` with its own source) start one after the other, and one handle watches them
-    all (``couchids.aio.AsyncReplication(client, plans)``).
-
-    The server is checked first (:func:`check_server`), then that each source database
-    exists (a missing one starts nothing: ``DatabaseNotFoundError``, rather than a
-    replication that crashes on the server), and, with ``create_target=False``, that a
-    target on the source's server exists too (``check_target_exists``; a target on
-    another server is the replicator's to reach); ``ALL_TYPES`` is resolved for each source
-    database to the types present now (a continuous replication keeps to those).
-    A missing ``_replicator`` database is created (CouchDB makes it at start-up; an admin
-    may have deleted it).
+    Before each document is written: the server is checked (:func:`check_server`), the
+    source database must exist, and so must a target on the source's server unless
+    ``create_target``; ``ALL_TYPES`` becomes the types present now (a continuous replication
+    keeps to those).
     """
     started: list[str] = []
     for each in plans:
@@ -769,8 +657,8 @@ def start(
 
 
 def local_target(each: ReplicationPlan) -> str | None:
-    """The name of the plan's target database when it is on the source's own server (the
-    client's, reached at the same root), else ``None``.
+    """The name of the plan's target database when it is on the source's own server, else
+    ``None``.
 
     >>> from dataclasses import replace
     >>> from couchids.idforms.forms import UTC_RANDOM
@@ -794,9 +682,8 @@ def local_target(each: ReplicationPlan) -> str | None:
 def check_target_exists(
     known: FactsCache, each: ReplicationPlan, policy: RetryPolicy
 ) -> Program[None]:
-    """With ``create_target=False``, refuse a target database on the source's server that
-    does not exist, before the ``_replicator`` document is written: the replicator would
-    only fail the job there (``db_not_found``), after the call returned.
+    """Refuse a target on the source's server that does not exist: the replicator would fail
+    the job there (``db_not_found``) only after the call returned.
 
     Raises:
         DatabaseNotFoundError: the target does not exist (nothing was started).
@@ -840,17 +727,16 @@ class ReplicationStatus:
     info: dict[str, Any] = field(default_factory=dict, repr=False)
 
 
-#: How much each state matters when several documents are summed up (lowest first).
-_RANK: Final = {
-    "completed": 0,
-    CANCELLED: 1,
-    "running": 2,
-    "pending": 3,
-    "initializing": 4,
-    "error": 5,
-    "crashing": 6,
-    "failed": 7,
-}
+#: The states from the one that matters least to the one that matters most, when several
+#: documents are summed up (another state ranks as ``initializing``).
+_RANK: Final = (
+    *("completed", CANCELLED, "running", "pending", "initializing"),
+    *("error", "crashing", "failed"),
+)
+
+
+def _rank(state: str) -> int:
+    return _RANK.index(state if state in _RANK else "initializing")
 
 
 def _count(info: dict[str, Any], key: str) -> int:
@@ -858,18 +744,18 @@ def _count(info: dict[str, Any], key: str) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def _doc_status(known: FactsCache, doc_id: str, policy: RetryPolicy) -> Program[dict[str, Any]]:
-    """The scheduler's view of one replication document, with ``state`` ``cancelled`` when
-    the document is gone and ``initializing`` while the scheduler has not seen it yet.
+def _counts(info: dict[str, Any]) -> dict[str, int]:
+    """The counts of ``info`` a removed document's tombstone keeps."""
+    return {name: info[name] for name in KEPT_COUNTS if isinstance(info.get(name), int)}
 
-    Whether the document lives is read from every copy
-    (:func:`~couchids.core.revisions.live_leaves`): on a cluster a plain read may still
-    answer a revision from before the deletion."""
+
+def _doc_status(known: FactsCache, doc_id: str, policy: RetryPolicy) -> Program[dict[str, Any]]:
+    """The scheduler's entry of one replication document; ``state`` is ``cancelled`` when the
+    document is gone, ``initializing`` while the scheduler has not seen it yet."""
     docs = path("_scheduler", "docs", REPLICATOR_DB, doc_id)
     reply = yield from ask(Request("GET", docs), policy, REPLICATOR_DB, expect=(MISSING,))
     if reply is not MISSING:
-        # The answer is this document's entry, not another's nor a listing of them all (a
-        # server or proxy that ignores the document id in the path).
+        # This document's entry, not a listing (a server or proxy that ignores the id).
         body = expect_object(reply.body, policy, REPLICATOR_DB, sent=reply.sent)
         check_listing(
             "_scheduler/docs",
@@ -882,10 +768,10 @@ def _doc_status(known: FactsCache, doc_id: str, policy: RetryPolicy) -> Program[
         )
         if body.get("state") is not None:
             return body if body["state"] in STATES else {**body, "state": str(body["state"])}
-    # Not (or no longer) in the scheduler, or listed without a state (a cluster's node lists
-    # a document deleted a moment ago so for a few seconds): the document says how it ended,
-    # if it did (CouchDB records a final state in it; on a cluster the scheduler may forget a
-    # completed one-shot replication).
+    # Not in the scheduler (a cluster's may forget a finished one-shot replication), or
+    # listed without a state (a cluster's node, for a few seconds after the deletion): the
+    # document says how it ended, read from every copy (a plain read may answer a revision
+    # from before the deletion).
     leaves = yield from live_leaves(known, REPLICATOR_DB, doc_id, policy)
     if not leaves:
         gone = yield from _check_known(known, doc_id, policy)
@@ -904,13 +790,9 @@ def _doc_status(known: FactsCache, doc_id: str, policy: RetryPolicy) -> Program[
 def _check_known(
     known: FactsCache, doc_id: str, policy: RetryPolicy
 ) -> Program[list[dict[str, Any]]]:
-    """Refuse ``doc_id`` when no replication document of that id was ever written: a
-    cancelled one leaves its deletion (a tombstone) in ``_replicator``, an unknown id (a
-    typo, another server) nothing, and is never reported as ``cancelled``. Returns the
-    leaf revisions read (the entries of ``open_revs=all``).
-
-    ``GET /_replicator/{doc_id}?open_revs=all`` from every copy: ``404 missing`` when the id
-    has no revision at all, the tombstone when it was deleted.
+    """Refuse ``doc_id`` when no document of that id was ever written in ``_replicator`` (a
+    cancelled one leaves its tombstone; an unknown id is never ``cancelled``). Returns the
+    entries of ``open_revs=all``, read from every copy.
 
     Raises:
         ReplicationFailed: (``status`` 404) no document of that id was ever written.
@@ -930,53 +812,68 @@ def _check_known(
 
 
 def _removed_completed(leaves: list[Any]) -> dict[str, Any] | None:
-    """How a replication ended, from the deletion :func:`remove_completed` wrote (it keeps
-    :data:`COMPLETED_FIELD`), or ``None`` (the document was cancelled)."""
+    """How a replication ended, from the tombstone :func:`remove_completed` wrote, or
+    ``None`` (it was cancelled)."""
     for entry in leaves:
         leaf = entry.get("ok") if isinstance(entry, dict) else None
         kept = leaf.get(COMPLETED_FIELD) if isinstance(leaf, dict) else None
         if leaf is not None and leaf.get("_deleted") and isinstance(kept, dict):
-            counts = {name: kept[name] for name in KEPT_COUNTS if isinstance(kept.get(name), int)}
-            return {"state": "completed", "info": counts, "removed": True}
+            return {"state": "completed", "info": _counts(kept), "removed": True}
     return None
+
+
+def _delete(
+    known: FactsCache, doc_id: str, policy: RetryPolicy, kept: dict[str, Any] | None = None
+) -> Program[int | None]:
+    """Delete every live revision of replication document ``doc_id``, read from every copy,
+    until none is left; return how many deletions the server took.
+
+    On a cluster the replicator may record a one-shot replication's end while a deletion
+    reaches the other copies; the live revision would win and bring the document back.
+    With ``kept``, each tombstone keeps it (:data:`COMPLETED_FIELD`), and a document that
+    does not yet record that it completed is left (``None``): deleting it would race the
+    replicator's own write of the end.
+
+    Raises:
+        ReplicationFailed: the document still lives after :data:`CANCEL_ROUNDS` rounds.
+    """
+    deleted = 0
+    for _ in range(CANCEL_ROUNDS):
+        leaves = yield from live_leaves(known, REPLICATOR_DB, doc_id, policy)
+        if not leaves:
+            return deleted
+        if kept is not None and winner(leaves).get("_replication_state") != "completed":
+            return None
+        for leaf in leaves:
+            if kept is None:
+                rev = {"rev": str(leaf["_rev"])}
+                request = Request("DELETE", path(REPLICATOR_DB, doc_id), rev)
+            else:
+                tombstone = {"_id": doc_id, "_rev": leaf["_rev"], "_deleted": True}
+                body = dumps({**tombstone, COMPLETED_FIELD: kept})
+                request = Request("PUT", path(REPLICATOR_DB, doc_id), body=body)
+            reply = yield from ask(request, policy, REPLICATOR_DB, expect=(MISSING, CONFLICT))
+            deleted += reply not in (MISSING, CONFLICT)
+    raise ReplicationFailed(
+        f"{policy.operation}: the replication document {doc_id} still lives after "
+        f"{CANCEL_ROUNDS} rounds of deleting its revisions"
+    )
 
 
 def remove_completed(
     known: FactsCache, doc_id: str, info: dict[str, Any], policy: RetryPolicy
 ) -> Program[bool]:
     """Remove the ``_replicator`` document of a one-shot replication that completed, once
-    the document records it (``_replication_state: completed``); return whether it is gone.
+    the document records it; return whether it is gone.
 
-    Each live revision is deleted by a tombstone that keeps the replication's counts
-    (:data:`COMPLETED_FIELD`, no endpoint nor credential): a later :func:`status`, from any
-    process, still reads ``completed`` and its counts, where a cancelled one reads
-    ``cancelled``. A document that does not yet record its end (on a cluster the scheduler
-    may report it first) is left for a later call: deleting it then would race the
-    replicator's own write of the end, which would bring it back.
+    Its tombstones keep the replication's counts (no endpoint nor credential), so a later
+    :func:`status`, from any process, still reads ``completed`` where a cancelled one reads
+    ``cancelled``.
 
     Raises:
         ReplicationFailed: the document still lives after :data:`CANCEL_ROUNDS` rounds.
     """
-    kept = {name: info[name] for name in KEPT_COUNTS if isinstance(info.get(name), int)}
-    for _ in range(CANCEL_ROUNDS):
-        leaves = yield from live_leaves(known, REPLICATOR_DB, doc_id, policy)
-        if not leaves:
-            return True
-        if winner(leaves).get("_replication_state") != "completed":
-            return False
-        for leaf in leaves:
-            tombstone = {
-                "_id": doc_id,
-                "_rev": leaf["_rev"],
-                "_deleted": True,
-                COMPLETED_FIELD: kept,
-            }
-            put = Request("PUT", path(REPLICATOR_DB, doc_id), body=dumps(tombstone))
-            yield from ask(put, policy, REPLICATOR_DB, expect=(MISSING, CONFLICT))
-    raise ReplicationFailed(
-        f"{policy.operation}: the completed replication's document {doc_id} still lives after "
-        f"{CANCEL_ROUNDS} rounds of deleting its revisions"
-    )
+    return (yield from _delete(known, doc_id, policy, _counts(info))) is not None
 
 
 def status(
@@ -987,24 +884,21 @@ def status(
     ended: dict[str, dict[str, Any]] | None = None,
 ) -> Program[ReplicationStatus]:
     """The :class:`ReplicationStatus` of a replication's documents (one request each, two for
-    a document the scheduler does not list).
+    a document the scheduler does not list). A document seen ``completed`` is removed
+    (:func:`remove_completed`), once.
 
     ``ended`` (kept by the caller across calls) remembers the documents seen ``completed`` or
-    ``failed``: on a cluster the scheduler may forget a finished one-shot replication before
-    the replicator has recorded its end in the document, which then reads as not yet
-    started. A moment after :func:`cancel`, a cluster's scheduler may still list the document
-    it deleted. A document seen ``completed`` is removed (:func:`remove_completed`), once.
+    ``failed``: a cluster's scheduler may forget a finished one-shot replication before its
+    end is recorded in the document, which then reads as not yet started.
 
     Raises:
-        ReplicationFailed: (``status`` 404) a document of ``doc_ids`` was never written (an
-            unknown id is not a cancelled replication).
+        ReplicationFailed: (``status`` 404) a document of ``doc_ids`` was never written.
     """
     ended = {} if ended is None else ended
     states: list[str] = []
-    read = written = failures = 0
-    pending: int | None = None
     errors: list[str] = []
     infos: dict[str, Any] = {}
+    counted: list[dict[str, Any]] = []  # one for each of doc_ids, as the counts are summed
     for doc_id in doc_ids:
         doc = yield from _doc_status(known, doc_id, policy)
         if doc["state"] in ("completed", "failed"):
@@ -1012,30 +906,25 @@ def status(
         elif doc["state"] != CANCELLED and doc_id in ended:
             doc = ended[doc_id]
         found = doc.get("info")
-        info: dict[str, Any] = found if isinstance(found, dict) else {}
+        infos[doc_id] = info = found if isinstance(found, dict) else {}
+        counted.append(info)
         if doc["state"] == "completed" and not doc.get("removed"):
             doc["removed"] = yield from remove_completed(known, doc_id, info, policy)
         states.append(str(doc["state"]))
-        read += _count(info, "docs_read")
-        written += _count(info, "docs_written")
-        failures += _count(info, "doc_write_failures")
-        if isinstance(info.get("changes_pending"), int):
-            pending = (pending or 0) + info["changes_pending"]
-        reason = info.get("error") or (
-            doc.get("info") if isinstance(doc.get("info"), str) else None
-        )
+        reason = info.get("error") or (found if isinstance(found, str) else None)
         if reason:
             errors.append(_hide(str(reason), secrets)[:400])
-        infos[doc_id] = info
-    state = max(states, key=lambda s: _RANK.get(s, 4)) if states else CANCELLED
-    if states and all(s == "completed" for s in states):
-        state = "completed"
+    pending = [i["changes_pending"] for i in counted if isinstance(i.get("changes_pending"), int)]
+
+    def total(key: str) -> int:
+        return sum(_count(info, key) for info in counted)
+
     return ReplicationStatus(
-        state=state,
-        docs_read=read,
-        docs_written=written,
-        doc_write_failures=failures,
-        changes_pending=pending,
+        state=max(states, key=_rank) if states else CANCELLED,
+        docs_read=total("docs_read"),
+        docs_written=total("docs_written"),
+        doc_write_failures=total("doc_write_failures"),
+        changes_pending=sum(pending) if pending else None,
         error="; ".join(errors) or None,
         info=infos,
     )
@@ -1066,9 +955,10 @@ def wait(
     policy = RetryPolicy.within(timeout, "wait")
     ended = {} if ended is None else ended
     pause = FIRST_POLL
+    names = ", ".join(doc_ids[:3]) + (f" and {len(doc_ids) - 3} more" if len(doc_ids) > 3 else "")
+    what = f"replication {names}"
     while True:
         now = yield from status(known, doc_ids, policy.each_step(DEFAULT_TIMEOUT), secrets, ended)
-        what = _what(doc_ids)
         if now.state == "completed" or (continuous and now.state == "running"):
             return now
         if now.state == "failed":
@@ -1098,20 +988,10 @@ def wait(
         pause = min(pause * 1.5, LONGEST_POLL)
 
 
-def _what(doc_ids: Sequence[str]) -> str:
-    names = ", ".join(doc_ids[:3]) + (f" and {len(doc_ids) - 3} more" if len(doc_ids) > 3 else "")
-    return f"replication {names}"
-
-
 def cancel(known: FactsCache, doc_ids: Sequence[str], policy: RetryPolicy) -> Program[bool]:
     """Delete each replication document (the replicator stops its job); return whether any
     was still there. Idempotent: a document already deleted is no error, but an id no
-    document ever had is (``ReplicationFailed``, status 404).
-
-    Every live revision is deleted, read from every copy
-    (:func:`~couchids.core.revisions.live_leaves`): on a cluster the replicator may record a
-    one-shot replication's end in its document while the deletion reaches other copies, and
-    the two revisions then conflict; the live one would win and bring the document back.
+    document ever had is.
 
     Raises:
         ReplicationFailed: a document still lives after :data:`CANCEL_ROUNDS` rounds, or
@@ -1119,23 +999,8 @@ def cancel(known: FactsCache, doc_ids: Sequence[str], policy: RetryPolicy) -> Pr
     """
     found = False
     for doc_id in doc_ids:
-        for attempt in range(CANCEL_ROUNDS):
-            leaves = yield from live_leaves(known, REPLICATOR_DB, doc_id, policy)
-            if not leaves:
-                if not attempt:
-                    yield from _check_known(known, doc_id, policy)
-                break
-            for leaf in leaves:
-                gone = yield from ask(
-                    Request("DELETE", path(REPLICATOR_DB, doc_id), {"rev": str(leaf["_rev"])}),
-                    policy,
-                    REPLICATOR_DB,
-                    expect=(MISSING, CONFLICT),
-                )
-                found = found or gone not in (MISSING, CONFLICT)
+        if (yield from _delete(known, doc_id, policy)):
+            found = True
         else:
-            raise ReplicationFailed(
-                f"cancel: the replication document {doc_id} still lives after "
-                f"{CANCEL_ROUNDS} rounds of deleting its revisions"
-            )
+            yield from _check_known(known, doc_id, policy)
     return found
