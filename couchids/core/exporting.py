@@ -1,10 +1,8 @@
 """Exporting a time window to NDJSON or CSV, and archiving it into another database.
 
-Both read the window oldest first as :meth:`couchids.Database.window` reads it (time slices in
-parallel; memory stays at a few pages), and keep a :class:`~couchids.Checkpoint` whose
-``last_id`` is the last document written: given back, it continues just after that document,
-so an interrupted export, resumed, writes the same rows as one that ran through. Lost answers
-and 429s are retried (the client's own retries too, when enabled).
+Both read the window oldest first as :meth:`couchids.Database.window` does, and keep a
+:class:`~couchids.Checkpoint` at the last document written: given back, it continues just after
+it, so a resumed export writes the same rows as one that ran through.
 """
 
 from __future__ import annotations
@@ -79,7 +77,7 @@ def export(
     timeout: float | None,
     parallel: int,
 ) -> Program[Checkpoint]:
-    """The program of :meth:`couchids.Database.export` (see there); arguments checked now."""
+    """The program of :meth:`couchids.Database.export`; arguments checked now."""
     policy = read_policy(timeout, "export")
     fields, mark = check_output(out, format, fields, checkpoint)
     arguments.function("on_progress", on_progress)
@@ -93,8 +91,7 @@ def check_output(
     out: TextIO, format: Format, fields: Sequence[str] | None, checkpoint: Checkpoint | None
 ) -> tuple[list[str] | None, Checkpoint]:
     """The checked ``fields`` of an export to ``out`` in ``format``, and the checkpoint it
-    keeps (``checkpoint``, or a new one); :class:`~couchids.InvalidArgumentError` for a bad
-    ``format``, ``out``, ``fields`` or ``checkpoint``."""
+    keeps (``checkpoint``, or a new one)."""
     if format not in FORMATS:
         raise InvalidArgumentError(f"format={format!r}: one of {FORMATS}")
     arguments.text_stream("out", out)
@@ -112,11 +109,9 @@ def write_documents(
     mark: Checkpoint,
     on_progress: Callable[[Checkpoint], None] | None,
 ) -> Program[Checkpoint]:
-    """Writes the documents ``pages`` emits (a page at a time, oldest first) to ``out`` in
-    ``format`` (the CSV header first, unless ``mark`` resumes an export), keeping ``mark`` at
-    the last one written; the arguments checked by :func:`check_output`. What
-    :func:`export` writes a window with, and a series (:mod:`couchids.core.series`) the
-    windows of its periods, one after the other."""
+    """Writes the documents ``pages`` emits to ``out`` in ``format`` (the CSV header first,
+    unless ``mark`` resumes an export), keeping ``mark`` at the last one written; the
+    arguments checked by :func:`check_output`. A series writes its periods' windows with it."""
     write = _writer(out, format, fields, header=mark.last_id is None)
     documents = Puller(pages)
     while (page := (yield from documents.next())) is not END:
@@ -172,9 +167,9 @@ def archive(
     batch_bytes: int = DEFAULT_BATCH_BYTES,
     document_bytes: int = DEFAULT_DOCUMENT_BYTES,
 ) -> Program[ArchiveReport]:
-    """The program of :meth:`couchids.Database.archive` (see there); arguments checked now (the
-    caller checks ``target_db``). Its copies are cut by ``batch_bytes`` and
-    ``document_bytes`` as bulk writes are (:func:`_copy`)."""
+    """The program of :meth:`couchids.Database.archive`; arguments checked now (the caller
+    checks ``target_db``). Copies are cut by ``batch_bytes`` and ``document_bytes`` as bulk
+    writes are (:func:`_copy`)."""
     policy = RetryPolicy.checked(retries, backoff, timeout, "archive")
     sizes = (check_size("batch_bytes", batch_bytes), check_size("document_bytes", document_bytes))
     check_flag("expire", expire)
@@ -189,86 +184,65 @@ def archive(
         report.checkpoint = checkpoint
     mark = report.checkpoint
     pages = window_documents(
-        known,
-        db,
-        start,
-        end,
-        type,
-        form,
-        mark,
-        batch_size,
-        policy,
-        parallel=parallel,
-        copies=True,
+        known, db, start, end, type, form, mark, batch_size, policy, parallel=parallel, copies=True
     )
+    # The id's own time decides what is copied and deleted, whatever the server answered.
     inside = in_window(form, type, *check_window(start, end))
-    scope = (form, type)
-    return _archive(
-        known, db, target_db, pages, inside, scope, expire, report, on_progress, policy, sizes
-    )
 
+    def run() -> Program[ArchiveReport]:
+        yield from database_facts(known, target_db, policy)
+        documents = Puller(pages)
+        while (page := (yield from documents.next())) is not END:
+            page = [doc for doc in page if inside(doc["_id"])]
+            if not page:
+                continue
+            # A document with conflicts is copied with every live leaf revision, read from
+            # every copy (a cluster's _conflicts reflects only the copies that answered first).
+            leaves: dict[str, list[Doc]] = {}
+            for doc in page:
+                if doc.pop("_conflicts", None):
+                    found = yield from live_leaves(known, db, doc["_id"], policy.renewed())
+                    leaves[doc["_id"]] = found or [doc]
+            copies = [leaves.get(doc["_id"], [doc]) for doc in page]
+            failed = yield from _copy(target_db, page, copies, policy, *sizes)
+            report.failed += failed
+            refused = {doc_id for doc_id, _ in failed}
+            stored = [doc for doc in page if doc["_id"] not in refused]
+            report.copied += len(stored)
+            report.conflicted += [
+                doc["_id"] for doc in stored if len(leaves.get(doc["_id"], ())) > 1
+            ]
+            if expire and stored:
+                yield from expire_copied(stored, leaves)
+            mark.last_id = page[-1]["_id"]
+            mark.done += len(page)
+            if on_progress is not None:
+                on_progress(report)
+        return report
 
-def _archive(
-    known: FactsCache,
-    db: str,
-    target_db: str,
-    pages: Program[None],
-    inside: Callable[[str], bool],
-    scope: tuple[IdForm, str | None],
-    expire: bool,
-    report: ArchiveReport,
-    on_progress: Callable[[ArchiveReport], None] | None,
-    policy: RetryPolicy,
-    sizes: tuple[int, int],
-) -> Program[ArchiveReport]:
-    yield from database_facts(known, target_db, policy)
-    mark = report.checkpoint
-    documents = Puller(pages)
-    while (page := (yield from documents.next())) is not END:
-        # The id's own time decides what is copied and deleted, whatever the server answered.
-        page = [doc for doc in page if inside(doc["_id"])]
-        if not page:
-            continue
-        # A document with conflicts is copied with every live leaf revision, read from every
-        # copy (a cluster's _conflicts reflects only the copies that answered first).
-        leaves: dict[str, list[Doc]] = {}
-        for doc in page:
-            if doc.pop("_conflicts", None):
-                found = yield from live_leaves(known, db, doc["_id"], policy.renewed())
-                leaves[doc["_id"]] = found or [doc]
-        copies = [leaves.get(doc["_id"], [doc]) for doc in page]
-        failed = yield from _copy(target_db, page, copies, policy, *sizes)
-        report.failed += failed
-        refused = {doc_id for doc_id, _ in failed}
-        stored = [doc for doc in page if doc["_id"] not in refused]
-        report.copied += len(stored)
-        report.conflicted += [doc["_id"] for doc in stored if len(leaves.get(doc["_id"], ())) > 1]
-        if expire and stored:
-            # Deleted are exactly the revisions copied: the winning one by the revision read
-            # (a document changed since answers 409 and is kept), then the other leaves.
-            rows: list[Doc] = []
-            others: dict[str, list[str]] = {}
-            for doc in stored:
-                copied = leaves.get(doc["_id"], [doc])
-                first = winner(copied)
-                rows.append({"id": doc["_id"], "value": {"rev": first["_rev"]}})
-                others[doc["_id"]] = [leaf["_rev"] for leaf in copied if leaf is not first]
-            report.expired.matched += len(stored)
-            yield from delete_revisions(
-                known,
-                db,
-                rows,
-                report.expired,
-                policy,
-                scope=scope,
-                every_leaf=False,
-                others=others,
-            )
-        mark.last_id = page[-1]["_id"]
-        mark.done += len(page)
-        if on_progress is not None:
-            on_progress(report)
-    return report
+    def expire_copied(stored: list[Doc], leaves: dict[str, list[Doc]]) -> Program[None]:
+        # Deleted are exactly the revisions copied: the winning one by the revision read (a
+        # document changed since answers 409 and is kept), then the other leaves.
+        rows: list[Doc] = []
+        others: dict[str, list[str]] = {}
+        for doc in stored:
+            copied = leaves.get(doc["_id"], [doc])
+            first = winner(copied)
+            rows.append({"id": doc["_id"], "value": {"rev": first["_rev"]}})
+            others[doc["_id"]] = [leaf["_rev"] for leaf in copied if leaf is not first]
+        report.expired.matched += len(stored)
+        yield from delete_revisions(
+            known,
+            db,
+            rows,
+            report.expired,
+            policy,
+            scope=(form, type),
+            every_leaf=False,
+            others=others,
+        )
+
+    return run()
 
 
 #: The bytes around the documents of archive's ``_bulk_docs`` body.
@@ -287,18 +261,18 @@ def _copy(
     """Copy the documents of ``page``, each with its revisions ``copies[i]``, into
     ``target_db`` (``_bulk_docs`` with ``new_edits=false``); return ``(id, reason)`` of those
     the target did not store. Requests are cut by bytes as bulk writes are
-    (:mod:`couchids.core.sizes`): at most ``batch_bytes`` of body, a document (all its
-    revisions) in one request; a revision over ``document_bytes`` (its JSON, attachments
-    aside: they have a limit of their own) is not sent and its document is reported; a
-    request refused as too large (413) is sent again in halves, and a document refused
-    alone is reported."""
+    (:mod:`couchids.core.sizes`), a document with all its revisions in one request; a
+    revision's size is its JSON without attachments, which have a limit of their own."""
     parts: list[bytes] = []
     failed: dict[int, str] = {}
     for index, leaves in enumerate(copies):
         encoded = [dumps(leaf) for leaf in leaves]
         parts.append(b",".join(encoded))
         for leaf, part in zip(leaves, encoded, strict=True):
-            size = len(dumps(_without_attachments(leaf))) if "_attachments" in leaf else len(part)
+            if "_attachments" in leaf:
+                size = len(dumps({k: v for k, v in leaf.items() if k != "_attachments"}))
+            else:
+                size = len(part)
             why = over_document_bytes(size, document_bytes)
             if why is not None:
                 failed[index] = f"too large: {why}"
@@ -335,10 +309,6 @@ def _copy(
     return [(page[index]["_id"], failed[index]) for index in sorted(failed)]
 
 
-def _without_attachments(doc: Doc) -> Doc:
-    return {key: value for key, value in doc.items() if key != "_attachments"}
-
-
 def window_documents(
     known: FactsCache,
     db: str,
@@ -354,72 +324,49 @@ def window_documents(
     copies: bool = False,
 ) -> Program[None]:
     """Emits the documents of the window, a page at a time, oldest first, after
-    ``mark.last_id`` (as it is when the program reaches its first read), read ``parallel``
-    time slices at a time; the arguments are checked now. ``copies`` reads them for copying:
-    with their attachments' data and their ``_conflicts``."""
+    ``mark.last_id`` (as it is when the program reaches its first read), ``parallel`` time
+    slices at a time; the arguments are checked now. ``copies`` reads them for copying: with
+    their attachments' data and their ``_conflicts``."""
     start_ms, end_ms = check_window(start, end)
     check_size("batch_size", batch_size)
     check_size("parallel", parallel)
-    if not isinstance(form, IdForm):
-        raise InvalidArgumentError(f"form={form!r}: pass an IdForm such as couchids.KUUID")
     check_time_form(form)
-    if doc_type is not None:
-        form.type_prefix(doc_type)  # InvalidTypeError
-    return _documents(
-        known,
-        db,
-        (start_ms, end_ms),
-        form,
-        doc_type,
-        mark,
-        batch_size,
-        policy,
-        copies,
-        parallel=parallel,
-    )
+    form.type_prefix(doc_type)  # InvalidTypeError
 
+    def run() -> Program[None]:
+        yield from database_facts(known, db, policy)
+        yield from check_one_form(known, db, form, doc_type, policy)
+        pages = scan_pages(
+            known,
+            db,
+            form,
+            doc_type,
+            start_ms,
+            end_ms,
+            policy,
+            include_docs=True,
+            after=mark.last_id,
+            attachments=copies,
+            conflicts=copies,
+            batch_size=batch_size,
+            parallel=parallel,
+        )
+        documents = Puller(pages)
+        while (docs := (yield from documents.next())) is not END:
+            for doc in docs:
+                if not isinstance(doc.get("_id"), str) or not isinstance(doc.get("_rev"), str):
+                    raise answer_error(
+                        policy, db, f"a document without _id or _rev: {describe(doc)}"
+                    )
+            if docs:
+                yield Emit(docs)
 
-def _documents(
-    known: FactsCache,
-    db: str,
-    span: tuple[int, int],
-    form: IdForm,
-    doc_type: str | None,
-    mark: Checkpoint,
-    batch_size: int,
-    policy: RetryPolicy,
-    copies: bool,
-    *,
-    parallel: int,
-) -> Program[None]:
-    yield from database_facts(known, db, policy)
-    yield from check_one_form(known, db, form, doc_type, policy)
-    pages = scan_pages(
-        known,
-        db,
-        form,
-        doc_type,
-        *span,
-        policy,
-        include_docs=True,
-        after=mark.last_id,
-        attachments=copies,
-        conflicts=copies,
-        batch_size=batch_size,
-        parallel=parallel,
-    )
-    documents = Puller(pages)
-    while (docs := (yield from documents.next())) is not END:
-        for doc in docs:
-            if not isinstance(doc.get("_id"), str) or not isinstance(doc.get("_rev"), str):
-                raise answer_error(policy, db, f"a document without _id or _rev: {describe(doc)}")
-        if docs:
-            yield Emit(docs)
+    return run()
 
 
 def _check_fields(fields: object) -> list[str] | None:
-    """``fields`` as a list of names, or ``None``; :class:`InvalidArgumentError` for one string
-    (which would make a column of each of its characters) or a name that is not a str."""
+    """``fields`` as a list of names, or ``None``; one string (a column per character) or a
+    name that is not a str is refused."""
     if fields is None:
         return None
     if isinstance(fields, str | bytes):
@@ -445,15 +392,11 @@ def _writer(
 ) -> Callable[[Doc], None]:
     """A function that writes a document to ``out`` as ``format``.
 
-    NDJSON: a document is one line of JSON, its text as it is (not escaped); a line the stream
-    cannot encode (its encoding has no such character, or the document holds a lone
-    surrogate, which no encoding has) is written with ``\\u`` escapes instead, the same JSON
-    value. CSV: a row of the ``fields``, the top-level keys the export checked to be strings;
-    a document read from a server has string keys only (JSON's objects have no others), so
-    the JSON of a nested value in a cell never holds two keys that read alike. A row the
-    stream cannot encode is refused (:class:`InvalidArgumentError`, nothing of it written):
-    CSV has no escapes. Both rely on ``out.write`` encoding a line before writing any of it,
-    as the streams of ``open()`` do.
+    NDJSON: one line of JSON, text unescaped; a line the stream cannot encode (or holding a lone
+    surrogate) is written with ``\\u`` escapes instead, the same JSON value. CSV: a row of the
+    ``fields``; a row the stream cannot encode is refused, nothing of it written (CSV has no
+    escapes). Both rely on ``out.write`` encoding a line before writing any of it, as the
+    streams of ``open()`` do.
     """
     if format == "ndjson":
 
@@ -498,8 +441,7 @@ def _write_row(out: TextIO, table: Any, cells: list[str], what: str) -> None:
 
 
 def _cell(value: Any) -> str:
-    """A CSV cell: empty for a missing field or null, a string as it is, anything else as its
-    JSON (non-ASCII text as it is)."""
+    """A CSV cell: empty for a missing field or null, a string as it is, else its JSON."""
     if value is None:
         return ""
     if isinstance(value, str):
