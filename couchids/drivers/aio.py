@@ -1,33 +1,7 @@
 """The asyncio driver: :class:`AsyncClient` sends the requests of couchids' programs over
-``httpx``.
-
-Install with ``pip install 'couchids[async]'``. Each method of
-:class:`~couchids.aio.AsyncDatabase` runs the same program of ``couchids.core`` as its
-blocking twin on :class:`couchids.Database`, so both answer alike; only the sending differs:
-
-- Requests go through an ``httpx.AsyncClient``; concurrent parts of an operation (the
-  slices of a window, the types of an all-types query) are tasks on the caller's loop.
-- Authentication is ``ibmcloudant``'s own: :func:`connect` reads the same ``CLOUDANT_*``
-  variables (and arguments) as :func:`couchids.connect`, with the same checks, and
-  :func:`new_instance` as ``CloudantV1.new_instance()``; each request is prepared by that
-  client's authenticator (IAM, basic, CouchDB session or none); a token request, which
-  the authenticators make with ``requests``, runs on a worker thread.
-- With retries enabled (``client.enable_retries()`` or ``CLOUDANT_ENABLE_RETRIES``), a 429 or
-  5xx is sent again as the SDK would: ``Retry-After`` obeyed, else exponential backoff.
-- Cancelling a coroutine, or closing an async iterator mid-stream, cancels the requests it
-  started and leaves no task behind.
-
-Example::
-
-    import asyncio
-
-    from couchids import aio
-
-    async def newest_clicks():
-        async with aio.connect() as client:
-            return await aio.AsyncDatabase(client, "events").latest(10, type="click")
-
-    print(asyncio.run(newest_clicks()))
+``httpx`` (``pip install 'couchids[async]'``), prepared and authenticated by an ``ibmcloudant``
+client; concurrent parts of an operation are tasks on the caller's loop. The asyncio guide
+(``docs/guide/asyncio.md``) describes what users see.
 """
 
 from __future__ import annotations
@@ -59,7 +33,6 @@ from couchids.core.effects import (
     Emit,
     Lost,
     Program,
-    Request,
     Response,
     Send,
     Sleep,
@@ -70,9 +43,8 @@ from couchids.core.effects import (
 from couchids.core.facts import FactsCache
 from couchids.core.pacing import Pacer, Rate, Ticket
 from couchids.core.pages import handed_on
-from couchids.core.policy import RetryPolicy
 from couchids.drivers import log
-from couchids.drivers.blocking import FAILURES, failure_kind, sanitized, server_error
+from couchids.drivers.blocking import FAILURES, OneReading, answered, heard, lost, room
 from couchids.drivers.config import scrub
 from couchids.drivers.connecting import cloudant_client
 from couchids.drivers.credentials import answer_hint, check_logins
@@ -95,17 +67,14 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-Row = dict[str, Any]
 
 #: Authenticators that never send a request of their own: they prepare a request inline.
 _INLINE_AUTH: Final = frozenset({"noauth", "basic", "bearertoken"})
 #: Requests an :class:`AsyncClient` has in flight at once, and the connections it keeps, by
-#: default; couchids queues the others itself (httpx's pool looks at every connection it holds
-#: for every request waiting in it). httpx's pool also spends time on each connection it holds
-#: per request it places, so more connections cost on a fast network: bench/bench_aio.py on
-#: CouchDB 3.4.3, 50 concurrent ``latest`` calls took 71, 102 and 129 ms with 10, 25 and 50
-#: connections at 0 ms, and 183, 159 and 215 ms with a 20 ms round trip added (one machine of
-#: two cores: the server's work, not the connections, sets the pace there).
+#: default; couchids queues the others itself. httpx's pool spends time on each connection it
+#: holds per request it places: bench/bench_aio.py's 50 concurrent ``latest`` calls took 71,
+#: 102 and 129 ms with 10, 25 and 50 connections on CouchDB 3.4.3 (183, 159, 215 ms at 20 ms
+#: a round trip).
 CONNECTIONS: Final = 10
 
 
@@ -170,56 +139,29 @@ class AsyncClient:
         return (await self._performed(effect))[0]
 
     async def _performed(self, effect: Send) -> tuple[Response | Lost, str]:
-        """:meth:`perform`'s outcome, logged, and what it was in a few words (``HTTP 503``,
-        ``timeout``) for the record of a retry that follows. The record of the last answer
-        counts the time since the first try, the client's retries included."""
-        request, policy = effect.request, effect.policy
-        first_refused: float | None = None
+        """:meth:`perform`'s outcome, and what it was in a few words
+        (:func:`~couchids.drivers.blocking.heard`); a 429 is sent again once its class has
+        room, while the deadline allows."""
+        since: float | None = None
         while True:
-            ticket = await self._turn(request, policy)
+            ticket = room(self.pacer, effect.request, effect.policy)
+            while not isinstance(ticket, Ticket):
+                await asyncio.sleep(ticket)
+                ticket = room(self.pacer, effect.request, effect.policy)
             started = time.perf_counter()
             outcome, failure = await self._exchange(effect)
             status = outcome.status if isinstance(outcome, Response) else None
             log.sent(effect, status, failure, (time.perf_counter() - started) * 1000)
-            heard = f"HTTP {status}" if status is not None else failure or "no answer"
-            now = time.monotonic()
-            if not isinstance(outcome, Response):
-                self.pacer.answered(ticket, now, 0)
-                return outcome, heard
-            self.pacer.answered(
-                ticket,
-                now,
-                outcome.status,
-                outcome.retry_after,
-                refused_before=outcome.refused_before,
-            )
-            if outcome.status != 429:
-                return outcome, heard
-            # A 429 is sent again once its class has room, while the deadline allows.
-            first_refused = now if first_refused is None else first_refused
-            wait = self.pacer.again(request, now, first_refused, policy.remaining())
+            wait, since = answered(self.pacer, ticket, effect, outcome, since)
             if wait is None:
-                return outcome, heard
-            log.retrying(effect, wait, f"{heard} (rate limited: waiting for room)")
-
-    async def _turn(self, request: Request, policy: RetryPolicy) -> Ticket:
-        """A ticket for sending ``request`` once its class's window has room (at the deadline
-        when the room comes after it: the server decides)."""
-        while True:
-            now = time.monotonic()
-            ticket = self.pacer.take(request, now)
-            if ticket is not None:
-                return ticket
-            wait = self.pacer.delay(request, now)
-            left = policy.remaining()
-            if left is not None and wait >= left:
-                return self.pacer.force(request, now)
-            await asyncio.sleep(wait)
+                return outcome, heard(outcome, failure)
+            log.retrying(
+                effect, wait, f"{heard(outcome, failure)} (rate limited: waiting for room)"
+            )
 
     async def _exchange(self, effect: Send) -> tuple[Response | Lost, str | None]:
         """:meth:`perform`'s outcome, and when it is :class:`Lost`, what happened."""
-        policy = effect.policy
-        left = policy.remaining()
+        left = effect.policy.remaining()
         if left is not None and left <= 0:
             return _timed_out(effect), "timeout"
         try:
@@ -230,30 +172,29 @@ class AsyncClient:
         if isinstance(prepared, tuple):
             return prepared
         try:
-            async with asyncio.timeout(policy.remaining()):
+            async with asyncio.timeout(effect.policy.remaining()):
                 return await self._send(effect, prepared)
         except TimeoutError:
             return _timed_out(effect), "timeout"
 
     async def _prepared(self, effect: Send) -> dict[str, Any] | tuple[Lost, str]:
         """The request as the blocking client prepares it: URL, headers, authentication (a
-        token request, if one is due, on a worker thread)."""
+        token request, if one is due, on a thread: :func:`_in_thread`)."""
         sent = effect.request
-        headers = request_headers(sent, self.cloudant.service_url)
         options: dict[str, Any] = {
             "method": sent.method,
             "url": sent.path,
-            "headers": headers,
+            "headers": request_headers(sent, self.cloudant.service_url),
             "params": dict(sent.params) if sent.params else None,
             "data": sent.body,
         }
-        if self._inline:
-            prepared = self._prepare(options)
-        else:
-            prepared = await _in_thread(self._prepare, options)
+        prepared = (
+            self._prepare(options)
+            if self._inline
+            else await _in_thread(lambda: self._prepare(options))
+        )
         if isinstance(prepared, BaseException):
-            kind = failure_kind(prepared, effect.policy)
-            return _lost(prepared, effect, login=True), f"login failed ({kind})"
+            return lost(prepared, effect, login=True)
         # httpx logs each request's URL: credentials in it go as the request's auth instead.
         prepared["url"], prepared["auth"] = _split_credentials(prepared["url"])
         return prepared
@@ -261,6 +202,7 @@ class AsyncClient:
     async def _send(
         self, effect: Send, prepared: dict[str, Any]
     ) -> tuple[Response | Lost, str | None]:
+        """Send ``prepared``, and again as the SDK's ``enable_retries()`` would."""
         retry = self.cloudant.retry_config
         attempt, refused = 0, 0
         while True:
@@ -276,32 +218,29 @@ class AsyncClient:
                         auth=prepared["auth"] or httpx.USE_CLIENT_DEFAULT,
                     )
             except httpx.HTTPError as exc:
-                plain = await _plain_http(exc, prepared["url"])
-                if plain is not None:
-                    return _plain_http_lost(plain, effect), "plain HTTP port"
-                return _httpx_lost(exc, effect), _httpx_failure(exc)
+                return _httpx_lost(exc, effect, await _plain_http(exc, prepared["url"]))
             except RuntimeError as exc:
                 if self.http.is_closed:  # closed while the operation ran
                     raise _closed_client() from exc
                 raise
+            status = answer.status_code
             response = Response(
-                answer.status_code,
+                status,
                 answer.content,
                 answer.headers.get("Content-Type", ""),
                 answer.headers.get("Retry-After"),
-                answer_hint(self.cloudant, answer.status_code),
+                answer_hint(self.cloudant, status),
                 refused_before=refused,
             )
             if (
                 retry is None
                 or attempt >= retry.total
-                or answer.status_code not in (retry.status_forcelist or ())
+                or status not in (retry.status_forcelist or ())
             ):
                 return response, None
             attempt += 1
-            refused += answer.status_code == 429
+            refused += status == 429
             wait = _sdk_backoff(retry, response, attempt)
-            status = answer.status_code
             log.sent(effect, status, None, (time.perf_counter() - started) * 1000)
             log.retrying(effect, wait, f"HTTP {status}", client=(attempt, retry.total))
             await asyncio.sleep(wait)
@@ -336,13 +275,9 @@ def connect(
     **httpx_options: Any,
 ) -> AsyncClient:
     """An :class:`AsyncClient` for the configured server, or the one given: the client of
-    :func:`couchids.connect`, with the same arguments, checks and messages.
-
-    Each argument takes the place of its variable (``url`` of ``CLOUDANT_URL``, ``auth_type``
-    of ``CLOUDANT_AUTH_TYPE``, ...); the URL is the server's, its user name and password
-    percent-encoded; a missing setting is an error that says what to set, before anything is
-    sent. ``connections`` and ``rate`` are :class:`AsyncClient`'s; ``httpx_options`` go to
-    ``httpx.AsyncClient`` (proxies, ``verify``, ...).
+    :func:`couchids.connect`, with the same arguments, checks and messages. ``connections``
+    and ``rate`` are :class:`AsyncClient`'s; ``httpx_options`` go to ``httpx.AsyncClient``
+    (proxies, ``verify``, ...).
 
     Raises:
         InvalidArgumentError: as :func:`couchids.connect` does; or ``connections`` is not a
@@ -366,9 +301,8 @@ def new_instance(
     """An :class:`AsyncClient` configured like ``CloudantV1.new_instance(service_name)``: from
     the ``CLOUDANT_*`` variables (or a credentials file), with the same authenticator.
 
-    ``connections`` is :class:`AsyncClient`'s; ``httpx_options`` go to ``httpx.AsyncClient``
-    (proxies, ``verify``, ...). :func:`connect` checks the configuration first, and says what
-    to set when something is missing.
+    ``connections`` and ``httpx_options`` are as for :func:`connect`, which checks the
+    configuration first and says what to set when something is missing.
 
     Raises:
         InvalidArgumentError: ibmcloudant cannot build a client of this configuration (its
@@ -386,24 +320,20 @@ def new_instance(
 
 
 def _owning(
-    cloudant: CloudantV1,
-    connections: int,
-    httpx_options: dict[str, Any],
-    rate: Rate | None = None,
+    cloudant: CloudantV1, connections: int, options: dict[str, Any], rate: Rate | None = None
 ) -> AsyncClient:
-    """An :class:`AsyncClient` of ``cloudant`` over an ``httpx`` client made for it (and
-    closed with it)."""
-    http = _http_client(connections, **httpx_options)
-    client = AsyncClient(cloudant, http, connections=connections, rate=rate)
-    client._owned = True  # the httpx client is made here: closing this closes it
+    """An :class:`AsyncClient` of ``cloudant`` over an ``httpx`` client closed with it."""
+    client = AsyncClient(
+        cloudant, _http_client(connections, **options), connections=connections, rate=rate
+    )
+    client._owned = True
     return client
 
 
 def _http_client(connections: int, **options: Any) -> httpx.AsyncClient:
-    """An ``httpx.AsyncClient`` keeping ``connections`` connections, with no timeout of its
-    own but to open a connection (couchids' deadline covers each call): its TCP connect and
-    TLS handshake take :data:`~couchids.drivers.tls.HANDSHAKE_TIMEOUT` at most, so that
-    ``https://`` on a plain-HTTP port is found out then. ``options`` go to it as they are."""
+    """An ``httpx.AsyncClient`` keeping ``connections`` connections, with no timeout (couchids'
+    deadline covers each call) but :data:`~couchids.drivers.tls.HANDSHAKE_TIMEOUT` to open a
+    connection, so that ``https://`` on a plain-HTTP port is found out then."""
     limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
     timeout = httpx.Timeout(None, connect=HANDSHAKE_TIMEOUT)
     return httpx.AsyncClient(**{"timeout": timeout, "limits": limits, **options})
@@ -412,14 +342,10 @@ def _http_client(connections: int, **options: Any) -> httpx.AsyncClient:
 # -- the driver ---------------------------------------------------------------------------------
 
 
-async def _in_thread(work: Callable[[dict[str, Any]], T], options: dict[str, Any]) -> T:
-    """``work(options)`` on a daemon thread of its own, awaited.
-
-    Not the loop's executor: a token request that never ends would hold a worker of it, and
-    ``asyncio.run`` waits for those at its end. A daemon thread ends with the client's own
-    timeouts, or with the process; a caller that gave up (its deadline, a cancel) no longer
-    waits for it.
-    """
+async def _in_thread(work: Callable[[], T]) -> T:
+    """``work()`` on a daemon thread of its own, awaited. Not the loop's executor: a token
+    request that never ends would hold a worker of it, which ``asyncio.run`` waits for at its
+    end; a daemon thread ends with the client's own timeouts, or with the process."""
     loop = asyncio.get_running_loop()
     done: asyncio.Future[T] = loop.create_future()
 
@@ -433,7 +359,7 @@ async def _in_thread(work: Callable[[dict[str, Any]], T], options: dict[str, Any
 
     def run() -> None:
         try:
-            outcome: tuple[T | None, Exception | None] = (work(options), None)
+            outcome: tuple[T | None, Exception | None] = (work(), None)
         except Exception as exc:  # raised in the caller, rather than lost with this thread
             outcome = (None, exc)
         with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
@@ -505,7 +431,7 @@ async def after(
 ) -> AsyncIterator[Any]:
     """What ``then`` emits, once ``begin`` has run."""
     await run(client, begin)
-    async with contextlib.aclosing(_drive(client, then, [])) as emitted:
+    async with contextlib.aclosing(stream(client, then)) as emitted:
         async for value in emitted:
             yield value
 
@@ -520,16 +446,11 @@ async def flat(pages: AsyncIterator[list[T]]) -> AsyncIterator[T]:
                 yield next(taking)  # no name here keeps the item while the caller has it
 
 
-class AsyncRows(AsyncIterator[T]):
+class AsyncRows(OneReading[AsyncIterator[list[T]]], AsyncIterator[T]):
     """What a query streams: its rows one at a time, as an ``async for`` loop reads them, or a
     page (one request's rows, a list that is the caller's to keep or empty) at a time from
     :meth:`pages`; one or the other. A row handed on is not kept. ``aclose()`` stops the
     query and cancels the requests it started."""
-
-    def __init__(self, pages: AsyncIterator[list[T]]) -> None:
-        self._pages: AsyncIterator[list[T]] | None = pages
-        self._rows: AsyncIterator[T] | None = None
-        self._started: AsyncIterator[Any] = pages
 
     def __aiter__(self) -> AsyncRows[T]:
         return self
@@ -537,7 +458,8 @@ class AsyncRows(AsyncIterator[T]):
     async def __anext__(self) -> T:
         if self._rows is None:
             self._rows = self._started = flat(self._taken("the rows"))
-        return await anext(self._rows)
+        row: T = await anext(self._rows)
+        return row
 
     def pages(self) -> AsyncIterator[list[T]]:
         """The rows a page at a time, in the same order."""
@@ -549,15 +471,6 @@ class AsyncRows(AsyncIterator[T]):
         if aclose is not None:
             await aclose()
 
-    def _taken(self, how: str) -> AsyncIterator[list[T]]:
-        pages, self._pages = self._pages, None
-        if pages is None:
-            raise InvalidArgumentError(
-                f"{how}: this answer is being read already (rows and pages() are one or the "
-                "other); ask the query again for another"
-            )
-        return pages
-
 
 async def _drive(
     client: AsyncClient, program: Program[T], result: list[T]
@@ -566,7 +479,7 @@ async def _drive(
     tasks: list[asyncio.Task[Any]] = []
     outcome: Any = None
     failure: BaseException | None = None
-    heard = ""  # what the last request got (``HTTP 503``, ``timeout``), for a retry's record
+    last = ""  # what the last request got (``HTTP 503``, ``timeout``), for a retry's record
     try:
         while True:
             try:
@@ -576,7 +489,7 @@ async def _drive(
                 return
             outcome, failure = None, None
             if isinstance(effect, Send):
-                outcome, heard = await client._performed(effect)
+                outcome, last = await client._performed(effect)
             elif isinstance(effect, Emit):
                 yield effect.value
             elif isinstance(effect, Start):
@@ -592,7 +505,7 @@ async def _drive(
                 tasks.remove(task)
             elif isinstance(effect, Sleep):
                 if effect.retry is not None:
-                    log.retrying(effect.retry, effect.seconds, heard)
+                    log.retrying(effect.retry, effect.seconds, last)
                 await asyncio.sleep(effect.seconds)
             else:
                 raise TypeError(f"not an effect: {effect!r}")
@@ -604,42 +517,57 @@ async def _drive(
             await asyncio.gather(*tasks, return_exceptions=True)
 
 
+def _head(effect: Send) -> str:
+    return f"{effect.policy.operation} on {effect.db!r} ({effect.request.sent})"
+
+
 def _timed_out(effect: Send, *, token: bool = False) -> Lost:
     """The deadline passed: while the request was sent, or (``token``) before, while the
     authenticator waited for its token service."""
-    policy = effect.policy
-    limit = f"{policy.timeout:g} s" if policy.timeout else "its limit"
-    head = f"{policy.operation} on {effect.db!r} ({effect.request.sent})"
+    limit = f"{effect.policy.timeout:g} s" if effect.policy.timeout else "its limit"
     if token:
         error = ServerTimeoutError(
-            f"{head}: the authentication service did not answer the token request within {limit}"
+            f"{_head(effect)}: the authentication service did not answer the token request "
+            f"within {limit}"
         )
         return Lost(error, maybe_run=False, transient=False, login=True)
-    error = ServerTimeoutError(f"{head}: the server did not answer within {limit}")
+    error = ServerTimeoutError(f"{_head(effect)}: the server did not answer within {limit}")
     return Lost(error, maybe_run=True, transient=True)
 
 
-def _lost(exc: BaseException, effect: Send, *, login: bool) -> Lost:
-    error = server_error(exc, effect.db, effect.policy)
-    error.__cause__ = sanitized(exc)
-    error.__suppress_context__ = True
-    return Lost(error, maybe_run=False, transient=False, login=login)
-
-
-def _httpx_lost(exc: httpx.HTTPError, effect: Send) -> Lost:
-    head = f"{effect.policy.operation} on {effect.db!r} ({effect.request.sent})"
+def _httpx_lost(exc: httpx.HTTPError, effect: Send, plain: str | None) -> tuple[Lost, str]:
+    """What a request that failed with ``exc`` lost (``plain``: the reason its ``https://``
+    port speaks plain HTTP, not retried), and in a few words for a log record. Neither
+    holds httpx's text, which can quote the URL, credentials and all."""
+    head = _head(effect)
     never_sent = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout)
-    if isinstance(exc, httpx.TimeoutException):
-        error: ServerError = ServerTimeoutError(f"{head}: the server did not answer in time")
+    if plain is not None:
+        error, kind = ServerError(f"{head}: could not reach the server: {plain}"), "plain HTTP port"
+    elif isinstance(exc, httpx.TimeoutException):
+        error = ServerTimeoutError(f"{head}: the server did not answer in time")
+        kind = "connect timeout" if isinstance(exc, httpx.ConnectTimeout) else "timeout"
     elif never_sent:
         error = ServerError(f"{head}: could not reach the server: {type(exc).__name__}")
+        kind = _connect_failure(exc)
     else:
         error = ServerError(
             f"{head}: the answer broke off: {type(exc).__name__} (the connection closed)"
         )
-    # httpx's own text can quote the URL, credentials and all: it is not chained.
+        closed = isinstance(exc, httpx.NetworkError | httpx.RemoteProtocolError)
+        kind = "connection closed" if closed else type(exc).__name__
     error.__suppress_context__ = True
-    return Lost(error, maybe_run=not never_sent, transient=True)
+    return Lost(error, maybe_run=not never_sent, transient=plain is None), kind
+
+
+def _connect_failure(exc: BaseException) -> str:
+    """The words of the socket's errno under httpcore's and anyio's errors (asyncio's own
+    text names the address)."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, OSError) and cause.errno:
+            return os.strerror(cause.errno).lower()
+        cause = cause.__cause__ or cause.__context__
+    return "connection failed"
 
 
 async def _plain_http(exc: httpx.HTTPError, url: str) -> str | None:
@@ -651,37 +579,9 @@ async def _plain_http(exc: httpx.HTTPError, url: str) -> str | None:
     if target.scheme != "https" or not target.host:
         return None
     port = target.port or 443
-    if not await _in_thread(lambda _: speaks_plain_http(target.host, port), {}):
+    if not await _in_thread(lambda: speaks_plain_http(target.host, port)):
         return None
     return plain_http_reason(target.host, port)
-
-
-def _plain_http_lost(reason: str, effect: Send) -> Lost:
-    """A connection never made to a port that speaks plain HTTP: not retried."""
-    head = f"{effect.policy.operation} on {effect.db!r} ({effect.request.sent})"
-    error = ServerError(f"{head}: could not reach the server: {reason}")
-    error.__suppress_context__ = True
-    return Lost(error, maybe_run=False, transient=False)
-
-
-def _httpx_failure(exc: httpx.HTTPError) -> str:
-    """What became of a request that failed with ``exc``, in a few words for a log record
-    (never httpx's text, which can quote the URL)."""
-    if isinstance(exc, httpx.ConnectTimeout):
-        return "connect timeout"
-    if isinstance(exc, httpx.TimeoutException):
-        return "timeout"
-    if isinstance(exc, httpx.ConnectError):
-        cause: BaseException | None = exc
-        while cause is not None:  # the socket's error, under httpcore's and anyio's
-            if isinstance(cause, OSError) and cause.errno:
-                # Its errno's words: asyncio's own text names the address.
-                return os.strerror(cause.errno).lower()
-            cause = cause.__cause__ or cause.__context__
-        return "connection failed"
-    if isinstance(exc, httpx.NetworkError | httpx.RemoteProtocolError):
-        return "connection closed"
-    return type(exc).__name__
 
 
 def _sdk_backoff(retry: Any, response: Response, attempt: int) -> float:
