@@ -18,9 +18,8 @@ classes, ``\\xHH`` for every byte but an ASCII letter or digit, ``{n}``; the id'
 restart of the server, runs whether the caller stays connected or not, reports its state to
 any process (``_scheduler/docs``), and deleting it cancels it. A one-shot replication's
 document is removed once it completed (:func:`remove_completed`): it holds the endpoints'
-credentials. The price is a poll for the end, up to one interval (0.25 s growing to 1 s):
-``bench/bench_replication.py`` on CouchDB 3.4.3 saw it completed after 6.2 s where
-``_replicate`` answered after 5.2 s. CouchDB 3 wants URLs as the endpoints
+credentials. The price is a poll for the end, up to one interval (0.25 s growing to 1 s;
+``bench/bench_replication.py``). CouchDB 3 wants URLs as the endpoints
 (apache/couchdb#2089): the server must reach itself at the client's service URL (or the
 ``server_url`` given).
 
@@ -40,6 +39,7 @@ from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from couchids.core.alltypes import types_present
 from couchids.core.answers import check_listing, expect_object
+from couchids.core.arguments import flag as check_flag
 from couchids.core.arguments import window as check_window
 from couchids.core.asking import CONFLICT, MISSING, ask
 from couchids.core.counting import ServerKind, server_kind
@@ -471,11 +471,9 @@ def endpoints(
     server_url: str | None = None,
 ) -> tuple[Endpoint, Endpoint]:
     """The replicator's endpoints of database ``db`` (the source) and of ``target``
-    (:func:`check_target`).
-
-    The source is ``db`` on the server at ``server_url`` (the URL the server reaches itself
-    at), by default the client's ``service_url``, signed in with the user info of
-    ``server_url`` if it has some, else the client's.
+    (:func:`check_target`). The source is on the server at ``server_url`` (where the server
+    reaches itself), by default ``service_url``, signed in as its user info says, else as
+    the client.
 
     Raises:
         InvalidArgumentError: a bad ``server_url`` or ``target``, or a target that is the
@@ -558,9 +556,8 @@ def plan(
     """
     check_time_form(form)
     start_ms, end_ms = check_window(start, end, open_end=True)
-    for name, flag in (("continuous", continuous), ("create_target", create_target)):
-        if not isinstance(flag, bool):
-            raise InvalidArgumentError(f"{name}={flag!r}: must be True or False")
+    check_flag("continuous", continuous)
+    check_flag("create_target", create_target)
     types: tuple[str | None, ...] | AllTypes
     if type is ALL_TYPES:
         types = ALL_TYPES
@@ -623,13 +620,10 @@ def check_server(known: FactsCache, policy: RetryPolicy, db: str) -> Program[Ser
 def start(
     known: FactsCache, plans: Sequence[ReplicationPlan], policy: RetryPolicy
 ) -> Program[list[str]]:
-    """Start each plan (a ``_replicator`` document each, created if an admin deleted it);
-    return their document ids. One handle watches them all.
+    """Start each plan (a ``_replicator`` document each); return their document ids.
 
-    Before each document is written: the server is checked (:func:`check_server`), the
-    source database must exist, and so must a target on the source's server unless
-    ``create_target``; ``ALL_TYPES`` becomes the types present now (a continuous replication
-    keeps to those).
+    First the server (:func:`check_server`), the source and, unless ``create_target``, a
+    target on the source's server must pass; ``ALL_TYPES`` becomes the types present now.
     """
     started: list[str] = []
     for each in plans:
@@ -682,8 +676,8 @@ def local_target(each: ReplicationPlan) -> str | None:
 def check_target_exists(
     known: FactsCache, each: ReplicationPlan, policy: RetryPolicy
 ) -> Program[None]:
-    """Refuse a target on the source's server that does not exist: the replicator would fail
-    the job there (``db_not_found``) only after the call returned.
+    """Refuse a target on the source's server that does not exist (the replicator would fail
+    the job only after the call returned).
 
     Raises:
         DatabaseNotFoundError: the target does not exist (nothing was started).
@@ -790,9 +784,8 @@ def _doc_status(known: FactsCache, doc_id: str, policy: RetryPolicy) -> Program[
 def _check_known(
     known: FactsCache, doc_id: str, policy: RetryPolicy
 ) -> Program[list[dict[str, Any]]]:
-    """Refuse ``doc_id`` when no document of that id was ever written in ``_replicator`` (a
-    cancelled one leaves its tombstone; an unknown id is never ``cancelled``). Returns the
-    entries of ``open_revs=all``, read from every copy.
+    """Refuse ``doc_id`` when ``_replicator`` never held a document of that id (a cancelled one
+    leaves its tombstone); return the entries of ``open_revs=all``, read from every copy.
 
     Raises:
         ReplicationFailed: (``status`` 404) no document of that id was ever written.
@@ -826,13 +819,10 @@ def _delete(
     known: FactsCache, doc_id: str, policy: RetryPolicy, kept: dict[str, Any] | None = None
 ) -> Program[int | None]:
     """Delete every live revision of replication document ``doc_id``, read from every copy,
-    until none is left; return how many deletions the server took.
-
-    On a cluster the replicator may record a one-shot replication's end while a deletion
-    reaches the other copies; the live revision would win and bring the document back.
-    With ``kept``, each tombstone keeps it (:data:`COMPLETED_FIELD`), and a document that
-    does not yet record that it completed is left (``None``): deleting it would race the
-    replicator's own write of the end.
+    round after round until none is left (on a cluster the replicator may record the end while
+    a deletion spreads, and the live revision would win); return how many deletions were taken.
+    With ``kept``, each tombstone keeps it (:data:`COMPLETED_FIELD`), and a document that does
+    not record ``completed`` yet is left (``None``): deleting it would race that write.
 
     Raises:
         ReplicationFailed: the document still lives after :data:`CANCEL_ROUNDS` rounds.
@@ -863,11 +853,9 @@ def _delete(
 def remove_completed(
     known: FactsCache, doc_id: str, info: dict[str, Any], policy: RetryPolicy
 ) -> Program[bool]:
-    """Remove the ``_replicator`` document of a one-shot replication that completed, once
-    the document records it; return whether it is gone.
-
-    Its tombstones keep the replication's counts (no endpoint nor credential), so a later
-    :func:`status`, from any process, still reads ``completed`` where a cancelled one reads
+    """Remove the ``_replicator`` document of a one-shot replication once it records that it
+    completed; return whether it is gone. Its tombstones keep the counts (no endpoint nor
+    credential): a later :func:`status`, from any process, reads ``completed``, not
     ``cancelled``.
 
     Raises:
@@ -883,13 +871,12 @@ def status(
     secrets: Sequence[str] = (),
     ended: dict[str, dict[str, Any]] | None = None,
 ) -> Program[ReplicationStatus]:
-    """The :class:`ReplicationStatus` of a replication's documents (one request each, two for
-    a document the scheduler does not list). A document seen ``completed`` is removed
-    (:func:`remove_completed`), once.
+    """The :class:`ReplicationStatus` of a replication's documents, summed; a document seen
+    ``completed`` is removed (:func:`remove_completed`), once.
 
-    ``ended`` (kept by the caller across calls) remembers the documents seen ``completed`` or
-    ``failed``: a cluster's scheduler may forget a finished one-shot replication before its
-    end is recorded in the document, which then reads as not yet started.
+    ``ended`` (the caller's, across calls) remembers the documents seen ``completed`` or
+    ``failed``: a cluster's scheduler may forget a finished one before the document records
+    its end, which then reads as not yet started.
 
     Raises:
         ReplicationFailed: (``status`` 404) a document of ``doc_ids`` was never written.
@@ -939,19 +926,10 @@ def wait(
     secrets: Sequence[str] = (),
     ended: dict[str, dict[str, Any]] | None = None,
 ) -> Program[ReplicationStatus]:
-    """Poll until the replication is done (one-shot: ``completed``; continuous: ``running``,
-    its first pass under way); return its status.
-
-    ``timeout`` is one deadline for the whole wait: every request of every poll, its retries
-    and every pause between polls end by it. Without one, each poll (its requests and their
-    retries) still ends within ``DEFAULT_TIMEOUT`` (60) seconds.
-
-    Raises:
-        ReplicationFailed: the server gave up (``failed``), the replication was cancelled, or
-            it is crashing with an error its retries do not mend (a database not found,
-            credentials refused), or still crashing when ``timeout`` ran out.
-        ServerTimeoutError: ``timeout`` ran out while it was still on its way.
-    """
+    """The program of :meth:`couchids.Replication.wait` (see there): poll :func:`status`
+    until a one-shot replication is ``completed``, a continuous one ``running``. ``timeout``
+    bounds every request, retry and pause; without one, each poll still ends within
+    ``DEFAULT_TIMEOUT`` seconds."""
     policy = RetryPolicy.within(timeout, "wait")
     ended = {} if ended is None else ended
     pause = FIRST_POLL
@@ -989,9 +967,7 @@ def wait(
 
 
 def cancel(known: FactsCache, doc_ids: Sequence[str], policy: RetryPolicy) -> Program[bool]:
-    """Delete each replication document (the replicator stops its job); return whether any
-    was still there. Idempotent: a document already deleted is no error, but an id no
-    document ever had is.
+    """The program of :meth:`couchids.Replication.cancel` (see there): delete each document.
 
     Raises:
         ReplicationFailed: a document still lives after :data:`CANCEL_ROUNDS` rounds, or
