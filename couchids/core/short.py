@@ -1,26 +1,15 @@
 """Short daily ids: ``YYMMDD-<nonce>``, such as ``260107-bc``, allocated without collisions.
 
 The nonce is 2 letters (400 ids a day), then 3 (8000) when 10 random 2-letter tries found no
-free id, drawn from letters that spell no words and cannot be misread
-(``SHORT_ID_ALPHABET``).
-
-Each try is a ``Claim``: **a writer owns its id exactly when its PUT is
-answered ``201 Created``**, and a try given up leaves nothing of its own behind; the guarantee,
-and where it weakens, is stated in :mod:`couchids.core.claim`. So a claimed id holds exactly one
-live revision, the owner's, on a single node and on a cluster alike.
-
-A short id holds its UTC day, with the year in two digits: ``short_day`` reads it back in
-the century nearest a time (a series reads it near its database's period), and
-``short_ranges`` and ``short_id_pages`` find the short ids of the days before a time, for a
-series' expiry.
-
-Pure: the allocation is a program (see :mod:`couchids.core.effects`);
-:meth:`couchids.Database.create_short` and :meth:`couchids.aio.AsyncDatabase.create_short` run it.
+free id, from letters that spell no words and cannot be misread (``SHORT_ID_ALPHABET``). Each
+try is a :class:`~couchids.core.claim.Claim`: a writer owns its id exactly when its PUT is
+answered ``201 Created`` (see that module for where the guarantee weakens). A short id holds
+its UTC day with a two-digit year: :func:`short_day`, :func:`short_ranges` and
+:func:`short_id_pages` read it back for a series' expiry.
 """
 
 from __future__ import annotations
 
-import json
 import re
 import secrets
 from collections.abc import Callable, Mapping, Sequence
@@ -32,10 +21,9 @@ from couchids.core.asking import ask
 from couchids.core.claim import ALLOC_FIELD, Claim
 from couchids.core.document import check_new
 from couchids.core.effects import Emit, Program, path, post_json
-from couchids.core.exactjson import check_keys
 from couchids.core.facts import FactsCache
 from couchids.core.policy import RetryPolicy
-from couchids.core.writes import written
+from couchids.core.writes import encode, written
 from couchids.errors import AllocationFailed, InvalidArgumentError, ServerError, WriteResult
 from couchids.idforms.constants import SHORT_ID_ALPHABET, SHORT_ID_DATE_FORMAT
 from couchids.idforms.times import EPOCH, TimeLike, to_datetime, to_ms
@@ -141,18 +129,14 @@ def create_short(
     backoff: float,
     timeout: float | None,
 ) -> Program[WriteResult]:
-    """The program of :meth:`couchids.Database.create_short` (see there); arguments checked now."""
+    """The program of :meth:`couchids.Database.create_short`; arguments checked now."""
     policy = RetryPolicy.checked(retries, backoff, timeout, "create_short")
     check_new(doc, "doc", own_id=False)
     if ALLOC_FIELD in doc:
         raise InvalidArgumentError(
             f"the document has {ALLOC_FIELD!r}: create_short sets the allocation token itself"
         )
-    try:
-        check_keys(doc)
-        json.dumps(doc, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise InvalidArgumentError(f"the document is not JSON: {exc}") from None
+    encode(doc, "the document")
     return _allocate(known, db, doc, format_day(now), rng, policy)
 
 
@@ -198,12 +182,9 @@ def _allocate(
 
 
 def short_day(doc_id: str, near_ms: int) -> int | None:
-    """The start (ms since 1970) of the UTC day the short id ``doc_id`` holds, or ``None``
-    when it is no short id (or its digits name no date).
-
-    A short id writes the year in two digits; the year read is the one with those digits
-    from :data:`SHORT_YEARS_BEFORE` years before the year of ``near_ms`` to 49 years after it
-    (a series reads a short id near its database's period, which holds the id's day).
+    """The start (ms since 1970) of the UTC day the short id ``doc_id`` holds, its two-digit
+    year read from :data:`SHORT_YEARS_BEFORE` years before the year of ``near_ms`` to 49 after;
+    ``None`` when it is no short id (or its digits name no date).
 
     >>> from couchids.idforms.times import to_datetime, to_ms
     >>> to_datetime(short_day("260107-bc", to_ms("2026-01-01"))).isoformat()
@@ -225,11 +206,9 @@ def short_day(doc_id: str, near_ms: int) -> int | None:
 
 
 def short_ranges(near_ms: int, before_ms: int) -> list[tuple[str, str]]:
-    """The key ranges ``[low, high)`` of the short ids (read near ``near_ms``, as
-    :func:`short_day` reads them) whose day starts before ``before_ms``: one range, or two
-    when the hundred years read near ``near_ms`` cross a century (``99…`` then ``00…``).
-    Every short id of those days is inside them, and other ids may be: pick the short ids by
-    :func:`short_day`.
+    """The key ranges ``[low, high)`` holding the short ids (read near ``near_ms``, as
+    :func:`short_day` does) whose day starts before ``before_ms``: two when the hundred years
+    cross a century. Other ids may be inside them too: pick by :func:`short_day`.
 
     >>> from couchids.idforms.times import to_ms
     >>> short_ranges(to_ms("2026-03-05"), to_ms("2026-03-03T06:00:00Z"))
@@ -258,9 +237,8 @@ def short_ranges(near_ms: int, before_ms: int) -> list[tuple[str, str]]:
 
 
 def next_short_key(doc_id: str) -> str | None:
-    """The smallest key above ``doc_id`` (which is no short id) where a short id may sort, or
-    ``None`` when none can sort after it: where a reading of short ids jumps past the other
-    ids among them (kuuid's untyped ids also start with digits).
+    """The smallest key above ``doc_id`` (no short id) where a short id may sort, or ``None``:
+    where a reading of short ids jumps past other ids among them.
 
     >>> next_short_key("001yw3U2AbCdEfGh"), next_short_key("26"), next_short_key("260307-bcdf")
     ('002000-', '260000-', '260307-bcdf\\x00')
@@ -291,17 +269,8 @@ def short_id_pages(
     db: str, low: str, high: str, policy: RetryPolicy, *, batch_size: int
 ) -> Program[None]:
     """Emits the ``_all_docs`` rows (ids and revisions) of the short ids ``low <= id < high``
-    in ``db``, in key order, a page at a time: a run of other ids (another form's untyped
-    ids, which start with digits too) is jumped over in one request
-    (:func:`next_short_key`), never read. Each request may take ``policy``'s timeout, and each
-    answer is checked as every ``_all_docs`` answer is
-    (:func:`~couchids.core.answers.expect_rows`).
-
-    Raises:
-        ServerError: (and subclasses, ``DatabaseNotFoundError`` for a missing database) a
-            request failed after the retries, or was answered with rows out of order or
-            outside the keys asked for.
-    """
+    in ``db``, in key order, a page at a time; a run of other ids is jumped over in one request
+    (:func:`next_short_key`), never read."""
     key: str | None = low
     while key is not None and key < high:
         each = policy.renewed()

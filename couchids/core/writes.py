@@ -118,7 +118,7 @@ def create(
     policy = RetryPolicy.checked(retries, backoff, timeout, "create")
     check_new(doc, "doc")
     doc_id = _assign_id(doc, type, timestamp, key, form, "doc")
-    payload = _encode({k: v for k, v in doc.items() if k != "_id"}, "doc")
+    payload = encode({k: v for k, v in doc.items() if k != "_id"}, "doc")
     return write_new(known, db, doc_id, payload, policy)
 
 
@@ -361,7 +361,7 @@ def _batches(
                 label = f"document {index}"
                 doc_id = ids.assign(doc, label)
                 index += 1
-                carried = doc_id, _encode({**doc, "_id": doc_id}, label)
+                carried = doc_id, encode({**doc, "_id": doc_id}, label)
             doc_id, part = carried
             if parts and (doc_id in seen or not filling.takes(len(part))):
                 break
@@ -713,7 +713,9 @@ def _check_time(doc_id: str, timestamp: TimeLike, form: IdForm, label: str, name
         )
 
 
-def _encode(body: Mapping[str, Any], label: str) -> bytes:
+def encode(body: Mapping[str, Any], label: str) -> bytes:
+    """``body`` as the compact JSON sent; :class:`~couchids.InvalidArgumentError` naming
+    ``label`` when it is not JSON."""
     try:
         check_keys(body)
         # allow_nan=False: NaN and Infinity are not JSON, and CouchDB refuses them.
