@@ -3,12 +3,9 @@ document to its period (:class:`SeriesLayout`): pure time arithmetic, light enou
 command line to load before anything else.
 
 A series (:class:`couchids.Series`) keeps its documents in one database per period of UTC
-time, the "timeboxed database" pattern Cloudant recommends for data that grows without end:
-write into the current period's database, create the next ones ahead of time, and drop whole
-databases as they age out (a ``DELETE /{db}`` is instant and leaves no tombstone behind).
-
-A period is a day, an ISO week, a month or a year, aligned to UTC. Each period's database is
-named ``<prefix>-<suffix>``, and the names of one series sort in the order of their periods
+time, the "timeboxed database" pattern Cloudant recommends for data that grows without end.
+A period is a day, an ISO week, a month or a year. Each period's database is named
+``<prefix>-<suffix>``, and the names of one series sort in the order of their periods
 (``_all_dbs`` lists them oldest first):
 
 =========  =======================  ==========================================================
@@ -22,12 +19,9 @@ every      name                     the period
 ``day``    ``events-2026-11-25``    2026-11-25T00:00Z up to 2026-11-26T00:00Z
 =========  =======================  ==========================================================
 
-Periods hold times from 1970 (the first ids) to the end of 9999 (the last time a ``datetime``
-holds): the first ISO week, 1970-W01, starts on Monday 1969-12-29, and is clamped to start at
-1970-01-01T00:00Z; the last ones end at 9999-12-31T23:59:59.999Z (:data:`END_OF_TIME` is the
-millisecond after it).
-
-Every time here is an ``int`` of Unix epoch milliseconds, as everywhere in couchids.
+Periods hold times from 1970 to the end of 9999: the first ISO week, 1970-W01, starts on
+Monday 1969-12-29 and is clamped to start at 1970-01-01T00:00Z; the last ones end at
+:data:`END_OF_TIME`. Times are ``int`` epoch milliseconds, as everywhere in couchids.
 
 >>> from couchids.idforms.times import to_ms
 >>> p = period_of("month", to_ms("2026-11-25T10:00:00Z"))
@@ -41,7 +35,7 @@ True
 
 from __future__ import annotations
 
-import re
+import contextlib
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Final, Literal
@@ -80,29 +74,27 @@ MAX_AHEAD: Final = 366
 #: last period of every kind ends.
 END_OF_TIME: Final = MAX_MS + 1
 
-#: The suffix of each kind of period, as a regex whose groups are its numbers (ASCII digits:
-#: ``\d`` would take the digits of every script).
-_SUFFIX: Final[dict[Every, re.Pattern[str]]] = {
-    "day": re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})"),
-    "week": re.compile(r"([0-9]{4})-w([0-9]{2})"),
-    "month": re.compile(r"([0-9]{4})-([0-9]{2})"),
-    "year": re.compile(r"([0-9]{4})"),
+#: Each kind of period's suffix, written and read (a week's, on its Monday) with ``strftime``
+#: and ``strptime``; a name is taken only when it is written back to itself.
+_SUFFIX: Final[dict[Every, str]] = {
+    "day": "%Y-%m-%d",
+    "week": "%G-w%V",
+    "month": "%Y-%m",
+    "year": "%Y",
 }
-_LAST_YEAR: Final = 9999
 
 
 @dataclass(frozen=True, order=True)
 class Period:
-    """One period of a series: the times ``start_ms <= t < end_ms``.
-
-    Periods of one kind compare (and sort) by time.
+    """One period of a series: the times ``start_ms <= t < end_ms``; periods of one kind
+    sort by time.
 
     Attributes:
         start_ms: where it starts, epoch milliseconds (inclusive).
         end_ms: where the next one starts (exclusive).
         every: its kind: ``"day"``, ``"week"``, ``"month"`` or ``"year"``.
         suffix: what its database's name ends with after the prefix and ``-``, such as
-            ``2026-11`` (see the module docstring).
+            ``2026-11``.
 
     >>> from couchids.idforms.times import to_ms
     >>> period_of("week", to_ms("2027-01-01")).suffix
@@ -122,7 +114,7 @@ class Period:
     @property
     def end(self) -> datetime:
         """Where the period ends (exclusive), an aware UTC ``datetime``; for the last period
-        of 9999, which ends after every ``datetime``, its last millisecond (inclusive) rather."""
+        of 9999, which ends after every ``datetime``, its last millisecond (inclusive)."""
         return to_datetime(min(self.end_ms, MAX_MS))
 
     def overlaps(self, start_ms: int, end_ms: int) -> bool:
@@ -159,14 +151,9 @@ def check_every(every: object) -> Every:
 
 def check_prefix(prefix: object, every: Every) -> str:
     """``prefix`` if ``<prefix>-<suffix>`` is a database name CouchDB accepts for every
-    period of ``every``; else :class:`~couchids.InvalidArgumentError`.
+    period of ``every`` (it leaves room for the longest suffix, :data:`SUFFIX_LEN`); else
+    :class:`~couchids.InvalidArgumentError`.
 
-    CouchDB's rule for database names: a lower-case letter first, then lower-case letters,
-    digits and ``_ $ ( ) + - /``, at most 238 characters; the prefix leaves room for the
-    longest suffix of ``every`` (:data:`SUFFIX_LEN`).
-
-    >>> check_prefix("events", "day")
-    'events'
     >>> check_prefix("Events", "day")
     Traceback (most recent call last):
       ...
@@ -200,11 +187,9 @@ def database_name(prefix: str, period: Period) -> str:
 
 def parse_name(prefix: str, every: Every, name: str) -> Period | None:
     """The period whose database in the series ``prefix`` of ``every`` is named ``name``, or
-    ``None`` when ``name`` is no such database's name (another series, another kind of
-    period, or a date that does not exist, such as ``events-2026-02-30``).
-
-    The name must be exactly what :func:`database_name` writes for the period, so one
-    series never takes another's databases for its own.
+    ``None`` when ``name`` is not exactly what :func:`database_name` writes for one (another
+    series, another kind of period, or a date that does not exist, such as
+    ``events-2026-02-30``): one series never takes another's databases for its own.
 
     >>> parse_name("events", "week", "events-2026-w48").start.isoformat()
     '2026-11-23T00:00:00+00:00'
@@ -214,23 +199,14 @@ def parse_name(prefix: str, every: Every, name: str) -> Period | None:
     head = prefix + "-"
     if not name.startswith(head):
         return None
-    found = _SUFFIX[every].fullmatch(name, len(head))
-    if found is None:
-        return None
-    numbers = [int(part) for part in found.groups()]
+    suffix, written = name[len(head) :], _SUFFIX[every]
+    if every == "week":
+        suffix, written = suffix + "-1", written + "-%u"  # its Monday
     try:
-        if every == "year":
-            first = date(numbers[0], 1, 1)
-        elif every == "month":
-            first = date(numbers[0], numbers[1], 1)
-        elif every == "week":
-            first = date.fromisocalendar(numbers[0], numbers[1], 1)
-        else:
-            first = date(*numbers)
+        first = datetime.strptime(suffix, written).date()
     except ValueError:
         return None
-    # 1970-W01 starts in 1969, and is clamped to 1970; a name of an earlier time reads as a
-    # period of 1970 too, whose name it is not.
+    # A name of a time before 1970 reads as a period of 1970, whose name it is not.
     period = period_of(every, max(0, _date_ms(first)))
     return period if database_name(prefix, period) == name else None
 
@@ -252,25 +228,23 @@ def period_of(every: Every, ms: int) -> Period:
             f"{ms!r} is not a time of a period: epoch milliseconds from 1970 to the end of 9999"
         )
     day = to_datetime(ms).date()
-    if every == "day":
-        first, after, suffix = day, _next_day(day), day.isoformat()
-    elif every == "week":
-        year, week, weekday = day.isocalendar()
-        first = day - timedelta(days=weekday - 1)
-        after, suffix = _next_day(first, 7), f"{year:04d}-w{week:02d}"
-    elif every == "month":
-        first = day.replace(day=1)
-        after = _first_of(first.year + first.month // 12, first.month % 12 + 1)
-        suffix = f"{first.year:04d}-{first.month:02d}"
-    else:
-        first, after, suffix = (
-            day.replace(month=1, day=1),
-            _first_of(day.year + 1, 1),
-            f"{day.year:04d}",
-        )
-    start_ms = max(0, _date_ms(first))
-    end_ms = END_OF_TIME if after is None else min(_date_ms(after), END_OF_TIME)
-    return Period(start_ms, end_ms, every, suffix)
+    first = {
+        "day": day,
+        "week": day - timedelta(days=day.weekday()),
+        "month": day.replace(day=1),
+        "year": day.replace(month=1, day=1),
+    }[every]
+    try:
+        if every == "year":
+            after = first.replace(year=first.year + 1)
+        elif every == "month":
+            after = (first + timedelta(days=31)).replace(day=1)
+        else:
+            after = first + timedelta(days=7 if every == "week" else 1)
+        end_ms = min(_date_ms(after), END_OF_TIME)
+    except (OverflowError, ValueError):  # past the end of 9999
+        end_ms = END_OF_TIME
+    return Period(max(0, _date_ms(first)), end_ms, every, first.strftime(_SUFFIX[every]))
 
 
 def periods_between(every: Every, start_ms: int, end_ms: int) -> list[Period]:
@@ -305,19 +279,6 @@ def form_end_ms(form: IdForm) -> int:
 
 def _date_ms(day: date) -> int:
     return (datetime(day.year, day.month, day.day, tzinfo=UTC) - EPOCH) // timedelta(milliseconds=1)
-
-
-def _next_day(day: date, days: int = 1) -> date | None:
-    """``days`` days after ``day``, or ``None`` past the end of 9999."""
-    try:
-        return day + timedelta(days=days)
-    except OverflowError:
-        return None
-
-
-def _first_of(year: int, month: int) -> date | None:
-    """The first of ``month`` in ``year``, or ``None`` past the end of 9999."""
-    return None if year > _LAST_YEAR else date(year, month, 1)
 
 
 @dataclass(frozen=True)
@@ -364,7 +325,7 @@ class SeriesLayout:
 
     def period(self, name: str) -> Period | None:
         """The period whose database ``name`` is, or ``None`` when it is no database of this
-        series (:func:`~couchids.core.periods.parse_name`)."""
+        series (:func:`parse_name`)."""
         return parse_name(self.prefix, self.every, name)
 
     def period_at(self, ms: int) -> Period:
@@ -390,15 +351,10 @@ class SeriesLayout:
         """
         form = self.form
         if isinstance(doc_id, str):
-            # Untyped, typed (the body after the type and the separator), or typed with a
-            # type that holds the separator itself (``my-type-<id>``): the body's length.
-            for body in (doc_id[-form.length :], doc_id.partition(form.separator)[2], doc_id):
-                head = doc_id[: len(doc_id) - len(body)]
-                if body and (not head or head.endswith(form.separator)):
-                    try:
-                        return form.parse(body)
-                    except InvalidInputError:
-                        continue
+            head, body = doc_id[: -form.length], doc_id[-form.length :]
+            if not head or head.endswith(form.separator):
+                with contextlib.suppress(InvalidInputError):
+                    return form.parse(body)
         raise InvalidArgumentError(
             f"_id {doc_id!r:.80} is not a {form} id: a series routes a document with its own "
             f"_id by the time in it, so the _id must be an id of the series' form ({form}), "
