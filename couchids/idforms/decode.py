@@ -1,25 +1,9 @@
-"""Reading an id back into its type, time and form.
+"""Reading an id back into its type, time and form: :func:`decode`.
 
-:func:`decode` recognises every form of ``couchids.idforms.forms.ALL_FORMS`` by its length and
-alphabet, after an optional prefix ``<type>:``, ``<type>-`` or ``<type>_``. Without ``form=``
-a reading is taken only when its time is plausible: it lies in 2000-2100
-(``PLAUSIBLE_FROM``/``PLAUSIBLE_UNTIL``) and no other reading's does (``acct_`` and a
-17-character tid62 are 22 characters, as a uuid464 is). When none or several do, the message
-names the candidates and ``form=`` settles it; ``reverse=`` with ``millisecond=`` names a
-kuuid mode, whose only reading is taken in any year.
-
-Readings that hold no time are never guessed: forms without one (seq10, seq36, CouchDB's
-``random`` and ``sequential`` ids) and a uuid464 that is not a UUIDv7 (any 16 random bytes in
-base64url, as ``secrets.token_urlsafe(16)`` makes them) are read only when ``form=`` names
-them: nearly any short string of digits or letters is an ordinal (``abcdefg`` is a seq36 id, a
-phone number a seq10 one), so guessing them would make every typo and every token an id. A
-string that only they read is refused with a message naming them.
-
-Inference is fast (a few times ``uuid.UUID()`` for an id, a few times more for a refusal):
-the forms are looked up by length and tried without raising (``IdForm.try_read``); the one
-reading in 2000-2100 is looked for first, kuuid's modes by their prefix number alone; every
-reading, and the messages of refusals, are made only when that does not settle it. The
-comments above ``_infer`` say how.
+Without ``form=``, the forms are looked up by length and tried without raising
+(``IdForm.try_read``); the one reading in 2000-2100 is looked for first, kuuid's modes by
+their prefix number alone (one bisection of :class:`_Modes`). Every reading, and the messages
+of refusals, are made only when that does not settle it. docs/guide/ids.md says what is read.
 """
 
 from __future__ import annotations
@@ -49,11 +33,10 @@ from couchids.idforms.forms import ALL_FORMS, NAMED_FORMS, V7S, KuuidForm
 from couchids.idforms.idform import NOT_READ, IdForm, NotRead, ReadAttempt
 from couchids.idforms.times import EPOCH
 
-#: Without ``form=``, a reading is taken only when its time lies between these (a plausible
-#: time), and no other reading's does.
+#: Without ``form=``, a reading is taken only when its time lies between these, and no other
+#: reading's does.
 PLAUSIBLE_FROM = datetime(2000, 1, 1, tzinfo=UTC)
 PLAUSIBLE_UNTIL = datetime(2100, 1, 1, tzinfo=UTC)
-#: The same, in microseconds since 1970: readings keep their time so until one is chosen.
 _FROM_US = (PLAUSIBLE_FROM - EPOCH) // timedelta(microseconds=1)
 _UNTIL_US = (PLAUSIBLE_UNTIL - EPOCH) // timedelta(microseconds=1)
 _MICROSECOND = timedelta(microseconds=1)
@@ -106,12 +89,8 @@ _set_attribute = object.__setattr__
 def _decoded(
     doc_id: str, doc_type: str | None, timestamp: datetime | None, form: IdForm
 ) -> DecodedId:
-    """``DecodedId(doc_id, doc_type, timestamp, form)``, made in two thirds of the time.
-
-    A frozen dataclass's ``__init__`` sets each field with ``object.__setattr__``; setting
-    the instance's ``__dict__`` at once makes the same object (tests/test_decode.py compares
-    them), and decode's usual path is a few times uuid.UUID(), so this shows.
-    """
+    """``DecodedId(doc_id, doc_type, timestamp, form)`` in two thirds of the time: the
+    instance's ``__dict__`` set at once (decode's usual path costs a few ``uuid.UUID()``)."""
     decoded = _new_object(DecodedId)
     _set_attribute(
         decoded, "__dict__", {"id": doc_id, "type": doc_type, "timestamp": timestamp, "form": form}
@@ -140,27 +119,23 @@ def decode(
 ) -> DecodedId:
     """Read the type, time and form of an id.
 
-    Without ``form``, every form of ``ALL_FORMS`` whose length fits is
-    tried (kuuid: 8 + 6 per random block; tid62 17; uuid464 22; base36 UUIDv7 25, or 24
-    unpadded; ULID 26; v7s and CouchDB's ``utc_random`` 32; v7 36). A reading is taken only
-    when its time is plausible: of the readings that ``reverse``/``millisecond`` allow, the
-    one whose time lies in 2000-2100 (a kuuid id's mode cannot be read from it, so it is
-    inferred so too). A time outside those years is read with ``form=``, or, for a kuuid id,
-    with both ``reverse=`` and ``millisecond=`` (they name its mode). Readings that hold no
-    time are never guessed: forms without one (seq10, seq36, CouchDB's ``random`` and
-    ``sequential`` ids: ``TIMELESS_FORMS``) and a uuid464 that is not a UUIDv7 are read only
-    with ``form=``: a string only they read is refused, and the message names them.
+    Without ``form``, every form of ``ALL_FORMS`` whose length fits is tried, after an
+    optional prefix ``<type>:``, ``<type>-`` or ``<type>_``, and a reading is taken only when
+    its time lies in 2000-2100 and no other reading's does. Ids that hold no time (seq10,
+    seq36, CouchDB's ``random``, a uuid464 that is not a UUIDv7) are read only with ``form=``
+    (docs/guide/ids.md says why).
 
     Args:
         doc_id: the id, with or without a prefix.
         form: read it as this form only (its separator joins prefix and id); ``utc_id``
             ids need this (``form=UtcIdForm(suffix)``).
-        reverse, millisecond: only readings with this direction / precision.
+        reverse, millisecond: only readings with this direction / precision; both together
+            name a kuuid mode, whose only reading is taken in any year.
 
     Raises:
-        InvalidIdError: no form fits, none or several fit with a time in 2000-2100 (the
-            message names the candidates), only readings without a time fit (the message
-            names them: pass one as ``form=``), or the prefix breaks the type rule.
+        InvalidIdError: no form fits, none or several fit with a time in 2000-2100, only
+            forms without a time fit, or the prefix breaks the type rule; the message names
+            the candidates.
         InvalidArgumentError: ``reverse`` or ``millisecond`` is not a bool or ``None``.
 
     >>> d = decode("user:001eVnWK1bu9mX3BsHnX0mhxvQ1ba2Xn")
@@ -175,11 +150,11 @@ def decode(
     >>> from couchids import SEQ10
     >>> decode("0000000042", form=SEQ10).millisecond is None
     True
-    >>> decode("aH8609vI7eP05X4Gc3QFvw")  # a random token
-    Traceback (most recent call last):
-      ...
-    couchids.errors.InvalidIdError: 'aH8609vI7eP05X4Gc3QFvw' holds no time: it reads only as ...
     """
+    if form is None and reverse is None and millisecond is None and doc_id.__class__ is str:
+        decoded = _kuuid_in_window(doc_id)
+        if decoded is not None:
+            return decoded
     if not isinstance(doc_id, str):
         raise InvalidIdError(f"{doc_id!r} is not an id: ids are strings")
     if reverse is not None or millisecond is not None:
@@ -191,6 +166,34 @@ def decode(
             raise InvalidArgumentError(f"form={form!r} is not a couchids IdForm such as TID62")
         return _read_as(doc_id, form)
     return _infer(doc_id, reverse, millisecond)
+
+
+def _kuuid_in_window(doc_id: str) -> DecodedId | None:
+    """decode's usual case, a kuuid id (typed or not) of 2000-2100 where no other form of its
+    length can read it; ``None`` sends every other string down the whole path (_infer).
+
+    The one split is after the last colon (no form's alphabet has one, so the whole string
+    is no form's) and an alphanumeric body leaves no '-' or '_' split. Lower-case bodies
+    (hex ids, which kuuid's pattern refuses) go straight to the whole path."""
+    colon = doc_id.rfind(TYPE_SEPARATOR)
+    modes = _ONLY_MODES.get(len(doc_id) - colon - 1)
+    if modes is None:
+        return None
+    body = doc_id[colon + 1 :]
+    if body.islower() or not body.isalnum():
+        return None
+    head = doc_id[:colon] if colon >= 0 else None
+    if head is not None and not (_SCOPES.get(head) or (head and _is_scope(head))):
+        return None
+    value = modes.prefix(body)
+    if value is NOT_READ:
+        return None
+    at = bisect_right(modes.starts, value) - 1
+    if at < 0 or value >= modes.ranges[at].end:
+        return None
+    _, offset, slope, by_separator = modes.ranges[at]
+    us = offset + slope * value
+    return _decoded(doc_id, head, EPOCH + _MICROSECOND * us, by_separator[TYPE_SEPARATOR])
 
 
 def _split(doc_id: str, length: int, separators: tuple[str, ...]) -> tuple[str | None, str] | None:
@@ -208,12 +211,10 @@ def _split(doc_id: str, length: int, separators: tuple[str, ...]) -> tuple[str |
 
 
 #: A type, or types joined by colons (``partition:type``): the rule :func:`scope_prefix`
-#: checks, as a pattern, so that a string is tested without building an exception.
+#: checks, as a pattern that builds no exception.
 _SCOPE = re.compile(f"{TYPE_PATTERN}(?:{re.escape(TYPE_SEPARATOR)}{TYPE_PATTERN})*")
-
-
-#: The answers of :func:`_is_scope` to prefixes of at most ``_KEPT_LENGTH`` characters (a
-#: program meets its few types again and again), at most ``_KEPT_SCOPES`` of them.
+#: The answers of :func:`_is_scope` (a program meets its few types again and again), for
+#: at most ``_KEPT_SCOPES`` prefixes of at most ``_KEPT_LENGTH`` characters.
 _SCOPES: dict[str, bool] = {}
 _KEPT_LENGTH = 64
 _KEPT_SCOPES = 1024
@@ -239,39 +240,16 @@ def _read_as(doc_id: str, form: IdForm) -> DecodedId:
             f"'<type>{form.separator}' ({len(doc_id)} in all here)"
         )
     doc_type, body = split
-    us = form.read(body)
-    return DecodedId(id=doc_id, type=doc_type, timestamp=_datetime(us), form=form)
+    return DecodedId(id=doc_id, type=doc_type, timestamp=_datetime(form.read(body)), form=form)
 
 
-# -- inference -------------------------------------------------------------------------------
-#
-# decode() without form= tries a string against every form whose length fits it. So that a
-# call costs a few times uuid.UUID():
-#
-# - the forms are looked up by length in a table made at the first call (one per pair of
-#   flags), and a string of letters and digits only is not split for a prefix;
-# - no form's alphabet has a colon, so a body starts after a string's last colon: at it, or
-#   at a '-' or '_' after it. With neither after it ('order:<kuuid>'), the colon is the one
-#   place to split, and the lengths of the table are not tried one by one; a prefix is checked
-#   once, and the answer kept (_SCOPES: a program meets its few types again and again);
-# - each form answers with try_read, which builds no exception;
-# - first only the readings in 2000-2100 are looked for. Exactly one is what _choose takes,
-#   whatever the others are (its first two rules), and that is the usual case. kuuid's modes
-#   of one number of blocks read the same number from the prefix, and each mode's time rises
-#   (or falls) with it: the table holds, for each mode, the numbers it reads as a time in
-#   2000-2100 and the line its time follows there, and one bisection finds the mode, without
-#   making the time of every mode. A 32-character body a kuuid mode reads is not tried as a
-#   v7s or utc_random id: those are lower-case hex digits, which kuuid's pattern refuses;
-# - only when there is not exactly one such reading is every reading made (the forms are not
-#   tried again if none read the string at all), and weighed by _choose; only a refusal
-#   builds the messages of the forms that did not fit (IdForm.refusal, which raises nothing).
+# -- inference: the forms by length, in a table made at first use per pair of flags ----------
 
 
 @dataclass(frozen=True)
 class _Candidate:
-    """A form :func:`decode` tries: its position in ``ALL_FORMS`` (the order of the
-    messages), the form, and itself with each separator (what a reading after that
-    separator is)."""
+    """A form decode tries: its position in ``ALL_FORMS`` (the order of messages), the form,
+    and itself with each separator."""
 
     position: int
     form: IdForm
@@ -289,23 +267,21 @@ class _Single:
 @dataclass(frozen=True)
 class _Modes:
     """kuuid's modes of one number of blocks: they check a body alike and read the same
-    number from its prefix (``prefix``, the first mode's ``read_prefix``), and differ only in
-    the time each makes of it (``KuuidForm.time_of_prefix``)."""
+    prefix number (``prefix``), and differ only in the time each makes of it."""
 
     candidates: tuple[_Candidate, ...]
     modes: tuple[KuuidForm, ...]
     prefix: Callable[[str], int | NotRead]
-    #: For each mode whose times reach 2000-2100, by ``starts``: the prefix numbers it reads
-    #: as a time in those years, from ``starts[i]`` to ``ranges[i].end``. No two ranges
-    #: overlap (see _in_window).
+    #: The ranges of prefix numbers each mode reads in 2000-2100, by their starts; no two
+    #: overlap (the readings of one prefix lie centuries apart).
     starts: tuple[int, ...]
     ranges: tuple[_Range, ...]
 
 
 class _Range(NamedTuple):
-    """The prefix numbers ``[start, end)`` that a kuuid mode reads as a time in 2000-2100
-    (``start`` is in ``_Modes.starts``), the mode's forms by separator, and its
-    ``time_of_prefix`` there, a line: ``offset + slope * number`` microseconds (_line)."""
+    """The prefix numbers from a start of ``_Modes.starts`` to ``end`` that a kuuid mode
+    reads in 2000-2100, its forms by separator, and its time there: ``offset + slope *
+    number`` microseconds."""
 
     end: int
     offset: int
@@ -313,15 +289,19 @@ class _Range(NamedTuple):
     by_separator: dict[str, IdForm]
 
 
+_OnlyModes = tuple[
+    Callable[[str], object], Callable[[str], int], tuple[int, ...], tuple[_Range, ...]
+]
+
+
 @dataclass(frozen=True)
 class _Length:
     """The forms of one length that a table tries."""
 
     singles: tuple[_Single, ...]
-    #: kuuid's modes (of the number of blocks this length is), or ``None``.
     modes: _Modes | None
-    #: Whether a body the modes read is none of the singles': they are ``_HEX_FORMS``, and
-    #: the modes refuse every body of lower-case hex digits (KuuidForm.body_pattern).
+    #: Whether a body the modes read is none of the singles' (they are ``_HEX_FORMS``, and
+    #: kuuid's pattern refuses lower-case hex).
     modes_exclude_singles: bool
 
 
@@ -332,12 +312,13 @@ class _Table:
     by_length: dict[int, _Length]
     #: The lengths of ``by_length``, shortest first.
     lengths: tuple[int, ...]
-    #: The lengths of strings that some form with a time could read, but no form with these
-    #: flags: from the shortest form with a time to the shortest form of ``by_length``.
+    #: The lengths some form with a time reads but no form with these flags.
     unflagged: range
 
 
 _TABLES: dict[tuple[bool | None, bool | None], _Table] = {}
+#: The lengths at which, without flags, kuuid's modes are all a body may be: their modes.
+_ONLY_MODES: dict[int, _Modes] = {}
 
 
 def _table(reverse: bool | None, millisecond: bool | None) -> _Table:
@@ -352,31 +333,28 @@ def _make_table(reverse: bool | None, millisecond: bool | None) -> _Table:
     singles: dict[int, list[_Single]] = {}
     modes: dict[int, list[tuple[_Candidate, KuuidForm]]] = {}
     for position, form in enumerate(ALL_FORMS):
-        if not form.has_time:
+        if not form.has_time or (reverse is not None and form.reverse != reverse):
             continue
-        if (reverse is not None and form.reverse != reverse) or (
-            millisecond is not None and form.millisecond != millisecond
-        ):
+        if millisecond is not None and form.millisecond != millisecond:
             continue
         variants = {sep: form.with_separator(sep) for sep in SEPARATORS}
-        variants[form.separator] = form
-        candidate = _Candidate(position, form, variants)
+        candidate = _Candidate(position, form, {**variants, form.separator: form})
         if isinstance(form, KuuidForm) and form.kind == "kuuid":
             modes.setdefault(form.length, []).append((candidate, form))
         else:
             singles.setdefault(form.length, []).append(_Single(candidate, form.try_read))
     lengths = sorted({*singles, *modes})
+    by_length = {}
+    for length in lengths:
+        found = tuple(singles.get(length, ()))
+        kuuid = _modes(modes[length]) if length in modes else None
+        exclude = length == V7_HEX_LEN and all(s.candidate.form in _HEX_FORMS for s in found)
+        by_length[length] = _Length(found, kuuid, exclude)
+        if reverse is None and millisecond is None and kuuid is not None and (exclude or not found):
+            _ONLY_MODES[length] = kuuid
     shortest_timed = min(form.length for form in ALL_FORMS if form.has_time)
     return _Table(
-        by_length={
-            length: _Length(
-                tuple(singles.get(length, ())),
-                _modes(modes[length]) if length in modes else None,
-                modes_exclude_singles=length == V7_HEX_LEN
-                and all(single.candidate.form in _HEX_FORMS for single in singles.get(length, ())),
-            )
-            for length in lengths
-        },
+        by_length,
         lengths=tuple(lengths),
         unflagged=range(shortest_timed, lengths[0] if lengths else sys.maxsize),
     )
@@ -392,8 +370,7 @@ def _modes(found: list[tuple[_Candidate, KuuidForm]]) -> _Modes:
         for index, mode in enumerate(modes)
         if (window := _in_window(mode)) is not None
     )
-    # The readings of one kuuid prefix lie centuries apart, so at most one of them falls in
-    # 2000-2100 (tests/test_decode.py checks this for every mode, through decode).
+    # tests/test_decode.py checks this for every mode, through decode.
     for ((_, end), _), ((start, _), _) in pairwise(windows):
         assert end <= start, "two kuuid modes read one prefix in 2000-2100"
     return _Modes(
@@ -409,10 +386,8 @@ def _modes(found: list[tuple[_Candidate, KuuidForm]]) -> _Modes:
 
 
 def _line(mode: KuuidForm, start: int, end: int) -> tuple[int, int]:
-    """``(offset, slope)``: ``mode.time_of_prefix(number) == offset + slope * number`` for
-    every ``number`` in ``[start, end)`` (a range it reads), so that decode computes the time
-    without a call. A kuuid time is the number (or ``MAX_PREFIX_VALUE`` less it), in seconds
-    or milliseconds: a line, checked at both ends of the range."""
+    """``(offset, slope)`` with ``mode.time_of_prefix(n) == offset + slope * n`` for every
+    ``n`` in ``[start, end)``, checked at both ends."""
     first, second, last = (mode.time_of_prefix(n) for n in (start, start + 1, end - 1))
     assert isinstance(first, int) and isinstance(second, int), "a kuuid mode left its range"
     slope = second - first
@@ -423,9 +398,8 @@ def _line(mode: KuuidForm, start: int, end: int) -> tuple[int, int]:
 
 def _in_window(mode: KuuidForm) -> tuple[int, int] | None:
     """The prefix numbers ``[start, end)`` that ``mode`` reads as a time in 2000-2100, or
-    ``None``. Its time rises with the number (falls, in a reverse mode), and a number it
-    does not read (a time past 9999) lies beyond every other: so they are a range, whose
-    ends bisection finds."""
+    ``None``: its time is monotonic in the number (past 9999 counts as infinite), so
+    bisection finds the ends."""
 
     def time(value: int) -> float:
         us = mode.time_of_prefix(value)
@@ -441,8 +415,8 @@ def _in_window(mode: KuuidForm) -> tuple[int, int] | None:
 
 
 def _first(test: Callable[[int], bool]) -> int:
-    """The least prefix number that passes ``test``, which fails below some number and
-    passes from it on (``MAX_PREFIX_VALUE + 1`` if none passes)."""
+    """The least prefix number from which ``test`` passes (``MAX_PREFIX_VALUE + 1`` if
+    none)."""
     low, high = 0, MAX_PREFIX_VALUE + 1
     while low < high:
         middle = (low + high) // 2
@@ -455,28 +429,23 @@ def _first(test: Callable[[int], bool]) -> int:
 
 #: A reading: the form (with the separator the id uses), the type, the time in microseconds.
 Reading = tuple[IdForm, str | None, int | None]
-#: A form that did not read the string but may say why it was refused: its position in
-#: ``ALL_FORMS``, the form and the body it refused.
+#: A form that refused a body and may say why: its position in ``ALL_FORMS``, the form, the body.
 Miss = tuple[int, IdForm, str]
-#: A split of a string after a prefix: the forms of the length left, the body, the type
-#: (the prefix) and the separator between them.
+#: A split after a prefix: the forms of the length left, the body, the prefix, the separator.
 Split = tuple[_Length, str, str, str]
 
 
 def _infer(doc_id: str, reverse: bool | None, millisecond: bool | None) -> DecodedId:
     table = _TABLES.get((reverse, millisecond)) or _table(reverse, millisecond)
-    size = len(doc_id)
-    if size in table.unflagged:
-        # Forms with a time are short enough, but none of them has these flags.
+    if len(doc_id) in table.unflagged:
         flags = [f"{k}={v}" for k, v in (("reverse", reverse), ("millisecond", millisecond)) if v]
         raise InvalidIdError(
             f"{doc_id!r}: no id form of this length has {' and '.join(flags) or 'these flags'}; "
             "only kuuid ids have reverse and second/millisecond modes"
         )
     in_window: list[Reading] = []
-    whole = table.by_length.get(size)
+    whole = table.by_length.get(len(doc_id))
     read = whole is not None and _read_in_window(whole, doc_id, None, TYPE_SEPARATOR, in_window)
-    # Letters and digits only (most ids): no separator, so no prefix to try.
     prefixed = [] if doc_id.isalnum() else _prefixed(doc_id, table)
     for forms, body, head, sep in prefixed:
         if _read_in_window(forms, body, head, sep, in_window):
@@ -484,17 +453,15 @@ def _infer(doc_id: str, reverse: bool | None, millisecond: bool | None) -> Decod
     if len(in_window) == 1:
         form, doc_type, us = in_window[0]
         assert us is not None
-        # EPOCH + a product of timedeltas, as _datetime (a call more) makes it.
         return _decoded(doc_id, doc_type, EPOCH + _MICROSECOND * us, form)
-    # Every reading, and the forms that refused and may say why; when no form read anything,
-    # there is nothing to read again, and every form refused.
+    # Every reading, and the forms that refused and may say why (nothing is read again
+    # when no form read anything).
     readings: list[Reading] = []
     misses: list[Miss] = []
     if whole is not None:
         _read(whole, doc_id, None, TYPE_SEPARATOR, readings, misses, refused=not read)
     for split in prefixed:
         _read(*split, readings, misses, refused=not read)
-    # A reading without a time (a uuid464 that is not a UUIDv7) is never guessed.
     timed = [reading for reading in readings if reading[2] is not None]
     if not timed:
         _check_prefix(doc_id)
@@ -509,16 +476,12 @@ def _infer(doc_id: str, reverse: bool | None, millisecond: bool | None) -> Decod
 
 
 def _prefixed(doc_id: str, table: _Table) -> list[Split]:
-    """Every split of ``doc_id`` into a valid prefix, one of the separators and a body of
-    the length of a form of ``table`` (the whole string, without a prefix, is the other),
-    but those whose body holds a colon: no form's alphabet has one, so every form refuses
-    such a body, and it explains no refusal (_read)."""
-    # A body starts after the last colon, at it or at a '-' or '_' after it.
+    """Every split of ``doc_id`` into a valid prefix, a separator and a body of a length of
+    ``table``, but those whose body holds a colon (which every form refuses)."""
     colon = doc_id.rfind(TYPE_SEPARATOR)
     body = doc_id[colon + 1 :]
     if body.isalnum():
-        # No '-' or '_' after the last colon ('order:<kuuid>', the usual typed id): one
-        # place to split, so the lengths of the table are not tried one by one.
+        # No '-' or '_' after the last colon: one place to split.
         forms = table.by_length.get(len(body))
         if forms is None or colon < 1:
             return []
@@ -543,18 +506,15 @@ def _prefixed(doc_id: str, table: _Table) -> list[Split]:
 def _read_in_window(
     forms: _Length, body: str, doc_type: str | None, sep: str, found: list[Reading]
 ) -> bool:
-    """Add to ``found`` the readings of ``body`` (after ``doc_type`` and ``sep``) as
-    ``forms`` whose time lies in 2000-2100; whether any form read it at all. (The order of
-    ``found`` does not matter: it is used only when it holds one reading.)"""
+    """Add to ``found`` the readings of ``body`` as ``forms`` whose time lies in 2000-2100;
+    whether any form read it at all."""
     read = False
     modes = forms.modes
     if modes is not None:
         value = modes.prefix(body)
         if value is not NOT_READ:
             read = True
-            # The one range of prefix numbers that may hold value: the last starting at or
-            # below it.
-            at = bisect_right(modes.starts, value) - 1
+            at = bisect_right(modes.starts, value) - 1  # the one range that may hold value
             if at >= 0:
                 end, offset, slope, by_separator = modes.ranges[at]
                 if value < end:
@@ -580,11 +540,10 @@ def _read(
     *,
     refused: bool,
 ) -> None:
-    """Add to ``readings`` every reading of ``body`` (after ``doc_type`` and ``sep``) as
-    ``forms``, and to ``misses`` the forms that refused it and may say why. ``refused``:
-    every form is known to refuse the body (it is not read again)."""
-    # No form's alphabet has a colon: in a body holding one, the colon is a type's, and the
-    # reading after it is the one to explain ('user:admin' as 'order:admin').
+    """Add to ``readings`` every reading of ``body`` as ``forms``, and to ``misses`` the forms
+    that refused it and may say why; ``refused``: every form is known to refuse it."""
+    # In a body holding a colon, the colon is a type's: the reading after it is the one to
+    # explain ('user:admin' as 'order:admin').
     explains = sep == TYPE_SEPARATOR and TYPE_SEPARATOR not in body
     for single in forms.singles:
         candidate = single.candidate
@@ -598,8 +557,7 @@ def _read(
         return
     value = NOT_READ if refused else modes.prefix(body)
     if value is NOT_READ:
-        # Every mode refuses the body alike, and of one kind only the first form's
-        # complaint is shown (_complaints): the first mode stands for them all.
+        # The modes refuse a body alike: the first stands for them all.
         if explains:
             first = modes.candidates[0]
             misses.append((first.position, first.form, body))
@@ -613,12 +571,9 @@ def _read(
 
 
 def _complaints(misses: list[Miss]) -> dict[str, str]:
-    """Why the forms of ``misses`` refused their bodies, by kind, in ``ALL_FORMS`` order: the
-    first form of each kind only. A 32-character string fails as a kuuid id and as a v7s id,
-    and the caller may have meant either; the kuuid modes say the same."""
+    """Why the forms of ``misses`` refused their bodies, by kind (the first form of each), in
+    ``ALL_FORMS`` order (positions differ, so the tuples sort by them alone)."""
     found: dict[str, str] = {}
-    # Each form has one length, so one split and at most one miss: positions differ, and
-    # the tuples sort by them alone.
     for _, form, body in sorted(misses):
         if form.kind not in found:
             found[form.kind] = form.refusal(body)
@@ -633,13 +588,9 @@ def _choose(
     *,
     named_mode: bool,
 ) -> Reading:
-    """The one reading of ``timed`` (the readings with a time; ``readings`` holds them all)
-    to take: the one with a plausible time, in 2000-2100 (a structured form first, when
-    several are). Outside those years only a kuuid mode named by ``reverse=`` and
-    ``millisecond=`` (``named_mode``) is read, when it is the only reading."""
-    # The readings of one kuuid prefix lie centuries apart, so at most one of them falls in
-    # 2000-2100 (tests/test_decode.py checks this for every mode); tests/test_idforms.py
-    # checks that each form's ids made in those years have no other reading there.
+    """The reading of ``timed`` with a time in 2000-2100 (a structured form's, when several
+    are); outside those years only the one reading of a kuuid mode that ``reverse=`` and
+    ``millisecond=`` name (``named_mode``)."""
     plausible = [r for r in timed if r[2] is not None and _FROM_US <= r[2] < _UNTIL_US]
     if len(plausible) > 1:
         # A v7s id made in 2087-2100 also reads as a utc_random id of 2000-2003.
@@ -687,15 +638,12 @@ def _check_prefix(doc_id: str) -> None:
 def _timeless_readings(doc_id: str) -> list[tuple[IdForm, str | None]]:
     """The readings of ``doc_id`` as a form of ``TIMELESS_FORMS``: ``(form, type)``."""
     found: list[tuple[IdForm, str | None]] = []
-    for form, length in _timeless_lengths():
-        split = _split(doc_id, length, SEPARATORS)
-        if split is None:
+    for form in TIMELESS_FORMS:
+        split = _split(doc_id, form.length, SEPARATORS)
+        if split is None or form.try_read(split[1]) is NOT_READ:
             continue
-        doc_type, body = split
-        if form.try_read(body) is NOT_READ:
-            continue
-        sep = doc_id[-form.length - 1] if doc_type is not None else TYPE_SEPARATOR
-        found.append((form.with_separator(sep) if sep != form.separator else form, doc_type))
+        sep = doc_id[-form.length - 1] if split[0] is not None else TYPE_SEPARATOR
+        found.append((form.with_separator(sep) if sep != form.separator else form, split[0]))
     return found
 
 
@@ -722,32 +670,23 @@ def _no_time(
 def _no_form(doc_id: str, complaints: dict[str, str]) -> str:
     if complaints:
         return f"{doc_id!r} is not a valid id: " + "; ".join(complaints.values())
-    others, timeless = _form_lengths()
-    body = doc_id.rpartition(TYPE_SEPARATOR)[2]
-    return (
-        f"{doc_id!r} is not an id couchids reads: after an optional 'type:', a kuuid id has "
-        f"14, 20, 26 or 32 characters, a v7 id 36, and {others}; this one has {len(body)}; "
-        f"the closest: {_closest(len(body))}. Forms without a time ({timeless}) are read only "
-        "with form="
-    )
-
-
-@cache
-def _timeless_lengths() -> tuple[tuple[IdForm, int], ...]:
-    return tuple((form, form.length) for form in TIMELESS_FORMS)
-
-
-@cache
-def _form_lengths() -> tuple[str, str]:
-    """For :func:`_no_form`, written once: the forms with a time but kuuid and v7, and the
-    forms without, each with its length."""
+    sizes = _sizes()
     others = ", ".join(
         f"{form} {form.length}"
         for form in ALL_FORMS
         if form.has_time and form.kind not in ("kuuid", "v7")
     )
     timeless = ", ".join(f"{form} {form.length}" for form in TIMELESS_FORMS)
-    return others, timeless
+    length = len(doc_id.rpartition(TYPE_SEPARATOR)[2])
+    nearest = min(abs(size - length) for _, size in sizes)
+    closest = ", ".join(
+        f"{name} ({size} characters)" for name, size in sizes if abs(size - length) == nearest
+    )
+    return (
+        f"{doc_id!r} is not an id couchids reads: after an optional 'type:', a kuuid id has "
+        f"14, 20, 26 or 32 characters, a v7 id 36, and {others}; this one has {length}; "
+        f"the closest: {closest}. Forms without a time ({timeless}) are read only with form="
+    )
 
 
 @cache
@@ -759,12 +698,3 @@ def _sizes() -> tuple[tuple[str, int], ...]:
         if form.has_time
     }
     return tuple(sorted(sizes, key=lambda pair: (pair[1], pair[0])))
-
-
-def _closest(length: int) -> str:
-    """The forms with a time whose length is nearest ``length`` (kuuid's modes as one)."""
-    sizes = _sizes()
-    nearest = min(abs(size - length) for _, size in sizes)
-    return ", ".join(
-        f"{name} ({size} characters)" for name, size in sizes if abs(size - length) == nearest
-    )

@@ -120,8 +120,7 @@ class KuuidForm(IdForm, default=True):
 
     @functools.cached_property
     def _pattern(self) -> re.Pattern[str]:
-        """:meth:`body_pattern`, compiled on first use (a program that only makes ids, such
-        as ``couchids new``, never compiles the patterns of every form)."""
+        """:meth:`body_pattern`, compiled at first use."""
         return re.compile(self.body_pattern())
 
     def _make_name(self) -> str:
