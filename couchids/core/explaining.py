@@ -71,7 +71,7 @@ def explain(
 def _explain(
     db: str, doc_type: str | None, prefix: str, form: IdForm, style: Style, policy: RetryPolicy
 ) -> Program[str | None]:
-    advice = _Advice(style)
+    advice = _ADVICE[style]
     scope = (
         f"the untyped ids of {db!r}"
         if doc_type is None
@@ -91,23 +91,23 @@ def _explain(
     else:
         scoped = yield from _ids(db, prefix, next_text(prefix), policy)
     if scoped:
-        return _other_forms(scope, form, scoped, advice, untyped=doc_type is None)
+        return _other_forms(scope, form, scoped, style, untyped=doc_type is None)
     types = yield from alltypes.types_present(db, form.separator, policy.renewed())
     if doc_type is None:
         if not types:
             return None
         return (
             f"no untyped {form} ids in {db!r}; it holds ids of types {_types(types)}: "
-            f"{advice.typed(types[0])}"
+            f"{advice['typed'].format(types[0])}"
         )
     others = [t for t in types if t != doc_type]
     if others:
         return (
             f"no ids of type {doc_type!r} in {db!r}; it holds ids of types {_types(others)}: "
-            f"{advice.another_type()}"
+            f"{advice['another type']}"
         )
     if any(_untyped(doc_id, form.separator) for doc_id in start):
-        return f"no ids of type {doc_type!r} in {db!r}; its ids are untyped: {advice.untyped()}"
+        return f"no ids of type {doc_type!r} in {db!r}; its ids are untyped: {advice['untyped']}"
     return None
 
 
@@ -157,9 +157,7 @@ def _reading(doc_id: str) -> tuple[IdForm, bool] | None:
     return decoded.form, True
 
 
-def _other_forms(
-    scope: str, form: IdForm, ids: list[str], advice: _Advice, *, untyped: bool
-) -> str:
+def _other_forms(scope: str, form: IdForm, ids: list[str], style: Style, *, untyped: bool) -> str:
     readings = [_reading(doc_id) for doc_id in ids]
     known = Counter(reading for reading in readings if reading is not None)
     ranked = [reading for reading, _count in known.most_common()]
@@ -176,7 +174,7 @@ def _other_forms(
         sentence += f", the ids CouchDB's [uuids] {made} makes"
     timed = [each for each, has_time in ranked if has_time]
     if timed:
-        return f"{sentence}: {advice.form(timed[0])}"
+        return f"{sentence}: {_form_advice(timed[0], style)}"
     return f"{sentence}; time queries read only forms with a time"
 
 
@@ -185,40 +183,38 @@ def _types(types: list[str]) -> str:
     return shown if len(types) <= _NAMED_TYPES else f"{shown}, ... ({len(types)} types)"
 
 
-class _Advice:
-    """What to pass instead, in the words of Python code or of the command."""
+#: What to pass instead, in the words of Python code or of the command.
+_ADVICE: Final = {
+    "python": {
+        "typed": "pass type={!r} or type=couchids.ALL_TYPES",
+        "another type": "pass type= one of them",
+        "untyped": "pass type=None",
+    },
+    "command": {
+        "typed": "pass --type {} or --all-types",
+        "another type": "pass --type with one of them",
+        "untyped": "leave out --type",
+    },
+}
 
-    def __init__(self, style: Style) -> None:
-        self.command = style == "command"
 
-    def typed(self, example: str) -> str:
-        if self.command:
-            return f"pass --type {example} or --all-types"
-        return f"pass type={example!r} or type=couchids.ALL_TYPES"
-
-    def another_type(self) -> str:
-        return "pass --type with one of them" if self.command else "pass type= one of them"
-
-    def untyped(self) -> str:
-        return "leave out --type" if self.command else "pass type=None"
-
-    def form(self, form: IdForm) -> str:
-        """How to read ids of ``form``: a preset by name or constant, a kuuid mode by the
-        command's flags, else the form made from its class."""
-        name, separator = str(form), form.separator
-        constant = FORM_CONSTANTS.get(name)
-        if self.command:
-            if constant is not None:
-                sep = "" if separator == TYPE_SEPARATOR else f" --sep {separator}"
-                return f"pass --form {name}{sep}"
-            flags = _kuuid_flags(form)
-            if flags is not None and separator == TYPE_SEPARATOR:
-                return f"pass {flags}"
-            return f"the command names no such form: read them in Python with form={_made(form)}"
-        if constant is None:
-            return f"pass form={_made(form)}"
-        sep = "" if separator == TYPE_SEPARATOR else f".with_separator({separator!r})"
-        return f"pass form=couchids.{constant}{sep}"
+def _form_advice(form: IdForm, style: Style) -> str:
+    """How to read ids of ``form``: a preset by name or constant, a kuuid mode by the command's
+    flags, else the form made from its class."""
+    name, separator = str(form), form.separator
+    constant = FORM_CONSTANTS.get(name)
+    if style == "command":
+        if constant is not None:
+            sep = "" if separator == TYPE_SEPARATOR else f" --sep {separator}"
+            return f"pass --form {name}{sep}"
+        flags = _kuuid_flags(form)
+        if flags is not None and separator == TYPE_SEPARATOR:
+            return f"pass {flags}"
+        return f"the command names no such form: read them in Python with form={_made(form)}"
+    if constant is None:
+        return f"pass form={_made(form)}"
+    sep = "" if separator == TYPE_SEPARATOR else f".with_separator({separator!r})"
+    return f"pass form=couchids.{constant}{sep}"
 
 
 def _kuuid_flags(form: IdForm) -> str | None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any, Final
 
 from couchids.core.answers import answer_error, check_listing, describe, expect_object, revision
@@ -209,13 +208,12 @@ def bulk(
     documents are read lazily. Batches are cut by ``batch_size`` and bytes as
     :mod:`couchids.core.sizes` says."""
     policy = RetryPolicy.checked(retries, backoff, timeout, operation)
-    check_count("batch_size", batch_size)
-    for name, value in (("batch_bytes", batch_bytes), ("document_bytes", document_bytes)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise InvalidArgumentError(
-                f"{name}={value!r}: must be an int >= 1 (bytes; default {name.upper()} "
-                f"{DEFAULT_BATCH_BYTES if name == 'batch_bytes' else DEFAULT_DOCUMENT_BYTES})"
-            )
+    for name, value in (
+        ("batch_size", batch_size),
+        ("batch_bytes", batch_bytes),
+        ("document_bytes", document_bytes),
+    ):
+        check_count(name, value)
     if isinstance(docs, Mapping | str | bytes) or not isinstance(docs, Iterable):
         raise InvalidArgumentError(
             "docs must be an iterable of documents (e.g. a list of dicts), not one "
@@ -226,51 +224,34 @@ def bulk(
     check_functions_of_documents(key_of, time_of)
     if type is not None:
         type_prefix(type)
-    ids = _Ids(type, form, key_of, time_of)
-    sizes = _Sizes(batch_size, batch_bytes, document_bytes)
-    return _stream(known, db, iter(docs), ids, sizes, policy)
+    doc_type = type
 
-
-@dataclass(frozen=True)
-class _Sizes:
-    """How large a bulk write's batches and documents may be."""
-
-    count: int
-    batch_bytes: int
-    document_bytes: int
-
-
-@dataclass(frozen=True)
-class _Ids:
-    """How a bulk write gives each document its id."""
-
-    doc_type: str | None
-    form: IdForm
-    key_of: KeyOf | None
-    time_of: TimeOf | None
-
-    def assign(self, doc: Any, label: str) -> str:
+    def assign(doc: Any, label: str) -> str:
+        """The id of ``doc`` (the ``label``-th document), checked."""
         check_new(doc, label)
-        if self.time_of is None:
-            return _assign_id(doc, self.doc_type, None, None, self.form, label)
-        when = _call(self.time_of, doc, "time_of", label)
-        doc_key = None if self.key_of is None else _call(self.key_of, doc, "key_of", label)
-        if self.key_of is not None and (not isinstance(doc_key, str) or not doc_key):
+        if time_of is None:
+            return _assign_id(doc, doc_type, None, None, form, label)
+        when = _call(time_of, doc, "time_of", label)
+        doc_key = None if key_of is None else _call(key_of, doc, "key_of", label)
+        if key_of is not None and (not isinstance(doc_key, str) or not doc_key):
             raise InvalidArgumentError(
                 f"{label}: key_of= gave {doc_key!r:.80}: an idempotency key is a non-empty "
                 "string naming the document"
             )
-        if self.key_of is not None and when is None:
+        if key_of is not None and when is None:
             raise InvalidArgumentError(
                 f"{label}: time_of= gave None: a keyed id needs the document's own time "
                 "('now' differs on a re-run, and so would the id)"
             )
         try:
-            return _assign_id(doc, self.doc_type, when, doc_key, self.form, label, "time_of")
+            return _assign_id(doc, doc_type, when, doc_key, form, label, "time_of")
         except InvalidInputError as exc:
             if str(exc).startswith(label):
                 raise
-            raise type(exc)(f"{label}: {exc}") from None
+            raise exc.__class__(f"{label}: {exc}") from None
+
+    batches = _batches(iter(docs), assign, batch_size, batch_bytes)
+    return _stream(known, db, batches, document_bytes, policy)
 
 
 def _call(function: Callable[[Doc], Any], doc: Doc, name: str, label: str) -> Any:
@@ -285,9 +266,8 @@ def _call(function: Callable[[Doc], Any], doc: Doc, name: str, label: str) -> An
 def _stream(
     known: FactsCache,
     db: str,
-    docs: Iterator[Doc],
-    ids: _Ids,
-    sizes: _Sizes,
+    batches: Iterator[tuple[list[str], list[bytes]]],
+    document_bytes: int,
     policy: RetryPolicy,
 ) -> Program[None]:
     """Writes the batches in order, emitting each one's results; at most two are in flight.
@@ -296,7 +276,6 @@ def _stream(
     id with that one (then only once that one is settled, as in a sequential job). A document
     that cannot be made fails the job once the batch before it is settled and emitted.
     """
-    batches = _batches(docs, ids, sizes)
     flight: tuple[set[str], object] | None = None  # the batch sent last, not yet emitted
     while True:
         failure: Exception | None = None
@@ -312,7 +291,7 @@ def _stream(
         if upcoming is None:
             return
         batch_ids, parts = upcoming
-        batch = _Batch(known, db, batch_ids, parts, sizes.document_bytes, policy.renewed())
+        batch = _Batch(known, db, batch_ids, parts, document_bytes, policy.renewed())
         writing = yield Start(batch.write())
         if flight is not None:
             yield Emit((yield from _settled_first(flight[1], writing)))
@@ -341,25 +320,25 @@ def _settled_first(earlier: object, later: object) -> Program[list[WriteResult]]
 
 
 def _batches(
-    docs: Iterator[Doc], ids: _Ids, sizes: _Sizes
+    docs: Iterator[Doc], assign: Callable[[Any, str], str], count: int, batch_bytes: int
 ) -> Iterator[tuple[list[str], list[bytes]]]:
     """Batches of documents with distinct ids (``_bulk_docs`` answers one row per id), each
-    document encoded as it is sent; a batch ends at ``sizes.count`` documents or before the one
-    that would take it past ``sizes.batch_bytes``."""
+    document encoded as it is sent; a batch ends at ``count`` documents or before the one that
+    would take it past ``batch_bytes``."""
     index = 0
     carried: tuple[str, bytes] | None = None
     while True:
         batch_ids: list[str] = []
         parts: list[bytes] = []
         seen: set[str] = set()
-        filling = Filling(sizes.batch_bytes, envelope=_ENVELOPE)
-        while len(parts) < sizes.count:
+        filling = Filling(batch_bytes, envelope=_ENVELOPE)
+        while len(parts) < count:
             if carried is None:
                 doc = next(docs, _END)
                 if doc is _END:
                     break
                 label = f"document {index}"
-                doc_id = ids.assign(doc, label)
+                doc_id = assign(doc, label)
                 index += 1
                 carried = doc_id, encode({**doc, "_id": doc_id}, label)
             doc_id, part = carried
