@@ -7,26 +7,17 @@
 
 A series is Cloudant's "timeboxed database" pattern for data that grows without end: each
 period's documents live in a database of their own (:mod:`couchids.core.periods`), a document
-goes to the database of the time in its id, reads run across the periods in order, and
-retention drops whole databases, which leaves no tombstones. docs/guide/timeseries.md is the
-guide. What a series decides, where it could do otherwise:
-
-- **Writes create what is missing**: a write whose period's database does not exist creates
-  it and is sent again, once (so a late write into a dropped period makes it again).
-- **The server's cap on databases refuses a write whole**
-  (:class:`~couchids.errors.DatabaseLimitError`, nothing of it stored); ``prepare`` warns
-  ahead (:class:`~couchids.errors.DatabaseLimitWarning`).
-- **A document belongs to the period of the time in its id**: reads clamp each database to
-  its period, so a document stored elsewhere is never read twice or out of order.
-- **Missing periods are empty**; any other failure of the server is raised.
-- **One form**, the series', which routes documents: there is no ``form=`` per call.
-- Listing the databases is one ``GET /_all_dbs``, which CouchDB 3 allows only admins unless
-  ``[chttpd] admin_only_all_dbs`` is false.
+goes to the database of the time in its id, reads run across the periods in order, each
+database clamped to its period, and retention drops whole databases, which leaves no
+tombstones. Every operation uses the series' form, which routes documents: there is no
+``form=`` per call. docs/guide/timeseries.md says how writes create missing databases, how
+the server's cap on databases is met, and why a missing period is empty.
 """
 
 from __future__ import annotations
 
 import collections.abc
+import copy
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
@@ -40,7 +31,7 @@ from couchids.core.counting import Bucket
 from couchids.core.exporting import Format
 from couchids.core.facts import FactsCache
 from couchids.core.options import Options, check_options
-from couchids.core.periods import Every, Period, SeriesLayout
+from couchids.core.periods import END_OF_TIME, Every, Period, SeriesLayout
 from couchids.core.policy import RetryPolicy, one_deadline
 from couchids.core.scan import Checkpoint
 from couchids.core.series import PeriodDocs, PlacedResults, SeriesExpireReport
@@ -135,15 +126,9 @@ class Series:
 
             events.with_options(timeout=300).expire("2026-01-01", dry_run=False)
         """
-        return Series(
-            self.client,
-            self.prefix,
-            every=self.every,
-            form=self.form,
-            partitioned=self.partitioned,
-            max_databases=self.max_databases,
-            options=self.options.replace(**changes),
-        )
+        twin = copy.copy(self)
+        twin.options = self.options.replace(**changes)
+        return twin
 
     def __repr__(self) -> str:
         return f"Series({self.prefix!r}, every={self.every!r}, form={self.form!r})"
@@ -293,8 +278,7 @@ class Series:
         self, part: PeriodDocs, type: str | None, key_of: KeyOf | None
     ) -> list[WriteResult]:
         """The results of writing ``part`` into its period's database (made when missing, and the
-        documents it refused written again).
-        """
+        documents it refused written again)."""
         db = self._database(part.period)
         try:
             return db.bulk_create(part.docs, type=type, key_of=key_of, time_of=part.time_of)
@@ -609,24 +593,17 @@ class Series:
             )
         policy = RetryPolicy.within(self.options.timeout, "replicate")
         listed = run(self.client, series.list_databases(self._facts, self.layout, policy))
-        reached = [
-            (period, name)
+        stop = END_OF_TIME if end_ms is None else end_ms
+        plans = [
+            plan_of(name, max(start_ms, period.start_ms), min(stop, period.end_ms))
             for period, name in listed
-            if period.end_ms > start_ms and (end_ms is None or period.start_ms < end_ms)
+            if period.overlaps(start_ms, stop)
         ]
-        if not reached:
+        if not plans:
             raise InvalidArgumentError(
                 f"no database of the series {self.prefix!r} holds a time of the window; "
                 f"it has {', '.join(name for _, name in listed) or 'none'}"
             )
-        plans = [
-            plan_of(
-                name,
-                max(start_ms, period.start_ms),
-                period.end_ms if end_ms is None else min(end_ms, period.end_ms),
-            )
-            for period, name in reached
-        ]
         run(self.client, replication.start(self._facts, plans, policy))
         return Replication(self.client, plans)
 
@@ -637,8 +614,7 @@ class Series:
 
     def _time_of(self, doc: object, timestamp: TimeLike, key: str | None) -> TimeLike:
         """The time a new document's id is made for: ``timestamp``, or the time in its own ``_id``,
-        or now; with a key, ``timestamp`` as it is (``create`` refuses a key without one).
-        """
+        or now; with a key, ``timestamp`` as it is (``create`` refuses a key without one)."""
         if timestamp is not None or key is not None:
             return timestamp
         own = doc.get("_id") if isinstance(doc, Mapping) else None
@@ -648,8 +624,7 @@ class Series:
 
     def _make(self, period: Period, missing: DatabaseNotFoundError) -> None:
         """Create the database of ``period`` for a write that found it ``missing`` (whose ids a
-        refusal by the cap carries on).
-        """
+        refusal by the cap carries on)."""
         policy = RetryPolicy.within(self.options.timeout, "create")
         program = series.create_database(
             self._facts,

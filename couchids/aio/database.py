@@ -33,6 +33,7 @@ from couchids.core import (
     writes,
 )
 from couchids.core.counting import Bucket
+from couchids.core.effects import Program
 from couchids.core.expiry import ExpireReport
 from couchids.core.explaining import Style
 from couchids.core.exporting import ArchiveReport, Format
@@ -290,8 +291,6 @@ class AsyncDatabase:
 
         Raises:
             ConflictError: different content already stands under the id; nothing changed.
-            InvalidArgumentError: a ``doc`` CouchDB would refuse or whose ``_id`` contradicts the
-                arguments, or a bad ``key``; nothing is sent.
             ServerError: its ``doc_id`` is the id, and ``stored`` says whether the document may have
                 been stored.
 
@@ -356,22 +355,7 @@ class AsyncDatabase:
                 key_of=lambda d: f"settle:table-7:hand-{d['hand']}", time_of=lambda d: d["at"],
             )
         """
-        program = writes.bulk(
-            self._facts,
-            "bulk_create",
-            self.name,
-            docs,
-            type=type,
-            form=self._form(form),
-            key_of=key_of,
-            time_of=time_of,
-            batch_size=self.options.batch("bulk_create"),
-            retries=self.options.retries,
-            backoff=self.options.backoff,
-            timeout=self.options.timeout,
-            batch_bytes=self.options.batch_bytes,
-            document_bytes=self.options.document_bytes,
-        )
+        program = self._bulk("bulk_create", docs, type, form, key_of, time_of)
         collected = Collected(self.name)
         try:
             async with aclosing(stream(self.client, program)) as batches:
@@ -413,23 +397,35 @@ class AsyncDatabase:
                 async for result in events.bulk_create_iter(docs):
                     log.write(f"{result.id} {result.ok}\\n")
         """
-        program = writes.bulk(
+        program = self._bulk("bulk_create_iter", docs, type, form, key_of, time_of)
+        return flat(stream(self.client, program))
+
+    def _bulk(
+        self,
+        operation: str,
+        docs: Iterable[Doc],
+        type: str | None,
+        form: IdForm | None,
+        key_of: KeyOf | None,
+        time_of: TimeOf | None,
+    ) -> Program[None]:
+        """The program of a bulk write, named ``operation`` in its messages."""
+        return writes.bulk(
             self._facts,
-            "bulk_create_iter",
+            operation,
             self.name,
             docs,
             type=type,
             form=self._form(form),
             key_of=key_of,
             time_of=time_of,
-            batch_size=self.options.batch("bulk_create_iter"),
+            batch_size=self.options.batch(operation),
             retries=self.options.retries,
             backoff=self.options.backoff,
             timeout=self.options.timeout,
             batch_bytes=self.options.batch_bytes,
             document_bytes=self.options.document_bytes,
         )
-        return flat(stream(self.client, program))
 
     async def create_short(
         self,
