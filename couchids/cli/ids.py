@@ -64,53 +64,45 @@ examples:
 def add_commands(commands: Any, only: str | None = None) -> None:
     """Add ``new`` and ``decode`` (or ``only`` the one named) to ``commands``."""
     if only in (None, "new"):
-        _add_new(commands)
+        p = commands.add_parser(
+            "new",
+            help="make ids (offline)",
+            description="Make ids, one per line.",
+            epilog=NEW_EPILOG,
+        )
+        p.add_argument("--type", metavar="T", help="document type: ids T:<id>")
+        p.add_argument("-n", type=count_of(0), default=1, metavar="N", help="how many (default 1)")
+        p.add_argument("--at", metavar="TIME", help="the time in the ids (default now)")
+        add_form(p, "of the ids made")
+        p.set_defaults(run=_new)
     if only in (None, "decode"):
-        _add_decode(commands)
-
-
-def _add_new(commands: Any) -> None:
-    new = commands.add_parser(
-        "new",
-        help="make ids (offline)",
-        description="Make ids, one per line.",
-        epilog=NEW_EPILOG,
-    )
-    new.add_argument("--type", metavar="T", help="document type: ids T:<id>")
-    new.add_argument("-n", type=count_of(0), default=1, metavar="N", help="how many (default 1)")
-    new.add_argument("--at", metavar="TIME", help="the time in the ids (default now)")
-    add_form(new, "of the ids made")
-    new.set_defaults(run=_new)
-
-
-def _add_decode(commands: Any) -> None:
-    dec = commands.add_parser(
-        "decode",
-        help="read the type, time and form of ids (offline)",
-        description="Read ids given as arguments, or one per line on stdin.",
-        epilog=DECODE_EPILOG,
-    )
-    dec.add_argument("ids", nargs="*", metavar="ID", help="ids (default: read stdin)")
-    direction = dec.add_mutually_exclusive_group()
-    direction.add_argument(
-        "--reverse",
-        dest="reverse",
-        action="store_const",
-        const=True,
-        help="only reverse kuuid readings",
-    )
-    direction.add_argument(
-        "--forward", dest="reverse", action="store_const", const=False, help="only forward readings"
-    )
-    precision = dec.add_mutually_exclusive_group()
-    precision.add_argument(
-        "--ms", dest="ms", action="store_const", const=True, help="only millisecond readings"
-    )
-    precision.add_argument(
-        "--seconds", dest="ms", action="store_const", const=False, help="only second readings"
-    )
-    add_form_name(dec.add_argument_group("id form (instead of guessing it)"))
-    dec.set_defaults(run=_decode)
+        p = commands.add_parser(
+            "decode",
+            help="read the type, time and form of ids (offline)",
+            description="Read ids given as arguments, or one per line on stdin.",
+            epilog=DECODE_EPILOG,
+        )
+        p.add_argument("ids", nargs="*", metavar="ID", help="ids (default: read stdin)")
+        direction = p.add_mutually_exclusive_group()
+        direction.add_argument(
+            "--reverse", action="store_const", const=True, help="only reverse kuuid readings"
+        )
+        direction.add_argument(
+            "--forward",
+            dest="reverse",
+            action="store_const",
+            const=False,
+            help="only forward readings",
+        )
+        precision = p.add_mutually_exclusive_group()
+        precision.add_argument(
+            "--ms", action="store_const", const=True, help="only millisecond readings"
+        )
+        precision.add_argument(
+            "--seconds", dest="ms", action="store_const", const=False, help="only second readings"
+        )
+        add_form_name(p.add_argument_group("id form (instead of guessing it)"))
+        p.set_defaults(run=_decode)
 
 
 def _new(args: argparse.Namespace) -> int:

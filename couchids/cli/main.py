@@ -6,6 +6,7 @@ masked) and an exit status.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import sys
@@ -114,12 +115,9 @@ def _unencodable(exc: UnicodeEncodeError) -> str:
 
 
 def _silence_stdout() -> None:
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
-        # Not a real file (tests capture stdout): nothing will be flushed to a closed pipe.
-        pass
+    # Not a real file (tests capture stdout): nothing will be flushed to a closed pipe.
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 EPILOG = f"""\

@@ -19,7 +19,7 @@ from couchids.cli.options import (
 )
 from couchids.cli.options import form as id_form
 from couchids.cli.options import scope as type_scope
-from couchids.cli.sources import connect, note_db_empty
+from couchids.cli.sources import Source, connect
 
 if TYPE_CHECKING:
     from couchids.core.replication import ReplicationStatus
@@ -121,19 +121,16 @@ def _replicate(args: argparse.Namespace) -> int:
     start, end = open_window(args)
     form, scope = id_form(args), type_scope(args)
     client = connect()
-    job = (
-        Database(client, args.source)
-        .with_options(timeout=args.timeout)
-        .replicate(
-            args.target,
-            start,
-            end,
-            type=scope,
-            form=form,
-            continuous=args.continuous,
-            create_target=args.create_target,
-            server_url=args.server_url,
-        )
+    db = Database(client, args.source)
+    job = db.with_options(timeout=args.timeout).replicate(
+        args.target,
+        start,
+        end,
+        type=scope,
+        form=form,
+        continuous=args.continuous,
+        create_target=args.create_target,
+        server_url=args.server_url,
     )
     wait = (not args.continuous) if args.wait is None else args.wait
     (doc_id,) = job.doc_ids
@@ -151,7 +148,7 @@ def _replicate(args: argparse.Namespace) -> int:
     print(_line(doc_id, now_status))
     if now_status.state == "completed" and not now_status.docs_written:
         # Nothing copied: the note a read prints after an empty answer.
-        note_db_empty(client, args.source, scope, form, args.timeout)
+        Source(client, db, scope, form, args.timeout).note_empty()
     if args.continuous:
         say(f"replication {doc_id} runs until cancelled: couchids replication {doc_id} --cancel")
     return EXIT_OK

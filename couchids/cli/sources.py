@@ -47,27 +47,6 @@ def connect() -> CloudantV1:
     return cloudant_client(arguments=False)
 
 
-def note_db_empty(
-    client: CloudantV1, db: str, scope: str | AllTypes | None, form: IdForm, timeout: float
-) -> None:
-    """After an empty answer from ``db``, a note on stderr of why, when the database shows it
-    (:meth:`couchids.Database.explain_empty`)."""
-    if scope is ALL_TYPES:
-        return
-    from couchids.database import Database
-
-    try:
-        why = (
-            Database(client, db)
-            .with_options(timeout=timeout)
-            .explain_empty(type=scope, form=form, style="command")
-        )
-    except ServerError:
-        return  # the answer, nothing, stands: failing to find out why is no failure
-    if why is not None:
-        note(why)
-
-
 def source_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "db", nargs="?", metavar="DB", help="database name (or --series and --period)"
@@ -99,7 +78,7 @@ class Source:
         from couchids.series import Series
 
         if not isinstance(self.handle, Series):
-            note_db_empty(self.client, self.handle.name, self.scope, self.form, self.timeout)
+            self._explain(self.handle.name)
             return
         layout = self.handle.layout
         try:
@@ -121,7 +100,24 @@ class Source:
                 return
             names = held
         # The newest database read is the likeliest to show the ids being written now.
-        note_db_empty(self.client, names[-1], self.scope, self.form, self.timeout)
+        self._explain(names[-1])
+
+    def _explain(self, db: str) -> None:
+        """A note of why ``db`` answered nothing, if it shows it (its ``explain_empty``)."""
+        if self.scope is ALL_TYPES:
+            return
+        from couchids.database import Database
+
+        try:
+            why = (
+                Database(self.client, db)
+                .with_options(timeout=self.timeout)
+                .explain_empty(type=self.scope, form=self.form, style="command")
+            )
+        except ServerError:
+            return  # the answer, nothing, stands: failing to find out why is no failure
+        if why is not None:
+            note(why)
 
 
 def open_source(args: argparse.Namespace) -> Source:
