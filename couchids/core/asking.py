@@ -12,16 +12,15 @@ from couchids.core.effects import Program, Request, Response, Send, Sleep
 from couchids.core.exactjson import loads
 from couchids.core.policy import RetryPolicy
 
-#: Failures after which the request may or may not have been carried out: a write retries
-#: these with the same id. 408 and 429 are answers to a request that was not carried out,
-#: but retrying them is safe for the same reason.
+#: Statuses sent again: the request may or may not have been carried out (408 and 429: it was
+#: not), so a write retries with the same id.
 TRANSIENT_STATUSES: Final = frozenset({408, 429, 500, 502, 503, 504})
 
 
 @dataclass(frozen=True, slots=True)
 class Reply:
     """A successful answer: its HTTP status (a write's 201 or 202 matters), its JSON, and the
-    request it answers (for messages)."""
+    request it answers."""
 
     status: int
     body: Any
@@ -46,9 +45,9 @@ MISSING: Final = Refusal("MISSING")
 
 @dataclass
 class Attempts:
-    """What the failed attempts of some requests tell about the server's side of them."""
+    """Whether any failed attempt of some requests may have been carried out (a 5xx, or an
+    answer lost)."""
 
-    #: Whether any of them may have been carried out (a 5xx, or an answer lost).
     maybe_carried_out: bool = False
 
 
@@ -61,18 +60,18 @@ def ask(
     attempts: Attempts | None = None,
     raw: bool = False,
 ) -> Program[Any]:
-    """Send ``request``, retrying lost answers; return its :class:`Reply` (its JSON decoded,
-    or with ``raw`` its bytes).
+    """Send ``request``, retrying transient failures up to ``policy.retries`` times, never past
+    the deadline; return its :class:`Reply` (its JSON decoded, or with ``raw`` its bytes).
 
     A 409 or 404 comes back as :data:`CONFLICT` / :data:`MISSING` when listed in ``expect``;
-    every other failure raises the mapped :class:`~couchids.ServerError`, and so does a
-    success answer that is not JSON. Attempts are retried on transient failures up to
-    ``policy.retries`` times, never past the deadline. ``attempts``, when given, learns
-    whether a failed attempt may have been carried out.
+    every other failure, and a success that is not JSON, raises the mapped
+    :class:`~couchids.ServerError`. ``attempts`` learns whether a failed attempt may have
+    been carried out.
     """
     attempt = 0
     while True:
         outcome = yield Send(request, policy, db, attempt + 1)
+        retry_after = None
         if isinstance(outcome, Response):
             status = outcome.status
             if 200 <= status < 300:
@@ -89,12 +88,7 @@ def ask(
         else:
             if attempts is not None and outcome.maybe_run:
                 attempts.maybe_carried_out = True
-            error, transient, login, retry_after = (
-                outcome.error,
-                outcome.transient,
-                outcome.login,
-                None,
-            )
+            error, transient, login = outcome.error, outcome.transient, outcome.login
         if attempt >= policy.retries or not transient or login:
             raise error
         wait = policy.delay(retry_after if error.status == 429 else None, attempt)

@@ -1,13 +1,10 @@
-"""Whether a stored document holds the content a caller asked to store (pure; no I/O).
+"""Whether a stored document holds the content a caller asked to store.
 
-"The same content" means the same JSON value: object key order does not matter, types do
-(``true`` is not ``1``, ``"1"`` is not ``1``), and numbers are compared by their exact value
-(``1`` and ``1.0`` are one JSON number; CouchDB and PouchDB may write either back). Metadata
-(``_id``, ``_rev`` and what a read adds, such as ``_conflicts``) is not content. Attachments
-are compared by name, content type and bytes: against stored data when the read included it
-(CouchDB compresses some types, and then a stub's digest is not the MD5 of the bytes), else
-the caller's inline ``data`` is hashed as CouchDB does (``md5-`` and the base64 of the MD5)
-and matched against the stored stub's ``digest``.
+The same content is the same JSON value: key order does not matter, types do (``true`` is
+not ``1``), numbers compare by exact value (``1`` is ``1.0``: CouchDB may write either back),
+and metadata (``_id``, ``_rev``, ``_conflicts``, ...) is not content. Attachments compare by
+name, content type and bytes: against stored data when the read included it (a compressed
+one's digest is not the MD5 of its bytes), else by CouchDB's digest of the caller's data.
 
 >>> same_content({"paid": True, "n": 1.0}, {"_id": "a", "_rev": "1-x", "n": 1, "paid": True})
 True
@@ -56,11 +53,8 @@ def attachment_digest(data: str) -> str | None:
     >>> attachment_digest("aGVsbG8=")
     'md5-XUFAKrxLKna5cZ2REBfFkg=='
     """
-    try:
-        raw = base64.b64decode(data, validate=True)
-    except (binascii.Error, ValueError):
-        return None
-    return "md5-" + base64.b64encode(hashlib.md5(raw).digest()).decode()
+    raw = _decoded(data)
+    return None if raw is None else "md5-" + base64.b64encode(hashlib.md5(raw).digest()).decode()
 
 
 def same_content(ours: Mapping[str, Any], stored: Mapping[str, Any]) -> bool:
@@ -85,13 +79,13 @@ def _same_attachments(ours: Any, stored: Any) -> bool:
             return False
         if mine.get("content_type") != theirs.get("content_type"):
             return False
-        if isinstance(mine.get("data"), str) and isinstance(theirs.get("data"), str):
-            if _decoded(mine["data"]) != _decoded(theirs["data"]) or _decoded(mine["data"]) is None:
+        data = mine.get("data")
+        if isinstance(data, str) and isinstance(theirs.get("data"), str):
+            raw = _decoded(data)
+            if raw is None or raw != _decoded(theirs["data"]):
                 return False
             continue
-        digest = mine.get("digest")
-        if isinstance(mine.get("data"), str):
-            digest = attachment_digest(mine["data"])
+        digest = attachment_digest(data) if isinstance(data, str) else mine.get("digest")
         if digest is None or digest != theirs.get("digest"):
             return False
     return True

@@ -1,7 +1,5 @@
 """The numbers the operations' defaults and limits come from, in a module that imports
-nothing: the command line reads them to build its help without loading the query machinery
-(``couchids new`` and ``couchids decode`` start as fast as the id forms load).
-"""
+nothing, so that the command line builds its help without loading the query machinery."""
 
 from __future__ import annotations
 
@@ -16,17 +14,11 @@ DEFAULT_TIMEOUT: Final = 60.0
 #: The longest ``timeout`` accepted: a day.
 MAX_TIMEOUT: Final = 86_400.0
 #: Time slices :meth:`~couchids.Database.window` reads at a time by default. 50,000 documents
-#: in pages of 2000 (bench/bench_query.py's data, medians of interleaved runs): against one raw
-#: request, 1, 2, 3 and 4 slices took 1.12, 0.81, 0.86 and 0.84x on PouchDB Server and 1.05,
-#: 1.07, 1.03 and 1.03x on CouchDB 3.4.3, whose own work on one request already keeps both
-#: cores of the machine busy; peak memory 0.07, 0.09 and 0.10x the raw request's with 2, 3
-#: and 4. 200,000 documents with 20 ms added to each round trip: 3 slices were 1.76x faster
-#: than 1 on PouchDB Server (2: 1.25x, 4: 1.81x), 1.1-1.2x on CouchDB (server-bound).
+#: (bench/bench_query.py): 3 slices took 0.86x the time of one raw request on PouchDB Server
+#: (1 slice: 1.12x) and 1.03x on CouchDB 3.4.3 (server-bound), in 0.09x its peak memory; with
+#: 20 ms added to each round trip, 3 were 1.76x faster than 1 on PouchDB Server.
 DEFAULT_PARALLEL: Final = 3
-#: Time slices worth reading at a time from a server tens of milliseconds away, where each
-#: request waits a round trip that more slices in flight hide. 100,000 documents with 20 ms
-#: added to each round trip (medians of 3): page after page took 1.6x as long as 3 slices
-#: and 1.9x as long as 8 on PouchDB Server, and 1.1x and 1.4x on CouchDB 3.4.3, whose work
-#: then keeps the rest of this 2-core machine busy. Memory grows with it (about
-#: ``parallel + 2`` pages), so it is not the default.
+#: Time slices worth reading at a time from a server tens of milliseconds away, where more
+#: slices in flight hide the round trips (figures in the querying guide). Memory grows with
+#: it (about ``parallel + 2`` pages), so it is not the default.
 REMOTE_PARALLEL: Final = 8

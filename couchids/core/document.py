@@ -1,12 +1,10 @@
-"""What a new document may hold, checked before anything is sent (pure; no I/O).
+"""What a new document may hold, checked before anything is sent.
 
-CouchDB reserves top-level fields that start with ``_``. In a document it is given, it reads
-``_id``, ``_rev``, ``_attachments``, ``_deleted`` and ``_revisions`` as instructions, ignores
-what a read adds (``_conflicts``, ``_revs_info``, ...), and refuses any other ``_`` field with
-``doc_validation: Bad special document member`` (``couch_doc:transfer_fields`` in CouchDB 3).
-A new document couchids creates may carry only ``_id`` and ``_attachments``: ``_rev`` would
-make the write an update, ``_deleted: true`` would store a deleted document (a tombstone), and
-``_revisions`` would graft a revision history onto it.
+CouchDB reserves top-level fields that start with ``_``: it reads ``_id``, ``_rev``,
+``_attachments``, ``_deleted`` and ``_revisions`` as instructions, ignores what a read adds
+(``_conflicts``, ...), and refuses any other (``couch_doc:transfer_fields``). A new document
+couchids creates may carry only ``_id`` and ``_attachments``: ``_rev`` would make the write an
+update, ``_deleted`` would store a tombstone, ``_revisions`` would graft a history onto it.
 """
 
 from __future__ import annotations
@@ -22,6 +20,7 @@ __all__ = ["NEW_DOC_FIELDS", "check_new", "valid_unicode"]
 NEW_DOC_FIELDS: Final = frozenset({"_id", "_attachments"})
 
 _WHY: Final = {
+    "_id": "this write chooses the id itself",
     "_rev": "couchids only creates new documents and never overwrites; update existing ones "
     "with client.put_document",
     "_deleted": "it would store a deleted document (a tombstone), not a new one",
@@ -41,8 +40,7 @@ def check_new(doc: object, label: str, *, own_id: bool = True) -> Mapping[str, A
         InvalidArgumentError: ``doc`` is not a JSON object (a ``Mapping``), has a key that is
             not a string, or a top-level ``_`` field other than :data:`NEW_DOC_FIELDS`
             (``_id`` too, when ``own_id`` is false).
-        InvalidIdError: its ``_id`` is a string that is not valid Unicode: it holds a lone
-            surrogate (such as ``'\\ud800'``), which has no UTF-8 and so no place in a URL.
+        InvalidIdError: its ``_id`` holds a lone surrogate (such as ``'\\ud800'``).
 
     >>> check_new({"n": 1, "_attachments": {}}, "doc")
     {'n': 1, '_attachments': {}}
@@ -63,14 +61,11 @@ def check_new(doc: object, label: str, *, own_id: bool = True) -> Mapping[str, A
         allowed = field in NEW_DOC_FIELDS and (own_id or field != "_id")
         if allowed or not field.startswith("_"):
             continue
-        if field == "_id":
-            why = "this write chooses the id itself"
-        else:
-            why = _WHY.get(
-                field,
-                "CouchDB reserves top-level fields starting with '_' (a new document may have "
-                "only _id and _attachments) and refuses the others; rename the field",
-            )
+        why = _WHY.get(
+            field,
+            "CouchDB reserves top-level fields starting with '_' (a new document may have "
+            "only _id and _attachments) and refuses the others; rename the field",
+        )
         raise InvalidArgumentError(f"{label} has a {field} ({doc[field]!r:.60}): {why}")
     own = doc.get("_id") if own_id else None
     if isinstance(own, str) and not valid_unicode(own):
@@ -81,8 +76,8 @@ def check_new(doc: object, label: str, *, own_id: bool = True) -> Mapping[str, A
 
 
 def valid_unicode(text: str) -> bool:
-    """Whether ``text`` is valid Unicode: it holds no lone surrogate (``'\\ud800'``), which
-    has no UTF-8, so no URL or UTF-8 file can hold it.
+    """Whether ``text`` holds no lone surrogate (``'\\ud800'``), which has no UTF-8 and so no
+    place in a URL or a UTF-8 file.
 
     >>> valid_unicode("order:é"), valid_unicode("order:\\ud800")
     (True, False)

@@ -21,14 +21,9 @@ _MINUS: Final = ord("-")
 
 
 def loads(body: bytes) -> Any:
-    """JSON ``body``, decoded exactly.
-
-    ``orjson`` decodes, fast, unless the body may hold an integer of 19 digits or more
-    (:func:`long_integer`): ``orjson`` turns an integer beyond 64 bits into a float
-    (``123456789012345678901234567890`` would come back as ``1.2345678901234568e+29``), where
-    ``json`` keeps it whole, and CouchDB keeps such integers as they were written. Those
-    bodies, and any ``orjson`` refuses (a number beyond a double's range), are decoded by
-    ``json``.
+    """JSON ``body``, decoded exactly: by ``orjson``, or by ``json`` when the body may hold an
+    integer beyond 64 bits (:func:`long_integer`; ``orjson`` would make it a float) or
+    ``orjson`` refuses it (a number beyond a double's range).
 
     Raises:
         ValueError: (``json.JSONDecodeError``, ``UnicodeDecodeError``) the body is not JSON.
@@ -46,15 +41,10 @@ def loads(body: bytes) -> Any:
 
 def long_integer(body: bytes) -> bool:
     """Whether JSON ``body`` may hold an integer of 19 digits or more: a run of that many
-    digits that starts a number (at the start, or after ``:``, ``[`` or ``,``, whitespace
-    and a minus sign aside).
-
-    Runs inside strings seldom look like that. They are common enough: a revision's 32 hex
-    digits hold a run of 19 about once in 1,200 revisions, and every ``_all_docs`` row with
-    its document holds two, so a page of 2000 rows holds about three, and checking for runs
-    alone sent almost every page to ``json``, three times slower than ``orjson``. A string
-    that does look like that (``"at: 1234567890123456789012"``) costs only the slower
-    decoding. Finding the runs costs about a tenth of the decoding.
+    digits that starts a number (after ``:``, ``[``, ``,`` or nothing, whitespace and a minus
+    aside). Runs alone are in most pages (a revision holds one about once in 1,200) and would
+    send them to ``json``, three times slower; a string that looks like a number only costs
+    the slower decoding.
 
     >>> long_integer(b'{"n": -12345678901234567890}'), long_integer(b'[1, 12345678901234567890]')
     (True, True)
@@ -64,7 +54,6 @@ def long_integer(body: bytes) -> bool:
     digits = body.translate(_DIGITS_ONLY)
     at = digits.find(_LONG_RUN)
     while at >= 0:
-        # ``at`` is where a run starts: the first match of 19 zeros is not preceded by one.
         before = at - 1
         if before >= 0 and body[before] == _MINUS:
             before -= 1
@@ -81,21 +70,17 @@ def long_integer(body: bytes) -> bool:
 
 def dumps(value: Any) -> bytes:
     """``value`` as compact JSON: by ``orjson``, or by ``json`` when it holds an integer
-    beyond 64 bits, which ``orjson`` refuses (a document read back with one, by
-    :func:`loads`, is written as it was read)."""
+    beyond 64 bits, which ``orjson`` refuses (and then no key that is not a string)."""
     try:
         return orjson.dumps(value)
     except TypeError:
-        check_keys(value)
+        _walk_keys(value)
         return json.dumps(value, separators=(",", ":"), allow_nan=False).encode()
 
 
 def check_keys(value: Any) -> None:
     """Refuse a JSON object (at any depth) with a key that is not a string: ``json`` would
-    write a key ``1`` as ``"1"``, beside a key ``"1"``, and one of the values would be lost.
-
-    ``orjson`` refuses such keys, so it looks first (a fifth of the time ``json`` takes to
-    write the same value); only a value it refuses is walked here.
+    write a key ``1`` as ``"1"``, beside a key ``"1"``, and lose one of the values.
 
     >>> check_keys({"a": [{1: "x", "1": "y"}]})
     Traceback (most recent call last):
@@ -104,7 +89,7 @@ def check_keys(value: Any) -> None:
     """
     try:
         orjson.dumps(value)
-    except TypeError:  # such a key, or an integer beyond 64 bits, or no JSON at all
+    except TypeError:  # such a key, an integer beyond 64 bits, or no JSON: orjson is fast
         _walk_keys(value)
 
 

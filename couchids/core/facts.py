@@ -14,13 +14,8 @@ from couchids.core.policy import RetryPolicy
 
 @dataclass(frozen=True, slots=True)
 class DatabaseFacts:
-    """What couchids needs to know about a database, asked once per client and database.
-
-    Attributes:
-        partitioned: whether it is a partitioned database.
-        copies: how many copies the server keeps of each document (CouchDB's ``n``; 1 for a
-            server that does not say, such as a single node or PouchDB Server).
-    """
+    """Whether a database is ``partitioned``, and the ``copies`` of each document the server
+    keeps (CouchDB's ``n``; 1 where the server does not say)."""
 
     partitioned: bool
     copies: int
@@ -28,19 +23,14 @@ class DatabaseFacts:
 
 class FactsCache(dict[str, DatabaseFacts]):
     """What a driver has learnt through one client: the facts of each database by name, and
-    which server it is (``server_kind``, see ``couchids.core.counting.server_kind``)."""
+    of the server (``None``: not known yet): its kind (``core.counting.server_kind``), its
+    welcome's version, the ids per ``_purge`` it was found to take (``core.expiry``), and
+    whether it has ``_time_seq`` and ``_auto_purge`` (``core.features``)."""
 
     server_kind: str | None = None
-    #: The ``version`` of the server's welcome (``None``: not read yet, or not given).
     server_version: str | None = None
-    #: Ids per ``_purge`` request the server was found to take, once it refused more
-    #: (``None``: as its version says, see ``couchids.core.expiry.purge_batch_for``).
     purge_batch: int | None = None
-    #: Whether the server reads a time as ``_changes``' ``since`` (``None``: not asked yet;
-    #: see ``couchids.core.features.has_time_seq``).
     time_seq: bool | None = None
-    #: Whether the server keeps a database's auto purge settings (``None``: not asked yet;
-    #: see ``couchids.core.features.has_auto_purge``).
     auto_purge: bool | None = None
 
 
@@ -53,12 +43,8 @@ def database_facts(known: FactsCache, db: str, policy: RetryPolicy) -> Program[D
     info = expect_object(reply.body, policy, db, sent=reply.sent)
     cluster, props = info.get("cluster"), info.get("props")
     copies = cluster.get("n", 1) if isinstance(cluster, dict) else 1
-    partitioned = props.get("partitioned", False) if isinstance(props, dict) else False
-    facts = DatabaseFacts(
-        partitioned=partitioned is True,
-        copies=copies
-        if isinstance(copies, int) and not isinstance(copies, bool) and copies >= 1
-        else 1,
-    )
-    known[db] = facts
+    if isinstance(copies, bool) or not isinstance(copies, int) or copies < 1:
+        copies = 1
+    partitioned = isinstance(props, dict) and props.get("partitioned") is True
+    known[db] = facts = DatabaseFacts(partitioned, copies)
     return facts

@@ -1,7 +1,5 @@
-"""CouchDB's rule for database names, in a module that imports no query machinery: the
-database handles check a name with it, and a series (:mod:`couchids.core.periods`) its
-prefix, as the command line does before it loads anything else.
-"""
+"""CouchDB's rule for database names, in a module that imports no query machinery (the
+command line checks names before it loads anything else)."""
 
 from __future__ import annotations
 
@@ -21,7 +19,7 @@ SYSTEM_DBS: Final = frozenset({"_users", "_replicator", "_global_changes"})
 
 def check_db(db: object, name: str = "db") -> str:
     """``db`` if it is a database name CouchDB accepts; else :class:`InvalidArgumentError`
-    naming the parameter ``name`` that was given it."""
+    naming the parameter ``name``."""
     if not isinstance(db, str):
         raise InvalidArgumentError(
             f"{name}={db!r}: a database name is a str, not a {type(db).__name__}"

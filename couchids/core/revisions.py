@@ -17,13 +17,8 @@ from couchids.core.policy import RetryPolicy
 def live_leaves(
     known: FactsCache, db: str, doc_id: str, policy: RetryPolicy
 ) -> Program[list[dict[str, Any]]]:
-    """Every live (not deleted) leaf revision of ``doc_id``, read from every copy.
-
-    ``GET /{db}/{doc_id}?open_revs=all&r=N`` with ``N`` the database's copies: a revision held
-    by only one copy (a cluster write that reached fewer copies than a quorum, or two first
-    writes of one id that reached different copies) is seen as long as that copy answers. An
-    empty list means no copy that answered holds a live revision.
-    """
+    """Every live leaf revision of ``doc_id`` on every copy that answers (``open_revs=all``
+    with ``r`` = the copies: a revision held by one copy only is seen too)."""
     copies = (yield from database_facts(known, db, policy)).copies
     # Attachment data too: a compressed one's digest is not the MD5 of its bytes.
     params = {"open_revs": "all", "r": str(copies), "attachments": "true"}
@@ -51,13 +46,9 @@ def delete_revision(db: str, doc_id: str, rev: str, policy: RetryPolicy) -> Prog
     """Delete revision ``rev`` of ``doc_id`` (one couchids wrote itself) on every copy, the
     ones that do not hold it yet included.
 
-    The deletion is written as replication writes it: a tombstone whose parent is ``rev``
-    (``_bulk_docs`` with ``new_edits=false``). A plain ``DELETE ?rev=`` is refused by a copy
-    that lacks ``rev``, so on a cluster a majority of such copies answers 409 while the copy
-    that holds it (paused, or behind) never hears of the deletion, and ``rev`` comes back as
-    a live conflict once that copy catches up. The tombstone is taken by every copy, joins
-    ``rev``'s history wherever the two meet, and is the same revision on every attempt, so
-    writing it again changes nothing.
+    It is a tombstone child of ``rev`` written as replication writes it (``new_edits=false``),
+    the same on every attempt. A plain ``DELETE ?rev=`` would be refused by the copies that
+    lack ``rev``, and the one that holds it would bring it back as a live conflict.
     """
     start, _, digest = rev.partition("-")
     if not start.isdigit() or not digest:

@@ -1,9 +1,6 @@
 """How large a ``_bulk_docs`` request and its documents may be, for IBM Cloudant's limits of
-64 MB a request and 1 MB a document (https://cloud.ibm.com/docs/Cloudant?topic=Cloudant-limits,
-"Request payload"), which it answers with ``413`` past them: the cutting of a batch by bytes,
-the check of one document, and the halving of a batch the server refuses as too large. Bulk
-writes (``couchids.core.writes``) and archive's copies (``couchids.core.exporting``)
-split their requests with these, the same way.
+64 MB a request and 1 MB a document, ``413`` past them ("Limits", "Request payload"): bulk
+writes and archive's copies cut their batches by bytes and halve one the server refuses.
 """
 
 from __future__ import annotations
@@ -23,23 +20,19 @@ __all__ = [
     "over_document_bytes",
 ]
 
-#: The most bytes of one ``_bulk_docs`` request's body: under IBM Cloudant's 64 MB a request
-#: (https://cloud.ibm.com/docs/Cloudant?topic=Cloudant-limits, "Request payload"), which
-#: answers 413 past it.
+#: The most bytes of one ``_bulk_docs`` request's body: under IBM Cloudant's 64 MB.
 DEFAULT_BATCH_BYTES: Final = 60_000_000
 #: The most bytes of one document as couchids sends it (its JSON, ``_id`` included): IBM
-#: Cloudant's 1 MB a document (the same page), in its stricter, decimal reading. A larger
-#: document is not sent: it is a failed row of the bulk write.
+#: Cloudant's 1 MB, read as decimal. A larger document is not sent: it is a failed row.
 DEFAULT_DOCUMENT_BYTES: Final = 1_000_000
 #: The status of a request or a document the server refuses as too large.
 TOO_LARGE: Final = 413
 
 
 class Filling:
-    """The body of one ``_bulk_docs`` request as documents join it: the ``envelope``'s bytes
-    (``{"docs":[`` and what closes it) and each document's encoding, comma-separated. A batch
-    takes a document while its body stays within ``batch_bytes``; an empty batch takes any
-    document, so a document larger than that goes alone.
+    """The body of one ``_bulk_docs`` request as documents join it (the ``envelope``'s bytes
+    and the documents, comma-separated): it takes a document while it stays within
+    ``batch_bytes``, and an empty batch takes any.
 
     >>> batch = Filling(20, envelope=11)
     >>> batch.takes(5), batch.add(5), batch.takes(4), batch.takes(3)
@@ -81,11 +74,9 @@ def halving(
     refused: Callable[[int, ServerError], None],
     settled: Callable[[int], bool],
 ) -> Program[None]:
-    """Write the documents ``group`` (indexes, in order) with ``write``; a group the server
-    refuses as too large (``413``) is written again as its two halves, first half first,
-    down to single documents: a document refused alone goes to ``refused`` with the
-    server's error, and the others are written. Documents a refused group ``settled``
-    before the refusal are not sent again.
+    """Write the documents ``group`` (indexes, in order) with ``write``; a group refused as too
+    large (``413``) is written again as its two halves, down to single documents: one refused
+    alone goes to ``refused``. Documents ``settled`` before a refusal are not sent again.
 
     Raises:
         ServerError: any other failure of ``write``.
