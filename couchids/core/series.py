@@ -1,25 +1,11 @@
 """The programs of a series of databases (:class:`couchids.Series`): a database per period.
 
 The series ``events`` of months keeps the documents made in November 2026 in the database
-``events-2026-11`` (:mod:`couchids.core.periods` names them). What is here, for either
-driver:
-
-- :func:`list_databases`: which of the series' databases exist, from one ``GET /_all_dbs``
-  (with ``start_key``/``end_key`` around the prefix; the answer is filtered here too, name by
-  name, since PouchDB Server ignores those keys, and a name is taken only when it is exactly
-  the name of one of this series' periods).
-- :func:`create_database`, :func:`drop_database`: ``PUT`` and ``DELETE`` of a period's
-  database, each safe to repeat and to race (a ``412 file_exists`` is a database another
-  writer made; a ``404`` on delete one already gone). A ``403`` to the ``PUT`` that comes
-  from the server's cap on databases (IBM Cloudant since March 2025: 200 on Standard, 20 on
-  Lite) is a :class:`~couchids.errors.DatabaseLimitError`; ``headroom`` warns before it.
-- The reads across periods, each the same operation of one database run on each period's
-  database in turn with its window clamped to that period: a document stored in the wrong
-  period's database (by hand, or a writer whose clock was wrong) is never read twice, nor
-  out of order. A period whose database does not exist, or is dropped while it is read, is
-  an empty period; any other failure is raised.
-- ``expire``: drops the databases of the whole periods before a time and expires the older
-  documents of the period that holds it.
+``events-2026-11`` (:mod:`couchids.core.periods` names them). A read across periods is the
+operation of one database run on each period's database in turn, its window clamped to that
+period, so a document stored in the wrong period's database (by hand, or by a writer whose
+clock was wrong) is never read twice, nor out of order. A period whose database does not
+exist, or is dropped while it is read, is an empty period; any other failure is raised.
 
 Pure: no I/O; the handles (:mod:`couchids.aio.series`, and ``couchids.series`` generated from
 it) run these.
@@ -28,6 +14,7 @@ it) run these.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import itertools
 import json
 import re
@@ -37,18 +24,18 @@ from datetime import datetime, timedelta
 from typing import Any, Final, TextIO, TypeVar
 
 from couchids.core import counting, expiry, exporting, windows
-from couchids.core.alltypes import MAX_STEP_PAGE, types_present
-from couchids.core.answers import KeySpan, answer_error, check_listing, describe, expect_rows
+from couchids.core.alltypes import MAX_STEP_PAGE, Landed, each_type, types_present, walk_types
+from couchids.core.answers import answer_error, check_listing, describe
 from couchids.core.arguments import count as check_count
 from couchids.core.arguments import function as check_function
 from couchids.core.asking import MISSING, ask
 from couchids.core.counting import Bucket, bucket_edges, parse_every
 from couchids.core.document import check_new
-from couchids.core.effects import END, Emit, Program, Puller, Request, Start, Wait, path, post_json
+from couchids.core.effects import END, Emit, Program, Puller, Request, Start, Wait, path
 from couchids.core.expiry import ExpireReport
 from couchids.core.exporting import Format
 from couchids.core.facts import FactsCache, database_facts
-from couchids.core.keys import type_step, window_keys
+from couchids.core.keys import window_keys
 from couchids.core.periods import MAX_AHEAD, Period, SeriesLayout, period_of
 from couchids.core.policy import RetryPolicy
 from couchids.core.scan import Checkpoint, check_one_form, range_pages, read_policy
@@ -99,12 +86,12 @@ __all__ = [
 T = TypeVar("T")
 Row = dict[str, Any]
 Doc = Mapping[str, Any]
+#: A database of the series and the part of a window in its period: ``(name, start, end)``.
+Span = tuple[str, int, int]
 
 #: Period databases :meth:`couchids.Series.count`, ``histogram`` and ``expire`` (the periods
 #: after its cutoff) read at a time.
 PERIOD_WORKERS: Final = 4
-#: What design documents' ids start with: an expiry leaves them.
-_DESIGN: Final = "_design/"
 #: The servers whose ``_all_dbs`` lists its names sorted, inside the keys asked for.
 SORTED_ALL_DBS: Final = frozenset({"couchdb", "cloudant"})
 #: Where IBM Cloudant says how many databases an instance may hold:
@@ -133,56 +120,51 @@ def list_databases(
     known: FactsCache, layout: SeriesLayout, policy: RetryPolicy
 ) -> Program[list[tuple[Period, str]]]:
     """The series' databases that exist, each with its period, oldest first: one
-    ``GET /_all_dbs``.
+    ``GET /_all_dbs``, keys around ``<prefix>-``.
 
-    The keys ask for the names from ``<prefix>-`` up to ``<prefix>.`` (``.`` is the byte after
-    ``-``, and no database name holds one); each name of the answer is then read back with
-    :meth:`~couchids.core.periods.SeriesLayout.period`, so a server that ignores the keys
-    (PouchDB Server), another series whose prefix starts the same (``events-x``) or another
-    kind of period of the same prefix is never taken for this series.
-
-    The answer is checked for what the server promises
-    (:func:`~couchids.core.answers.check_listing`): each name once; and from Apache CouchDB
-    and Cloudant, the names in byte order and inside the keys. PouchDB Server lists its
-    databases in no order and ignores the keys; which server answered is asked (one
-    ``GET /``, once per client) only when an answer is not sorted inside the keys.
+    Only a name that is exactly one of the series' period names counts (another series whose
+    prefix starts the same, ``events-x``, or another kind of period never does). The answer
+    is checked (:func:`~couchids.core.answers.check_listing`): each name once, and from CouchDB
+    and Cloudant in byte order inside the keys (PouchDB Server ignores the keys).
 
     Raises:
-        ServerError: (or a subclass) the server failed, or answered a name twice or (CouchDB,
-            Cloudant) out of order or outside the keys; ``UnauthorizedError`` when the
-            credentials may not list databases (CouchDB 3 lets only admins do it, unless
-            ``[chttpd] admin_only_all_dbs`` is false).
+        ServerError: (or a subclass) the server failed, or answered wrongly;
+            ``UnauthorizedError`` when the credentials may not list databases (CouchDB 3
+            lets only admins do it, unless ``[chttpd] admin_only_all_dbs`` is false).
     """
+    # No database name holds a '.', the byte after '-'.
     head, end = layout.prefix + "-", layout.prefix + "."
-    params = {"start_key": json.dumps(head), "end_key": json.dumps(end)}
-    reply = yield from ask(Request("GET", "/_all_dbs", params), policy, layout.prefix)
-    names = reply.body
-    if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
-        raise answer_error(
-            policy, layout.prefix, f"_all_dbs answered {describe(names)}, not a list of names"
-        )
+    keys = {"start_key": json.dumps(head), "end_key": json.dumps(end)}
+    names, sent = yield from _all_dbs(policy, layout.prefix, keys)
     try:
         check_listing(
-            "_all_dbs",
-            names,
-            policy,
-            layout.prefix,
-            sent=reply.sent,
-            ordered=True,
-            low=head,
-            high=end,
+            "_all_dbs", names, policy, layout.prefix, sent=sent, ordered=True, low=head, high=end
         )
     except ServerError:
         if (yield from counting.server_kind(known, policy, layout.prefix)) in SORTED_ALL_DBS:
             raise
-        check_listing("_all_dbs", names, policy, layout.prefix, sent=reply.sent)
-    found = []
-    for name in names:
-        period = layout.period(name) if name.startswith(head) else None
-        if period is not None:
-            found.append((period, name))
-    found.sort()
-    return found
+        check_listing("_all_dbs", names, policy, layout.prefix, sent=sent)
+    return sorted((period, name) for name in names if (period := layout.period(name)))
+
+
+def count_databases(policy: RetryPolicy, db: str) -> Program[int]:
+    """How many databases the server holds, the series' and others (the cap counts them
+    all): one ``GET /_all_dbs``. ``ServerError`` when it fails or answers no list of names."""
+    names, sent = yield from _all_dbs(policy, db)
+    check_listing("_all_dbs", names, policy, db, sent=sent)
+    return len(names)
+
+
+def _all_dbs(
+    policy: RetryPolicy, db: str, params: dict[str, str] | None = None
+) -> Program[tuple[list[str], str]]:
+    """The names ``GET /_all_dbs`` answers, and the request as sent."""
+    reply = yield from ask(Request("GET", "/_all_dbs", params), policy, db)
+    names = reply.body
+    if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+        problem = f"_all_dbs answered {describe(names)}, not a list of names"
+        raise answer_error(policy, db, problem, reply.sent)
+    return names, reply.sent
 
 
 def create_database(
@@ -196,16 +178,12 @@ def create_database(
     """Create the database ``name`` (``?partitioned=true`` with ``partitioned``) unless it
     exists: whether this call made it.
 
-    Safe when several processes race to make it: ``412 file_exists`` is a database another
-    made (or this call's own earlier attempt, whose answer was lost). On a cluster, a create
-    racing another can answer ``202`` (made, not yet on a quorum) or a ``500`` even though the
-    database was made: after a 5xx or a lost answer, ``GET /{db}`` decides, and only a
-    database that is still missing raises.
-
-    A ``403`` is the server's cap on databases when its answer speaks of a limit, or when it
-    holds as many databases as the cap (``max_databases``, else Cloudant's
-    ``CAPACITY_PATH`` where it can be read) and ``GET /_all_dbs`` counts them; else it is
-    a refused permission, as it came.
+    Safe to race: ``412 file_exists`` is a database another made (or this call's earlier
+    attempt, whose answer was lost); after a 5xx or a lost answer (a cluster can answer
+    ``500`` though it made the database), ``GET /{db}`` decides. A ``403`` is the server's
+    cap on databases when its answer speaks of a limit, or the server holds as many as the
+    cap (``max_databases``, else Cloudant's :data:`CAPACITY_PATH`); else it is raised as it
+    came.
 
     Raises:
         DatabaseLimitError: the server holds as many databases as it allows.
@@ -240,11 +218,9 @@ def _refused(
     max_databases: int | None,
     policy: RetryPolicy,
 ) -> Program[ServerError]:
-    """What the ``403`` ``failure`` to ``PUT /{name}`` was: a :class:`DatabaseLimitError`
-    when the answer speaks of a limit, or the server holds as many databases as its cap;
-    else ``failure`` itself (a permission refused). A cap or count that cannot be read
-    proves nothing."""
-    head = f"{policy.operation} on {name!r} (PUT {path(name)})"
+    """What the ``403`` ``failure`` to ``PUT /{name}`` was: a :class:`DatabaseLimitError`, or
+    ``failure`` itself (a permission refused). A cap or count that cannot be read proves
+    nothing."""
     if _CAP_WORDS.search(str(failure).partition("(HTTP 403)")[2]):
         why = "its answer speaks of a limit"
     else:
@@ -257,8 +233,8 @@ def _refused(
             return failure
         why = f"it holds {held} databases, and allows {cap}"
     return DatabaseLimitError(
-        f"{head}: the server refused to create the database (HTTP 403): {why}; nothing was "
-        f"written to it: {_CAP_ADVICE}",
+        f"{policy.operation} on {name!r} (PUT {path(name)}): the server refused to create the "
+        f"database (HTTP 403): {why}; nothing was written to it: {_CAP_ADVICE}",
         failure.status,
     )
 
@@ -267,13 +243,9 @@ def database_cap(
     known: FactsCache, max_databases: int | None, policy: RetryPolicy, db: str
 ) -> Program[int | None]:
     """The most databases the server holds: ``max_databases`` when given; else, on IBM
-    Cloudant, its ``CAPACITY_PATH`` (``None`` where the credentials may not read it);
-    else ``None``, not known.
-
-    Raises:
-        ServerError: (or a subclass) the server failed, or answered the capacity in another
-            shape.
-    """
+    Cloudant, its :data:`CAPACITY_PATH` (``None`` where the credentials may not read it);
+    else ``None``, not known. ``ServerError`` when the server fails or answers in another
+    shape."""
     if max_databases is not None:
         return max_databases
     if (yield from counting.server_kind(known, policy, db)) != "cloudant":
@@ -294,21 +266,6 @@ def database_cap(
     return total
 
 
-def count_databases(policy: RetryPolicy, db: str) -> Program[int]:
-    """How many databases the server holds: the names one ``GET /_all_dbs`` lists (every
-    database, of the series and others; the cap counts them all).
-
-    Raises:
-        ServerError: (or a subclass) the server failed, or answered no list of names.
-    """
-    reply = yield from ask(Request("GET", "/_all_dbs"), policy, db)
-    names = reply.body
-    if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
-        raise answer_error(policy, db, f"_all_dbs answered {describe(names)}", reply.sent)
-    check_listing("_all_dbs", names, policy, db, sent=reply.sent)
-    return len(names)
-
-
 def headroom(
     known: FactsCache,
     layout: SeriesLayout,
@@ -318,13 +275,8 @@ def headroom(
 ) -> Program[str | None]:
     """What :meth:`couchids.Series.prepare` warns about once it made its databases, or
     ``None``: a server whose cap on databases (:func:`database_cap`) leaves room for no more
-    than ``ahead`` new ones (:func:`count_databases`), so that a period's database is refused
-    within the next ``ahead + 1`` rollovers after those prepared. Nothing is read where the
-    cap is not known.
-
-    Raises:
-        ServerError: (or a subclass) the cap or the count could not be read.
-    """
+    than ``ahead`` new ones. Nothing is read where the cap is not known; ``ServerError``
+    when the cap or the count cannot be read."""
     cap = yield from database_cap(known, max_databases, policy.renewed(), layout.prefix)
     if cap is None:
         return None
@@ -354,15 +306,10 @@ def make_missing(
     policy: RetryPolicy,
     max_databases: int | None,
 ) -> Program[None]:
-    """Make sure each database of ``names`` exists before anything is written to any: one
-    ``GET /{db}`` for each not known to this client yet, and a ``PUT`` for each missing one
-    (what :meth:`couchids.Series.bulk_create` does first, so that a database the server's
-    cap refuses refuses the whole call before a document is sent).
-
-    Raises:
-        DatabaseLimitError: a database is missing and the server's cap refuses it.
-        ServerError: (or a subclass) any other failure.
-    """
+    """Make sure each database of ``names`` exists (``GET /{db}`` for each this client does
+    not know yet, ``PUT`` for each missing one): what :meth:`couchids.Series.bulk_create`
+    does first, so that the server's cap (``DatabaseLimitError``) refuses the whole call
+    before a document is sent."""
     for name in names:
         if name in known:
             continue
@@ -382,12 +329,8 @@ def drop_database(
     known: FactsCache, layout: SeriesLayout, name: str, before_ms: int, policy: RetryPolicy
 ) -> Program[bool]:
     """Delete the database ``name`` of a period of ``layout`` that ended by ``before_ms``:
-    whether this call deleted it (``False``: it was gone already). What couchids knew of it
-    is forgotten.
-
-    The name is read back and the period checked against ``before_ms`` right here, just
-    before the ``DELETE``, whoever called: a database that is not one of the series' own, or
-    whose period has not ended, is never deleted.
+    whether this call deleted it (``False``: it was gone already). Checked right before the
+    ``DELETE``, whoever called: no other database is ever deleted.
 
     Raises:
         InvalidArgumentError: ``name`` is no database of the series, or its period ends after
@@ -418,39 +361,31 @@ def prepare(
     policy: RetryPolicy,
     max_databases: int | None = None,
 ) -> Program[list[str]]:
-    """The program of :meth:`couchids.Series.prepare`: creates the databases of the period
-    of ``now_ms`` and the ``ahead`` periods after it, in time order; returns their names.
-    Every period is found (and a bad ``ahead``, or periods past the form's last time,
-    refused) before a request is sent; a database the server's cap refuses raises
-    :class:`DatabaseLimitError` (those before it are made)."""
+    """The program of :meth:`couchids.Series.prepare`: creates the databases of the period of
+    ``now_ms`` and of the ``ahead`` periods after it, in time order, and returns their names.
+    ``ahead``, and periods past the form's last time, are refused before a request is sent;
+    a database the server's cap refuses raises :class:`DatabaseLimitError` (those before it
+    are made)."""
     check_count("ahead", ahead, 0)
     if ahead > MAX_AHEAD:
         raise InvalidArgumentError(f"ahead={ahead!r}: at most {MAX_AHEAD} periods ahead")
-    period = layout.period_at(now_ms)
-    periods = [period]
+    periods = [layout.period_at(now_ms)]
     for _ in range(ahead):
-        period = period.following()
-        layout.period_at(period.start_ms)  # within the form's times
-        periods.append(period)
-    return _prepare(known, layout, [layout.name(p) for p in periods], policy, max_databases)
+        periods.append(layout.period_at(periods[-1].following().start_ms))
+    names = [layout.name(p) for p in periods]
 
+    def create() -> Program[list[str]]:
+        for name in names:
+            yield from create_database(
+                known,
+                name,
+                partitioned=layout.partitioned,
+                policy=policy,
+                max_databases=max_databases,
+            )
+        return names
 
-def _prepare(
-    known: FactsCache,
-    layout: SeriesLayout,
-    names: list[str],
-    policy: RetryPolicy,
-    max_databases: int | None,
-) -> Program[list[str]]:
-    for name in names:
-        yield from create_database(
-            known,
-            name,
-            partitioned=layout.partitioned,
-            policy=policy,
-            max_databases=max_databases,
-        )
-    return names
+    return create()
 
 
 # -- writing into periods ---------------------------------------------------------------
@@ -474,15 +409,15 @@ class PeriodDocs:
     times: dict[int, TimeLike] = field(default_factory=dict)
 
     def time_of(self, doc: Doc) -> TimeLike:
-        """The time of ``doc`` (one of :attr:`docs`), as routing read it: what its id is
-        made for, so that the id holds a time of this period."""
+        """The time of ``doc`` (one of :attr:`docs`) as routing read it: what its id is made
+        for, so that the id holds a time of this period."""
         return self.times[id(doc)]
 
     def to_write_again(self, handled: Sequence[WriteResult]) -> list[int]:
         """The positions in :attr:`docs` to write again once the database is made, after a
-        write that ended with ``DatabaseNotFoundError`` having handled ``handled`` (the error's
-        ``results``, from the first document on): those it did not reach, and those refused
-        for the missing database, which were not stored. Any other result stands."""
+        write that ended with ``DatabaseNotFoundError`` having handled ``handled`` (the
+        error's ``results``): those it did not reach, and those refused for the missing
+        database, which were not stored. Any other result stands."""
         return [
             at
             for at in range(len(self.docs))
@@ -513,19 +448,15 @@ def route_documents(
     now: datetime,
 ) -> tuple[int, list[PeriodDocs]]:
     """How many documents ``docs`` holds, and their periods, oldest first, each with its
-    documents (the program of :meth:`couchids.Series.bulk_create`'s routing; pure).
-
-    Each document's time is ``time_of(doc)``, read once here; without ``time_of``, the
-    time in a document's own ``_id`` or, for a document without one, ``now`` (one time for
-    the whole call, so a call made across the end of a period still puts each id in the
-    database of its time). Every document is checked (:func:`~couchids.core.document.check_new`)
-    before anything is written.
+    documents: the routing of :meth:`couchids.Series.bulk_create`, every document checked
+    (:func:`~couchids.core.document.check_new`) before anything is written. A document's time
+    is ``time_of(doc)``, read once; else the time in its own ``_id``; else ``now``, one time
+    for the whole call.
 
     Raises:
         InvalidArgumentError: ``docs`` is not an iterable of documents, a document cannot be
             stored or routed (an own ``_id`` of another form), ``time_of`` or ``key_of`` is
-            not a function, ``time_of`` failed for a document, or ``key_of`` without
-            ``time_of``.
+            not a function, ``time_of`` failed, or ``key_of`` came without ``time_of``.
         InvalidTimeError: a document's time is unreadable or past the form's last time.
     """
     if isinstance(docs, Mapping | str | bytes) or not isinstance(docs, Iterable):
@@ -535,7 +466,6 @@ def route_documents(
         )
     check_functions_of_documents(key_of, time_of)
     parts: dict[Period, PeriodDocs] = {}
-    total = 0
     for position, doc in enumerate(docs):
         label = f"document {position}"
         check_new(doc, label)
@@ -555,13 +485,11 @@ def route_documents(
             period = layout.period_at(to_ms(when))
         except InvalidTimeError as exc:
             raise InvalidTimeError(f"{label}: {exc}") from None
-        part = parts.get(period)
-        if part is None:
-            part = parts[period] = PeriodDocs(period, layout.name(period))
+        part = parts.setdefault(period, PeriodDocs(period, layout.name(period)))
         part.positions.append(position)
         part.docs.append(doc)
         part.times[id(doc)] = when
-        total += 1
+    total = sum(len(part.docs) for part in parts.values())
     return total, sorted(parts.values(), key=lambda part: part.period)
 
 
@@ -596,6 +524,8 @@ class PlacedResults:
 
 
 # -- reading across periods ---------------------------------------------------------------
+# Each program checks its arguments when it is made, by making (and letting go of) the
+# program of one database with them, as the handles' other methods do.
 
 
 def window(
@@ -611,9 +541,8 @@ def window(
     timeout: float | None,
     parallel: int | None,
 ) -> Program[None]:
-    """The program of :meth:`couchids.Series.window`: emits the pages of the window of each
-    period's database, in the window's order, each window clamped to its period. The
-    arguments are checked now, as :func:`couchids.core.windows.window` checks them."""
+    """The program of :meth:`couchids.Series.window`: emits the pages of each period's
+    window (:func:`couchids.core.windows.window`), in the window's order."""
     start_ms, end_ms = to_ms(start), to_ms(end)
 
     def part(name: str, a: int, b: int) -> windows.WindowRead:
@@ -631,32 +560,19 @@ def window(
             parallel=parallel,
         )
 
-    part(layout.prefix, start_ms, end_ms)  # checks the arguments now
+    part(layout.prefix, start_ms, end_ms)  # checks the arguments
     policy = RetryPolicy.checked(0, 0, timeout, "window")
-    return _window(known, layout, start_ms, end_ms, newest_first, part, policy)
 
+    def run() -> Program[None]:
+        spans = yield from _across(known, layout, policy, start_ms, end_ms)
+        yield from _read_ahead([part(*span) for span in (spans[::-1] if newest_first else spans)])
 
-def _window(
-    known: FactsCache,
-    layout: SeriesLayout,
-    start_ms: int,
-    end_ms: int,
-    newest_first: bool,
-    part: Callable[[str, int, int], windows.WindowRead],
-    policy: RetryPolicy,
-) -> Program[None]:
-    spans = yield from _across(known, layout, policy, start_ms, end_ms)
-    if newest_first:
-        spans.reverse()
-    yield from _read_ahead([part(name, a, b) for name, a, b in spans])
+    return run()
 
 
 def _read_ahead(reads: list[windows.WindowRead]) -> Program[None]:
-    """Emits the pages of each of ``reads`` (one database's window each), one after the
-    other, as :func:`_period` does; the answer to the first request of each read is read
-    while the caller works through the read before it (one request more in flight, one
-    page more held), so the first page of the next database is there when its turn comes.
-    A missing database (or one dropped while it is read) is an empty period."""
+    """Emits the pages of each of ``reads`` in turn, as :func:`_period` does, reading the
+    answer to each one's first request while the caller works through the one before."""
     ahead: object = None
     for index, read in enumerate(reads):
         handle = ahead if index else (yield Start(read.open()))
@@ -679,8 +595,8 @@ def latest(
     timeout: float | None,
 ) -> Program[list[Row]]:
     """The program of :meth:`couchids.Series.latest`: the newest ``n`` across the periods,
-    newest database first, each read within its period, stopping once ``n`` are found.
-    The arguments are checked now, as :func:`couchids.core.windows.latest` checks them."""
+    newest database first (:func:`couchids.core.windows.newest` within each period),
+    stopping once ``n`` are found."""
     form = layout.form
     _checked(
         windows.latest(
@@ -694,36 +610,29 @@ def latest(
         )
     )
     policy = RetryPolicy.checked(0, 0, timeout, "latest")
-    return _latest(known, layout, n, type, include_docs, policy)
 
+    def run() -> Program[list[Row]]:
+        found: list[Row] = []
+        if n == 0:
+            return found
+        for period, name in reversed((yield from list_databases(known, layout, policy))):
+            newest = windows.newest(
+                known,
+                name,
+                n - len(found),
+                type=type,
+                form=form,
+                include_docs=include_docs,
+                policy=policy,
+                start_ms=period.start_ms,
+                end_ms=period.end_ms,
+            )
+            found += yield from _unless_missing(newest, [])
+            if len(found) >= n:
+                break
+        return found
 
-def _latest(
-    known: FactsCache,
-    layout: SeriesLayout,
-    n: int,
-    doc_type: str | AllTypes | None,
-    include_docs: bool,
-    policy: RetryPolicy,
-) -> Program[list[Row]]:
-    if n == 0:
-        return []
-    found: list[Row] = []
-    for period, name in reversed((yield from list_databases(known, layout, policy))):
-        newest = windows.newest(
-            known,
-            name,
-            n - len(found),
-            type=doc_type,
-            form=layout.form,
-            include_docs=include_docs,
-            policy=policy,
-            start_ms=period.start_ms,
-            end_ms=period.end_ms,
-        )
-        found += yield from _unless_missing(newest, [])
-        if len(found) >= n:
-            break
-    return found
+    return run()
 
 
 def count(
@@ -736,33 +645,25 @@ def count(
     exact: bool,
     timeout: float | None,
 ) -> Program[int]:
-    """The program of :meth:`couchids.Series.count`: the sum of each period's count of its
-    part of the window (:data:`PERIOD_WORKERS` databases at a time). The arguments are
-    checked now, as :func:`couchids.core.counting.counted` checks them."""
+    """The program of :meth:`couchids.Series.count`: the sum of each period's count
+    (:func:`couchids.core.counting.counted`), :data:`PERIOD_WORKERS` databases at a time."""
     policy = read_policy(timeout, "count")
     start_ms, end_ms = to_ms(start), to_ms(end)
 
-    def part(name: str, a: int, b: int) -> Program[int]:
-        each = policy.renewed()
+    def part(span: Span) -> Program[int]:
+        name, a, b = span
         program = counting.counted(
-            known, each, name, a, b, type=type, form=layout.form, exact=exact
+            known, policy.renewed(), name, a, b, type=type, form=layout.form, exact=exact
         )
         return _unless_missing(program, 0)
 
-    _checked(part(layout.prefix, start_ms, end_ms))
-    return _count(known, layout, start_ms, end_ms, part, policy)
+    _checked(part((layout.prefix, start_ms, end_ms)))
 
+    def run() -> Program[int]:
+        spans = yield from _across(known, layout, policy, start_ms, end_ms)
+        return sum((yield from each_type(part, spans, PERIOD_WORKERS)))
 
-def _count(
-    known: FactsCache,
-    layout: SeriesLayout,
-    start_ms: int,
-    end_ms: int,
-    part: Callable[[str, int, int], Program[int]],
-    policy: RetryPolicy,
-) -> Program[int]:
-    spans = yield from _across(known, layout, policy, start_ms, end_ms)
-    return sum((yield from _each([part(*span) for span in spans], PERIOD_WORKERS)))
+    return run()
 
 
 def histogram(
@@ -779,18 +680,14 @@ def histogram(
 ) -> Program[list[Bucket]]:
     """The program of :meth:`couchids.Series.histogram`: the buckets of one database's
     histogram of ``[start, end)`` (:func:`~couchids.core.counting.bucket_edges`), each the
-    sum of the counts of the periods' histograms of their parts of it.
-
-    A period's histogram has the same inner edges (multiples of ``every`` from Monday
-    1970-01-05, :data:`~couchids.core.counting.BUCKET_ORIGIN_MS`) and
-    edges at its period's start and end, so each of its buckets lies inside one bucket of the
-    whole window, and is added to it. The arguments are checked now, as
-    :func:`couchids.core.counting.histogram` checks them.
-    """
+    sum of the periods' histograms of their parts of it. A period's histogram has the same
+    inner edges, and edges at its period's start and end, so each of its buckets lies inside
+    one bucket of the whole window."""
     policy = read_policy(timeout, "histogram")
     start_ms, end_ms = to_ms(start), to_ms(end)
 
-    def part(name: str, a: int, b: int) -> Program[list[Bucket]]:
+    def part(span: Span) -> Program[list[Bucket]]:
+        name, a, b = span
         program = counting.histogram(
             known,
             policy.renewed(),
@@ -805,29 +702,23 @@ def histogram(
         )
         return _unless_missing(program, [])
 
-    _checked(part(layout.prefix, start_ms, end_ms))
+    _checked(part((layout.prefix, start_ms, end_ms)))
     edges = bucket_edges(start_ms, end_ms, parse_every(every))
-    return _histogram(known, layout, edges, part, policy)
 
+    def run() -> Program[list[Bucket]]:
+        spans = list(itertools.pairwise(edges))
+        counts = [0] * len(spans)
+        if spans:
+            parts = yield from _across(known, layout, policy, edges[0], edges[-1])
+            for buckets in (yield from each_type(part, parts, PERIOD_WORKERS)):
+                for bucket in buckets:
+                    counts[bisect.bisect_right(edges, to_ms(bucket.start)) - 1] += bucket.count
+        return [
+            Bucket(to_datetime(a), to_datetime(b), n)
+            for (a, b), n in zip(spans, counts, strict=True)
+        ]
 
-def _histogram(
-    known: FactsCache,
-    layout: SeriesLayout,
-    edges: list[int],
-    part: Callable[[str, int, int], Program[list[Bucket]]],
-    policy: RetryPolicy,
-) -> Program[list[Bucket]]:
-    spans = list(itertools.pairwise(edges))
-    counts = [0] * len(spans)
-    if spans:
-        parts = yield from _across(known, layout, policy, edges[0], edges[-1])
-        for buckets in (yield from _each([part(*span) for span in parts], PERIOD_WORKERS)):
-            for bucket in buckets:
-                slot = bisect.bisect_right(edges, to_ms(bucket.start)) - 1
-                counts[slot] += bucket.count
-    return [
-        Bucket(to_datetime(a), to_datetime(b), n) for (a, b), n in zip(spans, counts, strict=True)
-    ]
+    return run()
 
 
 def export(
@@ -847,11 +738,9 @@ def export(
     parallel: int,
 ) -> Program[Checkpoint]:
     """The program of :meth:`couchids.Series.export`: the periods' windows written one after
-    the other by one writer (:func:`~couchids.core.exporting.write_documents`), so the output
-    is that of one database's export (one CSV header). A checkpoint's ``last_id`` resumes
-    just after that document, in whichever period it lies: the periods that end by its time
-    are not read. The arguments are checked now, as
-    :func:`couchids.core.exporting.export` checks them."""
+    the other by one writer (:func:`~couchids.core.exporting.write_documents`), as one
+    database's export (one CSV header). A checkpoint's ``last_id`` resumes just after that
+    document, in whichever period it lies: the periods that end by its time are not read."""
     policy = read_policy(timeout, "export")
     columns, mark = exporting.check_output(out, format, fields, checkpoint)
     check_function("on_progress", on_progress)
@@ -873,32 +762,16 @@ def export(
 
     _checked(part(layout.prefix, start_ms, end_ms))
     if mark.last_id is not None:
-        # The checkpoint must be an id of this export (windows.scan_pages says so when it
-        # resumes); its time says which periods are done.
-        start_ms = max(start_ms, _resumed_at(layout, mark.last_id))
-    pages = _export_pages(known, layout, start_ms, end_ms, part, policy)
-    return exporting.write_documents(pages, out, format, columns, mark, on_progress)
+        # An id of no export of the series is refused by the first period read.
+        with contextlib.suppress(InvalidInputError):
+            done = period_of(layout.every, layout.time_of_id(mark.last_id))
+            start_ms = max(start_ms, done.start_ms)
 
+    def pages() -> Program[None]:
+        for span in (yield from _across(known, layout, policy, start_ms, end_ms)):
+            yield from _period(part(*span))
 
-def _resumed_at(layout: SeriesLayout, last_id: str) -> int:
-    """The start of the period holding ``last_id``'s time: where a resumed export reads from
-    (0 when it is no id of the form: the first period read refuses it then)."""
-    try:
-        return period_of(layout.every, layout.time_of_id(last_id)).start_ms
-    except InvalidInputError:
-        return 0
-
-
-def _export_pages(
-    known: FactsCache,
-    layout: SeriesLayout,
-    start_ms: int,
-    end_ms: int,
-    part: Callable[[str, int, int], Program[None]],
-    policy: RetryPolicy,
-) -> Program[None]:
-    for span in (yield from _across(known, layout, policy, start_ms, end_ms)):
-        yield from _period(part(*span))
+    return exporting.write_documents(pages(), out, format, columns, mark, on_progress)
 
 
 # -- retention --------------------------------------------------------------------------
@@ -952,6 +825,11 @@ class SeriesExpireReport:
         """``(id, reason)`` of documents the server refused to delete."""
         return [failure for report in self.expired.values() for failure in report.failed]
 
+    def _add(self, name: str, each: ExpireReport) -> None:
+        """Put ``each``, the expiry of the database ``name``, in the report."""
+        self.expired[name] = each
+        self.deleted += each.matched if self.dry_run else each.deleted
+
 
 def expire(
     known: FactsCache,
@@ -969,7 +847,6 @@ def expire(
     :func:`couchids.core.expiry.expire` checks them."""
     policy = RetryPolicy.checked(retries, backoff, timeout, "expire")
     before_ms = to_ms(before)
-
     _checked(
         expiry.expire(
             known,
@@ -988,13 +865,12 @@ def expire(
         )
     )
     report = SeriesExpireReport(dry_run=dry_run, before=to_datetime(before_ms))
-    run = _Expiry(known, layout, before_ms, purge, batch_size, policy)
-    return _expire(run, report)
+    return _Expiry(known, layout, before_ms, purge, batch_size, policy, report).run()
 
 
 @dataclass(frozen=True)
 class _Expiry:
-    """What one :func:`expire` works with."""
+    """One :func:`expire`."""
 
     known: FactsCache
     layout: SeriesLayout
@@ -1002,100 +878,97 @@ class _Expiry:
     purge: bool
     batch_size: int
     policy: RetryPolicy
+    report: SeriesExpireReport
 
+    def run(self) -> Program[SeriesExpireReport]:
+        report, before_ms = self.report, self.before_ms
+        listed = yield from list_databases(self.known, self.layout, self.policy.renewed())
+        if self.purge and not report.dry_run:
+            yield from self._check_purge(listed)
+        # The boundary period first: an expiry refused there (a purge the server cannot do)
+        # is refused before any database is dropped.
+        for period, name in listed:
+            if period.start_ms < before_ms < period.end_ms:
+                report.boundary = name
+                each = yield from _unless_missing(self._database(period, name, whole=True), None)
+                if each is not None:
+                    report._add(name, each)
+        # The series' writers put every document in the database of its id's time, so a
+        # later period's database holds no older id of theirs; one stored there by other
+        # means goes too.
+        later = [(period, name) for period, name in listed if period.start_ms >= before_ms]
 
-def _expire(run: _Expiry, report: SeriesExpireReport) -> Program[SeriesExpireReport]:
-    before_ms = run.before_ms
-    listed = yield from list_databases(run.known, run.layout, run.policy.renewed())
-    if run.purge and not report.dry_run:
-        yield from _check_purge(run, listed)
-    # The boundary period first: an expiry refused there (a purge the server cannot do) is
-    # refused before any database is dropped.
-    for period, name in listed:
-        if period.start_ms < before_ms < period.end_ms:
-            report.boundary = name
-            program = _expire_database(run, period, name, report, whole=True)
-            if (each := (yield from _unless_missing(program, None))) is not None:
-                _add_up(report, name, each)
-    # The series' writers put every document in the database of its id's time, so a later
-    # period's database holds no older id of theirs; one stored there by other means goes too.
-    later = [(period, name) for period, name in listed if period.start_ms >= before_ms]
-    programs = [
-        _unless_missing(_expire_database(run, period, name, report, whole=False), None)
-        for period, name in later
-    ]
-    for (_, name), found in zip(later, (yield from _each(programs, PERIOD_WORKERS)), strict=True):
-        if found is not None and (found.matched or found.conflicts or found.failed):
-            _add_up(report, name, found)
-    for period, name in listed:
-        if period.end_ms <= before_ms:
-            report.dropped.append(name)
-            if not report.dry_run:
-                yield from drop_database(
-                    run.known, run.layout, name, before_ms, run.policy.renewed()
-                )
-    return report
+        def database(at: tuple[Period, str]) -> Program[ExpireReport | None]:
+            return _unless_missing(self._database(*at, whole=False), None)
 
+        for (_, name), found in zip(
+            later, (yield from each_type(database, later, PERIOD_WORKERS)), strict=True
+        ):
+            if found is not None and (found.matched or found.conflicts or found.failed):
+                report._add(name, found)
+        for period, name in listed:
+            if period.end_ms <= before_ms:
+                report.dropped.append(name)
+                if not report.dry_run:
+                    policy = self.policy.renewed()
+                    yield from drop_database(self.known, self.layout, name, before_ms, policy)
+        return report
 
-def _check_purge(run: _Expiry, listed: list[tuple[Period, str]]) -> Program[None]:
-    """Refuse ``purge=True`` on a server that cannot purge before any database is dropped
-    or any document deleted: :func:`~couchids.core.expiry.check_purge` on the first of the
-    series' databases that still exists (each database's expiry checks its own again)."""
-    for _, name in listed:
-        try:
-            yield from expiry.check_purge(run.known, name, run.policy.renewed())
-        except DatabaseNotFoundError:
-            continue  # dropped meanwhile: another database of the series answers
-        return
-
-
-def _expire_database(
-    run: _Expiry, period: Period, name: str, report: SeriesExpireReport, *, whole: bool
-) -> Program[ExpireReport]:
-    """Delete the documents of the database ``name`` whose id holds a time before
-    ``run.before_ms``, whatever wrote them: ids of the series' form of every type and
-    untyped, and short ids; design documents stay.
-
-    ``whole`` (the boundary period's database): every id is read, and one whose time cannot
-    be read is kept and reported in ``report.unread``. Otherwise (a later period's, where the
-    series' writers put no older id; one stored there by other means goes too): only the rows
-    :func:`older_rows` finds, without reading the rest. A loose form's ids of a type are taken
-    only once :func:`~couchids.core.scan.check_one_form` trusts them (another form's ids
-    could pass for them); those of a type it refuses are unread. Returns what it did."""
-    known, form, policy = run.known, run.layout.form, run.policy
-    checked: set[str | None] | None = set() if form.loose else None
-
-    def check(doc_type: str | None) -> Program[bool]:
-        if checked is not None:
+    def _check_purge(self, listed: list[tuple[Period, str]]) -> Program[None]:
+        """Refuse ``purge=True`` on a server that cannot purge before any database is dropped
+        or any document deleted (:func:`~couchids.core.expiry.check_purge` on the first of
+        the series' databases that still exists; each database's expiry checks again)."""
+        for _, name in listed:
             try:
-                yield from check_one_form(known, name, form, doc_type, policy.renewed())
-            except InvalidTypeError:
+                yield from expiry.check_purge(self.known, name, self.policy.renewed())
+            except DatabaseNotFoundError:
+                continue  # dropped meanwhile: another database of the series answers
+            return
+
+    def _database(self, period: Period, name: str, *, whole: bool) -> Program[ExpireReport]:
+        """Delete the documents of the database ``name`` whose id holds a time before
+        ``before_ms`` (:func:`id_time`; design documents stay): with ``whole`` (the boundary
+        period's) reading every id and reporting those whose time cannot be read, else only
+        the rows :func:`older_rows` finds. A loose form's ids of a type count only once
+        :func:`~couchids.core.scan.check_one_form` trusts them (another form's could pass
+        for them)."""
+        known, form, policy, report = self.known, self.layout.form, self.policy, self.report
+        checked: set[str | None] | None = set() if form.loose else None
+
+        def check(doc_type: str | None) -> Program[bool]:
+            if checked is not None:
+                try:
+                    yield from check_one_form(known, name, form, doc_type, policy.renewed())
+                except InvalidTypeError:
+                    return False
+                checked.add(doc_type)
+            return True
+
+        if whole and checked is not None:
+            # Every type is checked before any id is deleted.
+            types = yield from types_present(name, form.separator, policy.renewed())
+            for doc_type in [None, *types]:
+                yield from check(doc_type)
+        if self.purge and not report.dry_run:
+            yield from expiry.check_purge(known, name, policy.renewed())
+        time_of = id_time(self.layout, period.start_ms, checked)
+
+        def goes(doc_id: str) -> bool:
+            if doc_id.startswith("_design/"):
                 return False
-            checked.add(doc_type)
-        return True
+            ms = time_of(doc_id)
+            if ms is None and whole:
+                report.unread.append(doc_id)
+            return ms is not None and ms < self.before_ms
 
-    if whole and checked is not None:
-        # Every type is checked before any id is deleted.
-        for doc_type in [None, *(yield from types_present(name, form.separator, policy.renewed()))]:
-            yield from check(doc_type)
-    if run.purge and not report.dry_run:
-        yield from expiry.check_purge(known, name, policy.renewed())
-    time_of = id_time(run.layout, period.start_ms, checked)
-
-    def goes(doc_id: str) -> bool:
-        if doc_id.startswith(_DESIGN):
-            return False
-        ms = time_of(doc_id)
-        if ms is None and whole:
-            report.unread.append(doc_id)
-        return ms is not None and ms < run.before_ms
-
-    each = ExpireReport(dry_run=report.dry_run)
-    if whole:
-        rows = expiry.index_rows(known, name, policy, batch_size=run.batch_size)
-    else:
-        rows = older_rows(known, name, form, run.before_ms, policy, run.batch_size, check)
-    return (yield from expiry.expire_rows(known, name, rows, goes, each, policy, purge=run.purge))
+        if whole:
+            rows = expiry.index_rows(known, name, policy, batch_size=self.batch_size)
+        else:
+            rows = older_rows(known, name, form, self.before_ms, policy, self.batch_size, check)
+        each = ExpireReport(dry_run=report.dry_run)
+        return (
+            yield from expiry.expire_rows(known, name, rows, goes, each, policy, purge=self.purge)
+        )
 
 
 def older_rows(
@@ -1107,78 +980,48 @@ def older_rows(
     batch_size: int,
     check: Callable[[str | None], Program[bool]],
 ) -> Program[None]:
-    """Emits the ``_all_docs`` rows of ``db``, in key order, among which lies every id older
-    than ``before_ms`` of the layouts a series writes (the form's ids, untyped or of a type,
-    and short ids), for the caller to pick by the time each id holds; the rest of the
-    database is jumped over, not read.
+    """Emits ``_all_docs`` rows of ``db`` in key order, ``batch_size`` at most at a time,
+    among which lies every id older than ``before_ms`` of the layouts a series writes (the
+    form's ids, untyped or of a type, and short ids); the caller picks them by their time.
 
-    The walk of :func:`~couchids.core.alltypes.types_present`: the ids that name no type
-    (untyped ids of the form, short ids, names) are read as they come, in pages of
-    :data:`~couchids.core.alltypes.MAX_STEP_PAGE` ids (emitted ``batch_size`` at a time); a
-    type is met at its first id, and jumped over (to ``type;``) when that id sorts at or
-    after the type's key of ``before_ms`` (the type's older ids would sort before it; for a
-    reverse form, whose older ids sort last, that never happens). Otherwise the type's key
-    range before ``before_ms`` is read. In a series whose databases hold only their own
-    period's ids that is about one request per type present, and one more (and one per
-    :data:`~couchids.core.alltypes.MAX_STEP_PAGE` ids that name no type).
-    ``check(type)`` (``None``: untyped ids) is asked before the rows of a scope are taken;
-    a type it refuses is jumped over.
-
-    Raises:
-        ServerError: (or a subclass, ``DatabaseNotFoundError`` for a missing database) a
-            request failed after the retries, or was answered out of order.
+    The walk of :func:`~couchids.core.alltypes.walk_types`: ids that name no type are read as
+    they come; a type whose first id sorts before its key of ``before_ms`` has its range
+    before it read, and is jumped over otherwise, so a database holding only its own
+    period's ids costs about one request per type. ``check(type)`` (``None``: untyped) is
+    asked before a scope's rows are taken; a type it refuses is jumped over.
     """
-    separator = form.separator
+
+    def visit(landed: Landed) -> Program[None]:
+        for typed, run in itertools.groupby(landed, lambda at: at[1].doc_type is not None):
+            if not typed:
+                rows = [row for row, _ in run]
+                for at in range(0, len(rows), batch_size):  # what expire_rows deletes at once
+                    yield Emit(rows[at : at + batch_size])
+                continue
+            for row, step in run:
+                try:
+                    older = window_keys(form, step.doc_type, 0, before_ms)
+                except InvalidTypeError:
+                    continue  # no id of the form is of a type that breaks the type rule
+                if (
+                    older is not None
+                    and row["id"] < older.high
+                    and (yield from check(step.doc_type))
+                ):
+                    yield from range_pages(
+                        known,
+                        db,
+                        older,
+                        form,
+                        policy,
+                        doc_type=step.doc_type,
+                        batch_size=batch_size,
+                        wanted=lambda _: True,
+                    )
+
     yield from check(None)
-    key, after, limit = "", False, 1
-    while True:
-        asked = limit + (1 if after else 0)
-        options: dict[str, Any] = {"limit": asked}
-        if key:
-            options["start_key"] = key
-        each = policy.renewed()
-        reply = yield from ask(post_json(path(db, "_all_docs"), options), each, db)
-        rows = expect_rows(reply.body, each, db, sent=reply.sent, span=KeySpan(key or None, None))
-        page: list[Row] = []
-        typed = False
-        for row in rows:
-            doc_id = row["id"]
-            if doc_id < key or (after and doc_id == key):
-                continue  # passed over by a jump made on an earlier row of this page
-            step = type_step(doc_id, separator)
-            key, after = step.next_key, step.after
-            if step.doc_type is None:
-                page.append(row)
-                if len(page) == batch_size:  # what expire_rows deletes in one request
-                    yield Emit(page)
-                    page = []
-                continue
-            typed = True
-            if page:
-                yield Emit(page)
-                page = []
-            try:
-                older = window_keys(form, step.doc_type, 0, before_ms)
-            except InvalidTypeError:
-                continue  # no id of the form is of a type that breaks the type rule
-            if older is None or doc_id >= older.high:
-                continue
-            if (yield from check(step.doc_type)):
-                yield from range_pages(
-                    known,
-                    db,
-                    older,
-                    form,
-                    policy,
-                    doc_type=step.doc_type,
-                    batch_size=batch_size,
-                    wanted=lambda _: True,
-                )
-        if page:
-            yield Emit(page)
-        if len(rows) < asked:
-            return
-        limit = 1 if typed else max(batch_size, MAX_STEP_PAGE)
+    page = max(batch_size, MAX_STEP_PAGE)
+    yield from walk_types(db, form.separator, policy, visit, renew=True, untyped_page=page)
 
 
 def id_time(
@@ -1232,12 +1075,6 @@ def id_time(
     return time_of
 
 
-def _add_up(report: SeriesExpireReport, name: str, each: ExpireReport) -> None:
-    """Put ``each``, the expiry of the database ``name``, in ``report``."""
-    report.expired[name] = each
-    report.deleted += each.matched if report.dry_run else each.deleted
-
-
 # -- helpers ------------------------------------------------------------------------------
 
 
@@ -1249,10 +1086,9 @@ def _checked(program: Program[Any]) -> None:
 
 def _across(
     known: FactsCache, layout: SeriesLayout, policy: RetryPolicy, start_ms: int, end_ms: int
-) -> Program[list[tuple[str, int, int]]]:
+) -> Program[list[Span]]:
     """Each database of the series whose period overlaps ``[start_ms, end_ms)``, with the
-    part of the window in its period (the window an operation of one database runs on
-    there), oldest first: one ``GET /_all_dbs`` (:func:`list_databases`)."""
+    part of the window in its period, oldest first (:func:`list_databases`)."""
     return [
         (name, max(start_ms, period.start_ms), min(end_ms, period.end_ms))
         for period, name in (yield from list_databases(known, layout, policy))
@@ -1280,21 +1116,3 @@ def _period(part: Program[None]) -> Program[None]:
         return
     finally:
         puller.close()
-
-
-def _each(programs: list[Program[T]], parallel: int) -> Program[list[T]]:
-    """What each of ``programs`` returns, in their order, ``parallel`` running at a time."""
-    if parallel == 1 or len(programs) <= 1:
-        results = []
-        for program in programs:
-            results.append((yield from program))
-        return results
-    started = []
-    for program in programs[:parallel]:
-        started.append((yield Start(program)))
-    done: list[T] = []
-    for index in range(len(programs)):
-        done.append((yield Wait(started[index])))
-        if index + parallel < len(programs):
-            started.append((yield Start(programs[index + parallel])))
-    return done
