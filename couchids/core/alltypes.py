@@ -3,13 +3,13 @@
 ``_all_docs`` sorts ids by their type first, so "the newest ids of every type" is no single
 key range. This module finds the types present and merges one query per type by time:
 
-1. **Finding the types** (:func:`types_present`): read the first id of the database; if it
+1. **Finding the types** (``types_present``): read the first id of the database; if it
    names a type (``order:…``), jump past every id of that type (to ``order;``) and read the
    first id there; and so on (:func:`couchids.core.keys.type_step` says where each jump
    lands). One request per type, never the type's rows. Design documents and foreign ids
    between types cost one step each; only runs of untyped ids are read past row by row, in
    pages that grow while they last (1, 2, 4, ... up to :data:`MAX_STEP_PAGE` rows).
-2. **Merging** (:func:`merge_by_time`): each type's query streams in time order already, and
+2. **Merging** (``merge_by_time``): each type's query streams in time order already, and
    the ids of one form sort by time after their type, so the streams merge by the text after
    the type with no decoding. Ids of one time from several types come in the order of their
    types.

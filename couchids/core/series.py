@@ -182,7 +182,7 @@ def create_database(
     attempt, whose answer was lost); after a 5xx or a lost answer (a cluster can answer
     ``500`` though it made the database), ``GET /{db}`` decides. A ``403`` is the server's
     cap on databases when its answer speaks of a limit, or the server holds as many as the
-    cap (``max_databases``, else Cloudant's :data:`CAPACITY_PATH`); else it is raised as it
+    cap (``max_databases``, else Cloudant's ``CAPACITY_PATH``); else it is raised as it
     came.
 
     Raises:
