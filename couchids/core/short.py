@@ -2,10 +2,10 @@
 
 The nonce is 2 letters (400 ids a day), then 3 (8000) when 10 random 2-letter tries found no
 free id, from letters that spell no words and cannot be misread (``SHORT_ID_ALPHABET``). Each
-try is a :class:`~couchids.core.claim.Claim`: a writer owns its id exactly when its PUT is
+try is a ``Claim`` (:mod:`couchids.core.claim`): a writer owns its id exactly when its PUT is
 answered ``201 Created`` (see that module for where the guarantee weakens). A short id holds
-its UTC day with a two-digit year: :func:`short_day`, :func:`short_ranges` and
-:func:`short_id_pages` read it back for a series' expiry.
+its UTC day with a two-digit year: ``short_day``, ``short_ranges`` and
+``short_id_pages`` read it back for a series' expiry.
 """
 
 from __future__ import annotations
