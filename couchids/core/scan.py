@@ -158,15 +158,12 @@ def range_pages(
     to_the_end: bool = False,
     wanted: Callable[[str], bool] | None = None,
 ) -> Program[None]:
-    """Emits the pages of the rows with ``keys.low <= id < keys.high``, oldest id time first,
-    unfiltered (each page starts at the last id of the one before, which is dropped).
-
-    ``after`` (a checkpoint's id) resumes just past it: it must be an id the walk wants
-    (``wanted``; by default ``form``'s ids of the range's type), and is clamped to the range
-    (:func:`~couchids.core.keys.resume_point`). A typed range of a partitioned database is
-    read from its partition. ``to_the_end`` reads past ``keys.high`` to the end of the index.
-    The database must exist (an empty range is never a missing database), and each answer's
-    rows must lie inside the keys asked for, in order (:func:`~couchids.core.answers.check_span`).
+    """Emits the pages of the rows with ``keys.low <= id < keys.high`` (or, ``to_the_end``, to
+    the end of the index), oldest id time first, unfiltered, in a typed range's partition
+    when the database is partitioned. ``after`` (a checkpoint's id) resumes just past it: it
+    must be an id the walk wants (``wanted``; by default ``form``'s ids of the range's type),
+    clamped to the range (:func:`~couchids.core.keys.resume_point`). The database must exist,
+    and each answer's rows lie inside the keys asked for, in order.
 
     Raises:
         InvalidArgumentError: ``after`` is not an id of the walk.
