@@ -1,7 +1,5 @@
-"""What an answer means: the shape checks (:func:`expect_object`, :func:`expect_rows`,
-:func:`check_span`, :func:`check_listing`, :func:`revision`) say what was wrong with an answer
-that is not CouchDB's, and :func:`status_error` turns an error status into the couchids
-exception for it."""
+"""What an answer means: the shape checks say what was wrong with an answer that is not
+CouchDB's, and :func:`status_error` turns an error status into the couchids exception for it."""
 
 from __future__ import annotations
 
@@ -14,12 +12,7 @@ from typing import Any, Final
 from couchids.core.effects import Response
 from couchids.core.exactjson import loads
 from couchids.core.policy import RetryPolicy
-from couchids.errors import (
-    DatabaseNotFoundError,
-    RateLimitedError,
-    ServerError,
-    UnauthorizedError,
-)
+from couchids.errors import DatabaseNotFoundError, RateLimitedError, ServerError, UnauthorizedError
 
 #: The longest piece of a server's answer quoted in a message.
 QUOTE_LEN: Final = 120

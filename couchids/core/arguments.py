@@ -1,10 +1,6 @@
-"""The rules of couchids' arguments, each written once, with messages that name the public
-parameter (``batch_size=0: must be an int >= 1``): the handles, the programs of
-:mod:`couchids.core` and :class:`~couchids.core.options.Options` check their arguments with
-these functions, so the same kind of argument is refused alike everywhere.
-
-Each rule returns the value it accepts (a number as the type the code uses), so a caller
-writes ``size = count("batch_size", batch_size)``.
+"""The rules of couchids' arguments, each written once, so that an argument is refused alike
+everywhere: a rule returns the value it accepts (as the type the code uses), or raises
+:class:`~couchids.InvalidArgumentError` naming the public parameter.
 
 >>> count("parallel", 3)
 3
@@ -30,16 +26,14 @@ __all__ = ["count", "flag", "function", "seconds", "text_stream", "timeout", "wi
 
 
 def flag(name: str, value: object) -> bool:
-    """``value`` if it is a bool (not merely truthy), else
-    :class:`~couchids.InvalidArgumentError`."""
+    """``value`` if it is a bool (not merely truthy)."""
     if not isinstance(value, bool):
         raise InvalidArgumentError(f"{name}={value!r}: must be True or False")
     return value
 
 
 def count(name: str, value: object, least: int = 1, *, most: int | None = None) -> int:
-    """``value`` if it is an int (not a bool) from ``least`` (to ``most``), else
-    :class:`~couchids.InvalidArgumentError`."""
+    """``value`` if it is an int (not a bool) from ``least`` (to ``most``)."""
     if (
         isinstance(value, bool)
         or not isinstance(value, int)
@@ -52,10 +46,8 @@ def count(name: str, value: object, least: int = 1, *, most: int | None = None) 
 
 
 def seconds(name: str, value: object, *, most: float = MAX_TIMEOUT, zero: bool = True) -> float:
-    """``value`` as a float if it is a finite number of seconds (not a bool) from 0 (above 0
-    when ``zero`` is false) to ``most``, else :class:`~couchids.InvalidArgumentError`. Every
-    duration couchids takes is in seconds."""
-    least = "from 0" if zero else "above 0 and at most"
+    """``value`` as a float if it is a number of seconds (not a bool) from 0 (above 0 unless
+    ``zero``) to ``most``: every duration couchids takes is in seconds."""
     if (
         isinstance(value, bool)
         or not isinstance(value, int | float)
@@ -63,14 +55,13 @@ def seconds(name: str, value: object, *, most: float = MAX_TIMEOUT, zero: bool =
         or not (value >= 0 if zero else value > 0)
         or value > most
     ):
-        bound = f"{least} to {most:g}" if zero else f"{least} {most:g}"
+        bound = f"from 0 to {most:g}" if zero else f"above 0 and at most {most:g}"
         raise InvalidArgumentError(f"{name}={value!r}: must be a number of seconds {bound}")
     return float(value)
 
 
 def timeout(name: str, value: object) -> float | None:
-    """A ``timeout``: ``None`` (no limit of couchids' own) or seconds above 0, at most a day
-    (``MAX_TIMEOUT``); else :class:`~couchids.InvalidArgumentError`."""
+    """A ``timeout``: ``None`` (no limit of couchids' own) or seconds above 0, at most a day."""
     if value is None:
         return None
     try:
@@ -83,8 +74,7 @@ def timeout(name: str, value: object) -> float | None:
 
 
 def function(name: str, value: Any, *, optional: bool = True) -> Any:
-    """``value`` if it is callable (or ``None`` when ``optional``), else
-    :class:`~couchids.InvalidArgumentError`."""
+    """``value`` if it is callable (or ``None`` when ``optional``)."""
     if (value is None and optional) or callable(value):
         return value
     raise InvalidArgumentError(
@@ -122,10 +112,8 @@ def text_stream(name: str, value: object) -> None:
 
 
 def window(start: TimeLike, end: TimeLike | None, *, open_end: bool = False) -> tuple[int, int]:
-    """The window ``[start, end)`` in ms since the epoch, its times read with
-    :func:`~couchids.idforms.times.to_ms`; an ``end`` before ``start`` is an
-    :class:`~couchids.errors.InvalidTimeError`. With ``open_end``, ``end=None`` is no end
-    (the window runs past the last time an id can hold).
+    """The window ``[start, end)`` in ms since the epoch (an ``end`` before ``start`` is an
+    :class:`~couchids.errors.InvalidTimeError`); with ``open_end``, ``end=None`` is no end.
 
     >>> window("2024-01-01", "2024-01-02")
     (1704067200000, 1704153600000)

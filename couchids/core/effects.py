@@ -146,10 +146,7 @@ class Puller:
         failure: Exception | None = None
         while True:
             try:
-                if failure is not None:
-                    effect = self.program.throw(failure)
-                else:
-                    effect = self.program.send(outcome)
+                effect = self.program.throw(failure) if failure else self.program.send(outcome)
             except StopIteration:
                 return END
             outcome, failure = None, None
