@@ -1,15 +1,10 @@
 """UUIDv7s in base36: the typed ids of the Identifiers article, and CouchDB's ``base_36`` format.
 
-The 128-bit UUIDv7 (:mod:`couchids.idforms.v7`) written as a lower-case base36 number (``0-9a-z``,
-in byte order), zero-padded to 25 characters: the width of ``2**128 - 1``, and exactly what
-CouchDB's ``[uuids] format = base_36`` makes. Fixed width makes ids sort by their
-millisecond in ``_all_docs``, and the text reads the same in any case.
-
-The article's ``BaseID`` writes the number without padding. For every time from 1986 to 2556
-that is 24 characters: one ``0`` short of the padded form. :data:`BASE36_V7_UNPADDED` reads
-those (and :func:`couchids.decode` recognises them by their length); it sorts by time too,
-but only among 24-character ids, so a database should hold one width. couchids makes only
-the padded form.
+The 128-bit UUIDv7 (:mod:`couchids.idforms.v7`) as a lower-case base36 number zero-padded to
+25 characters (the width of ``2**128 - 1``), exactly what CouchDB's ``[uuids] format =
+base_36`` makes, so ids sort by their millisecond. The article's ``BaseID`` writes it
+unpadded, 24 characters from 1986 to 2556: :data:`BASE36_V7_UNPADDED` reads those (never
+makes them); they sort by time only among themselves.
 """
 
 from __future__ import annotations
@@ -45,8 +40,7 @@ _PAIRS = tuple(a + b for a in BASE36_ALPHABET for b in BASE36_ALPHABET)
 
 
 def uuid_text(value: int) -> str:
-    """``value`` as 25 lower-case base36 characters, zero-padded: what
-    ``radix.encode(value, 25, BASE36_ALPHABET)`` writes, in less than half the time.
+    """``radix.encode(value, 25, BASE36_ALPHABET)`` in less than half the time.
 
     Raises:
         ValueError: ``value`` is negative or needs more than 25 characters.
@@ -56,9 +50,8 @@ def uuid_text(value: int) -> str:
     """
     if not 0 <= value < _LIMIT:
         raise ValueError(f"{value} does not fit in {BASE36_UUID_LEN} characters of base 36")
-    # Four divisions of the big number leave five chunks of five digits; each chunk is two
-    # pairs from a table and a digit. Written out, because a loop or a comprehension over
-    # the chunks takes about 70% longer on CPython 3.11.
+    # Five chunks of five digits, each two pairs from a table and a digit; written out, as a
+    # loop takes about 70% longer on CPython 3.11.
     pairs, digits, chunk = _PAIRS, BASE36_ALPHABET, _CHUNK
     value, e = divmod(value, chunk)
     value, d = divmod(value, chunk)
@@ -146,7 +139,7 @@ class Base36V7Form(IdForm):
         return f"[1-9a-z][0-9a-z]{{{self.length - 1}}}"
 
     def matcher(self, prefix: str = "") -> Callable[[str], bool]:
-        """The regex cannot see the version and variant bits of a base36 number: read them."""
+        """The regex, and the version and variant bits it cannot see."""
         pattern = self.id_pattern(prefix).fullmatch
         start = len(prefix)
 
@@ -184,8 +177,7 @@ class Base36V7Form(IdForm):
             return NOT_READ
         if (self.padded and body > _MAX_TEXT) or (not self.padded and body[0] == "0"):
             return NOT_READ
-        # int() reads lower-case base36 as radix.decode does (the pattern has kept out the
-        # spaces, signs and underscores int() would also take).
+        # The pattern has kept out the spaces, signs and underscores int() would also take.
         ms = uuid7_time(int(body, len(BASE36_ALPHABET)))
         return NOT_READ if ms is None else ms * 1000
 

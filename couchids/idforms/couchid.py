@@ -7,22 +7,13 @@
 - ``uuid_v7`` (CouchDB 3.5.1+): its ``base_16`` format is :data:`couchids.V7S`, ``rfc9562`` is
   :data:`couchids.V7` and ``base_36`` is :data:`couchids.BASE36_V7`.
 - ``random`` and ``sequential``: 32 hex digits that hold no time; :data:`COUCH_RANDOM` reads
-  them and says so. A ``sequential`` id is a random prefix of 26 hex digits and a 6-hex
-  counter that climbs by random steps, so such ids sort in the order the server made them
-  only while one prefix lasts: a node draws a new one after about 8,000 ids (once the counter
-  reaches ``fff000``), and each node of a cluster counts on its own.
+  them and says so (``sequential`` ids are in no time order: COUCHDB-FACTS).
 
-Like CouchDB, ids made here for the current time strictly increase within a process: a
-microsecond not after the last one used becomes the last one plus one.
-
-**The utc_random runway.** Any 32 lower-case hex digits read as a ``utc_random`` time, so a
-``utc_random`` id is told from the other 32-hex ids (v7s, CouchDB's ``random`` and
-``sequential``) by its time alone: it holds a time from 2000-01-01 to 2100-01-01, which every id
-CouchDB's clock made does. A v7s id made before 2087 reads as a time in 1983-2000 and falls
-below the runway, so no key range of ``utc_random`` times holds one; a ``random`` id reads as
-a time spread evenly up to 4253 and falls outside the runway 19 times in 20. The ones inside
-cannot be told from ``utc_random`` ids, so the lifecycle operations refuse a type that shows
-it holds ``random`` ids: one past the runway (:func:`couchids.core.scan.check_one_form`).
+Like CouchDB's, ids made here for the current time strictly increase within a process. Any
+32 hex digits read as some ``utc_random`` time, so a ``utc_random`` id is told from the other
+32-hex ids by its time alone: one in 2000-2100, its runway (docs/guide/ids.md says what that
+keeps out; :func:`couchids.core.scan.check_one_form` refuses a type that shows it holds
+``random`` ids).
 """
 
 from __future__ import annotations
@@ -46,12 +37,12 @@ from couchids.idforms.constants import (
 )
 from couchids.idforms.entropy import WORDS
 from couchids.idforms.idform import NOT_READ, IdForm, NotRead, ReadAttempt
-from couchids.idforms.times import EPOCH, MAX_MS, TimeLike, to_ms
+from couchids.idforms.times import EPOCH, TimeLike, to_ms
 
 __all__ = ["COUCH_RANDOM", "UTC_RANDOM", "CouchRandomForm", "UtcIdForm", "UtcRandomForm"]
 
+#: The last microsecond 14 hex digits hold (in 4253, before 9999).
 _MAX_US = 16**UTC_TIME_LEN - 1
-_LAST_US = min(_MAX_US, MAX_MS * US_PER_MS + US_PER_MS - 1)
 _TIME = f"[0-9a-f]{{{UTC_TIME_LEN}}}"
 _HEX_RULE = "lower-case hex digits (0-9, a-f)"
 _RUNWAY = "2000-01-01 to 2100-01-01"
@@ -61,10 +52,8 @@ _NAIVE_EPOCH = EPOCH.replace(tzinfo=None)
 
 
 def utc_text(us: int) -> str:
-    """``str(EPOCH + timedelta(microseconds=us))``, as messages quote a time.
-
-    Written as the naive time's text and the UTC offset: ``str()`` of an aware datetime takes
-    longer, and :func:`couchids.decode` quotes one in every refusal of 32 hex digits.
+    """``str(EPOCH + timedelta(microseconds=us))``, in less time (every refusal of 32 hex
+    digits by :func:`couchids.decode` quotes one).
 
     >>> utc_text(1_500_000) == str(EPOCH + timedelta(microseconds=1_500_000))
     True
@@ -97,10 +86,10 @@ def _micros(timestamp: TimeLike) -> int:
 
 
 def _checked_us(us: int) -> int:
-    if not 0 <= us <= _LAST_US:
+    if not 0 <= us <= _MAX_US:
         raise InvalidTimeError(
             f"{EPOCH + timedelta(microseconds=us)} is past the last microsecond 14 hex digits "
-            f"hold ({EPOCH + timedelta(microseconds=_LAST_US)})"
+            f"hold ({EPOCH + timedelta(microseconds=_MAX_US)})"
         )
     return us
 
@@ -109,7 +98,7 @@ def _checked_us(us: int) -> int:
 class _UtcForm(IdForm):
     """14 hex digits of microseconds, then a tail each subclass defines."""
 
-    max_unit = _LAST_US // US_PER_MS
+    max_unit = _MAX_US // US_PER_MS
     precision_us = 1
 
     def key(self, unit: int) -> str:
@@ -120,10 +109,7 @@ class _UtcForm(IdForm):
             raise self.wrong_length(body)
         if self._body().fullmatch(body) is None:
             raise InvalidIdError(f"{body!r} is not a {self} id: {self.rule()}")
-        us = int(body[:UTC_TIME_LEN], 16)
-        if us > _LAST_US:
-            raise InvalidIdError(f"{body!r} holds a time after 9999-12-31 ({self})")
-        return us
+        return int(body[:UTC_TIME_LEN], 16)
 
     def _body(self) -> re.Pattern[str]:
         """:meth:`body_pattern`, compiled (re keeps the compiled patterns it has seen)."""
@@ -132,8 +118,7 @@ class _UtcForm(IdForm):
     def try_read(self, body: str) -> ReadAttempt:
         if len(body) != self.length or self._body().fullmatch(body) is None:
             return NOT_READ
-        us = int(body[:UTC_TIME_LEN], 16)
-        return NOT_READ if us > _LAST_US else us
+        return int(body[:UTC_TIME_LEN], 16)
 
     def rule(self) -> str:
         """What an id of this form is, for messages."""
@@ -210,7 +195,6 @@ class UtcRandomForm(_UtcForm):
         if len(body) != UTC_TIME_LEN + UTC_RANDOM_LEN or _RANDOM_BODY.fullmatch(body) is None:
             return NOT_READ
         us = int(body[:UTC_TIME_LEN], 16)
-        # The runway ends in 2100, so a time inside it is never past 9999 (read's other check).
         if not UTC_RANDOM_FROM_MS <= us // US_PER_MS < UTC_RANDOM_UNTIL_MS:
             return NOT_READ
         return us

@@ -249,18 +249,11 @@ def _read_as(doc_id: str, form: IdForm) -> DecodedId:
 @dataclass(frozen=True)
 class _Candidate:
     """A form decode tries: its position in ``ALL_FORMS`` (the order of messages), the form,
-    and itself with each separator."""
+    itself with each separator, and its ``try_read``."""
 
     position: int
     form: IdForm
     by_separator: dict[str, IdForm]
-
-
-@dataclass(frozen=True)
-class _Single:
-    """A form that is not a kuuid mode, with its ``try_read``."""
-
-    candidate: _Candidate
     read: Callable[[str], ReadAttempt]
 
 
@@ -298,7 +291,8 @@ _OnlyModes = tuple[
 class _Length:
     """The forms of one length that a table tries."""
 
-    singles: tuple[_Single, ...]
+    #: The forms that are not kuuid modes.
+    singles: tuple[_Candidate, ...]
     modes: _Modes | None
     #: Whether a body the modes read is none of the singles' (they are ``_HEX_FORMS``, and
     #: kuuid's pattern refuses lower-case hex).
@@ -330,7 +324,7 @@ def _table(reverse: bool | None, millisecond: bool | None) -> _Table:
 
 
 def _make_table(reverse: bool | None, millisecond: bool | None) -> _Table:
-    singles: dict[int, list[_Single]] = {}
+    singles: dict[int, list[_Candidate]] = {}
     modes: dict[int, list[tuple[_Candidate, KuuidForm]]] = {}
     for position, form in enumerate(ALL_FORMS):
         if not form.has_time or (reverse is not None and form.reverse != reverse):
@@ -338,17 +332,17 @@ def _make_table(reverse: bool | None, millisecond: bool | None) -> _Table:
         if millisecond is not None and form.millisecond != millisecond:
             continue
         variants = {sep: form.with_separator(sep) for sep in SEPARATORS}
-        candidate = _Candidate(position, form, {**variants, form.separator: form})
+        candidate = _Candidate(position, form, {**variants, form.separator: form}, form.try_read)
         if isinstance(form, KuuidForm) and form.kind == "kuuid":
             modes.setdefault(form.length, []).append((candidate, form))
         else:
-            singles.setdefault(form.length, []).append(_Single(candidate, form.try_read))
+            singles.setdefault(form.length, []).append(candidate)
     lengths = sorted({*singles, *modes})
     by_length = {}
     for length in lengths:
         found = tuple(singles.get(length, ()))
         kuuid = _modes(modes[length]) if length in modes else None
-        exclude = length == V7_HEX_LEN and all(s.candidate.form in _HEX_FORMS for s in found)
+        exclude = length == V7_HEX_LEN and all(s.form in _HEX_FORMS for s in found)
         by_length[length] = _Length(found, kuuid, exclude)
         if reverse is None and millisecond is None and kuuid is not None and (exclude or not found):
             _ONLY_MODES[length] = kuuid
@@ -526,7 +520,7 @@ def _read_in_window(
         if us is not NOT_READ:
             read = True
             if us is not None and _FROM_US <= us < _UNTIL_US:
-                found.append((single.candidate.by_separator[sep], doc_type, us))
+                found.append((single.by_separator[sep], doc_type, us))
     return read
 
 
@@ -545,9 +539,8 @@ def _read(
     # In a body holding a colon, the colon is a type's: the reading after it is the one to
     # explain ('user:admin' as 'order:admin').
     explains = sep == TYPE_SEPARATOR and TYPE_SEPARATOR not in body
-    for single in forms.singles:
-        candidate = single.candidate
-        us = NOT_READ if refused else single.read(body)
+    for candidate in forms.singles:
+        us = NOT_READ if refused else candidate.read(body)
         if us is not NOT_READ:
             readings.append((candidate.by_separator[sep], doc_type, us))
         elif explains:

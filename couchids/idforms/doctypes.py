@@ -68,9 +68,8 @@ def _checked_prefix(doc_type: str) -> str:
 def scope_prefix(scope: str | None, separator: str) -> str:
     """The text ids of ``scope`` start with: ``scope + separator``, or ``""`` for ``None``.
 
-    A scope is a type, or a composite such as ``sensor-260:reading`` (a partition, a colon
-    and a type, as CouchDB's partition guide writes them): every part between colons follows
-    the type rule.
+    A scope is a type, or ``partition:type`` such as ``sensor-260:reading``: every part
+    between colons follows the type rule.
 
     Raises:
         InvalidTypeError: a part breaks the type rule.

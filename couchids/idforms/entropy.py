@@ -1,19 +1,10 @@
-"""Random blocks for kuuid ids, drawn from the operating system's CSPRNG in batches.
+"""Random bits from the operating system's CSPRNG, a batch at a time, for every form.
 
-A kuuid random block is one uniformly random unsigned 32-bit integer in 6 base62 characters.
-Encoding four integers per id in Python costs more than the rest of ``id()`` together, so
-blocks are made a batch at a time with byte-level operations that run in C:
-
-1. bytes from ``os.urandom`` become base62 characters by rejection (a byte below
-   ``4 * 62`` maps to ``byte % 62``; the rest are dropped), so each character is uniform;
-2. each block's first character is drawn uniformly from ``0-4`` the same way, giving a uniform
-   number in ``[0, 5 * 62**5)``;
-3. suffixes of four blocks with any block above ``4gfFC3`` (``2**32 - 1``) are dropped, which
-   leaves each block of a surviving suffix uniform in ``[0, 2**32)``: exactly the distribution
-   kuuid draws from.
-
-The pool is per process: a forked child drops what it inherited, so it never repeats its
-parent's blocks.
+A kuuid block is a uniform 32-bit integer in 6 base62 characters, made by byte operations in
+C: ``os.urandom`` bytes become base62 characters by rejection (uniform), each block's first
+character uniform in ``0-4``, and suffixes with a block above ``4gfFC3`` (``2**32 - 1``)
+dropped, which leaves each block uniform in ``[0, 2**32)``. A forked child drops the pools it
+inherited, so it never repeats its parent's bits.
 """
 
 from __future__ import annotations
@@ -61,11 +52,8 @@ def _uniform(count: int, table: bytes, rejected: bytes, limit: int) -> bytes:
 
 
 def _make_suffixes(blocks: int = BATCH_BLOCKS) -> list[str]:
-    """A batch of random 24-character suffixes: four valid blocks each.
-
-    A suffix is kept only if all four of its blocks are valid. The blocks are independent, so
-    each block of a kept suffix is still uniform over the valid blocks, i.e. over ``[0, 2**32)``.
-    """
+    """A batch of random 24-character suffixes of four valid blocks (the blocks are
+    independent, so each block of a kept suffix is uniform over ``[0, 2**32)``)."""
     count = blocks // MAX_BLOCKS * MAX_BLOCKS
     raw = bytearray(count * BLOCK_LEN)
     leads = _uniform(count, _TO_LEAD, _NOT_LEAD, _LEAD_LIMIT)

@@ -1,12 +1,6 @@
-"""Id forms: which of the id layouts a database uses, as one value, and the presets.
-
-An :class:`~couchids.idforms.idform.IdForm` names a layout and does everything that depends on it:
-makes ids, checks and reads them strictly, and writes the key for a time, which is all the
-query code needs. This module holds kuuid's layouts (:class:`KuuidForm`: kuuid in its modes,
-and kuuid 3's UUIDv7 forms) and gathers every preset, of every form module, in
-:data:`ALL_FORMS` (what :func:`couchids.decode` tries) and ``NAMED_FORMS`` (what the
-command line's ``--form`` takes).
-"""
+"""kuuid's layouts (:class:`KuuidForm`: kuuid in its modes, and kuuid 3's UUIDv7 forms), and
+every preset of every form module: :data:`ALL_FORMS` (what :func:`couchids.decode` tries) and
+``NAMED_FORMS`` (what the command line's ``--form`` takes)."""
 
 from __future__ import annotations
 
@@ -143,7 +137,6 @@ class KuuidForm(IdForm, default=True):
 
     @property
     def length(self) -> int:
-        """The length of an id of this form, without a type."""
         if self.kind == "v7":
             return V7_LEN
         if self.kind == "v7s":
@@ -152,21 +145,17 @@ class KuuidForm(IdForm, default=True):
 
     @property
     def unit_ms(self) -> int:
-        """The precision of the time in an id, in milliseconds (1000 or 1)."""
         return 1 if self.millisecond else MS_PER_SECOND
 
     @property
     def min_unit(self) -> int:
-        """1970, but 1980 for millisecond kuuid ids: an id of the second modes has the same
-        length and alphabet and reads as a millisecond time before 1978-01-12, so time
-        queries, counts and expiry of the millisecond forms reach no time before 1980. Their
-        ids of before are still made and read (:meth:`new`, :meth:`read`), as kuuid makes them.
-        """
+        """1970, but 1980 for millisecond kuuid ids: an id of the second modes reads as a
+        millisecond time before 1978-01-12, so their key ranges start in 1980 (their ids of
+        before are still made and read)."""
         return KUUID_MS_RANGE_FROM_MS if self.kind == "kuuid" and self.millisecond else 0
 
     @property
     def max_unit(self) -> int:
-        """The latest time an id of this form can hold, in units of :attr:`unit_ms`."""
         if self.kind == "kuuid" and self.millisecond:
             return MAX_PREFIX_VALUE
         return MAX_MS // self.unit_ms
@@ -189,8 +178,7 @@ class KuuidForm(IdForm, default=True):
 
     def compose(self, us: int, random: int) -> str:
         """The id made at ``us`` with random part ``random``: a UUIDv7's 74 bits, or kuuid's
-        blocks, 32 bits each from the top. (:meth:`new` for kuuid takes its blocks from a
-        batched pool, :mod:`couchids.idforms.entropy`, which is faster; the layout is the same.)"""
+        blocks, 32 bits each from the top (as :meth:`new` writes them, from a pool)."""
         ms = us // US_PER_MS
         if self.kind != "kuuid":
             text = v7.v7_hex(ms, random)
@@ -209,18 +197,14 @@ class KuuidForm(IdForm, default=True):
         )
 
     def key(self, unit: int) -> str:
-        """The sortable text at the start of every id made at time ``unit``.
-
-        ``unit`` counts :attr:`unit_ms` from the epoch; for reverse kuuid ids this is the text
-        before the reversal is undone, so it falls as time rises.
-        """
+        """The sortable text at the start of every id made at time ``unit`` (for reverse
+        kuuid ids it falls as time rises)."""
         if self.kind == "kuuid":
             return encode_prefix(MAX_PREFIX_VALUE - unit if self.reverse else unit)
         text = f"{unit:012x}"
         return text if self.kind == "v7s" else f"{text[:8]}-{text[8:]}"
 
     def key_fits(self, unit: int) -> bool:
-        """Whether :meth:`key` can write ``unit`` in the width of this form."""
         if self.kind == "kuuid":
             return 0 <= (MAX_PREFIX_VALUE - unit if self.reverse else unit) <= MAX_PREFIX_VALUE
         return 0 <= unit < 1 << V7_TIME_BITS
@@ -233,11 +217,9 @@ class KuuidForm(IdForm, default=True):
         elif self.kind == "v7s":
             body = _V7S_TEXT
         else:
-            # About one string of 32 hex digits in a hundred (a v7s, utc_random or CouchDB
-            # random id) also fits the 4-block kuuid pattern (its characters 8, 14, 20 and 26
-            # happen to be 0-4), while a kuuid id is 32 lower-case hex digits with odds near
-            # 1e-14: such a string is a hex form's, so a database mixing them never shows one
-            # as a kuuid id.
+            # About 1 in 100 strings of 32 hex digits fits the 4-block kuuid pattern, while a
+            # kuuid id is 32 lower-case hex digits with odds near 1e-14: such a string is a
+            # hex form's.
             not_hex = rf"(?![0-9a-f]{{{V7_HEX_LEN}}}\Z)" if self.length == V7_HEX_LEN else ""
             body = f"{not_hex}{_B62}{{{PREFIX_LEN}}}{_BLOCK}{{{self.random}}}"
         return body
@@ -246,10 +228,9 @@ class KuuidForm(IdForm, default=True):
         """Check that ``body`` (an id without its type) is of this form; return its time in µs.
 
         Raises:
-            InvalidIdError: wrong length, a character outside the form's alphabet, a kuuid
-                block above ``2**32 - 1``, a wrong UUID version or variant, a time past
-                9999-12-31, or (for 4-block kuuid forms) 32 lower-case hex digits: a v7s,
-                utc_random or CouchDB id.
+            InvalidIdError: wrong length or alphabet, a kuuid block above ``2**32 - 1``, a
+                wrong UUID version or variant, a time past 9999-12-31, or 32 lower-case hex
+                digits (another form's) for 4-block kuuid forms.
         """
         if not isinstance(body, str) or len(body) != self.length:
             raise self.wrong_length(body)
@@ -259,8 +240,7 @@ class KuuidForm(IdForm, default=True):
         return us
 
     def try_read(self, body: str) -> int | NotRead:
-        """:meth:`read` without building an error: :data:`~couchids.idforms.idform.NOT_READ`
-        where it raises (each pattern has a fixed length, so it checks the length too)."""
+        """:meth:`read` without building an error (each pattern checks the length too)."""
         if self.kind == "kuuid":
             return self.time_of_prefix(self.read_prefix(body))
         if self._pattern.fullmatch(body) is None:
@@ -269,23 +249,18 @@ class KuuidForm(IdForm, default=True):
         return NOT_READ if ms > MAX_MS else ms * US_PER_MS
 
     def read_prefix(self, body: str) -> int | NotRead:
-        """kuuid forms: the number a body's 8-character prefix stores, once the body has
-        passed every check of :meth:`read` but the one of its time; ``NOT_READ`` if it fails
-        one. The modes of one number of blocks check a body alike and differ only in the time
-        they make of this number (:meth:`time_of_prefix`): :func:`couchids.decode` reads the
-        prefix once for all of them."""
+        """kuuid forms: the number a body's prefix stores, once it passed every check of
+        :meth:`read` but its time's; ``NOT_READ`` if it fails one. The modes of one number of
+        blocks differ only in the time they make of it (:meth:`time_of_prefix`)."""
         if self._pattern.fullmatch(body) is None:
             return NOT_READ
         return decode_prefix(body[:PREFIX_LEN])
 
     def time_of_prefix(self, value: int | NotRead) -> int | NotRead:
         """kuuid forms: the time, in microseconds, of an id of this mode whose prefix stores
-        ``value`` (from :meth:`read_prefix`); ``NOT_READ`` for ``NOT_READ`` or a time past
-        9999-12-31. It rises with ``value``, or falls for reverse modes."""
+        ``value``; ``NOT_READ`` for ``NOT_READ`` or a time past 9999-12-31."""
         if value is NOT_READ:
             return NOT_READ
-        # kuuid.prefix_time, written out: decode's usual path runs this, and a call to it
-        # would cost more than the arithmetic.
         if self.reverse:
             value = MAX_PREFIX_VALUE - value
         ms = value if self.millisecond else value * MS_PER_SECOND
@@ -381,9 +356,8 @@ KUUID_FORMS: tuple[KuuidForm, ...] = (
     V7S,
 )
 
-#: :data:`KUUID_FORMS`, then every other preset: what :func:`couchids.decode` tries.
-#: ``utc_id`` needs its suffix, and CouchDB's ``random`` ids are any 32 hex digits (as every
-#: v7s and utc_random id is), so only ``decode(..., form=...)`` reads those two.
+#: :data:`KUUID_FORMS`, then every other preset: what :func:`couchids.decode` tries (``utc_id``
+#: and CouchDB's ``random`` ids only with ``form=``).
 ALL_FORMS: tuple[IdForm, ...] = (
     *KUUID_FORMS,
     TID62,

@@ -1,28 +1,12 @@
 """What every id form does: the one description that ids, decoding, keys, queries and typed ids use.
 
-An id form is a fixed-width layout of an id's body (the part after an optional prefix such
-as ``user:``). Each form is a frozen dataclass subclassing :class:`IdForm`, in a module of its
-own (:mod:`couchids.idforms.forms` for kuuid's layouts, :mod:`couchids.idforms.tid62`,
-:mod:`couchids.idforms.ulid`, :mod:`couchids.idforms.base36`, :mod:`couchids.idforms.couchid`,
-:mod:`couchids.idforms.uuid464`, :mod:`couchids.idforms.seq`), and implements five things:
-
-- :meth:`IdForm.new`: make an id for a time;
-- :meth:`IdForm.read`: check a body strictly and return the time it holds, in microseconds
-  (``None`` for forms that hold no time); :meth:`IdForm.try_read` answers the same without
-  building an error (:data:`NOT_READ` where ``read`` raises), for :func:`couchids.decode`,
-  which tries a string against every form whose length fits;
-- :meth:`IdForm.key` / :meth:`IdForm.key_fits`: the text that every id made at (or after) a
-  time sorts at or above, which is all :mod:`couchids.core.keys` needs for an exact key range;
-- :meth:`IdForm.id_pattern`: one regex per form, which checks an id as :meth:`IdForm.read` does
-  (but for time limits that key ranges already keep to), used to filter query rows.
-
-Times in the key arithmetic count :attr:`IdForm.unit_ms` milliseconds (1000 for forms that
-hold seconds, 1 for the rest: a window's bounds are milliseconds, so a key for a millisecond
-is exact for microsecond ids too); :attr:`IdForm.precision_us` is what decoding gives back.
-
-Prefixes: an id of a form may start with ``<type><separator>``; the separator is the form's
-(``:`` by default; ``-`` and ``_`` for the conventions ``user-<id>`` and ``acct_<id>``), set
-with :meth:`IdForm.with_separator`.
+An id form is a fixed-width layout of an id's body (the part after an optional prefix such as
+``user:``), a frozen dataclass subclassing :class:`IdForm` that makes ids (:meth:`~IdForm.new`,
+:meth:`~IdForm.compose`), reads them strictly (:meth:`~IdForm.try_read`, which builds no
+error, and :meth:`~IdForm.refusal`, the message of one it refuses, make :meth:`~IdForm.read`),
+writes the key of a time (:meth:`~IdForm.key`, all :mod:`couchids.core.keys` needs) and the
+regex of a body (:meth:`~IdForm.body_pattern`, the filter of query rows). Times in the key
+arithmetic count :attr:`~IdForm.unit_ms` milliseconds.
 """
 
 from __future__ import annotations
@@ -79,9 +63,8 @@ def at_most_pattern(bound: str, alphabet: str) -> str:
 class IdForm(ABC):
     """One id layout: makes ids, reads them strictly, and writes the key of a time.
 
-    Subclasses are frozen dataclasses, so forms compare and hash by value. Calling
-    ``IdForm(...)`` itself builds a kuuid-family form (``IdForm(reverse=True)`` is
-    :data:`couchids.KUUID_REVERSE`), as it did before the other forms existed.
+    Forms are frozen dataclasses, compared and hashed by value. ``IdForm(...)`` itself builds
+    a kuuid-family form (``IdForm(reverse=True)`` is :data:`couchids.KUUID_REVERSE`).
 
     >>> from couchids import TID62
     >>> TID62.length, TID62.unit_ms
@@ -110,15 +93,14 @@ class IdForm(ABC):
 
     @property
     def structured(self) -> bool:
-        """Whether a string of the form's alphabet fits it only by chance (UUID version and
-        variant bits): :func:`couchids.decode` then prefers this reading to looser ones."""
+        """Whether a string fits the form only by chance (UUID version and variant bits):
+        :func:`couchids.decode` prefers its reading to looser ones."""
         return False
 
     @property
     def loose(self) -> bool:
         """Whether nearly every string of the form's alphabet is an id of it with some time
-        (CouchDB's hex ``utc_random``): :func:`couchids.decode` then takes its reading only
-        for a time in 2000-2100, or when asked with ``form=``."""
+        (CouchDB's hex ``utc_random``)."""
         return False
 
     @property
@@ -130,8 +112,7 @@ class IdForm(ABC):
     _default_family: ClassVar[type[IdForm]]
 
     def __init_subclass__(cls, *, default: bool = False, **kwargs: Any) -> None:
-        """``class KuuidForm(IdForm, default=True)`` makes ``IdForm(...)`` build that family
-        (kuuid's, which lives with its presets in :mod:`couchids.idforms.forms`)."""
+        """``class KuuidForm(IdForm, default=True)`` makes ``IdForm(...)`` build that family."""
         super().__init_subclass__(**kwargs)
         if default:
             IdForm._default_family = cls
@@ -160,8 +141,6 @@ class IdForm(ABC):
         """
         return dataclasses.replace(self, separator=separator)
 
-    # -- what each form defines -----------------------------------------------------------
-
     @property
     @abstractmethod
     def length(self) -> int:
@@ -184,10 +163,7 @@ class IdForm(ABC):
 
     @property
     def min_unit(self) -> int:
-        """The earliest time a key range of this form reaches, in units of :attr:`unit_ms`: the
-        earliest time its ids hold, or a later one where the ids of another form read as the
-        times before it (millisecond kuuid ids: 1980, see
-        :class:`couchids.idforms.forms.KuuidForm`)."""
+        """The earliest time a key range of this form reaches, in units of :attr:`unit_ms`."""
         return 0
 
     @property
@@ -202,16 +178,13 @@ class IdForm(ABC):
 
     @property
     def random_bits(self) -> int:
-        """How many random bits an id of this form holds beside its time (what
-        :meth:`compose` takes)."""
+        """How many random bits an id of this form holds beside its time."""
         return 0
 
     def compose(self, us: int, random: int) -> str:
-        """The body of the id of this form made at ``us`` (microseconds since 1970, kept at
-        the form's precision) whose random part is ``random`` (below ``2**random_bits``).
-
-        :meth:`new` draws ``random`` itself; :func:`couchids.idforms.keyed.keyed_id` passes bits
-        of a key's hash, so a keyed id is written exactly as the form writes any id.
+        """The body of the id made at ``us`` (microseconds since 1970, kept at the form's
+        precision) whose random part is ``random`` (below ``2**random_bits``): what
+        :meth:`new` and :func:`couchids.idforms.keyed.keyed_id` write.
 
         Raises:
             InvalidArgumentError: the form makes no ids from a time (it holds none).
@@ -245,17 +218,11 @@ class IdForm(ABC):
             InvalidIdError: ``body`` is not an id of this form; the message says why.
         """
 
-    # -- what follows from it --------------------------------------------------------------
-
     def try_read(self, body: str) -> ReadAttempt:
         """What :meth:`read` returns for ``body``, or :data:`NOT_READ` where it raises.
 
-        For :func:`couchids.decode`, which tries a string against several forms and keeps
-        the messages only of the forms that may explain a refusal: building an exception
-        (and its message) for each form that does not fit costs more than the reading. The
-        forms with a time of :data:`couchids.idforms.forms.ALL_FORMS` answer without raising; this
-        default (for the rest) catches what :meth:`read` raises. ``tests/test_decode.py``
-        checks that every form's ``try_read`` agrees with its ``read``.
+        For :func:`couchids.decode`, which tries many forms: the forms with a time answer
+        without building an error; this default catches what :meth:`read` raises.
         """
         try:
             return self.read(body)
@@ -263,11 +230,8 @@ class IdForm(ABC):
             return NOT_READ
 
     def refusal(self, body: str) -> str:
-        """The message of the error :meth:`read` raises for ``body``, a string it refuses.
-
-        For :func:`couchids.decode`, whose refusals quote the forms that might have been
-        meant. This default catches what :meth:`read` raises; the forms decode quotes most
-        often make the message without raising.
+        """The message of the error :meth:`read` raises for ``body``, a string it refuses
+        (which :func:`couchids.decode` quotes).
 
         Raises:
             ValueError: ``read`` accepts ``body``.
@@ -283,8 +247,8 @@ class IdForm(ABC):
         return re.compile(re.escape(prefix) + self.body_pattern())
 
     def matcher(self, prefix: str = "") -> Callable[[str], bool]:
-        """Whether a whole id is ``prefix`` followed by an id of this form: the filter of query
-        rows (forms whose regex cannot check everything add to it)."""
+        """Whether a whole id is ``prefix`` followed by an id of this form: the filter of
+        query rows."""
         pattern = self.id_pattern(prefix).fullmatch
         return lambda doc_id: pattern(doc_id) is not None
 

@@ -1,25 +1,12 @@
-"""Ids named by an idempotency key: one key and one time always make the same id (pure; no I/O).
+"""Ids named by an idempotency key: one key and one time always make the same id.
 
-A job that stores one document per event names each event with a key of its own, such as
-``"settle:table-7:hand-42"``, and gives the event's time. The id is then a function of the key
-and the time alone, so running the job again after a crash writes every document under the id
-it had the first time: CouchDB's create-if-absent finds it there, and couchids reports it as a
-duplicate instead of storing it twice.
-
-- **Time part**: the time the caller gives (never "now", which would differ on a re-run),
-  written exactly as :meth:`IdForm.new <couchids.IdForm.new>` writes it, so keyed ids sort
-  and are queried like every other id of their form.
-- **Random part**: the 128-bit BLAKE2b hash of the key (UTF-8), personalised with
-  :data:`KEY_HASH_PERSON` so that it is unrelated to other uses of BLAKE2b. The form takes its
-  top :attr:`~couchids.IdForm.random_bits` bits and writes the id with
-  :meth:`~couchids.IdForm.compose`, as it writes any id: a kuuid id's blocks (32 bits each), a
-  UUIDv7's (or base36 UUIDv7's) 74 bits, a tid62's 64, a ULID's 80, a ``utc_random``'s 72
-  (``utc_id`` has none: its id is the time and the suffix). Keys are hashed, not shown:
-  the id does not reveal the key. Two different keys share an id only if their hashes agree
-  in those bits (as likely as two random ids of the form agreeing, for the same time unit).
-
-The key and the time together name the document: the same key with another time is another
-document, and so is the same key in another form or type.
+A re-run job writes each document under the id it had the first time, and CouchDB's
+create-if-absent turns the second write into a duplicate. The time part is the caller's time,
+written as the form writes any id; the random part is the top
+:attr:`~couchids.IdForm.random_bits` bits of the key's 128-bit BLAKE2b hash (personalised with
+:data:`KEY_HASH_PERSON`), so the id does not reveal the key, and two keys share an id only as
+often as two random ids of one time unit would. The same key with another time, form or type
+is another document.
 """
 
 from __future__ import annotations
@@ -44,10 +31,9 @@ def keyed_id(
 ) -> str:
     """The id of form ``form`` that idempotency key ``key`` names at time ``timestamp``.
 
-    The same arguments always give the same id, in every process and on every machine (see
-    the module docstring). :meth:`~couchids.Database.create` and
-    :meth:`~couchids.Database.bulk_create` use it
-    when given ``key=``; call it to find a keyed document again.
+    The same arguments give the same id in every process (see the module docstring):
+    :meth:`~couchids.Database.create` uses it when given ``key=``; call it to find a keyed
+    document again.
 
     Args:
         key: a non-empty string naming the document, such as ``"settle:table-7:hand-42"``.
@@ -88,12 +74,10 @@ def keyed_id(
         data = key.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise InvalidArgumentError(f"key={key!r} is not valid Unicode text: {exc}") from None
-    # Imported here: hashlib loads OpenSSL, which a program that never makes keyed ids (such
-    # as ``couchids new``) need not pay for at start-up.
+    # Imported here: hashlib loads OpenSSL, which ``couchids new`` need not pay for.
     import hashlib
 
     digest = int.from_bytes(
         hashlib.blake2b(data, digest_size=_DIGEST_BITS // 8, person=KEY_HASH_PERSON).digest()
     )
-    # The top bits of the hash, as many as the form's random part holds.
     return head + form.compose(ms * US_PER_MS, digest >> (_DIGEST_BITS - form.random_bits))

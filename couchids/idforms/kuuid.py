@@ -1,11 +1,7 @@
 """kuuid ids: 8 base62 characters of time, then 1-4 blocks of randomness.
 
-Byte-for-byte the format of the kuuid npm package (``kuuid.id()``, ``idr``, ``ids``, ``idsr``,
-``idms``, ``idmsr``, ``prefix*``, ``rand``), so Node and Python programs can share a database.
-Deliberate differences from kuuid: ``timestamp=0`` means the epoch (kuuid reads ``0`` as
-"now"); out-of-range arguments raise instead of falling back to defaults; and an ISO string
-without an offset (``"2024-05-01T12:00"``) is UTC here, where kuuid's ``new Date()`` reads it
-as local time.
+Byte-for-byte the format of the kuuid npm package, so Node and Python programs can share a
+database (docs/guide/caveats.md lists the few deliberate differences).
 """
 
 from __future__ import annotations
@@ -55,19 +51,12 @@ def prefix_value(ms: int, *, reverse: bool, millisecond: bool) -> int:
     return MAX_PREFIX_VALUE - value if reverse else value
 
 
-def prefix_time(value: int, *, reverse: bool, millisecond: bool) -> int:
-    """The time, in epoch milliseconds, that a prefix storing ``value`` stands for."""
-    if reverse:
-        value = MAX_PREFIX_VALUE - value
-    return value if millisecond else value * MS_PER_SECOND
-
-
 def prefix(timestamp: TimeLike = None, *, reverse: bool = False, millisecond: bool = False) -> str:
     """The 8-character time prefix of an id made at ``timestamp``.
 
     Args:
-        timestamp: any time couchids accepts (see :func:`~couchids.idforms.times.to_ms`);
-            ``None`` is now.
+        timestamp: any time couchids accepts (:func:`~couchids.idforms.times.to_ms`), or
+            ``None`` for now.
         reverse: store ``62**8 - 1 - time`` so that newer ids sort first.
         millisecond: count milliseconds instead of seconds.
 
@@ -111,16 +100,8 @@ def prefix_reverse_ms(timestamp: TimeLike = None) -> str:
 
 
 def check_blocks(blocks: int) -> int:
-    """Return ``blocks`` if it is an int from 1 to 4 (not a bool or a float such as ``4.0``).
-
-    The one check of a number of random blocks, for :func:`id` and :class:`couchids.IdForm`.
-
-    Raises:
-        InvalidArgumentError: anything else.
-
-    >>> check_blocks(2)
-    2
-    """
+    """Return ``blocks`` if it is an int from 1 to 4 (not a bool, nor a float such as ``4.0``),
+    else raise :class:`InvalidArgumentError`."""
     if (
         isinstance(blocks, bool)
         or not isinstance(blocks, int)
@@ -165,10 +146,8 @@ def id(
         millisecond: millisecond precision (kuuid's ``idms``).
 
     Raises:
-        InvalidTimeError: bad ``timestamp``.
-        InvalidTypeError: ``type`` breaks the type rule.
-        InvalidArgumentError: ``random`` is not 1-4, or ``reverse``/``millisecond`` is not a
-            bool.
+        InvalidTimeError, InvalidTypeError: a bad ``timestamp`` or ``type``.
+        InvalidArgumentError: ``random`` is not 1-4, or ``reverse``/``millisecond`` not a bool.
 
     >>> doc_id = id("2018-01-01T00:00:00Z", type="user")
     >>> doc_id[:13], len(doc_id)

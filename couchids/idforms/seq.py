@@ -1,11 +1,8 @@
 """seq10 / seq36: zero-padded ordinals (the SimpleDB id specification).
 
-``seq10`` writes an ordinal as 10 decimal digits, ``seq36`` as 7 lower-case base36
-characters; both are fixed width in an alphabet in byte order, so ids sort by ordinal in
-``_all_docs``. They hold no time, so time queries refuse them. An ordinal needs state to be
-handed out; this module is the pure part (write, read and check an ordinal), which an
-allocator that keeps its counter in the database builds on: ``form.encode(n)`` writes the
-body of ordinal ``n``, ``form.ordinal(body)`` reads it back.
+10 decimal digits or 7 lower-case base36 characters, so ids sort by ordinal; they hold no
+time. This is the pure part (``form.encode(n)``, ``form.ordinal(body)``) that an allocator
+keeping its counter in the database (:meth:`couchids.Database.sequence`) builds on.
 """
 
 from __future__ import annotations

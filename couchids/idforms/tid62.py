@@ -1,12 +1,9 @@
 """tid62: the default id of the SimpleDB id specification.
 
-Layout: 12 bytes read as one big-endian number, ``seconds << 64 | random``: 4 bytes of seconds
-since 2020-01-01T00:00:00Z, then 8 bytes from the operating system's CSPRNG; written as 17
-base62 characters (``0-9A-Za-z``, zero-padded). The alphabet is in byte order and the width
-fixed, so ids sort by their second in ``_all_docs``. Times run from 2020-01-01 to
-2156-02-07T06:28:15Z (``2**32 - 1`` seconds later); anything else is an error.
-
-The specification writes prefixed ids ``user-<tid62>``: use ``TID62.with_separator("-")``.
+``seconds << 64 | random`` (4 bytes of seconds since 2020-01-01T00:00:00Z, 8 random bytes)
+as 17 base62 characters, zero-padded, so ids sort by their second. Times run from 2020-01-01
+to 2156-02-07T06:28:15Z. The specification writes ``user-<tid62>``:
+``TID62.with_separator("-")``.
 """
 
 from __future__ import annotations
@@ -42,8 +39,7 @@ _PAIRS = tuple(a + b for a in ALPHABET for b in ALPHABET)
 
 
 def tid62_text(value: int) -> str:
-    """``value`` as 17 base62 characters, zero-padded: what
-    ``radix.encode(value, 17, ALPHABET)`` writes, in less than half the time.
+    """``radix.encode(value, 17, ALPHABET)`` in less than half the time.
 
     Raises:
         ValueError: ``value`` is negative or needs more than 17 characters.
@@ -53,8 +49,7 @@ def tid62_text(value: int) -> str:
     """
     if not 0 <= value < _LIMIT:
         raise ValueError(f"{value} does not fit in {TID62_LEN} characters of base 62")
-    # Three divisions of the big number leave a pair and three chunks of five digits; each
-    # chunk is two pairs from a table and a digit. Written out, as base36.uuid_text is.
+    # A pair and three chunks of five digits, written out as base36.uuid_text is.
     pairs, digits, chunk = _PAIRS, ALPHABET, _CHUNK
     value, d = divmod(value, chunk)
     value, c = divmod(value, chunk)

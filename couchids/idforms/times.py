@@ -78,8 +78,7 @@ def to_datetime(ms: int) -> datetime:
 
 
 def _datetime_ms(value: datetime) -> int:
-    # The datetime's own tzinfo runs here (utcoffset), and may raise anything: an offset of
-    # 24 hours or more is a ValueError, a broken tzinfo raises what it raises.
+    # A tzinfo's utcoffset() may raise anything (ValueError for 24 hours or more).
     try:
         if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
             value = value.replace(tzinfo=UTC)

@@ -1,7 +1,6 @@
 """Typed id classes: a ``UserId`` that a type checker tells apart from an ``OrderId``.
 
-Each class names a document type and an id form, of any of couchids' forms; the form's
-separator joins them::
+Each class names a document type and an id form; the form's separator joins them::
 
     from couchids import BASE36_V7, V7S, TypedId
 
@@ -9,14 +8,9 @@ separator joins them::
     class OrderId(TypedId, type="order", form=V7S): ...  # order:<v7s>
     class AccountId(TypedId, prefix="acct", form=BASE36_V7.with_separator("_")): ...  # acct_<…>
 
-(``prefix=`` is the Identifiers article's word for the type; it is the same argument.)
-
-Instances are ``str`` subclasses holding the whole id (``"user:<id>"``), so ``json.dumps``,
-``ibmcloudant`` and every string API take them unchanged, and ``==``/``hash`` are those of the
-string. Each type belongs to one class, whatever its separator: :meth:`TypedId.parse` finds the
-class whose whole prefix (type and separator) the id starts with, and whose form the rest
-fits (``ses`` never takes ``session_…``). With pydantic 2 installed (``couchids[pydantic]``),
-the classes validate as model fields and give a JSON-schema ``pattern``.
+Instances are ``str`` subclasses holding the whole id, so every string API takes them and
+``==``/``hash`` are the string's. With pydantic 2 (``couchids[pydantic]``) the classes
+validate as model fields and give a JSON-schema ``pattern``.
 """
 
 from __future__ import annotations
@@ -30,6 +24,7 @@ from couchids.errors import InvalidIdError, InvalidTypeError
 from couchids.idforms.constants import TYPE_SEPARATOR
 from couchids.idforms.doctypes import check_type
 from couchids.idforms.forms import KUUID, IdForm
+from couchids.idforms.idform import NOT_READ
 from couchids.idforms.times import TimeLike, to_datetime
 
 if TYPE_CHECKING:
@@ -45,11 +40,11 @@ class TypedId(str):
     """Base class of typed ids; subclass it with a document type (and optionally a form).
 
     ``class UserId(TypedId, type="user", form=KUUID)`` registers ``UserId`` for ids
-    ``user:<id>`` of the given form (default :data:`couchids.KUUID`); the form's separator
-    joins type and id (``form=TID62.with_separator("-")`` for ``user-<tid62>``). ``prefix=``
-    is another name for ``type=``. A subclass without ``type`` is an abstract base that only
-    sets the form for its own subclasses. Each type may belong to one class; redefining a class
-    of the same module and name (re-running a notebook cell) replaces it.
+    ``user:<id>`` of the form (default :data:`couchids.KUUID`), joined by its separator.
+    ``prefix=`` (the Identifiers article's word) is another name for ``type=``. A subclass
+    without ``type`` is an abstract base that sets the form for its subclasses. Each type
+    belongs to one class; redefining a class of the same module and name (re-running a
+    notebook cell) replaces it.
 
     Raises (at class creation):
         InvalidTypeError: ``type`` breaks the type rule, or another class already has it.
@@ -149,14 +144,13 @@ class TypedId(str):
         """
         if cls.doc_type is None:
             raise TypeError(f"{cls.__name__} is an abstract id class (no type): it makes no ids")
-        # The form makes a valid id, so skip the check __new__ does on outside strings.
         return str.__new__(cls, cls.form.new(timestamp, type=cls.doc_type))
 
     @classmethod
     def parse(cls, value: str) -> Self:
-        """Wrap ``value`` in the class registered for its type.
-
-        On ``TypedId`` this accepts any registered type; on a subclass, only that class's.
+        """Wrap ``value`` in the class registered for its type (on a subclass, only its own):
+        the class whose whole prefix the id starts with (``ses_`` never takes ``session_…``)
+        and whose form the rest fits.
 
         Raises:
             InvalidIdError: no type, an unknown type (the message lists the known ones), a
@@ -171,7 +165,6 @@ class TypedId(str):
             raise InvalidIdError(f"{value!r} is not an id: ids are strings")
         with _registry_lock:
             known = dict(_registry)
-        # The whole prefix (type and separator): 'ses_' never takes 'session_…'.
         candidates = [c for c in known.values() if value.startswith(c.id_prefix)]
         if not candidates:
             found = _type_of(value)
@@ -179,7 +172,7 @@ class TypedId(str):
             raise InvalidIdError(
                 f"{value!r} has {what}; known id types: {', '.join(sorted(known)) or 'none'}"
             )
-        fits = [c for c in candidates if _reads(c.form, value[len(c.id_prefix) :])]
+        fits = [c for c in candidates if c.form.try_read(value[len(c.id_prefix) :]) is not NOT_READ]
         if len(fits) > 1:
             names = ", ".join(sorted(c.__name__ for c in fits))
             raise InvalidIdError(f"{value!r} is an id of several classes ({names})")
@@ -206,8 +199,6 @@ class TypedId(str):
 
     def _body(self) -> str:
         return self[len(self.id_prefix) :]
-
-    # -- pydantic (optional) ---------------------------------------------------------------
 
     @classmethod
     def json_pattern(cls) -> str:
@@ -241,14 +232,6 @@ class TypedId(str):
         if cls.doc_type is not None:
             json_schema["pattern"] = cls.json_pattern()
         return json_schema
-
-
-def _reads(form: IdForm, body: str) -> bool:
-    try:
-        form.read(body)
-    except InvalidIdError:
-        return False
-    return True
 
 
 def _type_of(value: str) -> str | None:

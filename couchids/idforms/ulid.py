@@ -1,14 +1,10 @@
 """ULID: 48 bits of Unix milliseconds and 80 random bits, as 26 Crockford base32 characters.
 
-The layout of the ULID specification (github.com/ulid/spec): the first 10 characters are
-the time, the last 16 the randomness, in Crockford's alphabet ``0-9A-Z`` without ``I``,
-``L``, ``O`` and ``U``, which is in byte order, so ULIDs sort by their millisecond in
-``_all_docs``. couchids makes upper-case ULIDs and reads only those: a lower-case ULID is
-valid to the specification, but would not sort among upper-case ones.
-
-Within one process, ULIDs of one millisecond strictly increase (the specification's
-monotonic mode); their 80 bits are the 74 of :mod:`couchids.idforms.v7`'s sequence and 6 random
-bits.
+The layout of github.com/ulid/spec: 10 characters of time, 16 of randomness, in Crockford's
+alphabet (in byte order, so ULIDs sort by millisecond). couchids makes and reads upper-case
+ULIDs only: lower-case ones would not sort among them. ULIDs of one millisecond strictly
+increase within a process (monotonic mode): 74 bits of :mod:`couchids.idforms.v7`'s sequence
+and 6 random bits.
 """
 
 from __future__ import annotations
@@ -49,11 +45,8 @@ def ulid_text(number: int) -> str:
     >>> ulid_text(0x01563DF3_6481_D676_4C61_EFB99302BD5B)
     '01ARYZ6S41TSV4RRFFQ69G5FAV'
     """
-    # Four 30-bit pieces and the last 10 bits: each piece is one machine digit to CPython,
-    # and three pairs of characters (10 bits each) from a table. Written out, because a loop
-    # over the 13 pairs of the whole number takes about 70% longer on CPython 3.11, and
-    # base64.b32encode (with bytes.translate to Crockford's alphabet) is written in Python
-    # there and takes four times as long.
+    # Four 30-bit pieces (one machine digit each) and 10 bits, as pairs from a table; written
+    # out, as a loop takes 70% longer on CPython 3.11 and base64.b32encode four times as long.
     pairs = _PAIRS
     a = number >> 100
     b = number >> 70 & _30_BITS
@@ -126,7 +119,6 @@ class UlidForm(IdForm):
         return ms * US_PER_MS
 
     def try_read(self, body: str) -> ReadAttempt:
-        # The pattern holds both checks of the characters: the alphabet and a first one of 0-7.
         if len(body) != ULID_LEN or _PATTERN.fullmatch(body) is None:
             return NOT_READ
         ms = int(body[:ULID_TIME_LEN].translate(_TO_BASE32), 32)

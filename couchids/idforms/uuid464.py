@@ -1,9 +1,8 @@
 """uuid464: a UUID as 22 characters of unpadded base64url (the SimpleDB id specification).
 
-The specification means random (version 4) UUIDs, which hold no time. A UUIDv7 written this
-way does, and :meth:`Uuid464Form.read` gives it back; but base64url's alphabet
-(``A-Z a-z 0-9 - _``) is not in byte order, so uuid464 ids never sort by time in
-``_all_docs``, and time queries on them are refused.
+Random (version 4) UUIDs hold no time; a UUIDv7 written this way does, and is read. But
+base64url's alphabet is not in byte order, so uuid464 ids never sort by time and time queries
+on them are refused.
 """
 
 from __future__ import annotations
@@ -50,7 +49,6 @@ class Uuid464Form(IdForm):
             raise InvalidArgumentError(
                 "uuid464 ids are random UUIDs (version 4) and hold no time: pass no timestamp"
             )
-        # A version 4 UUID: 122 random bits, the version 4 and the RFC 9562 variant.
         value = (WORDS.bits(128) & _V4_CLEAR) | _V4_SET
         body = base64.urlsafe_b64encode(value.to_bytes(16))[:UUID464_LEN].decode("ascii")
         return body if type is None else self.type_prefix(type) + body

@@ -1,23 +1,15 @@
 """UUIDv7 ids as kuuid 3 makes them: ``v7()`` hyphenated, ``v7s()`` as 32 hex characters.
 
-Layout (RFC 9562, section 5.7): 48 bits of Unix milliseconds, the version ``7``, 12 bits
-``rand_a``, the variant ``10``, 62 bits ``rand_b``. kuuid 3 puts a counter that starts at 0
-in ``rand_a``; it overflows into a 33-character id after 4096 ids in one millisecond.
-couchids instead treats ``rand_a`` and ``rand_b`` as one 74-bit number (RFC 9562's
-"monotonic random", method 2): the first id of a millisecond takes a random value below
-``2**73``; each later id of the same millisecond adds a random step of 1 to ``2**32``. So ids
-strictly increase within a process however many are made per millisecond, and the length
-never changes.
+Layout (RFC 9562, 5.7): 48 bits of Unix milliseconds, the version ``7``, 12 bits ``rand_a``,
+the variant ``10``, 62 bits ``rand_b``. Where kuuid 3 counts from 0 in ``rand_a`` (and
+overflows into 33 characters after 4096 ids in a millisecond), couchids takes ``rand_a`` and
+``rand_b`` as one 74-bit number (RFC 9562's "monotonic random", method 2): the first id of a
+millisecond is random below ``2**73``, each later one adds a random step of 1 to ``2**32``.
 
 - For the current time, a clock that steps back is held at the last millisecond used, and a
-  millisecond whose 74 bits run out moves on to the next (both allowed by RFC 9562 6.2).
-- An explicit ``timestamp`` always encodes exactly that millisecond; ids for a timestamp
-  seen among the last ``RECENT`` distinct milliseconds continue its sequence.
-- The clock's own millisecond is kept apart from those, so however many explicit times are
-  used, ids made for the current time keep strictly increasing.
-
-:func:`uuid7_int` gives the same UUIDv7 as a 128-bit number, for the forms that write it in
-another alphabet (base36, ULID).
+  millisecond whose 74 bits run out moves on to the next (RFC 9562 6.2).
+- An explicit ``timestamp`` encodes exactly that millisecond, continuing its sequence if it
+  is among the last ``RECENT`` ones; the clock's own millisecond is kept apart from those.
 """
 
 from __future__ import annotations
@@ -25,11 +17,12 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 from couchids.errors import InvalidTimeError
 from couchids.idforms.constants import V7_RANDOM_BITS, V7_VERSION
 from couchids.idforms.doctypes import type_prefix
+from couchids.idforms.entropy import WORDS
 from couchids.idforms.times import TimeLike, now_ms, to_datetime, to_ms
 
 __all__ = ["uuid7_from", "v7", "v7_hex", "v7s"]
@@ -37,19 +30,14 @@ __all__ = ["uuid7_from", "v7", "v7_hex", "v7s"]
 RECENT = 1024
 _RANDOM_LIMIT = 1 << V7_RANDOM_BITS
 _FIRST_BITS = V7_RANDOM_BITS - 1  # headroom: a sequence can take 2**41 steps before it ends
-_STEP_MASK = (1 << 32) - 1
-_BATCH_WORDS = 512
 _RAND_B_BITS = 62
 _RAND_B_MASK = (1 << _RAND_B_BITS) - 1
 _VERSION_AND_VARIANT = (V7_VERSION << 76) | (0b10 << _RAND_B_BITS)
 
 
 class Sequencer:
-    """The last 74-bit value used for the clock's millisecond and for each recent explicit one,
+    """The last 74-bit value used for the clock's millisecond and each recent explicit one,
     shared by the threads.
-
-    Randomness comes from ``os.urandom`` a batch of 64-bit words at a time (one system call
-    per batch rather than per id); a forked child drops the batch it inherited.
 
     Args:
         clock: the current time in epoch milliseconds (tests pass a frozen one).
@@ -64,22 +52,15 @@ class Sequencer:
         self.reset()
 
     def reset(self) -> None:
-        """Forget every sequence and the random words held (after a fork)."""
+        """Forget every sequence (after a fork)."""
         self._lock = threading.Lock()
         self._recent: OrderedDict[int, int] = OrderedDict()
         self._clock_ms = 0
         self._clock_value = -1
-        self._words: Iterator[int] = iter(())
-
-    def _refill(self) -> int:
-        """A random 64-bit integer from a fresh batch (called under the lock)."""
-        self._words = iter(memoryview(os.urandom(8 * _BATCH_WORDS)).cast("Q"))
-        return next(self._words)
 
     def next(self, explicit_ms: int | None) -> tuple[int, int]:
         """The millisecond and 74-bit value of a new id."""
-        # acquire/release rather than ``with``, whose __enter__/__exit__ calls cost about
-        # 50 ns more on CPython 3.11: a twentieth of a new id.
+        # acquire/release: ``with`` costs about 50 ns more on CPython 3.11.
         lock = self._lock
         lock.acquire()
         try:
@@ -122,31 +103,14 @@ class Sequencer:
         last = self._recent.get(ms, -1)
         if ms == self._clock_ms and self._clock_value > last:
             last = self._clock_value
-        word = next(self._words, None)
-        if word is None:
-            word = self._refill()
         if last < 0:
-            # Below 2**73, which leaves room for 2**41 steps before the 74 bits run out.
-            low = next(self._words, None)
-            if low is None:
-                low = self._refill()
-            return ((word << 64) | low) >> (128 - _FIRST_BITS)
-        value = last + 1 + (word & _STEP_MASK)
+            return WORDS.bits(_FIRST_BITS)
+        value = last + 1 + WORDS.bits(32)
         return value if value < _RANDOM_LIMIT else None
 
 
 SEQUENCER = Sequencer()
 os.register_at_fork(after_in_child=SEQUENCER.reset)
-
-
-def uuid7_int(timestamp: TimeLike = None, *, sequencer: Sequencer = SEQUENCER) -> int:
-    """A new UUIDv7 as a 128-bit number, in the sequence :func:`v7` and :func:`v7s` share.
-
-    >>> uuid7_int(0) >> 76
-    7
-    """
-    explicit = None if timestamp is None else to_ms(timestamp)
-    return uuid7_from(*sequencer.next(explicit))
 
 
 def v7_hex(ms: int, value: int) -> str:
@@ -170,7 +134,8 @@ def uuid7_from(ms: int, value: int) -> int:
 
 
 def _hex(timestamp: TimeLike) -> str:
-    return f"{uuid7_int(timestamp):032x}"
+    """A new UUIDv7's 32 hex digits, in the sequence every UUIDv7 form shares."""
+    return v7_hex(*SEQUENCER.next(None if timestamp is None else to_ms(timestamp)))
 
 
 def v7s(timestamp: TimeLike = None, *, type: str | None = None) -> str:
@@ -181,8 +146,7 @@ def v7s(timestamp: TimeLike = None, *, type: str | None = None) -> str:
         type: document type written before the id as ``type:``.
 
     Raises:
-        InvalidTimeError: bad ``timestamp``.
-        InvalidTypeError: ``type`` breaks the type rule.
+        InvalidTimeError, InvalidTypeError: a bad ``timestamp`` or ``type``.
 
     >>> v7s(0)[:13]
     '0000000000007'
