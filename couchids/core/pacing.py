@@ -1,6 +1,6 @@
 """Keeping to a server's rate limits: the request class of each request (:func:`request_class`)
 and a :class:`Pacer` that learns, from ``429`` answers, how many requests of each class the
-server takes in any window of :data:`WINDOW` seconds, and holds each request back until it fits.
+server takes in any window of ``WINDOW`` seconds, and holds each request back until it fits.
 
 IBM Cloudant counts reads, writes and global queries apart over any 1,000 ms and answers
 ``429`` past a class's limit ("Provisioned throughput capacity model FAQ"). How the budget of a
