@@ -1,11 +1,6 @@
-"""How a client reaches its server, for the server's own replicator: the service URL and the
-credentials of the client's authenticator (:meth:`couchids.Database.replicate`).
-
-Both drivers' clients carry an ``ibmcloudant`` ``CloudantV1`` (the asyncio client holds one),
-whose authenticator knows the credentials: basic and CouchDB session authentication a user
-name and password, IAM an API key. Credentials in the service URL's user info
-(``http://admin:pass@host``, with no authenticator) are read by
-:func:`couchids.core.replication.server_root`.
+"""The credentials a client's authenticator signs in with, and how the server's own replicator
+reaches it (:meth:`couchids.Database.replicate`); credentials in the service URL's user info
+are read by :func:`couchids.core.replication.server_root`.
 """
 
 from __future__ import annotations
@@ -13,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ibm_cloud_sdk_core.authenticators import (
+    Authenticator,
     BasicAuthenticator,
     IAMAuthenticator,
     NoAuthAuthenticator,
@@ -23,7 +19,20 @@ from ibmcloudant.cloudant_v1 import CloudantV1
 from couchids.core.replication import Credentials
 from couchids.errors import InvalidArgumentError
 
-__all__ = ["server_access"]
+__all__ = ["credentials_of", "server_access"]
+
+
+def credentials_of(auth: Authenticator) -> Credentials | None:
+    """The credentials an authenticator signs in with: basic and CouchDB session authentication
+    a user name and password, IAM an API key; ``None`` for others."""
+    if isinstance(auth, BasicAuthenticator):
+        return Credentials("basic", auth.username, auth.password)
+    if isinstance(auth, CouchDbSessionAuthenticator):
+        manager = auth.token_manager
+        return Credentials("basic", manager.username, manager.password)
+    if isinstance(auth, IAMAuthenticator):
+        return Credentials("iam", secret=auth.token_manager.apikey)
+    return None
 
 
 def server_access(client: Any) -> tuple[str, Credentials | None]:
@@ -37,17 +46,10 @@ def server_access(client: Any) -> tuple[str, Credentials | None]:
     cloudant = getattr(client, "cloudant", client)
     if not isinstance(cloudant, CloudantV1):
         raise InvalidArgumentError(f"client={client!r}: not an ibmcloudant CloudantV1 client")
-    url: str = cloudant.service_url or ""
     auth = cloudant.authenticator
-    if isinstance(auth, NoAuthAuthenticator):
-        return url, None
-    if isinstance(auth, BasicAuthenticator):
-        return url, Credentials("basic", auth.username, auth.password)
-    if isinstance(auth, CouchDbSessionAuthenticator):
-        manager = auth.token_manager
-        return url, Credentials("basic", manager.username, manager.password)
-    if isinstance(auth, IAMAuthenticator):
-        return url, Credentials("iam", secret=auth.token_manager.apikey)
+    found = credentials_of(auth)
+    if found is not None or isinstance(auth, NoAuthAuthenticator):
+        return cloudant.service_url or "", found
     raise InvalidArgumentError(
         f"replicate: the client signs in with {type(auth).__name__}, whose credentials the "
         "server's replicator cannot be given; supported: basic or couchdb_session "

@@ -1,17 +1,10 @@
 """Which credentials a client signs in with, in words for messages, and the logins that a
 server or a token service refuses (:class:`LoginRefused`).
 
-:func:`couchids.connect` records where it took a client's credentials from (:func:`remember`):
-the ``CLOUDANT_*`` variables, its arguments, or the user info of the URL. A client made
-otherwise (``CloudantV1.new_instance()``) is described by its authenticator, with the
-variables ibmcloudant reads.
-
-ibmcloudant's ``couchdb_session`` login takes any answer holding an ``AuthSession`` cookie
-for a session, and CouchDB answers a refused login with ``401`` and an empty ``AuthSession``
-cookie: the client then goes on without a session, as an anonymous user, and a database it
-may not see reads as missing. :func:`check_logins` has every login of a client checked:
-a refused one raises :class:`LoginRefused`, which the drivers report as an
-:class:`~couchids.UnauthorizedError` naming the credentials, before any request it was for.
+ibmcloudant's ``couchdb_session`` login takes any answer holding an ``AuthSession`` cookie for
+a session, and CouchDB answers a refused login with ``401`` and an empty one: the client would
+go on as an anonymous user, to whom a database it may not see reads as missing.
+:func:`check_logins` has every login of a client checked instead.
 """
 
 from __future__ import annotations
@@ -22,18 +15,15 @@ from typing import Any, Final
 
 import requests
 from ibm_cloud_sdk_core import ApiException
-from ibm_cloud_sdk_core.authenticators import (
-    BasicAuthenticator,
-    IAMAuthenticator,
-    NoAuthAuthenticator,
-)
+from ibm_cloud_sdk_core.authenticators import IAMAuthenticator, NoAuthAuthenticator
 from ibm_cloud_sdk_core.token_managers.jwt_token_manager import JWTTokenManager
-from ibmcloudant import CouchDbSessionAuthenticator
 from ibmcloudant.cloudant_v1 import CloudantV1
 from ibmcloudant.couchdb_session_token_manager import CouchDbSessionTokenManager
 
-from couchids.core.answers import QUOTE_LEN
+from couchids.core.answers import QUOTE_LEN, couchdb_error
+from couchids.core.effects import Response
 from couchids.core.urls import ParsedUrl, parse_url
+from couchids.drivers.access import credentials_of
 from couchids.errors import InvalidArgumentError
 
 __all__ = [
@@ -53,16 +43,9 @@ REFUSED_STATUSES: Final = (400, 401, 403)
 
 @dataclass(frozen=True)
 class Source:
-    """Where a client's settings came from, in the words of the settings.
-
-    Attributes:
-        auth_type: what set the authentication type: ``CLOUDANT_AUTH_TYPE``, ``auth_type``,
-            or ``""`` when it followed from the rest (a URL with user info, an API key).
-        secrets: what gave the credentials: ``CLOUDANT_USERNAME and CLOUDANT_PASSWORD``,
-            ``the username and password arguments``, ``the user:password@ of CLOUDANT_URL``,
-            ``CLOUDANT_APIKEY``, ...; ``""`` for none.
-        url: what gave the URL: ``CLOUDANT_URL`` or ``url``.
-    """
+    """Where a client's settings came from, in the words of the settings: its authentication
+    type (``""`` when it followed from the rest), its credentials (``CLOUDANT_USERNAME and
+    CLOUDANT_PASSWORD``, ``the apikey argument``, ...; ``""`` for none) and its URL."""
 
     auth_type: str = "CLOUDANT_AUTH_TYPE"
     secrets: str = ""
@@ -78,20 +61,22 @@ _sources: weakref.WeakKeyDictionary[CloudantV1, Source] = weakref.WeakKeyDiction
 
 
 def remember(client: CloudantV1, source: Source) -> None:
-    """Record where ``client``'s settings came from, for messages about it."""
+    """Record where ``client``'s settings came from (:func:`couchids.connect` does)."""
     _sources[client] = source
 
 
 def _source(client: CloudantV1) -> Source:
+    """Where ``client``'s settings came from; for a client made otherwise, the variables
+    ibmcloudant reads for its authenticator."""
     found = _sources.get(client)
     if found is not None:
         return found
-    auth = client.authenticator
-    if isinstance(auth, BasicAuthenticator | CouchDbSessionAuthenticator):
-        return Source(secrets="CLOUDANT_USERNAME and CLOUDANT_PASSWORD")
-    if isinstance(auth, IAMAuthenticator):
+    credentials = credentials_of(client.authenticator)
+    if credentials is None:
+        return Source()
+    if credentials.kind == "iam":
         return Source(secrets="CLOUDANT_APIKEY")
-    return Source()
+    return Source(secrets="CLOUDANT_USERNAME and CLOUDANT_PASSWORD")
 
 
 def _url_user(client: CloudantV1) -> ParsedUrl | None:
@@ -113,19 +98,17 @@ def signs_in_as(client: CloudantV1) -> str:
     key of CLOUDANT_APIKEY``, ...; never a secret.
     """
     auth, source = client.authenticator, _source(client)
-    if isinstance(auth, NoAuthAuthenticator):
-        parsed = _url_user(client)
-        if parsed is None:
-            return ""
-        return f"user {parsed.username!r} with its password (the user:password@ of {source.url})"
-    if isinstance(auth, BasicAuthenticator):
-        return f"user {auth.username!r} with its password ({source.secrets})"
-    if isinstance(auth, CouchDbSessionAuthenticator):
-        user = auth.token_manager.username
-        return f"user {user!r} with its password ({source.secrets})"
-    if isinstance(auth, IAMAuthenticator):
+    credentials = credentials_of(auth)
+    if credentials is not None and credentials.kind == "iam":
         return f"the API key of {source.secrets}"
-    return f"the credentials of its {auth.authentication_type()} authentication"
+    if credentials is not None:
+        return f"user {credentials.username!r} with its password ({source.secrets})"
+    if not isinstance(auth, NoAuthAuthenticator):
+        return f"the credentials of its {auth.authentication_type()} authentication"
+    parsed = _url_user(client)
+    if parsed is None:
+        return ""
+    return f"user {parsed.username!r} with its password (the user:password@ of {source.url})"
 
 
 def _advice(source: Source) -> str:
@@ -142,9 +125,9 @@ def _advice(source: Source) -> str:
 
 
 def refused_hint(client: CloudantV1) -> str:
-    """What to check after the server refused a request (401 or 403): the
-    credentials it was sent with, by name; or, when it was sent with none, the setting that
-    chose none, and how to send some."""
+    """What to check after the server refused a request (401 or 403): the credentials it was
+    sent with, by name; or, when it was sent with none, the setting that chose none, and how
+    to send some."""
     who = signs_in_as(client)
     if not who:
         source = _source(client)
@@ -165,8 +148,7 @@ def answer_hint(client: CloudantV1, status: int) -> str:
 
 class LoginRefused(Exception):
     """The server refused a ``couchdb_session`` login, or a token service a token request
-    (IAM's for a wrong API key). Its message names the login and the credentials; the
-    drivers make it an :class:`~couchids.UnauthorizedError`."""
+    (IAM's for a wrong API key); the drivers make it an :class:`~couchids.UnauthorizedError`."""
 
     def __init__(self, message: str, status: int) -> None:
         super().__init__(message)
@@ -213,20 +195,14 @@ class _CheckedLogin:
 
 
 def _couchdb_reason(answer: requests.Response) -> str:
-    try:
-        body = answer.json()
-    except ValueError:
-        return ""
-    if not isinstance(body, dict):
-        return ""
-    error, reason = body.get("error"), body.get("reason")
-    return ": ".join(str(part) for part in (error, reason) if isinstance(part, str) and part)
+    found = couchdb_error(Response(answer.status_code, answer.content))
+    return ": ".join(part for part in found if part) if found else ""
 
 
 def check_logins(client: CloudantV1) -> None:
-    """Have ``client``'s logins checked: its ``couchdb_session`` login and the token requests
-    of its IAM (or other token) authentication raise :class:`LoginRefused` when refused.
-    Once per token manager; a new authenticator is checked at the next call."""
+    """Have ``client``'s logins (its ``couchdb_session`` login, the token requests of its IAM
+    or other token authentication) raise :class:`LoginRefused` when refused, once per token
+    manager: a new authenticator is checked at the next call."""
     manager = getattr(client.authenticator, "token_manager", None)
     if not isinstance(manager, CouchDbSessionTokenManager | JWTTokenManager):
         return
