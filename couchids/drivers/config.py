@@ -1,8 +1,6 @@
-"""What couchids reads of ibmcloudant's standard configuration: the server URL and the secrets
-to mask in messages.
-
-The same sources, in the same order, that ``CloudantV1.new_instance()`` reads: a credentials
-file, ``CLOUDANT_*`` variables, ``VCAP_SERVICES``.
+"""What couchids reads of ibmcloudant's configuration (a credentials file, ``CLOUDANT_*``
+variables, ``VCAP_SERVICES``, as ``CloudantV1.new_instance()`` reads them): the server URL and
+the secrets to mask in messages.
 """
 
 from __future__ import annotations
@@ -49,12 +47,8 @@ def scrub(text: str) -> str:
 
 
 class _MaskedRecords(logging.Filter):
-    """A logger filter masking credentials in each record by their shape (the user info of a
-    URL, an ``Authorization`` value, ...: :func:`couchids.drivers.redact.redact`).
-
-    Only by their shape: finding the configured secrets reads the configuration, which the
-    SDK logs about, through this filter.
-    """
+    """A logger filter masking credentials in each record by their shape only: finding the
+    configured secrets reads the configuration, which the SDK logs about, through it."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         try:
@@ -71,9 +65,8 @@ _MASKED = _MaskedRecords()
 
 
 def mask_sdk_logs() -> None:
-    """Mask credentials in what ibmcloudant's core logs: at DEBUG it logs each request's URL
-    (``Prepared request [GET http://user:password@host/db]``) and the service URL, user info
-    and all. Adds :class:`_MaskedRecords` to its logger, once."""
+    """Mask credentials in what ibmcloudant's core logs (at DEBUG, each request's URL and the
+    service URL, user info and all), once."""
     logger = get_logger()
     if _MASKED not in logger.filters:
         logger.addFilter(_MASKED)

@@ -1,17 +1,7 @@
-"""A client for the server: :func:`connect`.
-
-ibmcloudant's ``CloudantV1.new_instance()`` reads the ``CLOUDANT_*`` configuration (a
-credentials file, the environment, ``VCAP_SERVICES``) and, when something is missing, falls
-back to IBM Cloud container authentication, which fails anywhere else with a message about
-IAM profiles. :func:`connect` reads the same configuration
-(:func:`couchids.drivers.config.cloudant_config`), lets arguments take the place of its
-variables, and checks it first: a missing URL or authentication type is a couchids error that
-says what to set, and the URL is read once (:func:`couchids.core.urls.parse_url`): a password
-holding a reserved character unencoded, a bad host or port, or a database's path is refused,
-no part of the password shown. The client is recorded with where its credentials came from
-(:func:`couchids.drivers.credentials.remember`), for the messages of its errors.
-:func:`cloudant_client` does it for :func:`couchids.connect`, :func:`couchids.aio.connect`
-and the command (whose messages name only the variables).
+"""A client for the server: :func:`connect`, which reads ibmcloudant's ``CLOUDANT_*``
+configuration as ``CloudantV1.new_instance()`` does, lets arguments take the place of its
+variables, and checks it first, where ibmcloudant would fall back to IBM Cloud container
+authentication and fail with a message about IAM profiles.
 """
 
 from __future__ import annotations
@@ -72,46 +62,32 @@ def connect(
     """An ``ibmcloudant`` ``CloudantV1`` client for the configured server, or the one given.
 
     Each argument takes the place of its variable (``url`` of ``CLOUDANT_URL``, ``auth_type``
-    of ``CLOUDANT_AUTH_TYPE``, ...); the rest of the configuration (``CLOUDANT_AUTH_URL``,
-    ``CLOUDANT_ENABLE_RETRIES``, ``CLOUDANT_DISABLE_SSL``, ...) is read as
-    ``CloudantV1.new_instance()`` reads it.
-
-    Without an authentication type: ``basic`` when the URL carries a user name and password
-    (``http://admin:pass@127.0.0.1:5984``, as a local CouchDB's URL usually does), ``iam`` when
-    an API key is configured (ibmcloudant's own rule), and otherwise an error rather than
-    ibmcloudant's IBM Cloud container authentication. With ``basic`` or ``couchdb_session``
-    the user info of the URL is the credentials when no user name is configured, and is taken
-    out of the URL the client sends requests to (and logs) either way.
-
-    The URL is the server's: ``http(s)://[user:password@]host[:port]``, no path (a database
-    is named by the handle, ``couchids.Database(client, "shop")``). A user name or password
-    in it holds ``@ : / ? # [ ] %`` and spaces percent-encoded
-    (``urllib.parse.quote(password, safe="")``): unencoded, the request would go to another
-    host, with the rest of the password in its path.
-
-    The client's errors name its credentials by where they came from: a refused login is an
-    :class:`~couchids.UnauthorizedError` saying ``user 'admin' with its password
-    (CLOUDANT_USERNAME and CLOUDANT_PASSWORD)``, or, for a server that wants credentials from
-    a client sending none, naming ``CLOUDANT_AUTH_TYPE=noauth``.
+    of ``CLOUDANT_AUTH_TYPE``, ...); the rest (``CLOUDANT_ENABLE_RETRIES``, ...) is read as
+    ``CloudantV1.new_instance()`` reads it. Without an authentication type: ``basic`` when the
+    URL carries a user name and password (``http://admin:pass@127.0.0.1:5984``), ``iam`` when
+    an API key is configured, and otherwise an error. With ``basic`` or ``couchdb_session`` the
+    URL's user info is the credentials when no user name is configured, and is taken out of
+    the URL requests go to either way. The client's errors name its credentials by where they
+    came from (``user 'admin' with its password (CLOUDANT_USERNAME and CLOUDANT_PASSWORD)``).
 
     Args:
-        url: the server's URL, ``http://`` or ``https://``.
+        url: the server's, ``http(s)://[user:password@]host[:port]`` with no path (a database
+            is named by its handle); ``@ : / ? # [ ] %`` and spaces in the user name or
+            password percent-encoded (``urllib.parse.quote(password, safe="")``).
         auth_type: one of ``AUTH_TYPES`` (``noauth``, ``basic``, ``couchdb_session``,
             ``iam``, ...).
         username, password: for ``basic`` and ``couchdb_session``.
         apikey: for ``iam``.
-        rate: the requests a second of each of IBM Cloudant's request classes couchids keeps
-            to with this client: ``"lite"`` (20 reads, 10 writes, 5 global queries),
-            ``"standard"`` (one block: 100, 50, 5), or a mapping such as ``{"reads": 200,
-            "writes": 100, "queries": 10}``. ``None`` (the default): couchids learns each
-            class's rate from the server's ``429`` answers (see the IBM Cloudant guide).
+        rate: the requests a second of each of IBM Cloudant's request classes to keep to:
+            ``"lite"`` (20 reads, 10 writes, 5 global queries), ``"standard"`` (one block: 100,
+            50, 5), or a mapping such as ``{"reads": 200, "writes": 100, "queries": 10}``.
+            ``None``: learnt from the server's ``429`` answers (see the IBM Cloudant guide).
 
     Raises:
-        InvalidArgumentError: no URL; a URL without ``http://`` or ``https://``, with a user
-            name or password holding one of ``@ : / ? # [ ] %`` or a space unencoded, a host
-            or port that is not one, a path (a database's URL), a query or a fragment; no or
-            an unknown authentication type; or the credentials it needs are missing. The
-            message says what to set, and never holds a credential or any part of one.
+        InvalidArgumentError: no URL, or one that is not a server's (another scheme, a user
+            name or password with a reserved character unencoded, a bad host or port, a path,
+            a query or a fragment); no or an unknown authentication type; or missing
+            credentials. The message says what to set, and holds no part of a credential.
 
     Example::
 
@@ -137,9 +113,9 @@ def cloudant_client(
     apikey: str | None = None,
     arguments: bool = True,
 ) -> CloudantV1:
-    """:func:`connect`, for :func:`couchids.connect`, :func:`couchids.aio.connect` and the
-    command; ``arguments=False`` (the command, which has no flags for them) leaves the
-    arguments out of the messages' advice."""
+    """:func:`connect`'s client, checked and recorded with where its credentials came from;
+    ``arguments=False`` (the command, which has no flags for them) leaves the arguments out of
+    the messages' advice."""
     given = {
         "URL": url,
         "AUTH_TYPE": auth_type,
@@ -217,11 +193,7 @@ def cloudant_client(
 def _configuration(given: dict[str, str | None]) -> tuple[dict[str, str], dict[str, str]]:
     """The configuration ibmcloudant reads, with the arguments ``given`` (by variable name
     without ``CLOUDANT_``) in place of their variables; and where each setting came from, for
-    messages: its variable, or its argument.
-
-    Raises:
-        InvalidArgumentError: an argument that is not a str (nor None).
-    """
+    messages: its variable, or its argument. Refuses an argument that is not a str."""
     for key, value in given.items():
         if value is not None and not isinstance(value, str):
             raise InvalidArgumentError(
@@ -239,13 +211,9 @@ def _configuration(given: dict[str, str | None]) -> tuple[dict[str, str], dict[s
 
 
 def _built(config: dict[str, str]) -> CloudantV1:
-    """The client of a checked configuration (its ``AUTH_TYPE`` and bare ``URL`` set).
-
-    Raises:
-        ValueError: ibmcloudant could not build its authenticator.
-    """
-    # ibmcloudant's reading of a configuration into an authenticator (the SDK core's, plus
-    # couchdb_session): every type and option as CloudantV1.new_instance() builds it.
+    """The client of a checked configuration (its ``AUTH_TYPE`` and bare ``URL`` set), its
+    authenticator built as ``CloudantV1.new_instance()`` builds it; ``ValueError`` when
+    ibmcloudant cannot."""
     authenticator: Authenticator | None = new_construct_authenticator(config)
     if authenticator is None:
         raise ValueError(

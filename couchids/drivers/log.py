@@ -1,23 +1,7 @@
-"""What couchids logs, through the standard library's :mod:`logging`.
-
-Both drivers log on ``couchids.request``, a child of the package's logger ``couchids``, which
-has a ``NullHandler`` (the practice of libraries): nothing is shown until the application
-configures logging, say ``logging.basicConfig(level=logging.DEBUG)``, or
-``logging.getLogger("couchids").setLevel(logging.DEBUG)`` with a handler of its own.
-
-- DEBUG, one record per request sent: ``POST /db/_all_docs 200 12 ms (attempt 1)``; instead
-  of a status, what happened when no answer came (``timeout``, ``connection refused``,
-  ``connection closed``, ...).
-- INFO, one record per retry, before the wait:
-  ``retrying PUT /db/x after HTTP 503, in 0.05 s (attempt 2 of 5)``.
-
-The path is couchids' own, from the server's root: never the query string, the server URL's
-user info or a request's body, so a record holds no credential. Handlers find the values in
-the record too (``extra``): ``couchids_method``, ``couchids_path``, ``couchids_status`` (``None``
-when no answer came), ``couchids_failure`` (``None`` when one came), ``couchids_ms``,
-``couchids_attempt``, ``couchids_operation`` (``"latest"``) and ``couchids_db``; a retry's
-record has ``couchids_reason`` and ``couchids_wait`` (seconds) instead of the status, failure
-and time, and the attempt about to be made.
+"""What couchids logs, through :mod:`logging`: one DEBUG record on ``couchids.request`` per
+request either driver sends, one INFO record per retry (the Errors guide's "Logging" lists
+their fields). A record names the path from the server's root, never the query string, the
+server URL's user info or a request's body, so it holds no credential.
 """
 
 from __future__ import annotations
@@ -42,9 +26,8 @@ HTTP_LOGGERS: Final = ("urllib3",)
 
 
 def _route(effect: Send) -> tuple[str, str]:
-    request = effect.request
     # couchids' paths hold no query string (the parameters travel apart): cut one anyway.
-    return request.method, request.path.split("?", 1)[0]
+    return effect.request.method, effect.request.path.split("?", 1)[0]
 
 
 def sent(effect: Send, status: int | None, failure: str | None, ms: float) -> None:

@@ -1,13 +1,9 @@
-"""``https://`` on a port that speaks plain HTTP, found when the connection is made rather
-than when the operation's deadline passes.
-
-A TLS handshake with a plain-HTTP server fails at once when the server answers the
-handshake's first bytes with an HTTP error (PouchDB Server), and never ends when it waits for
-the rest of a request line (CouchDB): the client waits for a handshake answer until its
-deadline (60 s by default). So both drivers give the handshake of a new connection
-:data:`HANDSHAKE_TIMEOUT` at most, and when it fails, :func:`speaks_plain_http` asks the same
-port for ``HEAD /`` in plain HTTP: an HTTP answer makes the error say to write ``http://``
-(:func:`plain_http_reason`), and it is not retried.
+"""``https://`` on a port that speaks plain HTTP, found when the connection is made rather than
+at the operation's deadline: such a server answers a TLS handshake with an HTTP error
+(PouchDB Server) or never (CouchDB, waiting for the rest of a request line). Both drivers
+give a new connection's handshake :data:`HANDSHAKE_TIMEOUT` at most; when it fails,
+:func:`speaks_plain_http` asks the port for ``HEAD /`` in plain HTTP, and an answer makes the
+error say to write ``http://`` (:func:`plain_http_reason`), not retried.
 """
 
 from __future__ import annotations
