@@ -33,18 +33,26 @@ from couchids.core.effects import (
     Emit,
     Lost,
     Program,
+    Request,
     Response,
     Send,
     Sleep,
     Start,
     Wait,
-    request_headers,
 )
 from couchids.core.facts import FactsCache
 from couchids.core.pacing import Pacer, Rate, Ticket
 from couchids.core.pages import handed_on
 from couchids.drivers import log
-from couchids.drivers.blocking import FAILURES, OneReading, answered, heard, lost, room
+from couchids.drivers.blocking import (
+    FAILURES,
+    OneReading,
+    answered,
+    heard,
+    lost,
+    prepare,
+    room,
+)
 from couchids.drivers.config import scrub
 from couchids.drivers.connecting import cloudant_client
 from couchids.drivers.credentials import answer_hint, check_logins
@@ -181,17 +189,8 @@ class AsyncClient:
         """The request as the blocking client prepares it: URL, headers, authentication (a
         token request, if one is due, on a thread: :func:`_in_thread`)."""
         sent = effect.request
-        options: dict[str, Any] = {
-            "method": sent.method,
-            "url": sent.path,
-            "headers": request_headers(sent, self.cloudant.service_url),
-            "params": dict(sent.params) if sent.params else None,
-            "data": sent.body,
-        }
         prepared = (
-            self._prepare(options)
-            if self._inline
-            else await _in_thread(lambda: self._prepare(options))
+            self._prepare(sent) if self._inline else await _in_thread(lambda: self._prepare(sent))
         )
         if isinstance(prepared, BaseException):
             return lost(prepared, effect, login=True)
@@ -245,13 +244,12 @@ class AsyncClient:
             log.retrying(effect, wait, f"HTTP {status}", client=(attempt, retry.total))
             await asyncio.sleep(wait)
 
-    def _prepare(self, options: dict[str, Any]) -> dict[str, Any] | BaseException:
-        """The request as the blocking client prepares it (authenticated), or why it could not
-        be: returned, not raised, since a refused session login raises ``StopIteration``,
-        which no future can carry."""
+    def _prepare(self, sent: Request) -> dict[str, Any] | BaseException:
+        """``sent`` as the blocking client prepares it (authenticated), or why it could not be:
+        returned, not raised, since a refused session login raises ``StopIteration``, which no
+        future can carry."""
         try:
-            prepared: dict[str, Any] = self.cloudant.prepare_request(**options)
-            return prepared
+            return prepare(self.cloudant, sent)
         except FAILURES as exc:
             return exc
 

@@ -225,19 +225,6 @@ def _classified(exc: BaseException, db: str, policy: RetryPolicy | None) -> tupl
     return kind, ServerError(f"{head}: could not reach the server: {_network_reason(exc)}")
 
 
-def server_error(exc: BaseException, db: str, policy: RetryPolicy | None = None) -> ServerError:
-    """The couchids exception for a failure of a request about database ``db``; its message
-    names the operation (``policy.operation``), the database and the request."""
-    return _classified(exc, db, policy)[1]
-
-
-def failure_kind(exc: BaseException, policy: RetryPolicy | None = None) -> str:
-    """What became of a request that failed with ``exc``, in a few words for a log record:
-    ``timeout``, ``connection refused``, ``HTTP 503 after the client's retries``, ...;
-    ``policy`` tells a read cut short by its deadline."""
-    return _classified(exc, "", policy)[0]
-
-
 def sanitized(exc: BaseException) -> BaseException | None:
     """A copy of an ``ibmcloudant``/``requests`` exception to chain as a cause, its text masked
     (the original's text can hold the server URL with its credentials, or an answer echoing
@@ -296,7 +283,7 @@ def is_transient(exc: BaseException) -> bool:
 
 
 def lost(exc: BaseException, effect: Send, login: bool | None = None) -> tuple[Lost, str]:
-    """What a request that failed with ``exc`` lost, and in a few words (:func:`failure_kind`).
+    """What a request that failed with ``exc`` lost, and what became of it in a few words.
     ``login=True``: authentication failed before the request was sent."""
     kind, error = _classified(exc, effect.db, effect.policy)
     error.__cause__ = sanitized(exc)
@@ -916,19 +903,11 @@ def _performed(client: CloudantV1, effect: Send) -> tuple[Response | Lost, str]:
 
 
 def _exchange(client: CloudantV1, effect: Send) -> tuple[Response | Lost, str | None]:
-    """:func:`perform`'s outcome, and when it is :class:`Lost`, what happened
-    (:func:`failure_kind`)."""
+    """:func:`perform`'s outcome, and when it is :class:`Lost`, what happened (:func:`lost`)."""
     sent = effect.request
     with bounded(effect.policy):
         try:
-            prepared = client.prepare_request(
-                method=sent.method,
-                url=sent.path,
-                headers=request_headers(sent, client.service_url),
-                params=dict(sent.params) if sent.params else None,
-                data=sent.body,
-            )
-            answer = client.send(prepared, stream=True)
+            answer = client.send(prepare(client, sent), stream=True)
             raw = answer.get_result()
             if not isinstance(raw, requests.Response):  # 204, or a HEAD
                 return Response(int(answer.get_status_code() or 0), b""), None
@@ -943,6 +922,19 @@ def _exchange(client: CloudantV1, effect: Send) -> tuple[Response | Lost, str | 
             return lost(exc, effect)
         except FAILURES as exc:
             return lost(exc, effect)
+
+
+def prepare(client: CloudantV1, sent: Request) -> dict[str, Any]:
+    """``sent`` as ``client`` prepares it: its URL, headers and authentication (which may log
+    in or ask for a token first)."""
+    prepared: dict[str, Any] = client.prepare_request(
+        method=sent.method,
+        url=sent.path,
+        headers=request_headers(sent, client.service_url),
+        params=dict(sent.params) if sent.params else None,
+        data=sent.body,
+    )
+    return prepared
 
 
 #: Bytes read from an answer's body at a time: requests' ``content`` reads 10 KiB at a time,
