@@ -37,7 +37,7 @@ from localserver import KINDS, start
 
 import couchids
 from couchids import KUUID, Checkpoint
-from couchids.core.following import DEFAULT_WAIT_MS
+from couchids.core.following import DEFAULT_POLL
 from couchids.core.keys import window_keys
 from couchids.core.scan import range_pages, read_policy
 from couchids.drivers.blocking import known_facts, stream
@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{args.server}: {args.docs:,} documents before, {args.writes} writes, "
             f"{args.idle:.0f} s idle; _changes long poll waits "
-            f"{DEFAULT_WAIT_MS / 1000:.0f} s"
+            f"{DEFAULT_POLL:.0f} s"
         )
         measure("_changes (follow)", server.url, writer, by_changes, args)
         measure(
