@@ -40,12 +40,18 @@ from typing import Any
 import pytest
 from cloudantproxy import CloudantProxy
 from faultproxy import FaultProxy, client_for
+from hypothesis import settings
 from ibm_cloud_sdk_core import ApiException
 from ibmcloudant.cloudant_v1 import CloudantV1
 from kuuid_node import KuuidNode
 from localserver import KINDS, LAUNCHER_VARIABLE, CouchDBCluster, Server, start
 
 from couchids.aio import AsyncClient
+
+# Property tests check answers, never speed: a loaded machine must not fail an example for
+# taking longer than Hypothesis' default 200 ms.
+settings.register_profile("couchids", deadline=None)
+settings.load_profile("couchids")
 
 SERVERS_VARIABLE = "COUCHIDS_TEST_SERVERS"
 URL_VARIABLE = "COUCHIDS_TEST_URL"
