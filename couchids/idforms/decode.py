@@ -151,8 +151,9 @@ def decode(
     >>> decode("0000000042", form=SEQ10).millisecond is None
     True
     """
-    if form is None and reverse is None and millisecond is None and doc_id.__class__ is str:
-        decoded = _kuuid_in_window(doc_id)
+    typed = doc_id.__class__ is str and TYPE_SEPARATOR in doc_id
+    if typed and form is None and reverse is None and millisecond is None:
+        decoded = _typed_kuuid(doc_id)
         if decoded is not None:
             return decoded
     if not isinstance(doc_id, str):
@@ -168,22 +169,23 @@ def decode(
     return _infer(doc_id, reverse, millisecond)
 
 
-def _kuuid_in_window(doc_id: str) -> DecodedId | None:
-    """decode's usual case, a kuuid id (typed or not) of 2000-2100 where no other form of its
-    length can read it; ``None`` sends every other string down the whole path (_infer).
+def _typed_kuuid(doc_id: str) -> DecodedId | None:
+    """decode's usual case, ``<type>:<kuuid id of 2000-2100>`` at a length where only kuuid's
+    modes read; ``None`` sends every other string down the whole path (_infer).
 
-    The one split is after the last colon (no form's alphabet has one, so the whole string
-    is no form's) and an alphanumeric body leaves no '-' or '_' split. Lower-case bodies
-    (hex ids, which kuuid's pattern refuses) go straight to the whole path."""
+    No form's alphabet has a colon, so the whole string is no form's and the split after the
+    last colon is the one split of an alphanumeric body."""
     colon = doc_id.rfind(TYPE_SEPARATOR)
-    modes = _ONLY_MODES.get(len(doc_id) - colon - 1)
-    if modes is None:
-        return None
     body = doc_id[colon + 1 :]
-    if body.islower() or not body.isalnum():
+    modes = _ONLY_MODES.get(len(body))
+    # A v7s id (version 7 in its 13th of 32 digits), which kuuid's pattern refuses, takes the
+    # whole path at once.
+    if modes is None or body[12:13] == "7":
         return None
-    head = doc_id[:colon] if colon >= 0 else None
-    if head is not None and not (_SCOPES.get(head) or (head and _is_scope(head))):
+    if not body.isalnum():
+        return None
+    head = doc_id[:colon]
+    if not (_SCOPES.get(head) or (head and _is_scope(head))):
         return None
     value = modes.prefix(body)
     if value is NOT_READ:
@@ -311,7 +313,8 @@ class _Table:
 
 
 _TABLES: dict[tuple[bool | None, bool | None], _Table] = {}
-#: The lengths at which, without flags, kuuid's modes are all a body may be: their modes.
+#: The lengths at which, without flags, kuuid's modes are all a body may be: their modes
+#: (_typed_kuuid).
 _ONLY_MODES: dict[int, _Modes] = {}
 
 
@@ -663,13 +666,7 @@ def _no_time(
 def _no_form(doc_id: str, complaints: dict[str, str]) -> str:
     if complaints:
         return f"{doc_id!r} is not a valid id: " + "; ".join(complaints.values())
-    sizes = _sizes()
-    others = ", ".join(
-        f"{form} {form.length}"
-        for form in ALL_FORMS
-        if form.has_time and form.kind not in ("kuuid", "v7")
-    )
-    timeless = ", ".join(f"{form} {form.length}" for form in TIMELESS_FORMS)
+    others, timeless, sizes = _lengths()
     length = len(doc_id.rpartition(TYPE_SEPARATOR)[2])
     nearest = min(abs(size - length) for _, size in sizes)
     closest = ", ".join(
@@ -683,11 +680,19 @@ def _no_form(doc_id: str, complaints: dict[str, str]) -> str:
 
 
 @cache
-def _sizes() -> tuple[tuple[str, int], ...]:
-    """The forms with a time (kuuid's modes as one) and their lengths, by length then name."""
+def _lengths() -> tuple[str, str, tuple[tuple[str, int], ...]]:
+    """For :func:`_no_form`, made once: the forms with a time but kuuid and v7, and the forms
+    without, each with its length; and the forms with a time (kuuid's modes as one) and their
+    lengths, by length then name."""
+    others = ", ".join(
+        f"{form} {form.length}"
+        for form in ALL_FORMS
+        if form.has_time and form.kind not in ("kuuid", "v7")
+    )
+    timeless = ", ".join(f"{form} {form.length}" for form in TIMELESS_FORMS)
     sizes = {
         (form.kind if form.kind in ("kuuid", "v7") else str(form), form.length)
         for form in ALL_FORMS
         if form.has_time
     }
-    return tuple(sorted(sizes, key=lambda pair: (pair[1], pair[0])))
+    return others, timeless, tuple(sorted(sizes, key=lambda pair: (pair[1], pair[0])))
