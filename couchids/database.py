@@ -39,7 +39,7 @@ from couchids.core.counting import Bucket
 from couchids.core.effects import Program
 from couchids.core.expiry import ExpireReport
 from couchids.core.explaining import Style
-from couchids.core.exporting import ArchiveReport, Format
+from couchids.core.exporting import ArchiveReport
 from couchids.core.facts import FactsCache
 from couchids.core.following import DEFAULT_POLL
 from couchids.core.names import check_db
@@ -607,21 +607,19 @@ class Database:
         out: TextIO,
         *,
         type: str | None = None,
-        format: Format = "ndjson",
-        fields: collections.abc.Sequence[str] | None = None,
+        form: IdForm | None = None,
+        csv: collections.abc.Sequence[str] | None = None,
         checkpoint: Checkpoint | None = None,
         on_progress: Callable[[Checkpoint], None] | None = None,
     ) -> Checkpoint:
-        """Write the documents made in ``[start, end)`` (ids of the handle's form) to ``out``,
-        oldest first.
-
-        ``ndjson`` writes one line of JSON per document; ``csv`` a header of ``fields`` (unless
-        resuming) and a row per document (non-scalar values as JSON, a missing field empty). In the
-        asyncio API ``out`` is written on the event loop's thread.
+        """Write the documents made in ``[start, end)`` to ``out``, oldest first: one line of
+        JSON each (NDJSON), or with ``csv`` a header of those fields (unless resuming) and a row
+        per document (non-scalar values as JSON, a missing field empty). In the asyncio API
+        ``out`` is written on the event loop's thread.
 
         Args:
             out: a text stream (opened with ``newline=""`` for CSV).
-            fields: the CSV columns, such as ``["_id", "total"]`` (required for CSV).
+            csv: the CSV's columns, such as ``["_id", "total"]``; without them, NDJSON.
             checkpoint: continue after its ``last_id``; updated after every document written.
             on_progress: called with the checkpoint after every page.
 
@@ -632,6 +630,8 @@ class Database:
 
             with open("may.ndjson", "w") as out:
                 mark = orders.export("2024-05-01", "2024-06-01", out, type="order")
+            with open("may.csv", "w", newline="") as out:
+                orders.export("2024-05-01", "2024-06-01", out, csv=["_id", "total"])
         """
         program = exporting.export(
             self._facts,
@@ -640,9 +640,8 @@ class Database:
             end,
             out,
             type=type,
-            form=self.form,
-            format=format,
-            fields=fields,
+            form=self._form(form),
+            csv=csv,
             checkpoint=checkpoint,
             batch_size=self.options.batch("export"),
             on_progress=on_progress,

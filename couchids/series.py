@@ -28,7 +28,6 @@ from ibmcloudant.cloudant_v1 import CloudantV1
 from couchids.core import replication, series
 from couchids.core.arguments import count as check_count
 from couchids.core.counting import Bucket
-from couchids.core.exporting import Format
 from couchids.core.facts import FactsCache
 from couchids.core.options import Options, check_options
 from couchids.core.periods import END_OF_TIME, Every, Period, SeriesLayout
@@ -506,8 +505,7 @@ class Series:
         out: TextIO,
         *,
         type: str | None = None,
-        format: Format = "ndjson",
-        fields: collections.abc.Sequence[str] | None = None,
+        csv: collections.abc.Sequence[str] | None = None,
         checkpoint: Checkpoint | None = None,
         on_progress: Callable[[Checkpoint], None] | None = None,
     ) -> Checkpoint:
@@ -526,8 +524,7 @@ class Series:
             end,
             out,
             type=type,
-            format=format,
-            fields=fields,
+            csv=csv,
             checkpoint=checkpoint,
             batch_size=self.options.batch("export"),
             on_progress=on_progress,

@@ -51,23 +51,20 @@ def test_a_resumed_export_equals_an_uninterrupted_one(
 ) -> None:
     form = FORMS[seed % len(FORMS)]
     populate(client, db, form, 30 + seed)
-    fmt = "csv" if seed % 2 else "ndjson"
-    fields = ["_id", "n"] if fmt == "csv" else None
+    columns = ["_id", "n"] if seed % 2 else None
     whole = io.StringIO()
-    couchids.Database(client, db, form=form).export(
-        START, END, whole, type="ord", format=fmt, fields=fields
-    )
+    couchids.Database(client, db, form=form).export(START, END, whole, type="ord", csv=columns)
     rows = len(whole.getvalue().splitlines())
     out = FailingOut(random.Random(seed).randrange(2, rows))
     mark = Checkpoint()
-    options = {"type": "ord", "format": fmt, "fields": fields}
+    options = {"type": "ord", "csv": columns}
     handle = couchids.Database(client, db, form=form).with_options(batch_size=4)
     with pytest.raises(Broken):
         handle.export(START, END, out, checkpoint=mark, **options)  # type: ignore[arg-type]
     stopped = Checkpoint.from_json(mark.to_json())
     handle.export(START, END, out, checkpoint=stopped, **options)  # type: ignore[arg-type]
     assert out.getvalue() == whole.getvalue()
-    if fmt == "csv":
+    if columns:
         table = list(csv.reader(io.StringIO(whole.getvalue())))
         assert table[0] == ["_id", "n"] and table[1][1].isdigit()
 
@@ -88,10 +85,17 @@ def test_export_rides_out_lost_answers(couch_url: str, db: str) -> None:
 
 
 def test_csv_needs_fields(client: CloudantV1, db: str) -> None:
-    with pytest.raises(InvalidArgumentError, match="fields"):
-        couchids.Database(client, db).export(START, END, io.StringIO(), format="csv")
-    with pytest.raises(InvalidArgumentError, match="format"):
-        couchids.Database(client, db).export(START, END, io.StringIO(), format="xml")  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match=r"csv=\[\]: a CSV export needs fields"):
+        couchids.Database(client, db).export(START, END, io.StringIO(), csv=[])
+
+
+def test_export_reads_the_form_it_is_given(client: CloudantV1, db: str) -> None:
+    populate(client, db, V7S, 3)  # among ids of other forms made at the same times
+    out = io.StringIO()
+    mark = couchids.Database(client, db, form=KUUID).export(START, END, out, type="ord", form=V7S)
+    ids = [json.loads(line)["_id"] for line in out.getvalue().splitlines()]
+    assert ids == reference(client, db, V7S) and mark.done == len(ids) > 0
+    assert ids != reference(client, db, KUUID)
 
 
 def test_archive_reads_page_after_page_with_parallel_1(

@@ -94,8 +94,7 @@ BAD: dict[str, list[Any]] = {
     "block": [0, 1.5],
     "name": ["a b"],
     "out": [5],
-    "format": ["xml"],
-    "fields": [5],
+    "csv": [5],
     "target": ["B", 5],
     "target_db": ["B", 5],
     "mapping": [5],
@@ -229,13 +228,10 @@ ALIAS = {
     "ids_only": "include_docs",
     "yes": "dry_run",
     "after": "checkpoint",
-    "csv": "fields",
     "key_env": "secret",
     "follow": "wait",
     **dict.fromkeys(("ms", "short", "v7", "v7s", "sep"), "form"),
 }
-#: Flags with a parameter's name that stand for something else (histogram's output format).
-OTHER = {"format"}
 
 
 def table() -> list[tuple[set[str], str, set[str]]]:
@@ -315,7 +311,7 @@ def test_each_flag_sits_in_the_row_of_its_parameter() -> None:
             # tail's --since is follow's since (a time too); elsewhere it starts a window.
             tail_since = command == "tail" and action.dest == "since"
             param = action.dest if tail_since else ALIAS.get(action.dest, action.dest)
-            if action.option_strings and param in table and action.dest not in OTHER:
+            if action.option_strings and param in table:
                 flags_of.setdefault(param, set()).update(action.option_strings)
     for names, flags in rows:
         fed = set().union(*(flags_of.get(name, set()) for name in names))

@@ -26,7 +26,6 @@ from couchids.aio.replication import AsyncReplication
 from couchids.core import replication, series
 from couchids.core.arguments import count as check_count
 from couchids.core.counting import Bucket
-from couchids.core.exporting import Format
 from couchids.core.facts import FactsCache
 from couchids.core.options import Options, check_options
 from couchids.core.periods import END_OF_TIME, Every, Period, SeriesLayout
@@ -503,8 +502,7 @@ class AsyncSeries:
         out: TextIO,
         *,
         type: str | None = None,
-        format: Format = "ndjson",
-        fields: collections.abc.Sequence[str] | None = None,
+        csv: collections.abc.Sequence[str] | None = None,
         checkpoint: Checkpoint | None = None,
         on_progress: Callable[[Checkpoint], None] | None = None,
     ) -> Checkpoint:
@@ -523,8 +521,7 @@ class AsyncSeries:
             end,
             out,
             type=type,
-            format=format,
-            fields=fields,
+            csv=csv,
             checkpoint=checkpoint,
             batch_size=self.options.batch("export"),
             on_progress=on_progress,

@@ -276,8 +276,7 @@ def _export(args: argparse.Namespace) -> int:
             end,
             sys.stdout,
             type=args.type,
-            format="csv" if fields else "ndjson",
-            fields=fields,
+            csv=fields,
             checkpoint=mark,
             on_progress=bar,
         )

@@ -7,11 +7,11 @@ it, so a resumed export writes the same rows as one that ran through.
 
 from __future__ import annotations
 
-import csv
 import json
 from collections.abc import Callable, Iterable, Sequence
+from csv import writer as csv_writer
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, TextIO
+from typing import Any, Final, TextIO
 
 from couchids.core import arguments
 from couchids.core.answers import answer_error, describe
@@ -46,7 +46,6 @@ from couchids.idforms.forms import IdForm
 from couchids.idforms.times import TimeLike
 
 __all__ = [
-    "FORMATS",
     "ArchiveReport",
     "archive",
     "check_output",
@@ -55,8 +54,6 @@ __all__ = [
     "write_documents",
 ]
 
-Format = Literal["ndjson", "csv"]
-FORMATS: Final[tuple[Format, ...]] = ("ndjson", "csv")
 Doc = dict[str, Any]
 
 
@@ -69,8 +66,7 @@ def export(
     *,
     type: str | None,
     form: IdForm,
-    format: Format,
-    fields: Sequence[str] | None,
+    csv: Sequence[str] | None,
     checkpoint: Checkpoint | None,
     batch_size: int,
     on_progress: Callable[[Checkpoint], None] | None,
@@ -79,40 +75,35 @@ def export(
 ) -> Program[Checkpoint]:
     """The program of :meth:`couchids.Database.export`; arguments checked now."""
     policy = read_policy(timeout, "export")
-    fields, mark = check_output(out, format, fields, checkpoint)
+    columns, mark = check_output(out, csv, checkpoint)
     arguments.function("on_progress", on_progress)
     pages = window_documents(
         known, db, start, end, type, form, mark, batch_size, policy, parallel=parallel
     )
-    return write_documents(pages, out, format, fields, mark, on_progress)
+    return write_documents(pages, out, columns, mark, on_progress)
 
 
 def check_output(
-    out: TextIO, format: Format, fields: Sequence[str] | None, checkpoint: Checkpoint | None
+    out: TextIO, csv: Sequence[str] | None, checkpoint: Checkpoint | None
 ) -> tuple[list[str] | None, Checkpoint]:
-    """The checked ``fields`` of an export to ``out`` in ``format``, and the checkpoint it
-    keeps (``checkpoint``, or a new one)."""
-    if format not in FORMATS:
-        raise InvalidArgumentError(f"format={format!r}: one of {FORMATS}")
+    """The checked ``csv`` columns of an export to ``out`` (``None``: NDJSON), and the
+    checkpoint it keeps (``checkpoint``, or a new one)."""
     arguments.text_stream("out", out)
-    checked, mark = _check_fields(fields), check_checkpoint(checkpoint)
-    if format == "csv" and not checked:
-        raise InvalidArgumentError("a CSV export needs fields, such as ['_id', 'total']")
-    return checked, mark
+    return _check_columns(csv), check_checkpoint(checkpoint)
 
 
 def write_documents(
     pages: Program[None],
     out: TextIO,
-    format: Format,
-    fields: Sequence[str] | None,
+    csv: Sequence[str] | None,
     mark: Checkpoint,
     on_progress: Callable[[Checkpoint], None] | None,
 ) -> Program[Checkpoint]:
-    """Writes the documents ``pages`` emits to ``out`` in ``format`` (the CSV header first,
-    unless ``mark`` resumes an export), keeping ``mark`` at the last one written; the
-    arguments checked by :func:`check_output`. A series writes its periods' windows with it."""
-    write = _writer(out, format, fields, header=mark.last_id is None)
+    """Writes the documents ``pages`` emits to ``out``, as NDJSON or as CSV of the ``csv``
+    columns (the header first, unless ``mark`` resumes an export), keeping ``mark`` at the
+    last one written; the arguments checked by :func:`check_output`. A series writes its
+    periods' windows with it."""
+    write = _writer(out, csv, header=mark.last_id is None)
     documents = Puller(pages)
     while (page := (yield from documents.next())) is not END:
         for doc in page:
@@ -364,41 +355,41 @@ def window_documents(
     return run()
 
 
-def _check_fields(fields: object) -> list[str] | None:
-    """``fields`` as a list of names, or ``None``; one string (a column per character) or a
-    name that is not a str is refused."""
-    if fields is None:
+def _check_columns(csv: object) -> list[str] | None:
+    """``csv`` as a list of field names, or ``None``; one string (a column per character), no
+    name, or a name that is not a str is refused."""
+    if csv is None:
         return None
-    if isinstance(fields, str | bytes):
+    if isinstance(csv, str | bytes):
         raise InvalidArgumentError(
-            f"fields={fields!r:.80} is one string: pass a list of field names, such as ['_id', 'n']"
+            f"csv={csv!r:.80} is one string: pass a list of field names, such as ['_id', 'n']"
         )
-    if not isinstance(fields, Iterable) or isinstance(fields, dict):
+    if not isinstance(csv, Iterable) or isinstance(csv, dict):
         raise InvalidArgumentError(
-            f"fields={fields!r:.80}: pass a list of field names, such as ['_id', 'n']"
+            f"csv={csv!r:.80}: pass a list of field names, such as ['_id', 'n']"
         )
-    names = list(fields)
+    names = list(csv)
+    if not names:
+        raise InvalidArgumentError("csv=[]: a CSV export needs fields, such as ['_id', 'total']")
     for name in names:
         if not isinstance(name, str) or not valid_unicode(name):
             raise InvalidArgumentError(
-                f"fields: {name!r:.80} is not a field name: the fields are strings of valid "
+                f"csv: {name!r:.80} is not a field name: the fields are strings of valid "
                 "Unicode, the top-level keys of the documents, such as ['_id', 'n']"
             )
     return names
 
 
-def _writer(
-    out: TextIO, format: Format, fields: Sequence[str] | None, *, header: bool
-) -> Callable[[Doc], None]:
-    """A function that writes a document to ``out`` as ``format``.
+def _writer(out: TextIO, columns: Sequence[str] | None, *, header: bool) -> Callable[[Doc], None]:
+    """A function that writes a document to ``out``: as NDJSON, or as CSV of ``columns``.
 
     NDJSON: one line of JSON, text unescaped; a line the stream cannot encode (or holding a lone
     surrogate) is written with ``\\u`` escapes instead, the same JSON value. CSV: a row of the
-    ``fields``; a row the stream cannot encode is refused, nothing of it written (CSV has no
+    ``columns``; a row the stream cannot encode is refused, nothing of it written (CSV has no
     escapes). Both rely on ``out.write`` encoding a line before writing any of it, as the
     streams of ``open()`` do.
     """
-    if format == "ndjson":
+    if columns is None:
 
         def line(doc: Doc) -> None:
             try:
@@ -407,10 +398,9 @@ def _writer(
                 out.write(json.dumps(doc, separators=(",", ":")) + "\n")
 
         return line
-    columns = list(fields or ())
-    table = csv.writer(out)
+    table = csv_writer(out)
     if header:
-        _write_row(out, table, columns, "the header")
+        _write_row(out, table, list(columns), "the header")
 
     def row(doc: Doc) -> None:
         cells = [_cell(doc.get(name)) for name in columns]

@@ -33,7 +33,6 @@ from couchids.core.counting import Bucket, bucket_edges, parse_every
 from couchids.core.document import check_new
 from couchids.core.effects import END, Emit, Program, Puller, Request, Start, Wait, path
 from couchids.core.expiry import ExpireReport
-from couchids.core.exporting import Format
 from couchids.core.facts import FactsCache, database_facts
 from couchids.core.keys import window_keys
 from couchids.core.periods import MAX_AHEAD, Period, SeriesLayout, period_of
@@ -729,8 +728,7 @@ def export(
     out: TextIO,
     *,
     type: str | None,
-    format: Format,
-    fields: Sequence[str] | None,
+    csv: Sequence[str] | None,
     checkpoint: Checkpoint | None,
     batch_size: int,
     on_progress: Callable[[Checkpoint], None] | None,
@@ -742,7 +740,7 @@ def export(
     database's export (one CSV header). A checkpoint's ``last_id`` resumes just after that
     document, in whichever period it lies: the periods that end by its time are not read."""
     policy = read_policy(timeout, "export")
-    columns, mark = exporting.check_output(out, format, fields, checkpoint)
+    columns, mark = exporting.check_output(out, csv, checkpoint)
     check_function("on_progress", on_progress)
     start_ms, end_ms = to_ms(start), to_ms(end)
 
@@ -771,7 +769,7 @@ def export(
         for span in (yield from _across(known, layout, policy, start_ms, end_ms)):
             yield from _period(part(*span))
 
-    return exporting.write_documents(pages(), out, format, columns, mark, on_progress)
+    return exporting.write_documents(pages(), out, columns, mark, on_progress)
 
 
 # -- retention --------------------------------------------------------------------------

@@ -91,7 +91,7 @@ async def test_export_refuses_an_out_it_cannot_write_text_to(
 
 
 @pytest.mark.parametrize(
-    ("fields", "says"),
+    ("csv", "says"),
     [
         ("_id,n", r"one string: pass a list of field names, such as \['_id', 'n'\]"),
         (b"_id", "one string"),
@@ -103,13 +103,11 @@ async def test_export_refuses_an_out_it_cannot_write_text_to(
     ],
     ids=repr,
 )
-async def test_export_refuses_fields_that_are_no_list_of_names(
-    async_client_for: Callable[[CloudantV1], AsyncClient], fields: object, says: str
+async def test_export_refuses_csv_fields_that_are_no_list_of_names(
+    async_client_for: Callable[[CloudantV1], AsyncClient], csv: object, says: str
 ) -> None:
     with pytest.raises(InvalidArgumentError, match=says):
-        await database(async_client_for(C), "db").export(
-            0, 1, io.StringIO(), format="csv", fields=fields
-        )
+        await database(async_client_for(C), "db").export(0, 1, io.StringIO(), csv=csv)
 
 
 @pytest.mark.parametrize("doc_id", [LONE, "order:" + LONE, "a" + LONE + "b"], ids=repr)
@@ -164,7 +162,7 @@ async def test_export_writes_text_and_lone_surrogates_exactly(
         lines = path.read_text(encoding=encoding).splitlines()
         read = [{k: v for k, v in json.loads(line).items() if k in docs[0]} for line in lines]
         assert read == docs, encoding
-    csv = {"type": "ord", "format": "csv", "fields": ["name"]}
+    csv = {"type": "ord", "csv": ["name"]}
     lone = pytest.raises(InvalidArgumentError, match=r"lone surrogate.*export it as NDJSON")
     with open(tmp_path / "out.csv", "w", encoding="utf-8", newline="") as out, lone:
         await database(async_client, db).export(SINCE, UNTIL, out, **csv)

@@ -92,7 +92,7 @@ def test_export_refuses_an_out_it_cannot_write_text_to(
 
 
 @pytest.mark.parametrize(
-    ("fields", "says"),
+    ("csv", "says"),
     [
         ("_id,n", r"one string: pass a list of field names, such as \['_id', 'n'\]"),
         (b"_id", "one string"),
@@ -104,13 +104,11 @@ def test_export_refuses_an_out_it_cannot_write_text_to(
     ],
     ids=repr,
 )
-def test_export_refuses_fields_that_are_no_list_of_names(
-    blocking_client_for: Callable[[CloudantV1], CloudantV1], fields: object, says: str
+def test_export_refuses_csv_fields_that_are_no_list_of_names(
+    blocking_client_for: Callable[[CloudantV1], CloudantV1], csv: object, says: str
 ) -> None:
     with pytest.raises(InvalidArgumentError, match=says):
-        database(blocking_client_for(C), "db").export(
-            0, 1, io.StringIO(), format="csv", fields=fields
-        )
+        database(blocking_client_for(C), "db").export(0, 1, io.StringIO(), csv=csv)
 
 
 @pytest.mark.parametrize("doc_id", [LONE, "order:" + LONE, "a" + LONE + "b"], ids=repr)
@@ -165,7 +163,7 @@ def test_export_writes_text_and_lone_surrogates_exactly(
         lines = path.read_text(encoding=encoding).splitlines()
         read = [{k: v for k, v in json.loads(line).items() if k in docs[0]} for line in lines]
         assert read == docs, encoding
-    csv = {"type": "ord", "format": "csv", "fields": ["name"]}
+    csv = {"type": "ord", "csv": ["name"]}
     lone = pytest.raises(InvalidArgumentError, match=r"lone surrogate.*export it as NDJSON")
     with open(tmp_path / "out.csv", "w", encoding="utf-8", newline="") as out, lone:
         database(blocking_client, db).export(SINCE, UNTIL, out, **csv)
