@@ -314,9 +314,7 @@ class Database:
             timestamp=timestamp,
             key=key,
             form=self._form(form),
-            retries=self.options.retries,
-            backoff=self.options.backoff,
-            timeout=self.options.timeout,
+            options=self.options,
         )
         return run(self.client, program)
 
@@ -422,12 +420,7 @@ class Database:
             form=self._form(form),
             key_of=key_of,
             time_of=time_of,
-            batch_size=self.options.batch(operation),
-            retries=self.options.retries,
-            backoff=self.options.backoff,
-            timeout=self.options.timeout,
-            batch_bytes=self.options.batch_bytes,
-            document_bytes=self.options.document_bytes,
+            options=self.options,
         )
 
     def create_short(
@@ -464,9 +457,7 @@ class Database:
             doc,
             now=timestamp,
             rng=rng,
-            retries=self.options.retries,
-            backoff=self.options.backoff,
-            timeout=self.options.timeout,
+            options=self.options,
         )
         return run(self.client, program)
 

@@ -311,9 +311,7 @@ class AsyncDatabase:
             timestamp=timestamp,
             key=key,
             form=self._form(form),
-            retries=self.options.retries,
-            backoff=self.options.backoff,
-            timeout=self.options.timeout,
+            options=self.options,
         )
         return await run(self.client, program)
 
@@ -419,12 +417,7 @@ class AsyncDatabase:
             form=self._form(form),
             key_of=key_of,
             time_of=time_of,
-            batch_size=self.options.batch(operation),
-            retries=self.options.retries,
-            backoff=self.options.backoff,
-            timeout=self.options.timeout,
-            batch_bytes=self.options.batch_bytes,
-            document_bytes=self.options.document_bytes,
+            options=self.options,
         )
 
     async def create_short(
@@ -461,9 +454,7 @@ class AsyncDatabase:
             doc,
             now=timestamp,
             rng=rng,
-            retries=self.options.retries,
-            backoff=self.options.backoff,
-            timeout=self.options.timeout,
+            options=self.options,
         )
         return await run(self.client, program)
 

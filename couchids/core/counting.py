@@ -24,6 +24,7 @@ from couchids.core.arguments import count as check_count
 from couchids.core.arguments import flag as check_flag
 from couchids.core.arguments import window as check_window
 from couchids.core.asking import ask
+from couchids.core.defaults import DEFAULT_WORKERS
 from couchids.core.effects import END, Program, Puller, Request, path, post_json
 from couchids.core.facts import FactsCache, database_facts
 from couchids.core.keys import KeyRange, check_time_form, reaches_other_ids, window_keys
@@ -50,8 +51,6 @@ __all__ = [
 
 ServerKind = Literal["couchdb", "cloudant", "pouchdb", "other"]
 
-#: Offset requests :func:`histogram` has in flight at once.
-DEFAULT_WORKERS: Final = 8
 #: The most buckets a :func:`histogram` holds: refused before any request beyond that.
 MAX_BUCKETS: Final = 100_000
 #: Bucket edges are whole multiples of the bucket's width from this time, Monday

@@ -5,7 +5,18 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["DEFAULT_PARALLEL", "DEFAULT_TIMEOUT", "MAX_TIMEOUT", "REMOTE_PARALLEL"]
+__all__ = [
+    "DEFAULT_BATCH_SIZE",
+    "DEFAULT_EXPIRE_BATCH",
+    "DEFAULT_FOLLOW_BATCH",
+    "DEFAULT_PAGE_SIZE",
+    "DEFAULT_PARALLEL",
+    "DEFAULT_REKEY_BATCH",
+    "DEFAULT_TIMEOUT",
+    "DEFAULT_WORKERS",
+    "MAX_TIMEOUT",
+    "REMOTE_PARALLEL",
+]
 
 #: Seconds an operation (a write with its retries, a ``latest``, a page of a ``window``, a
 #: batch of a ``bulk_create``) may take by default before it gives up with
@@ -22,3 +33,17 @@ DEFAULT_PARALLEL: Final = 3
 #: slices in flight hide the round trips (figures in the querying guide). Memory grows with
 #: it (about ``parallel + 2`` pages), so it is not the default.
 REMOTE_PARALLEL: Final = 8
+#: Rows a page of :meth:`~couchids.Database.window` asks for by default. Two pages are held
+#: at a time, so this bounds memory (bench/bench_query.py: at 2000 a 50,000-document window
+#: takes about as long as one unpaged request, in a fifteenth of its memory).
+DEFAULT_PAGE_SIZE: Final = 2000
+#: Documents per ``_bulk_docs`` request.
+DEFAULT_BATCH_SIZE: Final = 500
+#: Offset requests :meth:`~couchids.Database.histogram` has in flight at once.
+DEFAULT_WORKERS: Final = 8
+#: Documents per ``_bulk_docs`` delete request of :meth:`~couchids.Database.expire`.
+DEFAULT_EXPIRE_BATCH: Final = 500
+#: Changes per request of :meth:`~couchids.Database.follow`.
+DEFAULT_FOLLOW_BATCH: Final = 500
+#: Documents per ``_bulk_docs`` request of :meth:`~couchids.Database.rekey`.
+DEFAULT_REKEY_BATCH: Final = 500

@@ -21,6 +21,7 @@ from couchids.core.arguments import flag as check_flag
 from couchids.core.arguments import function
 from couchids.core.asking import MISSING, ask
 from couchids.core.counting import server_kind
+from couchids.core.defaults import DEFAULT_EXPIRE_BATCH
 from couchids.core.effects import END, Program, Puller, Request, Start, Wait, path, post_json
 from couchids.core.facts import FactsCache, database_facts
 from couchids.core.keys import KeyRange, in_window, window_keys
@@ -50,8 +51,6 @@ __all__ = [
     "purge_batch_for",
 ]
 
-#: Documents per ``_bulk_docs`` delete request.
-DEFAULT_EXPIRE_BATCH: Final = 500
 #: Ids per ``_purge`` request before CouchDB 3.5.1 (its ``max_document_id_number``).
 PURGE_BATCH: Final = 100
 #: The first CouchDB whose ``_purge`` takes any number of ids by default

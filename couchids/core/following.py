@@ -19,6 +19,7 @@ from couchids.core.arguments import count as check_size
 from couchids.core.arguments import flag as check_flag
 from couchids.core.arguments import seconds
 from couchids.core.asking import ask
+from couchids.core.defaults import DEFAULT_FOLLOW_BATCH
 from couchids.core.effects import END, Emit, Program, Puller, Request, path
 from couchids.core.facts import FactsCache, database_facts
 from couchids.core.features import changes_time, has_time_seq
@@ -32,8 +33,6 @@ from couchids.idforms.times import TimeLike, to_ms
 
 __all__ = ["DEFAULT_FOLLOW_BATCH", "DEFAULT_POLL", "follow"]
 
-#: Changes per request.
-DEFAULT_FOLLOW_BATCH: Final = 500
 #: Seconds one long-poll request waits for a change before asking again.
 DEFAULT_POLL: Final = 10.0
 

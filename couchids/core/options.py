@@ -9,14 +9,18 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, Final
 
 from couchids.core import arguments
-from couchids.core.counting import DEFAULT_WORKERS
-from couchids.core.defaults import DEFAULT_PARALLEL, DEFAULT_TIMEOUT
-from couchids.core.expiry import DEFAULT_EXPIRE_BATCH
-from couchids.core.following import DEFAULT_FOLLOW_BATCH
+from couchids.core.defaults import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_EXPIRE_BATCH,
+    DEFAULT_FOLLOW_BATCH,
+    DEFAULT_PAGE_SIZE,
+    DEFAULT_PARALLEL,
+    DEFAULT_REKEY_BATCH,
+    DEFAULT_TIMEOUT,
+    DEFAULT_WORKERS,
+)
 from couchids.core.policy import DEFAULT_BACKOFF, DEFAULT_RETRIES, MAX_BACKOFF, RetryPolicy
-from couchids.core.rekeying import DEFAULT_REKEY_BATCH
-from couchids.core.windows import DEFAULT_PAGE_SIZE
-from couchids.core.writes import DEFAULT_BATCH_BYTES, DEFAULT_BATCH_SIZE, DEFAULT_DOCUMENT_BYTES
+from couchids.core.sizes import DEFAULT_BATCH_BYTES, DEFAULT_DOCUMENT_BYTES
 from couchids.errors import InvalidArgumentError
 
 __all__ = ["DEFAULT_OPTIONS", "OWN_DEFAULTS", "Options", "check_options"]

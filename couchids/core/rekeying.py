@@ -14,14 +14,16 @@ import hmac
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Final, TextIO
+from typing import Any, TextIO
 
 from couchids.core import arguments
 from couchids.core.arguments import count as check_size
+from couchids.core.defaults import DEFAULT_REKEY_BATCH
 from couchids.core.document import valid_unicode
 from couchids.core.effects import END, Program, Puller
 from couchids.core.facts import FactsCache, database_facts
 from couchids.core.keys import KeyRange
+from couchids.core.options import Options
 from couchids.core.policy import RetryPolicy
 from couchids.core.scan import Checkpoint, check_checkpoint, range_pages
 from couchids.core.series import create_database
@@ -41,7 +43,6 @@ from couchids.idforms.times import to_ms
 
 __all__ = ["DEFAULT_REKEY_BATCH", "RekeyReport", "derived_id", "rekey"]
 
-DEFAULT_REKEY_BATCH: Final = 500
 #: The whole primary index, from its first id (read to its end: ``range_pages(to_the_end)``).
 _EVERYTHING = KeyRange(low="", high="", prefix="")
 
@@ -211,10 +212,7 @@ def _store(
         form=KUUID,
         key_of=None,
         time_of=None,
-        batch_size=len(docs),
-        retries=policy.retries,
-        backoff=policy.backoff,
-        timeout=policy.timeout,
+        options=Options(timeout=policy.timeout, batch_size=len(docs)),
     )
     results: list[WriteResult] = []
     batches = Puller(write)

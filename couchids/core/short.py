@@ -22,6 +22,7 @@ from couchids.core.claim import ALLOC_FIELD, Claim
 from couchids.core.document import check_new
 from couchids.core.effects import Emit, Program, path, post_json
 from couchids.core.facts import FactsCache
+from couchids.core.options import Options
 from couchids.core.policy import RetryPolicy
 from couchids.core.writes import encode, written
 from couchids.errors import AllocationFailed, InvalidArgumentError, ServerError, WriteResult
@@ -125,12 +126,10 @@ def create_short(
     *,
     now: TimeLike,
     rng: NonceSource | None,
-    retries: int,
-    backoff: float,
-    timeout: float | None,
+    options: Options,
 ) -> Program[WriteResult]:
     """The program of :meth:`couchids.Database.create_short`; arguments checked now."""
-    policy = RetryPolicy.checked(retries, backoff, timeout, "create_short")
+    policy = options.policy("create_short")
     check_new(doc, "doc", own_id=False)
     if ALLOC_FIELD in doc:
         raise InvalidArgumentError(

@@ -16,6 +16,7 @@ from couchids.core.alltypes import each_type, merge_by_time, types_present
 from couchids.core.arguments import count as check_count
 from couchids.core.arguments import flag as check_flag
 from couchids.core.arguments import window as check_window
+from couchids.core.defaults import DEFAULT_PAGE_SIZE
 from couchids.core.effects import END, Emit, Program, Puller
 from couchids.core.facts import FactsCache, database_facts
 from couchids.core.keys import KeyRange, check_time_form, resume_point, window_keys
@@ -47,10 +48,6 @@ __all__ = [
     "window",
 ]
 
-#: Rows a page of :meth:`~couchids.Database.window` asks for by default. Two pages are held
-#: at a time, so this bounds memory (bench/bench_query.py: at 2000 a 50,000-document window
-#: takes about as long as one unpaged request, in a fifteenth of its memory).
-DEFAULT_PAGE_SIZE: Final = 2000
 #: Cloudant answers at most this many rows to one partition query.
 PARTITION_QUERY_LIMIT: Final = 2000
 #: After a first page of ``n`` rows that held foreign ids, :func:`latest` reads pages of this.

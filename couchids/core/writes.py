@@ -15,13 +15,14 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final
 
 from couchids.core.answers import answer_error, check_listing, describe, expect_object, revision
-from couchids.core.arguments import count as check_count
 from couchids.core.asking import CONFLICT, Attempts, ask
 from couchids.core.content import same_content
+from couchids.core.defaults import DEFAULT_BATCH_SIZE
 from couchids.core.document import check_new
 from couchids.core.effects import Emit, Program, Request, Sleep, Start, Wait, path, post_json
 from couchids.core.exactjson import check_keys
 from couchids.core.facts import FactsCache
+from couchids.core.options import Options
 from couchids.core.policy import RetryPolicy
 from couchids.core.revisions import delete_revision, live_leaves, winner
 from couchids.core.sizes import (
@@ -60,8 +61,6 @@ __all__ = [
     "written",
 ]
 
-#: Documents per ``_bulk_docs`` request.
-DEFAULT_BATCH_SIZE: Final = 500
 #: The bytes of ``{"docs":[`` and ``]}`` around the documents of a ``_bulk_docs`` body.
 _ENVELOPE: Final = len(b'{"docs":[]}')
 #: The end of the caller's documents (``None`` is a document, which is refused as one).
@@ -109,12 +108,10 @@ def create(
     timestamp: TimeLike,
     key: str | None,
     form: IdForm,
-    retries: int,
-    backoff: float,
-    timeout: float | None,
+    options: Options,
 ) -> Program[WriteResult]:
     """The program of :meth:`couchids.Database.create`; arguments checked now."""
-    policy = RetryPolicy.checked(retries, backoff, timeout, "create")
+    policy = options.policy("create")
     check_new(doc, "doc")
     doc_id = _assign_id(doc, type, timestamp, key, form, "doc")
     payload = encode({k: v for k, v in doc.items() if k != "_id"}, "doc")
@@ -196,24 +193,13 @@ def bulk(
     form: IdForm,
     key_of: KeyOf | None,
     time_of: TimeOf | None,
-    batch_size: int,
-    retries: int,
-    backoff: float,
-    timeout: float | None,
-    batch_bytes: int = DEFAULT_BATCH_BYTES,
-    document_bytes: int = DEFAULT_DOCUMENT_BYTES,
+    options: Options,
 ) -> Program[None]:
     """The program of :meth:`couchids.Database.bulk_create_iter` for the public ``operation``
     its messages name: emits the results of each batch as a list. Arguments are checked now;
-    documents are read lazily. Batches are cut by ``batch_size`` and bytes as
+    documents are read lazily. Batches are cut by ``options.batch(operation)`` and bytes as
     :mod:`couchids.core.sizes` says."""
-    policy = RetryPolicy.checked(retries, backoff, timeout, operation)
-    for name, value in (
-        ("batch_size", batch_size),
-        ("batch_bytes", batch_bytes),
-        ("document_bytes", document_bytes),
-    ):
-        check_count(name, value)
+    policy = options.policy(operation)
     if isinstance(docs, Mapping | str | bytes) or not isinstance(docs, Iterable):
         raise InvalidArgumentError(
             "docs must be an iterable of documents (e.g. a list of dicts), not one "
@@ -250,8 +236,8 @@ def bulk(
                 raise
             raise exc.__class__(f"{label}: {exc}") from None
 
-    batches = _batches(iter(docs), assign, batch_size, batch_bytes)
-    return _stream(known, db, batches, document_bytes, policy)
+    batches = _batches(iter(docs), assign, options.batch(operation), options.batch_bytes)
+    return _stream(known, db, batches, options.document_bytes, policy)
 
 
 def _call(function: Callable[[Doc], Any], doc: Doc, name: str, label: str) -> Any:
