@@ -170,7 +170,7 @@ class Database:
             type=type,
             form=self._form(form),
             include_docs=include_docs,
-            timeout=self.options.timeout,
+            options=self.options,
         )
         return run(self.client, program)
 
@@ -212,9 +212,7 @@ class Database:
             form=self._form(form),
             newest_first=newest_first,
             include_docs=include_docs,
-            batch_size=self.options.batch("window"),
-            timeout=self.options.timeout,
-            parallel=self.options.slices("window"),
+            options=self.options,
         ).pages()
         return Rows(pages(self.client, program))
 
@@ -226,7 +224,7 @@ class Database:
 
             shop.types_present()  # ['invoice', 'order', 'user']
         """
-        policy = RetryPolicy.checked(0, 0, self.options.timeout, "types_present")
+        policy = self.options.unretried("types_present")
         separator = _checked_form(self._form(form)).separator
         return run(self.client, alltypes.types_present(self.name, separator, policy))
 
@@ -634,10 +632,8 @@ class Database:
             form=self._form(form),
             csv=csv,
             checkpoint=checkpoint,
-            batch_size=self.options.batch("export"),
             on_progress=on_progress,
-            timeout=self.options.timeout,
-            parallel=self.options.slices("export"),
+            options=self.options,
         )
         return run(self.client, program)
 
@@ -681,14 +677,8 @@ class Database:
             form=self._form(form),
             expire=expire,
             checkpoint=checkpoint,
-            batch_size=self.options.batch("archive"),
             on_progress=on_progress,
-            retries=self.options.retries,
-            backoff=self.options.backoff,
-            timeout=self.options.timeout,
-            parallel=self.options.slices("archive"),
-            batch_bytes=self.options.batch_bytes,
-            document_bytes=self.options.document_bytes,
+            options=self.options,
         )
         return run(self.client, program)
 

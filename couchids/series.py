@@ -358,7 +358,7 @@ class Series:
             n,
             type=type,
             include_docs=include_docs,
-            timeout=self.options.timeout,
+            options=self.options,
         )
         return run(self.client, program)
 
@@ -390,9 +390,7 @@ class Series:
             type=type,
             newest_first=newest_first,
             include_docs=include_docs,
-            batch_size=self.options.batch("window"),
-            timeout=self.options.timeout,
-            parallel=self.options.slices("window"),
+            options=self.options,
         )
         return Rows(pages(self.client, program))
 
@@ -526,10 +524,8 @@ class Series:
             type=type,
             csv=csv,
             checkpoint=checkpoint,
-            batch_size=self.options.batch("export"),
             on_progress=on_progress,
-            timeout=self.options.timeout,
-            parallel=self.options.slices("export"),
+            options=self.options,
         )
         return run(self.client, program)
 

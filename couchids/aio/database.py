@@ -167,7 +167,7 @@ class AsyncDatabase:
             type=type,
             form=self._form(form),
             include_docs=include_docs,
-            timeout=self.options.timeout,
+            options=self.options,
         )
         return await run(self.client, program)
 
@@ -209,9 +209,7 @@ class AsyncDatabase:
             form=self._form(form),
             newest_first=newest_first,
             include_docs=include_docs,
-            batch_size=self.options.batch("window"),
-            timeout=self.options.timeout,
-            parallel=self.options.slices("window"),
+            options=self.options,
         ).pages()
         return AsyncRows(pages(self.client, program))
 
@@ -223,7 +221,7 @@ class AsyncDatabase:
 
             await shop.types_present()  # ['invoice', 'order', 'user']
         """
-        policy = RetryPolicy.checked(0, 0, self.options.timeout, "types_present")
+        policy = self.options.unretried("types_present")
         separator = _checked_form(self._form(form)).separator
         return await run(self.client, alltypes.types_present(self.name, separator, policy))
 
@@ -631,10 +629,8 @@ class AsyncDatabase:
             form=self._form(form),
             csv=csv,
             checkpoint=checkpoint,
-            batch_size=self.options.batch("export"),
             on_progress=on_progress,
-            timeout=self.options.timeout,
-            parallel=self.options.slices("export"),
+            options=self.options,
         )
         return await run(self.client, program)
 
@@ -678,14 +674,8 @@ class AsyncDatabase:
             form=self._form(form),
             expire=expire,
             checkpoint=checkpoint,
-            batch_size=self.options.batch("archive"),
             on_progress=on_progress,
-            retries=self.options.retries,
-            backoff=self.options.backoff,
-            timeout=self.options.timeout,
-            parallel=self.options.slices("archive"),
-            batch_bytes=self.options.batch_bytes,
-            document_bytes=self.options.document_bytes,
+            options=self.options,
         )
         return await run(self.client, program)
 

@@ -355,7 +355,7 @@ class AsyncSeries:
             n,
             type=type,
             include_docs=include_docs,
-            timeout=self.options.timeout,
+            options=self.options,
         )
         return await run(self.client, program)
 
@@ -387,9 +387,7 @@ class AsyncSeries:
             type=type,
             newest_first=newest_first,
             include_docs=include_docs,
-            batch_size=self.options.batch("window"),
-            timeout=self.options.timeout,
-            parallel=self.options.slices("window"),
+            options=self.options,
         )
         return AsyncRows(pages(self.client, program))
 
@@ -523,10 +521,8 @@ class AsyncSeries:
             type=type,
             csv=csv,
             checkpoint=checkpoint,
-            batch_size=self.options.batch("export"),
             on_progress=on_progress,
-            timeout=self.options.timeout,
-            parallel=self.options.slices("export"),
+            options=self.options,
         )
         return await run(self.client, program)
 

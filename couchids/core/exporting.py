@@ -25,6 +25,7 @@ from couchids.core.exactjson import dumps
 from couchids.core.expiry import ExpireReport, delete_revisions
 from couchids.core.facts import FactsCache, database_facts
 from couchids.core.keys import check_time_form, in_window
+from couchids.core.options import Options
 from couchids.core.policy import RetryPolicy
 from couchids.core.revisions import live_leaves, winner
 from couchids.core.scan import (
@@ -34,8 +35,6 @@ from couchids.core.scan import (
     read_policy,
 )
 from couchids.core.sizes import (
-    DEFAULT_BATCH_BYTES,
-    DEFAULT_DOCUMENT_BYTES,
     Filling,
     halving,
     over_document_bytes,
@@ -68,17 +67,16 @@ def export(
     form: IdForm,
     csv: Sequence[str] | None,
     checkpoint: Checkpoint | None,
-    batch_size: int,
     on_progress: Callable[[Checkpoint], None] | None,
-    timeout: float | None,
-    parallel: int,
+    options: Options,
 ) -> Program[Checkpoint]:
     """The program of :meth:`couchids.Database.export`; arguments checked now."""
-    policy = read_policy(timeout, "export")
+    policy = read_policy(options.timeout, "export")
     columns, mark = check_output(out, csv, checkpoint)
     arguments.function("on_progress", on_progress)
+    size, parallel = options.batch("export"), options.slices("export")
     pages = window_documents(
-        known, db, start, end, type, form, mark, batch_size, policy, parallel=parallel
+        known, db, start, end, type, form, mark, size, policy, parallel=parallel
     )
     return write_documents(pages, out, columns, mark, on_progress)
 
@@ -149,20 +147,14 @@ def archive(
     form: IdForm,
     expire: bool,
     checkpoint: Checkpoint | None,
-    batch_size: int,
     on_progress: Callable[[ArchiveReport], None] | None,
-    retries: int,
-    backoff: float,
-    timeout: float | None,
-    parallel: int,
-    batch_bytes: int = DEFAULT_BATCH_BYTES,
-    document_bytes: int = DEFAULT_DOCUMENT_BYTES,
+    options: Options,
 ) -> Program[ArchiveReport]:
     """The program of :meth:`couchids.Database.archive`; arguments checked now (the caller
     checks ``target_db``). Copies are cut by ``batch_bytes`` and ``document_bytes`` as bulk
     writes are (:func:`_copy`)."""
-    policy = RetryPolicy.checked(retries, backoff, timeout, "archive")
-    sizes = (check_size("batch_bytes", batch_bytes), check_size("document_bytes", document_bytes))
+    policy = options.policy("archive")
+    sizes = (options.batch_bytes, options.document_bytes)
     check_flag("expire", expire)
     arguments.function("on_progress", on_progress)
     checkpoint = check_checkpoint(checkpoint)
@@ -174,8 +166,9 @@ def archive(
     if checkpoint is not None:
         report.checkpoint = checkpoint
     mark = report.checkpoint
+    size, parallel = options.batch("archive"), options.slices("archive")
     pages = window_documents(
-        known, db, start, end, type, form, mark, batch_size, policy, parallel=parallel, copies=True
+        known, db, start, end, type, form, mark, size, policy, parallel=parallel, copies=True
     )
     # The id's own time decides what is copied and deleted, whatever the server answered.
     inside = in_window(form, type, *check_window(start, end))

@@ -35,6 +35,7 @@ from couchids.core.effects import END, Emit, Program, Puller, Request, Start, Wa
 from couchids.core.expiry import ExpireReport
 from couchids.core.facts import FactsCache, database_facts
 from couchids.core.keys import window_keys
+from couchids.core.options import Options
 from couchids.core.periods import MAX_AHEAD, Period, SeriesLayout, period_of
 from couchids.core.policy import RetryPolicy
 from couchids.core.scan import Checkpoint, check_one_form, range_pages, read_policy
@@ -536,9 +537,7 @@ def window(
     type: str | AllTypes | None,
     newest_first: bool,
     include_docs: bool,
-    batch_size: int | None,
-    timeout: float | None,
-    parallel: int | None,
+    options: Options,
 ) -> Program[None]:
     """The program of :meth:`couchids.Series.window`: emits the pages of each period's
     window (:func:`couchids.core.windows.window`), in the window's order."""
@@ -554,13 +553,11 @@ def window(
             form=layout.form,
             newest_first=newest_first,
             include_docs=include_docs,
-            batch_size=batch_size,
-            timeout=timeout,
-            parallel=parallel,
+            options=options,
         )
 
     part(layout.prefix, start_ms, end_ms)  # checks the arguments
-    policy = RetryPolicy.checked(0, 0, timeout, "window")
+    policy = options.unretried("window")
 
     def run() -> Program[None]:
         spans = yield from _across(known, layout, policy, start_ms, end_ms)
@@ -591,7 +588,7 @@ def latest(
     *,
     type: str | AllTypes | None,
     include_docs: bool,
-    timeout: float | None,
+    options: Options,
 ) -> Program[list[Row]]:
     """The program of :meth:`couchids.Series.latest`: the newest ``n`` across the periods,
     newest database first (:func:`couchids.core.windows.newest` within each period),
@@ -605,10 +602,10 @@ def latest(
             type=type,
             form=form,
             include_docs=include_docs,
-            timeout=timeout,
+            options=options,
         )
     )
-    policy = RetryPolicy.checked(0, 0, timeout, "latest")
+    policy = options.unretried("latest")
 
     def run() -> Program[list[Row]]:
         found: list[Row] = []
@@ -730,16 +727,15 @@ def export(
     type: str | None,
     csv: Sequence[str] | None,
     checkpoint: Checkpoint | None,
-    batch_size: int,
     on_progress: Callable[[Checkpoint], None] | None,
-    timeout: float | None,
-    parallel: int,
+    options: Options,
 ) -> Program[Checkpoint]:
     """The program of :meth:`couchids.Series.export`: the periods' windows written one after
     the other by one writer (:func:`~couchids.core.exporting.write_documents`), as one
     database's export (one CSV header). A checkpoint's ``last_id`` resumes just after that
     document, in whichever period it lies: the periods that end by its time are not read."""
-    policy = read_policy(timeout, "export")
+    policy = read_policy(options.timeout, "export")
+    batch_size, parallel = options.batch("export"), options.slices("export")
     columns, mark = exporting.check_output(out, csv, checkpoint)
     check_function("on_progress", on_progress)
     start_ms, end_ms = to_ms(start), to_ms(end)

@@ -20,6 +20,7 @@ from couchids.core.defaults import DEFAULT_PAGE_SIZE
 from couchids.core.effects import END, Emit, Program, Puller
 from couchids.core.facts import FactsCache, database_facts
 from couchids.core.keys import KeyRange, check_time_form, resume_point, window_keys
+from couchids.core.options import Options
 from couchids.core.pages import (
     DEFAULT_PARALLEL,
     PageRequest,
@@ -91,16 +92,13 @@ def window(
     form: IdForm,
     newest_first: bool,
     include_docs: bool,
-    batch_size: int | None,
-    timeout: float | None,
-    parallel: int | None,
+    options: Options,
 ) -> WindowRead:
     """The window of :meth:`couchids.Database.window` (see there); arguments checked now."""
-    policy = RetryPolicy.checked(0, 0, timeout, "window")
+    policy = options.unretried("window")
     start_ms, end_ms = check_window(start, end)
-    size = DEFAULT_PAGE_SIZE if batch_size is None else check_count("batch_size", batch_size, 1)
+    size, slices = options.batch("window"), options.slices("window")
     check_flag("newest_first", newest_first)
-    slices = DEFAULT_PARALLEL if parallel is None else check_count("parallel", parallel, 1)
     if type is not ALL_TYPES:
         scan = _Scan(known, db, form, type, start_ms, end_ms, newest_first, include_docs, policy)
         return WindowRead(scan, size, slices)
@@ -154,10 +152,10 @@ def latest(
     type: str | AllTypes | None,
     form: IdForm,
     include_docs: bool,
-    timeout: float | None,
+    options: Options,
 ) -> Program[list[Row]]:
     """The program of :meth:`couchids.Database.latest` (see there); arguments checked now."""
-    policy = RetryPolicy.checked(0, 0, timeout, "latest")
+    policy = options.unretried("latest")
     check_count("n", n, 0)
     _check_scan(form, include_docs)
     return newest(known, db, n, type=type, form=form, include_docs=include_docs, policy=policy)
