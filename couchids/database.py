@@ -255,7 +255,7 @@ class Database:
                 # type='order' or type=couchids.ALL_TYPES
         """
         program = explaining.explain(
-            self.name, type=type, form=self._form(form), style=style, timeout=self.options.timeout
+            self.name, type=type, form=self._form(form), style=style, options=self.options
         )
         return run(self.client, program)
 
@@ -580,12 +580,9 @@ class Database:
             form=self._form(form),
             dry_run=dry_run,
             purge=purge,
-            batch_size=self.options.batch("expire"),
             checkpoint=checkpoint,
             on_progress=on_progress,
-            retries=self.options.retries,
-            backoff=self.options.backoff,
-            timeout=self.options.timeout,
+            options=self.options,
         )
         return run(self.client, program)
 
@@ -728,9 +725,8 @@ class Database:
             since=since,
             checkpoint=checkpoint,
             wait=wait,
-            batch_size=self.options.batch("follow"),
             poll=poll,
-            timeout=self.options.timeout,
+            options=self.options,
         )
         return after(self.client, begin, changes)
 
@@ -801,9 +797,8 @@ class Database:
             form=self.form,
             mapping=mapping,
             checkpoint=checkpoint,
-            batch_size=self.options.batch("rekey"),
             on_progress=on_progress,
-            timeout=self.options.timeout,
+            options=self.options,
             create_target=create_target,
         )
         return run(self.client, program)

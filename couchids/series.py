@@ -417,7 +417,7 @@ class Series:
             end,
             type=type,
             exact=exact,
-            timeout=self.options.timeout,
+            options=self.options,
         )
         return run(self.client, program)
 
@@ -446,8 +446,7 @@ class Series:
             every=every,
             type=type,
             exact=exact,
-            parallel=self.options.slices("histogram"),
-            timeout=self.options.timeout,
+            options=self.options,
         )
         return run(self.client, program)
 
@@ -489,10 +488,7 @@ class Series:
             before,
             dry_run=dry_run,
             purge=purge,
-            batch_size=self.options.batch("expire"),
-            retries=self.options.retries,
-            backoff=self.options.backoff,
-            timeout=self.options.timeout,
+            options=self.options,
         )
         return run(self.client, program)
 

@@ -252,7 +252,7 @@ class AsyncDatabase:
                 # type='order' or type=couchids.ALL_TYPES
         """
         program = explaining.explain(
-            self.name, type=type, form=self._form(form), style=style, timeout=self.options.timeout
+            self.name, type=type, form=self._form(form), style=style, options=self.options
         )
         return await run(self.client, program)
 
@@ -577,12 +577,9 @@ class AsyncDatabase:
             form=self._form(form),
             dry_run=dry_run,
             purge=purge,
-            batch_size=self.options.batch("expire"),
             checkpoint=checkpoint,
             on_progress=on_progress,
-            retries=self.options.retries,
-            backoff=self.options.backoff,
-            timeout=self.options.timeout,
+            options=self.options,
         )
         return await run(self.client, program)
 
@@ -725,9 +722,8 @@ class AsyncDatabase:
             since=since,
             checkpoint=checkpoint,
             wait=wait,
-            batch_size=self.options.batch("follow"),
             poll=poll,
-            timeout=self.options.timeout,
+            options=self.options,
         )
         return after(self.client, begin, changes)
 
@@ -798,9 +794,8 @@ class AsyncDatabase:
             form=self.form,
             mapping=mapping,
             checkpoint=checkpoint,
-            batch_size=self.options.batch("rekey"),
             on_progress=on_progress,
-            timeout=self.options.timeout,
+            options=self.options,
             create_target=create_target,
         )
         return await run(self.client, program)

@@ -414,7 +414,7 @@ class AsyncSeries:
             end,
             type=type,
             exact=exact,
-            timeout=self.options.timeout,
+            options=self.options,
         )
         return await run(self.client, program)
 
@@ -443,8 +443,7 @@ class AsyncSeries:
             every=every,
             type=type,
             exact=exact,
-            parallel=self.options.slices("histogram"),
-            timeout=self.options.timeout,
+            options=self.options,
         )
         return await run(self.client, program)
 
@@ -486,10 +485,7 @@ class AsyncSeries:
             before,
             dry_run=dry_run,
             purge=purge,
-            batch_size=self.options.batch("expire"),
-            retries=self.options.retries,
-            backoff=self.options.backoff,
-            timeout=self.options.timeout,
+            options=self.options,
         )
         return await run(self.client, program)
 

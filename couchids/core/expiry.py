@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from couchids.core.answers import answer_error, describe, expect_object
-from couchids.core.arguments import count as check_size
 from couchids.core.arguments import flag as check_flag
 from couchids.core.arguments import function
 from couchids.core.asking import MISSING, ask
@@ -25,6 +24,7 @@ from couchids.core.defaults import DEFAULT_EXPIRE_BATCH
 from couchids.core.effects import END, Program, Puller, Request, Start, Wait, path, post_json
 from couchids.core.facts import FactsCache, database_facts
 from couchids.core.keys import KeyRange, in_window, window_keys
+from couchids.core.options import Options
 from couchids.core.policy import RetryPolicy
 from couchids.core.revisions import delete_revision, live_leaves
 from couchids.core.scan import (
@@ -107,17 +107,14 @@ def expire(
     form: IdForm,
     dry_run: bool,
     purge: bool,
-    batch_size: int,
     checkpoint: Checkpoint | None,
     on_progress: Callable[[ExpireReport], None] | None,
-    retries: int,
-    backoff: float,
-    timeout: float | None,
+    options: Options,
 ) -> Program[ExpireReport]:
     """The program of :meth:`couchids.Database.expire`; arguments checked now."""
-    policy = RetryPolicy.checked(retries, backoff, timeout, "expire")
+    policy = options.policy("expire")
     before_ms = to_ms(before)
-    check_size("batch_size", batch_size)
+    batch_size = options.batch("expire")
     check_flag("dry_run", dry_run)
     check_flag("purge", purge)
     function("on_progress", on_progress)

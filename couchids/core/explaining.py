@@ -15,6 +15,7 @@ from couchids.core.answers import KeySpan, expect_rows
 from couchids.core.asking import ask
 from couchids.core.effects import Program, path, post_json
 from couchids.core.keys import next_text, type_step, window_keys
+from couchids.core.options import Options
 from couchids.core.policy import RetryPolicy
 from couchids.core.scan import read_policy
 from couchids.errors import InvalidArgumentError, InvalidIdError
@@ -56,7 +57,7 @@ def explain(
     type: str | None,
     form: IdForm,
     style: Style,
-    timeout: float | None,
+    options: Options,
 ) -> Program[str | None]:
     """The program of :meth:`couchids.Database.explain_empty`; arguments checked now."""
     if not isinstance(form, IdForm):
@@ -64,7 +65,7 @@ def explain(
     if style not in ("python", "command"):
         raise InvalidArgumentError(f"style={style!r}: 'python' or 'command'")
     prefix = form.type_prefix(type)
-    policy = read_policy(timeout, "explain_empty")
+    policy = read_policy(options.timeout, "explain_empty")
     return _explain(db, type, prefix, form, style, policy)
 
 

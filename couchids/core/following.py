@@ -15,7 +15,6 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from couchids.core.answers import answer_error, check_listing, describe, expect_object
-from couchids.core.arguments import count as check_size
 from couchids.core.arguments import flag as check_flag
 from couchids.core.arguments import seconds
 from couchids.core.asking import ask
@@ -24,6 +23,7 @@ from couchids.core.effects import END, Emit, Program, Puller, Request, path
 from couchids.core.facts import FactsCache, database_facts
 from couchids.core.features import changes_time, has_time_seq
 from couchids.core.keys import check_time_form, in_window, window_keys
+from couchids.core.options import Options
 from couchids.core.policy import RetryPolicy
 from couchids.core.scan import Checkpoint, check_checkpoint, check_one_form, read_policy
 from couchids.core.windows import scan_pages
@@ -46,9 +46,8 @@ def follow(
     since_seq: str | int,
     checkpoint: Checkpoint | None,
     wait: bool,
-    batch_size: int,
     poll: float,
-    timeout: float | None,
+    options: Options,
     since: TimeLike = None,
 ) -> tuple[Program[None], Program[None]]:
     """The programs of :meth:`couchids.Database.follow` (see there), arguments checked now:
@@ -59,8 +58,8 @@ def follow(
     ``since`` (:func:`~couchids.core.features.has_time_seq`) starts there; any other reads the
     window ``[since, the form's last time]`` first, then the changes from the call on.
     """
-    policy = read_policy(timeout, "follow")
-    check_size("batch_size", batch_size)
+    policy = read_policy(options.timeout, "follow")
+    batch_size = options.batch("follow")
     poll_ms = max(1, round(seconds("poll", poll, zero=False) * 1000))  # CouchDB's unit
     check_flag("wait", wait)
     checkpoint = check_checkpoint(checkpoint)

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from couchids.core import arguments
-from couchids.core.arguments import count as check_size
 from couchids.core.defaults import DEFAULT_REKEY_BATCH
 from couchids.core.document import valid_unicode
 from couchids.core.effects import END, Program, Puller
@@ -90,14 +89,14 @@ def rekey(
     form: IdForm,
     mapping: TextIO | None,
     checkpoint: Checkpoint | None,
-    batch_size: int,
     on_progress: Callable[[RekeyReport], None] | None,
-    timeout: float | None,
+    options: Options,
     create_target: bool = False,
 ) -> Program[RekeyReport]:
     """The program of :meth:`couchids.Database.rekey` (see there); arguments checked now, but
     for the database names (the caller's)."""
-    policy = RetryPolicy.within(timeout, "rekey")
+    policy = RetryPolicy.within(options.timeout, "rekey")
+    batch_size = options.batch("rekey")
     if target_db == source_db:
         raise InvalidArgumentError(
             f"rekey: the target {target_db!r} is the source database; its copies would be read "
@@ -114,7 +113,6 @@ def rekey(
     if mapping is not None:
         arguments.text_stream("mapping", mapping)
     arguments.function("on_progress", on_progress)
-    check_size("batch_size", batch_size)
     if not isinstance(form, IdForm):
         raise InvalidArgumentError(f"form={form!r}: pass an IdForm such as couchids.KUUID")
     type_prefix(type)

@@ -639,11 +639,11 @@ def count(
     *,
     type: str | AllTypes | None,
     exact: bool,
-    timeout: float | None,
+    options: Options,
 ) -> Program[int]:
     """The program of :meth:`couchids.Series.count`: the sum of each period's count
     (:func:`couchids.core.counting.counted`), :data:`PERIOD_WORKERS` databases at a time."""
-    policy = read_policy(timeout, "count")
+    policy = read_policy(options.timeout, "count")
     start_ms, end_ms = to_ms(start), to_ms(end)
 
     def part(span: Span) -> Program[int]:
@@ -671,15 +671,14 @@ def histogram(
     every: str | timedelta,
     type: str | None,
     exact: bool,
-    parallel: int,
-    timeout: float | None,
+    options: Options,
 ) -> Program[list[Bucket]]:
     """The program of :meth:`couchids.Series.histogram`: the buckets of one database's
     histogram of ``[start, end)`` (:func:`~couchids.core.counting.bucket_edges`), each the
     sum of the periods' histograms of their parts of it. A period's histogram has the same
     inner edges, and edges at its period's start and end, so each of its buckets lies inside
     one bucket of the whole window."""
-    policy = read_policy(timeout, "histogram")
+    policy = read_policy(options.timeout, "histogram")
     start_ms, end_ms = to_ms(start), to_ms(end)
 
     def part(span: Span) -> Program[list[Bucket]]:
@@ -694,7 +693,7 @@ def histogram(
             type=type,
             form=layout.form,
             exact=exact,
-            parallel=parallel,
+            parallel=options.slices("histogram"),
         )
         return _unless_missing(program, [])
 
@@ -832,14 +831,11 @@ def expire(
     *,
     dry_run: bool,
     purge: bool,
-    batch_size: int,
-    retries: int,
-    backoff: float,
-    timeout: float | None,
+    options: Options,
 ) -> Program[SeriesExpireReport]:
     """The program of :meth:`couchids.Series.expire`; the arguments are checked now, as
     :func:`couchids.core.expiry.expire` checks them."""
-    policy = RetryPolicy.checked(retries, backoff, timeout, "expire")
+    policy = options.policy("expire")
     before_ms = to_ms(before)
     _checked(
         expiry.expire(
@@ -850,15 +846,13 @@ def expire(
             form=layout.form,
             dry_run=dry_run,
             purge=purge,
-            batch_size=batch_size,
             checkpoint=None,
             on_progress=None,
-            retries=retries,
-            backoff=backoff,
-            timeout=timeout,
+            options=options,
         )
     )
     report = SeriesExpireReport(dry_run=dry_run, before=to_datetime(before_ms))
+    batch_size = options.batch("expire")
     return _Expiry(known, layout, before_ms, purge, batch_size, policy, report).run()
 
 
