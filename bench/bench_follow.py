@@ -39,7 +39,8 @@ import couchids
 from couchids import KUUID, Checkpoint
 from couchids.core.following import DEFAULT_POLL
 from couchids.core.keys import window_keys
-from couchids.core.scan import range_pages, read_policy
+from couchids.core.policy import RetryPolicy
+from couchids.core.scan import range_pages
 from couchids.drivers.blocking import known_facts, stream
 from couchids.idforms.times import MAX_MS
 
@@ -64,7 +65,7 @@ def by_polling(interval: float) -> Follower:
                 DB,
                 keys,
                 KUUID,
-                read_policy(None, "poll"),
+                RetryPolicy.within(None, "poll"),
                 doc_type=TYPE,
                 after=last,
                 include_docs=True,

@@ -44,9 +44,8 @@ from couchids.core.facts import FactsCache
 from couchids.core.following import DEFAULT_POLL
 from couchids.core.names import check_db
 from couchids.core.options import Options, check_options
-from couchids.core.policy import RetryPolicy
 from couchids.core.rekeying import RekeyReport
-from couchids.core.scan import Checkpoint, read_policy
+from couchids.core.scan import Checkpoint
 from couchids.core.sequence import DEFAULT_BLOCK, check_sequence, claim_block, seq_prefix
 from couchids.core.short import NonceSource
 from couchids.core.writes import Collected, Doc, KeyOf, TimeOf
@@ -491,7 +490,7 @@ class Database:
 
             orders.count("2024-05-01", "2024-06-01", type="order")
         """
-        policy = read_policy(self.options.timeout, "count")
+        policy = self.options.policy("count")
         program = counting.counted(
             self._facts,
             policy,
@@ -529,7 +528,7 @@ class Database:
         """
         program = counting.histogram(
             self._facts,
-            read_policy(self.options.timeout, "histogram"),
+            self.options.policy("histogram"),
             self.name,
             start,
             end,
@@ -863,7 +862,7 @@ class Database:
             continuous=continuous,
             create_target=create_target,
         )
-        policy = RetryPolicy.within(self.options.timeout, "replicate")
+        policy = self.options.policy("replicate")
         run(self.client, replication.start(self._facts, [plan], policy))
         return Replication(self.client, [plan])
 

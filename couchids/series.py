@@ -31,7 +31,7 @@ from couchids.core.counting import Bucket
 from couchids.core.facts import FactsCache
 from couchids.core.options import Options, check_options
 from couchids.core.periods import END_OF_TIME, Every, Period, SeriesLayout
-from couchids.core.policy import RetryPolicy, one_deadline
+from couchids.core.policy import one_deadline
 from couchids.core.scan import Checkpoint
 from couchids.core.series import PeriodDocs, PlacedResults, SeriesExpireReport
 from couchids.core.short import NonceSource
@@ -156,7 +156,7 @@ class Series:
 
             events.databases()  # ['events-2026-10', 'events-2026-11']
         """
-        policy = RetryPolicy.within(self.options.timeout, "databases")
+        policy = self.options.policy("databases")
         listed = run(self.client, series.list_databases(self._facts, self.layout, policy))
         return [name for _, name in listed]
 
@@ -177,7 +177,7 @@ class Series:
 
             events.prepare(ahead=2)  # ['events-2026-11', 'events-2026-12', 'events-2027-01']
         """
-        policy = RetryPolicy.within(self.options.timeout, "prepare")
+        policy = self.options.policy("prepare")
         program = series.prepare(
             self._facts, self.layout, to_ms(None), ahead, policy, self.max_databases
         )
@@ -259,7 +259,7 @@ class Series:
         total, parts = series.route_documents(
             self.layout, docs, key_of=key_of, time_of=time_of, now=now
         )
-        policy = RetryPolicy.within(self.options.timeout, "bulk_create")
+        policy = self.options.policy("bulk_create")
         names = [part.name for part in parts]
         made = series.make_missing(self._facts, self.layout, names, policy, self.max_databases)
         run(self.client, made)
@@ -580,7 +580,7 @@ class Series:
                 f"target={target!r} is a database of the series {self.prefix!r}: replicate "
                 "into a database outside it"
             )
-        policy = RetryPolicy.within(self.options.timeout, "replicate")
+        policy = self.options.policy("replicate")
         listed = run(self.client, series.list_databases(self._facts, self.layout, policy))
         stop = END_OF_TIME if end_ms is None else end_ms
         plans = [
@@ -614,7 +614,7 @@ class Series:
     def _make(self, period: Period, missing: DatabaseNotFoundError) -> None:
         """Create the database of ``period`` for a write that found it ``missing`` (whose ids a
         refusal by the cap carries on)."""
-        policy = RetryPolicy.within(self.options.timeout, "create")
+        policy = self.options.policy("create")
         program = series.create_database(
             self._facts,
             self.layout.name(period),

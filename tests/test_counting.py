@@ -51,7 +51,8 @@ from couchids import (
 from couchids.core.counting import bucket_edges, counts_by_offset, parse_every
 from couchids.core.keys import KeyRange, window_keys
 from couchids.core.periods import period_of
-from couchids.core.scan import PROBE_ROWS, read_policy
+from couchids.core.policy import RetryPolicy
+from couchids.core.scan import PROBE_ROWS
 from couchids.core.windows import DEFAULT_PAGE_SIZE
 from couchids.drivers.blocking import known_facts, run
 from couchids.idforms.times import to_datetime, to_ms
@@ -152,7 +153,7 @@ def mixed(form: IdForm) -> list[Made]:
 def test_offset_counting_is_used_where_the_server_has_it(
     couch_server: object, client: CloudantV1
 ) -> None:
-    policy = read_policy(None, "count")
+    policy = RetryPolicy.within(None, "count")
     by_offset = run(client, counts_by_offset(known_facts(client), policy, "the server"))
     assert by_offset is (getattr(couch_server, "kind", "") != "pouchdb")
 

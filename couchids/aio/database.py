@@ -41,9 +41,8 @@ from couchids.core.facts import FactsCache
 from couchids.core.following import DEFAULT_POLL
 from couchids.core.names import check_db
 from couchids.core.options import Options, check_options
-from couchids.core.policy import RetryPolicy
 from couchids.core.rekeying import RekeyReport
-from couchids.core.scan import Checkpoint, read_policy
+from couchids.core.scan import Checkpoint
 from couchids.core.sequence import DEFAULT_BLOCK, check_sequence, claim_block, seq_prefix
 from couchids.core.short import NonceSource
 from couchids.core.writes import Collected, Doc, KeyOf, TimeOf
@@ -488,7 +487,7 @@ class AsyncDatabase:
 
             await orders.count("2024-05-01", "2024-06-01", type="order")
         """
-        policy = read_policy(self.options.timeout, "count")
+        policy = self.options.policy("count")
         program = counting.counted(
             self._facts,
             policy,
@@ -526,7 +525,7 @@ class AsyncDatabase:
         """
         program = counting.histogram(
             self._facts,
-            read_policy(self.options.timeout, "histogram"),
+            self.options.policy("histogram"),
             self.name,
             start,
             end,
@@ -860,7 +859,7 @@ class AsyncDatabase:
             continuous=continuous,
             create_target=create_target,
         )
-        policy = RetryPolicy.within(self.options.timeout, "replicate")
+        policy = self.options.policy("replicate")
         await run(self.client, replication.start(self._facts, [plan], policy))
         return AsyncReplication(self.client, [plan])
 

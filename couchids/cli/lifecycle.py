@@ -226,7 +226,8 @@ def _add_rekey(commands: Any) -> None:
 
 def _expire(args: argparse.Namespace) -> int:
     from couchids.core.counting import counted
-    from couchids.core.scan import Checkpoint, read_policy
+    from couchids.core.policy import RetryPolicy
+    from couchids.core.scan import Checkpoint
     from couchids.database import Database
     from couchids.drivers.blocking import known_facts, run
 
@@ -235,7 +236,7 @@ def _expire(args: argparse.Namespace) -> int:
     db = Database(client, args.db)
     mark = Checkpoint(last_id=args.after)
     # Counted for the progress bar's total; a failure names the command run.
-    policy = read_policy(args.timeout, "expire")
+    policy = RetryPolicy.within(args.timeout, "expire")
     program = counted(
         known_facts(client), policy, db.name, 0, before, type=args.type, form=form, exact=False
     )

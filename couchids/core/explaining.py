@@ -17,7 +17,6 @@ from couchids.core.effects import Program, path, post_json
 from couchids.core.keys import next_text, type_step, window_keys
 from couchids.core.options import Options
 from couchids.core.policy import RetryPolicy
-from couchids.core.scan import read_policy
 from couchids.errors import InvalidArgumentError, InvalidIdError
 from couchids.idforms import forms
 from couchids.idforms.constants import DEFAULT_BLOCKS, SEPARATORS, SHORT_BLOCKS, TYPE_SEPARATOR
@@ -65,7 +64,7 @@ def explain(
     if style not in ("python", "command"):
         raise InvalidArgumentError(f"style={style!r}: 'python' or 'command'")
     prefix = form.type_prefix(type)
-    policy = read_policy(options.timeout, "explain_empty")
+    policy = options.policy("explain_empty")
     return _explain(db, type, prefix, form, style, policy)
 
 

@@ -32,7 +32,6 @@ from couchids.core.scan import (
     Checkpoint,
     check_checkpoint,
     check_one_form,
-    read_policy,
 )
 from couchids.core.sizes import (
     Filling,
@@ -71,7 +70,7 @@ def export(
     options: Options,
 ) -> Program[Checkpoint]:
     """The program of :meth:`couchids.Database.export`; arguments checked now."""
-    policy = read_policy(options.timeout, "export")
+    policy = options.policy("export")
     columns, mark = check_output(out, csv, checkpoint)
     arguments.function("on_progress", on_progress)
     size, parallel = options.batch("export"), options.slices("export")

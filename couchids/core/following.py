@@ -25,7 +25,7 @@ from couchids.core.features import changes_time, has_time_seq
 from couchids.core.keys import check_time_form, in_window, window_keys
 from couchids.core.options import Options
 from couchids.core.policy import RetryPolicy
-from couchids.core.scan import Checkpoint, check_checkpoint, check_one_form, read_policy
+from couchids.core.scan import Checkpoint, check_checkpoint, check_one_form
 from couchids.core.windows import scan_pages
 from couchids.errors import InvalidArgumentError
 from couchids.idforms.forms import IdForm
@@ -58,7 +58,7 @@ def follow(
     ``since`` (:func:`~couchids.core.features.has_time_seq`) starts there; any other reads the
     window ``[since, the form's last time]`` first, then the changes from the call on.
     """
-    policy = read_policy(options.timeout, "follow")
+    policy = options.policy("follow")
     batch_size = options.batch("follow")
     poll_ms = max(1, round(seconds("poll", poll, zero=False) * 1000))  # CouchDB's unit
     check_flag("wait", wait)

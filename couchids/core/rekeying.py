@@ -95,7 +95,7 @@ def rekey(
 ) -> Program[RekeyReport]:
     """The program of :meth:`couchids.Database.rekey` (see there); arguments checked now, but
     for the database names (the caller's)."""
-    policy = RetryPolicy.within(options.timeout, "rekey")
+    policy = options.policy("rekey")
     batch_size = options.batch("rekey")
     if target_db == source_db:
         raise InvalidArgumentError(
@@ -151,7 +151,7 @@ def rekey(
                 new_id = derived_id(form, ms, row["id"], key, type=type)
                 body = {k: v for k, v in doc.items() if k not in ("_id", "_rev", "_attachments")}
                 pairs.append((row["id"], {"_id": new_id, **body}))
-            yield from _store(known, target_db, pairs, report, mapping, policy)
+            yield from _store(known, target_db, pairs, report, mapping, policy, options)
             mark.last_id = page[-1]["id"]
             mark.done += len(pairs)
             if on_progress is not None:
@@ -197,6 +197,7 @@ def _store(
     report: RekeyReport,
     mapping: TextIO | None,
     policy: RetryPolicy,
+    options: Options,
 ) -> Program[None]:
     if not pairs:
         return
@@ -210,7 +211,7 @@ def _store(
         form=KUUID,
         key_of=None,
         time_of=None,
-        options=Options(timeout=policy.timeout, batch_size=len(docs)),
+        options=options.replace(batch_size=len(docs)),
     )
     results: list[WriteResult] = []
     batches = Puller(write)

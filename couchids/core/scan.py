@@ -28,7 +28,6 @@ __all__ = [
     "check_checkpoint",
     "check_one_form",
     "range_pages",
-    "read_policy",
 ]
 
 Row = dict[str, Any]
@@ -137,11 +136,6 @@ def check_checkpoint(value: object) -> Checkpoint:
         )
     value.__post_init__()
     return value
-
-
-def read_policy(timeout: float | None, operation: str) -> RetryPolicy:
-    """The policy of a lifecycle operation's reads (safe to repeat), each within ``timeout``."""
-    return RetryPolicy.within(timeout, operation)
 
 
 def range_pages(

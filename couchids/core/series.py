@@ -38,7 +38,7 @@ from couchids.core.keys import window_keys
 from couchids.core.options import Options
 from couchids.core.periods import MAX_AHEAD, Period, SeriesLayout, period_of
 from couchids.core.policy import RetryPolicy
-from couchids.core.scan import Checkpoint, check_one_form, range_pages, read_policy
+from couchids.core.scan import Checkpoint, check_one_form, range_pages
 from couchids.core.short import short_day
 from couchids.core.writes import check_functions_of_documents
 from couchids.errors import (
@@ -643,7 +643,7 @@ def count(
 ) -> Program[int]:
     """The program of :meth:`couchids.Series.count`: the sum of each period's count
     (:func:`couchids.core.counting.counted`), :data:`PERIOD_WORKERS` databases at a time."""
-    policy = read_policy(options.timeout, "count")
+    policy = options.policy("count")
     start_ms, end_ms = to_ms(start), to_ms(end)
 
     def part(span: Span) -> Program[int]:
@@ -678,7 +678,7 @@ def histogram(
     sum of the periods' histograms of their parts of it. A period's histogram has the same
     inner edges, and edges at its period's start and end, so each of its buckets lies inside
     one bucket of the whole window."""
-    policy = read_policy(options.timeout, "histogram")
+    policy = options.policy("histogram")
     start_ms, end_ms = to_ms(start), to_ms(end)
 
     def part(span: Span) -> Program[list[Bucket]]:
@@ -733,7 +733,7 @@ def export(
     the other by one writer (:func:`~couchids.core.exporting.write_documents`), as one
     database's export (one CSV header). A checkpoint's ``last_id`` resumes just after that
     document, in whichever period it lies: the periods that end by its time are not read."""
-    policy = read_policy(options.timeout, "export")
+    policy = options.policy("export")
     batch_size, parallel = options.batch("export"), options.slices("export")
     columns, mark = exporting.check_output(out, csv, checkpoint)
     check_function("on_progress", on_progress)

@@ -32,7 +32,8 @@ from couchids import KUUID, KUUID_MS, DatabaseNotFoundError, IdForm
 from couchids.core.counting import counts_by_offset
 from couchids.core.keys import window_keys
 from couchids.core.pages import DEFAULT_PARALLEL
-from couchids.core.scan import PROBE_ROWS, read_policy
+from couchids.core.policy import RetryPolicy
+from couchids.core.scan import PROBE_ROWS
 from couchids.drivers.aio import AsyncClient
 from couchids.drivers.blocking import known_facts, run
 from couchids.idforms.times import to_ms
@@ -125,7 +126,9 @@ async def test_foreign_ids_past_the_first_rows_are_counted_by_offset(
     fast = await database(async_client, db).histogram(edges[0], edges[-1], type="ord")
     exact = await database(async_client, db).histogram(edges[0], edges[-1], type="ord", exact=True)
     assert [b.count for b in exact] == truth
-    by_offset = run(client, counts_by_offset(known_facts(client), read_policy(None, "count"), db))
+    by_offset = run(
+        client, counts_by_offset(known_facts(client), RetryPolicy.within(None, "count"), db)
+    )
     assert [b.count for b in fast] == ([n, n + 1, n] if by_offset else truth)
     assert await database(async_client, db).count(edges[0], edges[1], type="ord") == n
 
