@@ -1331,3 +1331,27 @@ def test_the_commands_start_show_and_cancel_a_continuous_replication(
     assert main(["replication", doc_id, "--cancel"]) == EXIT_OK
     assert json.loads(capsys.readouterr().out)["cancelled"] is False
     assert poll(lambda: not scheduled(client, doc_id))
+
+
+@pytest.mark.parametrize(
+    "target",
+    ["http://127.0.0.1:5984/shop", "http://127.0.0.1:5984/%73hop/", "http://LOCALHOST:5984/shop"],
+)
+def test_a_plan_refuses_a_target_that_is_its_source_whoever_made_the_endpoints(
+    target: str,
+) -> None:
+    # A series plans its periods from endpoints it made itself, without check_target: the
+    # plan's own refusal is what keeps a source from being its own target there.
+    source = core.url_endpoint("http://localhost:5984/shop")
+    with pytest.raises(InvalidArgumentError, match="is the source database itself"):
+        core.plan(
+            "shop",
+            source,
+            core.url_endpoint(target),
+            START,
+            END,
+            type="order",
+            form=couchids.KUUID,
+            continuous=False,
+            create_target=False,
+        )
