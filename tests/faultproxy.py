@@ -301,13 +301,17 @@ def _handler_for(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
                 proxy._stopping.wait()
                 self.close_connection = True
                 return
-            if mode == "slow" and proxy._stopping.wait(seconds):
-                self.close_connection = True
-                return
+            if mode == "slow":
+                # Recorded as the hold begins: a caller whose deadline ends during it met it.
+                proxy._record(self.command, self.path, mode)
+                if proxy._stopping.wait(seconds):
+                    self.close_connection = True
+                    return
             if mode is None or mode == "slow" or mode.endswith("-after"):
                 status, headers, answer = self._forward(body)
             if mode is None or mode == "slow":
-                proxy._record(self.command, self.path, mode or "forwarded")
+                if mode is None:
+                    proxy._record(self.command, self.path, "forwarded")
                 self._answer(status, headers, answer)
                 return
             proxy._record(self.command, self.path, mode)
