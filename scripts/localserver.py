@@ -397,7 +397,9 @@ class CouchDBNode(_Process):
             )
             url = _admin_url(port)
             deadline = time.monotonic() + self.timeout
-            while not _answers(port, auth=True):
+            # _up answers a moment before CouchDB has made its _replicator database, which a
+            # replication started at once would meet as missing.
+            while not (_answers(port, auth=True) and _answers(port, auth=True, path="_replicator")):
                 self._check_alive()
                 if time.monotonic() > deadline:
                     raise self._error(f"CouchDB did not answer within {self.timeout:g}s")
@@ -442,7 +444,9 @@ class CouchDBCluster(_Process):
                 _quiet_erlang(),
             )
             deadline = time.monotonic() + self.timeout
-            while "ready" not in self.log_tail().split():
+            while "ready" not in self.log_tail().split() or not all(
+                _answers(port, auth=True, path="_replicator") for port in ports
+            ):
                 self._check_alive()
                 if time.monotonic() > deadline:
                     raise self._error(f"the cluster was not ready within {self.timeout:g}s")
@@ -497,10 +501,10 @@ def _free_ports(count: int) -> list[int]:
     return sorted(ports)
 
 
-def _answers(port: int, *, auth: bool = False) -> bool:
-    request = urllib.request.Request(
-        f"http://{HOST}:{port}/_up" if auth else f"http://{HOST}:{port}/"
-    )
+def _answers(port: int, *, auth: bool = False, path: str | None = None) -> bool:
+    if path is None:
+        path = "_up" if auth else ""
+    request = urllib.request.Request(f"http://{HOST}:{port}/{path}")
     if auth:
         token = base64.b64encode(_admin().encode()).decode()
         request.add_header("Authorization", f"Basic {token}")
