@@ -36,8 +36,9 @@ True
 from __future__ import annotations
 
 import contextlib
+import re
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Final, Literal
 
 from couchids.core.keys import check_time_form
@@ -73,14 +74,16 @@ MAX_AHEAD: Final = 366
 #: The millisecond after the last one a time in couchids can hold (the end of 9999): where the
 #: last period of every kind ends.
 END_OF_TIME: Final = MAX_MS + 1
+_EPOCH_DAY: Final = EPOCH.toordinal()
 
-#: Each kind of period's suffix, written and read (a week's, on its Monday) with ``strftime``
-#: and ``strptime``; a name is taken only when it is written back to itself.
-_SUFFIX: Final[dict[Every, str]] = {
-    "day": "%Y-%m-%d",
-    "week": "%G-w%V",
-    "month": "%Y-%m",
-    "year": "%Y",
+#: Each kind of period's suffix: written with ``strftime``, and the shape of its numbers (year,
+#: then month and day, or ISO week) when read; a name is taken only when it is written back to
+#: itself.
+_SUFFIX: Final[dict[Every, tuple[str, re.Pattern[str]]]] = {
+    "day": ("%Y-%m-%d", re.compile(r"(\d{4})-(\d\d)-(\d\d)")),
+    "week": ("%G-w%V", re.compile(r"(\d{4})-w(\d\d)")),
+    "month": ("%Y-%m", re.compile(r"(\d{4})-(\d\d)")),
+    "year": ("%Y", re.compile(r"(\d{4})")),
 }
 
 
@@ -196,18 +199,20 @@ def parse_name(prefix: str, every: Every, name: str) -> Period | None:
     >>> [parse_name("events", "month", n) for n in ("events-2026-13", "events-x-2026-11")]
     [None, None]
     """
-    head = prefix + "-"
-    if not name.startswith(head):
+    shape = _SUFFIX[every][1].fullmatch(name, len(prefix) + 1)
+    if shape is None or not name.startswith(prefix + "-"):
         return None
-    suffix, written = name[len(head) :], _SUFFIX[every]
-    if every == "week":
-        suffix, written = suffix + "-1", written + "-%u"  # its Monday
+    numbers = [int(number) for number in shape.groups()]
+    if numbers[0] < 1970:  # a time before 1970 is in no period
+        return None
     try:
-        first = datetime.strptime(suffix, written).date()
+        if every == "week":
+            first = date.fromisocalendar(numbers[0], numbers[1], 1)  # its Monday
+        else:
+            first = date(*numbers, *[1] * (3 - len(numbers)))
     except ValueError:
         return None
-    # A name of a time before 1970 reads as a period of 1970, whose name it is not.
-    period = period_of(every, max(0, _date_ms(first)))
+    period = _starting(every, first)
     return period if database_name(prefix, period) == name else None
 
 
@@ -234,6 +239,11 @@ def period_of(every: Every, ms: int) -> Period:
         "month": day.replace(day=1),
         "year": day.replace(month=1, day=1),
     }[every]
+    return _starting(every, first)
+
+
+def _starting(every: Every, first: date) -> Period:
+    """The period of ``every`` whose first day is ``first`` (1970-W01 starts at 1970)."""
     try:
         if every == "year":
             after = first.replace(year=first.year + 1)
@@ -244,7 +254,7 @@ def period_of(every: Every, ms: int) -> Period:
         end_ms = min(_date_ms(after), END_OF_TIME)
     except (OverflowError, ValueError):  # past the end of 9999
         end_ms = END_OF_TIME
-    return Period(max(0, _date_ms(first)), end_ms, every, first.strftime(_SUFFIX[every]))
+    return Period(max(0, _date_ms(first)), end_ms, every, first.strftime(_SUFFIX[every][0]))
 
 
 def periods_between(every: Every, start_ms: int, end_ms: int) -> list[Period]:
@@ -278,7 +288,7 @@ def form_end_ms(form: IdForm) -> int:
 
 
 def _date_ms(day: date) -> int:
-    return (datetime(day.year, day.month, day.day, tzinfo=UTC) - EPOCH) // timedelta(milliseconds=1)
+    return (day.toordinal() - _EPOCH_DAY) * 86_400_000
 
 
 @dataclass(frozen=True)
