@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from couchids.errors import InvalidArgumentError, InvalidIdError, InvalidTimeError
+from couchids.errors import InvalidArgumentError, InvalidTimeError
 from couchids.idforms import radix
 from couchids.idforms.constants import (
     BASE36_ALPHABET,
@@ -151,27 +151,6 @@ class Base36V7Form(IdForm):
 
         return match
 
-    def read(self, body: str) -> int:
-        if not isinstance(body, str) or len(body) != self.length:
-            raise self.wrong_length(body)
-        if any(ch not in BASE36_ALPHABET for ch in body):
-            raise InvalidIdError(
-                f"{body!r} is not a {self} id: lower-case base36 characters (0-9, a-z)"
-            )
-        if self.padded and body > _MAX_TEXT:
-            raise InvalidIdError(f"{body!r} is not a {self} id: above 2**128 - 1")
-        if not self.padded and body[0] == "0":
-            raise InvalidIdError(
-                f"{body!r} is not a {self} id: an unpadded number has no leading 0"
-            )
-        ms = uuid7_time(radix.decode(body, BASE36_ALPHABET))
-        if ms is None:
-            raise InvalidIdError(
-                f"{body!r} is not a {self} id: the number is not a UUIDv7 (version 7, "
-                "the RFC 9562 variant, a time up to 9999-12-31)"
-            )
-        return ms * 1000
-
     def try_read(self, body: str) -> ReadAttempt:
         if len(body) != self.length or _TEXT.fullmatch(body) is None:
             return NOT_READ
@@ -179,7 +158,21 @@ class Base36V7Form(IdForm):
             return NOT_READ
         # The pattern has kept out the spaces, signs and underscores int() would also take.
         ms = uuid7_time(int(body, len(BASE36_ALPHABET)))
-        return NOT_READ if ms is None else ms * 1000
+        return NOT_READ if ms is None else ms * US_PER_MS
+
+    def _why(self, body: str) -> str:
+        if _TEXT.fullmatch(body) is None:
+            why = "lower-case base36 characters (0-9, a-z)"
+        elif self.padded and body > _MAX_TEXT:
+            why = "above 2**128 - 1"
+        elif not self.padded and body[0] == "0":
+            why = "an unpadded number has no leading 0"
+        else:
+            why = (
+                "the number is not a UUIDv7 (version 7, the RFC 9562 variant, a time up to "
+                "9999-12-31)"
+            )
+        return f"{body!r} is not a {self} id: {why}"
 
 
 #: UUIDv7s as 25 lower-case base36 characters (CouchDB's ``uuid_v7`` ``base_36`` format).

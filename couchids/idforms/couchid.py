@@ -25,10 +25,9 @@ import time
 from dataclasses import dataclass
 from datetime import timedelta
 
-from couchids.errors import InvalidArgumentError, InvalidIdError, InvalidTimeError
+from couchids.errors import InvalidArgumentError, InvalidTimeError
 from couchids.idforms.constants import (
     COUCH_HEX_LEN,
-    HEX_DIGITS,
     US_PER_MS,
     UTC_RANDOM_FROM_MS,
     UTC_RANDOM_LEN,
@@ -85,15 +84,6 @@ def _micros(timestamp: TimeLike) -> int:
     return _CLOCK.next() if timestamp is None else to_ms(timestamp) * US_PER_MS
 
 
-def _checked_us(us: int) -> int:
-    if not 0 <= us <= _MAX_US:
-        raise InvalidTimeError(
-            f"{EPOCH + timedelta(microseconds=us)} is past the last microsecond 14 hex digits "
-            f"hold ({EPOCH + timedelta(microseconds=_MAX_US)})"
-        )
-    return us
-
-
 @dataclass(frozen=True)
 class _UtcForm(IdForm):
     """14 hex digits of microseconds, then a tail each subclass defines."""
@@ -104,25 +94,16 @@ class _UtcForm(IdForm):
     def key(self, unit: int) -> str:
         return f"{unit * US_PER_MS:014x}"
 
-    def _read_time(self, body: str) -> int:
-        if not isinstance(body, str) or len(body) != self.length:
-            raise self.wrong_length(body)
-        if self._body().fullmatch(body) is None:
-            raise InvalidIdError(f"{body!r} is not a {self} id: {self.rule()}")
-        return int(body[:UTC_TIME_LEN], 16)
-
-    def _body(self) -> re.Pattern[str]:
-        """:meth:`body_pattern`, compiled (re keeps the compiled patterns it has seen)."""
-        return re.compile(self.body_pattern())
-
     def try_read(self, body: str) -> ReadAttempt:
-        if len(body) != self.length or self._body().fullmatch(body) is None:
+        if len(body) != self.length or re.fullmatch(self.body_pattern(), body) is None:
             return NOT_READ
         return int(body[:UTC_TIME_LEN], 16)
 
-    def rule(self) -> str:
-        """What an id of this form is, for messages."""
-        return f"{UTC_TIME_LEN} {_HEX_RULE} of microseconds since 1970, then {self._tail()}"
+    def _why(self, body: str) -> str:
+        return (
+            f"{body!r} is not a {self} id: {UTC_TIME_LEN} {_HEX_RULE} of microseconds since "
+            f"1970, then {self._tail()}"
+        )
 
     def _tail(self) -> str:
         return ""
@@ -146,6 +127,7 @@ class UtcRandomForm(_UtcForm):
     length = UTC_TIME_LEN + UTC_RANDOM_LEN
     min_unit = UTC_RANDOM_FROM_MS
     max_unit = UTC_RANDOM_UNTIL_MS - 1
+    random_bits = UTC_RANDOM_LEN * 4
 
     def key_fits(self, unit: int) -> bool:
         """Whether 14 hex digits hold ``unit``: the key just after the runway is written too,
@@ -153,10 +135,8 @@ class UtcRandomForm(_UtcForm):
         return 0 <= unit * US_PER_MS <= _MAX_US
 
     def new(self, timestamp: TimeLike = None, *, type: str | None = None) -> str:
-        body = self.compose(_micros(timestamp), WORDS.bits(UTC_RANDOM_LEN * 4))
+        body = self.compose(_micros(timestamp), WORDS.bits(self.random_bits))
         return body if type is None else self.type_prefix(type) + body
-
-    random_bits = UTC_RANDOM_LEN * 4
 
     def compose(self, us: int, random: int) -> str:
         if not UTC_RANDOM_FROM_MS <= us // US_PER_MS < UTC_RANDOM_UNTIL_MS:
@@ -169,28 +149,6 @@ class UtcRandomForm(_UtcForm):
     def body_pattern(self) -> str:
         return _RANDOM_BODY.pattern
 
-    def _body(self) -> re.Pattern[str]:
-        return _RANDOM_BODY
-
-    def read(self, body: str) -> int:
-        if not isinstance(body, str) or len(body) != self.length:
-            raise self.wrong_length(body)
-        us = self.try_read(body)
-        if us is NOT_READ:
-            raise InvalidIdError(self.refusal(body))
-        return us
-
-    def refusal(self, body: str) -> str:
-        try:
-            us = self._read_time(body)  # the refusals of every utc form
-        except InvalidIdError as exc:
-            return str(exc)
-        # What is left: a time outside the runway.
-        return (
-            f"{body!r} reads as {utc_text(us)}, outside the utc_random runway ({_RUNWAY}): 32 "
-            "hex digits of another form, such as a v7s id or CouchDB's random ids"
-        )
-
     def try_read(self, body: str) -> int | NotRead:
         if len(body) != UTC_TIME_LEN + UTC_RANDOM_LEN or _RANDOM_BODY.fullmatch(body) is None:
             return NOT_READ
@@ -198,6 +156,15 @@ class UtcRandomForm(_UtcForm):
         if not UTC_RANDOM_FROM_MS <= us // US_PER_MS < UTC_RANDOM_UNTIL_MS:
             return NOT_READ
         return us
+
+    def _why(self, body: str) -> str:
+        if _RANDOM_BODY.fullmatch(body) is None:
+            return super()._why(body)
+        return (
+            f"{body!r} reads as {utc_text(int(body[:UTC_TIME_LEN], 16))}, outside the "
+            f"utc_random runway ({_RUNWAY}): 32 hex digits of another form, such as a v7s id "
+            "or CouchDB's random ids"
+        )
 
     def _tail(self) -> str:
         return f"{UTC_RANDOM_LEN} random hex digits"
@@ -235,13 +202,15 @@ class UtcIdForm(_UtcForm):
         return body if type is None else self.type_prefix(type) + body
 
     def compose(self, us: int, random: int) -> str:
-        return f"{_checked_us(us):014x}{self.suffix}"
+        if not 0 <= us <= _MAX_US:
+            raise InvalidTimeError(
+                f"{EPOCH + timedelta(microseconds=us)} is past the last microsecond 14 hex "
+                f"digits hold ({EPOCH + timedelta(microseconds=_MAX_US)})"
+            )
+        return f"{us:014x}{self.suffix}"
 
     def body_pattern(self) -> str:
         return _TIME + re.escape(self.suffix)
-
-    def read(self, body: str) -> int:
-        return self._read_time(body)
 
     def _tail(self) -> str:
         return f"the suffix {self.suffix!r}"
@@ -270,17 +239,13 @@ class CouchRandomForm(IdForm):
         raise InvalidArgumentError("couch_random ids hold no time, so no time has a key")
 
     def body_pattern(self) -> str:
-        return f"[0-9a-f]{{{COUCH_HEX_LEN}}}"
-
-    def read(self, body: str) -> None:
-        if not isinstance(body, str) or len(body) != COUCH_HEX_LEN:
-            raise self.wrong_length(body)
-        if any(ch not in HEX_DIGITS for ch in body):
-            raise InvalidIdError(f"{body!r} is not a couch_random id: 32 {_HEX_RULE}")
-        return None
+        return _COUCH_RANDOM_BODY.pattern
 
     def try_read(self, body: str) -> ReadAttempt:
         return None if _COUCH_RANDOM_BODY.fullmatch(body) else NOT_READ
+
+    def _why(self, body: str) -> str:
+        return f"{body!r} is not a couch_random id: 32 {_HEX_RULE}"
 
 
 #: CouchDB's ``utc_random`` ids: 14 hex digits of microseconds since 1970, then 18 random ones.

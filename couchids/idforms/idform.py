@@ -209,7 +209,6 @@ class IdForm(ABC):
     def body_pattern(self) -> str:
         """A regex (text) for the body of an id of this form."""
 
-    @abstractmethod
     def read(self, body: str) -> int | None:
         """Check that ``body`` (an id without its type) is of this form; return the time it
         holds in microseconds since 1970, or ``None`` if it holds none.
@@ -217,17 +216,15 @@ class IdForm(ABC):
         Raises:
             InvalidIdError: ``body`` is not an id of this form; the message says why.
         """
+        us = self.try_read(body) if isinstance(body, str) else NOT_READ
+        if us is NOT_READ:
+            raise InvalidIdError(self.refusal(body))
+        return us
 
+    @abstractmethod
     def try_read(self, body: str) -> ReadAttempt:
-        """What :meth:`read` returns for ``body``, or :data:`NOT_READ` where it raises.
-
-        For :func:`couchids.decode`, which tries many forms: the forms with a time answer
-        without building an error; this default catches what :meth:`read` raises.
-        """
-        try:
-            return self.read(body)
-        except InvalidIdError:
-            return NOT_READ
+        """What :meth:`read` returns for ``body``, or :data:`NOT_READ` where it raises: for
+        :func:`couchids.decode`, which tries many forms without building an error."""
 
     def refusal(self, body: str) -> str:
         """The message of the error :meth:`read` raises for ``body``, a string it refuses
@@ -236,11 +233,17 @@ class IdForm(ABC):
         Raises:
             ValueError: ``read`` accepts ``body``.
         """
-        try:
-            self.read(body)
-        except InvalidIdError as exc:
-            return str(exc)
-        raise ValueError(f"{body!r} is a {self} id: read refuses nothing")
+        if not isinstance(body, str):
+            return f"{body!r} is not an id: ids are strings"
+        if len(body) != self.length:
+            return str(self.wrong_length(body))
+        if self.try_read(body) is not NOT_READ:
+            raise ValueError(f"{body!r} is a {self} id: read refuses nothing")
+        return self._why(body)
+
+    @abstractmethod
+    def _why(self, body: str) -> str:
+        """Why :meth:`try_read` refuses ``body``, which has the form's length."""
 
     def id_pattern(self, prefix: str = "") -> re.Pattern[str]:
         """A regex whose ``fullmatch`` accepts ``prefix`` followed by an id of this form."""

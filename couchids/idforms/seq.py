@@ -7,12 +7,13 @@ keeping its counter in the database (:meth:`couchids.Database.sequence`) builds 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
-from couchids.errors import InvalidArgumentError, InvalidIdError
+from couchids.errors import InvalidArgumentError
 from couchids.idforms import radix
 from couchids.idforms.constants import BASE36_ALPHABET, SEQ10_LEN, SEQ36_LEN
-from couchids.idforms.idform import IdForm
+from couchids.idforms.idform import NOT_READ, IdForm, ReadAttempt
 from couchids.idforms.times import TimeLike
 
 __all__ = ["SEQ10", "SEQ36", "SeqForm"]
@@ -91,16 +92,13 @@ class SeqForm(IdForm):
     def body_pattern(self) -> str:
         return f"[0-9]{{{SEQ10_LEN}}}" if self.base == 10 else f"[0-9a-z]{{{SEQ36_LEN}}}"
 
-    def read(self, body: str) -> None:
-        """Check ``body``; an ordinal holds no time, so this returns ``None``."""
-        if not isinstance(body, str) or len(body) != self.length:
-            raise self.wrong_length(body)
-        if any(ch not in self.alphabet for ch in body):
-            what = (
-                "decimal digits" if self.base == 10 else "lower-case base36 characters (0-9, a-z)"
-            )
-            raise InvalidIdError(f"{body!r} is not a {self} id: {self.length} {what}")
-        return None
+    def try_read(self, body: str) -> ReadAttempt:
+        """``None`` (an ordinal holds no time) for a body of the form, else ``NOT_READ``."""
+        return None if re.fullmatch(self.body_pattern(), body) else NOT_READ
+
+    def _why(self, body: str) -> str:
+        what = "decimal digits" if self.base == 10 else "lower-case base36 characters (0-9, a-z)"
+        return f"{body!r} is not a {self} id: {self.length} {what}"
 
 
 #: Ordinals as 10 decimal digits (see :meth:`couchids.Database.sequence`).

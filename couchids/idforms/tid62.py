@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from couchids.errors import InvalidIdError, InvalidTimeError
+from couchids.errors import InvalidTimeError
 from couchids.idforms import radix
 from couchids.idforms.constants import (
     ALPHABET,
@@ -102,27 +102,16 @@ class Tid62Form(IdForm):
     def body_pattern(self) -> str:
         return _BODY
 
-    def read(self, body: str) -> int:
-        if not isinstance(body, str) or len(body) != TID62_LEN:
-            raise self.wrong_length(body)
-        try:
-            value = radix.decode(body, ALPHABET)
-        except ValueError:
-            raise InvalidIdError(
-                f"{body!r} is not a tid62 id: 17 base62 characters (0-9, A-Z, a-z)"
-            ) from None
-        if body > _MAX_TEXT:
-            raise InvalidIdError(
-                f"{body!r} is not a tid62 id: above {_MAX_TEXT}, the largest 12-byte number"
-            )
-        seconds = TID62_EPOCH_S + (value >> TID62_RANDOM_BITS)
-        return seconds * MS_PER_SECOND * US_PER_MS
-
     def try_read(self, body: str) -> ReadAttempt:
         if len(body) != TID62_LEN or _TEXT.fullmatch(body) is None or body > _MAX_TEXT:
             return NOT_READ
         seconds = TID62_EPOCH_S + (radix.decode(body, ALPHABET) >> TID62_RANDOM_BITS)
         return seconds * MS_PER_SECOND * US_PER_MS
+
+    def _why(self, body: str) -> str:
+        if _TEXT.fullmatch(body) is None:
+            return f"{body!r} is not a tid62 id: 17 base62 characters (0-9, A-Z, a-z)"
+        return f"{body!r} is not a tid62 id: above {_MAX_TEXT}, the largest 12-byte number"
 
 
 #: tid62 ids (seconds since 2020 and 64 random bits, 17 base62 characters).

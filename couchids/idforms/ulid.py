@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from couchids.errors import InvalidArgumentError, InvalidIdError, InvalidTimeError
+from couchids.errors import InvalidArgumentError, InvalidTimeError
 from couchids.idforms import radix
 from couchids.idforms.constants import (
     ULID_ALPHABET,
@@ -101,28 +101,23 @@ class UlidForm(IdForm):
     def body_pattern(self) -> str:
         return _BODY
 
-    def read(self, body: str) -> int:
-        if not isinstance(body, str) or len(body) != ULID_LEN:
-            raise self.wrong_length(body)
-        bad = next((ch for ch in body if ch not in ULID_ALPHABET), None)
-        if bad is not None:
-            hint = " (couchids reads upper-case ULIDs only)" if bad.upper() in ULID_ALPHABET else ""
-            raise InvalidIdError(
-                f"{body!r} is not a ulid id: {bad!r} is not a Crockford base32 character "
-                f"({ULID_ALPHABET}){hint}"
-            )
-        if body[0] > "7":
-            raise InvalidIdError(f"{body!r} is not a ulid id: above 7ZZZZZZZZZZZZZZZZZZZZZZZZZ")
-        ms = radix.decode(body[:ULID_TIME_LEN], ULID_ALPHABET)
-        if ms > MAX_MS:
-            raise InvalidIdError(f"{body!r} holds a time after 9999-12-31 (ulid)")
-        return ms * US_PER_MS
-
     def try_read(self, body: str) -> ReadAttempt:
         if len(body) != ULID_LEN or _PATTERN.fullmatch(body) is None:
             return NOT_READ
         ms = int(body[:ULID_TIME_LEN].translate(_TO_BASE32), 32)
         return NOT_READ if ms > MAX_MS else ms * US_PER_MS
+
+    def _why(self, body: str) -> str:
+        bad = next((ch for ch in body if ch not in ULID_ALPHABET), None)
+        if bad is not None:
+            hint = " (couchids reads upper-case ULIDs only)" if bad.upper() in ULID_ALPHABET else ""
+            return (
+                f"{body!r} is not a ulid id: {bad!r} is not a Crockford base32 character "
+                f"({ULID_ALPHABET}){hint}"
+            )
+        if body[0] > "7":
+            return f"{body!r} is not a ulid id: above 7ZZZZZZZZZZZZZZZZZZZZZZZZZ"
+        return f"{body!r} holds a time after 9999-12-31 (ulid)"
 
 
 #: ULIDs (Crockford base32, 26 characters, 48-bit milliseconds).

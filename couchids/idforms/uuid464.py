@@ -12,7 +12,7 @@ import binascii
 import re
 from dataclasses import dataclass
 
-from couchids.errors import InvalidArgumentError, InvalidIdError
+from couchids.errors import InvalidArgumentError
 from couchids.idforms.base36 import uuid7_time
 from couchids.idforms.constants import US_PER_MS, UUID464_LEN
 from couchids.idforms.entropy import WORDS
@@ -62,19 +62,8 @@ class Uuid464Form(IdForm):
     def body_pattern(self) -> str:
         return _BODY
 
-    def read(self, body: str) -> int | None:
-        """The time of a UUIDv7 inside, in microseconds; ``None`` for other UUIDs."""
-        if not isinstance(body, str) or len(body) != UUID464_LEN:
-            raise self.wrong_length(body)
-        us = self.try_read(body)
-        if us is NOT_READ:
-            raise InvalidIdError(
-                f"{body!r} is not a uuid464 id: 22 base64url characters (A-Z, a-z, 0-9, -, _) "
-                "holding 16 bytes, the last one A, Q, g or w"
-            )
-        return us
-
     def try_read(self, body: str) -> ReadAttempt:
+        """The time of a UUIDv7 inside, in microseconds; ``None`` for other UUIDs."""
         if len(body) != UUID464_LEN or _PATTERN.fullmatch(body) is None:
             return NOT_READ
         try:
@@ -85,6 +74,12 @@ class Uuid464Form(IdForm):
             return NOT_READ
         ms = uuid7_time(int.from_bytes(raw))
         return None if ms is None else ms * US_PER_MS
+
+    def _why(self, body: str) -> str:
+        return (
+            f"{body!r} is not a uuid464 id: 22 base64url characters (A-Z, a-z, 0-9, -, _) "
+            "holding 16 bytes, the last one A, Q, g or w"
+        )
 
 
 #: UUIDs as 22 base64url characters (no time unless the UUID is a UUIDv7; never sortable).
