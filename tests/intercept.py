@@ -1,6 +1,6 @@
 """Seeing, and changing, the requests couchids sends through a client's ``send``.
 
-Every couchids request goes through ``CloudantV1.send`` (couchids.drivers.blocking.perform); a test
+Every couchids request goes through ``CloudantV1.send`` (couchids.drivers.blocking); a test
 wraps it to count requests, act between them, or answer one itself.
 """
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
@@ -241,8 +242,22 @@ def test_connect_keeps_the_client_to_its_rate() -> None:
 URL = "http://couch.test"
 
 
+def assert_logged_as_paced(caplog: pytest.LogCaptureFixture) -> None:
+    """The 429 sent again once its class has room is logged as what it is: the same attempt
+    (its two DEBUG records say attempt 1), not a retry of the call's."""
+    records = [r for r in caplog.records if r.name == "couchids.request"]
+    sends = [r for r in records if r.levelno == logging.DEBUG and r.couchids_method == "POST"]
+    assert [(r.couchids_status, r.couchids_attempt) for r in sends] == [(429, 1), (200, 1)]
+    (record,) = [r for r in records if r.levelno == logging.INFO]
+    assert record.couchids_reason == "HTTP 429" and record.couchids_attempt == 1
+    message = record.getMessage()
+    assert message.endswith("(rate limited: attempt 1 again once its class has room)"), message
+    assert " of " not in message, message
+
+
 @responses.activate
-def test_the_blocking_driver_obeys_retry_after() -> None:
+def test_the_blocking_driver_obeys_retry_after(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, "couchids.request")
     sent: list[float] = []
 
     def answer(request: Any) -> tuple[int, dict[str, str], str]:
@@ -256,9 +271,11 @@ def test_the_blocking_driver_obeys_retry_after() -> None:
     shop = couchids.Database(client_for(URL), "db").with_options(backoff=0)
     assert shop.latest(1, type="click") == []
     assert len(sent) == 2 and sent[1] - sent[0] >= 1.0
+    assert_logged_as_paced(caplog)
 
 
-def test_the_asyncio_driver_obeys_retry_after() -> None:
+def test_the_asyncio_driver_obeys_retry_after(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, "couchids.request")
     sent: list[float] = []
 
     def answer(request: httpx.Request) -> httpx.Response:
@@ -277,6 +294,7 @@ def test_the_asyncio_driver_obeys_retry_after() -> None:
 
     assert asyncio.run(main()) == []
     assert len(sent) == 2 and sent[1] - sent[0] >= 1.0
+    assert_logged_as_paced(caplog)
 
 
 # -- every multi-request operation, through the Cloudant-rules server -----------------------

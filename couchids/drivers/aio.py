@@ -41,18 +41,10 @@ from couchids.core.effects import (
     Wait,
 )
 from couchids.core.facts import FactsCache
-from couchids.core.pacing import Pacer, Rate, Ticket
+from couchids.core.pacing import Pacer, Rate
 from couchids.core.pages import handed_on
 from couchids.drivers import log
-from couchids.drivers.blocking import (
-    FAILURES,
-    OneReading,
-    answered,
-    heard,
-    lost,
-    prepare,
-    room,
-)
+from couchids.drivers.blocking import FAILURES, OneReading, lost, paced, prepare
 from couchids.drivers.config import scrub
 from couchids.drivers.connecting import cloudant_client
 from couchids.drivers.credentials import answer_hint, check_logins
@@ -147,25 +139,20 @@ class AsyncClient:
         return (await self._performed(effect))[0]
 
     async def _performed(self, effect: Send) -> tuple[Response | Lost, str]:
-        """:meth:`perform`'s outcome, and what it was in a few words
-        (:func:`~couchids.drivers.blocking.heard`); a 429 is sent again once its class has
-        room, while the deadline allows."""
-        since: float | None = None
-        while True:
-            ticket = room(self.pacer, effect.request, effect.policy)
-            while not isinstance(ticket, Ticket):
-                await asyncio.sleep(ticket)
-                ticket = room(self.pacer, effect.request, effect.policy)
-            started = time.perf_counter()
-            outcome, failure = await self._exchange(effect)
-            status = outcome.status if isinstance(outcome, Response) else None
-            log.sent(effect, status, failure, (time.perf_counter() - started) * 1000)
-            wait, since = answered(self.pacer, ticket, effect, outcome, since)
-            if wait is None:
-                return outcome, heard(outcome, failure)
-            log.retrying(
-                effect, wait, f"{heard(outcome, failure)} (rate limited: waiting for room)"
-            )
+        """:meth:`perform`'s outcome as the pacer lets the request go
+        (:func:`~couchids.drivers.blocking.paced`), and what it was in a few words."""
+        steps = paced(self.pacer, effect)
+        try:
+            step = next(steps)
+            while True:
+                if step is None:
+                    step = steps.send(await self._exchange(effect))
+                else:
+                    await asyncio.sleep(step)
+                    step = next(steps)
+        except StopIteration as stop:
+            done: tuple[Response | Lost, str] = stop.value
+            return done
 
     async def _exchange(self, effect: Send) -> tuple[Response | Lost, str | None]:
         """:meth:`perform`'s outcome, and when it is :class:`Lost`, what happened."""

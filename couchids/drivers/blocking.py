@@ -54,7 +54,7 @@ from couchids.core.effects import (
     request_headers,
 )
 from couchids.core.facts import DatabaseFacts, FactsCache
-from couchids.core.pacing import Pacer, Rate, Ticket
+from couchids.core.pacing import Pacer, Rate
 from couchids.core.pages import handed_on
 from couchids.core.policy import RetryPolicy
 from couchids.drivers import log
@@ -648,43 +648,64 @@ def _login(exc: BaseException) -> bool:
 
 # -- pacing (both drivers) ----------------------------------------------------------------------
 
-
-def room(pacer: Pacer, request: Request, policy: RetryPolicy) -> Ticket | float:
-    """A ticket for sending ``request`` now, or the seconds to wait for room in its class's
-    window; at the deadline, when the room comes after it, a ticket (the server decides)."""
-    now = time.monotonic()
-    wait = pacer.delay(request, now)
-    left = policy.remaining()
-    if wait <= 0 or (left is not None and wait >= left):
-        return pacer.force(request, now)
-    return wait
+_pacers: weakref.WeakKeyDictionary[CloudantV1, Pacer] = weakref.WeakKeyDictionary()
+#: Held while a pacer is asked or told something (microseconds): the threads of every client.
+_pacing = threading.Lock()
 
 
-def answered(
-    pacer: Pacer, ticket: Ticket, effect: Send, outcome: Response | Lost, since: float | None
-) -> tuple[float | None, float]:
-    """Tell ``pacer`` what the request of ``ticket`` got. For a 429 (after the client's retries
-    too), the seconds before it may be sent again within its deadline (``None``: not again)
-    and since when it has been refused (``since``: the first 429 before this one); else
-    ``None``."""
-    now = time.monotonic()
-    if isinstance(outcome, Response):
-        refused = outcome.status == 429
-        pacer.answered(
-            ticket, now, outcome.status, outcome.retry_after, refused_before=outcome.refused_before
+def pacer(client: CloudantV1) -> Pacer:
+    """The :class:`~couchids.core.pacing.Pacer` every request of ``client`` waits on (its
+    budgets, the 429s it saw); kept while the client lives."""
+    found = _pacers.get(client)
+    return found if found is not None else _pacers.setdefault(client, Pacer(None))
+
+
+def set_rate(client: CloudantV1, rate: Rate | str | Mapping[str, int | None] | None) -> None:
+    """Pace ``client``'s requests to ``rate`` (see :meth:`Rate.of
+    <couchids.core.pacing.Rate.of>`): a plan's name, a mapping of ``reads``/``writes``/
+    ``queries`` to requests a second, or ``None`` (learnt from the server's 429s). Requests in
+    flight finish as they were paced; what the pacer learnt is forgotten."""
+    _pacers[client] = Pacer(Rate.of(rate))
+
+
+def paced(pacer: Pacer, effect: Send) -> Generator[float | None, Any, tuple[Response | Lost, str]]:
+    """One request as ``pacer`` lets it go, driven by either driver: yields the seconds to wait
+    for room in its class's window, or ``None`` to be sent what the exchange gave (the outcome,
+    and the failure in a few words). A 429 is sent again once its class has room, while its
+    deadline allows (at the deadline the server decides). Returns the outcome and what it was
+    in a few words (``HTTP 503``, ``timeout``), for the record of a retry."""
+    request, policy = effect.request, effect.policy
+    since: float | None = None
+    while True:
+        with _pacing:
+            now, left = time.monotonic(), policy.remaining()
+            wait = pacer.delay(request, now)
+            due = wait <= 0 or (left is not None and wait >= left)
+            ticket = pacer.force(request, now) if due else None
+        if ticket is None:
+            yield wait
+            continue
+        started = time.perf_counter()
+        outcome, failure = yield None
+        answer = isinstance(outcome, Response)
+        status = outcome.status if answer else outcome.error.status
+        log.sent(
+            effect, status if answer else None, failure, (time.perf_counter() - started) * 1000
         )
-    else:
-        refused = outcome.error.status == 429
-        pacer.answered(ticket, now, 429 if refused else 0)
-    if not refused:
-        return None, now
-    since = now if since is None else since
-    return pacer.again(effect.request, now, since, effect.policy.remaining()), since
-
-
-def heard(outcome: Response | Lost, failure: str | None) -> str:
-    """What a request got, in a few words for the record of a retry (``HTTP 503``)."""
-    return f"HTTP {outcome.status}" if isinstance(outcome, Response) else failure or "no answer"
+        heard = f"HTTP {status}" if answer else failure or "no answer"
+        with _pacing:
+            now = time.monotonic()
+            if answer:
+                pacer.answered(
+                    ticket, now, status, outcome.retry_after, refused_before=outcome.refused_before
+                )
+            else:
+                pacer.answered(ticket, now, 429 if status == 429 else 0)
+            since = now if since is None else since
+            again = pacer.again(request, now, since, policy.remaining()) if status == 429 else None
+        if again is None:
+            return outcome, heard
+        log.retrying(effect, again, heard, paced=True)
 
 
 # -- the driver ---------------------------------------------------------------------------------
@@ -694,46 +715,6 @@ def heard(outcome: Response | Lost, failure: str | None) -> str:
 _THREADS: Final = 16
 
 _known: weakref.WeakKeyDictionary[CloudantV1, FactsCache] = weakref.WeakKeyDictionary()
-
-
-@dataclass
-class Paced:
-    """A client's :class:`~couchids.core.pacing.Pacer`, and the lock its threads share it
-    with."""
-
-    pacer: Pacer
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def turn(self, request: Request, policy: RetryPolicy) -> Ticket:
-        """A ticket for sending ``request``, once its class's window has room (:func:`room`)."""
-        while True:
-            with self.lock:
-                ticket = room(self.pacer, request, policy)
-            if isinstance(ticket, Ticket):
-                return ticket
-            time.sleep(ticket)
-
-
-_pacers: weakref.WeakKeyDictionary[CloudantV1, Paced] = weakref.WeakKeyDictionary()
-
-
-def _paced(client: CloudantV1) -> Paced:
-    paced = _pacers.get(client)
-    return paced if paced is not None else _pacers.setdefault(client, Paced(Pacer(None)))
-
-
-def pacer(client: CloudantV1) -> Pacer:
-    """The :class:`~couchids.core.pacing.Pacer` every request of ``client`` waits on (its
-    budgets, the 429s it saw); kept while the client lives."""
-    return _paced(client).pacer
-
-
-def set_rate(client: CloudantV1, rate: Rate | str | Mapping[str, int | None] | None) -> None:
-    """Pace ``client``'s requests to ``rate`` (see :meth:`Rate.of
-    <couchids.core.pacing.Rate.of>`): a plan's name, a mapping of ``reads``/``writes``/
-    ``queries`` to requests a second, or ``None`` (learnt from the server's 429s). Requests in
-    flight finish as they were paced; what the pacer learnt is forgotten."""
-    _pacers[client] = Paced(Pacer(Rate.of(rate)))
 
 
 def known_facts(client: CloudantV1) -> FactsCache:
@@ -878,32 +859,26 @@ def _drive(client: CloudantV1, program: Program[T]) -> Generator[Any, None, T]:
             pool.shutdown(wait=False, cancel_futures=True)
 
 
-def perform(client: CloudantV1, effect: Send) -> Response | Lost:
-    """Send one request through ``client``: its answer, whatever the status, or what was lost.
-    Logged at DEBUG on ``couchids.request`` (``couchids.drivers.log``)."""
-    return _performed(client, effect)[0]
-
-
 def _performed(client: CloudantV1, effect: Send) -> tuple[Response | Lost, str]:
-    """:func:`perform`'s outcome, and what it was in a few words (:func:`heard`). A 429 is sent
-    again once its class has room, while its deadline allows (:func:`answered`)."""
-    paced = _paced(client)
-    since: float | None = None
-    while True:
-        ticket = paced.turn(effect.request, effect.policy)
-        started = time.perf_counter()
-        outcome, failure = _exchange(client, effect)
-        status = outcome.status if isinstance(outcome, Response) else None
-        log.sent(effect, status, failure, (time.perf_counter() - started) * 1000)
-        with paced.lock:
-            wait, since = answered(paced.pacer, ticket, effect, outcome, since)
-        if wait is None:
-            return outcome, heard(outcome, failure)
-        log.retrying(effect, wait, f"{heard(outcome, failure)} (rate limited: waiting for room)")
+    """One request sent through ``client`` as its pacer lets it go (:func:`paced`): its answer,
+    whatever the status, or what was lost; and what it was in a few words."""
+    steps = paced(pacer(client), effect)
+    try:
+        step = next(steps)
+        while True:
+            if step is None:
+                step = steps.send(_exchange(client, effect))
+            else:
+                time.sleep(step)
+                step = next(steps)
+    except StopIteration as stop:
+        done: tuple[Response | Lost, str] = stop.value
+        return done
 
 
 def _exchange(client: CloudantV1, effect: Send) -> tuple[Response | Lost, str | None]:
-    """:func:`perform`'s outcome, and when it is :class:`Lost`, what happened (:func:`lost`)."""
+    """Send one request: its answer, whatever the status, or what was lost and what happened
+    (:func:`lost`)."""
     sent = effect.request
     with bounded(effect.policy):
         try:

@@ -58,18 +58,26 @@ def sent(effect: Send, status: int | None, failure: str | None, ms: float) -> No
 
 
 def retrying(
-    retry: Send, seconds: float, reason: str, *, client: tuple[int, int] | None = None
+    retry: Send,
+    seconds: float,
+    reason: str,
+    *,
+    client: tuple[int, int] | None = None,
+    paced: bool = False,
 ) -> None:
     """Log at INFO that ``retry`` is sent again in ``seconds``, after ``reason`` (``HTTP 503``,
     ``timeout``, ...). ``client`` numbers a retry of the client's own (``enable_retries()``),
-    which the asyncio driver makes itself: ``(number, most)``."""
+    which the asyncio driver makes itself: ``(number, most)``; ``paced``: the same attempt,
+    answered 429, sent again once its class has room (no retry of the call's)."""
     if not REQUESTS.isEnabledFor(logging.INFO):
         return
     method, path = _route(retry)
-    if client is None:
-        which = f"attempt {retry.attempt} of {retry.policy.retries + 1}"
-    else:
+    if client is not None:
         which = f"the client's retry {client[0]} of {client[1]}"
+    elif paced:
+        which = f"rate limited: attempt {retry.attempt} again once its class has room"
+    else:
+        which = f"attempt {retry.attempt} of {retry.policy.retries + 1}"
     REQUESTS.info(
         "retrying %s %s after %s, in %.2f s (%s)",
         method,
