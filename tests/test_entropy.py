@@ -154,8 +154,8 @@ def test_word_pool_hands_each_word_out_once_across_threads() -> None:
 def test_forget_drops_the_pool() -> None:
     pool = entropy.SuffixPool()
     first = pool.take()
-    inherited = list(pool._suffixes)  # what a forked child would start with
-    pool._suffixes = iter(inherited)
+    inherited = list(pool._items)  # what a forked child would start with
+    pool._items = iter(inherited)
     pool.forget()
     fresh = [pool.take() for _ in range(len(inherited))]
     assert not set(fresh) & {first, *inherited}

@@ -13,9 +13,10 @@ import os
 import re
 import struct
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from itertools import compress
 from operator import not_
+from typing import Generic, TypeVar
 
 from couchids.idforms.constants import ALPHABET, BLOCK_LEN, MAX_BLOCK, MAX_BLOCKS
 
@@ -39,6 +40,7 @@ _SUFFIX = re.compile(f".{{{_SUFFIX_LEN}}}", re.DOTALL)
 assert struct.calcsize("I") == MAX_BLOCKS
 
 BATCH_BLOCKS = 4096
+T = TypeVar("T")
 
 
 def _uniform(count: int, table: bytes, rejected: bytes, limit: int) -> bytes:
@@ -83,71 +85,63 @@ def _make_suffixes(blocks: int = BATCH_BLOCKS) -> list[str]:
     return kept
 
 
-class SuffixPool:
-    """Hands out each random suffix once, across threads; refills when empty."""
+class _Pool(Generic[T]):
+    """Hands out each item of the batches :meth:`_batch` makes once, across threads."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._suffixes: Iterator[str] = iter(())
-
-    def take(self) -> str:
-        """A fresh 24-character random suffix (four blocks)."""
-        # next() on a list iterator is atomic under the GIL: two threads never get one item.
-        suffix = next(self._suffixes, None)
-        if suffix is None:
-            with self._lock:
-                suffix = next(self._suffixes, None)
-                if suffix is None:
-                    self._suffixes = iter(_make_suffixes())
-                    suffix = next(self._suffixes)
-        return suffix
+        self.forget()
+        os.register_at_fork(after_in_child=self.forget)
 
     def forget(self) -> None:
-        """Drop every suffix made so far (called in a forked child)."""
+        """Drop every item made so far (called in a forked child)."""
         self._lock = threading.Lock()
-        self._suffixes = iter(())
+        self._items: Iterator[T] = iter(())
+
+    def _batch(self) -> Iterable[T]:
+        raise NotImplementedError
+
+    def take(self) -> T:
+        """A fresh item, from a new batch when this one is used up."""
+        # next() on a batch's iterator is atomic under the GIL: only a refill takes the lock.
+        item = next(self._items, None)
+        if item is None:
+            with self._lock:
+                item = next(self._items, None)
+                if item is None:
+                    self._items = iter(self._batch())
+                    item = next(self._items)
+        return item
+
+
+class SuffixPool(_Pool[str]):
+    """Random 24-character suffixes (four blocks)."""
+
+    def _batch(self) -> list[str]:
+        return _make_suffixes()
 
 
 POOL = SuffixPool()
-os.register_at_fork(after_in_child=POOL.forget)
 
 
-class WordPool:
+class WordPool(_Pool[int]):
     """Random 64-bit words from ``os.urandom``, read a batch at a time (one system call per
-    512 words instead of one per id), each handed out once across threads."""
+    ``words`` words instead of one per id)."""
 
     def __init__(self, words: int = 512) -> None:
         self._words = words
-        self.forget()
+        super().__init__()
 
-    def forget(self) -> None:
-        """Drop every word read so far (called in a forked child)."""
-        self._lock = threading.Lock()
-        self._iter: Iterator[int] = iter(())
+    def _batch(self) -> memoryview:
+        return memoryview(os.urandom(8 * self._words)).cast("Q")
 
     def bits(self, count: int) -> int:
         """A uniformly random number of ``count`` bits (at most 128)."""
-        # As in SuffixPool.take, next() on the batch's iterator is atomic under the GIL: only
-        # a refill takes the lock.
-        word = next(self._iter, None)
+        word = next(self._items, None)
         if word is None:
-            word = self._refill()
+            word = self.take()
         if count > 64:
-            second = next(self._iter, None)
-            if second is None:
-                second = self._refill()
-            return ((word << 64) | second) >> (128 - count)
+            return ((word << 64) | self.take()) >> (128 - count)
         return word >> (64 - count)
-
-    def _refill(self) -> int:
-        """A word from the batch another thread may just have read, or from a new batch."""
-        with self._lock:
-            word = next(self._iter, None)
-            if word is None:
-                self._iter = iter(memoryview(os.urandom(8 * self._words)).cast("Q"))
-                word = next(self._iter)
-            return word
 
 
 WORDS = WordPool()
-os.register_at_fork(after_in_child=WORDS.forget)
