@@ -13,8 +13,8 @@ from couchids.cli.options import (
     EXIT_OK,
     TIME_HELP,
     UsageError,
+    add,
     add_form,
-    add_form_name,
     count_of,
     fail,
     in_flags,
@@ -70,7 +70,7 @@ def add_commands(commands: Any, only: str | None = None) -> None:
             description="Make ids, one per line.",
             epilog=NEW_EPILOG,
         )
-        p.add_argument("--type", metavar="T", help="document type: ids T:<id>")
+        add(p, type="document type: ids T:<id>")
         p.add_argument("-n", type=count_of(0), default=1, metavar="N", help="how many (default 1)")
         p.add_argument("--at", metavar="TIME", help="the time in the ids (default now)")
         add_form(p, "of the ids made")
@@ -101,7 +101,7 @@ def add_commands(commands: Any, only: str | None = None) -> None:
         precision.add_argument(
             "--seconds", dest="ms", action="store_const", const=False, help="only second readings"
         )
-        add_form_name(p.add_argument_group("id form (instead of guessing it)"))
+        add(p.add_argument_group("id form (instead of guessing it)"), "form", "sep")
         p.set_defaults(run=_decode)
 
 

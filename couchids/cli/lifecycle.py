@@ -15,15 +15,10 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, TextIO
 
 from couchids.cli.options import (
-    EXIT_INTERRUPTED,
     EXIT_OK,
     TIME_HELP,
-    add_batch_size,
+    add,
     add_form,
-    add_parallel,
-    add_scope,
-    add_timeout,
-    add_window,
     close,
     count_of,
     json_line,
@@ -33,7 +28,7 @@ from couchids.cli.options import (
 )
 from couchids.cli.options import form as id_form
 from couchids.cli.options import window as time_window
-from couchids.cli.sources import SERIES_READS, connect, open_source, say_kept, source_args
+from couchids.cli.sources import SERIES_READS, connect, open_source, options, say_kept, source_args
 from couchids.core.expiry import DEFAULT_EXPIRE_BATCH
 from couchids.core.rekeying import DEFAULT_REKEY_BATCH
 from couchids.core.windows import DEFAULT_PAGE_SIZE
@@ -109,30 +104,18 @@ examples:
 
 def add_commands(commands: Any) -> None:
     """Add ``expire``, ``export``, ``tail`` and ``rekey`` to ``commands``."""
-    for add in (_add_expire, _add_export, _add_tail, _add_rekey):
-        add(commands)
-
-
-def _add_expire(commands: Any) -> None:
     p = commands.add_parser(
         "expire",
         help="delete the documents of a type made before a time",
         description="Dry run unless --yes.",
         epilog=EXPIRE_EPILOG,
     )
-    p.add_argument("db", metavar="DB", help="database name")
-    p.add_argument("--before", required=True, metavar="TIME", help="delete what is older")
-    p.add_argument("--type", metavar="T", required=True, help="the document type")
-    p.add_argument("--yes", action="store_true", help="delete (default: a dry run)")
-    p.add_argument("--purge", action="store_true", help="then purge (CouchDB only)")
-    p.add_argument("--after", metavar="ID", help="resume after this id")
-    add_batch_size(p, DEFAULT_EXPIRE_BATCH, DEFAULT_EXPIRE_BATCH, "documents deleted")
+    add(p, "db", "after", "purge", before="delete what is older", yes="delete (default: a dry run)")
+    add(p, type={"required": True, "help": "the document type"}, batch_size="documents deleted")
     add_form(p, "of the ids in DB")
-    add_timeout(p, "a request (a page, a batch's delete)")
-    p.set_defaults(run=_expire)
+    add(p, timeout="a request (a page, a batch's delete)")
+    p.set_defaults(run=_expire, batch_size=DEFAULT_EXPIRE_BATCH)
 
-
-def _add_export(commands: Any) -> None:
     p = commands.add_parser(
         "export",
         help="export a window as NDJSON or CSV, resumably",
@@ -140,28 +123,21 @@ def _add_export(commands: Any) -> None:
         epilog=EXPORT_EPILOG,
     )
     source_args(p)
-    add_window(p)
-    add_scope(p)
+    add(p, "since", "type", until="default now")
     add_form(p, "of the ids in DB or the series")
     p.add_argument(
         "--csv", metavar="FIELDS", help="CSV of these comma-separated fields, such as _id,total"
     )
-    p.add_argument("--after", metavar="ID", help="resume after this id")
-    add_batch_size(p, DEFAULT_PAGE_SIZE, DEFAULT_PAGE_SIZE, "rows")
-    add_parallel(p)
-    add_timeout(p, "a request (one page)")
-    p.set_defaults(run=_export)
+    add(p, "after", "parallel", batch_size="rows", timeout="a request (one page)")
+    p.set_defaults(run=_export, batch_size=DEFAULT_PAGE_SIZE)
 
-
-def _add_tail(commands: Any) -> None:
     p = commands.add_parser(
         "tail",
         help="print new documents of a type as they arrive",
         description="JSON lines from _changes.",
         epilog=TAIL_EPILOG,
     )
-    p.add_argument("db", metavar="DB", help="database name")
-    p.add_argument("--type", metavar="T", help="only ids T:<id> (default: untyped)")
+    add(p, "db", type="only ids T:<id> (default: untyped)")
     p.add_argument("-f", "--follow", action="store_true", help="keep waiting for more")
     p.add_argument(
         "--for",
@@ -183,8 +159,9 @@ def _add_tail(commands: Any) -> None:
         help="the _changes sequence to start after: a sequence, 0, or now (default)",
     )
     add_form(p, "of the ids in DB")
-    add_timeout(p, "a request (beyond a long poll's own wait)")
+    add(p, timeout="a request (beyond a long poll's own wait)")
     p.set_defaults(run=_tail)
+    _add_rekey(commands)
 
 
 def _add_rekey(commands: Any) -> None:
@@ -196,14 +173,9 @@ def _add_rekey(commands: Any) -> None:
     )
     p.add_argument("source", metavar="SOURCE", help="database to read")
     p.add_argument("target", metavar="TARGET", help="database to write (see --create-target)")
-    p.add_argument(
-        "--create-target",
-        action=argparse.BooleanOptionalAction,
-        default=False,
-        help="create TARGET if it does not exist (default: it must exist)",
-    )
+    add(p, create_target="create TARGET if it does not exist (default: it must exist)")
     p.add_argument("--time-field", metavar="F", help="field with the time (default: utc_random id)")
-    p.add_argument("--type", metavar="T", help="type of the new ids")
+    add(p, type="type of the new ids")
     p.add_argument(
         "--key-env",
         default="COUCHIDS_REKEY_KEY",
@@ -217,11 +189,10 @@ def _add_rekey(commands: Any) -> None:
         help="old-to-new ids are appended here (default: rekey-mapping.ndjson in the current "
         "directory)",
     )
-    p.add_argument("--after", metavar="ID", help="resume after this source id")
-    add_batch_size(p, DEFAULT_REKEY_BATCH, DEFAULT_REKEY_BATCH, "documents copied")
+    add(p, after="resume after this source id", batch_size="documents copied")
     add_form(p, "of the new ids")
-    add_timeout(p, "a request (a page read, a batch's write)")
-    p.set_defaults(run=_rekey)
+    add(p, timeout="a request (a page read, a batch's write)")
+    p.set_defaults(run=_rekey, batch_size=DEFAULT_REKEY_BATCH, create_target=False)
 
 
 def _expire(args: argparse.Namespace) -> int:
@@ -233,27 +204,22 @@ def _expire(args: argparse.Namespace) -> int:
 
     before = parse_time(args.before, now_ms())
     client, form = connect(), id_form(args)
-    db = Database(client, args.db)
+    db = Database(client, args.db, form=form).with_options(**options(args))
     mark = Checkpoint(last_id=args.after)
     # Counted for the progress bar's total; a failure names the command run.
     policy = RetryPolicy.within(args.timeout, "expire")
     program = counted(
         known_facts(client), policy, db.name, 0, before, type=args.type, form=form, exact=False
     )
-    bar = _Bar("deleting" if args.yes else "checking", mark, run(client, program))
-    try:
-        report = db.with_options(batch_size=args.batch_size, timeout=args.timeout).expire(
+    with _Bar("deleting" if args.yes else "checking", mark, run(client, program)) as bar:
+        report = db.expire(
             before,
             type=args.type,
-            form=form,
             dry_run=not args.yes,
             purge=args.purge,
             checkpoint=mark,
             on_progress=bar,
         )
-    except KeyboardInterrupt:
-        return bar.interrupted()
-    bar.tqdm.close()
     if report.dry_run:
         print(f"would delete {report.matched} documents (dry run; --yes deletes them)")
     else:
@@ -268,23 +234,10 @@ def _export(args: argparse.Namespace) -> int:
     fields = None if args.csv is None else _fields(args.csv)
     source = open_source(args)
     mark = Checkpoint(last_id=args.after)
-    bar = _Bar("exporting", mark)
-    try:
-        source.handle.with_options(
-            batch_size=args.batch_size, timeout=args.timeout, parallel=args.parallel
-        ).export(
-            start,
-            end,
-            sys.stdout,
-            type=args.type,
-            csv=fields,
-            checkpoint=mark,
-            on_progress=bar,
+    with _Bar("exporting", mark) as bar:
+        source.handle.export(
+            start, end, sys.stdout, type=args.type, csv=fields, checkpoint=mark, on_progress=bar
         )
-    except KeyboardInterrupt:
-        sys.stdout.flush()
-        return bar.interrupted()
-    bar.tqdm.close()
     if not mark.done and args.after is None:
         source.note_empty((start, end))
     return EXIT_OK
@@ -295,14 +248,14 @@ def _tail(args: argparse.Namespace) -> int:
     from couchids.database import Database
 
     client, form = connect(), id_form(args)
-    db = Database(client, args.db).with_options(timeout=args.timeout)
+    db = Database(client, args.db, form=form).with_options(**options(args))
     since = None if args.since is None else parse_time(args.since, now_ms())
     if since is not None and args.since_seq != "now":
         raise InvalidArgumentError("give --since TIME or --since-seq SEQ, not both")
     mark = Checkpoint(since_seq=args.since_seq if since is None else None)
     deadline = None if args.duration is None else time.monotonic() + args.duration
     left: int | None = args.limit
-    changes = functools.partial(db.follow, type=args.type, form=form, checkpoint=mark, since=since)
+    changes = functools.partial(db.follow, type=args.type, checkpoint=mark, since=since)
     try:
         if deadline is None:
             _write_docs(changes(wait=args.follow), left, None)
@@ -319,7 +272,7 @@ def _tail(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         again = "the same command" if mark.since_seq is None else f"--since-seq {mark.since_seq}"
         say(f"stopped; continue with {again}")
-        return EXIT_INTERRUPTED
+        raise
 
 
 def _rekey(args: argparse.Namespace) -> int:
@@ -335,12 +288,11 @@ def _rekey(args: argparse.Namespace) -> int:
     mark = Checkpoint(last_id=args.after)
     made = not os.path.exists(args.mapping)
     mapping = _open_mapping(args.mapping)
-    bar = _Bar("copying", mark)
     try:
-        with mapping:
+        with mapping, _Bar("copying", mark) as bar:
             report = (
                 Database(client, args.source, form=form)
-                .with_options(batch_size=args.batch_size, timeout=args.timeout)
+                .with_options(**options(args))
                 .rekey(
                     args.target,
                     secret=secret,
@@ -352,14 +304,11 @@ def _rekey(args: argparse.Namespace) -> int:
                     create_target=args.create_target,
                 )
             )
-    except KeyboardInterrupt:
-        return bar.interrupted()
     finally:
         # A run that wrote no line (a missing database, nothing to copy) leaves no file
         # of its own making behind.
         if made and os.path.isfile(args.mapping) and not os.path.getsize(args.mapping):
             os.remove(args.mapping)
-    bar.tqdm.close()
     print(
         f"copied {report.copied}, already there {report.duplicates}, "
         f"skipped {len(report.skipped)}, refused {len(report.failed)}"
@@ -412,7 +361,7 @@ def _open_mapping(path: str) -> TextIO:
 
 class _Bar:
     """A progress bar (tqdm) of the documents ``mark`` has done, on a terminal's stderr; as
-    ``on_progress``, it moves to them."""
+    ``on_progress``, it moves to them. Ctrl-C in its ``with`` block says where to resume."""
 
     def __init__(self, what: str, mark: Checkpoint, total: int | None = None) -> None:
         from tqdm import tqdm  # here: every command starts up without it
@@ -425,8 +374,12 @@ class _Bar:
     def __call__(self, _: object) -> None:
         self.tqdm.update(self.mark.done - self.tqdm.n)
 
-    def interrupted(self) -> int:
+    def __enter__(self) -> _Bar:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
         self.tqdm.close()
-        where = f"--after {self.mark.last_id}" if self.mark.last_id else "the same command"
-        say(f"stopped after {self.mark.done} documents; resume with {where}")
-        return EXIT_INTERRUPTED
+        if kind is KeyboardInterrupt:
+            sys.stdout.flush()  # what was exported goes out before the exit
+            where = f"--after {self.mark.last_id}" if self.mark.last_id else "the same command"
+            say(f"stopped after {self.mark.done} documents; resume with {where}")

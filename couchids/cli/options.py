@@ -12,7 +12,7 @@ import re
 import sys
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 from couchids.core.defaults import DEFAULT_PARALLEL, DEFAULT_TIMEOUT, MAX_TIMEOUT, REMOTE_PARALLEL
 from couchids.errors import InvalidArgumentError, InvalidTimeError
@@ -74,10 +74,6 @@ def json_line(value: Any) -> str:
 def say(text: str) -> None:
     """``couchids: text`` on stderr, which leaves the exit status as it is."""
     print(f"couchids: {text}", file=sys.stderr)
-
-
-def note(text: str) -> None:
-    say(f"note: {text}")
 
 
 def iso(moment: datetime | int) -> str:
@@ -154,56 +150,57 @@ def seconds(text: str, most: float = MAX_TIMEOUT) -> float:
     return value
 
 
-def add_timeout(parser: argparse.ArgumentParser, each: str) -> None:
-    parser.add_argument(
-        "--timeout",
-        type=seconds,
-        default=DEFAULT_TIMEOUT,
-        metavar="SECONDS",
-        help=f"give up when {each} takes longer (default {DEFAULT_TIMEOUT:g})",
-    )
+#: The flags several subcommands take, by argparse dest (``flags``: other than ``--dest``),
+#: which :func:`add` adds; a subcommand sets its own default with ``set_defaults``.
+FLAGS: dict[str, dict[str, Any]] = {
+    "db": {"flags": ["db"], "metavar": "DB", "help": "database name"},
+    "type": {"metavar": "T", "help": "only ids T:<id> (default: untyped ids)"},
+    "all_types": {"action": "store_true"},
+    "since": {"required": True, "metavar": "TIME", "help": "start (inclusive)"},
+    "until": {"metavar": "TIME", "help": "end (exclusive; {})"},
+    "before": {"required": True, "metavar": "TIME"},
+    "after": {"metavar": "ID", "help": "resume after this id"},
+    "yes": {"action": "store_true"},
+    "purge": {"action": "store_true", "help": "then purge (CouchDB only)"},
+    "exact": {"action": "store_true", "help": "scan every bucket: foreign ids anywhere left out"},
+    "create_target": {"action": argparse.BooleanOptionalAction},
+    "batch_size": {
+        "type": count_of(1),
+        "metavar": "N",
+        "help": "{} per request (default %(default)s)",
+    },
+    "parallel": {
+        "type": count_of(1),
+        "default": DEFAULT_PARALLEL,
+        "metavar": "K",
+        "help": f"requests at a time (default %(default)s; {REMOTE_PARALLEL} suits a server tens "
+        "of milliseconds away; 1: page after page)",
+    },
+    "timeout": {
+        "type": seconds,
+        "default": DEFAULT_TIMEOUT,
+        "metavar": "SECONDS",
+        "help": f"give up when {{}} takes longer (default {DEFAULT_TIMEOUT:g})",
+    },
+    "form": {
+        "metavar": "NAME",
+        "help": f"any form by name: {', '.join(NAMED_FORMS)}, utc_id:<suffix>",
+    },
+    "sep": {"choices": SEPARATORS, "help": "with --form: what joins type and id (default ':')"},
+}
 
 
-def add_parallel(parser: argparse.ArgumentParser, default: int | None = DEFAULT_PARALLEL) -> None:
-    """``--parallel K``; a ``default`` of ``None`` leaves the choice to the library."""
-    parser.add_argument(
-        "--parallel",
-        type=count_of(1),
-        default=default,
-        metavar="K",
-        help=f"requests at a time (default {DEFAULT_PARALLEL if default is None else default}; "
-        f"{REMOTE_PARALLEL} suits a server tens of milliseconds away; 1: page after page)",
-    )
-
-
-def add_batch_size(
-    parser: argparse.ArgumentParser, default: int | None, shown: int, each: str
-) -> None:
-    """``--batch-size N``: ``default`` is the operation's own (``None`` where the library
-    chooses), ``shown`` what the help calls it."""
-    parser.add_argument(
-        "--batch-size",
-        type=count_of(1),
-        default=default,
-        metavar="N",
-        help=f"{each} per request (default {shown})",
-    )
-
-
-def add_scope(
-    parser: argparse.ArgumentParser, all_types: str | None = None, exclusive: bool = True
-) -> None:
-    """``--type T``, and with ``all_types`` (its help) ``--all-types``, which argparse refuses
-    with ``--type`` when ``exclusive``, else :func:`scope` does."""
-    group: Any = parser.add_mutually_exclusive_group() if all_types and exclusive else parser
-    group.add_argument("--type", metavar="T", help="only ids T:<id> (default: untyped ids)")
-    if all_types:
-        group.add_argument("--all-types", action="store_true", help=all_types)
-
-
-def add_window(parser: argparse.ArgumentParser, until: str = "default now") -> None:
-    parser.add_argument("--since", required=True, metavar="TIME", help="start (inclusive)")
-    parser.add_argument("--until", metavar="TIME", help=f"end (exclusive; {until})")
+def add(parser: Any, *names: str, **given: Any) -> None:
+    """Add the :data:`FLAGS` ``names`` and ``given`` to ``parser`` (or a group): a given string
+    is the flag's help, or the words its help's ``{}`` takes; a dict, settings of its own."""
+    for name in (*names, *given):
+        settings, more = dict(FLAGS[name]), given.get(name)
+        if isinstance(more, dict):
+            settings.update(more)
+        elif more is not None:
+            template = settings.get("help", "")
+            settings["help"] = template.format(more) if "{}" in template else more
+        parser.add_argument(*settings.pop("flags", ["--" + name.replace("_", "-")]), **settings)
 
 
 def add_form(parser: argparse.ArgumentParser, verb: str) -> None:
@@ -215,42 +212,19 @@ def add_form(parser: argparse.ArgumentParser, verb: str) -> None:
     v7 = group.add_mutually_exclusive_group()
     v7.add_argument("--v7", action="store_true", help="UUIDv7 ids, 8-4-4-4-12 hex")
     v7.add_argument("--v7s", action="store_true", help="UUIDv7 ids, 32 hex characters")
-    add_form_name(group)
-
-
-def add_form_name(group: Any) -> None:
-    group.add_argument(
-        "--form",
-        metavar="NAME",
-        help=f"any form by name: {', '.join(NAMED_FORMS)}, utc_id:<suffix>",
-    )
-    group.add_argument(
-        "--sep", choices=SEPARATORS, help="with --form: what joins type and id (default ':')"
-    )
+    add(group, "form", "sep")
 
 
 def window(args: argparse.Namespace) -> tuple[int, int]:
     """``(start, end)`` of ``--since``/``--until`` in epoch milliseconds, ending now by
     default."""
-    start, end = open_window(args)
-    return start, now_ms() if end is None else end
-
-
-def open_window(args: argparse.Namespace) -> tuple[int, int | None]:
-    """``(start, end)`` of ``--since``/``--until``; ``None`` for no ``--until``."""
     now = now_ms()
-    start = parse_time(args.since, now)
-    return start, None if args.until is None else parse_time(args.until, now)
+    return parse_time(args.since, now), now if args.until is None else parse_time(args.until, now)
 
 
 def scope(args: argparse.Namespace) -> str | AllTypes | None:
-    """The ``type`` of ``--type``/``--all-types``."""
-    if getattr(args, "all_types", False):
-        if args.type is not None:
-            raise UsageError("--all-types and --type cannot be combined")
-        return ALL_TYPES
-    type_: str | None = args.type
-    return type_
+    """The ``type`` of ``--type``/``--all-types`` (which argparse refuses together)."""
+    return ALL_TYPES if getattr(args, "all_types", False) else cast("str | None", args.type)
 
 
 def named_form(args: argparse.Namespace) -> IdForm | None:

@@ -12,12 +12,8 @@ from typing import Any, TextIO
 from couchids.cli.options import (
     EXIT_OK,
     TIME_HELP,
-    add_batch_size,
+    add,
     add_form,
-    add_parallel,
-    add_scope,
-    add_timeout,
-    add_window,
     close,
     count_of,
     iso,
@@ -34,6 +30,7 @@ PROGRESS_EVERY = 1000
 SPARKS = "▁▂▃▄▅▆▇█"
 _BAR_WIDTH = 40
 _ALL_TYPES_HELP = "every type, merged by time"
+_COLUMNS = ("start", "end", "count")
 
 LATEST_EPILOG = """\
 Prints the newest N documents as JSON lines, newest first. Only ids of the given form and type
@@ -115,8 +112,8 @@ def add_commands(commands: Any) -> None:
     )
     source_args(p)
     p.add_argument("-n", type=count_of(0), default=10, metavar="N", help="how many (default 10)")
-    add_scope(p, _ALL_TYPES_HELP, exclusive=False)
-    add_timeout(p, "the server")
+    add(p.add_mutually_exclusive_group(), "type", all_types=_ALL_TYPES_HELP)
+    add(p, timeout="the server")
     add_form(p, "of the ids in DB or the series")
     p.set_defaults(run=_latest)
 
@@ -127,15 +124,13 @@ def add_commands(commands: Any) -> None:
         epilog=WINDOW_EPILOG,
     )
     source_args(p)
-    add_window(p)
-    add_scope(p, _ALL_TYPES_HELP, exclusive=False)
+    add(p, "since", until="default now")
+    add(p.add_mutually_exclusive_group(), "type", all_types=_ALL_TYPES_HELP)
     p.add_argument("--oldest-first", action="store_true", help="oldest first")
     p.add_argument("--ids-only", action="store_true", help="print ids, not documents")
-    add_batch_size(p, None, DEFAULT_PAGE_SIZE, "rows")
-    add_parallel(p, None)
-    add_timeout(p, "a request (one page)")
+    add(p, "parallel", batch_size="rows", timeout="a request (one page)")
     add_form(p, "of the ids in DB or the series")
-    p.set_defaults(run=_window)
+    p.set_defaults(run=_window, batch_size=DEFAULT_PAGE_SIZE)
 
     p = commands.add_parser(
         "count",
@@ -144,11 +139,10 @@ def add_commands(commands: Any) -> None:
         epilog=COUNT_EPILOG,
     )
     source_args(p)
-    add_window(p)
-    add_scope(p, "every type present (not untyped ids)")
+    add(p, "since", until="default now")
+    add(p.add_mutually_exclusive_group(), "type", all_types="every type present (not untyped ids)")
     add_form(p, "of the ids in DB or the series")
-    _add_exact(p)
-    add_timeout(p, "a request")
+    add(p, "exact", timeout="a request")
     p.set_defaults(run=_count)
 
     p = commands.add_parser(
@@ -158,8 +152,7 @@ def add_commands(commands: Any) -> None:
         epilog=HISTOGRAM_EPILOG,
     )
     source_args(p)
-    add_window(p)
-    add_scope(p)
+    add(p, "since", "type", until="default now")
     add_form(p, "of the ids in DB or the series")
     p.add_argument(
         "--every",
@@ -167,21 +160,13 @@ def add_commands(commands: Any) -> None:
         help="bucket width, a whole number of s, m, h, d or w: 15m, 1h, 1d, 1w (default 1h)",
     )
     p.add_argument("--format", choices=("bars", "spark", "csv", "json"), default="bars")
-    _add_exact(p)
-    add_parallel(p, DEFAULT_WORKERS)
-    add_timeout(p, "a request")
-    p.set_defaults(run=_histogram)
-
-
-def _add_exact(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--exact", action="store_true", help="scan every bucket: foreign ids anywhere left out"
-    )
+    add(p, "exact", "parallel", timeout="a request")
+    p.set_defaults(run=_histogram, parallel=DEFAULT_WORKERS)
 
 
 def _latest(args: argparse.Namespace) -> int:
     source = open_source(args)
-    docs = source.handle.with_options(timeout=args.timeout).latest(args.n, type=source.scope)
+    docs = source.handle.latest(args.n, type=source.scope)
     for doc in docs:
         sys.stdout.write(json_line(doc) + "\n")
     if not docs and args.n:
@@ -195,19 +180,13 @@ def _window(args: argparse.Namespace) -> int:
     start, end = time_window(args)
     source = open_source(args)
     out, progress = _Blocks(sys.stdout), _Progress(sys.stderr)
-    pages = (
-        source.handle.with_options(
-            batch_size=args.batch_size, timeout=args.timeout, parallel=args.parallel
-        )
-        .window(
-            start,
-            end,
-            type=source.scope,
-            newest_first=not args.oldest_first,
-            include_docs=not args.ids_only,
-        )
-        .pages()
-    )
+    pages = source.handle.window(
+        start,
+        end,
+        type=source.scope,
+        newest_first=not args.oldest_first,
+        include_docs=not args.ids_only,
+    ).pages()
     count = 0
     try:
         for page in pages:
@@ -226,9 +205,7 @@ def _window(args: argparse.Namespace) -> int:
 def _count(args: argparse.Namespace) -> int:
     start, end = time_window(args)
     source = open_source(args)
-    n = source.handle.with_options(timeout=args.timeout).count(
-        start, end, type=source.scope, exact=args.exact
-    )
+    n = source.handle.count(start, end, type=source.scope, exact=args.exact)
     print(n)
     if not n:
         source.note_empty((start, end))
@@ -238,20 +215,17 @@ def _count(args: argparse.Namespace) -> int:
 def _histogram(args: argparse.Namespace) -> int:
     start, end = time_window(args)
     source = open_source(args)
-    buckets = source.handle.with_options(parallel=args.parallel, timeout=args.timeout).histogram(
+    buckets = source.handle.histogram(
         start, end, every=args.every, type=args.type, exact=args.exact
     )
+    rows = [(iso(b.start), iso(b.end), b.count) for b in buckets]
     out = sys.stdout
     if args.format == "json":
-        for b in buckets:
-            row = {"start": iso(b.start), "end": iso(b.end), "count": b.count}
-            out.write(json.dumps(row) + "\n")
+        out.writelines(json.dumps(dict(zip(_COLUMNS, row, strict=True))) + "\n" for row in rows)
     elif args.format == "csv":
         import csv
 
-        table = csv.writer(out)
-        table.writerow(["start", "end", "count"])
-        table.writerows([iso(b.start), iso(b.end), b.count] for b in buckets)
+        csv.writer(out).writerows([_COLUMNS, *rows])
     elif args.format == "spark":
         out.write(sparkline([b.count for b in buckets]) + "\n")
     else:

@@ -10,16 +10,14 @@ from typing import TYPE_CHECKING, Any
 from couchids.cli.options import (
     EXIT_OK,
     TIME_HELP,
+    add,
     add_form,
-    add_scope,
-    add_timeout,
-    add_window,
-    open_window,
     say,
+    window,
 )
 from couchids.cli.options import form as id_form
 from couchids.cli.options import scope as type_scope
-from couchids.cli.sources import Source, connect
+from couchids.cli.sources import Source, connect, options
 
 if TYPE_CHECKING:
     from couchids.core.replication import ReplicationStatus
@@ -63,8 +61,8 @@ examples:
     )
     p.add_argument("source", metavar="SOURCE", help="database name")
     p.add_argument("target", metavar="TARGET", help="database name on this server, or URL")
-    add_window(p, "default: no end")
-    add_scope(p, "every type present in SOURCE now")
+    add(p, "since", until="default: no end")
+    add(p.add_mutually_exclusive_group(), "type", all_types="every type present in SOURCE now")
     p.add_argument(
         "--continuous", action="store_true", help="keep copying new documents until cancelled"
     )
@@ -74,20 +72,19 @@ examples:
         default=None,
         help="wait until done (one-shot, the default) or running (--continuous)",
     )
-    p.add_argument(
-        "--create-target",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="create TARGET if it does not exist (the default; --no-create-target: fail then)",
+    add(
+        p,
+        create_target="create TARGET if it does not exist (the default; --no-create-target: "
+        "fail then)",
     )
     p.add_argument(
         "--server-url",
         metavar="URL",
         help="the URL the server reaches itself at, if not CLOUDANT_URL (a proxy, a port mapping)",
     )
-    add_timeout(p, "starting the replication")
+    add(p, timeout="starting the replication")
     add_form(p, "of the ids in SOURCE")
-    p.set_defaults(run=_replicate)
+    p.set_defaults(run=_replicate, create_target=True)
 
 
 def _add_replication(commands: Any) -> None:
@@ -111,23 +108,21 @@ examples:
     )
     p.add_argument("doc_id", metavar="ID", help="the replication's id")
     p.add_argument("--cancel", action="store_true", help="stop it (delete its document)")
-    add_timeout(p, "the command")
+    add(p, timeout="the command")
     p.set_defaults(run=_replication)
 
 
 def _replicate(args: argparse.Namespace) -> int:
     from couchids.database import Database
 
-    start, end = open_window(args)
+    start, end = window(args)
     form, scope = id_form(args), type_scope(args)
-    client = connect()
-    db = Database(client, args.source)
-    job = db.with_options(timeout=args.timeout).replicate(
+    db = Database(connect(), args.source, form=form).with_options(**options(args))
+    job = db.replicate(
         args.target,
         start,
-        end,
+        None if args.until is None else end,
         type=scope,
-        form=form,
         continuous=args.continuous,
         create_target=args.create_target,
         server_url=args.server_url,
@@ -148,7 +143,7 @@ def _replicate(args: argparse.Namespace) -> int:
     print(_line(doc_id, now_status))
     if now_status.state == "completed" and not now_status.docs_written:
         # Nothing copied: the note a read prints after an empty answer.
-        Source(client, db, scope, form, args.timeout).note_empty()
+        Source(db, scope, form).note_empty()
     if args.continuous:
         say(f"replication {doc_id} runs until cancelled: couchids replication {doc_id} --cancel")
     return EXIT_OK

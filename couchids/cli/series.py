@@ -12,8 +12,8 @@ from typing import Any
 from couchids.cli.options import (
     EXIT_OK,
     TIME_HELP,
+    add,
     add_form,
-    add_timeout,
     count_of,
     form,
     in_flags,
@@ -21,7 +21,7 @@ from couchids.cli.options import (
     parse_time,
     say,
 )
-from couchids.cli.sources import PERIOD_HELP, connect, existing, make_series, period_of, say_kept
+from couchids.cli.sources import PERIOD_HELP, existing, make_series, period_of, say_kept
 from couchids.core.periods import EVERY, MAX_AHEAD, SeriesLayout
 from couchids.errors import DatabaseLimitWarning
 from couchids.idforms.forms import KUUID
@@ -114,7 +114,7 @@ def add_commands(commands: Any) -> None:
         epilog=LIST_EPILOG,
     )
     p.add_argument("--json", action="store_true", help="JSON lines with each period's times")
-    add_timeout(p, "the request")
+    add(p, timeout="the request")
     p.set_defaults(run=_list)
 
     p = _add(
@@ -141,7 +141,7 @@ def add_commands(commands: Any) -> None:
         metavar="N",
         help="the most databases the server holds: warn when --ahead periods reach it",
     )
-    add_timeout(p, "each database's creation")
+    add(p, timeout="each database's creation")
     p.set_defaults(run=_prepare)
 
     p = _add(
@@ -151,11 +151,14 @@ def add_commands(commands: Any) -> None:
         description="Dry run unless --yes.",
         epilog=EXPIRE_EPILOG,
     )
-    p.add_argument("--before", required=True, metavar="TIME", help="drop and delete what is older")
-    p.add_argument("--yes", action="store_true", help="drop and delete (default: a dry run)")
-    p.add_argument("--purge", action="store_true", help="then purge (CouchDB only)")
+    add(
+        p,
+        "purge",
+        before="drop and delete what is older",
+        yes="drop and delete (default: a dry run)",
+    )
     add_form(p, "of the series' ids")
-    add_timeout(p, "a request (a page, a batch's delete, a database's drop)")
+    add(p, timeout="a request (a page, a batch's delete, a database's drop)")
     p.set_defaults(run=_expire)
 
 
@@ -175,7 +178,7 @@ def _add(sub: Any, name: str, **texts: str) -> argparse.ArgumentParser:
 
 def _list(args: argparse.Namespace) -> int:
     layout = SeriesLayout(args.prefix, args.period, KUUID)
-    for name in existing(make_series(connect(), layout), args.timeout):
+    for name in existing(make_series(args, layout)):
         if args.json:
             period = period_of(layout, name)
             row = {"db": name, "start": iso(period.start_ms), "end": iso(period.end_ms)}
@@ -186,11 +189,10 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _prepare(args: argparse.Namespace) -> int:
-    layout = SeriesLayout(args.prefix, args.period, KUUID, args.partitioned)
-    series = make_series(connect(), layout, args.max_databases)
+    series = make_series(args, SeriesLayout(args.prefix, args.period, KUUID, args.partitioned))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", DatabaseLimitWarning)
-        names = series.with_options(timeout=args.timeout).prepare(args.ahead)
+        names = series.prepare(args.ahead)
     for name in names:
         print(name)
     for each in caught:
@@ -204,12 +206,10 @@ def _prepare(args: argparse.Namespace) -> int:
 def _expire(args: argparse.Namespace) -> int:
     before = parse_time(args.before, now_ms())
     layout = SeriesLayout(args.prefix, args.period, form(args))
-    series = make_series(connect(), layout)
-    existing(series, args.timeout)
+    series = make_series(args, layout)
+    existing(series)
     try:
-        report = series.with_options(timeout=args.timeout).expire(
-            before, dry_run=not args.yes, purge=args.purge
-        )
+        report = series.expire(before, dry_run=not args.yes, purge=args.purge)
     except KeyboardInterrupt:
         say("stopped; what was done stays done, and the same command finishes it")
         raise

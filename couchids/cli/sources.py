@@ -6,11 +6,12 @@ docs/guide/command-line.md), and the notes and lines on stderr after an answer.
 from __future__ import annotations
 
 import argparse
+import contextlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from couchids.cli.options import form as id_form
-from couchids.cli.options import iso, note, say
+from couchids.cli.options import iso, say
 from couchids.cli.options import scope as type_scope
 from couchids.core.periods import EVERY, Every, Period, SeriesLayout
 from couchids.errors import DatabaseNotFoundError, InvalidArgumentError, ServerError
@@ -62,62 +63,47 @@ def source_args(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(prog=parser.prog)
 
 
+def options(args: argparse.Namespace) -> dict[str, Any]:
+    """The handle's :class:`~couchids.Options` the command has flags for."""
+    return {
+        name: getattr(args, name) for name in ("timeout", "batch_size", "parallel") if name in args
+    }
+
+
 @dataclass
 class Source:
-    """What a reading subcommand reads (a database or a series), and how."""
+    """What a reading subcommand reads (a database or a series, with the command's options)."""
 
-    client: CloudantV1
     handle: Database | Series
     scope: str | AllTypes | None
     form: IdForm
-    timeout: float
 
     def note_empty(self, window: tuple[int, int] | None = None) -> None:
         """After an answer with nothing in it, a note on stderr of why, when the database or
         the series shows it; ``window`` is the ``(start, end)`` read (``None``: ``latest``)."""
         from couchids.series import Series
 
-        if not isinstance(self.handle, Series):
-            self._explain(self.handle.name)
-            return
-        layout = self.handle.layout
-        try:
-            names = self.handle.with_options(timeout=self.timeout).databases()
-        except ServerError:
-            return  # the answer, nothing, stands
-        if not names:
-            note(f"the series {layout.prefix!r} {_kind(layout)} has no databases")
-            return
-        if window is not None:
-            start, end = window
-            held = [n for n in names if period_of(layout, n).overlaps(start, end)]
-            if not held:
-                listed = names[0] if len(names) == 1 else f"{names[0]} to {names[-1]}"
-                note(
-                    f"no database of the series {layout.prefix!r} {_kind(layout)} holds a time "
-                    f"from {iso(start)} to {iso(end)}: it has {listed}"
-                )
-                return
-            names = held
-        # The newest database read is the likeliest to show the ids being written now.
-        self._explain(names[-1])
-
-    def _explain(self, db: str) -> None:
-        """A note of why ``db`` answered nothing, if it shows it (its ``explain_empty``)."""
-        if self.scope is ALL_TYPES:
-            return
-        from couchids.database import Database
-
-        try:
-            why = (
-                Database(self.client, db)
-                .with_options(timeout=self.timeout)
-                .explain_empty(type=self.scope, form=self.form, style="command")
-            )
-        except ServerError:
-            return  # the answer, nothing, stands: failing to find out why is no failure
-        if why is not None:
-            note(why)
+        # Failing to find out why is no failure: the answer, nothing, stands.
+        with contextlib.suppress(ServerError):
+            why, db = None, self.handle
+            if isinstance(db, Series):
+                names, layout = db.databases(), db.layout
+                start, end = window or (0, 0)
+                held = [n for n in names if not window or period_of(layout, n).overlaps(start, end)]
+                if not names:
+                    why = f"the series {layout.prefix!r} {_kind(layout)} has no databases"
+                elif not held:
+                    listed = names[0] if len(names) == 1 else f"{names[0]} to {names[-1]}"
+                    why = (
+                        f"no database of the series {layout.prefix!r} {_kind(layout)} holds a "
+                        f"time from {iso(start)} to {iso(end)}: it has {listed}"
+                    )
+                else:  # the newest database read is the likeliest to show the ids written now
+                    db = db.database(period_of(layout, held[-1]).start_ms)
+            if why is None and self.scope is not ALL_TYPES and not isinstance(db, Series):
+                why = db.explain_empty(type=self.scope, form=self.form, style="command")
+            if why is not None:
+                say(f"note: {why}")
 
 
 def open_source(args: argparse.Namespace) -> Source:
@@ -131,14 +117,14 @@ def open_source(args: argparse.Namespace) -> Source:
     """
     form, scope = id_form(args), type_scope(args)
     layout = _layout(args, form)
-    client = connect()
     if layout is None:
         from couchids.database import Database
 
-        return Source(client, Database(client, args.db, form=form), scope, form, args.timeout)
-    series = make_series(client, layout)
-    existing(series, args.timeout)
-    return Source(client, series, scope, form, args.timeout)
+        handle = Database(connect(), args.db, form=form).with_options(**options(args))
+        return Source(handle, scope, form)
+    series = make_series(args, layout)
+    existing(series)
+    return Source(series, scope, form)
 
 
 def _layout(args: argparse.Namespace, form: IdForm) -> SeriesLayout | None:
@@ -165,10 +151,10 @@ def _layout(args: argparse.Namespace, form: IdForm) -> SeriesLayout | None:
     return SeriesLayout(prefix, period, form)
 
 
-def existing(series: Series, timeout: float) -> list[str]:
+def existing(series: Series) -> list[str]:
     """The names of the series' databases, oldest first; an error when there is none, as for
     a missing database."""
-    names = series.with_options(timeout=timeout).databases()
+    names = series.databases()
     if not names:
         layout = series.layout
         raise DatabaseNotFoundError(
@@ -179,19 +165,18 @@ def existing(series: Series, timeout: float) -> list[str]:
     return names
 
 
-def make_series(
-    client: CloudantV1, layout: SeriesLayout, max_databases: int | None = None
-) -> Series:
+def make_series(args: argparse.Namespace, layout: SeriesLayout) -> Series:
+    """The series of ``layout`` (and ``--max-databases``), with the command's options."""
     from couchids.series import Series
 
     return Series(
-        client,
+        connect(),
         layout.prefix,
         every=layout.every,
         form=layout.form,
         partitioned=layout.partitioned,
-        max_databases=max_databases,
-    )
+        max_databases=getattr(args, "max_databases", None),
+    ).with_options(**options(args))
 
 
 def period_of(layout: SeriesLayout, name: str) -> Period:
