@@ -25,7 +25,7 @@ from couchids.cli.options import (
     in_flags,
     parse_time,
 )
-from couchids.errors import InvalidInputError, ServerError
+from couchids.errors import InvalidInputError, ReplicationFailed, ServerError
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_SERVER", "main", "parse_time"]
 
@@ -33,6 +33,9 @@ __all__ = ["EXIT_BAD_INPUT", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_SERVER", "main
 OFFLINE_COMMANDS = ids.COMMANDS
 
 _UsageError = UsageError
+#: What a failure of status 0 says where the server did answer (as a ReplicationFailed means it
+#: did): an answer not CouchDB's, or plain HTTP to a TLS handshake. No hint of CLOUDANT_URL then.
+_ANSWERED = re.compile("not a CouchDB answer|speaks plain HTTP")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -73,7 +76,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         hint = ""
         if isinstance(exc.__cause__, TokenTimeout):
             hint = "; check CLOUDANT_AUTH_URL and that the token service is up"
-        elif exc.status == 0 and not _answered(exc):
+        elif (
+            exc.status == 0
+            and not isinstance(exc, ReplicationFailed)
+            and not _ANSWERED.search(str(exc))
+        ):
             hint = f"; check CLOUDANT_URL ({safe_url()}) and that the server is up"
         return fail(f"{exc}{hint}", EXIT_SERVER)
     except BrokenPipeError:
@@ -91,17 +98,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return fail(f"could not write the output: {exc.strerror or exc}", EXIT_SERVER)
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
-
-
-def _answered(exc: ServerError) -> bool:
-    """Whether the server answered although ``exc.status`` is 0: an answer not CouchDB's, a
-    replication its replicator cannot run, or plain HTTP to a TLS handshake."""
-    from couchids.errors import ReplicationFailed
-
-    text = str(exc)
-    return isinstance(exc, ReplicationFailed) or any(
-        said in text for said in ("not a CouchDB answer", "speaks plain HTTP")
-    )
 
 
 def _unencodable(exc: UnicodeEncodeError) -> str:

@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 from collections.abc import Iterable
-from typing import Any, TextIO
+from typing import Any
 
 from couchids.cli.options import (
     EXIT_OK,
@@ -179,7 +179,6 @@ def _window(args: argparse.Namespace) -> int:
 
     start, end = time_window(args)
     source = open_source(args)
-    out, progress = _Blocks(sys.stdout), _Progress(sys.stderr)
     pages = source.handle.window(
         start,
         end,
@@ -187,15 +186,19 @@ def _window(args: argparse.Namespace) -> int:
         newest_first=not args.oldest_first,
         include_docs=not args.ids_only,
     ).pages()
-    count = 0
+    # A count of the documents out, in place on a terminal's stderr (nothing elsewhere).
+    count, terminal = 0, sys.stderr if sys.stderr.isatty() else None
     try:
         for page in pages:
-            out.lines([row["id"].encode() for row in page] if args.ids_only else map(dumps, page))
+            _write([row["id"].encode() for row in page] if args.ids_only else map(dumps, page))
+            if terminal and (count + len(page)) // PROGRESS_EVERY > count // PROGRESS_EVERY:
+                terminal.write(f"\rcouchids: {count + len(page):,} documents")
+                terminal.flush()
             count += len(page)
-            progress.update(count)
     finally:
-        out.flush()
-        progress.clear()
+        if terminal and count >= PROGRESS_EVERY:
+            terminal.write("\r\x1b[K")  # back to the line's start, and erase it
+            terminal.flush()
         close(pages)  # the query's prefetch thread stops now, not when collected
     if not count:
         source.note_empty((start, end))
@@ -249,55 +252,13 @@ def sparkline(values: list[int]) -> str:
     return "".join(SPARKS[min(len(SPARKS) - 1, v * (len(SPARKS) - 1) // top)] for v in values)
 
 
-class _Blocks:
-    """Lines of bytes (UTF-8 JSON documents) for a text stream, written in blocks of at least
-    64 KiB: a write per line costs a system call each where output is unbuffered
-    (``PYTHONUNBUFFERED``)."""
-
-    BLOCK = 1 << 16
-
-    def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
-        self.parts: list[bytes] = []
-        self.size = 0
-
-    def lines(self, lines: Iterable[bytes]) -> None:
-        data = b"\n".join(lines)
-        if data:
-            self.parts += (data, b"\n")
-            self.size += len(data) + 1
-        if self.size >= self.BLOCK:
-            self.flush()
-
-    def flush(self) -> None:
-        block, self.parts, self.size = b"".join(self.parts), [], 0
-        binary = getattr(self.stream, "buffer", None)
-        if binary is None:  # a text-only stream, such as io.StringIO
-            self.stream.write(block.decode())
-            return
-        self.stream.flush()  # what was written as text before goes first
+def _write(lines: Iterable[bytes]) -> None:
+    """Write ``lines`` of UTF-8 (a page of JSON documents or ids) to stdout in one write: a
+    write per line costs a system call each where output is unbuffered (``PYTHONUNBUFFERED``)."""
+    block = b"".join(line + b"\n" for line in lines)
+    binary = getattr(sys.stdout, "buffer", None)
+    if binary is None:  # a text-only stream, such as io.StringIO
+        sys.stdout.write(block.decode())
+    else:
+        sys.stdout.flush()  # what was written as text before goes first
         binary.write(block)
-        binary.flush()
-
-
-class _Progress:
-    """A count of exported documents, in place on a terminal's stderr; nothing elsewhere."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
-        self.active = stream.isatty()
-        self.shown = False
-        self.count = 0
-
-    def update(self, count: int) -> None:
-        if self.active and count // PROGRESS_EVERY > self.count // PROGRESS_EVERY:
-            self.stream.write(f"\rcouchids: {count:,} documents")
-            self.stream.flush()
-            self.shown = True
-        self.count = count
-
-    def clear(self) -> None:
-        if self.shown:
-            self.stream.write("\r\x1b[K")  # back to the line's start, and erase it
-            self.stream.flush()
-            self.shown = False

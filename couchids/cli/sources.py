@@ -30,13 +30,6 @@ SERIES_READS = (
     "A series (--series PREFIX --period PERIOD instead of DB) answers as one database holding\n"
     "all its periods would, reading each period's database in turn."
 )
-#: A database of each kind of period, for the notes.
-_NAMED = {
-    "day": "PREFIX-2026-11-25",
-    "week": "PREFIX-2026-w48",
-    "month": "PREFIX-2026-11",
-    "year": "PREFIX-2026",
-}
 _PLURAL = {"day": "days", "week": "ISO weeks", "month": "months", "year": "years"}
 
 
@@ -187,7 +180,7 @@ def period_of(layout: SeriesLayout, name: str) -> Period:
 
 def _kind(layout: SeriesLayout) -> str:
     """``of months (named like events-2026-11)``: what a note calls the series' periods."""
-    named = _NAMED[layout.every].replace("PREFIX", layout.prefix)
+    named = layout.name(layout.period_at(1795564800000))  # 2026-11-25T00:00Z
     return f"of {_PLURAL[layout.every]} (named like {named})"
 
 
