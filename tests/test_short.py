@@ -25,6 +25,8 @@ from ibmcloudant.cloudant_v1 import CloudantV1
 from intercept import intercepted, path_of
 
 from couchids import AllocationFailed, Database, InvalidArgumentError
+from couchids.core.claim import Claim
+from couchids.core.facts import FactsCache
 from couchids.core.policy import RetryPolicy
 from couchids.core.revisions import delete_revision
 from couchids.core.short import ALLOC_FIELD, SHORT_ID, format_day, random_nonce
@@ -307,3 +309,14 @@ def test_create_short_refuses_documents_it_would_have_to_change(
     with pytest.raises(InvalidArgumentError, match=re.escape(words)):
         Database(client, db).create_short(doc, timestamp=NOW)
     assert db_state(client, db) == before
+
+
+@pytest.mark.parametrize(
+    "value", [float("nan"), float("-inf"), {"a": {1: "x", "1": "y"}}, {1, 2}], ids=repr
+)
+def test_a_claim_refuses_a_document_that_is_not_json_as_a_write_does(value: Any) -> None:
+    # Claims are made by create_short (which checks its document first) and by sequences;
+    # the claim itself sends only JSON, refused the way a write refuses it, before any request.
+    policy = RetryPolicy(retries=0, backoff=0)
+    with pytest.raises(InvalidArgumentError, match=r"^the document is not JSON: "):
+        Claim(FactsCache(), "db", f"{DAY}-bc", {"n": value}, policy)

@@ -15,7 +15,6 @@ are claimed this way.
 
 from __future__ import annotations
 
-import json
 import secrets
 from collections.abc import Mapping
 from typing import Any, Final
@@ -23,6 +22,7 @@ from typing import Any, Final
 from couchids.core.answers import revision
 from couchids.core.asking import CONFLICT, Attempts, ask
 from couchids.core.effects import Program, Request, path
+from couchids.core.exactjson import encode
 from couchids.core.facts import FactsCache, database_facts
 from couchids.core.policy import RetryPolicy
 from couchids.core.revisions import delete_revision, live_leaves
@@ -35,7 +35,8 @@ ALLOC_FIELD: Final = "couchids_alloc"
 
 
 class Claim:
-    """One try at a new id: write the document with a fresh token; keep the id only on a 201."""
+    """One try at a new id: write the document with a fresh token; keep the id only on a 201.
+    A document that is not JSON is refused as a write refuses it (``InvalidArgumentError``)."""
 
     def __init__(
         self,
@@ -47,7 +48,7 @@ class Claim:
     ) -> None:
         self.known, self.db, self.doc_id, self.policy = known, db, doc_id, policy
         self.token = secrets.token_hex(16)
-        self.payload = json.dumps({**doc, ALLOC_FIELD: self.token}, separators=(",", ":"))
+        self.payload = encode({**doc, ALLOC_FIELD: self.token}, "the document")
         #: Whether this try stored a revision and deleted it again; what the failed attempts
         #: of the PUT tell; whether it was answered at all.
         self.gave_up = False
@@ -56,7 +57,7 @@ class Claim:
 
     def run(self) -> Program[WriteResult | None]:
         """The result if this write owns the id; ``None`` if it gave the id up."""
-        put = Request("PUT", path(self.db, self.doc_id), body=self.payload.encode())
+        put = Request("PUT", path(self.db, self.doc_id), body=self.payload)
         answer = yield from ask(
             put, self.policy, self.db, expect=(CONFLICT,), attempts=self.attempts
         )

@@ -78,6 +78,16 @@ def dumps(value: Any) -> bytes:
         return json.dumps(value, separators=(",", ":"), allow_nan=False).encode()
 
 
+def encode(body: Any, label: str) -> bytes:
+    """``body`` as the compact JSON a write sends; :class:`~couchids.InvalidArgumentError`
+    naming ``label`` when it is not JSON (NaN and Infinity included: CouchDB refuses them)."""
+    try:
+        check_keys(body)
+        return json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
+    except (TypeError, ValueError) as exc:
+        raise InvalidArgumentError(f"{label} is not JSON: {exc}") from None
+
+
 def check_keys(value: Any) -> None:
     """Refuse a JSON object (at any depth) with a key that is not a string: ``json`` would
     write a key ``1`` as ``"1"``, beside a key ``"1"``, and lose one of the values.
