@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from couchids.core.answers import answer_error, describe, expect_object
+from couchids.core.answers import answer_error, describe
 from couchids.core.arguments import flag as check_flag
 from couchids.core.arguments import function
 from couchids.core.asking import MISSING, ask
@@ -33,7 +33,7 @@ from couchids.core.scan import (
     check_one_form,
     range_pages,
 )
-from couchids.core.writes import keyed_rows
+from couchids.core.writes import keyed_rows, rows_by_key
 from couchids.errors import InvalidArgumentError, ServerError
 from couchids.idforms.forms import KUUID, IdForm
 from couchids.idforms.times import TimeLike, to_ms
@@ -118,10 +118,8 @@ def expire(
     check_flag("dry_run", dry_run)
     check_flag("purge", purge)
     function("on_progress", on_progress)
-    checkpoint = check_checkpoint(checkpoint)
     keys = window_keys(form, type, 0, before_ms)
-    mark = checkpoint if checkpoint is not None else Checkpoint()
-    report = ExpireReport(dry_run=dry_run, checkpoint=mark)
+    report = ExpireReport(dry_run=dry_run, checkpoint=check_checkpoint(checkpoint))
     inside = in_window(form, type, 0, before_ms)
 
     def run() -> Program[ExpireReport]:
@@ -215,10 +213,17 @@ def purge_batch_for(version: str | None) -> int | None:
 
 
 def index_rows(
-    known: FactsCache, db: str, policy: RetryPolicy, *, batch_size: int
+    known: FactsCache,
+    db: str,
+    policy: RetryPolicy,
+    *,
+    batch_size: int,
+    after: str | None = None,
+    include_docs: bool = False,
 ) -> Program[None]:
     """Emits the rows (ids and revisions) of every document of ``db``, design documents
-    included, in key order, ``batch_size`` at a time, for :func:`expire_rows`."""
+    included, in key order, ``batch_size`` at a time, for :func:`expire_rows` (and rekey's
+    reading of its source): after the id ``after``, with their documents ``include_docs``."""
     return range_pages(
         known,
         db,
@@ -226,6 +231,8 @@ def index_rows(
         PLAIN_SCOPE[0],
         policy,
         doc_type=None,
+        after=after,
+        include_docs=include_docs,
         batch_size=batch_size,
         to_the_end=True,
         wanted=lambda _: True,
@@ -367,12 +374,8 @@ def _states(db: str, ids: list[str], policy: RetryPolicy) -> Program[dict[str, S
     a missing id is absent."""
     if not ids:
         return {}
-    each = policy.renewed()
-    asked = post_json(path(db, "_all_docs"), {"keys": ids})
-    body = (yield from ask(asked, each, db)).body
-    rows = expect_object(body, each, db, "rows")["rows"]
     states: dict[str, State] = {}
-    for row in keyed_rows(rows, "key", set(ids), "_all_docs", each, db).values():
+    for row in (yield from rows_by_key(db, ids, policy.renewed())).values():
         value = row.get("value")
         if isinstance(value, dict) and isinstance(value.get("rev"), str):
             deleted = value.get("deleted") is True

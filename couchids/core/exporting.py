@@ -33,13 +33,9 @@ from couchids.core.scan import (
     check_checkpoint,
     check_one_form,
 )
-from couchids.core.sizes import (
-    Filling,
-    halving,
-    over_document_bytes,
-)
+from couchids.core.sizes import write_in_halves
 from couchids.core.windows import scan_pages
-from couchids.errors import InvalidArgumentError, ServerError
+from couchids.errors import InvalidArgumentError
 from couchids.idforms.forms import IdForm
 from couchids.idforms.times import TimeLike
 
@@ -156,15 +152,12 @@ def archive(
     sizes = (options.batch_bytes, options.document_bytes)
     check_flag("expire", expire)
     arguments.function("on_progress", on_progress)
-    checkpoint = check_checkpoint(checkpoint)
     if target_db == db:
         raise InvalidArgumentError(
             f"archive: the target {target_db!r} is the source database; archive into another"
         )
-    report = ArchiveReport(expired=ExpireReport(dry_run=not expire))
-    if checkpoint is not None:
-        report.checkpoint = checkpoint
-    mark = report.checkpoint
+    mark = check_checkpoint(checkpoint)
+    report = ArchiveReport(expired=ExpireReport(dry_run=not expire), checkpoint=mark)
     size, parallel = options.batch("archive"), options.slices("archive")
     pages = window_documents(
         known, db, start, end, type, form, mark, size, policy, parallel=parallel, copies=True
@@ -247,29 +240,19 @@ def _copy(
     (:mod:`couchids.core.sizes`), a document with all its revisions in one request; a
     revision's size is its JSON without attachments, which have a limit of their own."""
     parts: list[bytes] = []
-    failed: dict[int, str] = {}
-    for index, leaves in enumerate(copies):
+    sizes: list[int] = []
+    for leaves in copies:
         encoded = [dumps(leaf) for leaf in leaves]
         parts.append(b",".join(encoded))
-        for leaf, part in zip(leaves, encoded, strict=True):
-            if "_attachments" in leaf:
-                size = len(dumps({k: v for k, v in leaf.items() if k != "_attachments"}))
-            else:
-                size = len(part)
-            why = over_document_bytes(size, document_bytes)
-            if why is not None:
-                failed[index] = f"too large: {why}"
-                break
-    groups: list[list[int]] = []
-    filling: Filling | None = None
-    for index, part in enumerate(parts):
-        if index in failed:
-            continue
-        if filling is None or not filling.takes(len(part)):
-            filling = Filling(batch_bytes, envelope=len(_COPY_HEAD) + len(_COPY_TAIL))
-            groups.append([])
-        filling.add(len(part))
-        groups[-1].append(index)
+        sizes.append(
+            max(
+                len(dumps({k: v for k, v in leaf.items() if k != "_attachments"}))
+                if "_attachments" in leaf
+                else len(part)
+                for leaf, part in zip(leaves, encoded, strict=True)
+            )
+        )
+    failed: dict[int, str] = {}
 
     def write(group: list[int]) -> Program[None]:
         each = policy.renewed()
@@ -284,11 +267,19 @@ def _copy(
             if row is not None:
                 failed[index] = f"{row['error']}: {row.get('reason', '')}"
 
-    def too_large(index: int, exc: ServerError) -> None:
-        failed[index] = f"too large: refused alone by the server: {exc}"
+    def too_large(index: int, why: str) -> None:
+        failed[index] = f"too large: {why}"
 
-    for group in groups:
-        yield from halving(group, write, too_large, lambda index: index in failed)
+    yield from write_in_halves(
+        parts,
+        write,
+        too_large,
+        failed.__contains__,
+        document_bytes=document_bytes,
+        batch_bytes=batch_bytes,
+        envelope=len(_COPY_HEAD) + len(_COPY_TAIL),
+        sizes=sizes,
+    )
     return [(page[index]["_id"], failed[index]) for index in sorted(failed)]
 
 

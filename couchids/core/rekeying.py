@@ -20,11 +20,11 @@ from couchids.core import arguments
 from couchids.core.defaults import DEFAULT_REKEY_BATCH
 from couchids.core.document import valid_unicode
 from couchids.core.effects import END, Program, Puller
+from couchids.core.expiry import index_rows
 from couchids.core.facts import FactsCache, database_facts
-from couchids.core.keys import KeyRange
 from couchids.core.options import Options
 from couchids.core.policy import RetryPolicy
-from couchids.core.scan import Checkpoint, check_checkpoint, range_pages
+from couchids.core.scan import Checkpoint, check_checkpoint
 from couchids.core.series import create_database
 from couchids.core.writes import bulk
 from couchids.errors import (
@@ -41,9 +41,6 @@ from couchids.idforms.keyed import keyed_id
 from couchids.idforms.times import to_ms
 
 __all__ = ["DEFAULT_REKEY_BATCH", "RekeyReport", "derived_id", "rekey"]
-
-#: The whole primary index, from its first id (read to its end: ``range_pages(to_the_end)``).
-_EVERYTHING = KeyRange(low="", high="", prefix="")
 
 
 def derived_id(form: IdForm, ms: int, source_id: str, key: bytes, *, type: str | None) -> str:
@@ -123,18 +120,8 @@ def rekey(
         # The source first: a misspelt source creates no target.
         yield from database_facts(known, source_db, policy)
         yield from _target(known, target_db, create_target, policy)
-        pages = range_pages(
-            known,
-            source_db,
-            _EVERYTHING,
-            KUUID,
-            policy,
-            doc_type=None,
-            after=mark.last_id,
-            include_docs=True,
-            batch_size=batch_size,
-            to_the_end=True,
-            wanted=lambda _: True,
+        pages = index_rows(
+            known, source_db, policy, batch_size=batch_size, after=mark.last_id, include_docs=True
         )
         rows = Puller(pages)
         while (page := (yield from rows.next())) is not END:

@@ -5,7 +5,7 @@ writes and archive's copies cut their batches by bytes and halve one the server 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Final
 
 from couchids.core.effects import Program
@@ -16,8 +16,7 @@ __all__ = [
     "DEFAULT_DOCUMENT_BYTES",
     "TOO_LARGE",
     "Filling",
-    "halving",
-    "over_document_bytes",
+    "write_in_halves",
 ]
 
 #: The most bytes of one ``_bulk_docs`` request's body: under IBM Cloudant's 64 MB.
@@ -58,41 +57,54 @@ class Filling:
         self.count += 1
 
 
-def over_document_bytes(size: int, document_bytes: int) -> str | None:
-    """Why a document of ``size`` bytes as sent is not sent, or ``None`` when it may be."""
-    if size <= document_bytes:
-        return None
-    return (
-        f"{size:,} bytes as JSON, over document_bytes={document_bytes:,} "
-        "(IBM Cloudant stores documents of at most 1 MB); it was not sent"
-    )
-
-
-def halving(
-    group: list[int],
+def write_in_halves(
+    parts: Sequence[bytes],
     write: Callable[[list[int]], Program[None]],
-    refused: Callable[[int, ServerError], None],
+    fail: Callable[[int, str], None],
     settled: Callable[[int], bool],
+    *,
+    document_bytes: int,
+    batch_bytes: int,
+    envelope: int,
+    sizes: Sequence[int] | None = None,
 ) -> Program[None]:
-    """Write the documents ``group`` (indexes, in order) with ``write``; a group refused as too
-    large (``413``) is written again as its two halves, down to single documents: one refused
-    alone goes to ``refused``. Documents ``settled`` before a refusal are not sent again.
+    """Write the documents ``parts`` (as sent; by index, in order) with ``write``, in groups
+    within ``batch_bytes`` (``envelope`` and the parts, as :class:`Filling` counts them). One
+    over ``document_bytes`` (its ``sizes`` entry, else its part's length) is not sent: ``fail``
+    is told why. A group refused as too large (``413``) is written again as its two halves,
+    down to single documents: one refused alone goes to ``fail`` too. Documents ``settled``
+    before a refusal are not sent again.
 
     Raises:
         ServerError: any other failure of ``write``.
     """
-    groups = [group]
+    groups: list[list[int]] = []
+    filling: Filling | None = None
+    for index, part in enumerate(parts):
+        size = len(part) if sizes is None else sizes[index]
+        if size > document_bytes:
+            fail(
+                index,
+                f"{size:,} bytes as JSON, over document_bytes={document_bytes:,} "
+                "(IBM Cloudant stores documents of at most 1 MB); it was not sent",
+            )
+            continue
+        if filling is None or not filling.takes(len(part)):
+            filling = Filling(batch_bytes, envelope=envelope)
+            groups.append([])
+        filling.add(len(part))
+        groups[-1].append(index)
     while groups:
-        part = [index for index in groups.pop(0) if not settled(index)]
-        if not part:
+        group = [index for index in groups.pop(0) if not settled(index)]
+        if not group:
             continue
         try:
-            yield from write(part)
+            yield from write(group)
         except ServerError as exc:
             if exc.status != TOO_LARGE:
                 raise
-            if len(part) == 1:
-                refused(part[0], exc)
+            if len(group) == 1:
+                fail(group[0], f"refused alone by the server: {exc}")
                 continue
-            half = len(part) // 2
-            groups[:0] = [part[:half], part[half:]]
+            half = len(group) // 2
+            groups[:0] = [group[:half], group[half:]]

@@ -20,7 +20,7 @@ from couchids.core.content import same_content
 from couchids.core.defaults import DEFAULT_BATCH_SIZE
 from couchids.core.document import check_new
 from couchids.core.effects import Emit, Program, Request, Sleep, Start, Wait, path, post_json
-from couchids.core.exactjson import check_keys
+from couchids.core.exactjson import encode
 from couchids.core.facts import FactsCache
 from couchids.core.options import Options
 from couchids.core.policy import RetryPolicy
@@ -30,8 +30,7 @@ from couchids.core.sizes import (
     DEFAULT_DOCUMENT_BYTES,
     TOO_LARGE,
     Filling,
-    halving,
-    over_document_bytes,
+    write_in_halves,
 )
 from couchids.errors import (
     BulkWriteError,
@@ -58,13 +57,12 @@ __all__ = [
     "WriteResult",
     "bulk",
     "create",
+    "encode",
     "written",
 ]
 
 #: The bytes of ``{"docs":[`` and ``]}`` around the documents of a ``_bulk_docs`` body.
 _ENVELOPE: Final = len(b'{"docs":[]}')
-#: The end of the caller's documents (``None`` is a document, which is refused as one).
-_END: Final[Any] = object()
 
 #: What CouchDB answers a single-document write with, for each ``_bulk_docs`` row error.
 _ROW_STATUS: Final = {
@@ -237,7 +235,7 @@ def bulk(
             raise exc.__class__(f"{label}: {exc}") from None
 
     batches = _batches(iter(docs), assign, options.batch(operation), options.batch_bytes)
-    return _stream(known, db, batches, options.document_bytes, policy)
+    return _stream(known, db, batches, options, policy)
 
 
 def _call(function: Callable[[Doc], Any], doc: Doc, name: str, label: str) -> Any:
@@ -253,7 +251,7 @@ def _stream(
     known: FactsCache,
     db: str,
     batches: Iterator[tuple[list[str], list[bytes]]],
-    document_bytes: int,
+    options: Options,
     policy: RetryPolicy,
 ) -> Program[None]:
     """Writes the batches in order, emitting each one's results; at most two are in flight.
@@ -277,7 +275,7 @@ def _stream(
         if upcoming is None:
             return
         batch_ids, parts = upcoming
-        batch = _Batch(known, db, batch_ids, parts, document_bytes, policy.renewed())
+        batch = _Batch(known, db, batch_ids, parts, options, policy.renewed())
         writing = yield Start(batch.write())
         if flight is not None:
             yield Emit((yield from _settled_first(flight[1], writing)))
@@ -311,33 +309,23 @@ def _batches(
     """Batches of documents with distinct ids (``_bulk_docs`` answers one row per id), each
     document encoded as it is sent; a batch ends at ``count`` documents or before the one that
     would take it past ``batch_bytes``."""
-    index = 0
-    carried: tuple[str, bytes] | None = None
-    while True:
-        batch_ids: list[str] = []
-        parts: list[bytes] = []
-        seen: set[str] = set()
-        filling = Filling(batch_bytes, envelope=_ENVELOPE)
-        while len(parts) < count:
-            if carried is None:
-                doc = next(docs, _END)
-                if doc is _END:
-                    break
-                label = f"document {index}"
-                doc_id = assign(doc, label)
-                index += 1
-                carried = doc_id, encode({**doc, "_id": doc_id}, label)
-            doc_id, part = carried
-            if parts and (doc_id in seen or not filling.takes(len(part))):
-                break
-            seen.add(doc_id)
-            batch_ids.append(doc_id)
-            parts.append(part)
-            filling.add(len(part))
-            carried = None
-        if not parts:
-            return
-        yield batch_ids, parts
+    batch: dict[str, bytes] = {}
+    filling = Filling(batch_bytes, envelope=_ENVELOPE)
+    for index, doc in enumerate(docs):
+        label = f"document {index}"
+        doc_id = assign(doc, label)
+        part = encode({**doc, "_id": doc_id}, label)
+        if batch and (doc_id in batch or not filling.takes(len(part))):
+            yield list(batch), list(batch.values())
+            batch, filling = {}, Filling(batch_bytes, envelope=_ENVELOPE)
+        batch[doc_id] = part
+        filling.add(len(part))
+        # A full batch goes at once: the next document is read only once it is written.
+        if len(batch) == count:
+            yield list(batch), list(batch.values())
+            batch, filling = {}, Filling(batch_bytes, envelope=_ENVELOPE)
+    if batch:
+        yield list(batch), list(batch.values())
 
 
 def write_new(
@@ -447,6 +435,16 @@ def keyed_rows(
     return dict(zip(names, rows, strict=True))
 
 
+def rows_by_key(
+    db: str, keys: list[str], policy: RetryPolicy, *, every: bool = False, **params: bool
+) -> Program[dict[str, dict[str, Any]]]:
+    """The rows of ``_all_docs`` by ``keys`` (with ``params``) by key, as :func:`keyed_rows`
+    checks them."""
+    reply = yield from ask(post_json(path(db, "_all_docs"), {"keys": keys, **params}), policy, db)
+    rows = expect_object(reply.body, policy, db, "rows")["rows"]
+    return keyed_rows(rows, "key", set(keys), "_all_docs", policy, db, every=every)
+
+
 class _Batch:
     """One ``_bulk_docs`` batch: send, retry lost answers and rate-limited rows, resolve 409s,
     split what the server refuses as too large."""
@@ -457,19 +455,27 @@ class _Batch:
         db: str,
         ids: list[str],
         parts: list[bytes],
-        document_bytes: int,
+        options: Options,
         policy: RetryPolicy,
     ) -> None:
         self.known, self.db, self.ids, self.parts = known, db, ids, parts
-        self.document_bytes = document_bytes
-        self.policy = policy
+        self.options, self.policy = options, policy
         self.results: list[WriteResult | None] = [None] * len(ids)
         self.attempts = Attempts()
 
     def write(self) -> Program[list[WriteResult]]:
         """Write the batch; return its results."""
         try:
-            yield from self._split()
+            # Rows a group refused as too large settled before the refusal keep their results.
+            yield from write_in_halves(
+                self.parts,
+                self._write,
+                self._too_large,
+                lambda index: self.results[index] is not None,
+                document_bytes=self.options.document_bytes,
+                batch_bytes=self.options.batch_bytes,
+                envelope=_ENVELOPE,
+            )
         except ServerError as exc:
             # Rows settled before the failure keep their results; the others share the error.
             sent = self.attempts.maybe_carried_out or any(r is not None for r in self.results)
@@ -483,29 +489,10 @@ class _Batch:
         assert len(done) == len(self.ids), "every document of the batch has a result"
         return done
 
-    def _split(self) -> Program[None]:
-        """Write the documents within ``document_bytes`` in groups, halving a group the server
-        refuses as too large (413); a document over the limit or refused alone fails."""
-        group: list[int] = []
-        for index, part in enumerate(self.parts):
-            why = over_document_bytes(len(part), self.document_bytes)
-            if why is not None:
-                self.results[index] = self._too_large(index, why)
-            else:
-                group.append(index)
-
-        def refused(index: int, exc: ServerError) -> None:
-            self.results[index] = self._too_large(
-                index, f"refused alone by the server as too large: {exc}"
-            )
-
-        # Rows a refused group settled before the refusal keep their results.
-        yield from halving(group, self._write, refused, lambda i: self.results[i] is not None)
-
-    def _too_large(self, index: int, why: str) -> WriteResult:
+    def _too_large(self, index: int, why: str) -> None:
         doc_id = self.ids[index]
         error = ServerError(f"document {doc_id!r} in {self.db!r} is too large: {why}", TOO_LARGE)
-        return WriteResult(doc_id, None, error=written(error, doc_id, False))
+        self.results[index] = WriteResult(doc_id, None, error=written(error, doc_id, False))
 
     def _write(self, group: list[int]) -> Program[None]:
         pending = list(group)
@@ -568,10 +555,9 @@ class _Batch:
     def _resolve(self, conflicted: list[int]) -> Program[list[int]]:
         """Read the conflicted ids back; return those that vanished and must be sent again."""
         keys = [self.ids[i] for i in conflicted]
-        options = {"keys": keys, "include_docs": True, "conflicts": True}
-        reply = yield from ask(post_json(path(self.db, "_all_docs"), options), self.policy, self.db)
-        rows = expect_object(reply.body, self.policy, self.db, "rows")["rows"]
-        by_key = keyed_rows(rows, "key", set(keys), "_all_docs", self.policy, self.db, every=True)
+        by_key = yield from rows_by_key(
+            self.db, keys, self.policy, every=True, include_docs=True, conflicts=True
+        )
         again = []
         for index in conflicted:
             doc_id = self.ids[index]
@@ -581,7 +567,9 @@ class _Batch:
             if stored is None:
                 # Not found or deleted since the 409: the id is free again.
                 again.append(index)
-            elif stored.get("_conflicts") or not same_content(self._ours(index), stored):
+            elif stored.get("_conflicts") or not same_content(
+                json.loads(self.parts[index]), stored
+            ):
                 # Not simply our earlier write: look at every revision on every copy.
                 self.results[index] = yield from self._checked(index, None)
             else:
@@ -591,16 +579,12 @@ class _Batch:
                 self.results[index] = WriteResult(doc_id, rev, duplicate=True)
         return again
 
-    def _ours(self, index: int) -> Any:
-        """Document ``index`` as the server stores it: through a JSON round trip."""
-        return json.loads(self.parts[index])
-
     def _checked(self, index: int, our_rev: str | None) -> Program[WriteResult]:
         """Settle document ``index`` from its leaves on every copy, as :func:`create` does."""
         doc_id = self.ids[index]
         try:
             result = yield from _from_leaves(
-                self.known, self.db, doc_id, self._ours(index), our_rev, self.policy
+                self.known, self.db, doc_id, json.loads(self.parts[index]), our_rev, self.policy
             )
         except ConflictError as conflict:
             return WriteResult(doc_id, None, error=conflict)
@@ -676,14 +660,3 @@ def _check_time(doc_id: str, timestamp: TimeLike, form: IdForm, label: str, name
             f"{label} has _id {doc_id!r}, made at another time than {asked}; drop the _id to "
             f"get a new id for that time, or drop {name}= to keep the _id"
         )
-
-
-def encode(body: Mapping[str, Any], label: str) -> bytes:
-    """``body`` as the compact JSON sent; :class:`~couchids.InvalidArgumentError` naming
-    ``label`` when it is not JSON."""
-    try:
-        check_keys(body)
-        # allow_nan=False: NaN and Infinity are not JSON, and CouchDB refuses them.
-        return json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
-    except (TypeError, ValueError) as exc:
-        raise InvalidArgumentError(f"{label} is not JSON: {exc}") from None
