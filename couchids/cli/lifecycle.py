@@ -26,9 +26,8 @@ from couchids.cli.options import (
     say,
     seconds,
 )
-from couchids.cli.options import form as id_form
 from couchids.cli.options import window as time_window
-from couchids.cli.sources import SERIES_READS, connect, open_source, options, say_kept, source_args
+from couchids.cli.sources import SERIES_READS, database, open_source, say_kept, source_args
 from couchids.core.expiry import DEFAULT_EXPIRE_BATCH
 from couchids.core.rekeying import DEFAULT_REKEY_BATCH
 from couchids.core.windows import DEFAULT_PAGE_SIZE
@@ -199,19 +198,15 @@ def _expire(args: argparse.Namespace) -> int:
     from couchids.core.counting import counted
     from couchids.core.policy import RetryPolicy
     from couchids.core.scan import Checkpoint
-    from couchids.database import Database
     from couchids.drivers.blocking import known_facts, run
 
     before = parse_time(args.before, now_ms())
-    client, form = connect(), id_form(args)
-    db = Database(client, args.db, form=form).with_options(**options(args))
+    db = database(args, args.db)
     mark = Checkpoint(last_id=args.after)
     # Counted for the progress bar's total; a failure names the command run.
-    policy = RetryPolicy.within(args.timeout, "expire")
-    program = counted(
-        known_facts(client), policy, db.name, 0, before, type=args.type, form=form, exact=False
-    )
-    with _Bar("deleting" if args.yes else "checking", mark, run(client, program)) as bar:
+    policy, known = RetryPolicy.within(args.timeout, "expire"), known_facts(db.client)
+    total = counted(known, policy, db.name, 0, before, type=args.type, form=db.form, exact=False)
+    with _Bar("deleting" if args.yes else "checking", mark, run(db.client, total)) as bar:
         report = db.expire(
             before,
             type=args.type,
@@ -245,10 +240,8 @@ def _export(args: argparse.Namespace) -> int:
 
 def _tail(args: argparse.Namespace) -> int:
     from couchids.core.scan import Checkpoint
-    from couchids.database import Database
 
-    client, form = connect(), id_form(args)
-    db = Database(client, args.db, form=form).with_options(**options(args))
+    db = database(args, args.db)
     since = None if args.since is None else parse_time(args.since, now_ms())
     if since is not None and args.since_seq != "now":
         raise InvalidArgumentError("give --since TIME or --since-seq SEQ, not both")
@@ -277,32 +270,27 @@ def _tail(args: argparse.Namespace) -> int:
 
 def _rekey(args: argparse.Namespace) -> int:
     from couchids.core.scan import Checkpoint
-    from couchids.database import Database
 
     secret = os.environ.get(args.key_env)
     if not secret:
         raise InvalidArgumentError(
             f"set {args.key_env} to the secret of the new ids' random part (keep it to re-run)"
         )
-    client, form = connect(), id_form(args)
+    source = database(args, args.source)
     mark = Checkpoint(last_id=args.after)
     made = not os.path.exists(args.mapping)
     mapping = _open_mapping(args.mapping)
     try:
         with mapping, _Bar("copying", mark) as bar:
-            report = (
-                Database(client, args.source, form=form)
-                .with_options(**options(args))
-                .rekey(
-                    args.target,
-                    secret=secret,
-                    time_field=args.time_field,
-                    type=args.type,
-                    mapping=mapping,
-                    checkpoint=mark,
-                    on_progress=bar,
-                    create_target=args.create_target,
-                )
+            report = source.rekey(
+                args.target,
+                secret=secret,
+                time_field=args.time_field,
+                type=args.type,
+                mapping=mapping,
+                checkpoint=mark,
+                on_progress=bar,
+                create_target=args.create_target,
             )
     finally:
         # A run that wrote no line (a missing database, nothing to copy) leaves no file

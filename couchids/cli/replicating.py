@@ -15,9 +15,8 @@ from couchids.cli.options import (
     say,
     window,
 )
-from couchids.cli.options import form as id_form
 from couchids.cli.options import scope as type_scope
-from couchids.cli.sources import Source, connect, options
+from couchids.cli.sources import Source, connect, database
 
 if TYPE_CHECKING:
     from couchids.core.replication import ReplicationStatus
@@ -113,11 +112,9 @@ examples:
 
 
 def _replicate(args: argparse.Namespace) -> int:
-    from couchids.database import Database
-
     start, end = window(args)
-    form, scope = id_form(args), type_scope(args)
-    db = Database(connect(), args.source, form=form).with_options(**options(args))
+    scope = type_scope(args)
+    db = database(args, args.source)
     job = db.replicate(
         args.target,
         start,
@@ -143,7 +140,7 @@ def _replicate(args: argparse.Namespace) -> int:
     print(_line(doc_id, now_status))
     if now_status.state == "completed" and not now_status.docs_written:
         # Nothing copied: the note a read prints after an empty answer.
-        Source(db, scope, form).note_empty()
+        Source(db, scope, db.form).note_empty()
     if args.continuous:
         say(f"replication {doc_id} runs until cancelled: couchids replication {doc_id} --cancel")
     return EXIT_OK

@@ -111,10 +111,7 @@ def open_source(args: argparse.Namespace) -> Source:
     form, scope = id_form(args), type_scope(args)
     layout = _layout(args, form)
     if layout is None:
-        from couchids.database import Database
-
-        handle = Database(connect(), args.db, form=form).with_options(**options(args))
-        return Source(handle, scope, form)
+        return Source(database(args, args.db), scope, form)
     series = make_series(args, layout)
     existing(series)
     return Source(series, scope, form)
@@ -142,6 +139,14 @@ def _layout(args: argparse.Namespace, form: IdForm) -> SeriesLayout | None:
     if period is None:
         raise InvalidArgumentError(f"--series needs --period: {PERIOD_HELP.split(',')[0]}{see}")
     return SeriesLayout(prefix, period, form)
+
+
+def database(args: argparse.Namespace, name: str) -> Database:
+    """The handle of database ``name``, of the form of the flags, with the command's options."""
+    from couchids.database import Database
+
+    form = id_form(args)  # a bad form flag is refused before the configuration is read
+    return Database(connect(), name, form=form).with_options(**options(args))
 
 
 def existing(series: Series) -> list[str]:
