@@ -31,11 +31,10 @@ replication reads it (:meth:`Credentials.auth`; the docs' IBM Cloudant page). Wh
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
-from urllib.parse import quote, unquote, urlsplit, urlunsplit
+from urllib.parse import quote
 
 from couchids.core.alltypes import types_present
 from couchids.core.answers import check_listing, expect_object
@@ -122,9 +121,6 @@ KEPT_COUNTS: Final = (
 NOTHING: Final = "(?!)"
 #: What a selector is that no id matches (an empty window, or no types present).
 NO_IDS: Final[dict[str, Any]] = {"_id": {"$in": []}}
-_DEFAULT_PORTS: Final = {"http": 80, "https": 443}
-#: Every name of the loopback interface reads as this when endpoints are compared.
-_LOOPBACK: Final = "127.0.0.1"
 
 
 # -- the selector --------------------------------------------------------------------------------
@@ -299,97 +295,20 @@ class Endpoint:
         >>> same("http://127.0.0.1:5984/shop", "http://127.0.0.2:5984/shop")
         False
         """
-        return _normalised(self.url) == _normalised(other.url)
+        return _place(self.url) == _place(other.url)
 
     def server(self) -> tuple[str, str, int]:
         """``(scheme, host, port)`` of the URL, normalised."""
-        return _normalised(self.url)[:3]
+        return _place(self.url)[:3]
 
     def secrets(self) -> tuple[str, ...]:
         """The secrets it holds (to keep out of messages)."""
         return (self.credentials.secret,) if self.credentials and self.credentials.secret else ()
 
 
-def _normalised(url: str) -> tuple[str, str, int, str]:
-    """``(scheme, host, port, database path)`` of ``url``, each as the server reads it."""
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    port = parts.port or _DEFAULT_PORTS.get(scheme, 0)
-    return scheme, _host(parts.hostname or ""), port, _database_path(parts.path)
-
-
-def _host(name: str) -> str:
-    """A URL's host as one spelling: lower case without a final dot, an IP address in its
-    usual form (IPv4-mapped IPv6 as IPv4; ``127.1``, ``0x7f.0.0.1`` and ``2130706433`` as
-    ``127.0.0.1``, as URL parsers and Erlang's ``inet`` read them), the loopback as
-    :data:`_LOOPBACK`.
-
-    >>> [_host(h) for h in ("LOCALHOST.", "0:0:0:0:0:0:0:1", "::ffff:7f00:1", "127.1")]
-    ['127.0.0.1', '127.0.0.1', '127.0.0.1', '127.0.0.1']
-    >>> [_host(h) for h in ("Db.Example.COM", "127.0.0.2", "0x0a.1", "2001:DB8::0:1")]
-    ['db.example.com', '127.0.0.2', '10.0.0.1', '2001:db8::1']
-    """
-    host = unquote(name).lower().removesuffix(".")
-    if host == "localhost" or host.endswith(".localhost"):
-        return _LOOPBACK
-    address: ipaddress.IPv4Address | ipaddress.IPv6Address | None
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        address = _ipv4(host)
-    if address is None:
-        return host
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
-    if address in (ipaddress.IPv4Address(_LOOPBACK), ipaddress.IPv6Address("::1")):
-        return _LOOPBACK
-    return address.compressed
-
-
-def _ipv4(host: str) -> ipaddress.IPv4Address | None:
-    """The IPv4 address of a host in the short or numeric forms URL parsers accept (one to
-    four parts, each decimal, ``0x`` hex or ``0`` octal; the last fills the bytes left), or
-    ``None`` when it is a name."""
-    parts = host.split(".")
-    if not 1 <= len(parts) <= 4:
-        return None
-    numbers = []
-    for part in parts:
-        base, digits = 10, part
-        if part[:2] == "0x":
-            base, digits = 16, part[2:] or "0"
-        elif len(part) > 1 and part[0] == "0":
-            base, digits = 8, part[1:]
-        try:
-            numbers.append(int(digits, base) if digits.isascii() and digits.isalnum() else -1)
-        except ValueError:
-            return None
-    *head, last = numbers
-    if any(not 0 <= n <= 255 for n in head) or not 0 <= last < 256 ** (5 - len(numbers)):
-        return None
-    value = last
-    for at, number in enumerate(head):
-        value += number << (8 * (3 - at))
-    return ipaddress.IPv4Address(value)
-
-
-def _database_path(path: str) -> str:
-    """A URL's path as CouchDB reads it: percent-decoded (``%2F`` too), empty and ``.``
-    segments dropped, each ``..`` dropping the one before (RFC 3986's dot segments).
-
-    >>> [_database_path(p) for p in ("/shop/", "//shop", "/./shop", "/x/../shop", "/%73hop")]
-    ['shop', 'shop', 'shop', 'shop', 'shop']
-    >>> _database_path("/couch/a%2Fb"), _database_path("/a/b")
-    ('couch/a/b', 'a/b')
-    """
-    segments: list[str] = []
-    for segment in unquote(path).split("/"):
-        if segment == "..":
-            if segments:
-                segments.pop()
-        elif segment not in ("", "."):
-            segments.append(segment)
-    return "/".join(segments)
+def _place(url: str) -> tuple[str, str, int, str]:
+    """Where an endpoint's URL leads (:attr:`couchids.core.urls.ParsedUrl.place`)."""
+    return parse_url(url, "url", role="database").place
 
 
 def _signed(parsed: ParsedUrl, fallback: Credentials | None) -> Credentials | None:
@@ -415,14 +334,13 @@ def url_endpoint(url: str, fallback: Credentials | None = None) -> Endpoint:
 
 def server_root(url: str, credentials: Credentials | None) -> tuple[str, Credentials | None]:
     """The service URL without user info and trailing slash, and the credentials to use
-    (``credentials`` when given, else the URL's user info)."""
-    parts = urlsplit(url)
-    info, at, host = parts.netloc.rpartition("@")
-    if at and credentials is None:
-        user, _, password = info.partition(":")
-        credentials = Credentials("basic", unquote(user), unquote(password))
-    root = urlunsplit((parts.scheme.lower(), host, parts.path.rstrip("/"), "", ""))
-    return root, credentials
+    (``credentials`` when given, else the URL's user info).
+
+    Raises:
+        InvalidArgumentError: not a service URL (:func:`couchids.core.urls.parse_url`).
+    """
+    parsed = parse_url(url, "service_url", role="service")
+    return parsed.bare, credentials if credentials is not None else _signed(parsed, None)
 
 
 def database_endpoint(server_url: str, credentials: Credentials | None, db: str) -> Endpoint:
@@ -476,14 +394,17 @@ def endpoints(
     the client.
 
     Raises:
-        InvalidArgumentError: a bad ``server_url`` or ``target``, or a target that is the
-            source (nothing is sent).
+        InvalidArgumentError: a bad ``service_url``, ``server_url`` or ``target``, or a target
+            that is the source (nothing is sent).
 
     >>> server = "http://admin:pw@127.0.0.1:5984"
     >>> endpoints(server, None, "shop", "http://127.0.0.1:5984/edge/")[1]
     Endpoint('http://127.0.0.1:5984/edge', basic auth as 'admin')
     """
-    root, signed = server_root(service_url, credentials)
+    try:
+        root, signed = server_root(service_url, credentials)
+    except InvalidArgumentError as exc:
+        raise InvalidArgumentError(f"replicate on {db!r}: the client's {exc}") from None
     if server_url is not None:
         if not isinstance(server_url, str):
             raise InvalidArgumentError(f"server_url={server_url!r}: give the server's http(s) URL")
@@ -623,14 +544,28 @@ def start(
     """Start each plan (a ``_replicator`` document each); return their document ids.
 
     First the server (:func:`check_server`), the source and, unless ``create_target``, a
-    target on the source's server must pass; ``ALL_TYPES`` becomes the types present now.
+    target on the source's server must pass (the replicator would fail the job only after
+    this returned); ``ALL_TYPES`` becomes the types present now.
+
+    Raises:
+        DatabaseNotFoundError: the source, or a target on its server without
+            ``create_target``, does not exist (that plan was not started).
     """
     started: list[str] = []
     for each in plans:
         server = yield from check_server(known, policy, each.db)
         yield from database_facts(known, each.db, policy)
-        if not each.create_target:
-            yield from check_target_exists(known, each, policy)
+        name = None if each.create_target else local_target(each)
+        try:
+            if name is not None:
+                yield from database_facts(known, name, policy)
+        except DatabaseNotFoundError:
+            raise DatabaseNotFoundError(
+                f"{policy.operation} on {each.db!r}: the target database {name!r} does not "
+                "exist and create_target is False (the command's --no-create-target): create it "
+                "first, or let the replication create it. Nothing was started.",
+                404,
+            ) from None
         if each.types is ALL_TYPES:
             types: Sequence[str | None] = yield from types_present(
                 each.db, each.form.separator, policy
@@ -663,37 +598,12 @@ def local_target(each: ReplicationPlan) -> str | None:
     'shop-edge'
     >>> local_target(replace(each, target=url_endpoint("http://10.0.0.2:5984/shop-edge")))
     """
-    if each.target.server() != each.source.server():
-        return None
-    source_path = _normalised(each.source.url)[3]
-    root = source_path[: len(source_path) - len(each.db)]
-    target_path = _normalised(each.target.url)[3]
-    if not source_path.endswith(each.db) or not target_path.startswith(root):
+    *source, source_path = _place(each.source.url)
+    *target, target_path = _place(each.target.url)
+    root = source_path.removesuffix(each.db)
+    if source != target or root + each.db != source_path or not target_path.startswith(root):
         return None
     return target_path[len(root) :]
-
-
-def check_target_exists(
-    known: FactsCache, each: ReplicationPlan, policy: RetryPolicy
-) -> Program[None]:
-    """Refuse a target on the source's server that does not exist (the replicator would fail
-    the job only after the call returned).
-
-    Raises:
-        DatabaseNotFoundError: the target does not exist (nothing was started).
-    """
-    name = local_target(each)
-    if name is None:
-        return
-    try:
-        yield from database_facts(known, name, policy)
-    except DatabaseNotFoundError:
-        raise DatabaseNotFoundError(
-            f"{policy.operation} on {each.db!r}: the target database {name!r} does not exist "
-            "and create_target is False (the command's --no-create-target): create it first, "
-            "or let the replication create it. Nothing was started.",
-            404,
-        ) from None
 
 
 @dataclass(frozen=True)
@@ -729,18 +639,9 @@ _RANK: Final = (
 )
 
 
-def _rank(state: str) -> int:
-    return _RANK.index(state if state in _RANK else "initializing")
-
-
-def _count(info: dict[str, Any], key: str) -> int:
-    value = info.get(key)
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def _counts(info: dict[str, Any]) -> dict[str, int]:
-    """The counts of ``info`` a removed document's tombstone keeps."""
-    return {name: info[name] for name in KEPT_COUNTS if isinstance(info.get(name), int)}
+def _counts(info: dict[str, Any], keys: Sequence[str] = KEPT_COUNTS) -> dict[str, int]:
+    """The counts of ``info`` under ``keys`` (by default those a tombstone keeps)."""
+    return {key: n for key in keys if type(n := info.get(key)) is int}
 
 
 def _doc_status(known: FactsCache, doc_id: str, policy: RetryPolicy) -> Program[dict[str, Any]]:
@@ -768,8 +669,13 @@ def _doc_status(known: FactsCache, doc_id: str, policy: RetryPolicy) -> Program[
     # from before the deletion).
     leaves = yield from live_leaves(known, REPLICATOR_DB, doc_id, policy)
     if not leaves:
-        gone = yield from _check_known(known, doc_id, policy)
-        return _removed_completed(gone) or {"state": CANCELLED}
+        # Cancelled, or removed by remove_completed(), whose tombstone keeps the counts.
+        for entry in (yield from _check_known(known, doc_id, policy)):
+            leaf = entry.get("ok") if isinstance(entry, dict) else None
+            kept = leaf.get(COMPLETED_FIELD) if isinstance(leaf, dict) else None
+            if isinstance(kept, dict) and leaf and leaf.get("_deleted"):
+                return {"state": "completed", "info": _counts(kept), "removed": True}
+        return {"state": CANCELLED}
     stored = winner(leaves)
     state = stored.get("_replication_state")
     if state not in ("completed", "failed"):
@@ -784,12 +690,9 @@ def _doc_status(known: FactsCache, doc_id: str, policy: RetryPolicy) -> Program[
 def _check_known(
     known: FactsCache, doc_id: str, policy: RetryPolicy
 ) -> Program[list[dict[str, Any]]]:
-    """Refuse ``doc_id`` when ``_replicator`` never held a document of that id (a cancelled one
-    leaves its tombstone); return the entries of ``open_revs=all``, read from every copy.
-
-    Raises:
-        ReplicationFailed: (``status`` 404) no document of that id was ever written.
-    """
+    """The entries of ``open_revs=all`` of ``doc_id``, read from every copy; a
+    :class:`ReplicationFailed` (404) when it was never written (a cancelled one leaves its
+    tombstone)."""
     copies = (yield from database_facts(known, REPLICATOR_DB, policy)).copies
     params = {"open_revs": "all", "r": str(copies)}
     read = Request("GET", path(REPLICATOR_DB, doc_id), params)
@@ -804,29 +707,13 @@ def _check_known(
     return reply.body if isinstance(reply.body, list) else []
 
 
-def _removed_completed(leaves: list[Any]) -> dict[str, Any] | None:
-    """How a replication ended, from the tombstone :func:`remove_completed` wrote, or
-    ``None`` (it was cancelled)."""
-    for entry in leaves:
-        leaf = entry.get("ok") if isinstance(entry, dict) else None
-        kept = leaf.get(COMPLETED_FIELD) if isinstance(leaf, dict) else None
-        if leaf is not None and leaf.get("_deleted") and isinstance(kept, dict):
-            return {"state": "completed", "info": _counts(kept), "removed": True}
-    return None
-
-
 def _delete(
     known: FactsCache, doc_id: str, policy: RetryPolicy, kept: dict[str, Any] | None = None
 ) -> Program[int | None]:
-    """Delete every live revision of replication document ``doc_id``, read from every copy,
-    round after round until none is left (on a cluster the replicator may record the end while
-    a deletion spreads, and the live revision would win); return how many deletions were taken.
-    With ``kept``, each tombstone keeps it (:data:`COMPLETED_FIELD`), and a document that does
-    not record ``completed`` yet is left (``None``): deleting it would race that write.
-
-    Raises:
-        ReplicationFailed: the document still lives after :data:`CANCEL_ROUNDS` rounds.
-    """
+    """Delete every live revision of ``doc_id`` (read from every copy) round after round, up to
+    :data:`CANCEL_ROUNDS`, until none is left: on a cluster the replicator may record the end
+    while a deletion spreads. Return how many deletions were taken; with ``kept``, each
+    tombstone keeps it, and a document not yet ``completed`` is left (``None``)."""
     deleted = 0
     for _ in range(CANCEL_ROUNDS):
         leaves = yield from live_leaves(known, REPLICATOR_DB, doc_id, policy)
@@ -884,8 +771,7 @@ def status(
     ended = {} if ended is None else ended
     states: list[str] = []
     errors: list[str] = []
-    infos: dict[str, Any] = {}
-    counted: list[dict[str, Any]] = []  # one for each of doc_ids, as the counts are summed
+    infos: list[dict[str, Any]] = []  # one for each of doc_ids, as the counts are summed
     for doc_id in doc_ids:
         doc = yield from _doc_status(known, doc_id, policy)
         if doc["state"] in ("completed", "failed"):
@@ -893,27 +779,27 @@ def status(
         elif doc["state"] != CANCELLED and doc_id in ended:
             doc = ended[doc_id]
         found = doc.get("info")
-        infos[doc_id] = info = found if isinstance(found, dict) else {}
-        counted.append(info)
+        infos.append(info := found if isinstance(found, dict) else {})
         if doc["state"] == "completed" and not doc.get("removed"):
             doc["removed"] = yield from remove_completed(known, doc_id, info, policy)
         states.append(str(doc["state"]))
         reason = info.get("error") or (found if isinstance(found, str) else None)
         if reason:
             errors.append(_hide(str(reason), secrets)[:400])
-    pending = [i["changes_pending"] for i in counted if isinstance(i.get("changes_pending"), int)]
-
-    def total(key: str) -> int:
-        return sum(_count(info, key) for info in counted)
-
+    keys = (*KEPT_COUNTS, "changes_pending")
+    counts = [_counts(info, keys) for info in infos]
+    total = {key: sum(c.get(key, 0) for c in counts) for key in keys}
+    state = max(
+        states, key=lambda s: _RANK.index(s if s in _RANK else "initializing"), default=CANCELLED
+    )
     return ReplicationStatus(
-        state=max(states, key=_rank) if states else CANCELLED,
-        docs_read=total("docs_read"),
-        docs_written=total("docs_written"),
-        doc_write_failures=total("doc_write_failures"),
-        changes_pending=sum(pending) if pending else None,
+        state=state,
+        docs_read=total["docs_read"],
+        docs_written=total["docs_written"],
+        doc_write_failures=total["doc_write_failures"],
+        changes_pending=total["changes_pending"] if any(keys[-1] in c for c in counts) else None,
         error="; ".join(errors) or None,
-        info=infos,
+        info=dict(zip(doc_ids, infos, strict=True)),
     )
 
 

@@ -5,7 +5,8 @@ before anything is sent: :func:`parse_url`.
 holding one unencoded (``http://bob:pa/ss@host``) would send the request to the host ``pa``
 and show the rest of the password in the path. RFC 3986 (3.2.1) allows none of
 ``@ : / ? # [ ]`` or a space in user info except percent-encoded, so such a URL is refused,
-with messages that show none of the user info (:func:`shown`).
+with messages that show none of the user info (:func:`shown`). Two URLs of one database,
+however spelt, have one ``place``.
 """
 
 from __future__ import annotations
@@ -20,8 +21,11 @@ from couchids.errors import InvalidArgumentError
 
 __all__ = ["SCHEMES", "ParsedUrl", "parse_url", "shown"]
 
-#: The schemes a server speaks.
+#: The schemes a server speaks, and the port of each when a URL names none.
 SCHEMES: Final = ("http", "https")
+_DEFAULT_PORTS: Final = {"http": 80, "https": 443}
+#: Every name of the loopback interface reads as this when URLs are compared.
+_LOOPBACK: Final = "127.0.0.1"
 #: What a user name or password must not hold unencoded, in words for messages.
 _RESERVED_WORDS: Final = "@ : / ? # [ ] %, a space"
 # A user name or password: no gen-delim of RFC 3986 but the ":" between them, no space or
@@ -60,6 +64,17 @@ class ParsedUrl:
         """The URL without user info, its path without trailing slashes."""
         return self.root + self.path.rstrip("/")
 
+    @property
+    def place(self) -> tuple[str, str, int, str]:
+        """``(scheme, host, port, database path)``, each as the server reads it: one spelling of
+        the host (``_one_host``) and of the path (``_one_path``), the port said.
+
+        >>> parse_url("HTTP://LOCALHOST.//x/../sh%6Fp/", "url", role="database").place
+        ('http', '127.0.0.1', 80, 'shop')
+        """
+        port = self.port or _DEFAULT_PORTS[self.scheme]
+        return self.scheme, _one_host(self.hostname), port, _one_path(self.path)
+
 
 def shown(url: str) -> str:
     """``url`` as messages show it: everything between ``//`` (or its start, without one) and
@@ -77,10 +92,11 @@ def shown(url: str) -> str:
     return url if at < 0 else f"{head}{slashes}***{rest[at:]}"
 
 
-def parse_url(url: str, name: str, *, role: Literal["server", "database"]) -> ParsedUrl:
+def parse_url(url: str, name: str, *, role: Literal["server", "service", "database"]) -> ParsedUrl:
     """``url`` read as a server's URL (``role="server"``: ``http(s)://[user:password@]host
-    [:port]`` and at most a ``/``) or a database's (with a path naming it); ``name`` is what
-    messages call it (``CLOUDANT_URL``, ``target``).
+    [:port]`` and at most a ``/``), a client's service URL (``"service"``: a server's, which
+    may sit under a path) or a database's (with a path naming it); ``name`` is what messages
+    call it (``CLOUDANT_URL``, ``target``).
 
     Raises:
         InvalidArgumentError: no http(s) scheme; user info holding ``@ : / ? # [ ]``, a space
@@ -96,7 +112,7 @@ def parse_url(url: str, name: str, *, role: Literal["server", "database"]) -> Pa
     couchids.errors.InvalidArgumentError: url='http://***@db.example': its user name or ...
     """
     said = f"{name}={shown(url)!r}"
-    server = role == "server"
+    server = role != "database"
     scheme, slashes, rest = url.partition("://")
     if not slashes or scheme.lower() not in SCHEMES:
         if not server:
@@ -128,8 +144,11 @@ def parse_url(url: str, name: str, *, role: Literal["server", "database"]) -> Pa
             raise InvalidArgumentError(
                 f"{said}: its user name or password holds a percent-escape that is not UTF-8"
             ) from None
-    # Without user info, a password may stand where the port is (``http://admin:s3cret``).
-    where = said if at else f"{name}={_unported(url, slashes)!r}"
+    where = said
+    if not at:  # then a password may stand where the port is (``http://admin:s3cret``)
+        port_at = host.find(":", host.find("]") + 1 if host.startswith("[") else 0)
+        unported = host if port_at < 0 else host[:port_at] + ":***"
+        where = f"{name}={url[: len(scheme) + 3] + unported + rest[end:]!r}"
     hostname, port = _host_and_port(host, where, "a database" if not server else "a server")
     tail = rest[end:]
     cut = _cut(tail, "?#")
@@ -138,7 +157,7 @@ def parse_url(url: str, name: str, *, role: Literal["server", "database"]) -> Pa
         what = "server" if server else "database"
         raise InvalidArgumentError(f"{said}: a {what} URL has no query or fragment (?... or #...)")
     parsed = ParsedUrl(scheme.lower(), host, hostname, port, path, username, password)
-    if server and path.strip("/"):
+    if role == "server" and path.strip("/"):
         named = unquote(path).strip("/")
         what = f"names a database ({named!r})" if "/" not in named else f"has a path ({path!r})"
         raise InvalidArgumentError(
@@ -153,16 +172,6 @@ def parse_url(url: str, name: str, *, role: Literal["server", "database"]) -> Pa
 def _cut(text: str, ends: str) -> int:
     """Where the first of the characters ``ends`` stands in ``text`` (its length: none)."""
     return min((i for i in map(text.find, ends) if i >= 0), default=len(text))
-
-
-def _unported(url: str, slashes: str) -> str:
-    """``url`` with what follows the first ``:`` of its host part masked."""
-    scheme, _, rest = url.partition(slashes)
-    end = _cut(rest, "/?#")
-    host = rest[:end]
-    colon = host.find(":", host.find("]") + 1 if host.startswith("[") else 0)
-    masked = host if colon < 0 else host[:colon] + ":***"
-    return f"{scheme}{slashes}{masked}{rest[end:]}"
 
 
 def _host_and_port(host: str, said: str, what: str) -> tuple[str, int | None]:
@@ -191,3 +200,69 @@ def _host_and_port(host: str, said: str, what: str) -> tuple[str, int | None]:
     if not _PORT.fullmatch(port) or not 0 < int(port) < 65536:
         raise InvalidArgumentError(f"{said} is not a URL: its port is not a number from 1 to 65535")
     return hostname, int(port)
+
+
+def _one_host(host: str) -> str:
+    """A URL's host name as one spelling: lower case without a final dot, an IP address in its
+    usual form (IPv4-mapped IPv6 as IPv4; ``127.1``, ``0x7f.0.0.1`` and ``2130706433`` as
+    ``127.0.0.1``, as URL parsers and Erlang's ``inet`` read them), the loopback as
+    ``_LOOPBACK``.
+
+    >>> [_one_host(h) for h in ("localhost.", "0:0:0:0:0:0:0:1", "::ffff:7f00:1", "127.1")]
+    ['127.0.0.1', '127.0.0.1', '127.0.0.1', '127.0.0.1']
+    >>> [_one_host(h) for h in ("db.example.com", "127.0.0.2", "0x0a.1", "2001:db8::0:1")]
+    ['db.example.com', '127.0.0.2', '10.0.0.1', '2001:db8::1']
+    """
+    host = unquote(host).removesuffix(".")
+    if host == "localhost" or host.endswith(".localhost"):
+        return _LOOPBACK
+    address: ipaddress.IPv4Address | ipaddress.IPv6Address | None = _ipv4(host)
+    if address is None:
+        try:
+            address = ipaddress.IPv6Address(host)
+        except ValueError:
+            return host
+        address = address.ipv4_mapped or address
+    if address in (ipaddress.IPv4Address(_LOOPBACK), ipaddress.IPv6Address("::1")):
+        return _LOOPBACK
+    return address.compressed
+
+
+def _ipv4(host: str) -> ipaddress.IPv4Address | None:
+    """The IPv4 address of a host in the forms URL parsers accept (one to four parts, each
+    decimal, ``0x`` hex or ``0`` octal; the last fills the bytes left), else ``None``."""
+    numbers = []
+    for part in host.split("."):
+        base, digits = 10, part
+        if part[:2] == "0x":
+            base, digits = 16, part[2:] or "0"
+        elif len(part) > 1 and part[0] == "0":
+            base, digits = 8, part[1:]
+        try:  # int() would also read "+1", " 1" and "1_0"
+            numbers.append(int(digits, base) if digits.isascii() and digits.isalnum() else -1)
+        except ValueError:
+            return None
+    *head, last = numbers
+    if len(numbers) > 4 or min(numbers) < 0 or max(head, default=0) > 255:
+        return None
+    if last >= 256 ** (5 - len(numbers)):
+        return None
+    return ipaddress.IPv4Address(last + sum(n << (24 - 8 * at) for at, n in enumerate(head)))
+
+
+def _one_path(path: str) -> str:
+    """A URL's path as CouchDB reads it: percent-decoded (``%2F`` too), empty and ``.``
+    segments dropped, each ``..`` dropping the one before (RFC 3986's dot segments).
+
+    >>> [_one_path(p) for p in ("/shop/", "//shop", "/./shop", "/x/../shop", "/%73hop")]
+    ['shop', 'shop', 'shop', 'shop', 'shop']
+    >>> _one_path("/couch/a%2Fb"), _one_path("/a/b")
+    ('couch/a/b', 'a/b')
+    """
+    segments: list[str] = []
+    for segment in unquote(path).split("/"):
+        if segment == "..":
+            segments = segments[:-1]
+        elif segment not in ("", "."):
+            segments.append(segment)
+    return "/".join(segments)
