@@ -21,9 +21,9 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Generator, Iterator, Mapping
+from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextvars import ContextVar
-from dataclasses import dataclass, field
 from typing import Any, Final, Generic, TypeVar
 from urllib.parse import urlsplit
 
@@ -155,7 +155,7 @@ def _classified(exc: BaseException, db: str, policy: RetryPolicy | None) -> tupl
     (never the exception's text, which can quote a URL), and the couchids exception for it,
     naming the operation, the database and the request."""
     operation = policy.operation if policy is not None else "request"
-    sent = _sent(exc) or _last_sent()
+    sent = _sent(exc) or current_request.get()
     head = f"{operation} on {db!r}" + (f" ({sent})" if sent else "")
     status = status_of(exc)
     plain = _plain_http(exc)
@@ -315,63 +315,44 @@ FAILURES: Final = (
 
 # -- deadlines ----------------------------------------------------------------------------------
 
-
-@dataclass
-class _Scope:
-    """The couchids operation a thread is sending a request for."""
-
-    policy: RetryPolicy
-    sent: str = ""
+#: The policy of the couchids operation a thread is sending a request for (:func:`bounded`);
+#: :data:`~couchids.core.answers.current_request` names the request the session sent last.
+_scope: ContextVar[RetryPolicy | None] = ContextVar("couchids_scope", default=None)
 
 
-_scope: ContextVar[_Scope | None] = ContextVar("couchids_scope", default=None)
-
-
-def _last_sent() -> str:
-    scope = _scope.get()
-    return scope.sent if scope is not None else ""
+def _remaining() -> float | None:
+    policy = _scope.get()
+    return None if policy is None else policy.remaining()
 
 
 class _DeadlineAdapter(BaseAdapter):
     """A transport adapter that caps each request's timeouts by the current deadline, and has
-    its connections read their answers by it (:class:`_DeadlineAnswer`)."""
+    the pools it sends through read their answers by it (:func:`_read_by_deadline`)."""
 
     def __init__(self, inner: BaseAdapter) -> None:
         super().__init__()
         self.inner = inner
-        _read_by_deadline(getattr(inner, "poolmanager", None))
-        for manager in list(getattr(inner, "proxy_manager", {}).values()):
-            _read_by_deadline(manager)
 
     def send(  # type: ignore[override]
         self, request: requests.PreparedRequest, **kwargs: Any
     ) -> requests.Response:
-        scope = _scope.get()
-        if scope is not None:
-            scope.sent = f"{request.method} {urlsplit(request.url or '').path}"
-            current_request.set(scope.sent)
-            left = scope.policy.remaining()
-            if left is not None:
-                if left <= 0:
-                    raise requests.exceptions.ReadTimeout("no time left", request=request)
-                kwargs["timeout"] = _capped(kwargs.get("timeout"), left)
-                self._pools_for(request, kwargs.get("proxies"))
+        # The adapter's pool manager may have been made anew; a proxy's is made on first use.
+        _read_by_deadline(getattr(self.inner, "poolmanager", None))
+        proxies, manager_for = kwargs.get("proxies"), getattr(self.inner, "proxy_manager_for", None)
+        proxy = select_proxy(request.url or "", proxies) if proxies else None
+        if proxy and callable(manager_for):
+            # A bad proxy URL: the adapter's send reports it in its words.
+            with contextlib.suppress(Exception):
+                _read_by_deadline(manager_for(prepend_scheme_if_needed(proxy, "http")))
+        left = _remaining()
+        if _scope.get() is not None:
+            current_request.set(f"{request.method} {urlsplit(request.url or '').path}")
+        if left is not None:
+            if left <= 0:
+                raise requests.exceptions.ReadTimeout("no time left", request=request)
+            kwargs["timeout"] = _capped(kwargs.get("timeout"), left)
         response: requests.Response = self.inner.send(request, **kwargs)
         return response
-
-    def _pools_for(self, request: requests.PreparedRequest, proxies: Any) -> None:
-        """Make sure the pools ``request`` may go through read by the deadline: the adapter's
-        pool manager may have been made anew, and a proxy's is made on its first request."""
-        inner = self.inner
-        _read_by_deadline(getattr(inner, "poolmanager", None))
-        proxy = select_proxy(request.url or "", proxies) if proxies else None
-        manager_for = getattr(inner, "proxy_manager_for", None)
-        if proxy and callable(manager_for):
-            try:
-                manager = manager_for(prepend_scheme_if_needed(proxy, "http"))
-            except Exception:  # a bad proxy URL: the adapter's send reports it in its words
-                return
-            _read_by_deadline(manager)
 
     def close(self) -> None:
         self.inner.close()
@@ -392,11 +373,10 @@ class _DeadlineAnswer(http.client.HTTPResponse):
 
     def __init__(self, sock: socket.socket, *args: Any, **kwargs: Any) -> None:
         super().__init__(sock, *args, **kwargs)
-        scope = _scope.get()
-        deadline = None if scope is None else scope.policy.deadline
-        if deadline is not None:
+        policy = _scope.get()
+        if policy is not None and policy.deadline is not None:
             # Nothing is read yet: the socket's stream can change hands whole.
-            stream = _DeadlineReads(self.fp.detach(), sock, deadline)
+            stream = _DeadlineReads(self.fp.detach(), sock, policy.deadline)
             self.fp = io.BufferedReader(stream, io.DEFAULT_BUFFER_SIZE)
 
 
@@ -439,12 +419,6 @@ class _DeadlineReads(io.RawIOBase):
         super().close()
 
 
-class _DeadlineConnection:
-    """Mixed into a urllib3 connection class: its answers are :class:`_DeadlineAnswer`."""
-
-    response_class = _DeadlineAnswer
-
-
 class PlainHttpPort(NewConnectionError):
     """An ``https://`` connection to a port that speaks plain HTTP: never made, and not worth
     trying again."""
@@ -481,8 +455,7 @@ class _BoundedHandshake(HTTPSConnection):
             super().connect()
         except (OSError, ssl.SSLError) as exc:  # the handshake failed (a socket timeout too)
             # The plain-HTTP question gets PROBE_TIMEOUT, within the operation's deadline.
-            scope = _scope.get()
-            left = None if scope is None else scope.policy.remaining()
+            left = _remaining()
             probe = PROBE_TIMEOUT if left is None else min(PROBE_TIMEOUT, left)
             port = self.port or 443
             if probe > 0 and speaks_plain_http(self.host, port, probe):
@@ -500,9 +473,9 @@ _hooking = threading.Lock()
 
 
 def _read_by_deadline(manager: object) -> None:
-    """Have the connections of urllib3 pool manager ``manager`` read by the deadline: its pool
-    classes open :class:`_DeadlineConnection` connections, and the pools it holds already are
-    closed, once. Anything but a pool manager is left alone."""
+    """Have the connections of urllib3 pool manager ``manager`` read by the deadline (and an
+    HTTPS one's handshake bounded): its pool classes are :func:`_bounded_pool`'s, and the pools
+    it holds already are closed, once. Anything but a pool manager is left alone."""
     classes = getattr(manager, "pool_classes_by_scheme", None)
     if not isinstance(classes, dict):
         return
@@ -519,16 +492,15 @@ def _read_by_deadline(manager: object) -> None:
 
 @functools.cache
 def _bounded_pool(pool: type[Any]) -> type[Any]:
-    """``pool`` (a urllib3 pool class) opening :class:`_DeadlineConnection` connections."""
+    """``pool`` (a urllib3 pool class) opening connections whose answers are
+    :class:`_DeadlineAnswer` (and HTTPS ones :class:`_BoundedHandshake`)."""
     connection = getattr(pool, "ConnectionCls", None)
     if not (isinstance(connection, type) and issubclass(connection, http.client.HTTPConnection)):
         return pool
-    if issubclass(connection, _DeadlineConnection):
+    if connection.response_class is _DeadlineAnswer:
         return pool
-    mixins: tuple[type, ...] = (_DeadlineConnection,)
-    if issubclass(connection, HTTPSConnection):
-        mixins += (_BoundedHandshake,)
-    bounded = type(connection.__name__, (*mixins, connection), {})
+    mixins = (_BoundedHandshake,) if issubclass(connection, HTTPSConnection) else ()
+    bounded = type(connection.__name__, (*mixins, connection), {"response_class": _DeadlineAnswer})
     return type(pool.__name__, (pool,), {"ConnectionCls": bounded})
 
 
@@ -540,15 +512,6 @@ class TokenTimeout(requests.exceptions.ConnectTimeout):
 #: Seconds a held token must stay usable for ``get_token`` to run without a thread of its
 #: own: ibmcloudant compares whole seconds, so its answer may change at the next one.
 TOKEN_MARGIN: Final = 2.0
-
-
-@dataclass
-class _TokenRequest:
-    """One ``get_token`` of a token manager, run in a thread of its own."""
-
-    done: threading.Event = field(default_factory=threading.Event)
-    token: Any = None
-    error: BaseException | None = None
 
 
 class BoundedTokens:
@@ -568,25 +531,22 @@ class BoundedTokens:
         self.manager = manager
         self.get_token: Callable[[], Any] = manager.get_token
         self.lock = threading.Lock()
-        self.pending: _TokenRequest | None = None
+        self.pending: Future[Any] | None = None
 
     def __call__(self) -> Any:
-        scope = _scope.get()
-        left = None if scope is None else scope.policy.remaining()
+        left = _remaining()
         if left is None or self._good():
             return self.get_token()
         with self.lock:
             pending = self.pending
-            if pending is None or pending.done.is_set():
-                pending = self.pending = _TokenRequest()
+            if pending is None or pending.done():
+                pending = self.pending = Future()
                 threading.Thread(
                     target=self._run, args=(pending,), name="couchids-token", daemon=True
                 ).start()
-        if not pending.done.wait(max(left, 0.0)):
+        if not futures.wait([pending], max(left, 0.0)).done:
             raise TokenTimeout("the token request got no answer in time")
-        if pending.error is not None:
-            raise pending.error
-        return pending.token
+        return pending.result()
 
     def _good(self) -> bool:
         """Whether ``get_token`` will answer with the token held, sending nothing, for
@@ -605,21 +565,19 @@ class BoundedTokens:
         except (AttributeError, TypeError):
             return False
 
-    def _run(self, pending: _TokenRequest) -> None:
+    def _run(self, pending: Future[Any]) -> None:
         try:
-            pending.token = self.get_token()
+            pending.set_result(self.get_token())
         except BaseException as exc:  # kept for the waiting operations, never printed
-            pending.error = exc
             # No request is under way any more (ibmcloudant leaves the time of a failed one).
             self.manager.request_time = 0
-        finally:
-            pending.done.set()
+            pending.set_exception(exc)
 
 
 @contextlib.contextmanager
 def bounded(policy: RetryPolicy) -> Iterator[None]:
     """Requests sent inside are bounded by ``policy``'s deadline (see :func:`check_client`)."""
-    token, named = _scope.set(_Scope(policy)), current_request.set("")
+    token, named = _scope.set(policy), current_request.set("")
     try:
         yield
     finally:
@@ -638,12 +596,10 @@ def _login(exc: BaseException) -> bool:
     """Whether ``exc`` ended an authentication login rather than the request itself: a failure
     before the request reached the client's session, or a login's own request. Not retried
     here: ibmcloudant paces a new login after a failed one, and retries its token requests."""
-    scope = _scope.get()
-    if scope is not None and not scope.sent:
+    if _scope.get() is not None and not current_request.get():
         return True
-    return any(
-        sent.endswith(("/_session", "/identity/token")) for sent in (_sent(exc), _last_sent())
-    )
+    sent = (_sent(exc), current_request.get())
+    return any(one.endswith(("/_session", "/identity/token")) for one in sent)
 
 
 # -- pacing (both drivers) ----------------------------------------------------------------------
