@@ -8,7 +8,6 @@ of refusals, are made only when that does not settle it. docs/guide/ids.md says 
 
 from __future__ import annotations
 
-import math
 import re
 import sys
 from bisect import bisect_right
@@ -17,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import cache
 from itertools import pairwise
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 from couchids.errors import InvalidArgumentError, InvalidIdError, InvalidTypeError
 from couchids.idforms.constants import (
@@ -25,6 +24,7 @@ from couchids.idforms.constants import (
     SEPARATORS,
     TYPE_PATTERN,
     TYPE_SEPARATOR,
+    US_PER_MS,
     V7_HEX_LEN,
 )
 from couchids.idforms.couchid import UTC_RANDOM
@@ -248,8 +248,7 @@ def _read_as(doc_id: str, form: IdForm) -> DecodedId:
 # -- inference: the forms by length, in a table made at first use per pair of flags ----------
 
 
-@dataclass(frozen=True)
-class _Candidate:
+class _Candidate(NamedTuple):
     """A form decode tries: its position in ``ALL_FORMS`` (the order of messages), the form,
     itself with each separator, and its ``try_read``."""
 
@@ -259,24 +258,9 @@ class _Candidate:
     read: Callable[[str], ReadAttempt]
 
 
-@dataclass(frozen=True)
-class _Modes:
-    """kuuid's modes of one number of blocks: they check a body alike and read the same
-    prefix number (``prefix``), and differ only in the time each makes of it."""
-
-    candidates: tuple[_Candidate, ...]
-    modes: tuple[KuuidForm, ...]
-    prefix: Callable[[str], int | NotRead]
-    #: The ranges of prefix numbers each mode reads in 2000-2100, by their starts; no two
-    #: overlap (the readings of one prefix lie centuries apart).
-    starts: tuple[int, ...]
-    ranges: tuple[_Range, ...]
-
-
 class _Range(NamedTuple):
-    """The prefix numbers from a start of ``_Modes.starts`` to ``end`` that a kuuid mode
-    reads in 2000-2100, its forms by separator, and its time there: ``offset + slope *
-    number`` microseconds."""
+    """The prefix numbers from a start of ``_Modes.starts`` to ``end`` that one kuuid mode
+    reads in 2000-2100 (its forms by separator), as ``offset + slope * number`` µs."""
 
     end: int
     offset: int
@@ -284,16 +268,21 @@ class _Range(NamedTuple):
     by_separator: dict[str, IdForm]
 
 
-_OnlyModes = tuple[
-    Callable[[str], object], Callable[[str], int], tuple[int, ...], tuple[_Range, ...]
-]
+class _Modes(NamedTuple):
+    """kuuid's modes of one number of blocks: they check a body alike and read one prefix
+    number (``prefix``); the ranges each reads in 2000-2100, by their starts, never overlap."""
+
+    prefix: Callable[[str], int | NotRead]
+    starts: tuple[int, ...]
+    ranges: tuple[_Range, ...]
 
 
-@dataclass(frozen=True)
-class _Length:
+class _Length(NamedTuple):
     """The forms of one length that a table tries."""
 
-    #: The forms that are not kuuid modes.
+    #: Every form, in ``ALL_FORMS`` order.
+    every: tuple[_Candidate, ...]
+    #: The forms that are not kuuid modes, and the modes.
     singles: tuple[_Candidate, ...]
     modes: _Modes | None
     #: Whether a body the modes read is none of the singles' (they are ``_HEX_FORMS``, and
@@ -301,8 +290,7 @@ class _Length:
     modes_exclude_singles: bool
 
 
-@dataclass(frozen=True)
-class _Table:
+class _Table(NamedTuple):
     """The forms with a time that the flags ``reverse``/``millisecond`` allow, by length."""
 
     by_length: dict[int, _Length]
@@ -327,8 +315,7 @@ def _table(reverse: bool | None, millisecond: bool | None) -> _Table:
 
 
 def _make_table(reverse: bool | None, millisecond: bool | None) -> _Table:
-    singles: dict[int, list[_Candidate]] = {}
-    modes: dict[int, list[tuple[_Candidate, KuuidForm]]] = {}
+    every: dict[int, list[_Candidate]] = {}
     for position, form in enumerate(ALL_FORMS):
         if not form.has_time or (reverse is not None and form.reverse != reverse):
             continue
@@ -336,18 +323,18 @@ def _make_table(reverse: bool | None, millisecond: bool | None) -> _Table:
             continue
         variants = {sep: form.with_separator(sep) for sep in SEPARATORS}
         candidate = _Candidate(position, form, {**variants, form.separator: form}, form.try_read)
-        if isinstance(form, KuuidForm) and form.kind == "kuuid":
-            modes.setdefault(form.length, []).append((candidate, form))
-        else:
-            singles.setdefault(form.length, []).append(candidate)
-    lengths = sorted({*singles, *modes})
+        every.setdefault(form.length, []).append(candidate)
+    lengths = sorted(every)
     by_length = {}
     for length in lengths:
-        found = tuple(singles.get(length, ()))
-        kuuid = _modes(modes[length]) if length in modes else None
-        exclude = length == V7_HEX_LEN and all(s.form in _HEX_FORMS for s in found)
-        by_length[length] = _Length(found, kuuid, exclude)
-        if reverse is None and millisecond is None and kuuid is not None and (exclude or not found):
+        modes = [
+            c for c in every[length] if isinstance(c.form, KuuidForm) and c.form.kind == "kuuid"
+        ]
+        singles = tuple(c for c in every[length] if c not in modes)
+        kuuid = _modes(modes) if modes else None
+        exclude = length == V7_HEX_LEN and all(s.form in _HEX_FORMS for s in singles)
+        by_length[length] = _Length(tuple(every[length]), singles, kuuid, exclude)
+        if reverse is None and millisecond is None and kuuid and (exclude or not singles):
             _ONLY_MODES[length] = kuuid
     shortest_timed = min(form.length for form in ALL_FORMS if form.has_time)
     return _Table(
@@ -357,11 +344,10 @@ def _make_table(reverse: bool | None, millisecond: bool | None) -> _Table:
     )
 
 
-def _modes(found: list[tuple[_Candidate, KuuidForm]]) -> _Modes:
+def _modes(candidates: list[_Candidate]) -> _Modes:
     """kuuid's modes of one number of blocks, with the prefix numbers each reads in
     2000-2100."""
-    candidates = tuple(candidate for candidate, _ in found)
-    modes = tuple(form for _, form in found)
+    modes = [cast(KuuidForm, c.form) for c in candidates]
     windows = sorted(
         (window, index)
         for index, mode in enumerate(modes)
@@ -370,58 +356,32 @@ def _modes(found: list[tuple[_Candidate, KuuidForm]]) -> _Modes:
     # tests/test_decode.py checks this for every mode, through decode.
     for ((_, end), _), ((start, _), _) in pairwise(windows):
         assert end <= start, "two kuuid modes read one prefix in 2000-2100"
-    return _Modes(
-        candidates,
-        modes,
-        modes[0].read_prefix,
-        starts=tuple(start for (start, _), _ in windows),
-        ranges=tuple(
-            _Range(end, *_line(modes[index], start, end), candidates[index].by_separator)
-            for (start, end), index in windows
-        ),
-    )
-
-
-def _line(mode: KuuidForm, start: int, end: int) -> tuple[int, int]:
-    """``(offset, slope)`` with ``mode.time_of_prefix(n) == offset + slope * n`` for every
-    ``n`` in ``[start, end)``, checked at both ends."""
-    first, second, last = (mode.time_of_prefix(n) for n in (start, start + 1, end - 1))
-    assert isinstance(first, int) and isinstance(second, int), "a kuuid mode left its range"
-    slope = second - first
-    offset = first - slope * start
-    assert last == offset + slope * (end - 1), "a kuuid mode's time is not a line"
-    return offset, slope
+    ranges = []
+    for (start, end), index in windows:
+        offset, slope = _line(modes[index])
+        for n in (start, end - 1):
+            assert modes[index].time_of_prefix(n) == offset + slope * n, "not a kuuid mode's line"
+        ranges.append(_Range(end, offset, slope, candidates[index].by_separator))
+    starts = tuple(start for (start, _), _ in windows)
+    return _Modes(modes[0].read_prefix, starts, tuple(ranges))
 
 
 def _in_window(mode: KuuidForm) -> tuple[int, int] | None:
     """The prefix numbers ``[start, end)`` that ``mode`` reads as a time in 2000-2100, or
-    ``None``: its time is monotonic in the number (past 9999 counts as infinite), so
-    bisection finds the ends."""
-
-    def time(value: int) -> float:
-        us = mode.time_of_prefix(value)
-        return math.inf if us is NOT_READ else us
-
-    if mode.reverse:
-        start = _first(lambda value: time(value) < _UNTIL_US)
-        end = _first(lambda value: time(value) < _FROM_US)
+    ``None``; its time is ``offset + slope * number`` microseconds (:func:`_line`)."""
+    offset, slope = _line(mode)
+    if slope > 0:
+        start, end = -((offset - _FROM_US) // slope), -((offset - _UNTIL_US) // slope)
     else:
-        start = _first(lambda value: time(value) >= _FROM_US)
-        end = _first(lambda value: time(value) >= _UNTIL_US)
+        start, end = (offset - _UNTIL_US) // -slope + 1, (offset - _FROM_US) // -slope + 1
+    start, end = max(start, 0), min(end, MAX_PREFIX_VALUE + 1)
     return (start, end) if start < end else None
 
 
-def _first(test: Callable[[int], bool]) -> int:
-    """The least prefix number from which ``test`` passes (``MAX_PREFIX_VALUE + 1`` if
-    none)."""
-    low, high = 0, MAX_PREFIX_VALUE + 1
-    while low < high:
-        middle = (low + high) // 2
-        if test(middle):
-            high = middle
-        else:
-            low = middle + 1
-    return low
+def _line(mode: KuuidForm) -> tuple[int, int]:
+    """``(offset, slope)``: the microseconds of prefix number ``n`` are ``offset + slope * n``."""
+    step = mode.unit_ms * US_PER_MS
+    return (MAX_PREFIX_VALUE * step, -step) if mode.reverse else (0, step)
 
 
 #: A reading: the form (with the separator the id uses), the type, the time in microseconds.
@@ -542,24 +502,8 @@ def _read(
     # In a body holding a colon, the colon is a type's: the reading after it is the one to
     # explain ('user:admin' as 'order:admin').
     explains = sep == TYPE_SEPARATOR and TYPE_SEPARATOR not in body
-    for candidate in forms.singles:
+    for candidate in forms.every:
         us = NOT_READ if refused else candidate.read(body)
-        if us is not NOT_READ:
-            readings.append((candidate.by_separator[sep], doc_type, us))
-        elif explains:
-            misses.append((candidate.position, candidate.form, body))
-    modes = forms.modes
-    if modes is None:
-        return
-    value = NOT_READ if refused else modes.prefix(body)
-    if value is NOT_READ:
-        # The modes refuse a body alike: the first stands for them all.
-        if explains:
-            first = modes.candidates[0]
-            misses.append((first.position, first.form, body))
-        return
-    for candidate, mode in zip(modes.candidates, modes.modes, strict=True):
-        us = mode.time_of_prefix(value)
         if us is not NOT_READ:
             readings.append((candidate.by_separator[sep], doc_type, us))
         elif explains:
