@@ -15,14 +15,14 @@ import collections.abc
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import closing
-from dataclasses import replace
 from datetime import timedelta
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 from ibmcloudant.cloudant_v1 import CloudantV1
 
 from couchids.core import (
     alltypes,
+    arguments,
     counting,
     expiry,
     explaining,
@@ -60,7 +60,7 @@ from couchids.drivers.blocking import (
     run,
     stream,
 )
-from couchids.errors import CouchidsError, InvalidArgumentError, WriteResult
+from couchids.errors import CouchidsError, WriteResult
 from couchids.idforms.doctypes import AllTypes
 from couchids.idforms.forms import KUUID, IdForm
 from couchids.idforms.seq import SEQ10, SeqForm
@@ -70,6 +70,8 @@ from couchids.replication import Replication
 __all__ = ["Database", "Sequence"]
 
 Row = dict[str, Any]
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 class Database:
@@ -118,7 +120,7 @@ class Database:
         options: Options | None = None,
     ) -> None:
         self.client, self.name = check_client(client), check_db(name, "name")
-        self.form = _checked_form(form)
+        self.form = arguments.form("form", form)
         self.options = check_options(options)
         self._facts: FactsCache = known_facts(self.client)
 
@@ -141,6 +143,13 @@ class Database:
     def _form(self, form: IdForm | None) -> IdForm:
         return self.form if form is None else form
 
+    def _program(self, make: Callable[..., R], /, *args: Any, **kwargs: Any) -> R:
+        """The program ``make`` builds for this database with the handle's facts and options."""
+        return make(self._facts, self.name, *args, options=self.options, **kwargs)
+
+    def _run(self, make: Callable[..., Program[T]], /, *args: Any, **kwargs: Any) -> T:
+        return run(self.client, self._program(make, *args, **kwargs))
+
     # -- reading -----------------------------------------------------------------------------
 
     def latest(
@@ -162,16 +171,9 @@ class Database:
             newest = shop.latest(5, type="click")
             shop.latest(5, type=couchids.ALL_TYPES)  # any type
         """
-        program = windows.latest(
-            self._facts,
-            self.name,
-            n,
-            type=type,
-            form=self._form(form),
-            include_docs=include_docs,
-            options=self.options,
+        return self._run(
+            windows.latest, n, type=type, form=self._form(form), include_docs=include_docs
         )
-        return run(self.client, program)
 
     def window(
         self,
@@ -202,18 +204,16 @@ class Database:
             for page in events.window("2024-05-01", "2024-05-02").pages():
                 print(len(page))
         """
-        program = windows.window(
-            self._facts,
-            self.name,
+        program = self._program(
+            windows.window,
             start,
             end,
             type=type,
             form=self._form(form),
             newest_first=newest_first,
             include_docs=include_docs,
-            options=self.options,
-        ).pages()
-        return Rows(pages(self.client, program))
+        )
+        return Rows(pages(self.client, program.pages()))
 
     def types_present(self, *, form: IdForm | None = None) -> list[str]:
         """The types of the ids ``<type><separator>…`` (the separator of ``form``), in ``_all_docs``
@@ -224,7 +224,7 @@ class Database:
             shop.types_present()  # ['invoice', 'order', 'user']
         """
         policy = self.options.unretried("types_present")
-        separator = _checked_form(self._form(form)).separator
+        separator = arguments.form("form", self._form(form)).separator
         return run(self.client, alltypes.types_present(self.name, separator, policy))
 
     def explain_empty(
@@ -303,17 +303,9 @@ class Database:
                 timestamp="2024-05-01T12:00:00Z",
             )  # the same id however often it runs
         """
-        program = writes.create(
-            self._facts,
-            self.name,
-            doc,
-            type=type,
-            timestamp=timestamp,
-            key=key,
-            form=self._form(form),
-            options=self.options,
+        return self._run(
+            writes.create, doc, type=type, timestamp=timestamp, key=key, form=self._form(form)
         )
-        return run(self.client, program)
 
     def bulk_create(
         self,
@@ -448,15 +440,7 @@ class Database:
             result = posts.create_short({"title": "hello"})
             result.id  # '260107-bc'
         """
-        program = short.create_short(
-            self._facts,
-            self.name,
-            doc,
-            now=timestamp,
-            rng=rng,
-            options=self.options,
-        )
-        return run(self.client, program)
+        return self._run(short.create_short, doc, now=timestamp, rng=rng)
 
     def sequence(self, name: str, *, block: int = DEFAULT_BLOCK) -> Sequence:
         """The sequence ``name`` kept in this database (:class:`Sequence`, whose arguments
@@ -490,18 +474,7 @@ class Database:
 
             orders.count("2024-05-01", "2024-06-01", type="order")
         """
-        policy = self.options.policy("count")
-        program = counting.counted(
-            self._facts,
-            policy,
-            self.name,
-            start,
-            end,
-            type=type,
-            form=self._form(form),
-            exact=exact,
-        )
-        return run(self.client, program)
+        return self._run(counting.count, start, end, type=type, form=self._form(form), exact=exact)
 
     def histogram(
         self,
@@ -526,19 +499,9 @@ class Database:
                                                  type="order"):
                 print(bucket.start.date(), bucket.count)
         """
-        program = counting.histogram(
-            self._facts,
-            self.options.policy("histogram"),
-            self.name,
-            start,
-            end,
-            every=every,
-            type=type,
-            form=self._form(form),
-            exact=exact,
-            parallel=self.options.slices("histogram"),
+        return self._run(
+            counting.buckets, start, end, every=every, type=type, form=self._form(form), exact=exact
         )
-        return run(self.client, program)
 
     def expire(
         self,
@@ -571,9 +534,8 @@ class Database:
             report = events.expire("2024-01-01", type="click", dry_run=False)
             print(report.deleted, report.conflicts)
         """
-        program = expiry.expire(
-            self._facts,
-            self.name,
+        return self._run(
+            expiry.expire,
             before,
             type=type,
             form=self._form(form),
@@ -581,9 +543,7 @@ class Database:
             purge=purge,
             checkpoint=checkpoint,
             on_progress=on_progress,
-            options=self.options,
         )
-        return run(self.client, program)
 
     def export(
         self,
@@ -618,9 +578,8 @@ class Database:
             with open("may.csv", "w", newline="") as out:
                 orders.export("2024-05-01", "2024-06-01", out, csv=["_id", "total"])
         """
-        program = exporting.export(
-            self._facts,
-            self.name,
+        return self._run(
+            exporting.export,
             start,
             end,
             out,
@@ -629,9 +588,7 @@ class Database:
             csv=csv,
             checkpoint=checkpoint,
             on_progress=on_progress,
-            options=self.options,
         )
-        return run(self.client, program)
 
     def archive(
         self,
@@ -663,9 +620,8 @@ class Database:
             report = orders.archive("orders-2023", "2023-01-01", "2024-01-01",
                                           type="order", expire=True)
         """
-        program = exporting.archive(
-            self._facts,
-            self.name,
+        return self._run(
+            exporting.archive,
             check_db(target_db, "target_db"),
             start,
             end,
@@ -674,9 +630,7 @@ class Database:
             expire=expire,
             checkpoint=checkpoint,
             on_progress=on_progress,
-            options=self.options,
         )
-        return run(self.client, program)
 
     def follow(
         self,
@@ -715,9 +669,8 @@ class Database:
             for doc in orders.follow(type="order", checkpoint=mark):
                 print(doc["_id"])  # and save mark.to_json() now and then
         """
-        begin, changes = following.follow(
-            self._facts,
-            self.name,
+        begin, changes = self._program(
+            following.follow,
             type=type,
             form=self._form(form),
             since_seq=since_seq,
@@ -725,7 +678,6 @@ class Database:
             checkpoint=checkpoint,
             wait=wait,
             poll=poll,
-            options=self.options,
         )
         return after(self.client, begin, changes)
 
@@ -786,9 +738,8 @@ class Database:
                 legacy.rekey("orders", secret=secret, time_field="created", type="order",
                                    mapping=out)
         """
-        program = rekeying.rekey(
-            self._facts,
-            self.name,
+        return self._run(
+            rekeying.rekey,
             check_db(target_db, "target_db"),
             secret=secret,
             time_field=time_field,
@@ -797,10 +748,8 @@ class Database:
             mapping=mapping,
             checkpoint=checkpoint,
             on_progress=on_progress,
-            options=self.options,
             create_target=create_target,
         )
-        return run(self.client, program)
 
     def replicate(
         self,
@@ -896,7 +845,7 @@ class Sequence:
         block: int = DEFAULT_BLOCK,
         options: Options | None = None,
     ) -> None:
-        self._policy = check_options(options).policy("Sequence.next")
+        self._options = check_options(options)
         self.client, self.db = check_client(client), check_db(db)
         check_sequence(name, block)
         self.name, self.block = name, block
@@ -932,7 +881,7 @@ class Sequence:
     def _take(self, operation: str) -> int:
         with self._lock:
             if self._next >= self._end:
-                policy = replace(self._policy, operation=operation).renewed()
+                policy = self._options.policy(operation)
                 claim = claim_block(
                     known_facts(self.client), self.db, self.name, self.block, policy
                 )
@@ -940,11 +889,3 @@ class Sequence:
             number = self._next
             self._next += 1
             return number
-
-
-def _checked_form(form: object) -> IdForm:
-    if not isinstance(form, IdForm):
-        raise InvalidArgumentError(
-            f"form={form!r}: pass an id form, such as couchids.KUUID or couchids.V7S"
-        )
-    return form

@@ -14,11 +14,8 @@ from typing import Any, Final
 
 
 class CouchidsError(Exception):
-    """Base class of every error couchids raises; its message never holds a credential.
-
-    Errors of bad input cost no more than their message. Errors made from a server's answer, a
-    URL or the configuration mask every text argument when made (``couchids.drivers.config.scrub``:
-    the user info of URLs, ``Authorization`` and cookie values, the configured secrets).
+    """Base class of every error couchids raises; its message never holds a credential (the
+    texts of an error made from a server's answer, a URL or the configuration are masked).
 
     The writes (:meth:`~couchids.Database.create`, :meth:`~couchids.Database.bulk_create`,
     :meth:`~couchids.Database.create_short`) set these on every error raised once an id was
@@ -54,9 +51,7 @@ _mask: Callable[[str], str] | None = None
 
 
 def mask_with(mask: Callable[[str], str]) -> None:
-    """Mask every text of the server-side errors made from now on with ``mask`` (the drivers
-    install it).
-    """
+    """Mask every text of the server-side errors made from now on with ``mask``."""
     global _mask
     _mask = mask
 

@@ -13,13 +13,13 @@ import asyncio
 import collections.abc
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import aclosing
-from dataclasses import replace
 from datetime import timedelta
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 from couchids.aio.replication import AsyncReplication
 from couchids.core import (
     alltypes,
+    arguments,
     counting,
     expiry,
     explaining,
@@ -58,7 +58,7 @@ from couchids.drivers.aio import (
     run,
     stream,
 )
-from couchids.errors import CouchidsError, InvalidArgumentError, WriteResult
+from couchids.errors import CouchidsError, WriteResult
 from couchids.idforms.doctypes import AllTypes
 from couchids.idforms.forms import KUUID, IdForm
 from couchids.idforms.seq import SEQ10, SeqForm
@@ -67,6 +67,8 @@ from couchids.idforms.times import TimeLike
 __all__ = ["AsyncDatabase", "AsyncSequence"]
 
 Row = dict[str, Any]
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 class AsyncDatabase:
@@ -115,7 +117,7 @@ class AsyncDatabase:
         options: Options | None = None,
     ) -> None:
         self.client, self.name = check_client(client), check_db(name, "name")
-        self.form = _checked_form(form)
+        self.form = arguments.form("form", form)
         self.options = check_options(options)
         self._facts: FactsCache = known_facts(self.client)
 
@@ -138,6 +140,13 @@ class AsyncDatabase:
     def _form(self, form: IdForm | None) -> IdForm:
         return self.form if form is None else form
 
+    def _program(self, make: Callable[..., R], /, *args: Any, **kwargs: Any) -> R:
+        """The program ``make`` builds for this database with the handle's facts and options."""
+        return make(self._facts, self.name, *args, options=self.options, **kwargs)
+
+    async def _run(self, make: Callable[..., Program[T]], /, *args: Any, **kwargs: Any) -> T:
+        return await run(self.client, self._program(make, *args, **kwargs))
+
     # -- reading -----------------------------------------------------------------------------
 
     async def latest(
@@ -159,16 +168,9 @@ class AsyncDatabase:
             newest = await shop.latest(5, type="click")
             await shop.latest(5, type=couchids.ALL_TYPES)  # any type
         """
-        program = windows.latest(
-            self._facts,
-            self.name,
-            n,
-            type=type,
-            form=self._form(form),
-            include_docs=include_docs,
-            options=self.options,
+        return await self._run(
+            windows.latest, n, type=type, form=self._form(form), include_docs=include_docs
         )
-        return await run(self.client, program)
 
     def window(
         self,
@@ -199,18 +201,16 @@ class AsyncDatabase:
             async for page in events.window("2024-05-01", "2024-05-02").pages():
                 print(len(page))
         """
-        program = windows.window(
-            self._facts,
-            self.name,
+        program = self._program(
+            windows.window,
             start,
             end,
             type=type,
             form=self._form(form),
             newest_first=newest_first,
             include_docs=include_docs,
-            options=self.options,
-        ).pages()
-        return AsyncRows(pages(self.client, program))
+        )
+        return AsyncRows(pages(self.client, program.pages()))
 
     async def types_present(self, *, form: IdForm | None = None) -> list[str]:
         """The types of the ids ``<type><separator>…`` (the separator of ``form``), in ``_all_docs``
@@ -221,7 +221,7 @@ class AsyncDatabase:
             await shop.types_present()  # ['invoice', 'order', 'user']
         """
         policy = self.options.unretried("types_present")
-        separator = _checked_form(self._form(form)).separator
+        separator = arguments.form("form", self._form(form)).separator
         return await run(self.client, alltypes.types_present(self.name, separator, policy))
 
     async def explain_empty(
@@ -300,17 +300,9 @@ class AsyncDatabase:
                 timestamp="2024-05-01T12:00:00Z",
             )  # the same id however often it runs
         """
-        program = writes.create(
-            self._facts,
-            self.name,
-            doc,
-            type=type,
-            timestamp=timestamp,
-            key=key,
-            form=self._form(form),
-            options=self.options,
+        return await self._run(
+            writes.create, doc, type=type, timestamp=timestamp, key=key, form=self._form(form)
         )
-        return await run(self.client, program)
 
     async def bulk_create(
         self,
@@ -445,15 +437,7 @@ class AsyncDatabase:
             result = await posts.create_short({"title": "hello"})
             result.id  # '260107-bc'
         """
-        program = short.create_short(
-            self._facts,
-            self.name,
-            doc,
-            now=timestamp,
-            rng=rng,
-            options=self.options,
-        )
-        return await run(self.client, program)
+        return await self._run(short.create_short, doc, now=timestamp, rng=rng)
 
     def sequence(self, name: str, *, block: int = DEFAULT_BLOCK) -> AsyncSequence:
         """The sequence ``name`` kept in this database (:class:`AsyncSequence`, whose arguments
@@ -487,18 +471,9 @@ class AsyncDatabase:
 
             await orders.count("2024-05-01", "2024-06-01", type="order")
         """
-        policy = self.options.policy("count")
-        program = counting.counted(
-            self._facts,
-            policy,
-            self.name,
-            start,
-            end,
-            type=type,
-            form=self._form(form),
-            exact=exact,
+        return await self._run(
+            counting.count, start, end, type=type, form=self._form(form), exact=exact
         )
-        return await run(self.client, program)
 
     async def histogram(
         self,
@@ -523,19 +498,9 @@ class AsyncDatabase:
                                                  type="order"):
                 print(bucket.start.date(), bucket.count)
         """
-        program = counting.histogram(
-            self._facts,
-            self.options.policy("histogram"),
-            self.name,
-            start,
-            end,
-            every=every,
-            type=type,
-            form=self._form(form),
-            exact=exact,
-            parallel=self.options.slices("histogram"),
+        return await self._run(
+            counting.buckets, start, end, every=every, type=type, form=self._form(form), exact=exact
         )
-        return await run(self.client, program)
 
     async def expire(
         self,
@@ -568,9 +533,8 @@ class AsyncDatabase:
             report = await events.expire("2024-01-01", type="click", dry_run=False)
             print(report.deleted, report.conflicts)
         """
-        program = expiry.expire(
-            self._facts,
-            self.name,
+        return await self._run(
+            expiry.expire,
             before,
             type=type,
             form=self._form(form),
@@ -578,9 +542,7 @@ class AsyncDatabase:
             purge=purge,
             checkpoint=checkpoint,
             on_progress=on_progress,
-            options=self.options,
         )
-        return await run(self.client, program)
 
     async def export(
         self,
@@ -615,9 +577,8 @@ class AsyncDatabase:
             with open("may.csv", "w", newline="") as out:
                 await orders.export("2024-05-01", "2024-06-01", out, csv=["_id", "total"])
         """
-        program = exporting.export(
-            self._facts,
-            self.name,
+        return await self._run(
+            exporting.export,
             start,
             end,
             out,
@@ -626,9 +587,7 @@ class AsyncDatabase:
             csv=csv,
             checkpoint=checkpoint,
             on_progress=on_progress,
-            options=self.options,
         )
-        return await run(self.client, program)
 
     async def archive(
         self,
@@ -660,9 +619,8 @@ class AsyncDatabase:
             report = await orders.archive("orders-2023", "2023-01-01", "2024-01-01",
                                           type="order", expire=True)
         """
-        program = exporting.archive(
-            self._facts,
-            self.name,
+        return await self._run(
+            exporting.archive,
             check_db(target_db, "target_db"),
             start,
             end,
@@ -671,9 +629,7 @@ class AsyncDatabase:
             expire=expire,
             checkpoint=checkpoint,
             on_progress=on_progress,
-            options=self.options,
         )
-        return await run(self.client, program)
 
     def follow(
         self,
@@ -712,9 +668,8 @@ class AsyncDatabase:
             async for doc in orders.follow(type="order", checkpoint=mark):
                 print(doc["_id"])  # and save mark.to_json() now and then
         """
-        begin, changes = following.follow(
-            self._facts,
-            self.name,
+        begin, changes = self._program(
+            following.follow,
             type=type,
             form=self._form(form),
             since_seq=since_seq,
@@ -722,7 +677,6 @@ class AsyncDatabase:
             checkpoint=checkpoint,
             wait=wait,
             poll=poll,
-            options=self.options,
         )
         return after(self.client, begin, changes)
 
@@ -783,9 +737,8 @@ class AsyncDatabase:
                 await legacy.rekey("orders", secret=secret, time_field="created", type="order",
                                    mapping=out)
         """
-        program = rekeying.rekey(
-            self._facts,
-            self.name,
+        return await self._run(
+            rekeying.rekey,
             check_db(target_db, "target_db"),
             secret=secret,
             time_field=time_field,
@@ -794,10 +747,8 @@ class AsyncDatabase:
             mapping=mapping,
             checkpoint=checkpoint,
             on_progress=on_progress,
-            options=self.options,
             create_target=create_target,
         )
-        return await run(self.client, program)
 
     async def replicate(
         self,
@@ -893,7 +844,7 @@ class AsyncSequence:
         block: int = DEFAULT_BLOCK,
         options: Options | None = None,
     ) -> None:
-        self._policy = check_options(options).policy("Sequence.next")
+        self._options = check_options(options)
         self.client, self.db = check_client(client), check_db(db)
         check_sequence(name, block)
         self.name, self.block = name, block
@@ -929,7 +880,7 @@ class AsyncSequence:
     async def _take(self, operation: str) -> int:
         async with self._lock:
             if self._next >= self._end:
-                policy = replace(self._policy, operation=operation).renewed()
+                policy = self._options.policy(operation)
                 claim = claim_block(
                     known_facts(self.client), self.db, self.name, self.block, policy
                 )
@@ -937,11 +888,3 @@ class AsyncSequence:
             number = self._next
             self._next += 1
             return number
-
-
-def _checked_form(form: object) -> IdForm:
-    if not isinstance(form, IdForm):
-        raise InvalidArgumentError(
-            f"form={form!r}: pass an id form, such as couchids.KUUID or couchids.V7S"
-        )
-    return form

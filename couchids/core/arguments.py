@@ -20,9 +20,10 @@ from typing import Any
 
 from couchids.core.defaults import MAX_TIMEOUT
 from couchids.errors import InvalidArgumentError, InvalidTimeError
+from couchids.idforms.forms import IdForm
 from couchids.idforms.times import MAX_MS, TimeLike, to_datetime, to_ms
 
-__all__ = ["count", "flag", "function", "seconds", "text_stream", "timeout", "window"]
+__all__ = ["count", "flag", "form", "function", "seconds", "text_stream", "timeout", "window"]
 
 
 def flag(name: str, value: object) -> bool:
@@ -45,7 +46,14 @@ def count(name: str, value: object, least: int = 1, *, most: int | None = None) 
     return value
 
 
-def seconds(name: str, value: object, *, most: float = MAX_TIMEOUT, zero: bool = True) -> float:
+def seconds(
+    name: str,
+    value: object,
+    *,
+    most: float = MAX_TIMEOUT,
+    zero: bool = True,
+    what: str = "a number of seconds",
+) -> float:
     """``value`` as a float if it is a number of seconds (not a bool) from 0 (above 0 unless
     ``zero``) to ``most``: every duration couchids takes is in seconds."""
     if (
@@ -56,21 +64,23 @@ def seconds(name: str, value: object, *, most: float = MAX_TIMEOUT, zero: bool =
         or value > most
     ):
         bound = f"from 0 to {most:g}" if zero else f"above 0 and at most {most:g}"
-        raise InvalidArgumentError(f"{name}={value!r}: must be a number of seconds {bound}")
+        raise InvalidArgumentError(f"{name}={value!r}: must be {what} {bound}")
     return float(value)
 
 
 def timeout(name: str, value: object) -> float | None:
     """A ``timeout``: ``None`` (no limit of couchids' own) or seconds above 0, at most a day."""
-    if value is None:
-        return None
-    try:
-        return seconds(name, value, zero=False)
-    except InvalidArgumentError:
+    what = "None or a number of seconds"
+    return None if value is None else seconds(name, value, zero=False, what=what)
+
+
+def form(name: str, value: object) -> IdForm:
+    """``value`` if it is an id form."""
+    if not isinstance(value, IdForm):
         raise InvalidArgumentError(
-            f"{name}={value!r}: must be None or a number of seconds above 0 and at most "
-            f"{MAX_TIMEOUT:g}"
-        ) from None
+            f"{name}={value!r}: pass an id form, such as couchids.KUUID or couchids.V7S"
+        )
+    return value
 
 
 def function(name: str, value: Any, *, optional: bool = True) -> Any:

@@ -28,6 +28,7 @@ from couchids.core.defaults import DEFAULT_WORKERS
 from couchids.core.effects import END, Program, Puller, Request, path, post_json
 from couchids.core.facts import FactsCache, database_facts
 from couchids.core.keys import KeyRange, check_time_form, reaches_other_ids, window_keys
+from couchids.core.options import Options
 from couchids.core.policy import RetryPolicy
 from couchids.core.scan import PROBE_ROWS, check_one_form
 from couchids.core.windows import scan_pages
@@ -42,6 +43,8 @@ __all__ = [
     "MAX_BUCKETS",
     "Bucket",
     "bucket_edges",
+    "buckets",
+    "count",
     "counted",
     "counts_by_offset",
     "histogram",
@@ -141,6 +144,22 @@ def counts_by_offset(known: FactsCache, policy: RetryPolicy, db: str) -> Program
     return (yield from server_kind(known, policy, db)) in ("couchdb", "cloudant")
 
 
+def count(
+    known: FactsCache,
+    db: str,
+    start: TimeLike,
+    end: TimeLike,
+    *,
+    type: str | AllTypes | None,
+    form: IdForm,
+    exact: bool,
+    options: Options,
+) -> Program[int]:
+    """The program of :meth:`couchids.Database.count`: :func:`counted` within ``options``."""
+    policy = options.policy("count")
+    return counted(known, policy, db, start, end, type=type, form=form, exact=exact)
+
+
 def counted(
     known: FactsCache,
     policy: RetryPolicy,
@@ -152,28 +171,56 @@ def counted(
     form: IdForm,
     exact: bool,
 ) -> Program[int]:
-    """The program of :meth:`couchids.Database.count`, for the operation of ``policy``;
-    arguments checked now. ``type=ALL_TYPES`` counts the ids of every type present."""
+    """The count of ids of ``form`` and ``type`` in ``[start, end)``, for the operation of
+    ``policy``; arguments checked now. ``type=ALL_TYPES`` counts the ids of every type present."""
     span = check_window(start, end)
     check_time_form(form)
     check_flag("exact", exact)
     if type is not ALL_TYPES:
         form.type_prefix(type)  # InvalidTypeError, before anything is sent
-        return _total(_counts(known, policy, db, [span], form, type, exact, 1))
 
-    def every_type() -> Program[int]:
-        # A missing database raises, not an empty list of types.
-        yield from database_facts(known, db, policy)
-        total = 0
-        for doc_type in (yield from types_present(db, form.separator, policy)):
-            total += yield from _total(_counts(known, policy, db, [span], form, doc_type, exact, 1))
-        return total
+    def total() -> Program[int]:
+        if type is ALL_TYPES:
+            # A missing database raises, not an empty list of types.
+            yield from database_facts(known, db, policy)
+            types: list[str | None] = list((yield from types_present(db, form.separator, policy)))
+        else:
+            types = [type]
+        found = 0
+        for each in types:
+            found += sum((yield from _counts(known, policy, db, [span], form, each, exact, 1)))
+        return found
 
-    return every_type()
+    return total()
 
 
-def _total(counts: Program[list[int]]) -> Program[int]:
-    return sum((yield from counts))
+def buckets(
+    known: FactsCache,
+    db: str,
+    start: TimeLike,
+    end: TimeLike,
+    *,
+    every: str | timedelta,
+    type: str | None,
+    form: IdForm,
+    exact: bool,
+    options: Options,
+) -> Program[list[Bucket]]:
+    """The program of :meth:`couchids.Database.histogram`: :func:`histogram` within
+    ``options``."""
+    policy, parallel = options.policy("histogram"), options.slices("histogram")
+    return histogram(
+        known,
+        policy,
+        db,
+        start,
+        end,
+        every=every,
+        type=type,
+        form=form,
+        exact=exact,
+        parallel=parallel,
+    )
 
 
 def histogram(
@@ -189,7 +236,8 @@ def histogram(
     exact: bool,
     parallel: int,
 ) -> Program[list[Bucket]]:
-    """The program of :meth:`couchids.Database.histogram`; arguments checked now."""
+    """The counts per bucket of ``every`` in ``[start, end)``, ``parallel`` requests at a
+    time, for the operation of ``policy``; arguments checked now."""
     start_ms, end_ms = check_window(start, end)
     check_time_form(form)
     check_flag("exact", exact)
@@ -237,11 +285,22 @@ def _counts(
     trusted = [] if exact else [keys for keys in present if not reaches_other_ids(keys)]
     if trusted and (yield from counts_by_offset(known, policy, db)):
         edges = sorted({key for keys in trusted for key in (keys.low, keys.high)})
-        marks = yield from _marks(db, edges, parallel, policy)
-        foreign = _foreign(trusted, marks, form)
-        for keys in trusted:
-            if keys not in foreign:
-                counts[keys] = _difference(db, marks, keys, policy)
+        offsets, seen = yield from _marks(db, edges, parallel, policy)
+        # A range in which an id seen at a key is not an id of the form is scanned instead.
+        locate, wanted = _locate(trusted), form.matcher(trusted[0].prefix)
+        foreign = {trusted[slot] for i in seen if (slot := locate(i)) is not None and not wanted(i)}
+        for keys in (keys for keys in trusted if keys not in foreign):
+            low, high = offsets[keys.low], offsets[keys.high]
+            if high < low:
+                # Documents added between the two requests cannot make this negative; a server
+                # whose offset is not a row count can.
+                raise answer_error(
+                    policy,
+                    db,
+                    f"_all_docs answered offsets that do not count rows ({low} then {high}); "
+                    "count with exact=True",
+                )
+            counts[keys] = high - low
         # The other ranges are scanned one by one: far apart, one scan would read between them.
         for span, each in zip(spans, ranges, strict=True):
             if each is not None and each not in counts:
@@ -254,22 +313,13 @@ def _counts(
     return [0 if each is None else counts[each] for each in ranges]
 
 
-@dataclass(frozen=True)
-class _Mark:
-    """What ``_all_docs`` answers at a key: the number of ids below it, and the first ids at
-    or after it."""
-
-    offset: int
-    ids: list[str]
-
-
 def _marks(
     db: str, keys: list[str], parallel: int, policy: RetryPolicy
-) -> Program[dict[str, _Mark]]:
-    """The offset of each key and its first :data:`PROBE_ROWS` ids, one request a key,
-    ``parallel`` requests at a time."""
+) -> Program[tuple[dict[str, int], set[str]]]:
+    """The offset of each key (the number of ids below it), and the ids among the first
+    :data:`PROBE_ROWS` at each key; one request a key, ``parallel`` requests at a time."""
 
-    def mark(key: str) -> Program[_Mark]:
+    def mark(key: str) -> Program[tuple[int, list[str]]]:
         each = policy.renewed()
         asked = post_json(path(db, "_all_docs"), {"start_key": key, "limit": PROBE_ROWS})
         reply = yield from ask(asked, each, db)
@@ -282,9 +332,11 @@ def _marks(
                 reply.sent,
             )
         rows = expect_rows(reply.body, each, db, sent=reply.sent, span=KeySpan(key, None))
-        return _Mark(value, [row["id"] for row in rows])
+        return value, [row["id"] for row in rows]
 
-    return dict(zip(keys, (yield from each_type(mark, keys, parallel)), strict=True))
+    marks = yield from each_type(mark, keys, parallel)
+    seen = {doc_id for _, ids in marks for doc_id in ids}
+    return {key: offset for key, (offset, _) in zip(keys, marks, strict=True)}, seen
 
 
 def _locate(ranges: list[KeyRange]) -> Callable[[str], int | None]:
@@ -297,31 +349,6 @@ def _locate(ranges: list[KeyRange]) -> Callable[[str], int | None]:
         return order[slot] if slot >= 0 and doc_id < ranges[order[slot]].high else None
 
     return locate
-
-
-def _foreign(ranges: list[KeyRange], marks: dict[str, _Mark], form: IdForm) -> set[KeyRange]:
-    """The ranges in which an id seen at a key is not an id of ``form``."""
-    locate, wanted = _locate(ranges), form.matcher(ranges[0].prefix)
-    found = set()
-    for doc_id in {doc_id for mark in marks.values() for doc_id in mark.ids}:
-        slot = locate(doc_id)
-        if slot is not None and not wanted(doc_id):
-            found.add(ranges[slot])
-    return found
-
-
-def _difference(db: str, marks: dict[str, _Mark], keys: KeyRange, policy: RetryPolicy) -> int:
-    low, high = marks[keys.low].offset, marks[keys.high].offset
-    if high < low:
-        # Documents added between the two requests cannot make this negative; a server whose
-        # offset is not a row count can.
-        raise answer_error(
-            policy,
-            db,
-            f"_all_docs answered offsets that do not count rows ({low} then {high}); "
-            "count with exact=True",
-        )
-    return high - low
 
 
 def _scan_counts(
