@@ -272,7 +272,8 @@ def form(args: argparse.Namespace) -> IdForm:
 
 #: The library's parameters whose flag has another name.
 _FLAG_OF = {"start": "since", "end": "until", "millisecond": "ms"}
-_PARAMETER = re.compile(r"\b([a-z][a-z_]*)=")
+#: ``name=`` and the character after it that a flag needs a space before (a value, not ``,;) ``).
+_PARAMETER = re.compile(r"\b([a-z][a-z_]*)=(?=([^ ,;)]?))")
 
 
 def in_flags(message: str, options: dict[str, object]) -> str:
@@ -288,19 +289,11 @@ def in_flags(message: str, options: dict[str, object]) -> str:
     >>> in_flags("timeout=0: must be > 0", {"db": "shop"})  # no such flag: left as it is
     'timeout=0: must be > 0'
     """
-    said, at = [], 0
-    for match in _PARAMETER.finditer(message):
-        named = _flag(match.group(1), options)
-        if named is not None:
-            follows = message[match.end() : match.end() + 1]
-            gap = "" if follows in ("", " ", ",", ";", ")") else " "
-            said += [message[at : match.start()], named + gap]
-            at = match.end()
-    text = "".join([*said, message[at:]])
+    text = _PARAMETER.sub(lambda match: _flag(match[1], options, match[2]) or match[0], message)
     start, end = _flag("start", options), _flag("end", options)
     return text.replace("start <= end", f"{start} <= {end}") if start and end else text
 
 
-def _flag(name: str, options: dict[str, object]) -> str | None:
+def _flag(name: str, options: dict[str, object], follows: str = "") -> str | None:
     dest = _FLAG_OF.get(name, name)
-    return "--" + dest.replace("_", "-") if dest in options else None
+    return "--" + dest.replace("_", "-") + (follows and " ") if dest in options else None
