@@ -34,7 +34,7 @@ from couchids.idforms import radix
 from couchids.idforms.base36 import BASE36_V7_UNPADDED, uuid_text
 from couchids.idforms.constants import ALPHABET, BASE36_ALPHABET, ULID_ALPHABET
 from couchids.idforms.couchid import COUCH_RANDOM, UtcIdForm
-from couchids.idforms.forms import form_named
+from couchids.idforms.forms import NAMED_FORMS, form_named
 from couchids.idforms.tid62 import tid62_text
 from couchids.idforms.times import EPOCH, MAX_MS, to_ms
 from couchids.idforms.ulid import ulid_text
@@ -409,3 +409,10 @@ def test_wrong_prefix_is_refused(form: IdForm, last: int) -> None:
         assert not form.matcher(form.type_prefix(other))(doc_id)
     with pytest.raises(InvalidIdError):
         decode("x" + doc_id[4:].replace(":", "!", 1), form=form)
+
+
+@pytest.mark.parametrize("form", [*NAMED_FORMS.values(), UtcIdForm("-n")], ids=str)
+@pytest.mark.parametrize("value", [None, 42, b"001eVnWK1bu9mX3BsHnX0mhxvQ1ba2Xn"])
+def test_every_form_refuses_what_is_not_a_string(form: IdForm, value: object) -> None:
+    with pytest.raises(InvalidIdError, match="is not an id: ids are strings"):
+        form.read(value)  # type: ignore[arg-type]
