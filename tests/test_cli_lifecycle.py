@@ -348,3 +348,31 @@ def test_rekey_creates_its_target_when_asked_and_says_where_the_mapping_goes(
     _, helped, _ = run(capsys, "rekey", "--help")
     assert "--create-target" in helped
     assert "rekey-mapping.ndjson in the current directory" in " ".join(helped.split())
+
+
+def test_ctrl_c_in_an_export_prints_where_to_resume(
+    server: None,
+    client: CloudantV1,
+    db: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ctrl-C after the first batch: what was exported is out, the exit status is 130, and the
+    --after ID printed resumes with the rest."""
+    handle = couchids.Database(client, db)
+    made = sorted(handle.create({"n": n}, type="ord").id for n in range(5))  # export's order
+    moved = lifecycle._Bar.__call__
+
+    def interrupted(bar: Any, mark: object) -> None:
+        moved(bar, mark)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(lifecycle._Bar, "__call__", interrupted)
+    argv = ["export", db, "--since", "1h", "--type", "ord", "--batch-size", "2", "--parallel", "1"]
+    status, out, err = run(capsys, *argv)
+    done = [json.loads(line)["_id"] for line in out.splitlines()]
+    assert status == 130 and done == made[:2], (out, err)
+    assert err == f"couchids: stopped after 2 documents; resume with --after {made[1]}\n"
+    monkeypatch.setattr(lifecycle._Bar, "__call__", moved)
+    status, out, _ = run(capsys, *argv, "--after", made[1])
+    assert status == 0 and [json.loads(line)["_id"] for line in out.splitlines()] == made[2:]
