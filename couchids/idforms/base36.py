@@ -49,7 +49,7 @@ def uuid_text(value: int) -> str:
     '03awvyp9xoayogohoeqqhhlhc'
     """
     if not 0 <= value < _LIMIT:
-        raise ValueError(f"{value} does not fit in {BASE36_UUID_LEN} characters of base 36")
+        raise ValueError(f"{value} does not fit in {BASE36_UUID_LEN} base36 characters")
     # Five chunks of five digits, each two pairs from a table and a digit; written out, as a
     # loop takes about 70% longer on CPython 3.11.
     pairs, digits, chunk = _PAIRS, BASE36_ALPHABET, _CHUNK

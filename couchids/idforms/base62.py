@@ -16,8 +16,6 @@ _DIGIT_VALUES = bytes.maketrans(ALPHABET.encode("ascii"), bytes(range(BASE)))
 
 def encode(value: int, width: int) -> str:
     """Encode ``0 <= value < 62**width`` as exactly ``width`` characters, zero-padded."""
-    if not 0 <= value < BASE**width:
-        raise ValueError(f"{value} does not fit in {width} base62 characters")
     return radix.encode(value, width, ALPHABET)
 
 

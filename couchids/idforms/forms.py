@@ -181,12 +181,7 @@ class KuuidForm(IdForm, default=True):
         blocks, 32 bits each from the top (as :meth:`new` writes them, from a pool)."""
         ms = us // US_PER_MS
         if self.kind != "kuuid":
-            text = v7.v7_hex(ms, random)
-            return (
-                text
-                if self.kind == "v7s"
-                else "-".join((text[:8], text[8:12], text[12:16], text[16:20], text[20:]))
-            )
+            return v7.v7_hex(ms, random, hyphenated=self.kind == "v7")
         head = encode_prefix(
             kuuid.prefix_value(ms, reverse=self.reverse, millisecond=self.millisecond)
         )

@@ -25,7 +25,7 @@ def encode(value: int, width: int, alphabet: str) -> str:
     """
     base = len(alphabet)
     if not 0 <= value < base**width:
-        raise ValueError(f"{value} does not fit in {width} characters of base {base}")
+        raise ValueError(f"{value} does not fit in {width} base{base} characters")
     pairs, pair = _pairs(alphabet), base * base
     chunks = []
     for _ in range(width // 2):

@@ -48,7 +48,7 @@ def tid62_text(value: int) -> str:
     '04XVaYIDfO3SmYAds'
     """
     if not 0 <= value < _LIMIT:
-        raise ValueError(f"{value} does not fit in {TID62_LEN} characters of base 62")
+        raise ValueError(f"{value} does not fit in {TID62_LEN} base62 characters")
     # A pair and three chunks of five digits, written out as base36.uuid_text is.
     pairs, digits, chunk = _PAIRS, ALPHABET, _CHUNK
     value, d = divmod(value, chunk)

@@ -127,13 +127,15 @@ SEQUENCER = Sequencer()
 os.register_at_fork(after_in_child=SEQUENCER.reset)
 
 
-def v7_hex(ms: int, value: int) -> str:
-    """The 32 hex digits of the UUIDv7 of millisecond ``ms`` whose 74 other bits are ``value``.
+def v7_hex(ms: int, value: int, *, hyphenated: bool = False) -> str:
+    """The 32 hex digits of the UUIDv7 of millisecond ``ms`` whose 74 other bits are ``value``
+    (``hyphenated``: in RFC 9562's 8-4-4-4-12 groups).
 
-    >>> v7_hex(0, 0)
-    '00000000000070008000000000000000'
+    >>> v7_hex(0, 0), v7_hex(0, 0, hyphenated=True)[:15]
+    ('00000000000070008000000000000000', '00000000-0000-7')
     """
-    return f"{uuid7_from(ms, value):032x}"
+    h = f"{uuid7_from(ms, value):032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}" if hyphenated else h
 
 
 def uuid7_from(ms: int, value: int) -> int:
@@ -147,9 +149,10 @@ def uuid7_from(ms: int, value: int) -> int:
     )
 
 
-def _hex(timestamp: TimeLike) -> str:
-    """A new UUIDv7's 32 hex digits, in the sequence every UUIDv7 form shares."""
-    return v7_hex(*SEQUENCER.next(None if timestamp is None else to_ms(timestamp)))
+def _hex(timestamp: TimeLike, *, hyphenated: bool = False) -> str:
+    """A new UUIDv7's text, in the sequence every UUIDv7 form shares."""
+    ms, value = SEQUENCER.next(None if timestamp is None else to_ms(timestamp))
+    return v7_hex(ms, value, hyphenated=hyphenated)
 
 
 def v7s(timestamp: TimeLike = None, *, type: str | None = None) -> str:
@@ -177,6 +180,5 @@ def v7(timestamp: TimeLike = None, *, type: str | None = None) -> str:
     >>> v7("2024-01-01")[:15]
     '018cc251-f400-7'
     """
-    h = _hex(timestamp)
-    text = f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    text = _hex(timestamp, hyphenated=True)
     return text if type is None else type_prefix(type) + text
