@@ -12,6 +12,7 @@ import os
 import threading
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from concurrent.futures import Future
 from typing import Any, Final, TypeVar
 from urllib.parse import unquote, urlsplit, urlunsplit
 
@@ -33,7 +34,6 @@ from couchids.core.effects import (
     Emit,
     Lost,
     Program,
-    Request,
     Response,
     Send,
     Sleep,
@@ -43,6 +43,7 @@ from couchids.core.effects import (
 from couchids.core.facts import FactsCache
 from couchids.core.pacing import Pacer, Rate
 from couchids.core.pages import handed_on
+from couchids.core.policy import retry_after_seconds
 from couchids.drivers import log
 from couchids.drivers.blocking import FAILURES, OneReading, lost, paced, prepare
 from couchids.drivers.config import scrub
@@ -175,15 +176,21 @@ class AsyncClient:
     async def _prepared(self, effect: Send) -> dict[str, Any] | tuple[Lost, str]:
         """The request as the blocking client prepares it: URL, headers, authentication (a
         token request, if one is due, on a thread: :func:`_in_thread`)."""
-        sent = effect.request
-        prepared = (
-            self._prepare(sent) if self._inline else await _in_thread(lambda: self._prepare(sent))
-        )
-        if isinstance(prepared, BaseException):
-            return lost(prepared, effect, login=True)
+
+        def prepared() -> dict[str, Any] | BaseException:
+            # Returned, not raised: a refused session login raises StopIteration, which no
+            # future can carry.
+            try:
+                return prepare(self.cloudant, effect.request)
+            except FAILURES as exc:
+                return exc
+
+        done = prepared() if self._inline else await _in_thread(prepared)
+        if isinstance(done, BaseException):
+            return lost(done, effect, login=True)
         # httpx logs each request's URL: credentials in it go as the request's auth instead.
-        prepared["url"], prepared["auth"] = _split_credentials(prepared["url"])
-        return prepared
+        done["url"], done["auth"] = _split_credentials(done["url"])
+        return done
 
     async def _send(
         self, effect: Send, prepared: dict[str, Any]
@@ -230,15 +237,6 @@ class AsyncClient:
             log.sent(effect, status, None, (time.perf_counter() - started) * 1000)
             log.retrying(effect, wait, f"HTTP {status}", client=(attempt, retry.total))
             await asyncio.sleep(wait)
-
-    def _prepare(self, sent: Request) -> dict[str, Any] | BaseException:
-        """``sent`` as the blocking client prepares it (authenticated), or why it could not be:
-        returned, not raised, since a refused session login raises ``StopIteration``, which no
-        future can carry."""
-        try:
-            return prepare(self.cloudant, sent)
-        except FAILURES as exc:
-            return exc
 
     def _cookies(self) -> dict[str, str]:
         """The cookies the blocking client would send: its own jar's, and its session's (where
@@ -331,27 +329,18 @@ async def _in_thread(work: Callable[[], T]) -> T:
     """``work()`` on a daemon thread of its own, awaited. Not the loop's executor: a token
     request that never ends would hold a worker of it, which ``asyncio.run`` waits for at its
     end; a daemon thread ends with the client's own timeouts, or with the process."""
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[T] = loop.create_future()
-
-    def settle(result: T | None, error: Exception | None) -> None:
-        if done.done():
-            return
-        if error is None:
-            done.set_result(result)  # type: ignore[arg-type]
-        else:
-            done.set_exception(error)
+    done: Future[T] = Future()
 
     def run() -> None:
+        if not done.set_running_or_notify_cancel():  # the caller is gone already
+            return
         try:
-            outcome: tuple[T | None, Exception | None] = (work(), None)
+            done.set_result(work())
         except Exception as exc:  # raised in the caller, rather than lost with this thread
-            outcome = (None, exc)
-        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-            loop.call_soon_threadsafe(settle, *outcome)
+            done.set_exception(exc)
 
     threading.Thread(target=run, name="couchids-auth", daemon=True).start()
-    return await done
+    return await asyncio.wrap_future(done)
 
 
 def check_client(client: object) -> AsyncClient:
@@ -396,10 +385,9 @@ def stream(client: AsyncClient, program: Program[Any]) -> AsyncGenerator[Any, No
     return _drive(client, program, [])
 
 
-def pages(client: AsyncClient, program: Program[Any]) -> AsyncGenerator[Any, None]:
-    """:func:`stream` of a program that emits pages; the first step sends the first request
-    (an async function cannot read before it is iterated)."""
-    return _drive(client, program, [])
+#: :func:`stream` of a program that emits pages: its first step sends the first request (an
+#: async function cannot read before it is iterated).
+pages = stream
 
 
 async def run(client: AsyncClient, program: Program[T]) -> T:
@@ -573,10 +561,6 @@ def _sdk_backoff(retry: Any, response: Response, attempt: int) -> float:
     """The wait before retry ``attempt`` as the SDK's urllib3 ``Retry`` computes it: a
     ``Retry-After`` in seconds if given, else ``backoff_factor * 2**(attempt - 1)``, at most
     ``backoff_max``."""
-    ceiling = float(getattr(retry, "backoff_max", 120.0))
-    if response.retry_after is not None:
-        try:
-            return min(max(0.0, float(response.retry_after)), ceiling)
-        except ValueError:
-            pass  # an HTTP date: the backoff
-    return min(float(retry.backoff_factor) * 2.0 ** (attempt - 1), ceiling)
+    after = retry_after_seconds(response.retry_after)
+    wait = float(retry.backoff_factor) * 2.0 ** (attempt - 1) if after is None else after
+    return min(wait, float(getattr(retry, "backoff_max", 120.0)))
