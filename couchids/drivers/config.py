@@ -37,7 +37,7 @@ def safe_url() -> str:
         url = cloudant_config().get("URL") or ""
     except Exception:
         return ""
-    return redact(url, configured_secrets())
+    return scrub(url)
 
 
 def scrub(text: str) -> str:
@@ -46,30 +46,25 @@ def scrub(text: str) -> str:
     return redact(text, configured_secrets())
 
 
-class _MaskedRecords(logging.Filter):
-    """A logger filter masking credentials in each record by their shape only: finding the
+def _masked(record: logging.LogRecord) -> bool:
+    """A logger filter masking credentials in a record by their shape only: finding the
     configured secrets reads the configuration, which the SDK logs about, through it."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        try:
-            message = record.getMessage()
-        except Exception:  # a record that cannot be formatted fails in the handler, as before
-            return True
-        masked = redact(message)
-        if masked != message:
-            record.msg, record.args = masked, None
+    try:
+        message = record.getMessage()
+    except Exception:  # a record that cannot be formatted fails in the handler, as before
         return True
-
-
-_MASKED = _MaskedRecords()
+    masked = redact(message)
+    if masked != message:
+        record.msg, record.args = masked, None
+    return True
 
 
 def mask_sdk_logs() -> None:
     """Mask credentials in what ibmcloudant's core logs (at DEBUG, each request's URL and the
     service URL, user info and all), once."""
     logger = get_logger()
-    if _MASKED not in logger.filters:
-        logger.addFilter(_MASKED)
+    if _masked not in logger.filters:
+        logger.addFilter(_masked)
 
 
 # The server-side errors mask their texts with scrub from now on: a driver imports this module

@@ -22,7 +22,7 @@ from ibmcloudant.couchdb_session_token_manager import CouchDbSessionTokenManager
 
 from couchids.core.answers import QUOTE_LEN, couchdb_error
 from couchids.core.effects import Response
-from couchids.core.urls import ParsedUrl, parse_url
+from couchids.core.urls import parse_url
 from couchids.drivers.access import credentials_of
 from couchids.errors import InvalidArgumentError
 
@@ -51,11 +51,6 @@ class Source:
     secrets: str = ""
     url: str = "CLOUDANT_URL"
 
-    @property
-    def arguments(self) -> bool:
-        """Whether the authentication type was an argument (advice then names arguments)."""
-        return self.auth_type == "auth_type"
-
 
 _sources: weakref.WeakKeyDictionary[CloudantV1, Source] = weakref.WeakKeyDictionary()
 
@@ -65,63 +60,31 @@ def remember(client: CloudantV1, source: Source) -> None:
     _sources[client] = source
 
 
-def _source(client: CloudantV1) -> Source:
-    """Where ``client``'s settings came from; for a client made otherwise, the variables
-    ibmcloudant reads for its authenticator."""
-    found = _sources.get(client)
-    if found is not None:
-        return found
-    credentials = credentials_of(client.authenticator)
-    if credentials is None:
-        return Source()
-    if credentials.kind == "iam":
-        return Source(secrets="CLOUDANT_APIKEY")
-    return Source(secrets="CLOUDANT_USERNAME and CLOUDANT_PASSWORD")
-
-
-def _url_user(client: CloudantV1) -> ParsedUrl | None:
-    """The client's service URL, when it holds user info that requests sends."""
-    url = client.service_url or ""
-    if "@" not in url:
-        return None
-    try:
-        parsed = parse_url(url, "url", role="server")
-    except InvalidArgumentError:
-        return None
-    return parsed if parsed.username else None
-
-
 def signs_in_as(client: CloudantV1) -> str:
     """The credentials ``client`` signs in with, in words (``""``: it sends none).
 
     ``user 'admin' with its password (CLOUDANT_USERNAME and CLOUDANT_PASSWORD)``, ``the API
     key of CLOUDANT_APIKEY``, ...; never a secret.
     """
-    auth, source = client.authenticator, _source(client)
+    auth = client.authenticator
     credentials = credentials_of(auth)
-    if credentials is not None and credentials.kind == "iam":
-        return f"the API key of {source.secrets}"
+    iam = credentials is not None and credentials.kind == "iam"
+    # A client made otherwise has the settings ibmcloudant reads for its authenticator.
+    made = Source(secrets="CLOUDANT_APIKEY" if iam else "CLOUDANT_USERNAME and CLOUDANT_PASSWORD")
+    source = _sources.get(client) or made
     if credentials is not None:
+        if iam:
+            return f"the API key of {source.secrets}"
         return f"user {credentials.username!r} with its password ({source.secrets})"
     if not isinstance(auth, NoAuthAuthenticator):
         return f"the credentials of its {auth.authentication_type()} authentication"
-    parsed = _url_user(client)
-    if parsed is None:
-        return ""
-    return f"user {parsed.username!r} with its password (the user:password@ of {source.url})"
-
-
-def _advice(source: Source) -> str:
-    """How to send credentials, in the words of the settings used."""
-    if source.arguments:
-        return (
-            "pass auth_type='basic' or 'couchdb_session' with the username and password "
-            "arguments (auth_type='iam' with the apikey argument on Cloudant)"
-        )
-    return (
-        "set CLOUDANT_AUTH_TYPE to basic or couchdb_session with CLOUDANT_USERNAME and "
-        "CLOUDANT_PASSWORD (iam with CLOUDANT_APIKEY on Cloudant)"
-    )
+    # The user info of the service URL, which requests sends.
+    url = client.service_url or ""
+    try:
+        user = parse_url(url, "url", role="service").username if "@" in url else None
+    except InvalidArgumentError:
+        user = None
+    return f"user {user!r} with its password (the user:password@ of {source.url})" if user else ""
 
 
 def refused_hint(client: CloudantV1) -> str:
@@ -130,10 +93,19 @@ def refused_hint(client: CloudantV1) -> str:
     to send some."""
     who = signs_in_as(client)
     if not who:
-        source = _source(client)
+        source = _sources.get(client) or Source()
         named = source.auth_type or "CLOUDANT_AUTH_TYPE"
-        setting = f"{named}='noauth'" if source.arguments else f"{named}=noauth"
-        return f"the client sends no credentials ({setting}): {_advice(source)}"
+        if source.auth_type == "auth_type":  # advice names the arguments
+            return (
+                f"the client sends no credentials ({named}='noauth'): pass auth_type='basic' or "
+                "'couchdb_session' with the username and password arguments (auth_type='iam' "
+                "with the apikey argument on Cloudant)"
+            )
+        return (
+            f"the client sends no credentials ({named}=noauth): set CLOUDANT_AUTH_TYPE to basic "
+            "or couchdb_session with CLOUDANT_USERNAME and CLOUDANT_PASSWORD (iam with "
+            "CLOUDANT_APIKEY on Cloudant)"
+        )
     return f"sent as {who}: check them, and that they may do this"
 
 
@@ -155,56 +127,47 @@ class LoginRefused(Exception):
         self.status = status
 
 
-class _CheckedLogin:
-    """A token manager's ``request_token``, raising :class:`LoginRefused` for a refused
-    login and an ``ApiException`` for any other error answer (a session login's answer is
-    otherwise taken as it is, cookie or not)."""
+def check_logins(client: CloudantV1) -> None:
+    """Have ``client``'s logins (its ``couchdb_session`` login, the token requests of its IAM
+    or other token authentication) raise :class:`LoginRefused` when refused, once per token
+    manager: a new authenticator is checked at the next call. Any other error answer raises
+    an ``ApiException`` (a session login's answer is otherwise taken as it is, cookie or not).
+    """
+    manager = getattr(client.authenticator, "token_manager", None)
+    if not isinstance(manager, CouchDbSessionTokenManager | JWTTokenManager):
+        return
+    if "request_token" in vars(manager):  # checked already: the SDK's is the class's method
+        return
+    request_token = manager.request_token
+    session = isinstance(manager, CouchDbSessionTokenManager)
+    owner = weakref.ref(client)
 
-    def __init__(self, manager: Any, client: CloudantV1) -> None:
-        self.request_token = manager.request_token
-        self.session = isinstance(manager, CouchDbSessionTokenManager)
-        self.client = weakref.ref(client)
+    def refused(status: int, said: str) -> LoginRefused:
+        found = owner()
+        if found is not None and isinstance(found.authenticator, IAMAuthenticator):
+            login = "the IAM token request"
+        elif session:
+            login = "the couchdb_session login (POST /_session)"
+        else:
+            login = "the token request of its authentication"
+        who = signs_in_as(found) if found is not None else "its credentials"
+        quoted = f": {said[:QUOTE_LEN]}" if said else ""
+        return LoginRefused(f"{login} was refused (HTTP {status}{quoted}): {who}", status)
 
-    def __call__(self) -> Any:
+    def checked() -> Any:
         try:
-            answer = self.request_token()
+            answer = request_token()
         except ApiException as exc:
             if exc.status_code in REFUSED_STATUSES:
-                raise self._refused(exc.status_code, str(exc.message or "")) from None
+                raise refused(exc.status_code, str(exc.message or "")) from None
             raise
-        if self.session and isinstance(answer, requests.Response):
+        if session and isinstance(answer, requests.Response):
             status = answer.status_code
             if status in REFUSED_STATUSES:
-                raise self._refused(status, _couchdb_reason(answer))
+                found = couchdb_error(Response(status, answer.content))
+                raise refused(status, ": ".join(part for part in found if part) if found else "")
             if not 200 <= status < 300:
                 raise ApiException(status, http_response=answer)
         return answer
 
-    def _refused(self, status: int, said: str) -> LoginRefused:
-        client = self.client()
-        who = signs_in_as(client) if client is not None else "its credentials"
-        login = (
-            "the couchdb_session login (POST /_session)"
-            if self.session
-            else "the token request of its authentication"
-        )
-        if client is not None and isinstance(client.authenticator, IAMAuthenticator):
-            login = "the IAM token request"
-        quoted = f": {said[:QUOTE_LEN]}" if said else ""
-        return LoginRefused(f"{login} was refused (HTTP {status}{quoted}): {who}", status)
-
-
-def _couchdb_reason(answer: requests.Response) -> str:
-    found = couchdb_error(Response(answer.status_code, answer.content))
-    return ": ".join(part for part in found if part) if found else ""
-
-
-def check_logins(client: CloudantV1) -> None:
-    """Have ``client``'s logins (its ``couchdb_session`` login, the token requests of its IAM
-    or other token authentication) raise :class:`LoginRefused` when refused, once per token
-    manager: a new authenticator is checked at the next call."""
-    manager = getattr(client.authenticator, "token_manager", None)
-    if not isinstance(manager, CouchDbSessionTokenManager | JWTTokenManager):
-        return
-    if not isinstance(vars(manager).get("request_token"), _CheckedLogin):
-        manager.request_token = _CheckedLogin(manager, client)
+    manager.request_token = checked
