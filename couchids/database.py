@@ -89,6 +89,9 @@ class Database:
       found with one request per type (see :mod:`couchids.core.alltypes`).
     - ``form``: the id layout, default the handle's; ids of other forms are never returned nor
       touched.
+    - ``checkpoint``: continue after its ``last_id``, which is updated after every batch (of
+      ``export``: every document written); ``on_progress``: called with the report (of
+      ``export``: the checkpoint) after every batch or page; an exception there stops the run.
     - The tuning (``timeout``, ``retries``, ``backoff``, ``parallel``, ``batch_size``, ...) is
       the handle's :class:`~couchids.Options`; what ``timeout`` bounds per method is in
       docs/guide/errors.md.
@@ -525,9 +528,6 @@ class Database:
         Args:
             purge: also purge the deleted revisions (CouchDB 2.3+; refused elsewhere before anything
                 is deleted).
-            checkpoint: continue after its ``last_id``; updated after every batch.
-            on_progress: called with the report after every batch (an exception there stops the
-                run).
 
         Example::
 
@@ -565,8 +565,6 @@ class Database:
         Args:
             out: a text stream (opened with ``newline=""`` for CSV).
             csv: the CSV's columns, such as ``["_id", "total"]``; without them, NDJSON.
-            checkpoint: continue after its ``last_id``; updated after every document written.
-            on_progress: called with the checkpoint after every page.
 
         Returns:
             :class:`~couchids.Checkpoint`: ``last_id`` the last document written, ``done`` how many.
@@ -611,9 +609,6 @@ class Database:
         copied: one changed meanwhile is kept and reported in ``expired.conflicts``. A document over
         ``document_bytes``, or refused as too large, is listed in ``failed`` and kept. A target that
         is this database is refused before anything is sent.
-
-        Args:
-            checkpoint, on_progress: as for :meth:`export`.
 
         Example::
 
@@ -727,8 +722,6 @@ class Database:
                 re-run.
             type: the type of the new ids.
             mapping: a text stream getting a JSON line ``{"old": ..., "new": ...}`` per document.
-            checkpoint: continue after its ``last_id``; updated after every batch.
-            on_progress: called with the report after every batch.
             create_target: create a missing ``target_db`` (not partitioned); by default it is an
                 error, so that a misspelt name creates nothing.
 

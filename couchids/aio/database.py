@@ -86,6 +86,9 @@ class AsyncDatabase:
       found with one request per type (see :mod:`couchids.core.alltypes`).
     - ``form``: the id layout, default the handle's; ids of other forms are never returned nor
       touched.
+    - ``checkpoint``: continue after its ``last_id``, which is updated after every batch (of
+      ``export``: every document written); ``on_progress``: called with the report (of
+      ``export``: the checkpoint) after every batch or page; an exception there stops the run.
     - The tuning (``timeout``, ``retries``, ``backoff``, ``parallel``, ``batch_size``, ...) is
       the handle's :class:`~couchids.Options`; what ``timeout`` bounds per method is in
       docs/guide/errors.md.
@@ -524,9 +527,6 @@ class AsyncDatabase:
         Args:
             purge: also purge the deleted revisions (CouchDB 2.3+; refused elsewhere before anything
                 is deleted).
-            checkpoint: continue after its ``last_id``; updated after every batch.
-            on_progress: called with the report after every batch (an exception there stops the
-                run).
 
         Example::
 
@@ -564,8 +564,6 @@ class AsyncDatabase:
         Args:
             out: a text stream (opened with ``newline=""`` for CSV).
             csv: the CSV's columns, such as ``["_id", "total"]``; without them, NDJSON.
-            checkpoint: continue after its ``last_id``; updated after every document written.
-            on_progress: called with the checkpoint after every page.
 
         Returns:
             :class:`~couchids.Checkpoint`: ``last_id`` the last document written, ``done`` how many.
@@ -610,9 +608,6 @@ class AsyncDatabase:
         copied: one changed meanwhile is kept and reported in ``expired.conflicts``. A document over
         ``document_bytes``, or refused as too large, is listed in ``failed`` and kept. A target that
         is this database is refused before anything is sent.
-
-        Args:
-            checkpoint, on_progress: as for :meth:`export`.
 
         Example::
 
@@ -726,8 +721,6 @@ class AsyncDatabase:
                 re-run.
             type: the type of the new ids.
             mapping: a text stream getting a JSON line ``{"old": ..., "new": ...}`` per document.
-            checkpoint: continue after its ``last_id``; updated after every batch.
-            on_progress: called with the report after every batch.
             create_target: create a missing ``target_db`` (not partitioned); by default it is an
                 error, so that a misspelt name creates nothing.
 
