@@ -45,7 +45,7 @@ from couchids.core.pacing import Pacer, Rate
 from couchids.core.pages import handed_on
 from couchids.core.policy import retry_after_seconds
 from couchids.drivers import log
-from couchids.drivers.blocking import FAILURES, OneReading, lost, paced, prepare
+from couchids.drivers.blocking import FAILURES, OneReading, lost, paced, prepare, timed_out
 from couchids.drivers.config import scrub
 from couchids.drivers.connecting import cloudant_client
 from couchids.drivers.credentials import answer_hint, check_logins
@@ -495,17 +495,9 @@ def _head(effect: Send) -> str:
 
 
 def _timed_out(effect: Send, *, token: bool = False) -> Lost:
-    """The deadline passed: while the request was sent, or (``token``) before, while the
-    authenticator waited for its token service."""
-    limit = f"{effect.policy.timeout:g} s" if effect.policy.timeout else "its limit"
-    if token:
-        error = ServerTimeoutError(
-            f"{_head(effect)}: the authentication service did not answer the token request "
-            f"within {limit}"
-        )
-        return Lost(error, maybe_run=False, transient=False, login=True)
-    error = ServerTimeoutError(f"{_head(effect)}: the server did not answer within {limit}")
-    return Lost(error, maybe_run=True, transient=True)
+    """The deadline passed (``token``: while the authenticator waited for its token service)."""
+    error = timed_out(_head(effect), effect.policy, token)
+    return Lost(error, maybe_run=not token, transient=not token, login=token)
 
 
 def _httpx_lost(exc: httpx.HTTPError, effect: Send, plain: str | None) -> tuple[Lost, str]:

@@ -34,6 +34,7 @@ from ibm_cloud_sdk_core.token_managers.token_manager import TokenManager
 from ibmcloudant import CouchDbSessionAuthenticator
 from ibmcloudant.cloudant_v1 import CloudantV1
 from requests.adapters import BaseAdapter
+from requests.exceptions import ChunkedEncodingError
 from requests.utils import prepend_scheme_if_needed, select_proxy
 from urllib3.connection import HTTPSConnection
 from urllib3.exceptions import ConnectTimeoutError, MaxRetryError, NewConnectionError, ResponseError
@@ -150,13 +151,23 @@ def _sent(exc: BaseException | None) -> str:
     return f"{method} {urlsplit(url).path}"
 
 
-def _classified(exc: BaseException, db: str, policy: RetryPolicy | None) -> tuple[str, ServerError]:
+def timed_out(head: str, policy: RetryPolicy, token: bool = False) -> ServerTimeoutError:
+    """The deadline passed while the request was sent, or (``token``) before, while the
+    authenticator waited for its token service (both drivers)."""
+    limit = f"{policy.timeout:g} s" if policy.timeout else "its limit"
+    if token:
+        return ServerTimeoutError(
+            f"{head}: the authentication service did not answer the token request within {limit}"
+        )
+    return ServerTimeoutError(f"{head}: the server did not answer within {limit}")
+
+
+def _classified(exc: BaseException, effect: Send) -> tuple[str, ServerError]:
     """What became of a request that failed with ``exc``, in a few words for a log record
     (never the exception's text, which can quote a URL), and the couchids exception for it,
     naming the operation, the database and the request."""
-    operation = policy.operation if policy is not None else "request"
-    sent = _sent(exc) or current_request.get()
-    head = f"{operation} on {db!r}" + (f" ({sent})" if sent else "")
+    policy, db, sent = effect.policy, effect.db, _sent(exc) or current_request.get()
+    head = f"{policy.operation} on {db!r}" + (f" ({sent})" if sent else "")
     status = status_of(exc)
     plain = _plain_http(exc)
     if isinstance(exc, LoginRefused):
@@ -171,19 +182,11 @@ def _classified(exc: BaseException, db: str, policy: RetryPolicy | None) -> tupl
             "CLOUDANT_PASSWORD) or is not CouchDB",
             401,
         )
-    if isinstance(exc, requests.Timeout) or (
-        policy is not None and policy.expired() and not status
-    ):
-        limit = f"{policy.timeout:g} s" if policy is not None and policy.timeout else "its limit"
-        if isinstance(exc, TokenTimeout):
-            return "token request timeout", ServerTimeoutError(
-                f"{head}: the authentication service did not answer the token request within "
-                f"{limit}"
-            )
+    if isinstance(exc, requests.Timeout) or (policy.expired() and not status):
+        token = isinstance(exc, TokenTimeout)
         connect = isinstance(exc, requests.exceptions.ConnectTimeout)
-        return "connect timeout" if connect else "timeout", ServerTimeoutError(
-            f"{head}: the server did not answer within {limit}"
-        )
+        kind = "token request timeout" if token else "connect timeout" if connect else "timeout"
+        return kind, timed_out(head, policy, token)
     spent = " after the client's retries" if isinstance(exc, requests.exceptions.RetryError) else ""
     kind = f"HTTP {status}{spent}" if status else type(exc).__name__
     if isinstance(exc, ApiException) and 200 <= status < 300:
@@ -194,7 +197,7 @@ def _classified(exc: BaseException, db: str, policy: RetryPolicy | None) -> tupl
     if isinstance(exc, ApiException) and exc.http_response is not None:
         # A login's own answer (a refused one is a LoginRefused): its status, its words.
         answer = response_of(exc.http_response)
-        return kind, answers.status_error(answer, policy or RetryPolicy(0, 0), db, sent)
+        return kind, answers.status_error(answer, policy, db, sent)
     if status == 429:
         return kind, RateLimitedError(
             f"{head}: rate limited (HTTP 429) after the client's retries, and no room for "
@@ -259,37 +262,25 @@ def _plain_http(exc: BaseException) -> str | None:
     return reason.reason if isinstance(reason, PlainHttpPort) else None
 
 
-def may_have_run(exc: BaseException) -> bool:
-    """Whether the server may have carried out a request that failed with ``exc``: after a 5xx
-    or a lost answer it may; after a 4xx or a connection never made it did not."""
-    if isinstance(exc, requests.exceptions.ConnectTimeout | LoginRefused):
-        return False
-    if isinstance(exc, requests.ConnectionError):
-        return not isinstance(_reason(exc), NewConnectionError)
-    status = status_of(exc)
-    return status == 0 or status >= 500
-
-
-def is_transient(exc: BaseException) -> bool:
-    """Whether ``exc`` may have lost the answer to a request that was carried out."""
-    if isinstance(exc, ApiException | requests.exceptions.RetryError):
-        return status_of(exc) in TRANSIENT_STATUSES
-    if _plain_http(exc) is not None:
-        return False
-    return isinstance(
-        exc,
-        requests.ConnectionError | requests.Timeout | requests.exceptions.ChunkedEncodingError,
-    )
-
-
 def lost(exc: BaseException, effect: Send, login: bool | None = None) -> tuple[Lost, str]:
     """What a request that failed with ``exc`` lost, and what became of it in a few words.
     ``login=True``: authentication failed before the request was sent."""
-    kind, error = _classified(exc, effect.db, effect.policy)
+    kind, error = _classified(exc, effect)
     error.__cause__ = sanitized(exc)
     error.__suppress_context__ = True
     if login is None:
-        outcome = Lost(error, may_have_run(exc), is_transient(exc), _login(exc))
+        status = status_of(exc)
+        # After a 5xx or a lost answer the server may have carried the request out; after a
+        # 4xx, a refused login or a connection never made it did not.
+        never = isinstance(exc, requests.exceptions.ConnectTimeout | LoginRefused)
+        never = never or isinstance(_reason(exc), NewConnectionError)
+        if isinstance(exc, ApiException | requests.exceptions.RetryError):
+            transient = status in TRANSIENT_STATUSES
+        else:
+            lossy = requests.ConnectionError | requests.Timeout | ChunkedEncodingError
+            transient = isinstance(exc, lossy) and _plain_http(exc) is None
+        maybe_run = not never and (status == 0 or status >= 500)
+        outcome = Lost(error, maybe_run, transient, _login(exc))
     else:
         outcome = Lost(error, maybe_run=False, transient=False, login=login)
     return outcome, f"login failed ({kind})" if outcome.login else kind
