@@ -26,11 +26,14 @@ from __future__ import annotations
 import itertools
 import random
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from faultproxy import FaultProxy, client_for
 from ibmcloudant.cloudant_v1 import CloudantV1
+from intercept import answer, body_of, intercepted, path_of
 from test_query import insert
 from windowtable import SECOND, T0, WEEK, WINDOWS, make_id
 
@@ -47,6 +50,7 @@ from couchids import (
     IdForm,
     InvalidArgumentError,
     InvalidTimeError,
+    ServerError,
 )
 from couchids.core.counting import bucket_edges, counts_by_offset, parse_every
 from couchids.core.keys import KeyRange, window_keys
@@ -247,3 +251,24 @@ def test_all_types_counts_every_type_of_a_series(client: CloudantV1, db: str) ->
     finally:
         for name in series.databases():
             client.delete_database(db=name)
+
+
+@pytest.mark.needs("couchdb")
+def test_offsets_that_do_not_count_rows_are_an_error_not_a_count(
+    client: CloudantV1, db: str
+) -> None:
+    # Documents added between the two requests can only raise the second offset: a lower one
+    # is a server whose offset is no row count, and its difference is no count.
+    keys = window_keys(KUUID, "t0", START, END)
+    assert keys is not None
+    offsets = {keys.low: 10, keys.high: 5}
+
+    def backwards(request: dict[str, Any], send: Callable[[], Any]) -> Any:
+        body = body_of(request) if path_of(request).endswith("/_all_docs") else None
+        if isinstance(body, dict) and body.get("start_key") in offsets:
+            rows = {"total_rows": 20, "offset": offsets[body["start_key"]], "rows": []}
+            return answer(200, rows)
+        return send()
+
+    with intercepted(client, backwards), pytest.raises(ServerError, match="do not count rows"):
+        couchids.Database(client, db).count(START, END, type="t0")
