@@ -152,3 +152,32 @@ def test_with_answers_unchecked_the_ids_alone_keep_expire_and_archive_inside_the
         assert live_ids(client, target) == set(doomed)
     finally:
         client.delete_database(db=target)
+
+
+def test_with_answers_unchecked_the_scans_own_range_check_keeps_window_and_archive_inside(
+    client: CloudantV1, db: str, couch_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The one client-side range check of a scan (``couchids.core.windows.matcher``) is what
+    keeps a window and archive's copies inside the range when a server ignores the end key and
+    the check of its answers is off: archive's own filter by id time is turned off here too."""
+    inside = [KUUID.new(to_ms(OLD) + n * 1000, type="order") for n in range(4)]
+    later = [KUUID.new(to_ms(NEW) + n * 1000, type="order") for n in range(5)]
+    insert(client, db, inside + later)
+    target = db + "-archive"
+    client.put_database(db=target)
+    monkeypatch.setattr("couchids.core.answers.check_span", lambda *args: None)
+    every = lambda *args: lambda doc_id: True  # noqa: E731
+    monkeypatch.setattr("couchids.core.exporting.in_window", every, raising=False)
+    try:
+        with BendProxy(couch_url, "ignore-end") as proxy:
+            # One slice at a time: slices that each read to the end of the index take long.
+            events = couchids.Database(client_for(proxy.url), db)
+            events = events.with_options(batch_size=2, parallel=1)
+            window = events.window(OLD, "2024-02-01", type="order", newest_first=False)
+            read = [doc["_id"] for doc in window]
+            copy = events.archive(target, OLD, "2024-02-01", type="order")
+        assert read == inside
+        assert copy.copied == len(inside), copy
+        assert live_ids(client, target) == set(inside)
+    finally:
+        client.delete_database(db=target)

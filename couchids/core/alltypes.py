@@ -26,10 +26,9 @@ import heapq
 from collections.abc import Callable, Sequence
 from typing import Any, Final, TypeVar
 
-from couchids.core.answers import KeySpan, expect_rows
-from couchids.core.asking import ask
-from couchids.core.effects import END, Emit, Program, Puller, Start, Wait, path, post_json
+from couchids.core.effects import END, Emit, Program, Puller, Start, Wait
 from couchids.core.keys import TypeStep, type_step
+from couchids.core.pages import all_docs
 from couchids.core.policy import RetryPolicy
 from couchids.idforms.idform import IdForm
 
@@ -85,9 +84,7 @@ def walk_types(
         options: dict[str, Any] = {"limit": asked}
         if key:
             options["start_key"] = key
-        each = policy.renewed() if renew else policy
-        reply = yield from ask(post_json(path(db, "_all_docs"), options), each, db)
-        rows = expect_rows(reply.body, each, db, sent=reply.sent, span=KeySpan(key or None, None))
+        rows = yield from all_docs(db, options, policy.renewed() if renew else policy)
         landed: Landed = []
         for row in rows:
             if row["id"] < key or (after and row["id"] == key):

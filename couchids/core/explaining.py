@@ -11,11 +11,10 @@ from collections import Counter
 from typing import Any, Final, Literal
 
 from couchids.core import alltypes
-from couchids.core.answers import KeySpan, expect_rows
-from couchids.core.asking import ask
-from couchids.core.effects import Program, path, post_json
+from couchids.core.effects import Program
 from couchids.core.keys import next_text, type_step, window_keys
 from couchids.core.options import Options
+from couchids.core.pages import all_docs
 from couchids.core.policy import RetryPolicy
 from couchids.errors import InvalidArgumentError, InvalidIdError
 from couchids.idforms import forms
@@ -118,9 +117,7 @@ def _ids(db: str, start: str, end: str | None, policy: RetryPolicy) -> Program[l
         options["start_key"] = start
     if end is not None:
         options["end_key"] = end
-    each = policy.renewed()
-    reply = yield from ask(post_json(path(db, "_all_docs"), options), each, db)
-    rows = expect_rows(reply.body, each, db, sent=reply.sent, span=KeySpan(start or None, end))
+    rows = yield from all_docs(db, options, policy.renewed())
     return [row["id"] for row in rows if row["id"] != end][:SAMPLE]
 
 
@@ -223,16 +220,9 @@ def _kuuid_flags(form: IdForm) -> str | None:
         return None
     if form.random not in (SHORT_BLOCKS, DEFAULT_BLOCKS):
         return None
-    flags = [
-        flag
-        for flag, on in (
-            ("--short", form.random == SHORT_BLOCKS),
-            ("--ms", form.millisecond),
-            ("--reverse", form.reverse),
-        )
-        if on
-    ]
-    return " ".join(flags)
+    short = form.random == SHORT_BLOCKS
+    flags = {"--short": short, "--ms": form.millisecond, "--reverse": form.reverse}
+    return " ".join(flag for flag, on in flags.items() if on)
 
 
 def _made(form: IdForm) -> str:

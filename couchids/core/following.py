@@ -26,7 +26,7 @@ from couchids.core.keys import check_time_form, in_window, window_keys
 from couchids.core.options import Options
 from couchids.core.policy import RetryPolicy
 from couchids.core.scan import Checkpoint, check_checkpoint, check_one_form
-from couchids.core.windows import scan_pages
+from couchids.core.windows import matcher, scan_pages
 from couchids.errors import InvalidArgumentError
 from couchids.idforms.forms import IdForm
 from couchids.idforms.times import TimeLike, to_ms
@@ -110,25 +110,18 @@ def _last(form: IdForm) -> int:
 
 def _wanted(form: IdForm, doc_type: str | None, start: int | None) -> Callable[[str], bool]:
     """Whether an id is one a time window of ``form`` and ``doc_type`` could return (from
-    ``start`` on, when given).
-
-    ``_changes`` brings ids from outside any key range, where ids of another form may match
-    (a second-mode kuuid id reads as a millisecond one of 1970-1978, a v7s id as a utc_random
-    one of 1983-2000): for a form that sorts by time, an id must lie in the key range of
-    every time the form holds.
-    """
-    matches = form.matcher(form.type_prefix(doc_type))
-    every = window_keys(form, doc_type, 0, _last(form)) if form.sortable else None
-    inside = in_window(form, doc_type, start, _last(form)) if start is not None else None
-
-    def wanted(doc_id: str) -> bool:
-        return (
-            (every is None or every.low <= doc_id < every.high)
-            and matches(doc_id)
-            and (inside is None or inside(doc_id))
-        )
-
-    return wanted
+    ``start`` on, when given). ``_changes`` brings ids from outside any key range, where ids
+    of another form may match (a second-mode kuuid id reads as a millisecond one of 1970-1978,
+    a v7s id as a utc_random one of 1983-2000): for a form that sorts by time, an id must lie
+    in the key range of every time the form holds."""
+    if form.sortable:
+        matches = matcher(form, window_keys(form, doc_type, 0, _last(form)))
+    else:
+        matches = form.matcher(form.type_prefix(doc_type))
+    if start is None:
+        return matches
+    inside = in_window(form, doc_type, start, _last(form))
+    return lambda doc_id: matches(doc_id) and inside(doc_id)
 
 
 def _start(

@@ -34,8 +34,7 @@ __all__ = [
     "PageRequest",
     "Slice",
     "SlicePlan",
-    "fetch_page",
-    "first_request",
+    "all_docs",
     "handed_on",
     "keyset",
     "rows_of",
@@ -68,21 +67,21 @@ def handed_on(page: list[T]) -> Iterator[T]:
         yield page.pop()
 
 
-def fetch_page(
+def all_docs(
     db: str,
-    partition: str | None,
     options: dict[str, Any],
-    include_docs: bool,
     policy: RetryPolicy,
+    *,
+    partition: str | None = None,
+    include_docs: bool = False,
 ) -> Program[list[Row]]:
-    """One ``_all_docs`` request (``POST``, ``options`` as its body), its rows decoded and
-    checked (:func:`rows_of`); ``policy`` gives its deadline and names the operation."""
-    if partition is None:
-        url = path(db, "_all_docs")
-    else:
-        url = path(db, "_partition", partition, "_all_docs")
-    reply = yield from ask(post_json(url, options), policy, db, raw=True)
-    span = KeySpan(options["start_key"], options["end_key"], options["descending"])
+    """One ``_all_docs`` request of ``db`` (or of its ``partition``), ``options`` its body; its
+    rows checked (:func:`rows_of`) to lie in order inside the keys asked for."""
+    scope = () if partition is None else ("_partition", partition)
+    reply = yield from ask(post_json(path(db, *scope, "_all_docs"), options), policy, db, raw=True)
+    span = KeySpan(
+        options.get("start_key"), options.get("end_key"), options.get("descending", False)
+    )
     return rows_of(reply.body, db, include_docs, policy, reply.sent, span)
 
 
@@ -137,6 +136,11 @@ class Slice:
             return None
         return Slice(after, self.last, after)
 
+    def request(self, limit: int) -> PageRequest:
+        """The first request of the slice for pages of ``limit`` rows: one row more when it
+        starts at ``after``, which is dropped."""
+        return self.first, self.last, limit + 1 if self.after is not None else limit
+
 
 class SlicePlan:
     """Cuts the rest of a window into time slices, in hand-out order. Times are in the form's
@@ -152,12 +156,14 @@ class SlicePlan:
         self.after: str | None = None
 
     def whole(self) -> Slice | None:
-        """The whole window as one slice (after the resume point, which stays for the next
-        slice too), or ``None`` when it holds no time."""
-        after = self.after
-        piece = self._slice(self.lo, self.hi)
-        self.after = after
-        return piece
+        """The rest of the window as one slice, or ``None`` when it holds no time."""
+        return self._slice(self.lo, self.hi)
+
+    def first_request(self, limit: int) -> PageRequest | None:
+        """The first request :func:`sliced_pages` sends for pages of ``limit`` rows (half a
+        page), or ``None`` when the window holds no time."""
+        whole = self.whole()
+        return None if whole is None else whole.request(max(1, int(limit * _SLICE_FILL)))
 
     def resume(self, after_id: str, prefix: str) -> None:
         """Plan only what comes after ``after_id``, an id handed out before; the first request
@@ -211,6 +217,7 @@ class SlicePlan:
             self.lo = hi
         piece = self._slice(lo, hi)
         assert piece is not None  # lo < hi
+        self.after = None
         return piece, float(hi - lo)
 
     def _unit(self, doc_id: str, prefix: str) -> int | None:
@@ -220,33 +227,13 @@ class SlicePlan:
             return None
 
     def _slice(self, lo: int, hi: int) -> Slice | None:
+        """Units ``[lo, hi)`` as a slice, starting at the resume point if there is one."""
         unit = self.form.unit_ms
         keys = window_keys(self.form, self.doc_type, lo * unit, hi * unit)
         if keys is None:
             return None
         first, last, _ = keys.bounds(newest_first=self.newest_first, form=self.form)
-        after, self.after = self.after, None
-        return Slice(after or first, last, after)
-
-
-def first_request(plan: SlicePlan | Slice, limit: int) -> PageRequest | None:
-    """The first request :func:`sliced_pages` (given a plan) or :func:`keyset` (given a slice)
-    sends for pages of ``limit`` rows, or ``None`` when the window holds no time: what a caller
-    reads ahead and hands over as their ``first``."""
-    if isinstance(plan, Slice):
-        return plan.first, plan.last, _asked(plan, limit)
-    whole = plan.whole()
-    if whole is None:
-        return None
-    return whole.first, whole.last, _asked(whole, max(1, int(limit * _SLICE_FILL)))
-
-
-def _first_rows(
-    fetch: RangeFetch, request: PageRequest, first: list[Row] | None
-) -> Program[list[Row]]:
-    if first is not None:
-        return first
-    return (yield from fetch(*request))
+        return Slice(self.after or first, last, self.after)
 
 
 def sliced_pages(
@@ -264,12 +251,12 @@ def sliced_pages(
     of about half a page each, ``parallel`` of them in flight while the caller works through
     the page before. A slice that fills its request goes on with keyset pages. Holds at most
     ``parallel + 2`` pages; an emitted page is its taker's, to empty. ``first`` is the answer
-    to the first request (:func:`first_request`), read ahead.
+    to the first request (:meth:`SlicePlan.first_request`), read ahead.
     """
-    whole, request = plan.whole(), first_request(plan, limit)
+    whole, request = plan.whole(), plan.first_request(limit)
     if whole is None or request is None:
         return
-    rows = yield from _first_rows(fetch, request, first)
+    rows = first if first is not None else (yield from fetch(*request))
     full = len(rows) >= request[2]
     if whole.after is not None and rows and rows[0]["id"] == whole.after:
         del rows[0]
@@ -281,7 +268,7 @@ def sliced_pages(
         # No id of the form to learn the density from: read the rest in keyset pages.
         last = rows[-1]["id"]
         yield Emit(rows)
-        yield from keyset(fetch, Slice(last, whole.last, last), limit, limit)
+        yield from keyset(fetch, Slice(last, whole.last, last), limit)
         return
     cut = max(i for i, row in enumerate(rows) if row["id"] == last_wanted)
     flight: deque[tuple[Slice, float, object]] = deque()
@@ -289,7 +276,7 @@ def sliced_pages(
     def fill() -> Program[None]:
         while len(flight) < parallel and (planned := plan.next()) is not None:
             piece, span = planned
-            handle = yield Start(fetch(piece.first, piece.last, _asked(piece, limit)))
+            handle = yield Start(fetch(*piece.request(limit)))
             flight.append((piece, span, handle))
 
     yield from fill()
@@ -300,21 +287,26 @@ def sliced_pages(
         rows = yield Wait(handle)
         plan.learn(span, len(rows), limit)
         yield from fill()
-        yield from _continue(fetch, piece, rows, _asked(piece, limit), limit)
+        yield from keyset(fetch, piece, limit, rows=rows)
 
 
-def _continue(
+def keyset(
     fetch: RangeFetch,
     piece: Slice,
-    rows: list[Row],
-    asked: int,
     limit: int,
+    *,
+    first_limit: int | None = None,
     prefetch: bool = True,
+    rows: list[Row] | None = None,
 ) -> Program[None]:
-    """Emits the pages of ``piece`` from its first answer ``rows`` (to a request for ``asked``
-    rows) on, ``limit`` rows a page, fetching the next while one is handed out (``prefetch``).
-    A page that starts at an id already handed out asks for one row more and drops it."""
-    after = piece.after
+    """Emits the keyset pages of ``piece``: ``first_limit`` rows first (default ``limit``),
+    then ``limit`` a page, fetching the next while one is handed out (``prefetch``); ``rows``
+    is the answer to the first request, read ahead. A page that starts at an id already
+    handed out asks for one row more and drops it."""
+    request = piece.request(limit if first_limit is None else first_limit)
+    if rows is None:
+        rows = yield from fetch(*request)
+    after, asked = piece.after, request[2]
     while True:
         full = len(rows) == asked
         if after is not None and rows and rows[0]["id"] == after:
@@ -330,23 +322,3 @@ def _continue(
         else:
             yield Emit(rows)
             rows = yield from fetch(after, piece.last, asked)
-
-
-def _asked(piece: Slice, limit: int) -> int:
-    """The rows to ask for the first page of ``piece``."""
-    return limit + 1 if piece.after is not None else limit
-
-
-def keyset(
-    fetch: RangeFetch,
-    piece: Slice,
-    first_limit: int,
-    limit: int,
-    prefetch: bool = True,
-    first: list[Row] | None = None,
-) -> Program[None]:
-    """Emits the keyset pages of ``piece``: ``first_limit`` rows first, then ``limit`` a page
-    (:func:`_continue`); ``first`` is the answer to the first request, read ahead."""
-    asked = _asked(piece, first_limit)
-    rows = yield from _first_rows(fetch, (piece.first, piece.last, asked), first)
-    yield from _continue(fetch, piece, rows, asked, limit, prefetch)

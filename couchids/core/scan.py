@@ -11,12 +11,11 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any, Final
 
-from couchids.core.answers import KeySpan, expect_rows
-from couchids.core.asking import ask
 from couchids.core.document import valid_unicode
-from couchids.core.effects import END, Emit, Program, Puller, path, post_json
+from couchids.core.effects import END, Emit, Program, Puller
 from couchids.core.facts import FactsCache, database_facts
 from couchids.core.keys import KeyRange, beyond_keys, resume_point
+from couchids.core.pages import all_docs
 from couchids.core.policy import RetryPolicy
 from couchids.core.windows import DEFAULT_PAGE_SIZE, PARTITION_QUERY_LIMIT, partition_of
 from couchids.errors import InvalidArgumentError
@@ -154,16 +153,9 @@ def range_pages(
 ) -> Program[None]:
     """Emits the pages of the rows with ``keys.low <= id < keys.high`` (or, ``to_the_end``, to
     the end of the index), oldest id time first, unfiltered, in a typed range's partition
-    when the database is partitioned. ``after`` (a checkpoint's id) resumes just past it: it
-    must be an id the walk wants (``wanted``; by default ``form``'s ids of the range's type),
-    clamped to the range (:func:`~couchids.core.keys.resume_point`). The database must exist,
-    and each answer's rows lie inside the keys asked for, in order.
-
-    Raises:
-        InvalidArgumentError: ``after`` is not an id of the walk.
-        ServerError: (and subclasses) a request failed after the retries, or answered rows
-            out of order or outside the keys asked for.
-    """
+    when the database is partitioned. ``after`` (a checkpoint's id, which must be one the walk
+    ``wanted``: by default ``form``'s ids of the range's type) resumes just past it
+    (:func:`~couchids.core.keys.resume_point`)."""
     facts = yield from database_facts(known, db, policy)
     partition = partition_of(keys.prefix) if facts.partitioned else None
     if partition is not None:
@@ -171,8 +163,6 @@ def range_pages(
     first, last, descending = keys.bounds(newest_first=False, form=form)
     if to_the_end and descending:
         raise InvalidArgumentError("a walk to the end of the index reads ascending keys")
-    scope = () if partition is None else ("_partition", partition)
-    url = path(db, *scope, "_all_docs")
     if wanted is None:
         wanted = form.matcher(keys.prefix)
     reach = KeyRange(keys.low, max(keys.high, after or ""), keys.prefix) if to_the_end else keys
@@ -195,12 +185,10 @@ def range_pages(
         if end_key is not None:
             options["end_key"] = end_key
         while True:
+            asked = {**options, "start_key": key, "limit": limit}
             each = policy.renewed()
-            asked = post_json(url, {**options, "start_key": key, "limit": limit})
-            reply = yield from ask(asked, each, db)
-            span = KeySpan(key, end_key, descending)
-            rows = expect_rows(
-                reply.body, each, db, include_docs=include_docs, sent=reply.sent, span=span
+            rows = yield from all_docs(
+                db, asked, each, partition=partition, include_docs=include_docs
             )
             full = len(rows) >= limit
             page = [row for row in rows if row["id"] not in skip]

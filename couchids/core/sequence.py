@@ -17,11 +17,11 @@ import re
 from typing import Final
 
 from couchids.core import arguments
-from couchids.core.answers import KeySpan, answer_error, expect_rows
-from couchids.core.asking import ask
+from couchids.core.answers import answer_error
 from couchids.core.claim import Claim
-from couchids.core.effects import Program, Sleep, path, post_json
+from couchids.core.effects import Program, Sleep
 from couchids.core.facts import FactsCache
+from couchids.core.pages import all_docs
 from couchids.core.policy import MAX_BACKOFF, RetryPolicy
 from couchids.core.revisions import live_leaves
 from couchids.errors import AllocationFailed, InvalidArgumentError
@@ -102,18 +102,15 @@ def claim_block(
 
 def _after_highest(known: FactsCache, db: str, name: str, policy: RetryPolicy) -> Program[int]:
     """Where the next block starts, as far as the index shows: 1 when there is none."""
-    span = KeySpan(block_id(name, 10**_START_DIGITS - 1), block_id(name, 0), descending=True)
-    options = {"start_key": span.start, "end_key": span.end, "descending": True, "limit": 1}
-    reply = yield from ask(post_json(path(db, "_all_docs"), options), policy, db)
-    rows = expect_rows(reply.body, policy, db, sent=reply.sent, span=span)
+    high, low = block_id(name, 10**_START_DIGITS - 1), block_id(name, 0)
+    options = {"start_key": high, "end_key": low, "descending": True, "limit": 1}
+    rows = yield from all_docs(db, options, policy)
     if not rows:
         return 1
     highest = str(rows[0].get("id"))
     digits = highest[len(block_id(name, 0)) - _START_DIGITS :]
     if not (digits.isascii() and digits.isdigit() and len(digits) == _START_DIGITS):
-        raise answer_error(
-            policy, db, f"{highest!r:.80} is not a block id of sequence {name!r}", reply.sent
-        )
+        raise answer_error(policy, db, f"{highest!r:.80} is not a block id of sequence {name!r}")
     start = int(digits)
     return (yield from _end_of(known, db, name, start, policy)) or start
 

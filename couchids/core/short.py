@@ -16,13 +16,12 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import date, timedelta
 from typing import Any, Final, Protocol, runtime_checkable
 
-from couchids.core.answers import KeySpan, expect_rows
-from couchids.core.asking import ask
 from couchids.core.claim import ALLOC_FIELD, Claim
 from couchids.core.document import check_new
-from couchids.core.effects import Emit, Program, path, post_json
+from couchids.core.effects import Emit, Program
 from couchids.core.facts import FactsCache
 from couchids.core.options import Options
+from couchids.core.pages import all_docs
 from couchids.core.policy import RetryPolicy
 from couchids.core.writes import encode, written
 from couchids.errors import AllocationFailed, InvalidArgumentError, ServerError, WriteResult
@@ -272,10 +271,8 @@ def short_id_pages(
     (:func:`next_short_key`), never read."""
     key: str | None = low
     while key is not None and key < high:
-        each = policy.renewed()
         options = {"start_key": key, "end_key": high, "limit": batch_size}
-        reply = yield from ask(post_json(path(db, "_all_docs"), options), each, db)
-        rows = expect_rows(reply.body, each, db, sent=reply.sent, span=KeySpan(key, high))
+        rows = yield from all_docs(db, options, policy.renewed())
         page: list[dict[str, Any]] = []
         following: str | None = None
         for row in rows:

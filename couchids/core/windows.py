@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final, NamedTuple
+from typing import Any, Final
 
 from couchids.core.alltypes import each_type, merge_by_time, types_present
 from couchids.core.arguments import count as check_count
@@ -27,8 +27,7 @@ from couchids.core.pages import (
     RangeFetch,
     Slice,
     SlicePlan,
-    fetch_page,
-    first_request,
+    all_docs,
     keyset,
     sliced_pages,
 )
@@ -227,12 +226,8 @@ class Opening:
     rows: list[Row]
 
 
-class _Reading(NamedTuple):
-    """How a scan reads: its first request, a fetch, and its pages given the first answer."""
-
-    request: PageRequest
-    fetch: RangeFetch
-    pages: Callable[[list[Row] | None], Program[None]]
+#: How a scan reads: its first request, a fetch, and its pages given the first answer.
+_Reading = tuple[PageRequest, RangeFetch, Callable[[list[Row] | None], Program[None]]]
 
 
 class _Scan:
@@ -275,8 +270,9 @@ class _Scan:
         reading = yield from self._reading(first_limit, next_limit, prefetch, parallel)
         if reading is None:
             return
-        first = opened.rows if opened is not None and opened.request == reading.request else None
-        puller = Puller(reading.pages(first))
+        request, _, pages = reading
+        first = opened.rows if opened is not None and opened.request == request else None
+        puller = Puller(pages(first))
         wanted = self._wanted
         try:
             while (page := (yield from puller.next())) is not END:
@@ -301,7 +297,8 @@ class _Scan:
         reading = yield from self._reading(first_limit, next_limit, True, parallel)
         if reading is None:
             return Opening(None, [])
-        return Opening(reading.request, (yield from reading.fetch(*reading.request)))
+        request, fetch, _ = reading
+        return Opening(request, (yield from fetch(*request)))
 
     def _reading(
         self, first_limit: int, next_limit: int, prefetch: bool, parallel: int
@@ -321,30 +318,27 @@ class _Scan:
             newest_first=self.newest_first, form=self.form
         )
 
+        fixed: dict[str, Any] = {"descending": descending, "include_docs": self.include_docs}
+        if self.attachments:
+            fixed["attachments"] = True
+        if self.conflicts:
+            fixed["conflicts"] = True
+
         def fetch(start_key: str, end_key: str, limit: int) -> Program[list[Row]]:
-            options = {
-                "start_key": start_key,
-                "end_key": end_key,
-                "limit": limit,
-                "descending": descending,
-                "include_docs": self.include_docs,
-            }
-            if self.attachments:
-                options["attachments"] = True
-            if self.conflicts:
-                options["conflicts"] = True
+            options = {"start_key": start_key, "end_key": end_key, "limit": limit, **fixed}
             # The first page shares the deadline of the database lookup.
             policy = self.policy if start_key == first_key else self.policy.renewed()
-            return fetch_page(self.db, partition, options, self.include_docs, policy)
+            docs = self.include_docs
+            return all_docs(self.db, options, policy, partition=partition, include_docs=docs)
 
         if parallel == 1 and self.after is None:
             piece = Slice(first_key, last_key)
-            request = first_request(piece, first_limit)
-            assert request is not None  # a slice is a request
-            return _Reading(
-                request,
+            return (
+                piece.request(first_limit),
                 fetch,
-                lambda first: keyset(fetch, piece, first_limit, next_limit, prefetch, first),
+                lambda first: keyset(
+                    fetch, piece, next_limit, first_limit=first_limit, prefetch=prefetch, rows=first
+                ),
             )
         plan = SlicePlan(self.form, self.doc_type, self.newest_first, self.start_ms, self.end_ms)
         if self.after is not None:
@@ -355,10 +349,10 @@ class _Scan:
             wanted = self.form.matcher(keys.prefix)
             resume_point(keys, self.after, descending=descending, wanted=wanted, what=what)
             plan.resume(self.after, keys.prefix)
-        request = first_request(plan, first_limit)
+        request = plan.first_request(first_limit)
         if request is None:
             return None
-        return _Reading(
+        return (
             request,
             fetch,
             lambda first: sliced_pages(
@@ -367,7 +361,7 @@ class _Scan:
         )
 
 
-def matcher(form: IdForm, keys: KeyRange | None) -> Any:
+def matcher(form: IdForm, keys: KeyRange | None) -> Callable[[str], bool]:
     """Whether a row's id is the range's prefix followed by an id of ``form``, inside the range
     (``low <= id < high``, whatever the server answered). An id of the form inside the exact
     key range holds a time inside the window (tests/test_keys.py proves it for every form), so
