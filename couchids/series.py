@@ -353,12 +353,7 @@ class Series:
             newest = events.latest(5, type="reading")
         """
         program = series.latest(
-            self._facts,
-            self.layout,
-            n,
-            type=type,
-            include_docs=include_docs,
-            options=self.options,
+            self._facts, self.layout, n, type=type, include_docs=include_docs, options=self.options
         )
         return run(self.client, program)
 
@@ -411,13 +406,7 @@ class Series:
             events.count("2026-01-01", "2027-01-01", type="reading")
         """
         program = series.count(
-            self._facts,
-            self.layout,
-            start,
-            end,
-            type=type,
-            exact=exact,
-            options=self.options,
+            self._facts, self.layout, start, end, type=type, exact=exact, options=self.options
         )
         return run(self.client, program)
 
@@ -483,12 +472,7 @@ class Series:
             report.deleted  # 0: 2026-01-01 starts a period
         """
         program = series.expire(
-            self._facts,
-            self.layout,
-            before,
-            dry_run=dry_run,
-            purge=purge,
-            options=self.options,
+            self._facts, self.layout, before, dry_run=dry_run, purge=purge, options=self.options
         )
         return run(self.client, program)
 

@@ -66,9 +66,7 @@ __all__ = [
     "SeriesExpireReport",
     "SeriesLayout",
     "count",
-    "count_databases",
     "create_database",
-    "database_cap",
     "drop_database",
     "expire",
     "export",
@@ -147,14 +145,6 @@ def list_databases(
     return sorted((period, name) for name in names if (period := layout.period(name)))
 
 
-def count_databases(policy: RetryPolicy, db: str) -> Program[int]:
-    """How many databases the server holds, the series' and others (the cap counts them
-    all): one ``GET /_all_dbs``. ``ServerError`` when it fails or answers no list of names."""
-    names, sent = yield from _all_dbs(policy, db)
-    check_listing("_all_dbs", names, policy, db, sent=sent)
-    return len(names)
-
-
 def _all_dbs(
     policy: RetryPolicy, db: str, params: dict[str, str] | None = None
 ) -> Program[tuple[list[str], str]]:
@@ -225,13 +215,12 @@ def _refused(
         why = "its answer speaks of a limit"
     else:
         try:
-            cap = yield from database_cap(known, max_databases, policy.renewed(), name)
-            held = None if cap is None else (yield from count_databases(policy.renewed(), name))
+            room = yield from _room(known, max_databases, policy.renewed(), name)
         except ServerError:
             return failure
-        if cap is None or held is None or held < cap:
+        if room is None or room[1] < room[0]:
             return failure
-        why = f"it holds {held} databases, and allows {cap}"
+        why = f"it holds {room[1]} databases, and allows {room[0]}"
     return DatabaseLimitError(
         f"{policy.operation} on {name!r} (PUT {path(name)}): the server refused to create the "
         f"database (HTTP 403): {why}; nothing was written to it: {_CAP_ADVICE}",
@@ -239,31 +228,33 @@ def _refused(
     )
 
 
-def database_cap(
+def _room(
     known: FactsCache, max_databases: int | None, policy: RetryPolicy, db: str
-) -> Program[int | None]:
-    """The most databases the server holds: ``max_databases`` when given; else, on IBM
-    Cloudant, its :data:`CAPACITY_PATH` (``None`` where the credentials may not read it);
-    else ``None``, not known. ``ServerError`` when the server fails or answers in another
-    shape."""
-    if max_databases is not None:
-        return max_databases
-    if (yield from counting.server_kind(known, policy, db)) != "cloudant":
-        return None
-    try:
-        reply = yield from ask(Request("GET", CAPACITY_PATH), policy, db)
-    except ServerError as exc:
-        if exc.status in (401, 403, 404):
-            return None  # the manager role is needed, or an older instance has no such thing
-        raise
-    current = reply.body.get("current") if isinstance(reply.body, dict) else None
-    databases = current.get("databases") if isinstance(current, dict) else None
-    total = databases.get("total") if isinstance(databases, dict) else None
-    if not isinstance(total, int) or isinstance(total, bool) or total < 1:
-        raise answer_error(
-            policy, db, f"{CAPACITY_PATH} answered {describe(reply.body)}", reply.sent
-        )
-    return total
+) -> Program[tuple[int, int] | None]:
+    """The most databases the server holds (``max_databases``; else, on IBM Cloudant, its
+    :data:`CAPACITY_PATH`) and how many it holds, the series' and others (one ``GET
+    /_all_dbs``); ``None`` where the cap is not known or the credentials may not read it.
+    ``ServerError`` when the server fails or answers in another shape."""
+    cap = max_databases
+    if cap is None:
+        if (yield from counting.server_kind(known, policy, db)) != "cloudant":
+            return None
+        try:
+            reply = yield from ask(Request("GET", CAPACITY_PATH), policy, db)
+        except ServerError as exc:
+            if exc.status in (401, 403, 404):
+                return None  # the manager role is needed, or an older instance has no such thing
+            raise
+        current = reply.body.get("current") if isinstance(reply.body, dict) else None
+        databases = current.get("databases") if isinstance(current, dict) else None
+        cap = databases.get("total") if isinstance(databases, dict) else None
+        if not isinstance(cap, int) or isinstance(cap, bool) or cap < 1:
+            raise answer_error(
+                policy, db, f"{CAPACITY_PATH} answered {describe(reply.body)}", reply.sent
+            )
+    names, sent = yield from _all_dbs(policy.renewed(), db)
+    check_listing("_all_dbs", names, policy, db, sent=sent)
+    return cap, len(names)
 
 
 def headroom(
@@ -274,13 +265,12 @@ def headroom(
     max_databases: int | None,
 ) -> Program[str | None]:
     """What :meth:`couchids.Series.prepare` warns about once it made its databases, or
-    ``None``: a server whose cap on databases (:func:`database_cap`) leaves room for no more
-    than ``ahead`` new ones. Nothing is read where the cap is not known; ``ServerError``
-    when the cap or the count cannot be read."""
-    cap = yield from database_cap(known, max_databases, policy.renewed(), layout.prefix)
-    if cap is None:
+    ``None``: a server whose cap on databases leaves room for no more than ``ahead`` new ones
+    (:func:`_room`; ``ServerError`` when it cannot be read)."""
+    room = yield from _room(known, max_databases, policy.renewed(), layout.prefix)
+    if room is None:
         return None
-    held = yield from count_databases(policy.renewed(), layout.prefix)
+    cap, held = room
     free = max(cap - held, 0)
     if free > ahead:
         return None
@@ -307,9 +297,8 @@ def make_missing(
     max_databases: int | None,
 ) -> Program[None]:
     """Make sure each database of ``names`` exists (``GET /{db}`` for each this client does
-    not know yet, ``PUT`` for each missing one): what :meth:`couchids.Series.bulk_create`
-    does first, so that the server's cap (``DatabaseLimitError``) refuses the whole call
-    before a document is sent."""
+    not know yet, ``PUT`` for each missing one), so that the server's cap refuses a whole
+    :meth:`couchids.Series.bulk_create` before a document is sent."""
     for name in names:
         if name in known:
             continue
@@ -524,8 +513,8 @@ class PlacedResults:
 
 
 # -- reading across periods ---------------------------------------------------------------
-# Each program checks its arguments when it is made, by making (and letting go of) the
-# program of one database with them, as the handles' other methods do.
+# Each program is the one of one database run on each period's database, its window clamped
+# to the period (:func:`_per_period`); it checks its arguments when it is made.
 
 
 def window(
@@ -540,8 +529,8 @@ def window(
     options: Options,
 ) -> Program[None]:
     """The program of :meth:`couchids.Series.window`: emits the pages of each period's
-    window (:func:`couchids.core.windows.window`), in the window's order."""
-    start_ms, end_ms = to_ms(start), to_ms(end)
+    window (:func:`couchids.core.windows.window`), in the window's order, reading the answer to
+    each database's first request while the caller works through the one before."""
 
     def part(name: str, a: int, b: int) -> windows.WindowRead:
         return windows.window(
@@ -556,29 +545,20 @@ def window(
             options=options,
         )
 
-    part(layout.prefix, start_ms, end_ms)  # checks the arguments
-    policy = options.unretried("window")
+    def run(spans: list[Span]) -> Program[None]:
+        reads = [part(*span) for span in (spans[::-1] if newest_first else spans)]
+        ahead: object = None
+        for index, read in enumerate(reads):
+            handle = ahead if index else (yield Start(read.open()))
+            if index + 1 < len(reads):
+                ahead = yield Start(reads[index + 1].open())
+            try:
+                opened = yield Wait(handle)
+            except DatabaseNotFoundError:
+                continue
+            yield from _period(read.pages(opened))
 
-    def run() -> Program[None]:
-        spans = yield from _across(known, layout, policy, start_ms, end_ms)
-        yield from _read_ahead([part(*span) for span in (spans[::-1] if newest_first else spans)])
-
-    return run()
-
-
-def _read_ahead(reads: list[windows.WindowRead]) -> Program[None]:
-    """Emits the pages of each of ``reads`` in turn, as :func:`_period` does, reading the
-    answer to each one's first request while the caller works through the one before."""
-    ahead: object = None
-    for index, read in enumerate(reads):
-        handle = ahead if index else (yield Start(read.open()))
-        if index + 1 < len(reads):
-            ahead = yield Start(reads[index + 1].open())
-        try:
-            opened = yield Wait(handle)
-        except DatabaseNotFoundError:
-            continue
-        yield from _period(read.pages(opened))
+    return _per_period(known, layout, options.unretried("window"), start, end, part, run)
 
 
 def latest(
@@ -594,16 +574,9 @@ def latest(
     newest database first (:func:`couchids.core.windows.newest` within each period),
     stopping once ``n`` are found."""
     form = layout.form
-    _checked(
-        windows.latest(
-            known,
-            layout.prefix,
-            n,
-            type=type,
-            form=form,
-            include_docs=include_docs,
-            options=options,
-        )
+    # Checks the arguments.
+    windows.latest(
+        known, layout.prefix, n, type=type, form=form, include_docs=include_docs, options=options
     )
     policy = options.unretried("latest")
 
@@ -644,22 +617,16 @@ def count(
     """The program of :meth:`couchids.Series.count`: the sum of each period's count
     (:func:`couchids.core.counting.counted`), :data:`PERIOD_WORKERS` databases at a time."""
     policy = options.policy("count")
-    start_ms, end_ms = to_ms(start), to_ms(end)
 
-    def part(span: Span) -> Program[int]:
-        name, a, b = span
-        program = counting.counted(
+    def part(name: str, a: int, b: int) -> Program[int]:
+        return counting.counted(
             known, policy.renewed(), name, a, b, type=type, form=layout.form, exact=exact
         )
-        return _unless_missing(program, 0)
 
-    _checked(part((layout.prefix, start_ms, end_ms)))
+    def run(spans: list[Span]) -> Program[int]:
+        return sum((yield from _each_period(part, spans, 0)))
 
-    def run() -> Program[int]:
-        spans = yield from _across(known, layout, policy, start_ms, end_ms)
-        return sum((yield from each_type(part, spans, PERIOD_WORKERS)))
-
-    return run()
+    return _per_period(known, layout, policy, start, end, part, run)
 
 
 def histogram(
@@ -679,11 +646,9 @@ def histogram(
     inner edges, and edges at its period's start and end, so each of its buckets lies inside
     one bucket of the whole window."""
     policy = options.policy("histogram")
-    start_ms, end_ms = to_ms(start), to_ms(end)
 
-    def part(span: Span) -> Program[list[Bucket]]:
-        name, a, b = span
-        program = counting.histogram(
+    def part(name: str, a: int, b: int) -> Program[list[Bucket]]:
+        return counting.histogram(
             known,
             policy.renewed(),
             name,
@@ -695,25 +660,19 @@ def histogram(
             exact=exact,
             parallel=options.slices("histogram"),
         )
-        return _unless_missing(program, [])
 
-    _checked(part((layout.prefix, start_ms, end_ms)))
-    edges = bucket_edges(start_ms, end_ms, parse_every(every))
-
-    def run() -> Program[list[Bucket]]:
-        spans = list(itertools.pairwise(edges))
-        counts = [0] * len(spans)
-        if spans:
-            parts = yield from _across(known, layout, policy, edges[0], edges[-1])
-            for buckets in (yield from each_type(part, parts, PERIOD_WORKERS)):
-                for bucket in buckets:
-                    counts[bisect.bisect_right(edges, to_ms(bucket.start)) - 1] += bucket.count
+    def run(spans: list[Span]) -> Program[list[Bucket]]:
+        edges = bucket_edges(to_ms(start), to_ms(end), parse_every(every))
+        counts, none = [0] * (len(edges) - 1), list[Bucket]()
+        for buckets in (yield from _each_period(part, spans, none)):
+            for bucket in buckets:
+                counts[bisect.bisect_right(edges, to_ms(bucket.start)) - 1] += bucket.count
         return [
             Bucket(to_datetime(a), to_datetime(b), n)
-            for (a, b), n in zip(spans, counts, strict=True)
+            for (a, b), n in zip(itertools.pairwise(edges), counts, strict=True)
         ]
 
-    return run()
+    return _per_period(known, layout, policy, start, end, part, run)
 
 
 def export(
@@ -737,7 +696,6 @@ def export(
     batch_size, parallel = options.batch("export"), options.slices("export")
     columns, mark = exporting.check_output(out, csv, checkpoint)
     check_function("on_progress", on_progress)
-    start_ms, end_ms = to_ms(start), to_ms(end)
 
     def part(name: str, a: int, b: int) -> Program[None]:
         return exporting.window_documents(
@@ -753,18 +711,56 @@ def export(
             parallel=parallel,
         )
 
-    _checked(part(layout.prefix, start_ms, end_ms))
-    if mark.last_id is not None:
-        # An id of no export of the series is refused by the first period read.
-        with contextlib.suppress(InvalidInputError):
-            done = period_of(layout.every, layout.time_of_id(mark.last_id))
-            start_ms = max(start_ms, done.start_ms)
-
-    def pages() -> Program[None]:
-        for span in (yield from _across(known, layout, policy, start_ms, end_ms)):
+    def run(spans: list[Span]) -> Program[None]:
+        if mark.last_id is not None:
+            # An id of no export of the series is refused by the first period read.
+            with contextlib.suppress(InvalidInputError):
+                done = period_of(layout.every, layout.time_of_id(mark.last_id))
+                spans = [span for span in spans if span[2] > done.start_ms]
+        for span in spans:
             yield from _period(part(*span))
 
-    return exporting.write_documents(pages(), out, columns, mark, on_progress)
+    pages = _per_period(known, layout, policy, start, end, part, run)
+    return exporting.write_documents(pages, out, columns, mark, on_progress)
+
+
+def _per_period(
+    known: FactsCache,
+    layout: SeriesLayout,
+    policy: RetryPolicy,
+    start: TimeLike,
+    end: TimeLike,
+    part: Callable[[str, int, int], object],
+    run: Callable[[list[Span]], Program[T]],
+) -> Program[T]:
+    """``run`` of the series' databases whose period overlaps ``[start, end)``, each with the
+    part of the window in its period (``(name, start_ms, end_ms)``, oldest first), found by
+    :func:`list_databases`. Making ``part``, the program of one database, for the whole window
+    checks the arguments now."""
+    start_ms, end_ms = to_ms(start), to_ms(end)
+    part(layout.prefix, start_ms, end_ms)
+
+    def spans() -> Program[T]:
+        listed = yield from list_databases(known, layout, policy)
+        return (
+            yield from run(
+                [
+                    (name, max(start_ms, period.start_ms), min(end_ms, period.end_ms))
+                    for period, name in listed
+                    if period.overlaps(start_ms, end_ms)
+                ]
+            )
+        )
+
+    return spans()
+
+
+def _each_period(
+    part: Callable[[str, int, int], Program[T]], spans: list[Span], missing: T
+) -> Program[list[T]]:
+    """``part`` of each of ``spans``, :data:`PERIOD_WORKERS` at a time, in their order;
+    ``missing`` for a database that does not exist."""
+    return each_type(lambda span: _unless_missing(part(*span), missing), spans, PERIOD_WORKERS)
 
 
 # -- retention --------------------------------------------------------------------------
@@ -818,11 +814,6 @@ class SeriesExpireReport:
         """``(id, reason)`` of documents the server refused to delete."""
         return [failure for report in self.expired.values() for failure in report.failed]
 
-    def _add(self, name: str, each: ExpireReport) -> None:
-        """Put ``each``, the expiry of the database ``name``, in the report."""
-        self.expired[name] = each
-        self.deleted += each.matched if self.dry_run else each.deleted
-
 
 def expire(
     known: FactsCache,
@@ -835,128 +826,117 @@ def expire(
 ) -> Program[SeriesExpireReport]:
     """The program of :meth:`couchids.Series.expire`; the arguments are checked now, as
     :func:`couchids.core.expiry.expire` checks them."""
-    policy = options.policy("expire")
+    policy, batch_size = options.policy("expire"), options.batch("expire")
     before_ms = to_ms(before)
-    _checked(
-        expiry.expire(
-            known,
-            layout.prefix,
-            before_ms,
-            type=None,
-            form=layout.form,
-            dry_run=dry_run,
-            purge=purge,
-            checkpoint=None,
-            on_progress=None,
-            options=options,
-        )
+    # Checks the arguments.
+    expiry.expire(
+        known,
+        layout.prefix,
+        before_ms,
+        type=None,
+        form=layout.form,
+        dry_run=dry_run,
+        purge=purge,
+        checkpoint=None,
+        on_progress=None,
+        options=options,
     )
     report = SeriesExpireReport(dry_run=dry_run, before=to_datetime(before_ms))
-    batch_size = options.batch("expire")
-    return _Expiry(known, layout, before_ms, purge, batch_size, policy, report).run()
 
+    def database(at: tuple[Period, str], whole: bool) -> Program[ExpireReport | None]:
+        return _expire_database(
+            known, layout, at, report, policy, batch_size, purge=purge, whole=whole
+        )
 
-@dataclass(frozen=True)
-class _Expiry:
-    """One :func:`expire`."""
+    def add(name: str, each: ExpireReport | None, whole: bool) -> None:
+        if each is not None and (whole or each.matched or each.conflicts or each.failed):
+            report.expired[name] = each
+            report.deleted += each.matched if dry_run else each.deleted
 
-    known: FactsCache
-    layout: SeriesLayout
-    before_ms: int
-    purge: bool
-    batch_size: int
-    policy: RetryPolicy
-    report: SeriesExpireReport
-
-    def run(self) -> Program[SeriesExpireReport]:
-        report, before_ms = self.report, self.before_ms
-        listed = yield from list_databases(self.known, self.layout, self.policy.renewed())
-        if self.purge and not report.dry_run:
-            yield from self._check_purge(listed)
-        # The boundary period first: an expiry refused there (a purge the server cannot do)
-        # is refused before any database is dropped.
+    def run() -> Program[SeriesExpireReport]:
+        listed = yield from list_databases(known, layout, policy.renewed())
+        if purge and not dry_run:
+            # A purge the server cannot do is refused before any database is dropped or any
+            # document deleted: asked of the first database of the series that still exists.
+            for _, name in listed:
+                with contextlib.suppress(DatabaseNotFoundError):
+                    yield from expiry.check_purge(known, name, policy.renewed())
+                    break
+        # The boundary period first: an expiry refused there is refused before any database
+        # is dropped. The series' writers put every document in the database of its id's
+        # time, so a later period's database holds no older id of theirs; one stored there by
+        # other means goes too.
         for period, name in listed:
             if period.start_ms < before_ms < period.end_ms:
                 report.boundary = name
-                each = yield from _unless_missing(self._database(period, name, whole=True), None)
-                if each is not None:
-                    report._add(name, each)
-        # The series' writers put every document in the database of its id's time, so a
-        # later period's database holds no older id of theirs; one stored there by other
-        # means goes too.
+                add(name, (yield from database((period, name), True)), True)
         later = [(period, name) for period, name in listed if period.start_ms >= before_ms]
-
-        def database(at: tuple[Period, str]) -> Program[ExpireReport | None]:
-            return _unless_missing(self._database(*at, whole=False), None)
-
-        for (_, name), found in zip(
-            later, (yield from each_type(database, later, PERIOD_WORKERS)), strict=True
-        ):
-            if found is not None and (found.matched or found.conflicts or found.failed):
-                report._add(name, found)
+        found = yield from each_type(lambda at: database(at, False), later, PERIOD_WORKERS)
+        for (_, name), each in zip(later, found, strict=True):
+            add(name, each, False)
         for period, name in listed:
             if period.end_ms <= before_ms:
                 report.dropped.append(name)
-                if not report.dry_run:
-                    policy = self.policy.renewed()
-                    yield from drop_database(self.known, self.layout, name, before_ms, policy)
+                if not dry_run:
+                    yield from drop_database(known, layout, name, before_ms, policy.renewed())
         return report
 
-    def _check_purge(self, listed: list[tuple[Period, str]]) -> Program[None]:
-        """Refuse ``purge=True`` on a server that cannot purge before any database is dropped
-        or any document deleted (:func:`~couchids.core.expiry.check_purge` on the first of
-        the series' databases that still exists; each database's expiry checks again)."""
-        for _, name in listed:
+    return run()
+
+
+def _expire_database(
+    known: FactsCache,
+    layout: SeriesLayout,
+    at: tuple[Period, str],
+    report: SeriesExpireReport,
+    policy: RetryPolicy,
+    batch_size: int,
+    *,
+    purge: bool,
+    whole: bool,
+) -> Program[ExpireReport | None]:
+    """Delete the documents of the database ``at`` whose id holds a time before the report's
+    (:func:`id_time`; design documents stay); ``None`` when it does not exist. ``whole``
+    (the boundary period's) reads every id and reports those whose time cannot be read,
+    else only the rows :func:`older_rows` finds. A loose form's ids of a type count only
+    once :func:`~couchids.core.scan.check_one_form` trusts them."""
+    (period, name), form, before_ms = at, layout.form, to_ms(report.before)
+    checked: set[str | None] | None = set() if form.loose else None
+
+    def check(doc_type: str | None) -> Program[bool]:
+        if checked is not None:
             try:
-                yield from expiry.check_purge(self.known, name, self.policy.renewed())
-            except DatabaseNotFoundError:
-                continue  # dropped meanwhile: another database of the series answers
-            return
+                yield from check_one_form(known, name, form, doc_type, policy.renewed())
+            except InvalidTypeError:
+                return False
+            checked.add(doc_type)
+        return True
 
-    def _database(self, period: Period, name: str, *, whole: bool) -> Program[ExpireReport]:
-        """Delete the documents of the database ``name`` whose id holds a time before
-        ``before_ms`` (:func:`id_time`; design documents stay): with ``whole`` (the boundary
-        period's) reading every id and reporting those whose time cannot be read, else only
-        the rows :func:`older_rows` finds. A loose form's ids of a type count only once
-        :func:`~couchids.core.scan.check_one_form` trusts them (another form's could pass
-        for them)."""
-        known, form, policy, report = self.known, self.layout.form, self.policy, self.report
-        checked: set[str | None] | None = set() if form.loose else None
+    def goes(doc_id: str) -> bool:
+        if doc_id.startswith("_design/"):
+            return False
+        ms = time_of(doc_id)
+        if ms is None and whole:
+            report.unread.append(doc_id)
+        return ms is not None and ms < before_ms
 
-        def check(doc_type: str | None) -> Program[bool]:
-            if checked is not None:
-                try:
-                    yield from check_one_form(known, name, form, doc_type, policy.renewed())
-                except InvalidTypeError:
-                    return False
-                checked.add(doc_type)
-            return True
-
+    try:
         if whole and checked is not None:
             # Every type is checked before any id is deleted.
             types = yield from types_present(name, form.separator, policy.renewed())
             for doc_type in [None, *types]:
                 yield from check(doc_type)
-        if self.purge and not report.dry_run:
+        if purge and not report.dry_run:
             yield from expiry.check_purge(known, name, policy.renewed())
-        time_of = id_time(self.layout, period.start_ms, checked)
-
-        def goes(doc_id: str) -> bool:
-            if doc_id.startswith("_design/"):
-                return False
-            ms = time_of(doc_id)
-            if ms is None and whole:
-                report.unread.append(doc_id)
-            return ms is not None and ms < self.before_ms
-
+        time_of = id_time(layout, period.start_ms, checked)
         if whole:
-            rows = expiry.index_rows(known, name, policy, batch_size=self.batch_size)
+            rows = expiry.index_rows(known, name, policy, batch_size=batch_size)
         else:
-            rows = older_rows(known, name, form, self.before_ms, policy, self.batch_size, check)
+            rows = older_rows(known, name, form, before_ms, policy, batch_size, check)
         each = ExpireReport(dry_run=report.dry_run)
-        return (
-            yield from expiry.expire_rows(known, name, rows, goes, each, policy, purge=self.purge)
-        )
+        return (yield from expiry.expire_rows(known, name, rows, goes, each, policy, purge=purge))
+    except DatabaseNotFoundError:
+        return None
 
 
 def older_rows(
@@ -971,13 +951,10 @@ def older_rows(
     """Emits ``_all_docs`` rows of ``db`` in key order, ``batch_size`` at most at a time,
     among which lies every id older than ``before_ms`` of the layouts a series writes (the
     form's ids, untyped or of a type, and short ids); the caller picks them by their time.
-
-    The walk of :func:`~couchids.core.alltypes.walk_types`: ids that name no type are read as
-    they come; a type whose first id sorts before its key of ``before_ms`` has its range
-    before it read, and is jumped over otherwise, so a database holding only its own
-    period's ids costs about one request per type. ``check(type)`` (``None``: untyped) is
-    asked before a scope's rows are taken; a type it refuses is jumped over.
-    """
+    A :func:`~couchids.core.alltypes.walk_types` that reads the range before ``before_ms``
+    of a type whose first id sorts before it, and jumps over the others: about one request
+    per type where a database holds only its own period's ids. A type ``check(type)``
+    (``None``: untyped) refuses is jumped over."""
 
     def visit(landed: Landed) -> Program[None]:
         for typed, run in itertools.groupby(landed, lambda at: at[1].doc_type is not None):
@@ -1064,24 +1041,6 @@ def id_time(
 
 
 # -- helpers ------------------------------------------------------------------------------
-
-
-def _checked(program: Program[Any]) -> None:
-    """Let go of a program made only so that its arguments were checked (a program checks
-    them when it is made, and sends nothing before it runs)."""
-    program.close()
-
-
-def _across(
-    known: FactsCache, layout: SeriesLayout, policy: RetryPolicy, start_ms: int, end_ms: int
-) -> Program[list[Span]]:
-    """Each database of the series whose period overlaps ``[start_ms, end_ms)``, with the
-    part of the window in its period, oldest first (:func:`list_databases`)."""
-    return [
-        (name, max(start_ms, period.start_ms), min(end_ms, period.end_ms))
-        for period, name in (yield from list_databases(known, layout, policy))
-        if period.overlaps(start_ms, end_ms)
-    ]
 
 
 def _unless_missing(program: Program[T], missing: T) -> Program[T]:
