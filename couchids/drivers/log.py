@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Iterator
-from typing import Final, TextIO
+from typing import Any, Final, TextIO
 
 from couchids.core.effects import Send
 
@@ -25,9 +25,17 @@ REQUESTS: Final = logging.getLogger("couchids.request")
 HTTP_LOGGERS: Final = ("urllib3",)
 
 
-def _route(effect: Send) -> tuple[str, str]:
-    # couchids' paths hold no query string (the parameters travel apart): cut one anyway.
-    return effect.request.method, effect.request.path.split("?", 1)[0]
+def _fields(effect: Send, **more: Any) -> dict[str, Any]:
+    """The values every record of ``effect`` carries, and ``more``, named ``couchids_*``."""
+    return {
+        "couchids_method": effect.request.method,
+        # couchids' paths hold no query string (the parameters travel apart): cut one anyway.
+        "couchids_path": effect.request.path.split("?", 1)[0],
+        "couchids_attempt": effect.attempt,
+        "couchids_operation": effect.policy.operation,
+        "couchids_db": effect.db,
+        **{f"couchids_{name}": value for name, value in more.items()},
+    }
 
 
 def sent(effect: Send, status: int | None, failure: str | None, ms: float) -> None:
@@ -35,25 +43,12 @@ def sent(effect: Send, status: int | None, failure: str | None, ms: float) -> No
     when no answer came, after ``ms`` milliseconds."""
     if not REQUESTS.isEnabledFor(logging.DEBUG):
         return
-    method, path = _route(effect)
     outcome = str(status) if status is not None else failure or "no answer"
+    lost = None if status is not None else outcome
+    extra = _fields(effect, status=status, failure=lost, ms=round(ms, 1))
+    where = extra["couchids_method"], extra["couchids_path"]
     REQUESTS.debug(
-        "%s %s %s %d ms (attempt %d)",
-        method,
-        path,
-        outcome,
-        round(ms),
-        effect.attempt,
-        extra={
-            "couchids_method": method,
-            "couchids_path": path,
-            "couchids_status": status,
-            "couchids_failure": None if status is not None else outcome,
-            "couchids_ms": round(ms, 1),
-            "couchids_attempt": effect.attempt,
-            "couchids_operation": effect.policy.operation,
-            "couchids_db": effect.db,
-        },
+        "%s %s %s %d ms (attempt %d)", *where, outcome, round(ms), effect.attempt, extra=extra
     )
 
 
@@ -71,30 +66,17 @@ def retrying(
     answered 429, sent again once its class has room (no retry of the call's)."""
     if not REQUESTS.isEnabledFor(logging.INFO):
         return
-    method, path = _route(retry)
     if client is not None:
         which = f"the client's retry {client[0]} of {client[1]}"
     elif paced:
         which = f"rate limited: attempt {retry.attempt} again once its class has room"
     else:
         which = f"attempt {retry.attempt} of {retry.policy.retries + 1}"
+    number = None if client is None else client[0]
+    extra = _fields(retry, reason=reason, wait=seconds, client_retry=number)
+    where = extra["couchids_method"], extra["couchids_path"]
     REQUESTS.info(
-        "retrying %s %s after %s, in %.2f s (%s)",
-        method,
-        path,
-        reason,
-        seconds,
-        which,
-        extra={
-            "couchids_method": method,
-            "couchids_path": path,
-            "couchids_reason": reason,
-            "couchids_wait": seconds,
-            "couchids_attempt": retry.attempt,
-            "couchids_client_retry": None if client is None else client[0],
-            "couchids_operation": retry.policy.operation,
-            "couchids_db": retry.db,
-        },
+        "retrying %s %s after %s, in %.2f s (%s)", *where, reason, seconds, which, extra=extra
     )
 
 
