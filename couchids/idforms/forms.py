@@ -205,8 +205,8 @@ class KuuidForm(IdForm, default=True):
         return 0 <= unit < 1 << V7_TIME_BITS
 
     def body_pattern(self) -> str:
-        """The regex of a body; it checks everything :meth:`read` does but the 9999-12-31
-        limit of UUIDv7 times, which the key range of a query already keeps to."""
+        """The regex of a body; it checks everything :meth:`~couchids.IdForm.read` does but
+        the 9999-12-31 limit of UUIDv7 times, which the key range of a query already keeps to."""
         if self.kind == "v7":
             body = _V7_TEXT
         elif self.kind == "v7s":
@@ -220,7 +220,10 @@ class KuuidForm(IdForm, default=True):
         return body
 
     def try_read(self, body: str) -> int | NotRead:
-        """:meth:`read` without building an error (each pattern checks the length too)."""
+        """What :meth:`~couchids.IdForm.read` returns, without building an error. Refused: a
+        wrong length or alphabet, a kuuid block above ``2**32 - 1``, a wrong UUID version or
+        variant, a time past 9999-12-31, or 32 lower-case hex digits (another form's) for
+        4-block kuuid forms."""
         if self.kind == "kuuid":
             return self.time_of_prefix(self.read_prefix(body))
         if self._pattern.fullmatch(body) is None:
@@ -230,8 +233,8 @@ class KuuidForm(IdForm, default=True):
 
     def read_prefix(self, body: str) -> int | NotRead:
         """kuuid forms: the number a body's prefix stores, once it passed every check of
-        :meth:`read` but its time's; ``NOT_READ`` if it fails one. The modes of one number of
-        blocks differ only in the time they make of it (:meth:`time_of_prefix`)."""
+        :meth:`~couchids.IdForm.read` but its time's; ``NOT_READ`` if it fails one. The modes
+        of one number of blocks differ only in the time they make of it (:meth:`time_of_prefix`)."""
         if self._pattern.fullmatch(body) is None:
             return NOT_READ
         return decode_prefix(body[:PREFIX_LEN])
