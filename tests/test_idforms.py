@@ -416,3 +416,10 @@ def test_wrong_prefix_is_refused(form: IdForm, last: int) -> None:
 def test_every_form_refuses_what_is_not_a_string(form: IdForm, value: object) -> None:
     with pytest.raises(InvalidIdError, match="is not an id: ids are strings"):
         form.read(value)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("form", [*NAMED_FORMS.values(), UtcIdForm("-n")], ids=str)
+def test_a_refusal_is_asked_only_of_what_read_refuses(form: IdForm) -> None:
+    body = "0" * (form.length - 2) + "42" if form.kind.startswith("seq") else form.new()
+    with pytest.raises(ValueError, match="read refuses nothing"):
+        form.refusal(body)

@@ -160,13 +160,15 @@ class Base36V7Form(IdForm):
         ms = uuid7_time(int(body, len(BASE36_ALPHABET)))
         return NOT_READ if ms is None else ms * US_PER_MS
 
-    def _why(self, body: str) -> str:
+    def _why(self, body: str) -> str | None:
         if _TEXT.fullmatch(body) is None:
             why = "lower-case base36 characters (0-9, a-z)"
         elif self.padded and body > _MAX_TEXT:
             why = "above 2**128 - 1"
         elif not self.padded and body[0] == "0":
             why = "an unpadded number has no leading 0"
+        elif uuid7_time(int(body, len(BASE36_ALPHABET))) is not None:
+            return None
         else:
             why = (
                 "the number is not a UUIDv7 (version 7, the RFC 9562 variant, a time up to "

@@ -99,7 +99,9 @@ class _UtcForm(IdForm):
             return NOT_READ
         return int(body[:UTC_TIME_LEN], 16)
 
-    def _why(self, body: str) -> str:
+    def _why(self, body: str) -> str | None:
+        if re.fullmatch(self.body_pattern(), body) is not None:
+            return None
         return (
             f"{body!r} is not a {self} id: {UTC_TIME_LEN} {_HEX_RULE} of microseconds since "
             f"1970, then {self._tail()}"
@@ -157,13 +159,15 @@ class UtcRandomForm(_UtcForm):
             return NOT_READ
         return us
 
-    def _why(self, body: str) -> str:
+    def _why(self, body: str) -> str | None:
         if _RANDOM_BODY.fullmatch(body) is None:
             return super()._why(body)
+        us = int(body[:UTC_TIME_LEN], 16)
+        if UTC_RANDOM_FROM_MS <= us // US_PER_MS < UTC_RANDOM_UNTIL_MS:
+            return None
         return (
-            f"{body!r} reads as {utc_text(int(body[:UTC_TIME_LEN], 16))}, outside the "
-            f"utc_random runway ({_RUNWAY}): 32 hex digits of another form, such as a v7s id "
-            "or CouchDB's random ids"
+            f"{body!r} reads as {utc_text(us)}, outside the utc_random runway ({_RUNWAY}): 32 "
+            "hex digits of another form, such as a v7s id or CouchDB's random ids"
         )
 
     def _tail(self) -> str:
@@ -244,7 +248,9 @@ class CouchRandomForm(IdForm):
     def try_read(self, body: str) -> ReadAttempt:
         return None if _COUCH_RANDOM_BODY.fullmatch(body) else NOT_READ
 
-    def _why(self, body: str) -> str:
+    def _why(self, body: str) -> str | None:
+        if _COUCH_RANDOM_BODY.fullmatch(body) is not None:
+            return None
         return f"{body!r} is not a couch_random id: 32 {_HEX_RULE}"
 
 

@@ -248,7 +248,8 @@ def _read_as(doc_id: str, form: IdForm) -> DecodedId:
 # -- inference: the forms by length, in a table made at first use per pair of flags ----------
 
 
-class _Candidate(NamedTuple):
+@dataclass(frozen=True)
+class _Candidate:
     """A form decode tries: its position in ``ALL_FORMS`` (the order of messages), the form,
     itself with each separator, and its ``try_read``."""
 
@@ -268,7 +269,8 @@ class _Range(NamedTuple):
     by_separator: dict[str, IdForm]
 
 
-class _Modes(NamedTuple):
+@dataclass(frozen=True)
+class _Modes:
     """kuuid's modes of one number of blocks: they check a body alike and read one prefix
     number (``prefix``); the ranges each reads in 2000-2100, by their starts, never overlap."""
 
@@ -277,7 +279,8 @@ class _Modes(NamedTuple):
     ranges: tuple[_Range, ...]
 
 
-class _Length(NamedTuple):
+@dataclass(frozen=True)
+class _Length:
     """The forms of one length that a table tries."""
 
     #: Every form, in ``ALL_FORMS`` order.
@@ -290,7 +293,8 @@ class _Length(NamedTuple):
     modes_exclude_singles: bool
 
 
-class _Table(NamedTuple):
+@dataclass(frozen=True)
+class _Table:
     """The forms with a time that the flags ``reverse``/``millisecond`` allow, by length."""
 
     by_length: dict[int, _Length]

@@ -249,8 +249,10 @@ class KuuidForm(IdForm, default=True):
         ms = value if self.millisecond else value * MS_PER_SECOND
         return NOT_READ if ms > MAX_MS else ms * US_PER_MS
 
-    def _why(self, body: str) -> str:
+    def _why(self, body: str) -> str | None:
         if self._pattern.fullmatch(body) is not None:
+            if self.try_read(body) is not NOT_READ:
+                return None
             return f"{body!r} holds a time after 9999-12-31 ({self})"
         if self.kind != "kuuid":
             what = "8-4-4-4-12" if self.kind == "v7" else "32"

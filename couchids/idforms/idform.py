@@ -237,13 +237,14 @@ class IdForm(ABC):
             return f"{body!r} is not an id: ids are strings"
         if len(body) != self.length:
             return str(self.wrong_length(body))
-        if self.try_read(body) is not NOT_READ:
+        why = self._why(body)
+        if why is None:
             raise ValueError(f"{body!r} is a {self} id: read refuses nothing")
-        return self._why(body)
+        return why
 
     @abstractmethod
-    def _why(self, body: str) -> str:
-        """Why :meth:`try_read` refuses ``body``, which has the form's length."""
+    def _why(self, body: str) -> str | None:
+        """Why :meth:`try_read` refuses ``body`` (of the form's length); ``None`` if it reads it."""
 
     def id_pattern(self, prefix: str = "") -> re.Pattern[str]:
         """A regex whose ``fullmatch`` accepts ``prefix`` followed by an id of this form."""

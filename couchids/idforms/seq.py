@@ -96,7 +96,9 @@ class SeqForm(IdForm):
         """``None`` (an ordinal holds no time) for a body of the form, else ``NOT_READ``."""
         return None if re.fullmatch(self.body_pattern(), body) else NOT_READ
 
-    def _why(self, body: str) -> str:
+    def _why(self, body: str) -> str | None:
+        if re.fullmatch(self.body_pattern(), body):
+            return None
         what = "decimal digits" if self.base == 10 else "lower-case base36 characters (0-9, a-z)"
         return f"{body!r} is not a {self} id: {self.length} {what}"
 

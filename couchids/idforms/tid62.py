@@ -108,9 +108,11 @@ class Tid62Form(IdForm):
         seconds = TID62_EPOCH_S + (radix.decode(body, ALPHABET) >> TID62_RANDOM_BITS)
         return seconds * MS_PER_SECOND * US_PER_MS
 
-    def _why(self, body: str) -> str:
+    def _why(self, body: str) -> str | None:
         if _TEXT.fullmatch(body) is None:
             return f"{body!r} is not a tid62 id: 17 base62 characters (0-9, A-Z, a-z)"
+        if body <= _MAX_TEXT:
+            return None
         return f"{body!r} is not a tid62 id: above {_MAX_TEXT}, the largest 12-byte number"
 
 

@@ -107,7 +107,7 @@ class UlidForm(IdForm):
         ms = int(body[:ULID_TIME_LEN].translate(_TO_BASE32), 32)
         return NOT_READ if ms > MAX_MS else ms * US_PER_MS
 
-    def _why(self, body: str) -> str:
+    def _why(self, body: str) -> str | None:
         bad = next((ch for ch in body if ch not in ULID_ALPHABET), None)
         if bad is not None:
             hint = " (couchids reads upper-case ULIDs only)" if bad.upper() in ULID_ALPHABET else ""
@@ -117,6 +117,8 @@ class UlidForm(IdForm):
             )
         if body[0] > "7":
             return f"{body!r} is not a ulid id: above 7ZZZZZZZZZZZZZZZZZZZZZZZZZ"
+        if self.try_read(body) is not NOT_READ:
+            return None
         return f"{body!r} holds a time after 9999-12-31 (ulid)"
 
 

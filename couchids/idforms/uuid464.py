@@ -75,7 +75,9 @@ class Uuid464Form(IdForm):
         ms = uuid7_time(int.from_bytes(raw))
         return None if ms is None else ms * US_PER_MS
 
-    def _why(self, body: str) -> str:
+    def _why(self, body: str) -> str | None:
+        if self.try_read(body) is not NOT_READ:
+            return None
         return (
             f"{body!r} is not a uuid464 id: 22 base64url characters (A-Z, a-z, 0-9, -, _) "
             "holding 16 bytes, the last one A, Q, g or w"
