@@ -24,7 +24,7 @@ from couchids.core.effects import END, Emit, Program, Puller, Request, path
 from couchids.core.exactjson import dumps
 from couchids.core.expiry import ExpireReport, delete_revisions
 from couchids.core.facts import FactsCache, database_facts
-from couchids.core.keys import check_time_form, in_window
+from couchids.core.keys import check_time_form
 from couchids.core.options import Options
 from couchids.core.policy import RetryPolicy
 from couchids.core.revisions import live_leaves, winner
@@ -162,16 +162,11 @@ def archive(
     pages = window_documents(
         known, db, start, end, type, form, mark, size, policy, parallel=parallel, copies=True
     )
-    # The id's own time decides what is copied and deleted, whatever the server answered.
-    inside = in_window(form, type, *check_window(start, end))
 
     def run() -> Program[ArchiveReport]:
         yield from database_facts(known, target_db, policy)
         documents = Puller(pages)
         while (page := (yield from documents.next())) is not END:
-            page = [doc for doc in page if inside(doc["_id"])]
-            if not page:
-                continue
             # A document with conflicts is copied with every live leaf revision, read from
             # every copy (a cluster's _conflicts reflects only the copies that answered first).
             leaves: dict[str, list[Doc]] = {}

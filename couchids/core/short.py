@@ -4,8 +4,7 @@ The nonce is 2 letters (400 ids a day), then 3 (8000) when 10 random 2-letter tr
 free id, from letters that spell no words and cannot be misread (``SHORT_ID_ALPHABET``). Each
 try is a ``Claim`` (:mod:`couchids.core.claim`): a writer owns its id exactly when its PUT is
 answered ``201 Created`` (see that module for where the guarantee weakens). A short id holds
-its UTC day with a two-digit year: ``short_day``, ``short_ranges`` and
-``short_id_pages`` read it back for a series' expiry.
+its UTC day with a two-digit year, which ``short_day`` reads back.
 """
 
 from __future__ import annotations
@@ -13,15 +12,14 @@ from __future__ import annotations
 import re
 import secrets
 from collections.abc import Callable, Mapping, Sequence
-from datetime import date, timedelta
+from datetime import date
 from typing import Any, Final, Protocol, runtime_checkable
 
 from couchids.core.claim import ALLOC_FIELD, Claim
 from couchids.core.document import check_new
-from couchids.core.effects import Emit, Program
+from couchids.core.effects import Program
 from couchids.core.facts import FactsCache
 from couchids.core.options import Options
-from couchids.core.pages import all_docs
 from couchids.core.policy import RetryPolicy
 from couchids.core.writes import encode, written
 from couchids.errors import AllocationFailed, InvalidArgumentError, ServerError, WriteResult
@@ -34,11 +32,8 @@ __all__ = [
     "SHORT_ID",
     "create_short",
     "format_day",
-    "next_short_key",
     "random_nonce",
     "short_day",
-    "short_id_pages",
-    "short_ranges",
 ]
 
 #: ``(nonce length, tries)``, in order: 10 tries of 2 letters, then 10 of 3.
@@ -50,8 +45,6 @@ SHORT_ID: Final = re.compile(
 
 #: A short id's year is read within this many years before a time, or fewer after it.
 SHORT_YEARS_BEFORE: Final = 50
-#: Above every short id: ``:`` is the byte after ``9``.
-_AFTER_DIGITS: Final = ":"
 _DAY_MS: Final = 86_400_000
 
 _system_random = secrets.SystemRandom()
@@ -203,105 +196,8 @@ def short_day(doc_id: str, near_ms: int) -> int | None:
     return _day_ms(day)
 
 
-def short_ranges(near_ms: int, before_ms: int) -> list[tuple[str, str]]:
-    """The key ranges ``[low, high)`` holding the short ids (read near ``near_ms``, as
-    :func:`short_day` does) whose day starts before ``before_ms``: two when the hundred years
-    cross a century. Other ids may be inside them too: pick by :func:`short_day`.
-
-    >>> from couchids.idforms.times import to_ms
-    >>> short_ranges(to_ms("2026-03-05"), to_ms("2026-03-03T06:00:00Z"))
-    [('76', ':'), ('00', '260304')]
-    >>> short_ranges(to_ms("2026-03-05"), to_ms("1970-01-01"))
-    []
-    """
-    first = _first_year(near_ms)
-    # A day starts before before_ms exactly when it comes before the first day that starts
-    # at or after it.
-    moment = to_datetime(before_ms)
-    day = moment.date()
-    end = day if before_ms == _day_ms(day) else _next(day)
-    if end is None or end.year >= first + 100:
-        return [("0", _AFTER_DIGITS)]
-    if end <= date(first, 1, 1):
-        return []
-    start_key, end_key = f"{first % 100:02d}", end.strftime(SHORT_ID_DATE_FORMAT)
-    # The years from ``first`` read 'yy' up to 99, then from 00 (the next century).
-    wraps = first % 100 != 0 and end.year >= (first // 100 + 1) * 100
-    if not wraps:
-        return [(start_key, end_key)]
-    if end_key == "000101":
-        return [(start_key, _AFTER_DIGITS)]
-    return [(start_key, _AFTER_DIGITS), ("00", end_key)]
-
-
-def next_short_key(doc_id: str) -> str | None:
-    """The smallest key above ``doc_id`` (no short id) where a short id may sort, or ``None``:
-    where a reading of short ids jumps past other ids among them.
-
-    >>> next_short_key("001yw3U2AbCdEfGh"), next_short_key("26"), next_short_key("260307-bcdf")
-    ('002000-', '260000-', '260307-bcdf\\x00')
-    >>> next_short_key("2603079"), next_short_key("99z"), next_short_key("user:1")
-    ('260308-', None, None)
-    """
-    digits = 0
-    while digits < min(len(doc_id), 6) and "0" <= doc_id[digits] <= "9":
-        digits += 1
-    if digits == 6:
-        if len(doc_id) == 6 or doc_id[6] < "-":
-            return doc_id[:6] + "-"
-        if doc_id[6] == "-":
-            return doc_id + "\0"  # what sorts right after it
-        following = int(doc_id[:6]) + 1
-        return None if following > 999_999 else f"{following:06d}-"
-    if digits == len(doc_id) or doc_id[digits] < "0":
-        return doc_id[:digits] + "0" * (6 - digits) + "-"
-    if digits == 0:
-        return None
-    following = int(doc_id[:digits]) + 1
-    if following >= 10**digits:
-        return None
-    return f"{following:0{digits}d}" + "0" * (6 - digits) + "-"
-
-
-def short_id_pages(
-    db: str, low: str, high: str, policy: RetryPolicy, *, batch_size: int
-) -> Program[None]:
-    """Emits the ``_all_docs`` rows (ids and revisions) of the short ids ``low <= id < high``
-    in ``db``, in key order, a page at a time; a run of other ids is jumped over in one request
-    (:func:`next_short_key`), never read."""
-    key: str | None = low
-    while key is not None and key < high:
-        options = {"start_key": key, "end_key": high, "limit": batch_size}
-        rows = yield from all_docs(db, options, policy.renewed())
-        page: list[dict[str, Any]] = []
-        following: str | None = None
-        for row in rows:
-            doc_id = row["id"]
-            if doc_id >= high:  # the end key, which inclusive_end lets in
-                following = None
-                break
-            if SHORT_ID.fullmatch(doc_id) is None:
-                following = next_short_key(doc_id)
-                break
-            page.append(row)
-            following = doc_id + "\0"
-        else:
-            if len(rows) < batch_size:
-                following = None
-        if page:
-            yield Emit(page)
-        key = following
-
-
 def _first_year(near_ms: int) -> int:
     return max(1, to_datetime(near_ms).year - SHORT_YEARS_BEFORE)
-
-
-def _next(day: date) -> date | None:
-    try:
-        return day + timedelta(days=1)
-    except OverflowError:
-        return None
 
 
 def _day_ms(day: date) -> int:

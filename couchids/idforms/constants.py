@@ -81,7 +81,6 @@ HEX_DIGITS: Final = "0123456789abcdef"
 COUCH_HEX_LEN: Final = 32
 
 #: uuid464: a UUID as 22 characters of unpadded base64url.
-BASE64URL_ALPHABET: Final = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 UUID464_LEN: Final = 22
 
 #: seq10 / seq36: zero-padded ordinals, 10 decimal digits or 7 base36 characters.
