@@ -565,14 +565,11 @@ class Series:
                 "into a database outside it"
             )
         policy = self.options.policy("replicate")
-        listed = run(self.client, series.list_databases(self._facts, self.layout, policy))
         stop = END_OF_TIME if end_ms is None else end_ms
-        plans = [
-            plan_of(name, max(start_ms, period.start_ms), min(stop, period.end_ms))
-            for period, name in listed
-            if period.overlaps(start_ms, stop)
-        ]
+        spans = series.period_spans(self._facts, self.layout, policy, start_ms, stop)
+        plans = [plan_of(*span) for span in run(self.client, spans)]
         if not plans:
+            listed = run(self.client, series.list_databases(self._facts, self.layout, policy))
             raise InvalidArgumentError(
                 f"no database of the series {self.prefix!r} holds a time of the window; "
                 f"it has {', '.join(name for _, name in listed) or 'none'}"

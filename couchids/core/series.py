@@ -27,6 +27,7 @@ from couchids.core import counting, expiry, exporting, windows
 from couchids.core.alltypes import MAX_STEP_PAGE, Landed, each_type, types_present, walk_types
 from couchids.core.answers import answer_error, check_listing, describe
 from couchids.core.arguments import count as check_count
+from couchids.core.arguments import documents as check_documents
 from couchids.core.arguments import function as check_function
 from couchids.core.asking import MISSING, ask
 from couchids.core.counting import Bucket, bucket_edges, parse_every
@@ -40,9 +41,8 @@ from couchids.core.periods import MAX_AHEAD, Period, SeriesLayout, period_of
 from couchids.core.policy import RetryPolicy
 from couchids.core.scan import Checkpoint, check_one_form, range_pages
 from couchids.core.short import short_day
-from couchids.core.writes import check_functions_of_documents
+from couchids.core.writes import all_stored, check_functions_of_documents
 from couchids.errors import (
-    BulkWriteError,
     DatabaseLimitError,
     DatabaseNotFoundError,
     InvalidArgumentError,
@@ -76,6 +76,7 @@ __all__ = [
     "latest",
     "list_databases",
     "make_missing",
+    "period_spans",
     "prepare",
     "route_documents",
     "window",
@@ -355,9 +356,7 @@ def prepare(
     ``ahead``, and periods past the form's last time, are refused before a request is sent;
     a database the server's cap refuses raises :class:`DatabaseLimitError` (those before it
     are made)."""
-    check_count("ahead", ahead, 0)
-    if ahead > MAX_AHEAD:
-        raise InvalidArgumentError(f"ahead={ahead!r}: at most {MAX_AHEAD} periods ahead")
+    check_count("ahead", ahead, 0, most=MAX_AHEAD)
     periods = [layout.period_at(now_ms)]
     for _ in range(ahead):
         periods.append(layout.period_at(periods[-1].following().start_ms))
@@ -448,11 +447,7 @@ def route_documents(
             not a function, ``time_of`` failed, or ``key_of`` came without ``time_of``.
         InvalidTimeError: a document's time is unreadable or past the form's last time.
     """
-    if isinstance(docs, Mapping | str | bytes) or not isinstance(docs, Iterable):
-        raise InvalidArgumentError(
-            f"docs must be an iterable of documents (e.g. a list of dicts), not one "
-            f"{type(docs).__name__}"
-        )
+    check_documents("docs", docs)
     check_functions_of_documents(key_of, time_of)
     parts: dict[Period, PeriodDocs] = {}
     for position, doc in enumerate(docs):
@@ -501,15 +496,7 @@ class PlacedResults:
     def finish(self) -> list[WriteResult]:
         """Every result in input order; :class:`~couchids.BulkWriteError` when some
         documents were not stored."""
-        done = self.handled()
-        failed = [result for result in done if result.error is not None]
-        if failed:
-            shown = "; ".join(f"{r.id}: {r.error}" for r in failed[:3])
-            more = f" (and {len(failed) - 3} more)" if len(failed) > 3 else ""
-            raise BulkWriteError(
-                f"{len(failed)} of {len(done)} documents were not stored: {shown}{more}", done
-            )
-        return done
+        return all_stored(self.handled())
 
 
 # -- reading across periods ---------------------------------------------------------------
@@ -733,26 +720,28 @@ def _per_period(
     part: Callable[[str, int, int], object],
     run: Callable[[list[Span]], Program[T]],
 ) -> Program[T]:
-    """``run`` of the series' databases whose period overlaps ``[start, end)``, each with the
-    part of the window in its period (``(name, start_ms, end_ms)``, oldest first), found by
-    :func:`list_databases`. Making ``part``, the program of one database, for the whole window
-    checks the arguments now."""
+    """``run`` of the :func:`period_spans` of ``[start, end)``. Making ``part``, the program
+    of one database, for the whole window checks the arguments now."""
     start_ms, end_ms = to_ms(start), to_ms(end)
     part(layout.prefix, start_ms, end_ms)
 
-    def spans() -> Program[T]:
-        listed = yield from list_databases(known, layout, policy)
-        return (
-            yield from run(
-                [
-                    (name, max(start_ms, period.start_ms), min(end_ms, period.end_ms))
-                    for period, name in listed
-                    if period.overlaps(start_ms, end_ms)
-                ]
-            )
-        )
+    def read() -> Program[T]:
+        return (yield from run((yield from period_spans(known, layout, policy, start_ms, end_ms))))
 
-    return spans()
+    return read()
+
+
+def period_spans(
+    known: FactsCache, layout: SeriesLayout, policy: RetryPolicy, start_ms: int, end_ms: int
+) -> Program[list[Span]]:
+    """The series' databases whose period overlaps ``[start_ms, end_ms)`` (:func:`list_databases`),
+    oldest first, each with the part of the window in its period: ``(name, start, end)``."""
+    listed = yield from list_databases(known, layout, policy)
+    return [
+        (name, max(start_ms, period.start_ms), min(end_ms, period.end_ms))
+        for period, name in listed
+        if period.overlaps(start_ms, end_ms)
+    ]
 
 
 def _each_period(

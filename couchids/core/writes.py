@@ -55,6 +55,7 @@ __all__ = [
     "DEFAULT_DOCUMENT_BYTES",
     "Collected",
     "WriteResult",
+    "all_stored",
     "bulk",
     "create",
     "encode",
@@ -170,15 +171,21 @@ class Collected:
 
     def finish(self) -> list[WriteResult]:
         """Every result, in input order; or :class:`~couchids.BulkWriteError`."""
-        failed, done = self.failed, self.done
-        if failed:
-            shown = "; ".join([f"{r.id}: {r.error}" for r in done if r.error is not None][:3])
-            more = f" (and {failed - 3} more)" if failed > 3 else ""
-            raise BulkWriteError(
-                f"{failed} of {len(done)} documents were not stored in {self.db!r}: {shown}{more}",
-                done,
-            )
-        return done
+        return all_stored(self.done, f" in {self.db!r}")
+
+
+def all_stored(done: list[WriteResult], where: str = "") -> list[WriteResult]:
+    """``done``, the results of a bulk write, when every document was stored; else
+    :class:`~couchids.BulkWriteError` naming the first three not stored (``where``: ``" in
+    'db'"``)."""
+    failed = [result for result in done if result.error is not None]
+    if failed:
+        shown = "; ".join(f"{r.id}: {r.error}" for r in failed[:3])
+        more = f" (and {len(failed) - 3} more)" if len(failed) > 3 else ""
+        raise BulkWriteError(
+            f"{len(failed)} of {len(done)} documents were not stored{where}: {shown}{more}", done
+        )
+    return done
 
 
 def bulk(
