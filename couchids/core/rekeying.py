@@ -110,8 +110,7 @@ def rekey(
     if mapping is not None:
         arguments.text_stream("mapping", mapping)
     arguments.function("on_progress", on_progress)
-    if not isinstance(form, IdForm):
-        raise InvalidArgumentError(f"form={form!r}: pass an IdForm such as couchids.KUUID")
+    arguments.form("form", form)
     type_prefix(type)
     report = RekeyReport(checkpoint=check_checkpoint(checkpoint))
     mark = report.checkpoint

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any, Final
 
+from couchids.core import arguments
 from couchids.core.document import valid_unicode
 from couchids.core.effects import END, Emit, Program, Puller
 from couchids.core.facts import FactsCache, database_facts
@@ -78,17 +79,8 @@ class Checkpoint:
                 f"Checkpoint last_id={last_id!r:.80}: an id must be valid Unicode "
                 "(no lone surrogates)"
             )
-        if since_seq is not None and (
-            isinstance(since_seq, bool) or not isinstance(since_seq, str | int)
-        ):
-            raise InvalidArgumentError(
-                f"Checkpoint since_seq={since_seq!r:.80}: a _changes sequence is a str (such as "
-                "'0', 'now' or CouchDB's '12-g1AAAA...') or an int, or None"
-            )
-        if isinstance(done, bool) or not isinstance(done, int) or done < 0:
-            raise InvalidArgumentError(
-                f"Checkpoint done={done!r:.80}: the documents handled, an int >= 0"
-            )
+        arguments.sequence("Checkpoint since_seq", since_seq, optional=True)
+        arguments.count("Checkpoint done", done, 0)
 
     def to_json(self) -> str:
         """The checkpoint as one line of JSON."""

@@ -14,6 +14,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final
 
+from couchids.core import arguments
 from couchids.core.answers import answer_error, check_listing, describe, expect_object, revision
 from couchids.core.asking import CONFLICT, Attempts, ask
 from couchids.core.content import same_content
@@ -112,6 +113,7 @@ def create(
     """The program of :meth:`couchids.Database.create`; arguments checked now."""
     policy = options.policy("create")
     check_new(doc, "doc")
+    arguments.form("form", form)
     doc_id = _assign_id(doc, type, timestamp, key, form, "doc")
     payload = encode({k: v for k, v in doc.items() if k != "_id"}, "doc")
     return write_new(known, db, doc_id, payload, policy)
@@ -205,13 +207,8 @@ def bulk(
     documents are read lazily. Batches are cut by ``options.batch(operation)`` and bytes as
     :mod:`couchids.core.sizes` says."""
     policy = options.policy(operation)
-    if isinstance(docs, Mapping | str | bytes) or not isinstance(docs, Iterable):
-        raise InvalidArgumentError(
-            "docs must be an iterable of documents (e.g. a list of dicts), not one "
-            f"{docs.__class__.__name__}"
-        )
-    if not isinstance(form, IdForm):
-        raise InvalidArgumentError(f"form={form!r} is not a couchids IdForm such as KUUID")
+    arguments.documents("docs", docs)
+    arguments.form("form", form)
     check_functions_of_documents(key_of, time_of)
     if type is not None:
         type_prefix(type)
@@ -625,8 +622,6 @@ def _assign_id(
 ) -> str:
     """The id of ``doc`` (checked by :func:`~couchids.core.document.check_new` already);
     ``time_name`` is the parameter that gave ``timestamp`` (a bulk write's ``time_of``)."""
-    if not isinstance(form, IdForm):
-        raise InvalidArgumentError(f"form={form!r} is not a couchids IdForm such as KUUID")
     own = doc.get("_id")
     if key is not None:
         if own is not None:
