@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import io
 import math
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from couchids.core.defaults import MAX_TIMEOUT
@@ -23,7 +24,18 @@ from couchids.errors import InvalidArgumentError, InvalidTimeError
 from couchids.idforms.forms import IdForm
 from couchids.idforms.times import MAX_MS, TimeLike, to_datetime, to_ms
 
-__all__ = ["count", "flag", "form", "function", "seconds", "text_stream", "timeout", "window"]
+__all__ = [
+    "count",
+    "documents",
+    "flag",
+    "form",
+    "function",
+    "seconds",
+    "sequence",
+    "text_stream",
+    "timeout",
+    "window",
+]
 
 
 def flag(name: str, value: object) -> bool:
@@ -81,6 +93,29 @@ def form(name: str, value: object) -> IdForm:
             f"{name}={value!r}: pass an id form, such as couchids.KUUID or couchids.V7S"
         )
     return value
+
+
+def documents(name: str, value: Any) -> Iterable[Any]:
+    """``value`` if it is an iterable of documents (not one document, str or bytes)."""
+    if isinstance(value, Mapping | str | bytes) or not isinstance(value, Iterable):
+        raise InvalidArgumentError(
+            f"{name}={value!r:.80}: must be an iterable of documents (e.g. a list of dicts), "
+            f"not one {type(value).__name__}"
+        )
+    return value
+
+
+def sequence(name: str, value: object, *, optional: bool = False) -> str | int | None:
+    """``value`` if it is a ``_changes`` sequence, a str or an int (or ``None`` when
+    ``optional``)."""
+    if (value is None and optional) or (
+        isinstance(value, str | int) and not isinstance(value, bool)
+    ):
+        return value
+    raise InvalidArgumentError(
+        f"{name}={value!r:.80}: a _changes sequence is a str (such as '0', 'now' or CouchDB's "
+        f"'12-g1AAAA...') or an int{', or None' if optional else ''}"
+    )
 
 
 def function(name: str, value: Any, *, optional: bool = True) -> Any:

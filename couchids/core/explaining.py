@@ -10,7 +10,7 @@ import dataclasses
 from collections import Counter
 from typing import Any, Final, Literal
 
-from couchids.core import alltypes
+from couchids.core import alltypes, arguments
 from couchids.core.effects import Program
 from couchids.core.keys import next_text, type_step, window_keys
 from couchids.core.options import Options
@@ -58,8 +58,7 @@ def explain(
     options: Options,
 ) -> Program[str | None]:
     """The program of :meth:`couchids.Database.explain_empty`; arguments checked now."""
-    if not isinstance(form, IdForm):
-        raise InvalidArgumentError(f"form={form!r}: pass an IdForm such as couchids.KUUID")
+    arguments.form("form", form)
     if style not in ("python", "command"):
         raise InvalidArgumentError(f"style={style!r}: 'python' or 'command'")
     prefix = form.type_prefix(type)

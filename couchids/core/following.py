@@ -14,9 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
+from couchids.core import arguments
 from couchids.core.answers import answer_error, check_listing, describe, expect_object
-from couchids.core.arguments import flag as check_flag
-from couchids.core.arguments import seconds
 from couchids.core.asking import ask
 from couchids.core.defaults import DEFAULT_FOLLOW_BATCH
 from couchids.core.effects import END, Emit, Program, Puller, Request, path
@@ -60,16 +59,11 @@ def follow(
     """
     policy = options.policy("follow")
     batch_size = options.batch("follow")
-    poll_ms = max(1, round(seconds("poll", poll, zero=False) * 1000))  # CouchDB's unit
-    check_flag("wait", wait)
+    poll_ms = max(1, round(arguments.seconds("poll", poll, zero=False) * 1000))  # CouchDB's unit
+    arguments.flag("wait", wait)
     checkpoint = check_checkpoint(checkpoint)
-    if isinstance(since_seq, bool) or not isinstance(since_seq, str | int):
-        raise InvalidArgumentError(
-            f"since_seq={since_seq!r:.80}: a _changes sequence (a str such as '0' or "
-            "CouchDB's '12-g1AAAA...', or an int), or 'now'"
-        )
-    if not isinstance(form, IdForm):
-        raise InvalidArgumentError(f"form={form!r}: pass an IdForm such as couchids.KUUID")
+    arguments.sequence("since_seq", since_seq)
+    arguments.form("form", form)
     start = None
     if since is not None:
         if since_seq != "now":

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from couchids.core import arguments
 from couchids.errors import InvalidArgumentError, InvalidIdError
 from couchids.idforms.constants import TYPE_CHARS, TYPE_MAX_LEN
 from couchids.idforms.idform import IdForm
@@ -197,10 +198,7 @@ def check_time_form(form: IdForm) -> IdForm:
     ...
     couchids.errors.InvalidArgumentError: uuid464 ids cannot be queried by time: ...
     """
-    if not isinstance(form, IdForm):
-        raise InvalidArgumentError(
-            f"form={form!r}: pass an IdForm such as couchids.KUUID, couchids.TID62 or couchids.ULID"
-        )
+    arguments.form("form", form)
     if not form.has_time:
         raise InvalidArgumentError(f"{form} ids cannot be queried by time: they hold no time")
     if not form.sortable:

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Final, Literal
 
+from couchids.core import arguments
 from couchids.core.keys import check_time_form
 from couchids.core.names import DB_NAME, DB_NAME_MAX
 from couchids.errors import InvalidArgumentError, InvalidInputError, InvalidTimeError
@@ -321,13 +322,8 @@ class SeriesLayout:
     def __post_init__(self) -> None:
         check_every(self.every)
         check_prefix(self.prefix, self.every)
-        if not isinstance(self.form, IdForm):
-            raise InvalidArgumentError(
-                f"form={self.form!r}: pass an id form, such as couchids.KUUID or couchids.V7S"
-            )
         check_time_form(self.form)
-        if not isinstance(self.partitioned, bool):
-            raise InvalidArgumentError(f"partitioned={self.partitioned!r}: must be True or False")
+        arguments.flag("partitioned", self.partitioned)
 
     def name(self, period: Period) -> str:
         """The name of ``period``'s database."""
