@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from couchids.core.defaults import MAX_TIMEOUT
@@ -25,6 +25,7 @@ from couchids.idforms.forms import IdForm
 from couchids.idforms.times import MAX_MS, TimeLike, to_datetime, to_ms
 
 __all__ = [
+    "called",
     "count",
     "documents",
     "flag",
@@ -118,13 +119,25 @@ def sequence(name: str, value: object, *, optional: bool = False) -> str | int |
     )
 
 
-def function(name: str, value: Any, *, optional: bool = True) -> Any:
-    """``value`` if it is callable (or ``None`` when ``optional``)."""
+def function(name: str, value: Any, *, optional: bool = True, giving: str = "") -> Any:
+    """``value`` if it is callable (or ``None`` when ``optional``); ``giving`` says what it
+    gives, such as ``" giving each document's own time"``."""
     if (value is None and optional) or callable(value):
         return value
     raise InvalidArgumentError(
-        f"{name}={value!r:.80}: must be a function{' or None' if optional else ''}"
+        f"{name}={value!r:.80}: pass a function{giving}{', or None' if optional else ''}"
     )
+
+
+def called(name: str, value: Callable[[Any], Any], argument: Any, label: str) -> Any:
+    """``value(argument)``, where ``value`` is the function passed as ``name``: its failure
+    for ``label`` (such as ``"document 3"``) is an :class:`InvalidArgumentError` naming it."""
+    try:
+        return value(argument)
+    except Exception as exc:
+        raise InvalidArgumentError(
+            f"{name}= failed for {label}: {type(exc).__name__}: {exc}"
+        ) from exc
 
 
 def text_stream(name: str, value: object) -> None:

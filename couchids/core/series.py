@@ -26,6 +26,7 @@ from typing import Any, Final, TextIO, TypeVar
 from couchids.core import counting, expiry, exporting, windows
 from couchids.core.alltypes import MAX_STEP_PAGE, Landed, each_type, types_present, walk_types
 from couchids.core.answers import answer_error, check_listing, describe
+from couchids.core.arguments import called
 from couchids.core.arguments import count as check_count
 from couchids.core.arguments import documents as check_documents
 from couchids.core.arguments import function as check_function
@@ -455,12 +456,7 @@ def route_documents(
         check_new(doc, label)
         own = doc.get("_id")
         if time_of is not None:
-            try:
-                when: TimeLike = time_of(doc)
-            except Exception as exc:
-                raise InvalidArgumentError(
-                    f"time_of= failed for {label}: {type(exc).__name__}: {exc}"
-                ) from exc
+            when: TimeLike = called("time_of", time_of, doc, label)
         elif own is not None:
             when = layout.time_of_id(own)
         else:

@@ -128,15 +128,8 @@ TimeOf = Callable[[Doc], TimeLike]
 def check_functions_of_documents(key_of: object, time_of: object) -> None:
     """Refuse a ``key_of``/``time_of`` that is not a function, and ``key_of`` without
     ``time_of``."""
-    for name, function, gives, example in (
-        ("key_of", key_of, "idempotency key", "f\"order-{doc['number']}\""),
-        ("time_of", time_of, "own time", "doc['at']"),
-    ):
-        if function is not None and not callable(function):
-            raise InvalidArgumentError(
-                f"{name}={function!r:.80}: pass a function giving each document's {gives} "
-                f"(e.g. {name}=lambda doc: {example}), or None"
-            )
+    arguments.function("key_of", key_of, giving=" giving each document's idempotency key")
+    arguments.function("time_of", time_of, giving=" giving each document's own time")
     if key_of is not None and time_of is None:
         raise InvalidArgumentError(
             "key_of= needs time_of=, a function giving each document's own time: a keyed id "
@@ -219,8 +212,8 @@ def bulk(
         check_new(doc, label)
         if time_of is None:
             return _assign_id(doc, doc_type, None, None, form, label)
-        when = _call(time_of, doc, "time_of", label)
-        doc_key = None if key_of is None else _call(key_of, doc, "key_of", label)
+        when = arguments.called("time_of", time_of, doc, label)
+        doc_key = None if key_of is None else arguments.called("key_of", key_of, doc, label)
         if key_of is not None and (not isinstance(doc_key, str) or not doc_key):
             raise InvalidArgumentError(
                 f"{label}: key_of= gave {doc_key!r:.80}: an idempotency key is a non-empty "
@@ -240,15 +233,6 @@ def bulk(
 
     batches = _batches(iter(docs), assign, options.batch(operation), options.batch_bytes)
     return _stream(known, db, batches, options, policy)
-
-
-def _call(function: Callable[[Doc], Any], doc: Doc, name: str, label: str) -> Any:
-    try:
-        return function(doc)
-    except Exception as exc:
-        raise InvalidArgumentError(
-            f"{name}= failed for {label}: {type(exc).__name__}: {exc}"
-        ) from exc
 
 
 def _stream(
