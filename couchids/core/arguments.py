@@ -31,6 +31,7 @@ __all__ = [
     "flag",
     "form",
     "function",
+    "other_database",
     "seconds",
     "sequence",
     "text_stream",
@@ -94,6 +95,15 @@ def form(name: str, value: object) -> IdForm:
             f"{name}={value!r}: pass an id form, such as couchids.KUUID or couchids.V7S"
         )
     return value
+
+
+def other_database(name: str, value: object, source: str, operation: str) -> None:
+    """Refuse a target database ``value`` that is the ``source`` the ``operation`` reads: it
+    would read its own copies again (and archive's expire delete what it copied)."""
+    if value == source:
+        raise InvalidArgumentError(
+            f"{name}={value!r} is the source database: {operation} into another database"
+        )
 
 
 def documents(name: str, value: Any) -> Iterable[Any]:

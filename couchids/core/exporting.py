@@ -152,10 +152,7 @@ def archive(
     sizes = (options.batch_bytes, options.document_bytes)
     check_flag("expire", expire)
     arguments.function("on_progress", on_progress)
-    if target_db == db:
-        raise InvalidArgumentError(
-            f"archive: the target {target_db!r} is the source database; archive into another"
-        )
+    arguments.other_database("target_db", target_db, db, "archive")
     mark = check_checkpoint(checkpoint)
     report = ArchiveReport(expired=ExpireReport(dry_run=not expire), checkpoint=mark)
     size, parallel = options.batch("archive"), options.slices("archive")

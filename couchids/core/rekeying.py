@@ -94,11 +94,7 @@ def rekey(
     for the database names (the caller's)."""
     policy = options.policy("rekey")
     batch_size = options.batch("rekey")
-    if target_db == source_db:
-        raise InvalidArgumentError(
-            f"rekey: the target {target_db!r} is the source database; its copies would be read "
-            "again as sources: rekey into another database"
-        )
+    arguments.other_database("target_db", target_db, source_db, "rekey")
     arguments.flag("create_target", create_target)
     if time_field is not None and not isinstance(time_field, str):
         raise InvalidArgumentError(f"time_field={time_field!r}: a field name (str) or None")

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import date
 from typing import Any, Final, Protocol, runtime_checkable
 
+from couchids.core import arguments
 from couchids.core.claim import ALLOC_FIELD, Claim
 from couchids.core.document import check_new
 from couchids.core.effects import Program
@@ -88,8 +89,7 @@ def random_nonce(length: int, rng: NonceSource | None = None) -> str:
     >>> len(nonce), set(nonce) <= set("bcdfghjkmnpqrstvwxyz")
     (3, True)
     """
-    if isinstance(length, bool) or not isinstance(length, int) or length < 1:
-        raise InvalidArgumentError(f"length={length!r}: a nonce has an int >= 1 of letters")
+    arguments.count("length", length)
     source: NonceSource = _system_random if rng is None else rng
     if isinstance(source, SupportsChoice):
         return "".join(source.choice(SHORT_ID_ALPHABET) for _ in range(length))
