@@ -71,8 +71,8 @@ from couchids import (
 )
 from couchids.cli.main import EXIT_BAD_INPUT, EXIT_OK, EXIT_SERVER, main
 from couchids.core import replication as core
-from couchids.core.effects import Request, Response, Send, Sleep
-from couchids.core.facts import FactsCache
+from couchids.core.effects import Request, Response, Send, Sleep, path
+from couchids.core.facts import DatabaseFacts, FactsCache
 from couchids.core.keys import in_window, window_keys
 from couchids.core.policy import RetryPolicy
 from couchids.drivers.access import server_access
@@ -1074,6 +1074,34 @@ def waited(answer: Callable[[Request], tuple[int, Any]], **options: Any) -> core
 
 
 DONE = {"state": "completed", "info": {"docs_read": 3, "docs_written": 3, "doc_write_failures": 0}}
+
+
+def test_a_replicator_database_made_meanwhile_is_taken() -> None:
+    """A missing ``_replicator`` is created as any database is: ``412 file_exists`` (another
+    made it first, or this run's attempt whose answer was lost) is that database, not a
+    failure, and the replication's document is written into it."""
+    source, target = core.endpoints("http://127.0.0.1:5984", None, "shop", "edge")
+    each = core.plan(
+        "shop", source, target, 0, None, type="t", form=UTC_RANDOM, continuous=False,
+        create_target=True,
+    )  # fmt: skip
+    known = FactsCache()
+    known.server_kind = "couchdb"
+    known["shop"] = DatabaseFacts(partitioned=False, copies=1)
+    doc = path("_replicator", each.doc_id)
+    sent: list[str] = []
+
+    def answer(request: Request) -> tuple[int, Any]:
+        sent.append(f"{request.method} {request.path}")
+        if request.path == "/_replicator":
+            return 412, {"error": "file_exists", "reason": "The database already exists."}
+        if len(sent) == 1:
+            return 404, {"error": "not_found", "reason": "Database does not exist."}
+        return 201, {"ok": True, "id": each.doc_id, "rev": "1-a"}
+
+    policy = RetryPolicy.checked(0, 0, 5.0, "replicate")
+    assert drive(core.start(known, [each], policy), answer) == [each.doc_id]
+    assert sent == [f"PUT {doc}", "PUT /_replicator", f"PUT {doc}"]
 
 
 def test_wait_polls_until_completed_and_returns_the_counts() -> None:

@@ -50,6 +50,7 @@ from couchids.core.keys import check_time_form, window_keys
 from couchids.core.names import check_db
 from couchids.core.policy import RetryPolicy
 from couchids.core.revisions import live_leaves, winner
+from couchids.core.series import create_database
 from couchids.core.urls import ParsedUrl, parse_url
 from couchids.errors import (
     DatabaseNotFoundError,
@@ -576,8 +577,7 @@ def start(
         put = Request("PUT", path(REPLICATOR_DB, each.doc_id), body=body)
         reply = yield from ask(put, policy, REPLICATOR_DB, expect=(MISSING, CONFLICT))
         if reply is MISSING:
-            made = Request("PUT", path(REPLICATOR_DB))
-            yield from ask(made, policy, REPLICATOR_DB, expect=(CONFLICT,))
+            yield from create_database(known, REPLICATOR_DB, partitioned=False, policy=policy)
             reply = yield from ask(put, policy, REPLICATOR_DB, expect=(CONFLICT,))
         if reply is CONFLICT:  # a retried PUT that met its own first write
             yield from ask(Request("GET", path(REPLICATOR_DB, each.doc_id)), policy, REPLICATOR_DB)
