@@ -24,21 +24,6 @@ from couchids.errors import InvalidArgumentError, InvalidTimeError
 from couchids.idforms.forms import IdForm
 from couchids.idforms.times import MAX_MS, TimeLike, to_datetime, to_ms
 
-__all__ = [
-    "called",
-    "count",
-    "documents",
-    "flag",
-    "form",
-    "function",
-    "other_database",
-    "seconds",
-    "sequence",
-    "text_stream",
-    "timeout",
-    "window",
-]
-
 
 def flag(name: str, value: object) -> bool:
     """``value`` if it is a bool (not merely truthy)."""
@@ -140,8 +125,8 @@ def function(name: str, value: Any, *, optional: bool = True, giving: str = "") 
 
 
 def called(name: str, value: Callable[[Any], Any], argument: Any, label: str) -> Any:
-    """``value(argument)``, where ``value`` is the function passed as ``name``: its failure
-    for ``label`` (such as ``"document 3"``) is an :class:`InvalidArgumentError` naming it."""
+    """``value(argument)``, ``value`` being the function passed as ``name``; its failure for
+    ``label`` (such as ``"document 3"``) is a :class:`~couchids.InvalidArgumentError`."""
     try:
         return value(argument)
     except Exception as exc:
