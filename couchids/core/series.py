@@ -190,8 +190,22 @@ def create_database(
         if exc.status == 412:
             return False
         failure = exc
-    if failure.status == 403:
-        raise (yield from _refused(known, name, failure, max_databases, policy)) from failure
+    if failure.status == 403:  # a cap on databases, or a permission refused
+        if _CAP_WORDS.search(str(failure).partition("(HTTP 403)")[2]):
+            why = "its answer speaks of a limit"
+        else:
+            try:
+                room = yield from _room(known, max_databases, policy.renewed(), name)
+            except ServerError:
+                raise failure from None  # a cap or count that cannot be read proves nothing
+            if room is None or room[1] < room[0]:
+                raise failure
+            why = f"it holds {room[1]} databases, and allows {room[0]}"
+        raise DatabaseLimitError(
+            f"{policy.operation} on {name!r} (PUT {path(name)}): the server refused to create "
+            f"the database (HTTP 403): {why}; nothing was written to it: {_CAP_ADVICE}",
+            failure.status,
+        ) from failure
     if 0 < failure.status < 500:
         raise failure
     try:
@@ -201,33 +215,6 @@ def create_database(
     if there is MISSING:
         raise failure
     return False
-
-
-def _refused(
-    known: FactsCache,
-    name: str,
-    failure: ServerError,
-    max_databases: int | None,
-    policy: RetryPolicy,
-) -> Program[ServerError]:
-    """What the ``403`` ``failure`` to ``PUT /{name}`` was: a :class:`DatabaseLimitError`, or
-    ``failure`` itself (a permission refused). A cap or count that cannot be read proves
-    nothing."""
-    if _CAP_WORDS.search(str(failure).partition("(HTTP 403)")[2]):
-        why = "its answer speaks of a limit"
-    else:
-        try:
-            room = yield from _room(known, max_databases, policy.renewed(), name)
-        except ServerError:
-            return failure
-        if room is None or room[1] < room[0]:
-            return failure
-        why = f"it holds {room[1]} databases, and allows {room[0]}"
-    return DatabaseLimitError(
-        f"{policy.operation} on {name!r} (PUT {path(name)}): the server refused to create the "
-        f"database (HTTP 403): {why}; nothing was written to it: {_CAP_ADVICE}",
-        failure.status,
-    )
 
 
 def _room(
