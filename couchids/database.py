@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import closing
 from datetime import timedelta
-from typing import Any, TextIO, TypeVar
+from typing import Any, Concatenate, ParamSpec, TextIO, TypeVar
 
 from ibmcloudant.cloudant_v1 import CloudantV1
 
@@ -72,6 +72,7 @@ __all__ = ["Database", "Sequence"]
 Row = dict[str, Any]
 T = TypeVar("T")
 R = TypeVar("R")
+P = ParamSpec("P")
 
 
 class Database:
@@ -146,12 +147,24 @@ class Database:
     def _form(self, form: IdForm | None) -> IdForm:
         return self.form if form is None else form
 
-    def _program(self, make: Callable[..., R], /, *args: Any, **kwargs: Any) -> R:
-        """The program ``make`` builds for this database with the handle's facts and options."""
-        return make(self._facts, self.name, *args, options=self.options, **kwargs)
+    def _program(
+        self,
+        make: Callable[Concatenate[FactsCache, str, P], R],
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> R:
+        """The program ``make`` builds for this database with the handle's facts."""
+        return make(self._facts, self.name, *args, **kwargs)
 
-    def _run(self, make: Callable[..., Program[T]], /, *args: Any, **kwargs: Any) -> T:
-        return run(self.client, self._program(make, *args, **kwargs))
+    def _run(
+        self,
+        make: Callable[Concatenate[FactsCache, str, P], Program[T]],
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T:
+        return run(self.client, make(self._facts, self.name, *args, **kwargs))
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -175,7 +188,12 @@ class Database:
             shop.latest(5, type=couchids.ALL_TYPES)  # any type
         """
         return self._run(
-            windows.latest, n, type=type, form=self._form(form), include_docs=include_docs
+            windows.latest,
+            n,
+            type=type,
+            form=self._form(form),
+            include_docs=include_docs,
+            options=self.options,
         )
 
     def window(
@@ -215,6 +233,7 @@ class Database:
             form=self._form(form),
             newest_first=newest_first,
             include_docs=include_docs,
+            options=self.options,
         )
         return Rows(pages(self.client, program.pages()))
 
@@ -307,7 +326,13 @@ class Database:
             )  # the same id however often it runs
         """
         return self._run(
-            writes.create, doc, type=type, timestamp=timestamp, key=key, form=self._form(form)
+            writes.create,
+            doc,
+            type=type,
+            timestamp=timestamp,
+            key=key,
+            form=self._form(form),
+            options=self.options,
         )
 
     def bulk_create(
@@ -443,7 +468,7 @@ class Database:
             result = posts.create_short({"title": "hello"})
             result.id  # '260107-bc'
         """
-        return self._run(short.create_short, doc, now=timestamp, rng=rng)
+        return self._run(short.create_short, doc, now=timestamp, rng=rng, options=self.options)
 
     def sequence(self, name: str, *, block: int = DEFAULT_BLOCK) -> Sequence:
         """The sequence ``name`` kept in this database (:class:`Sequence`, whose arguments
@@ -477,7 +502,15 @@ class Database:
 
             orders.count("2024-05-01", "2024-06-01", type="order")
         """
-        return self._run(counting.count, start, end, type=type, form=self._form(form), exact=exact)
+        return self._run(
+            counting.count,
+            start,
+            end,
+            type=type,
+            form=self._form(form),
+            exact=exact,
+            options=self.options,
+        )
 
     def histogram(
         self,
@@ -503,7 +536,14 @@ class Database:
                 print(bucket.start.date(), bucket.count)
         """
         return self._run(
-            counting.buckets, start, end, every=every, type=type, form=self._form(form), exact=exact
+            counting.buckets,
+            start,
+            end,
+            every=every,
+            type=type,
+            form=self._form(form),
+            exact=exact,
+            options=self.options,
         )
 
     def expire(
@@ -543,6 +583,7 @@ class Database:
             purge=purge,
             checkpoint=checkpoint,
             on_progress=on_progress,
+            options=self.options,
         )
 
     def export(
@@ -586,6 +627,7 @@ class Database:
             csv=csv,
             checkpoint=checkpoint,
             on_progress=on_progress,
+            options=self.options,
         )
 
     def archive(
@@ -625,6 +667,7 @@ class Database:
             expire=expire,
             checkpoint=checkpoint,
             on_progress=on_progress,
+            options=self.options,
         )
 
     def follow(
@@ -673,6 +716,7 @@ class Database:
             checkpoint=checkpoint,
             wait=wait,
             poll=poll,
+            options=self.options,
         )
         return after(self.client, begin, changes)
 
@@ -742,6 +786,7 @@ class Database:
             checkpoint=checkpoint,
             on_progress=on_progress,
             create_target=create_target,
+            options=self.options,
         )
 
     def replicate(

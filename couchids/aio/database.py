@@ -14,7 +14,7 @@ import collections.abc
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import aclosing
 from datetime import timedelta
-from typing import Any, TextIO, TypeVar
+from typing import Any, Concatenate, ParamSpec, TextIO, TypeVar
 
 from couchids.aio.replication import AsyncReplication
 from couchids.core import (
@@ -69,6 +69,7 @@ __all__ = ["AsyncDatabase", "AsyncSequence"]
 Row = dict[str, Any]
 T = TypeVar("T")
 R = TypeVar("R")
+P = ParamSpec("P")
 
 
 class AsyncDatabase:
@@ -143,12 +144,24 @@ class AsyncDatabase:
     def _form(self, form: IdForm | None) -> IdForm:
         return self.form if form is None else form
 
-    def _program(self, make: Callable[..., R], /, *args: Any, **kwargs: Any) -> R:
-        """The program ``make`` builds for this database with the handle's facts and options."""
-        return make(self._facts, self.name, *args, options=self.options, **kwargs)
+    def _program(
+        self,
+        make: Callable[Concatenate[FactsCache, str, P], R],
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> R:
+        """The program ``make`` builds for this database with the handle's facts."""
+        return make(self._facts, self.name, *args, **kwargs)
 
-    async def _run(self, make: Callable[..., Program[T]], /, *args: Any, **kwargs: Any) -> T:
-        return await run(self.client, self._program(make, *args, **kwargs))
+    async def _run(
+        self,
+        make: Callable[Concatenate[FactsCache, str, P], Program[T]],
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T:
+        return await run(self.client, make(self._facts, self.name, *args, **kwargs))
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -172,7 +185,12 @@ class AsyncDatabase:
             await shop.latest(5, type=couchids.ALL_TYPES)  # any type
         """
         return await self._run(
-            windows.latest, n, type=type, form=self._form(form), include_docs=include_docs
+            windows.latest,
+            n,
+            type=type,
+            form=self._form(form),
+            include_docs=include_docs,
+            options=self.options,
         )
 
     def window(
@@ -212,6 +230,7 @@ class AsyncDatabase:
             form=self._form(form),
             newest_first=newest_first,
             include_docs=include_docs,
+            options=self.options,
         )
         return AsyncRows(pages(self.client, program.pages()))
 
@@ -304,7 +323,13 @@ class AsyncDatabase:
             )  # the same id however often it runs
         """
         return await self._run(
-            writes.create, doc, type=type, timestamp=timestamp, key=key, form=self._form(form)
+            writes.create,
+            doc,
+            type=type,
+            timestamp=timestamp,
+            key=key,
+            form=self._form(form),
+            options=self.options,
         )
 
     async def bulk_create(
@@ -440,7 +465,9 @@ class AsyncDatabase:
             result = await posts.create_short({"title": "hello"})
             result.id  # '260107-bc'
         """
-        return await self._run(short.create_short, doc, now=timestamp, rng=rng)
+        return await self._run(
+            short.create_short, doc, now=timestamp, rng=rng, options=self.options
+        )
 
     def sequence(self, name: str, *, block: int = DEFAULT_BLOCK) -> AsyncSequence:
         """The sequence ``name`` kept in this database (:class:`AsyncSequence`, whose arguments
@@ -475,7 +502,13 @@ class AsyncDatabase:
             await orders.count("2024-05-01", "2024-06-01", type="order")
         """
         return await self._run(
-            counting.count, start, end, type=type, form=self._form(form), exact=exact
+            counting.count,
+            start,
+            end,
+            type=type,
+            form=self._form(form),
+            exact=exact,
+            options=self.options,
         )
 
     async def histogram(
@@ -502,7 +535,14 @@ class AsyncDatabase:
                 print(bucket.start.date(), bucket.count)
         """
         return await self._run(
-            counting.buckets, start, end, every=every, type=type, form=self._form(form), exact=exact
+            counting.buckets,
+            start,
+            end,
+            every=every,
+            type=type,
+            form=self._form(form),
+            exact=exact,
+            options=self.options,
         )
 
     async def expire(
@@ -542,6 +582,7 @@ class AsyncDatabase:
             purge=purge,
             checkpoint=checkpoint,
             on_progress=on_progress,
+            options=self.options,
         )
 
     async def export(
@@ -585,6 +626,7 @@ class AsyncDatabase:
             csv=csv,
             checkpoint=checkpoint,
             on_progress=on_progress,
+            options=self.options,
         )
 
     async def archive(
@@ -624,6 +666,7 @@ class AsyncDatabase:
             expire=expire,
             checkpoint=checkpoint,
             on_progress=on_progress,
+            options=self.options,
         )
 
     def follow(
@@ -672,6 +715,7 @@ class AsyncDatabase:
             checkpoint=checkpoint,
             wait=wait,
             poll=poll,
+            options=self.options,
         )
         return after(self.client, begin, changes)
 
@@ -741,6 +785,7 @@ class AsyncDatabase:
             checkpoint=checkpoint,
             on_progress=on_progress,
             create_target=create_target,
+            options=self.options,
         )
 
     async def replicate(
