@@ -20,7 +20,7 @@ import httpx
 import pytest
 import responses
 from cloudantproxy import CloudantProxy, Plan
-from faultproxy import client_for
+from faultproxy import FaultProxy, client_for
 from ibmcloudant.cloudant_v1 import CloudantV1
 
 import couchids
@@ -342,3 +342,31 @@ def test_a_given_rate_meets_few_429s(
     assert [d["_id"] for d in shop.window(T0, END, type="click")] == sorted(ids, reverse=True)
     assert proxy.counted["query"] >= N // 10
     assert proxy.refused["query"] <= 3
+
+
+@pytest.mark.needs("pouchdb")
+def test_asyncio_requests_waiting_for_a_connection_keep_to_the_rate(
+    couch_url: str, client: CloudantV1, db: str
+) -> None:
+    """Many operations at once on one asyncio client of four connections, kept to the plan's
+    rate, the first four answers slow: the pacer counts a request when it leaves, not when its
+    class had room while it still waited for a connection (else the requests let go in one
+    window reach the server in the next, beside that window's own, and meet 429s). Every
+    document is stored once."""
+
+    async def created(url: str) -> list[couchids.WriteResult]:
+        async with aio.AsyncClient(client_for(url), connections=4, rate="lite") as cloudant:
+            shop = aio.AsyncDatabase(cloudant, db)
+            return await asyncio.gather(
+                *(
+                    shop.create({"n": n}, type="click", timestamp=made_at({"n": n}))
+                    for n in range(40)
+                )
+            )
+
+    with FaultProxy(couch_url) as slow, CloudantProxy(slow.url, plan="lite") as proxy:
+        slow.fail("slow", method="PUT", times=4, seconds=0.5)
+        results = asyncio.run(created(proxy.url))
+    assert sorted(stored_ids(client, db)) == sorted(r.id for r in results)
+    assert proxy.counted["write"] == 40
+    assert proxy.refused["write"] <= 3, proxy.refused

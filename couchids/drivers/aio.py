@@ -141,21 +141,31 @@ class AsyncClient:
 
     async def _performed(self, effect: Send) -> tuple[Response | Lost, str]:
         """:meth:`perform`'s outcome as the pacer lets the request go
-        (:func:`~couchids.drivers.blocking.paced`), and what it was in a few words."""
+        (:func:`~couchids.drivers.blocking.paced`), and what it was in a few words.
+
+        The pacer is asked while the request holds one of the ``connections`` places, so it
+        counts the request when it leaves: one let go while it still waited for a place would
+        reach the server in a later window than the pacer counted it in (a 429 there)."""
         steps = paced(self.pacer, effect)
+        place = _Place(self._in_flight)
         try:
+            await place.take(effect)
             step = next(steps)
             while True:
                 if step is None:
-                    step = steps.send(await self._exchange(effect))
+                    step = steps.send(await self._exchange(effect, place))
                 else:
+                    place.give()  # waiting for room in the window, not for the server
                     await asyncio.sleep(step)
+                    await place.take(effect)
                     step = next(steps)
         except StopIteration as stop:
             done: tuple[Response | Lost, str] = stop.value
             return done
+        finally:
+            place.give()
 
-    async def _exchange(self, effect: Send) -> tuple[Response | Lost, str | None]:
+    async def _exchange(self, effect: Send, place: _Place) -> tuple[Response | Lost, str | None]:
         """:meth:`perform`'s outcome, and when it is :class:`Lost`, what happened."""
         left = effect.policy.remaining()
         if left is not None and left <= 0:
@@ -169,7 +179,7 @@ class AsyncClient:
             return prepared
         try:
             async with asyncio.timeout(effect.policy.remaining()):
-                return await self._send(effect, prepared)
+                return await self._send(effect, prepared, place)
         except TimeoutError:
             return _timed_out(effect), "timeout"
 
@@ -193,23 +203,26 @@ class AsyncClient:
         return done
 
     async def _send(
-        self, effect: Send, prepared: dict[str, Any]
+        self, effect: Send, prepared: dict[str, Any], place: _Place
     ) -> tuple[Response | Lost, str | None]:
-        """Send ``prepared``, and again as the SDK's ``enable_retries()`` would."""
+        """Send ``prepared`` in ``place``, and again as the SDK's ``enable_retries()`` would
+        (the place given up while it waits)."""
         retry = self.cloudant.retry_config
         attempt, refused = 0, 0
         while True:
+            await place.take(effect)
+            if not place.held:  # the deadline passed while the SDK's retry waited for one
+                return _timed_out(effect), "timeout"
             started = time.perf_counter()
             try:
-                async with self._in_flight:
-                    answer = await self.http.request(
-                        prepared["method"],
-                        prepared["url"],
-                        params=prepared["params"],
-                        headers={**prepared["headers"], **self._cookies()},
-                        content=prepared["data"],
-                        auth=prepared["auth"] or httpx.USE_CLIENT_DEFAULT,
-                    )
+                answer = await self.http.request(
+                    prepared["method"],
+                    prepared["url"],
+                    params=prepared["params"],
+                    headers={**prepared["headers"], **self._cookies()},
+                    content=prepared["data"],
+                    auth=prepared["auth"] or httpx.USE_CLIENT_DEFAULT,
+                )
             except httpx.HTTPError as exc:
                 return _httpx_lost(exc, effect, await _plain_http(exc, prepared["url"]))
             except RuntimeError as exc:
@@ -236,6 +249,7 @@ class AsyncClient:
             wait = _sdk_backoff(retry, response, attempt)
             log.sent(effect, status, None, (time.perf_counter() - started) * 1000)
             log.retrying(effect, wait, f"HTTP {status}", client=(attempt, retry.total))
+            place.give()
             await asyncio.sleep(wait)
 
     def _cookies(self) -> dict[str, str]:
@@ -244,6 +258,33 @@ class AsyncClient:
         jars = (self.cloudant.jar, self.cloudant.get_http_client().cookies)
         pairs = {c.name: c.value for jar in jars if jar is not None for c in jar}
         return {"Cookie": "; ".join(f"{k}={v}" for k, v in pairs.items())} if pairs else {}
+
+
+class _Place:
+    """One of an :class:`AsyncClient`'s ``connections`` places, which a request holds while
+    the pacer lets it go and while it is sent."""
+
+    def __init__(self, places: asyncio.Semaphore) -> None:
+        self.places = places
+        self.held = False
+
+    async def take(self, effect: Send) -> None:
+        """Wait for a place, while ``effect``'s deadline allows (past it, the exchange answers
+        that the deadline passed, sending nothing)."""
+        if self.held:
+            return
+        try:
+            async with asyncio.timeout(effect.policy.remaining()):
+                await self.places.acquire()
+        except TimeoutError:
+            return
+        self.held = True
+
+    def give(self) -> None:
+        """Give the place back, if held."""
+        if self.held:
+            self.held = False
+            self.places.release()
 
 
 def connect(
