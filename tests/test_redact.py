@@ -115,3 +115,21 @@ def test_the_sdk_log_of_a_prepared_request_masks_the_url_credentials(
     assert [record.getMessage() for record in caplog.records] == [
         f"Prepared request [GET http://{MASK}@host/db]"
     ]
+
+
+#: A password holding what ends an unquoted value: a space, a quote, a comma, a brace.
+SPACED = 'Zq9 mArk"S3c,rEt}x'
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"auth": {"basic": {"username": "bob", "password": "Zq9 mArk\\"S3c,rEt}x"}}}',
+        "{'password': 'Zq9 mArk\"S3c,rEt}x', 'x': 1}",
+        '{\\"password\\": \\"Zq9 mArk S3c,rEt}x\\", \\"x\\": 1}',
+        'body={"password":"Zq9 mArk\\"S3c,rEt}x',  # cut short by a quote's length
+    ],
+)
+def test_a_quoted_field_is_masked_to_its_closing_quote(text: str) -> None:
+    masked = redact(text)
+    assert not [piece for piece in ("Zq9", "mArk", "S3c", "rEt") if piece in masked], masked

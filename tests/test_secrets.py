@@ -370,3 +370,31 @@ def test_redact_masks_given_secrets_in_every_encoding() -> None:
     for form in (ODD_MARK, quote(ODD_MARK, safe=""), quote(ODD_MARK)):
         assert ODD_MARK not in redact(f"said {form} here", [ODD_MARK])
         assert form not in redact(f"said {form} here", [ODD_MARK])
+
+
+#: A password holding what ends a value that is not quoted: a space, a quote, a comma, a brace,
+#: letters outside ASCII; each piece of it that must not be seen.
+SPACED_MARK = 'Zq9 mArk"S3c,rEt}\u00fcn\u00ef'
+SPACED_PIECES = ("Zq9", "mArk", "S3c", "rEt", "\u00fcn\u00ef", "\\u00fcn\\u00ef")
+
+
+def test_no_piece_of_a_password_with_spaces_in_a_replication_sent(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The ``_replicator`` document the echoing server repeats holds the client's password and
+    the URL target's, each a JSON string with a space, an escaped quote and a comma in it."""
+    seen: dict[str, list[str]] = {}
+    target = f"http://carol:{quote(SPACED_MARK, safe='')}@127.0.0.1:9/edge"
+    with HostileServer("echo", couchdb=True) as server:
+        for name, run in (("replicate", replicate), ("aio.replicate", aio_replicate)):
+            client = couchids.connect(
+                server.url, auth_type="basic", username="bob", password=SPACED_MARK
+            )
+            client.set_http_config({"proxies": {"http": None, "https": None}})
+            with pytest.raises(couchids.ServerError) as caught:
+                run(client, "hostile", target)
+            seen[name] = outputs_of(caught.value)
+            assert '"target"' in seen[name][0], seen[name]  # the document was repeated
+    seen["stdout and stderr"] = list(capsys.readouterr())
+    found = leaks(seen, list(SPACED_PIECES))
+    assert not found, "\n".join(found)

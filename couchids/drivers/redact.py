@@ -40,9 +40,14 @@ _AUTHORIZATION = re.compile(
 _COOKIE = re.compile(r"(?i)\b((?:set-)?cookie['\"]?\s*[:=]\s*['\"]?)[^\s=;'\"]+=[^'\"\r\n]+")
 _AUTH_SESSION = re.compile(r"(?i)(AuthSession=)[^;\s'\",]+")
 # "password": "x", password=x, apikey=x, access_token=x ... in JSON, forms and query strings.
+# A quoted value is masked to its closing quote, whatever it holds (a space, a comma, an
+# escaped quote, a brace: a password may), or to the end of the line when it was cut short;
+# in JSON inside a JSON string (\"password\": \"x\") to the next escaped quote.
 _FIELD = re.compile(
-    r"(?i)(['\"]?\b(?:password|passwd|apikey|api_key|client_secret|secret|access_token|"
-    r"refresh_token|bearer_token|token)['\"]?\s*[:=]\s*['\"]?)[^\s'\",&;}]+"
+    r"(?i)((?:\\?['\"])?\b(?:password|passwd|apikey|api_key|client_secret|secret|access_token|"
+    r"refresh_token|bearer_token|token)(?:\\?['\"])?\s*[:=]\s*)"
+    r"(?:(?P<quote>\\?['\"])(?:(?!(?P=quote))(?:\\.|[^\\\n]))*(?P<end>(?P=quote))?"
+    r"|[^\s'\",&;}]+)"
 )
 
 # Where a given secret starts and ends, on a side where it has a word character: next to no
@@ -90,7 +95,7 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
     text = _AUTHORIZATION.sub(lambda m: m[1] + (f"{m[2]} " if m[2] else "") + MASK, text)
     text = _COOKIE.sub(lambda m: m[1] + MASK, text)
     text = _AUTH_SESSION.sub(lambda m: m[1] + MASK, text)
-    return _FIELD.sub(lambda m: m[1] + MASK, text)
+    return _FIELD.sub(_masked_field, text)
 
 
 def secrets_of(config: Mapping[str, str]) -> list[str]:
@@ -108,6 +113,12 @@ def secrets_of(config: Mapping[str, str]) -> list[str]:
         info = head.rpartition("//")[2]
         found += [info, info.partition(":")[2]]
     return sorted({secret for secret in found if secret})
+
+
+def _masked_field(found: re.Match[str]) -> str:
+    """A field's key with its value masked, in the quotes it had."""
+    quote = found["quote"] or ""
+    return found[1] + quote + MASK + (found["end"] or "")
 
 
 @functools.lru_cache(maxsize=32)
