@@ -536,7 +536,7 @@ class Database:
                 print(bucket.start.date(), bucket.count)
         """
         return self._run(
-            counting.buckets,
+            counting.histogram,
             start,
             end,
             every=every,

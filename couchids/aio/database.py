@@ -535,7 +535,7 @@ class AsyncDatabase:
                 print(bucket.start.date(), bucket.count)
         """
         return await self._run(
-            counting.buckets,
+            counting.histogram,
             start,
             end,
             every=every,

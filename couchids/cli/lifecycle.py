@@ -195,8 +195,7 @@ def _add_rekey(commands: Any) -> None:
 
 
 def _expire(args: argparse.Namespace) -> int:
-    from couchids.core.counting import counted
-    from couchids.core.policy import RetryPolicy
+    from couchids.core.counting import count
     from couchids.core.scan import Checkpoint
     from couchids.drivers.blocking import known_facts, run
 
@@ -204,8 +203,17 @@ def _expire(args: argparse.Namespace) -> int:
     db = database(args, args.db)
     mark = Checkpoint(last_id=args.after)
     # Counted for the progress bar's total; a failure names the command run.
-    policy, known = RetryPolicy.within(args.timeout, "expire"), known_facts(db.client)
-    total = counted(known, policy, db.name, 0, before, type=args.type, form=db.form, exact=False)
+    total = count(
+        known_facts(db.client),
+        db.name,
+        0,
+        before,
+        type=args.type,
+        form=db.form,
+        exact=False,
+        options=db.options,
+        operation="expire",
+    )
     with _Bar("deleting" if args.yes else "checking", mark, run(db.client, total)) as bar:
         report = db.expire(
             before,

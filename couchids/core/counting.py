@@ -43,9 +43,7 @@ __all__ = [
     "MAX_BUCKETS",
     "Bucket",
     "bucket_edges",
-    "buckets",
     "count",
-    "counted",
     "counts_by_offset",
     "histogram",
     "parse_every",
@@ -154,25 +152,12 @@ def count(
     form: IdForm,
     exact: bool,
     options: Options,
+    operation: str = "count",
 ) -> Program[int]:
-    """The program of :meth:`couchids.Database.count`: :func:`counted` within ``options``."""
-    policy = options.policy("count")
-    return counted(known, policy, db, start, end, type=type, form=form, exact=exact)
-
-
-def counted(
-    known: FactsCache,
-    policy: RetryPolicy,
-    db: str,
-    start: TimeLike,
-    end: TimeLike,
-    *,
-    type: str | AllTypes | None,
-    form: IdForm,
-    exact: bool,
-) -> Program[int]:
-    """The count of ids of ``form`` and ``type`` in ``[start, end)``, for the operation of
-    ``policy``; arguments checked now. ``type=ALL_TYPES`` counts the ids of every type present."""
+    """The program of :meth:`couchids.Database.count`: the count of ids of ``form`` and
+    ``type`` in ``[start, end)`` within ``options``, ``operation`` naming the call in messages;
+    arguments checked now. ``type=ALL_TYPES`` counts the ids of every type present."""
+    policy = options.policy(operation)
     span = check_window(start, end)
     check_time_form(form)
     check_flag("exact", exact)
@@ -194,7 +179,7 @@ def counted(
     return total()
 
 
-def buckets(
+def histogram(
     known: FactsCache,
     db: str,
     start: TimeLike,
@@ -206,38 +191,10 @@ def buckets(
     exact: bool,
     options: Options,
 ) -> Program[list[Bucket]]:
-    """The program of :meth:`couchids.Database.histogram`: :func:`histogram` within
-    ``options``."""
+    """The program of :meth:`couchids.Database.histogram`: the counts per bucket of ``every``
+    in ``[start, end)`` within ``options``, ``parallel`` requests at a time; arguments checked
+    now."""
     policy, parallel = options.policy("histogram"), options.slices("histogram")
-    return histogram(
-        known,
-        policy,
-        db,
-        start,
-        end,
-        every=every,
-        type=type,
-        form=form,
-        exact=exact,
-        parallel=parallel,
-    )
-
-
-def histogram(
-    known: FactsCache,
-    policy: RetryPolicy,
-    db: str,
-    start: TimeLike,
-    end: TimeLike,
-    *,
-    every: str | timedelta,
-    type: str | None,
-    form: IdForm,
-    exact: bool,
-    parallel: int,
-) -> Program[list[Bucket]]:
-    """The counts per bucket of ``every`` in ``[start, end)``, ``parallel`` requests at a
-    time, for the operation of ``policy``; arguments checked now."""
     start_ms, end_ms = check_window(start, end)
     check_time_form(form)
     check_flag("exact", exact)

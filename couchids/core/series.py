@@ -195,7 +195,7 @@ def create_database(
             why = "its answer speaks of a limit"
         else:
             try:
-                room = yield from _room(known, max_databases, policy.renewed(), name)
+                room = yield from _room(known, max_databases, policy, name)
             except ServerError:
                 raise failure from None  # a cap or count that cannot be read proves nothing
             if room is None or room[1] < room[0]:
@@ -241,7 +241,7 @@ def _room(
             raise answer_error(
                 policy, db, f"{CAPACITY_PATH} answered {describe(reply.body)}", reply.sent
             )
-    names, sent = yield from _all_dbs(policy.renewed(), db)
+    names, sent = yield from _all_dbs(policy, db)
     check_listing("_all_dbs", names, policy, db, sent=sent)
     return cap, len(names)
 
@@ -256,7 +256,7 @@ def headroom(
     """What :meth:`couchids.Series.prepare` warns about once it made its databases, or
     ``None``: a server whose cap on databases leaves room for no more than ``ahead`` new ones
     (:func:`_room`; ``ServerError`` when it cannot be read)."""
-    room = yield from _room(known, max_databases, policy.renewed(), layout.prefix)
+    room = yield from _room(known, max_databases, policy, layout.prefix)
     if room is None:
         return None
     cap, held = room
@@ -585,12 +585,12 @@ def count(
     options: Options,
 ) -> Program[int]:
     """The program of :meth:`couchids.Series.count`: the sum of each period's count
-    (:func:`couchids.core.counting.counted`), :data:`PERIOD_WORKERS` databases at a time."""
+    (:func:`couchids.core.counting.count`), :data:`PERIOD_WORKERS` databases at a time."""
     policy = options.policy("count")
 
     def part(name: str, a: int, b: int) -> Program[int]:
-        return counting.counted(
-            known, policy.renewed(), name, a, b, type=type, form=layout.form, exact=exact
+        return counting.count(
+            known, name, a, b, type=type, form=layout.form, exact=exact, options=options
         )
 
     def run(spans: list[Span]) -> Program[int]:
@@ -620,7 +620,6 @@ def histogram(
     def part(name: str, a: int, b: int) -> Program[list[Bucket]]:
         return counting.histogram(
             known,
-            policy.renewed(),
             name,
             a,
             b,
@@ -628,7 +627,7 @@ def histogram(
             type=type,
             form=layout.form,
             exact=exact,
-            parallel=options.slices("histogram"),
+            options=options,
         )
 
     def run(spans: list[Span]) -> Program[list[Bucket]]:
