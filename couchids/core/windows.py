@@ -176,18 +176,19 @@ def newest(
     ``start_ms <= t < end_ms``, newest first: :func:`latest` within a window, for the operation
     of ``policy``. The caller checks the arguments."""
 
-    def of_type(t: str | None, each: RetryPolicy) -> Program[list[Row]]:
-        scan = _Scan(known, db, form, t, start_ms, end_ms, True, include_docs, each)
+    def of_type(t: str | None) -> Program[list[Row]]:
+        scan = _Scan(known, db, form, t, start_ms, end_ms, True, include_docs, policy)
+        scan.renew = False  # the newest n: one deadline for the whole call
         return _first(scan.run(n, max(n, LATEST_REFILL), prefetch=False), n)
 
     if type is not ALL_TYPES:
-        return of_type(type, policy)
+        return of_type(type)
 
     def every_type() -> Program[list[Row]]:
         if n == 0:
             return []
         types = yield from types_present(db, form.separator, policy)
-        each = yield from each_type(lambda t: of_type(t, policy.renewed()), types)
+        each = yield from each_type(of_type, types)
         merged = merge_by_time(
             [_emitting(rows) for rows in each], form, newest_first=True, include_docs=include_docs
         )
@@ -232,7 +233,8 @@ _Reading = tuple[PageRequest, RangeFetch, Callable[[list[Row] | None], Program[N
 
 class _Scan:
     """One query: the fixed options of its requests, and the rows they return. ``after`` (an
-    id handed out before) resumes just past it; ``attachments`` and ``conflicts`` add those."""
+    id handed out before) resumes just past it; ``attachments`` and ``conflicts`` add those;
+    ``renew`` gives each page after the first a deadline of its own (a stream's)."""
 
     def __init__(
         self,
@@ -249,6 +251,7 @@ class _Scan:
         _check_scan(form, include_docs)
         self.after: str | None = None
         self.attachments = self.conflicts = False
+        self.renew = True
         self.known, self.db, self.form, self.doc_type = known, db, form, doc_type
         self.include_docs, self.policy = include_docs, policy
         self.start_ms, self.end_ms = start_ms, end_ms
@@ -327,7 +330,8 @@ class _Scan:
         def fetch(start_key: str, end_key: str, limit: int) -> Program[list[Row]]:
             options = {"start_key": start_key, "end_key": end_key, "limit": limit, **fixed}
             # The first page shares the deadline of the database lookup.
-            policy = self.policy if start_key == first_key else self.policy.renewed()
+            renew = self.renew and start_key != first_key
+            policy = self.policy.renewed() if renew else self.policy
             docs = self.include_docs
             return all_docs(self.db, options, policy, partition=partition, include_docs=docs)
 

@@ -178,6 +178,55 @@ async def test_calls_that_poll_or_retry_end_by_their_deadline_when_an_endpoint_h
     )
 
 
+async def test_a_call_of_several_steps_keeps_one_deadline_when_each_step_is_slow(
+    async_client_for: Callable[[CloudantV1], AsyncClient],
+    couch_url: str,
+    client: CloudantV1,
+    db: str,
+    series_prefix: str,
+) -> None:
+    # Each step is shorter than the timeout, the two together longer: a call that started the
+    # clock again for its second step would succeed.
+    made = couchids.Database(client, db).create({"n": 1}, type="reading")
+    # An id of the type's range but of no form: the newest row, read and dropped by latest,
+    # which reads a second page for the document.
+    client.put_document(db=db, doc_id=made.id + "x", document={"n": 2})
+    t = TIMEOUT
+
+    def slow(method: str, path: str, **rule: Any) -> Callable[[FaultProxy], None]:
+        return lambda proxy: proxy.fail("slow", method=method, path=path, seconds=SLOW, **rule)
+
+    def types_then_query(proxy: FaultProxy) -> None:
+        # The types walk's first request, then each type's query (newest first).
+        slow("POST", f"^/{db}/_all_docs")(proxy)
+        slow("POST", f"^/{db}/_all_docs", times=ALWAYS, containing='"descending"')(proxy)
+
+    def make_then_count(proxy: FaultProxy) -> None:
+        slow("PUT", f"^/{series_prefix}-[^/]+(\\?|$)", times=ALWAYS)(proxy)
+        slow("GET", "^/_all_dbs", times=ALWAYS)(proxy)
+
+    cases: dict[str, tuple[Setup, Call]] = {
+        "latest, a page then the next": (
+            slow("POST", f"^/{db}/_all_docs", times=ALWAYS),
+            lambda c: database(c, db, timeout=t).latest(1, type="reading"),
+        ),
+        "latest ALL_TYPES": (
+            types_then_query,
+            lambda c: database(c, db, timeout=t).latest(1, type=couchids.ALL_TYPES),
+        ),
+        "Series.prepare, then its count of databases": (
+            make_then_count,
+            lambda c: series_of(c, series_prefix, timeout=t, max_databases=10_000).prepare(0),
+        ),
+    }
+    each_at_once_on_loops(
+        {
+            name: ends_by_its_deadline(name, couch_url, setup, call, async_client_for)
+            for name, (setup, call) in cases.items()
+        }
+    )
+
+
 @pytest.mark.needs("couchdb")
 async def test_replication_calls_end_by_their_deadline_when_an_endpoint_hangs(
     async_client_for: Callable[[CloudantV1], AsyncClient],
