@@ -13,7 +13,7 @@ from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 from ids_helpers import load_vectors
 
-from couchids.core.keys import KeyRange, window_keys
+from couchids.core.keys import KeyRange, in_window, window_keys
 from couchids.idforms.constants import TYPE_PATTERN
 from couchids.idforms.forms import (
     KUUID,
@@ -363,3 +363,38 @@ def test_no_range_of_the_millisecond_mode_holds_a_second_mode_id(
     assert ms_form.parse(doc_id[len(ms_form.type_prefix(doc_type)) :]) < to_ms("1978-01-12")
     keys = window_keys(ms_form, doc_type, min(start, end), max(start, end) + 1)
     assert keys is None or not contains(keys, doc_id)
+
+
+@settings(max_examples=300)
+@given(
+    st.sampled_from(SECOND_FORMS),
+    types,
+    st.integers(0, MAX_MS),
+    st.integers(0, MAX_MS),
+    st.integers(0, MAX_MS),
+)
+@example(KUUID, "user", 1_700_000_000_000, 0, MAX_MS)
+def test_no_window_of_the_millisecond_mode_takes_a_second_mode_id(
+    form: IdForm, doc_type: str | None, t: int, start: int, end: int
+) -> None:
+    """What expire deletes (in_window) is what the key range holds: an id of a second mode,
+    which reads as a millisecond time before 1978, is no id of a millisecond window from 1970
+    (say, a server answering rows from the start of the index)."""
+    ms_form = replace(form, millisecond=True)
+    doc_id = form.new(t, type=doc_type)
+    assert not in_window(ms_form, doc_type, min(start, end), max(start, end) + 1)(doc_id)
+
+
+@settings(max_examples=300)
+@given(windows_and_times())
+@example((KUUID_MS, "user", 0, MAX_MS + 1, 315_532_799_999))
+@example((KUUID_MS_REVERSE, None, 0, 315_532_800_001, 315_532_799_999))
+@example((KUUID_MS_REVERSE, None, 0, 315_532_800_001, 315_532_800_000))
+def test_in_window_takes_exactly_the_ids_of_the_key_range(
+    case: tuple[IdForm, str | None, int, int, int],
+) -> None:
+    form, doc_type, start, end, t = case
+    keys = window_keys(form, doc_type, start, end)
+    inside = in_window(form, doc_type, start, end)
+    for doc_id in extreme_ids(form, t, doc_type):
+        assert inside(doc_id) == (keys is not None and contains(keys, doc_id)), doc_id

@@ -100,8 +100,9 @@ def beyond_keys(form: IdForm, doc_type: str | None) -> KeyRange | None:
 def in_window(
     form: IdForm, doc_type: str | None, start_ms: int, end_ms: int
 ) -> Callable[[str], bool]:
-    """Whether an id is of ``form`` and ``doc_type`` with a time ``start_ms <= t < end_ms``,
-    from the id alone: what an operation that deletes, copies or writes checks of each id,
+    """Whether an id is of ``form`` and ``doc_type`` with a time ``start_ms <= t < end_ms``
+    that :func:`window_keys` reaches (exactly the ids of the form in its key range), from the
+    id alone: what an operation that deletes, copies or writes checks of each id,
     whatever the server answered and wherever a checkpoint said to resume.
 
     >>> from couchids.idforms.forms import KUUID
@@ -114,8 +115,10 @@ def in_window(
     """
     check_time_form(form)
     prefix = form.type_prefix(doc_type)
-    unit = form.unit_ms
-    low, high = -(-max(start_ms, 0) // unit) * unit, -(-end_ms // unit) * unit
+    # The units window_keys reaches: millisecond kuuid ids before 1980 are left to the ids of
+    # the second modes, which read as those times.
+    first, stop = units(form, start_ms, end_ms)
+    low, high = first * form.unit_ms, stop * form.unit_ms
     matches, parse, cut = form.matcher(prefix), form.parse, len(prefix)
 
     def inside(doc_id: str) -> bool:
