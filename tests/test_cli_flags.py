@@ -249,3 +249,39 @@ def test_a_hint_of_the_library_names_the_flag(
     assert cli.main(argv) == cli.EXIT_BAD_INPUT
     err = capsys.readouterr().err
     assert said in err and unsaid not in err, err
+
+
+@pytest.mark.parametrize(
+    ("argv", "said", "unsaid"),
+    [
+        (["latest", "Bad Name"], "DB 'Bad Name' is not", "name="),
+        (["tail", "Shop"], "DB 'Shop' is not", "name="),
+        (["replicate", "Bad", "t", "--since", "1d"], "SOURCE 'Bad' is not", "name="),
+        (["replicate", "s", "Bad Target", "--since", "1d"], "TARGET 'Bad Target'", "--target"),
+        (["replicate", "s", "ftp://h/db", "--since", "1d"], "TARGET 'ftp://h/db'", "--target"),
+        (["rekey", "Bad", "t"], "SOURCE 'Bad' is not", "name="),
+        (["rekey", "s", "Bad Target"], "TARGET 'Bad Target' is not", "target_db"),
+        (["rekey", "s", "s"], "TARGET 's' is the source", "target_db"),
+        (["series", "list", "Ev", "--period", "day"], "PREFIX 'Ev' cannot", "--prefix"),
+        (["window", "--series", "Ev", "--period", "day", "--since", "1d"], "--series 'Ev'", "="),
+        (["latest", "--series", "ev"], "day, week (ISO weeks, from Monday), month or year", "="),
+    ],
+)
+def test_a_refused_argument_is_named_as_the_usage_names_it(
+    argv: list[str],
+    said: str,
+    unsaid: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    """A database name, a series' prefix or a replication's target given by position is named
+    DB, SOURCE, TARGET or PREFIX, as the usage line writes it, never by a parameter of the
+    library or a flag the command does not have; refused before anything is sent."""
+    monkeypatch.setenv("CLOUDANT_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("CLOUDANT_AUTH_TYPE", "noauth")
+    monkeypatch.setenv("COUCHIDS_REKEY_KEY", "k")
+    monkeypatch.chdir(tmp_path)  # rekey's mapping file is never made
+    assert cli.main(argv) == cli.EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert said in err and unsaid not in err, err

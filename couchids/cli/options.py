@@ -270,15 +270,25 @@ def form(args: argparse.Namespace) -> IdForm:
     )
 
 
-#: The library's parameters whose flag has another name.
-_FLAG_OF = {"start": "since", "end": "until", "millisecond": "ms"}
+#: The library's parameters whose flag or argument has another name, the first the command has.
+_FLAG_OF = {
+    "start": ("since",),
+    "end": ("until",),
+    "millisecond": ("ms",),
+    "name": ("source", "db"),  # a database handle's name
+    "target_db": ("target",),
+    "prefix": ("prefix", "series"),
+}
+#: The arguments given by position, as the usage lines write them.
+_POSITIONAL = {"db": "DB", "source": "SOURCE", "target": "TARGET", "prefix": "PREFIX"}
 #: ``name=`` and the character after it that a flag needs a space before (a value, not ``,;) ``).
 _PARAMETER = re.compile(r"\b([a-z][a-z_]*)=(?=([^ ,;)]?))")
 
 
 def in_flags(message: str, options: dict[str, object]) -> str:
     """A message of the library in the command's words: a parameter the command has a flag
-    for (``every=``, ``start <= end``) is named by that flag.
+    or an argument for (``every=``, ``start <= end``, a database's ``name=``) is named as the
+    command's usage names it.
 
     >>> in_flags("every='0s': a bucket is at least one millisecond", {"every": "0s"})
     "--every '0s': a bucket is at least one millisecond"
@@ -286,6 +296,8 @@ def in_flags(message: str, options: dict[str, object]) -> str:
     'the window ends before it starts; pass --since <= --until'
     >>> in_flags("pass reverse= and millisecond= to say which", {"reverse": None, "ms": None})
     'pass --reverse and --ms to say which'
+    >>> in_flags("name='Shop' is not a CouchDB database name", {"db": "Shop"})  # by position
+    "DB 'Shop' is not a CouchDB database name"
     >>> in_flags("timeout=0: must be > 0", {"db": "shop"})  # no such flag: left as it is
     'timeout=0: must be > 0'
     """
@@ -295,5 +307,7 @@ def in_flags(message: str, options: dict[str, object]) -> str:
 
 
 def _flag(name: str, options: dict[str, object], follows: str = "") -> str | None:
-    dest = _FLAG_OF.get(name, name)
-    return "--" + dest.replace("_", "-") + (follows and " ") if dest in options else None
+    dest = next((dest for dest in _FLAG_OF.get(name, (name,)) if dest in options), None)
+    if dest is None:
+        return None
+    return _POSITIONAL.get(dest, "--" + dest.replace("_", "-")) + (follows and " ")

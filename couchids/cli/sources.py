@@ -137,7 +137,7 @@ def _layout(args: argparse.Namespace, form: IdForm) -> SeriesLayout | None:
             f"give a database DB or --series PREFIX, not both ({db!r} and --series {prefix!r}){see}"
         )
     if period is None:
-        raise InvalidArgumentError(f"--series needs --period: {PERIOD_HELP.split(',')[0]}{see}")
+        raise InvalidArgumentError(f"--series needs --period: {PERIOD_HELP.rsplit(',', 1)[0]}{see}")
     return SeriesLayout(prefix, period, form)
 
 
