@@ -70,6 +70,15 @@ def test_the_top_level_help_names_the_offline_subcommands(
         assert ("(offline)" in listed[1]) == (name in OFFLINE), listed[0]
 
 
+def test_the_top_level_help_lists_every_exit_status(capsys: pytest.CaptureFixture[str]) -> None:
+    """Each status the command returns (0, 1, 2, and 130 after Ctrl-C) has its line."""
+    assert main(["--help"]) == EXIT_OK
+    section = capsys.readouterr().out.split("exit status:\n", 1)[1].split("\n\n", 1)[0]
+    listed = {int(status) for status in re.findall(r"^  (\d+)  ", section, re.MULTILINE)}
+    statuses = {value for name, value in vars(cli).items() if name.startswith("EXIT_")}
+    assert listed == statuses == {0, 1, 2, 130}, section
+
+
 def required_argv(name: str) -> list[str]:
     """The shortest command line of a subcommand: its positionals and required options."""
     argv = name.split()

@@ -132,6 +132,8 @@ exit status:
   {EXIT_BAD_INPUT}  bad usage or input (an id, time, type or flag), no server configured, a file
      named by a flag that cannot be opened (rekey --mapping), or output characters that
      stdout's encoding lacks (set PYTHONIOENCODING=utf-8)
+  {EXIT_INTERRUPTED}  stopped by Ctrl-C: what was written before is out, and expire, export,
+       rekey and tail say where to resume
 
 An empty answer is followed by a note on stderr when the database shows why (its ids are
 typed, or of another form), with the flags to use instead; the exit status stays 0.
