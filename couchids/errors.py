@@ -163,7 +163,8 @@ class ServerTimeoutError(ServerError, TimeoutError):
 
 
 class DatabaseNotFoundError(ServerError):
-    """The database does not exist (status 404).
+    """The database does not exist: CouchDB answered 404 (a 404 that is not CouchDB's, such as
+    a proxy's HTML page, is a plain :class:`ServerError`).
 
     Example::
 

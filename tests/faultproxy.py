@@ -12,8 +12,9 @@ arrive. Two more play a cluster on a single server: ``"202-after"`` forwards and
 server's 201 into ``202 Accepted`` (a write fewer copies than a quorum took), ``"409-after"``
 forwards and answers ``409 Conflict`` (the majority refused the write, but a copy that lagged
 behind took it), and ``"404-before"`` answers 404 without forwarding (a read that reached a
-copy the write has not reached yet). Every request and what the proxy did with it is kept in
-:attr:`FaultProxy.log`.
+copy the write has not reached yet). ``"html-404-before"`` answers a proxy's own HTML 404 page
+without forwarding (a route the proxy lacks: no word from CouchDB). Every request and what the
+proxy did with it is kept in :attr:`FaultProxy.log`.
 
 Two play a server that stops answering: ``"hang"`` holds the request without forwarding it and
 never answers (the connection closes when the proxy stops), and ``"slow"`` holds it for the
@@ -48,6 +49,7 @@ Mode = Literal[
     "202-after",
     "409-after",
     "404-before",
+    "html-404-before",
     "hang",
     "slow",
 ]
@@ -59,6 +61,7 @@ MODES: tuple[Mode, ...] = (
     "202-after",
     "409-after",
     "404-before",
+    "html-404-before",
     "hang",
     "slow",
 )
@@ -81,6 +84,7 @@ _HOP_BY_HOP = frozenset(
     }
 )
 _NOT_FOUND = b'{"error":"not_found","reason":"missing (the test proxy)"}'
+_PROXY_404 = b"<html><head><title>404 Not Found</title></head><body>nginx</body></html>"
 _UNAVAILABLE = b'{"error":"service_unavailable","reason":"answer lost by the test proxy"}'
 
 
@@ -323,6 +327,9 @@ def _handler_for(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
                 return
             if mode == "404-before":
                 self._answer(404, [("Content-Type", "application/json")], _NOT_FOUND)
+                return
+            if mode == "html-404-before":
+                self._answer(404, [("Content-Type", "text/html")], _PROXY_404)
                 return
             if mode.startswith("drop"):
                 # No status line at all: the client sees the connection close under it.

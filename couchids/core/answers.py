@@ -225,7 +225,9 @@ def status_error(response: Response, policy: RetryPolicy, db: str, sent: str) ->
     else:
         text = f"not a CouchDB answer: {describe(response)}"
     error: ServerError
-    if status == 404:
+    if status == 404 and found is not None:
+        # Only CouchDB's own 404 says a database is missing: a proxy's page (a wrong path, a
+        # route it lacks) is a failure, never a database that holds nothing.
         error = DatabaseNotFoundError(
             f"{head}: database {db!r} does not exist (or the document path is wrong): {text}",
             status,

@@ -13,9 +13,10 @@ import csv
 import io
 import itertools
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
+from faultproxy import FaultProxy, client_for
 from ibm_cloud_sdk_core import ApiException
 from ibmcloudant.cloudant_v1 import CloudantV1
 from test_series import (
@@ -361,3 +362,35 @@ def test_expire_leaves_no_older_document_whatever_wrote_it(
     again = series.expire(CUTOFF, dry_run=False)
     assert (again.dropped, again.deleted, sorted(again.unread)) == ([], 0, unreadable)
     assert snapshot(client, prefix) == after
+
+
+def test_a_proxys_404_page_for_a_period_is_a_failure_not_an_empty_period(
+    client: CloudantV1,
+    couch_url: str,
+    prefix: str,
+    blocking_client: CloudantV1,
+    blocking_client_for: Callable[[CloudantV1], CloudantV1],
+) -> None:
+    # Only CouchDB's own 404 makes a period one without a database (which holds nothing); a
+    # proxy's HTML 404 page for one period's reads is a failure, whatever reads it.
+    series = series_of(blocking_client, prefix, every="month")
+    for at in ("2024-01-10", "2024-02-10", "2024-03-10"):
+        series.create({"at": at}, type="r", timestamp=at)
+    reads = {
+        "window": lambda s: listed(s.window("2024-01-01", "2024-04-01", type="r")),
+        "latest": lambda s: s.latest(5, type="r"),
+        "count": lambda s: s.count("2024-01-01", "2024-04-01", type="r"),
+        "histogram": lambda s: s.histogram("2024-01-01", "2024-04-01", every="1w", type="r"),
+        "expire": lambda s: s.expire("2024-02-20"),
+    }
+    with FaultProxy(couch_url) as proxy:
+        for method in ("GET", "POST"):
+            proxy.fail("html-404-before", method=method, path=f"/{prefix}-2024-02/", times=1000)
+        behind = series_of(blocking_client_for(client_for(proxy.url)), prefix, every="month")
+        for name, read in reads.items():
+            with pytest.raises(couchids.ServerError) as failed:
+                read(behind)
+            message = str(failed.value)
+            assert not isinstance(failed.value, couchids.DatabaseNotFoundError), (name, message)
+            assert failed.value.status == 404 and "HTTP 404" in message, (name, message)
+            assert "does not exist" not in message and "HTML" in message, (name, message)
