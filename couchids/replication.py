@@ -11,6 +11,7 @@ starts.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from ibmcloudant.cloudant_v1 import CloudantV1
@@ -24,6 +25,7 @@ from couchids.drivers.blocking import (
     known_facts,
     run,
 )
+from couchids.drivers.redact import redact
 from couchids.errors import InvalidArgumentError
 
 __all__ = ["Replication"]
@@ -65,7 +67,10 @@ class Replication:
         self.sources: tuple[str, ...] = tuple(plan.source.url for plan in plans)
         self.target = plans[0].target.url
         self.continuous = plans[0].continuous
-        self._secrets = tuple(secret for plan in plans for secret in plan.secrets())
+        #: What masks the server's reasons: every credential, this replication's by value.
+        self._mask = partial(
+            redact, secrets=[secret for plan in plans for secret in plan.secrets()]
+        )
         self._facts = known_facts(client)
         #: The documents seen completed or failed (see couchids.core.replication.status).
         self._ended: dict[str, dict[str, Any]] = {}
@@ -92,7 +97,7 @@ class Replication:
             (job.status()).state  # 'running'
         """
         policy = RetryPolicy.within(timeout, "status")
-        program = replication.status(self._facts, self.doc_ids, policy, self._secrets, self._ended)
+        program = replication.status(self._facts, self.doc_ids, policy, self._mask, self._ended)
         return run(self.client, program)
 
     def wait(self, timeout: float | None = None) -> ReplicationStatus:
@@ -121,7 +126,7 @@ class Replication:
             self.doc_ids,
             continuous=self.continuous,
             timeout=timeout,
-            secrets=self._secrets,
+            mask=self._mask,
             ended=self._ended,
         )
         return run(self.client, program)

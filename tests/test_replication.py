@@ -27,11 +27,14 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+import requests
+import responses
 from conftest import drop_database, fresh_database
 from faultproxy import FaultProxy, client_for
 from hypothesis import HealthCheck, given, settings
@@ -77,6 +80,7 @@ from couchids.core.keys import in_window, window_keys
 from couchids.core.policy import RetryPolicy
 from couchids.drivers.access import server_access
 from couchids.drivers.blocking import run as couchids_run
+from couchids.drivers.redact import redact
 from couchids.idforms.times import to_ms
 
 # -- the regex of a key range ----------------------------------------------------------------------
@@ -1069,7 +1073,9 @@ def scripted(*states: dict[str, Any]) -> Callable[[Request], tuple[int, Any]]:
 def waited(answer: Callable[[Request], tuple[int, Any]], **options: Any) -> core.ReplicationStatus:
     options.setdefault("continuous", False)
     options.setdefault("timeout", 5.0)
-    program = core.wait(FactsCache(), ["couchids-1"], secrets=["s3cret"], **options)
+    program = core.wait(
+        FactsCache(), ["couchids-1"], mask=partial(redact, secrets=["s3cret"]), **options
+    )
     return drive(program, answer)  # type: ignore[no-any-return]
 
 
@@ -1134,6 +1140,50 @@ def test_wait_raises_why_a_replication_will_not_end(state: str, reason: str, mes
     with pytest.raises(ReplicationFailed, match=message) as caught:
         waited(answer)
     assert "s3cret" not in str(caught.value) and "***" in str(caught.value)
+
+
+@pytest.mark.parametrize("password", ["http", "db", "open", "not"])
+def test_a_password_that_is_a_word_of_the_servers_reason_is_not_masked_out_of_it(
+    password: str,
+) -> None:
+    """A reason masked wherever it holds the password as a string would tell the password
+    (``***_not_found``, ``could not open ***://``): it is masked where it stands as one."""
+    server = "https://couch.example"
+    reason = "db_not_found: could not open http://127.0.0.1:9/edge/"
+
+    def answer(request: requests.PreparedRequest) -> tuple[int, dict[str, str], str]:
+        where, method = str(request.url).removeprefix(server).split("?")[0], request.method
+        body: dict[str, Any] = {"error": "unexpected", "reason": f"{method} {where}"}
+        status = 200
+        if where in ("", "/"):
+            body = {"couchdb": "Welcome", "version": "3.4.3", "vendor": {"name": "Apache"}}
+        elif where == "/shop":
+            body = {"db_name": "shop", "props": {}}
+        elif method == "PUT" and where.startswith("/_replicator/"):
+            status, body = 201, {"ok": True, "id": where.split("/")[-1], "rev": "1-a"}
+        elif where.startswith("/_scheduler/docs/_replicator/"):
+            body = {"doc_id": where.split("/")[-1], "state": "failed", "info": {"error": reason}}
+        else:
+            status = 500
+        return status, {}, json.dumps(body)
+
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as mock:
+        for method in (responses.GET, responses.PUT):
+            mock.add_callback(
+                method,
+                re.compile(re.escape(server) + ".*"),
+                callback=answer,
+                content_type="application/json",
+            )
+        client = CloudantV1(authenticator=BasicAuthenticator("bob", password))
+        client.set_service_url(server)
+        job = couchids.Database(client, "shop").replicate(
+            f"http://carol:{password}@127.0.0.1:9/edge", START, END, type="order"
+        )
+        assert job.status().error == reason
+        with pytest.raises(ReplicationFailed) as caught:
+            job.wait(5)
+    assert str(caught.value).endswith(f"the server gave up on it: {reason}"), caught.value
 
 
 def test_wait_waits_out_a_crash_that_may_mend_then_says_it_still_crashes() -> None:
@@ -1241,7 +1291,7 @@ def test_a_document_that_does_not_record_its_end_yet_is_kept() -> None:
 def test_a_completed_replication_stays_completed_when_the_scheduler_forgets_it() -> None:
     ended: dict[str, Any] = {}
     assert waited(scripted(DONE), ended=ended).state == "completed"
-    again = drive(core.status(FactsCache(), ["couchids-1"], POLICY, (), ended), scripted({}))
+    again = drive(core.status(FactsCache(), ["couchids-1"], POLICY, ended=ended), scripted({}))
     assert again.state == "completed" and again.docs_written == 3
 
 

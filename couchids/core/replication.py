@@ -31,7 +31,7 @@ replication reads it (:meth:`Credentials.auth`; the docs' IBM Cloudant page). Wh
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 from urllib.parse import quote
@@ -517,13 +517,6 @@ def new_doc_id() -> str:
 # -- the programs --------------------------------------------------------------------------------
 
 
-def _hide(text: str, secrets: Sequence[str]) -> str:
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "***")
-    return text
-
-
 def check_server(known: FactsCache, policy: RetryPolicy, db: str) -> Program[ServerKind]:
     """Refuse a server whose replicator cannot run a time window (PouchDB Server's ignores
     a ``selector`` and has no ``_scheduler``), before anything is written; return which it
@@ -755,11 +748,15 @@ def status(
     known: FactsCache,
     doc_ids: Sequence[str],
     policy: RetryPolicy,
-    secrets: Sequence[str] = (),
+    mask: Callable[[str], str] = str,
     ended: dict[str, dict[str, Any]] | None = None,
 ) -> Program[ReplicationStatus]:
     """The :class:`ReplicationStatus` of a replication's documents, summed; a document seen
     ``completed`` is removed (:func:`remove_completed`), once.
+
+    ``mask`` masks the credentials in the server's reasons (the handle's masks the replication's
+    own where they stand as credentials: a password that is a word of a reason, ``http`` or
+    ``db``, must not be masked out of it, which would tell it).
 
     ``ended`` (the caller's, across calls) remembers the documents seen ``completed`` or
     ``failed``: a cluster's scheduler may forget a finished one before the document records
@@ -785,7 +782,7 @@ def status(
         states.append(str(doc["state"]))
         reason = info.get("error") or (found if isinstance(found, str) else None)
         if reason:
-            errors.append(_hide(str(reason), secrets)[:400])
+            errors.append(mask(str(reason))[:400])
     keys = (*KEPT_COUNTS, "changes_pending")
     counts = [_counts(info, keys) for info in infos]
     total = {key: sum(c.get(key, 0) for c in counts) for key in keys}
@@ -809,7 +806,7 @@ def wait(
     *,
     continuous: bool,
     timeout: float | None,
-    secrets: Sequence[str] = (),
+    mask: Callable[[str], str] = str,
     ended: dict[str, dict[str, Any]] | None = None,
 ) -> Program[ReplicationStatus]:
     """The program of :meth:`couchids.Replication.wait` (see there): poll :func:`status`
@@ -822,7 +819,7 @@ def wait(
     names = ", ".join(doc_ids[:3]) + (f" and {len(doc_ids) - 3} more" if len(doc_ids) > 3 else "")
     what = f"replication {names}"
     while True:
-        now = yield from status(known, doc_ids, policy.each_step(DEFAULT_TIMEOUT), secrets, ended)
+        now = yield from status(known, doc_ids, policy.each_step(DEFAULT_TIMEOUT), mask, ended)
         if now.state == "completed" or (continuous and now.state == "running"):
             return now
         if now.state == "failed":
