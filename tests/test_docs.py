@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import html
+import itertools
 import re
 import subprocess
 import sys
@@ -129,3 +130,38 @@ def test_the_faq_page_shows_its_questions(site: Path) -> None:
     text = html.unescape(re.sub(r"<[^>]+>", "", page(site, "faq.html")))
     for question in questions:
         assert re.sub(r"`", "", question) in text
+
+
+def development_layout() -> list[str]:
+    """The lines of docs/development.md's map of the checkout (its first ``text`` block)."""
+    text = (DOCS / "development.md").read_text(encoding="utf-8")
+    return text.split("```text\n", 1)[1].split("```", 1)[0].splitlines()
+
+
+def test_the_development_page_maps_every_module_and_notebook() -> None:
+    """Each module of couchids/ is named in the map: a subpackage's under its heading (or as
+    ``aio/database.py``), a top-level one among couchids/'s; each notebook on its line, and on
+    the guide's page of notebooks."""
+    lines = development_layout()
+    end = next(i for i, line in enumerate(lines) if line.startswith("tests/"))
+    package = "\n".join(lines[:end])
+    sections: dict[str, str] = {}
+    for i, line in enumerate(lines[:end]):
+        heading = re.match(r"  (\w+)/ ", line)
+        if heading:
+            rest = itertools.takewhile(lambda line: line[:3].strip() == "", lines[i + 1 : end])
+            sections[heading[1]] = "\n".join([line, *rest])
+    missing = []
+    for module in sorted((ROOT / "couchids").rglob("*.py")):
+        relative = module.relative_to(ROOT / "couchids")
+        if module.name in ("__init__.py", "__main__.py"):
+            continue
+        where = package if len(relative.parts) == 1 else sections.get(relative.parts[0], "")
+        if not re.search(rf"\b{re.escape(module.name)}", where) and str(relative) not in package:
+            missing.append(str(relative))
+    assert not missing, f"docs/development.md does not name {missing}"
+    (notebooks,) = [line for line in lines if line.startswith("notebooks/")]
+    guide = (DOCS / "guide" / "notebooks.md").read_text(encoding="utf-8")
+    for notebook in (ROOT / "notebooks").glob("*.ipynb"):
+        assert notebook.stem.replace("-", " ") in notebooks, notebook.name
+        assert f"`notebooks/{notebook.name}`" in guide, notebook.name
