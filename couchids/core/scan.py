@@ -15,12 +15,13 @@ from couchids.core import arguments
 from couchids.core.document import valid_unicode
 from couchids.core.effects import END, Emit, Program, Puller
 from couchids.core.facts import FactsCache, database_facts
-from couchids.core.keys import KeyRange, beyond_keys, resume_point
+from couchids.core.keys import KeyRange, beyond_keys, in_window, resume_point
 from couchids.core.pages import all_docs
 from couchids.core.policy import RetryPolicy
 from couchids.core.windows import DEFAULT_PAGE_SIZE, PARTITION_QUERY_LIMIT, partition_of
 from couchids.errors import InvalidArgumentError
 from couchids.idforms.forms import IdForm
+from couchids.idforms.times import MAX_MS
 
 __all__ = [
     "PROBE_ROWS",
@@ -156,7 +157,9 @@ def range_pages(
     if to_the_end and descending:
         raise InvalidArgumentError("a walk to the end of the index reads ascending keys")
     if wanted is None:
-        wanted = form.matcher(keys.prefix)
+        # An id of the form at a time its key ranges reach, not one that only looks like it
+        # (a kuuid-ms id of 2024 is written like a kuuid id of after 9999).
+        wanted = in_window(form, doc_type, 0, MAX_MS + 1)
     reach = KeyRange(keys.low, max(keys.high, after or ""), keys.prefix) if to_the_end else keys
     resumed = resume_point(
         reach,

@@ -19,7 +19,7 @@ from couchids.core.arguments import window as check_window
 from couchids.core.defaults import DEFAULT_PAGE_SIZE
 from couchids.core.effects import END, Emit, Program, Puller
 from couchids.core.facts import FactsCache, database_facts
-from couchids.core.keys import KeyRange, check_time_form, resume_point, window_keys
+from couchids.core.keys import KeyRange, check_time_form, in_window, resume_point, window_keys
 from couchids.core.options import Options
 from couchids.core.pages import (
     DEFAULT_PARALLEL,
@@ -350,7 +350,7 @@ class _Scan:
             # clamped to it by the plan.
             what = f"an id of the window ({self.form} ids of {keys.prefix or 'no type'})"
             descending = self.newest_first != self.form.reverse
-            wanted = self.form.matcher(keys.prefix)
+            wanted = in_window(self.form, self.doc_type, 0, MAX_MS + 1)
             resume_point(keys, self.after, descending=descending, wanted=wanted, what=what)
             plan.resume(self.after, keys.prefix)
         request = plan.first_request(first_limit)

@@ -11,13 +11,14 @@ import json
 from collections.abc import Callable
 
 import pytest
+from conftest import drop_database, fresh_database
 from faultproxy import FaultProxy, client_for
 from ibmcloudant.cloudant_v1 import CloudantV1
 from test_expiry import HOUR, populate
 from test_exporting import END, FORMS, START, reference
 from test_query import insert
 
-from couchids import KUUID, Checkpoint, IdForm, InvalidArgumentError
+from couchids import KUUID, KUUID_MS, Checkpoint, IdForm, InvalidArgumentError
 from couchids.core.pages import DEFAULT_PARALLEL
 
 from .helpers import database
@@ -51,6 +52,31 @@ def test_a_checkpoint_outside_the_window_resumes_at_its_edge(
             START, END, out, type="ord", checkpoint=mark
         )
         assert [json.loads(line)["_id"] for line in out.getvalue().splitlines()] == expected
+
+
+def test_a_checkpoint_of_another_kuuid_mode_is_refused(
+    blocking_client: CloudantV1, client: CloudantV1, db: str
+) -> None:
+    """A kuuid-ms id is written like a kuuid id of after 9999 (a kuuid id like a kuuid-ms one
+    of the 1970s), so it sorts past every kuuid window: taken as a resume point it ended export,
+    archive and expire at once, as done, having handled nothing."""
+    populate(client, db, KUUID, 25)
+    ids = reference(client, db, KUUID)
+    target = fresh_database(client)
+    try:
+        for other, form in [(KUUID_MS, KUUID), (KUUID, KUUID_MS)]:
+            mark = Checkpoint("ord:" + other.new(START + HOUR))
+            handle = database(blocking_client, db, form=form, batch_size=4)
+            with pytest.raises(InvalidArgumentError, match="checkpoint last_id="):
+                handle.export(START, END, io.StringIO(), type="ord", checkpoint=mark)
+            with pytest.raises(InvalidArgumentError, match="checkpoint last_id="):
+                handle.archive(target, START, END, type="ord", checkpoint=mark)
+            with pytest.raises(InvalidArgumentError, match="checkpoint last_id="):
+                handle.expire(END, type="ord", dry_run=False, checkpoint=mark)
+        assert reference(client, db, KUUID) == ids
+        assert not client.post_all_docs(db=target).get_result()["rows"]
+    finally:
+        drop_database(client, target)
 
 
 @pytest.mark.parametrize(("parallel", "page_size"), [(None, 4), (1, 50), (6, 4)])
