@@ -15,7 +15,9 @@ bends the listings it is told to (``reads``), by default the range reads of the 
   ``end_key``/``endkey`` (and ``endkey_docid``) or ``limit``: a server that reads from the
   start of the index, to its end, or all of it;
 - ``"drip"``: the answer's head goes out at once with an honest ``Content-Length``, then its
-  body a byte at a time, every 20 to 50 ms.
+  body a byte at a time, every 20 to 50 ms;
+- ``"reset-last-seq"``: a ``_changes`` answer's ``last_seq`` is ``0``, whatever it listed: a
+  feed that sends its reader back to the start (other listings pass as in ``"honest"``).
 
 The other listings it can bend (``reads``), whose entries the modes bend as they bend rows:
 
@@ -65,6 +67,7 @@ Mode = Literal[
     "ignore-end",
     "ignore-limit",
     "drip",
+    "reset-last-seq",
 ]
 MODES: Final[tuple[Mode, ...]] = (
     "honest",
@@ -75,6 +78,7 @@ MODES: Final[tuple[Mode, ...]] = (
     "ignore-end",
     "ignore-limit",
     "drip",
+    "reset-last-seq",
 )
 #: The listings a proxy can bend (see the module docstring).
 Read = Literal["_all_docs", "_all_dbs", "_changes", "_scheduler/docs"]
@@ -339,6 +343,8 @@ def _bent_answer(proxy: BendProxy, status: int, answer: bytes) -> bytes:
         if field is None or not isinstance(parsed[field], list):
             return answer
         parsed[field] = proxy._bent_rows(parsed[field])
+        if proxy.mode == "reset-last-seq" and "last_seq" in parsed:
+            parsed["last_seq"] = 0
     else:
         return answer
     return json.dumps(parsed, ensure_ascii=False, separators=(",", ":")).encode()

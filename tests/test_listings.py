@@ -257,3 +257,30 @@ def test_a_bulk_docs_answer_with_a_row_twice_or_not_asked_for_is_refused(
             handle.expire("2024-04-01T00:00:00Z", type="t", dry_run=False)
     assert str(caught.value).startswith(f"{operation} on {db!r}"), str(caught.value)
     assert re.search(problem, str(caught.value)), str(caught.value)
+
+
+# -- _changes: a last_seq that goes back, through the client's send -------------------------------
+
+
+@pytest.mark.needs("pouchdb")  # sequences that are numbers: their order can be read
+def test_a_changes_answer_whose_last_seq_goes_back_is_refused(client: CloudantV1, db: str) -> None:
+    # last_seq is the first change listed, not the last: the next request would list the
+    # others again, and follow hand them out again.
+    ids = [KUUID.new(to_ms("2024-03-01T00:00:00Z") + n, type="t") for n in range(4)]
+    client.post_bulk_docs(db=db, bulk_docs={"docs": [{"_id": i} for i in ids]}).get_result()
+
+    def through(request: dict[str, Any], send: Callable[[], Any]) -> Any:
+        reply = send()
+        if path_of(request).endswith("/_changes"):
+            body = reply.get_result().json()
+            if body["results"]:
+                body["last_seq"] = body["results"][0]["seq"]
+            return answer(reply.get_status_code(), body)
+        return reply
+
+    handle = couchids.Database(client, db).with_options(batch_size=2)
+    with intercepted(client, through), pytest.raises(ServerError) as caught:
+        list(handle.follow(type="t", since_seq=0, wait=False))
+    message = str(caught.value)
+    assert message.startswith(f"follow on {db!r} (POST /{db}/_changes)"), message
+    assert "_changes listed 2 changes with last_seq 1, before seq 2" in message, message

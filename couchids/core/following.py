@@ -26,7 +26,7 @@ from couchids.core.options import Options
 from couchids.core.policy import RetryPolicy
 from couchids.core.scan import Checkpoint, check_checkpoint, check_one_form
 from couchids.core.windows import matcher, scan_pages
-from couchids.errors import InvalidArgumentError
+from couchids.errors import InvalidArgumentError, ServerError
 from couchids.idforms.forms import IdForm
 from couchids.idforms.times import TimeLike, to_ms
 
@@ -191,7 +191,7 @@ def _follow(
             for row in results
         ):
             raise answer_error(each, db, f"_changes answered results {describe(results)}")
-        _check_changes(results, since, batch_size, each, db, changes.sent)
+        _check_changes(results, answer["last_seq"], since, batch_size, each, db, changes.sent)
         docs = [
             row["doc"]
             for row in results
@@ -212,19 +212,39 @@ def _follow(
 
 
 def _check_changes(
-    results: list[dict[str, Any]], since: str, limit: int, policy: RetryPolicy, db: str, sent: str
+    results: list[dict[str, Any]],
+    last_seq: Any,
+    since: str,
+    limit: int,
+    policy: RetryPolicy,
+    db: str,
+    sent: str,
 ) -> None:
     """Refuse a ``_changes`` answer that lists a document or a sequence twice, the sequence
-    ``since`` it started after, or more than ``limit`` changes; and, where the sequences are
-    numbers (PouchDB Server), ones that do not rise from ``since``. CouchDB 2+ and Cloudant
-    sequences are opaque: no order is read from them."""
+    ``since`` it started after, or more than ``limit`` changes, or whose ``last_seq`` (where
+    the next request starts) is no sequence, or ``since`` itself after listing changes; and,
+    where the sequences are numbers (PouchDB Server), ones that do not rise from ``since``,
+    or a ``last_seq`` before them. CouchDB 2+ and Cloudant sequences are opaque: no order is
+    read from them. A ``last_seq`` that went back would have the follow read changes again,
+    and hand them out again, for ever."""
+
+    def refused(problem: str) -> ServerError:
+        return answer_error(policy, db, f"_changes listed {problem}", sent)
+
     ids = [row["id"] for row in results]
     check_listing("_changes", ids, policy, db, sent=sent, noun="id ", most=limit)
-    seqs = [row.get("seq") for row in results]
+    if not (type(last_seq) is int or (isinstance(last_seq, str) and last_seq)):
+        raise refused(f"{len(results)} changes with last_seq {describe(last_seq)}")
+    seqs: list[Any] = [row.get("seq") for row in results]
+    after = int(since) if since.isascii() and since.isdigit() else None
     if all(type(seq) is int for seq in seqs):
-        after = int(since) if since.isascii() and since.isdigit() else None
         check_listing(
             "_changes", seqs, policy, db, sent=sent, noun="seq ", ordered=True, after=after
         )
+        last = max([*seqs, after or 0])
+        if type(last_seq) is int and last_seq < last:
+            raise refused(f"{len(results)} changes with last_seq {last_seq}, before seq {last}")
     elif all(isinstance(seq, str) for seq in seqs):
         check_listing("_changes", seqs, policy, db, sent=sent, noun="seq ", not_at=since)
+    if results and str(last_seq) == since:
+        raise refused(f"{len(results)} changes with last_seq {last_seq!r:.80}, the since asked")

@@ -110,6 +110,7 @@ CHANGES_BENDS: Final[tuple[Mode, ...]] = (
     "shuffle",
     "ignore-start",
     "ignore-limit",
+    "reset-last-seq",
 )
 #: Changes per request of follow: the 12 documents take three.
 BATCH: Final = 5
@@ -124,9 +125,10 @@ async def test_a_bent_changes_feed_is_refused_where_the_server_promised_otherwis
     couch_server: Any,
 ) -> None:
     db, ids = changed
-    # A change at most once, no more than the limit, none at the since asked from: every
-    # server. Sequences in order from since: PouchDB Server's (numbers); CouchDB's are opaque.
-    promised = mode in ("duplicate", "ignore-start", "ignore-limit") or (
+    # A change at most once, no more than the limit, none at the since asked from, a last_seq
+    # that moved on from it: every server. Sequences in order from since, a last_seq not
+    # before them: PouchDB Server's (numbers); CouchDB's are opaque.
+    promised = mode in ("duplicate", "ignore-start", "ignore-limit", "reset-last-seq") or (
         not is_couchdb(couch_server) and mode != "honest"
     )
     options = {"type": "t", "since_seq": 0, "wait": False}
