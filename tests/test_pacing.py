@@ -348,14 +348,14 @@ def test_a_given_rate_meets_few_429s(
 def test_asyncio_requests_waiting_for_a_connection_keep_to_the_rate(
     couch_url: str, client: CloudantV1, db: str
 ) -> None:
-    """Many operations at once on one asyncio client of four connections, kept to the plan's
-    rate, the first four answers slow: the pacer counts a request when it leaves, not when its
+    """Many operations at once on one asyncio client of two connections, kept to the plan's
+    rate, the first two answers slow: the pacer counts a request when it leaves, not when its
     class had room while it still waited for a connection (else the requests let go in one
     window reach the server in the next, beside that window's own, and meet 429s). Every
     document is stored once."""
 
     async def created(url: str) -> list[couchids.WriteResult]:
-        async with aio.AsyncClient(client_for(url), connections=4, rate="lite") as cloudant:
+        async with aio.AsyncClient(client_for(url), connections=2, rate="lite") as cloudant:
             shop = aio.AsyncDatabase(cloudant, db)
             return await asyncio.gather(
                 *(
@@ -365,7 +365,7 @@ def test_asyncio_requests_waiting_for_a_connection_keep_to_the_rate(
             )
 
     with FaultProxy(couch_url) as slow, CloudantProxy(slow.url, plan="lite") as proxy:
-        slow.fail("slow", method="PUT", times=4, seconds=0.5)
+        slow.fail("slow", method="PUT", times=2, seconds=0.5)
         results = asyncio.run(created(proxy.url))
     assert sorted(stored_ids(client, db)) == sorted(r.id for r in results)
     assert proxy.counted["write"] == 40
