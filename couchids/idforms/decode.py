@@ -121,9 +121,11 @@ def decode(
 
     Without ``form``, every form of ``ALL_FORMS`` whose length fits is tried, after an
     optional prefix ``<type>:``, ``<type>-`` or ``<type>_``, and a reading is taken only when
-    its time lies in 2000-2100 and no other reading's does. Ids that hold no time (seq10,
-    seq36, CouchDB's ``random``, a uuid464 that is not a UUIDv7) are read only with ``form=``
-    (docs/guide/ids.md says why).
+    its time lies in 2000-2100 and no other reading's does, or when it is the one UUIDv7
+    reading among several there (a v7s id of 2087-2100 also reads as a ``utc_random`` id of
+    2000-2003: it is read as the v7s id; ``form=UTC_RANDOM`` reads the other). Ids that hold
+    no time (seq10, seq36, CouchDB's ``random``, a uuid464 that is not a UUIDv7) are read only
+    with ``form=`` (docs/guide/ids.md says why).
 
     Args:
         doc_id: the id, with or without a prefix.
@@ -133,9 +135,9 @@ def decode(
             name a kuuid mode, whose only reading is taken in any year.
 
     Raises:
-        InvalidIdError: no form fits, none or several fit with a time in 2000-2100, only
-            forms without a time fit, or the prefix breaks the type rule; the message names
-            the candidates.
+        InvalidIdError: no form fits, none or several fit with a time in 2000-2100 (and
+            not exactly one of those is a UUIDv7's), only forms without a time fit, or the
+            prefix breaks the type rule; the message names the candidates.
         InvalidArgumentError: ``reverse`` or ``millisecond`` is not a bool or ``None``.
 
     >>> d = decode("user:001eVnWK1bu9mX3BsHnX0mhxvQ1ba2Xn")
