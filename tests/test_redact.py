@@ -4,11 +4,13 @@ anyone who knows the message), and a secret inside a longer word is not that sec
 
 from __future__ import annotations
 
+import http.client
 import logging
 from urllib.parse import quote
 
 import pytest
 from faultproxy import client_for
+from hostileserver import HostileServer
 from ibm_cloud_sdk_core.logger import get_logger
 
 import couchids
@@ -133,3 +135,22 @@ SPACED = 'Zq9 mArk"S3c,rEt}x'
 def test_a_quoted_field_is_masked_to_its_closing_quote(text: str) -> None:
     masked = redact(text)
     assert not [piece for piece in ("Zq9", "mArk", "S3c", "rEt") if piece in masked], masked
+
+
+def test_the_debug_log_of_a_session_login_masks_a_password_with_a_quote(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At DEBUG ibmcloudant has http.client print what it sends: the login's JSON body as a
+    bytes repr, in which the password's escaped quote reads ``\\\\"``."""
+    monkeypatch.setattr(http.client.HTTPConnection, "debuglevel", 0)  # the SDK sets it
+    caplog.set_level(logging.DEBUG)
+    with HostileServer("echo") as server:
+        client = couchids.connect(
+            server.url, auth_type="couchdb_session", username="bob", password=SPACED
+        )
+        client.set_http_config({"proxies": {"http": None, "https": None}})
+        with pytest.raises(couchids.ServerError):
+            couchids.Database(client, "hostile").latest(1)
+    assert '"password"' in caplog.text  # the body was logged
+    leaked = [piece for piece in ("Zq9", "mArk", "S3c", "rEt") if piece in caplog.text]
+    assert not leaked, caplog.text

@@ -42,11 +42,14 @@ _AUTH_SESSION = re.compile(r"(?i)(AuthSession=)[^;\s'\",]+")
 # "password": "x", password=x, apikey=x, access_token=x ... in JSON, forms and query strings.
 # A quoted value is masked to its closing quote, whatever it holds (a space, a comma, an
 # escaped quote, a brace: a password may), or to the end of the line when it was cut short;
-# in JSON inside a JSON string (\"password\": \"x\") to the next escaped quote.
+# in JSON inside a JSON string (\"password\": \"x\") to the next escaped quote. A closing
+# quote is one followed by a space, punctuation or the end: in the repr of a JSON body
+# (http.client's DEBUG "send: b'...'" lines) an escaped quote reads \\", which is no end.
 _FIELD = re.compile(
     r"(?i)((?:\\?['\"])?\b(?:password|passwd|apikey|api_key|client_secret|secret|access_token|"
     r"refresh_token|bearer_token|token)(?:\\?['\"])?\s*[:=]\s*)"
-    r"(?:(?P<quote>\\?['\"])(?:(?!(?P=quote))(?:\\.|[^\\\n]))*(?P<end>(?P=quote))?"
+    r"(?:(?P<quote>\\?['\"])(?:(?!(?P=quote)(?:[\s,;:.!?})\]>&'\"\\]|\Z))(?:\\.|[^\\\n]))*"
+    r"(?P<end>(?P=quote))?"
     r"|[^\s'\",&;}]+)"
 )
 
