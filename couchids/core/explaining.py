@@ -90,7 +90,7 @@ def _explain(
         scoped = yield from _ids(db, prefix, next_text(prefix), policy)
     if scoped:
         return _other_forms(scope, form, scoped, style, untyped=doc_type is None)
-    types = yield from alltypes.types_present(db, form.separator, policy.renewed())
+    types = yield from alltypes.types_present(db, form.separator, policy)
     if doc_type is None:
         if not types:
             return None
@@ -116,7 +116,7 @@ def _ids(db: str, start: str, end: str | None, policy: RetryPolicy) -> Program[l
         options["start_key"] = start
     if end is not None:
         options["end_key"] = end
-    rows = yield from all_docs(db, options, policy.renewed())
+    rows = yield from all_docs(db, options, policy)
     return [row["id"] for row in rows if row["id"] != end][:SAMPLE]
 
 

@@ -214,6 +214,10 @@ async def test_a_call_of_several_steps_keeps_one_deadline_when_each_step_is_slow
             types_then_query,
             lambda c: database(c, db, timeout=t).latest(1, type=couchids.ALL_TYPES),
         ),
+        "explain_empty, two of its samples": (
+            slow("POST", f"^/{db}/_all_docs", times=2),
+            lambda c: database(c, db, timeout=t).explain_empty(type="other"),
+        ),
         "Series.prepare, then its count of databases": (
             make_then_count,
             lambda c: series_of(c, series_prefix, timeout=t, max_databases=10_000).prepare(0),
