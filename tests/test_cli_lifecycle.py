@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from pathlib import Path
@@ -216,6 +217,19 @@ def test_histogram_buckets_are_the_librarys(
     starts = [line.split(",")[0] for line in out.splitlines()[1:]]
     assert status == 0 and all(start[14:16] in ("00", "15", "30", "45") for start in starts[1:])
     assert all(start.endswith(":00Z") for start in starts[1:])
+
+
+def test_histogram_bars_line_up_after_a_partial_first_bucket(
+    server: None, client: CloudantV1, db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # --since 3h starts the first bucket at now less three hours, to the millisecond: its
+    # label is as long as it needs (milliseconds, not microseconds), and the counts line up.
+    status, out, _ = run(capsys, "histogram", db, "--since", "3h", "--every", "1h")
+    lines = out.splitlines()
+    assert status == 0 and len(lines) in (3, 4), out
+    assert re.fullmatch(r"\S+T\d\d:\d\d:\d\d(\.\d{3})?Z", lines[0].split()[0]), lines[0]
+    columns = {re.match(r"\S+ +\d+", line).end() for line in lines}  # type: ignore[union-attr]
+    assert len(columns) == 1, out
 
 
 def test_weekly_histogram_weeks_start_on_monday(

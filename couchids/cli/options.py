@@ -77,9 +77,15 @@ def say(text: str) -> None:
 
 
 def iso(moment: datetime | int) -> str:
-    """``moment`` (aware UTC, or epoch milliseconds) in ISO 8601, ending in ``Z``."""
+    """``moment`` (aware UTC, or epoch milliseconds) in ISO 8601, ending in ``Z``, to the
+    millisecond where it has one.
+
+    >>> iso(1714566600250), iso(1714566600000)
+    ('2024-05-01T12:30:00.250Z', '2024-05-01T12:30:00Z')
+    """
     when = to_datetime(moment) if isinstance(moment, int) else moment
-    return when.isoformat().replace("+00:00", "Z")
+    spec = "milliseconds" if when.microsecond else "seconds"
+    return when.isoformat(timespec=spec).replace("+00:00", "Z")
 
 
 def close(stream: object) -> None:

@@ -233,8 +233,10 @@ def _histogram(args: argparse.Namespace) -> int:
         out.write(sparkline([b.count for b in buckets]) + "\n")
     else:
         top = max((b.count for b in buckets), default=0) or 1
-        for b in buckets:
-            out.write(f"{iso(b.start)}  {b.count:>8}  {'█' * round(b.count * _BAR_WIDTH / top)}\n")
+        width = max((len(label) for label, _, _ in rows), default=0)  # a partial first bucket
+        for label, _, count in rows:
+            bar = "█" * round(count * _BAR_WIDTH / top)
+            out.write(f"{label:<{width}}  {count:>8}  {bar}\n")
     if not any(b.count for b in buckets):
         source.note_empty((start, end))
     return EXIT_OK
