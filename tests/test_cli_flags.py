@@ -285,3 +285,12 @@ def test_a_refused_argument_is_named_as_the_usage_names_it(
     assert cli.main(argv) == cli.EXIT_BAD_INPUT
     err = capsys.readouterr().err
     assert said in err and unsaid not in err, err
+
+
+@pytest.mark.parametrize("flag", ["-v", "-vv", "--verbose"])
+def test_verbose_after_the_command_says_where_it_goes(
+    flag: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["latest", "shop", flag]) == cli.EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert f"unrecognized arguments: {flag}; -v goes before the command" in err, err

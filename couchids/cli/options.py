@@ -52,6 +52,10 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         # One line, not argparse's usage block: the --help of the command has the rest.
+        if message.startswith("unrecognized arguments:") and re.search(
+            r" (-v+|--verbose)\b", message
+        ):
+            message += "; -v goes before the command: couchids -v COMMAND ..."
         raise UsageError(f"{message} (see '{self.prog} --help')")
 
 
