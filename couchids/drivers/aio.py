@@ -45,12 +45,20 @@ from couchids.core.pacing import Pacer, Rate
 from couchids.core.pages import handed_on
 from couchids.core.policy import retry_after_seconds
 from couchids.drivers import log
-from couchids.drivers.blocking import FAILURES, OneReading, lost, paced, prepare, timed_out
+from couchids.drivers.blocking import (
+    FAILURES,
+    OneReading,
+    broke_off,
+    lost,
+    paced,
+    prepare,
+    timed_out,
+)
 from couchids.drivers.config import scrub
 from couchids.drivers.connecting import cloudant_client
 from couchids.drivers.credentials import answer_hint, check_logins
 from couchids.drivers.tls import HANDSHAKE_TIMEOUT, plain_http_reason, speaks_plain_http
-from couchids.errors import CouchidsError, InvalidArgumentError, ServerError, ServerTimeoutError
+from couchids.errors import CouchidsError, InvalidArgumentError, ServerError
 
 __all__ = [
     "CONNECTIONS",
@@ -550,30 +558,34 @@ def _httpx_lost(exc: httpx.HTTPError, effect: Send, plain: str | None) -> tuple[
     if plain is not None:
         error, kind = ServerError(f"{head}: could not reach the server: {plain}"), "plain HTTP port"
     elif isinstance(exc, httpx.TimeoutException):
-        error = ServerTimeoutError(f"{head}: the server did not answer in time")
+        error = timed_out(head, effect.policy)
         kind = "connect timeout" if isinstance(exc, httpx.ConnectTimeout) else "timeout"
     elif never_sent:
+        reason = _socket_reason(exc)
+        error = ServerError(f"{head}: could not reach the server: {reason or type(exc).__name__}")
+        kind = reason.lower() or "connection failed"
+    elif isinstance(exc, httpx.NetworkError | httpx.RemoteProtocolError):
+        # In the blocking driver's words: the connection closed mid-body (h11's "peer closed
+        # connection without sending complete message body"), or before the whole answer came.
+        error = broke_off(head, _socket_reason(exc), mid_body="message body" in str(exc))
+        kind = "connection closed"
+    else:  # a proxy's refusal, say
         error = ServerError(f"{head}: could not reach the server: {type(exc).__name__}")
-        kind = _connect_failure(exc)
-    else:
-        error = ServerError(
-            f"{head}: the answer broke off: {type(exc).__name__} (the connection closed)"
-        )
-        closed = isinstance(exc, httpx.NetworkError | httpx.RemoteProtocolError)
-        kind = "connection closed" if closed else type(exc).__name__
+        kind = type(exc).__name__
     error.__suppress_context__ = True
     return Lost(error, maybe_run=not never_sent, transient=plain is None), kind
 
 
-def _connect_failure(exc: BaseException) -> str:
-    """The words of the socket's errno under httpcore's and anyio's errors (asyncio's own
-    text names the address)."""
+def _socket_reason(exc: BaseException) -> str:
+    """The socket's words under httpcore's and anyio's errors, as the blocking driver quotes
+    them (``Connection refused``; asyncio's own text names the address); ``""`` for none."""
     cause: BaseException | None = exc
     while cause is not None:
         if isinstance(cause, OSError) and cause.errno:
-            return os.strerror(cause.errno).lower()
+            # A resolver's errno is negative, and only its own text says it.
+            return os.strerror(cause.errno) if cause.errno > 0 else cause.strerror or ""
         cause = cause.__cause__ or cause.__context__
-    return "connection failed"
+    return ""
 
 
 async def _plain_http(exc: httpx.HTTPError, url: str) -> str | None:

@@ -37,7 +37,13 @@ from requests.adapters import BaseAdapter
 from requests.exceptions import ChunkedEncodingError
 from requests.utils import prepend_scheme_if_needed, select_proxy
 from urllib3.connection import HTTPSConnection
-from urllib3.exceptions import ConnectTimeoutError, MaxRetryError, NewConnectionError, ResponseError
+from urllib3.exceptions import (
+    ConnectTimeoutError,
+    MaxRetryError,
+    NewConnectionError,
+    ProtocolError,
+    ResponseError,
+)
 
 from couchids.core import answers, facts
 from couchids.core.answers import QUOTE_LEN, current_request
@@ -162,6 +168,15 @@ def timed_out(head: str, policy: RetryPolicy, token: bool = False) -> ServerTime
     return ServerTimeoutError(f"{head}: the server did not answer within {limit}")
 
 
+def broke_off(head: str, reason: str = "", *, mid_body: bool = False) -> ServerError:
+    """The connection closed (or was reset: ``reason``, the socket's words) once the request
+    was on its way, before the whole answer came; ``mid_body`` when part of the body had come
+    (both drivers)."""
+    where = "mid-body" if mid_body else "before the whole answer came"
+    said = f" ({reason})" if reason else ""
+    return ServerError(f"{head}: the answer broke off: the connection closed {where}{said}")
+
+
 def _classified(exc: BaseException, effect: Send) -> tuple[str, ServerError]:
     """What became of a request that failed with ``exc``, in a few words for a log record
     (never the exception's text, which can quote a URL), and the couchids exception for it,
@@ -218,13 +233,18 @@ def _classified(exc: BaseException, effect: Send) -> tuple[str, ServerError]:
     if isinstance(
         exc, requests.exceptions.ChunkedEncodingError | requests.exceptions.ContentDecodingError
     ):
-        return "answer broke off", ServerError(
-            f"{head}: the answer broke off: the connection closed mid-body"
-        )
+        return "answer broke off", broke_off(head, mid_body=True)
     if isinstance(exc, requests.ConnectionError):
         found = _ERRNO.search(str(exc))
         closed = "failed" if isinstance(_reason(exc), NewConnectionError) else "closed"
         kind = found.group(1).strip().lower() if found else f"connection {closed}"
+        aborted = _reason(exc)
+        if isinstance(aborted, ProtocolError):
+            # urllib3's "Connection aborted.": the server was reached, and closed or reset the
+            # connection before its answer (a restart, a proxy giving up).
+            cause = aborted.args[-1] if aborted.args else None
+            reason = cause.strerror if isinstance(cause, OSError) and cause.strerror else ""
+            return kind, broke_off(head, reason)
     return kind, ServerError(f"{head}: could not reach the server: {_network_reason(exc)}")
 
 

@@ -21,9 +21,10 @@ from typing import Any
 
 import pytest
 from concurrently import each_at_once
-from faultproxy import client_for
+from faultproxy import FaultProxy, client_for
 from hostileserver import MODES, HostileServer, TokenService, trust_one_certificate
 from ibmcloudant.cloudant_v1 import CloudantV1
+from localserver import free_port
 from test_hostile import (
     DB,
     PATIENT,
@@ -170,3 +171,29 @@ def token_never_comes(operation: str, client_over: ClientOver) -> None:
     assert took < TIMEOUT + SLACK, took
     if operation in ("create", "bulk_create", "bulk_create_iter"):
         assert caught.value.stored is False, "the write was never sent"
+
+
+def test_a_connection_refused_or_closed_is_told_in_the_same_words_by_both_apis(
+    blocking_client_for: ClientOver, couch_url: str, db: str
+) -> None:
+    # The two drivers map their HTTP libraries' failures separately: each names the cause in
+    # the socket's words, never an exception's class or repr.
+    nobody = blocking_client_for(client_for(f"http://127.0.0.1:{free_port()}"))
+    with pytest.raises(couchids.ServerError) as refused:
+        database(nobody, DB, retries=0).latest(3)
+    assert str(refused.value).endswith("could not reach the server: Connection refused")
+    with FaultProxy(couch_url) as proxy:
+        proxy.fail("drop-before", method="POST", path="_all_docs", times=1)
+        dropped = blocking_client_for(client_for(proxy.url))
+        with pytest.raises(couchids.ServerError) as closed:
+            database(dropped, db, retries=0).latest(3)
+    assert str(closed.value).endswith(
+        "the answer broke off: the connection closed before the whole answer came"
+    ), str(closed.value)
+    with HostileServer("close-mid-body") as server:
+        cut = blocking_client_for(client_for(server.url))
+        with pytest.raises(couchids.ServerError) as broke:
+            database(cut, DB, retries=0).latest(3)
+    assert str(broke.value).endswith("the answer broke off: the connection closed mid-body")
+    for error in (refused.value, closed.value, broke.value):
+        assert error.status == 0 and type(error) is couchids.ServerError
