@@ -154,3 +154,27 @@ def test_the_debug_log_of_a_session_login_masks_a_password_with_a_quote(
     assert '"password"' in caplog.text  # the body was logged
     leaked = [piece for piece in ("Zq9", "mArk", "S3c", "rEt") if piece in caplog.text]
     assert not leaked, caplog.text
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"CLOUDANT_USERNAME": "admin", "CLOUDANT_PASSWORD": "admin"},
+        {"CLOUDANT_URL": "http://admin:admin@HOST"},
+    ],
+    ids=["variables", "url"],
+)
+def test_a_password_that_is_the_user_name_leaves_the_name_in_messages(
+    settings: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``user '***' with its password`` would tell the password, and hide the name."""
+    with HostileServer("session-refused") as server:
+        monkeypatch.setenv("CLOUDANT_URL", server.url)
+        monkeypatch.setenv("CLOUDANT_AUTH_TYPE", "couchdb_session")
+        for name, value in settings.items():
+            monkeypatch.setenv(name, value.replace("HOST", server.url.removeprefix("http://")))
+        client = couchids.connect()
+        client.set_http_config({"proxies": {"http": None, "https": None}})
+        with pytest.raises(couchids.UnauthorizedError) as caught:
+            couchids.Database(client, "hostile").latest(1)
+    assert "user 'admin' with its password" in str(caught.value), caught.value

@@ -104,18 +104,27 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
 def secrets_of(config: Mapping[str, str]) -> list[str]:
     """The secret values of an ibmcloudant configuration (keys without ``CLOUDANT_``).
 
-    The values of :data:`SECRET_KEYS`, and the user info of ``URL`` and its password.
+    The values of :data:`SECRET_KEYS`, and the user info of ``URL`` and its password; but
+    not one that is the user name (``admin``/``admin``), which messages name: masking it
+    there (``user '***'``) would tell the password, and lose the name.
 
     >>> secrets_of({"URL": "http://bob:pw@host", "PASSWORD": "x", "USERNAME": "bob"})
     ['bob:pw', 'pw', 'x']
+    >>> secrets_of({"URL": "http://admin:admin@host"})
+    ['admin:admin']
+    >>> secrets_of({"USERNAME": "admin", "PASSWORD": "admin"})
+    []
     """
     found = [config.get(key) or "" for key in SECRET_KEYS]
+    users = {config.get("USERNAME") or ""}
     url = config.get("URL") or ""
     head, at, _ = url.rpartition("@")
     if at:
         info = head.rpartition("//")[2]
-        found += [info, info.partition(":")[2]]
-    return sorted({secret for secret in found if secret})
+        user, _, password = info.partition(":")
+        found += [info, password]
+        users |= {user, unquote(user)}
+    return sorted({secret for secret in found if secret and secret not in users})
 
 
 def _masked_field(found: re.Match[str]) -> str:
