@@ -40,6 +40,7 @@ import base64
 import fcntl
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -568,8 +569,8 @@ def main(argv: list[str] | None = None) -> int:
             env = client_environment(server.url)
             if command:
                 return subprocess.call(command, env={**os.environ, **env})
-            for name, value in env.items():
-                print(f"{name}={value}", flush=True)
+            for name, value in env.items():  # lines to paste into another shell
+                print(f"export {name}={shlex.quote(value)}", flush=True)
             print(f"The {server.name} is running; press Ctrl-C to stop it.", file=sys.stderr)
             code = server.wait()
             print(f"{server.name} exited ({code}):\n{server.log_tail()}", file=sys.stderr)

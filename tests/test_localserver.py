@@ -7,6 +7,9 @@ behaviours couchids relies on, so a change of server version that alters them is
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 import urllib.request
 from pathlib import Path
 
@@ -270,3 +273,25 @@ def test_the_modules_that_share_a_fixture_are_found_by_their_source() -> None:
         *(f"_{api}/{name}" for api in ("async", "sync") for name in batched),
     } <= found
     assert "test_keys.py" not in found and "test_localserver.py" not in found
+
+
+def test_without_a_command_it_prints_lines_a_shell_exports(tmp_path: Path) -> None:
+    """``python scripts/localserver.py`` prints what to paste into another shell: pasted, the
+    lines set the variables for the programs that shell runs."""
+    script = Path(__file__).resolve().parents[1] / "scripts" / "localserver.py"
+    server = subprocess.Popen(
+        [sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert server.stdout is not None
+        lines = [server.stdout.readline(), server.stdout.readline()]
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.communicate(timeout=60)
+    pasted = "".join(lines) + "python3 -c 'import os; print(os.environ[\"CLOUDANT_URL\"])'\n"
+    shown = subprocess.run(
+        ["sh", "-c", pasted], capture_output=True, text=True, check=True, timeout=60
+    )
+    url = lines[0].strip().removeprefix("export CLOUDANT_URL=")
+    assert url.startswith("http://127.0.0.1:") and shown.stdout == url + "\n", lines
+    assert lines[1] == "export CLOUDANT_AUTH_TYPE=noauth\n"
