@@ -40,12 +40,13 @@ def keyed_id(
         timestamp: the document's own time (any time couchids accepts except ``None``: a key
             needs a time that is the same on every run).
         type: the document type written before the id as ``type:``.
-        form: any form that holds a time (:data:`couchids.KUUID` and friends, UUIDv7s,
-            TID62, BASE36_V7, ULID, UTC_RANDOM, ...).
+        form: any form that holds a time and a random part (:data:`couchids.KUUID` and
+            friends, UUIDv7s, TID62, BASE36_V7, ULID, UTC_RANDOM; not ``utc_id``, which has
+            no random part for the key).
 
     Raises:
         InvalidArgumentError: ``key`` is not a non-empty string, ``timestamp`` is ``None`` or
-            ``form`` is not an :class:`~couchids.IdForm` holding a time.
+            ``form`` is not an :class:`~couchids.IdForm` holding a time and a random part.
         InvalidTimeError, InvalidTypeError: a bad ``timestamp`` or ``type``.
 
     >>> keyed_id("settle:table-7:hand-42", "2024-05-01T12:00:00Z", type="settlement")
@@ -65,8 +66,14 @@ def keyed_id(
     if not isinstance(form, IdForm) or not (form.has_time and form.sortable):
         raise InvalidArgumentError(
             f"form={form!r}: keyed ids are made in the forms that hold a time and sort by it "
-            "(KUUID and its "
-            "modes, V7, V7S, TID62, BASE36_V7, ULID, UTC_RANDOM, UtcIdForm(...))"
+            "(KUUID and its modes, V7, V7S, TID62, BASE36_V7, ULID, UTC_RANDOM)"
+        )
+    if not form.random_bits:
+        # The key goes in the random part: without one, every key of a time is one id.
+        raise InvalidArgumentError(
+            f"form={form}: its ids hold no random part, so a key cannot name one (every key "
+            "of one millisecond would be the same document); keyed ids are made in KUUID and "
+            "its modes, V7, V7S, TID62, BASE36_V7, ULID and UTC_RANDOM"
         )
     ms = to_ms(timestamp)
     head = form.type_prefix(type)
