@@ -648,8 +648,9 @@ class AsyncDatabase:
         of a conflicted one (listed in ``conflicted``), so a re-run copies nothing twice. With
         ``expire`` each page is deleted right after the target stored it, by exactly the revisions
         copied: one changed meanwhile is kept and reported in ``expired.conflicts``. A document over
-        ``document_bytes``, or refused as too large, is listed in ``failed`` and kept. A target that
-        is this database is refused before anything is sent.
+        ``document_bytes``, or refused as too large, is listed in ``failed`` and kept, as is one the
+        target does not show live at a revision copied when read back (deleted or edited there).
+        A target that is this database is refused before anything is sent.
 
         Example::
 

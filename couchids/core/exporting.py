@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from typing import Any, Final, TextIO
 
 from couchids.core import arguments
-from couchids.core.answers import answer_error, describe
+from couchids.core.answers import answer_error, describe, expect_object
 from couchids.core.arguments import count as check_size
 from couchids.core.arguments import flag as check_flag
 from couchids.core.arguments import window as check_window
 from couchids.core.asking import ask
 from couchids.core.document import valid_unicode
-from couchids.core.effects import END, Emit, Program, Puller, Request, path
+from couchids.core.effects import END, Emit, Program, Puller, Request, path, post_json
 from couchids.core.exactjson import dumps
 from couchids.core.expiry import ExpireReport, delete_revisions
 from couchids.core.facts import FactsCache, database_facts
@@ -35,6 +35,7 @@ from couchids.core.scan import (
 )
 from couchids.core.sizes import write_in_halves
 from couchids.core.windows import scan_pages
+from couchids.core.writes import keyed_rows
 from couchids.errors import InvalidArgumentError
 from couchids.idforms.forms import IdForm
 from couchids.idforms.times import TimeLike
@@ -114,11 +115,11 @@ class ArchiveReport:
     the copied ones.
 
     Attributes:
-        copied: documents the target stored, every live revision of each.
+        copied: documents the target stored, every live revision of each, as read back.
         conflicted: ids of the copied documents that had conflicts (several live leaf
             revisions), each copied with all of them.
-        failed: ``(id, reason)`` of documents the target refused (none of their revisions
-            is deleted from the source).
+        failed: ``(id, reason)`` of documents the target refused, or did not show live at a
+            revision copied when read back (none of their revisions is deleted from the source).
         expired: the deletion of the copied documents (``expire=True``): ``deleted`` counts
             the documents gone, ``conflicts`` the ones written to meanwhile and kept.
         checkpoint: the last document handled; pass it back to continue after a stop.
@@ -173,6 +174,8 @@ def archive(
                     leaves[doc["_id"]] = found or [doc]
             copies = [leaves.get(doc["_id"], [doc]) for doc in page]
             failed = yield from _copy(target_db, page, copies, policy, *sizes)
+            # Read back: only what the target shows as copied counts (and is deleted here).
+            failed += yield from _unheld(target_db, page, copies, {i for i, _ in failed}, policy)
             report.failed += failed
             refused = {doc_id for doc_id, _ in failed}
             stored = [doc for doc in page if doc["_id"] not in refused]
@@ -273,6 +276,53 @@ def _copy(
         sizes=sizes,
     )
     return [(page[index]["_id"], failed[index]) for index in sorted(failed)]
+
+
+def _unheld(
+    target_db: str,
+    page: list[Doc],
+    copies: list[list[Doc]],
+    refused: set[str],
+    policy: RetryPolicy,
+) -> Program[list[tuple[str, str]]]:
+    """``(id, reason)`` of the documents of ``page`` (but ``refused``) that ``target_db`` does
+    not show live at one of the revisions copied (``copies[i]``), read back after the copy
+    (``_bulk_get``, a lookup by id): a copy of a revision the target knew already (one deleted
+    there since, or edited there) changes nothing, though it is answered as stored."""
+    copied = {
+        doc["_id"]: {leaf["_rev"] for leaf in leaves}
+        for doc, leaves in zip(page, copies, strict=True)
+        if doc["_id"] not in refused
+    }
+    if not copied:
+        return []
+    each = policy.renewed()
+    asked = post_json(path(target_db, "_bulk_get"), {"docs": [{"id": i} for i in copied]})
+    answer = (yield from ask(asked, each, target_db)).body
+    results = expect_object(answer, each, target_db, "results")["results"]
+    rows = keyed_rows(results, "id", set(copied), "_bulk_get", each, target_db, every=True)
+    unheld: list[tuple[str, str]] = []
+    for doc_id, revs in copied.items():
+        docs = rows[doc_id].get("docs")
+        if not isinstance(docs, list) or not docs or not all(isinstance(d, dict) for d in docs):
+            raise answer_error(each, target_db, f"_bulk_get answered {describe(rows[doc_id])}")
+        # CouchDB answers each leaf of a conflicted document, a deleted one with _deleted;
+        # PouchDB Server the winner, a deleted one as {}.
+        found = [d["ok"] for d in docs if isinstance(d.get("ok"), dict)]
+        if not all(isinstance(leaf.get("_rev"), str) for leaf in found):
+            raise answer_error(each, target_db, f"_bulk_get answered {describe(rows[doc_id])}")
+        live = [leaf for leaf in found if leaf.get("_deleted") is not True]
+        if live and (rev := winner(live)["_rev"]) not in revs:
+            why = f"the target shows it at revision {rev}, none of the ones copied (edited there)"
+        elif live:
+            continue
+        elif found:
+            rev = winner(found)["_rev"]
+            why = f"the target holds it deleted (revision {rev}): the copy changed nothing there"
+        else:
+            why = "the target does not hold it after the copy"
+        unheld.append((doc_id, f"not stored: {why}"))
+    return unheld
 
 
 def window_documents(

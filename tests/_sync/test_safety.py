@@ -89,6 +89,36 @@ def test_archive_with_expire_moves_every_leaf_of_a_conflicted_document(
         client.delete_database(db=target)
 
 
+def test_archive_deletes_nothing_the_target_does_not_show_as_copied(
+    client: CloudantV1, db: str, blocking_client: CloudantV1
+) -> None:
+    # The target knows two of the revisions already: one it deleted since, one edited there.
+    # Copying a revision the target knows changes nothing, though it is answered as stored.
+    target = db + "-archive"
+    client.put_database(db=target)
+    try:
+        plain, deleted, edited = (couchids.id(OLD, type="order") for _ in range(3))
+        insert(client, db, [plain, deleted, edited])
+        held = {i: client.get_document(db=db, doc_id=i).get_result() for i in (deleted, edited)}
+        client.post_bulk_docs(
+            db=target, bulk_docs={"docs": list(held.values()), "new_edits": False}
+        )
+        client.delete_document(db=target, doc_id=deleted, rev=held[deleted]["_rev"])
+        client.put_document(db=target, doc_id=edited, document={**held[edited], "n": "edited"})
+
+        report = database(blocking_client, db).archive(
+            target, "2024-01-01", "2024-02-01", type="order", expire=True
+        )
+
+        assert report.copied == 1 and report.expired.deleted == 1, report
+        assert sorted(i for i, _ in report.failed) == sorted([deleted, edited]), report
+        assert all("not stored" in why for _, why in report.failed), report
+        assert live_ids(client, db) == {deleted, edited}  # kept: the target does not hold them
+        assert live_ids(client, target) == {plain, edited}
+    finally:
+        client.delete_database(db=target)
+
+
 def test_archive_and_rekey_refuse_their_own_source(
     client: CloudantV1, db: str, blocking_client: CloudantV1
 ) -> None:
