@@ -5,10 +5,12 @@ writes and archive's copies cut their batches by bytes and halve one the server 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from typing import Final
 
 from couchids.core.effects import Program
+from couchids.core.exactjson import dumps
 from couchids.errors import ServerError
 
 __all__ = [
@@ -16,6 +18,7 @@ __all__ = [
     "DEFAULT_DOCUMENT_BYTES",
     "TOO_LARGE",
     "Filling",
+    "measured",
     "write_in_halves",
 ]
 
@@ -55,6 +58,20 @@ class Filling:
         """Count a document of ``part`` bytes in."""
         self.size = self.grown(part)
         self.count += 1
+
+
+def measured(part: bytes, document_bytes: int) -> int:
+    """The size of the document ``part`` (its JSON as a write sends it, non-ASCII characters
+    escaped) as the server measures it against its limit: its strings in UTF-8, so an "é"
+    sent as ``\\u00e9`` (6 bytes) counts 2 (CouchDB's ``couch_ejson_size``; Cloudant's 1 MB).
+    Never more than ``len(part)``; worked out only for a part over ``document_bytes``.
+
+    >>> measured(b'{"a":"\\u00e9"}', 10), measured(b'{"a":"\\u00e9"}', 100)
+    (10, 14)
+    """
+    if len(part) <= document_bytes or b"\\u" not in part:
+        return len(part)
+    return min(len(part), len(dumps(json.loads(part))))
 
 
 def write_in_halves(

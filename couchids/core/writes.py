@@ -31,6 +31,7 @@ from couchids.core.sizes import (
     DEFAULT_DOCUMENT_BYTES,
     TOO_LARGE,
     Filling,
+    measured,
     write_in_halves,
 )
 from couchids.errors import (
@@ -463,6 +464,7 @@ class _Batch:
                 document_bytes=self.options.document_bytes,
                 batch_bytes=self.options.batch_bytes,
                 envelope=_ENVELOPE,
+                sizes=[measured(part, self.options.document_bytes) for part in self.parts],
             )
         except ServerError as exc:
             # Rows settled before the failure keep their results; the others share the error.

@@ -97,3 +97,28 @@ def test_a_document_the_server_refuses_alone_is_a_failed_row(
     assert "document_too_large" in str(failed[0].error)
     assert proxy.refused["document-size"] >= 2  # the batch, its halves, down to the document
     stored_once(client, db, docs)
+
+
+def test_a_document_is_measured_as_the_server_measures_it(
+    blocking_client_for: Callable[[CloudantV1], CloudantV1],
+    cloudant_proxy: Start,
+    client: CloudantV1,
+    db: str,
+) -> None:
+    """Non-ASCII text is sent escaped (``\\u00e9``, 6 bytes), but the server measures a
+    document's strings in UTF-8 (CouchDB's couch_ejson_size: 2 bytes for "é"): a document of
+    80 KB by the server's measure is stored under a limit of 100 KB, although its JSON as sent
+    has 240 KB; one of 120 KB is still a failed row, not sent."""
+    proxy = cloudant_proxy(plan=None, max_document_bytes=100_000)
+    docs = documents(20, 1000)
+    accented = {"_id": "accented", "n": -1, "pad": "é" * 40_000}
+    over = {"_id": "over", "n": -2, "pad": "é" * 60_000}
+    with pytest.raises(BulkWriteError) as caught:
+        database(
+            blocking_client_for(client_for(proxy.url)), db, document_bytes=100_000
+        ).bulk_create([*docs[:10], accented, over, *docs[10:]])
+    failed = [r for r in caught.value.results if r.error is not None]
+    assert [r.id for r in failed] == ["over"]
+    assert "120,0" in str(failed[0].error) and failed[0].error.stored is False
+    assert not proxy.refused  # the one over the limit was not sent
+    stored_once(client, db, [*docs, accented])
