@@ -531,6 +531,23 @@ def client_environment(url: str) -> dict[str, str]:
     }
 
 
+def run_command(command: list[str], env: dict[str, str]) -> int:
+    """Run ``command`` with ``env`` to its end; its exit status (``128 + N`` when signal ``N``
+    ended it). A terminal's Ctrl-C reaches the command, whose own it is (a Python prompt
+    drops the line, Jupyter asks): meanwhile this process ignores it, and keeps the server."""
+    child = subprocess.Popen(command, env=env)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # the child started with its own
+    try:
+        code = child.wait()
+    except BaseException:  # SIGTERM: the command does not outlive its server
+        child.kill()
+        child.wait()
+        raise
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    return 128 - code if code < 0 else code
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="Start a throwaway CouchDB-compatible server on loopback (the tests' servers)."
@@ -568,7 +585,7 @@ def main(argv: list[str] | None = None) -> int:
         with start(args.server) as server:
             env = client_environment(server.url)
             if command:
-                return subprocess.call(command, env={**os.environ, **env})
+                return run_command(command, {**os.environ, **env})
             for name, value in env.items():  # lines to paste into another shell
                 print(f"export {name}={shlex.quote(value)}", flush=True)
             print(f"The {server.name} is running; press Ctrl-C to stop it.", file=sys.stderr)

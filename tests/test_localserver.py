@@ -295,3 +295,29 @@ def test_without_a_command_it_prints_lines_a_shell_exports(tmp_path: Path) -> No
     url = lines[0].strip().removeprefix("export CLOUDANT_URL=")
     assert url.startswith("http://127.0.0.1:") and shown.stdout == url + "\n", lines
     assert lines[1] == "export CLOUDANT_AUTH_TYPE=noauth\n"
+
+
+def test_ctrl_c_is_the_commands_and_the_server_stays_until_it_ends(tmp_path: Path) -> None:
+    """Ctrl-C reaches the whole foreground process group: a command that goes on after it (a
+    Python prompt dropping a line) keeps its server; one it stops exits 128 + SIGINT."""
+    script = Path(__file__).resolve().parents[1] / "scripts" / "localserver.py"
+    child = tmp_path / "child.py"
+    child.write_text(
+        "import os, sys, time, urllib.request\n"
+        "try:\n    print('ready', flush=True)\n    time.sleep(60)\n"
+        "except KeyboardInterrupt:\n"
+        "    if sys.argv[1] == 'stops':\n        raise\n"
+        "opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))\n"
+        "print(opener.open(os.environ['CLOUDANT_URL'] + '/', timeout=10).status)\n"
+    )
+    for mode, status, out in (("goes-on", 0, "ready\n200\n"), ("stops", 130, "ready\n")):
+        run = subprocess.Popen(
+            [sys.executable, str(script), "--", sys.executable, str(child), mode],
+            stdout=subprocess.PIPE,
+            text=True,
+            start_new_session=True,  # a process group of its own, as a terminal's job is
+        )
+        assert run.stdout is not None and run.stdout.readline() == "ready\n"
+        os.killpg(run.pid, signal.SIGINT)  # what Ctrl-C in the terminal does
+        rest, _ = run.communicate(timeout=60)
+        assert (run.returncode, "ready\n" + rest) == (status, out), mode
