@@ -36,8 +36,9 @@ def to_ms(value: TimeLike) -> int:
     """Turn any accepted time into epoch milliseconds (sub-millisecond parts are dropped).
 
     Raises:
-        InvalidTimeError: the value is of another kind, unreadable, before 1970, or a datetime
-            whose ``tzinfo`` fails (raises, or gives an offset of 24 hours or more).
+        InvalidTimeError: the value is of another kind, unreadable, before 1970, after
+            9999-12-31T23:59:59.999Z, or a datetime whose ``tzinfo`` fails (raises, or gives an
+            offset of 24 hours or more).
 
     >>> to_ms("2018-01-01")
     1514764800000
