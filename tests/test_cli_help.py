@@ -95,6 +95,14 @@ def required_argv(name: str) -> list[str]:
     return argv
 
 
+@pytest.mark.parametrize("name", sorted(commands()))
+def test_every_option_says_what_it_does(name: str) -> None:
+    parser = commands()[name]
+    options = [a for a in parser._actions if not isinstance(a, argparse._SubParsersAction)]
+    silent = [a.option_strings or a.dest for a in options if not a.help]
+    assert not silent, f"couchids {name} --help: no help for {silent}"
+
+
 def test_series_has_its_subcommands() -> None:
     assert {"series list", "series prepare", "series expire"} <= set(leaves())
 

@@ -159,7 +159,12 @@ def add_commands(commands: Any) -> None:
         default="1h",
         help="bucket width, a whole number of s, m, h, d or w: 15m, 1h, 1d, 1w (default 1h)",
     )
-    p.add_argument("--format", choices=("bars", "spark", "csv", "json"), default="bars")
+    p.add_argument(
+        "--format",
+        choices=("bars", "spark", "csv", "json"),
+        default="bars",
+        help="bars (a line per bucket, the default), spark (one line), csv, or json lines",
+    )
     add(p, "exact", "parallel", timeout="a request")
     p.set_defaults(run=_histogram, parallel=DEFAULT_WORKERS)
 
