@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 from datetime import UTC, datetime, timedelta
 
 from ibm_cloud_sdk_core import ApiException
@@ -28,7 +29,7 @@ def show(title: str) -> None:
 
 
 def main() -> None:
-    client = CloudantV1.new_instance()
+    client = couchids.connect()  # from CLOUDANT_URL, CLOUDANT_AUTH_TYPE, ...
     try:
         client.delete_database(db=DB)
     except ApiException as exc:
@@ -106,4 +107,7 @@ def run(client: CloudantV1) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except couchids.CouchidsError as exc:  # what to set, or what the server answered
+        sys.exit(f"demo: {exc}")

@@ -110,3 +110,22 @@ def test_the_demo_uses_the_surface_and_warns_of_nothing(couch_url: str) -> None:
     assert done.stderr == "", done.stderr
     assert "== The 5 newest orders" in done.stdout and "create_short() gave" in done.stdout
     assert "idms: order:" in done.stdout and "v7s: order:" in done.stdout
+
+
+def test_the_demo_without_a_server_says_what_to_set(tmp_path: Path) -> None:
+    environment = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith("CLOUDANT_")
+        and name not in ("VCAP_SERVICES", "IBM_CREDENTIALS_FILE")
+    }
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "demo.py")],
+        env={**environment, "HOME": str(tmp_path)},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith("demo: no server is configured: set CLOUDANT_URL"), done.stderr
