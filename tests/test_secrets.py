@@ -18,17 +18,21 @@ import asyncio
 import base64
 import io
 import logging
+import re
 import traceback
 from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import httpx
 import pytest
+import responses
 from _sync.test_hostile import OPERATIONS as HOSTILE_OPERATIONS
 from _sync.test_hostile import SUCCEEDS, Operation
 from concurrently import each_at_once
 from hostileserver import MODES, HostileServer, TokenService, trust_one_certificate
+from ibm_cloud_sdk_core.authenticators import NoAuthAuthenticator
 from ibmcloudant.cloudant_v1 import CloudantV1
 from test_hostile import COMMAND_SUCCEEDS, COMMANDS, DB, PATIENT, RUNS, TARGET, Commands, Ran
 
@@ -397,4 +401,34 @@ def test_no_piece_of_a_password_with_spaces_in_a_replication_sent(
             assert '"target"' in seen[name][0], seen[name]  # the document was repeated
     seen["stdout and stderr"] = list(capsys.readouterr())
     found = leaks(seen, list(SPACED_PIECES))
+    assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize("padding", range(350, 372, 3))
+def test_a_long_reason_is_never_cut_inside_a_url_s_user_info(padding: int) -> None:
+    """A reason longer than a message quotes, cut where a URL's user info has no ``@`` yet,
+    which masking then would not recognise, in both APIs."""
+    server = "http://couch.example"
+    reason = "x" * padding + f" upstream http://bob:{MARK}@db.internal/shop refused"
+    answer = {"error": "forbidden", "reason": reason}
+    client = CloudantV1(authenticator=NoAuthAuthenticator())
+    client.set_service_url(server)
+    seen: dict[str, list[str]] = {}
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as mock:
+        for method in (responses.GET, responses.POST):
+            mock.add(method, re.compile(re.escape(server) + ".*"), json=answer, status=403)
+        with pytest.raises(couchids.UnauthorizedError) as caught:
+            couchids.Database(client, "shop").latest(1)
+        seen["blocking"] = outputs_of(caught.value)
+
+    async def in_aio() -> None:
+        mock = httpx.MockTransport(lambda request: httpx.Response(403, json=answer))
+        async with httpx.AsyncClient(transport=mock) as http, aio.AsyncClient(client, http) as ac:
+            await aio.AsyncDatabase(ac, "shop").latest(1)
+
+    with pytest.raises(couchids.UnauthorizedError) as caught:
+        asyncio.run(in_aio())
+    seen["aio"] = outputs_of(caught.value)
+    assert all("forbidden: xxx" in texts[0] for texts in seen.values()), seen
+    found = leaks(seen, [MARK[:k] for k in range(4, len(MARK) + 1)])
     assert not found, "\n".join(found)

@@ -4,6 +4,7 @@ CouchDB's, and :func:`status_error` turns an error status into the couchids exce
 from __future__ import annotations
 
 import operator
+import re
 from collections.abc import Callable, Collection, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -16,6 +17,28 @@ from couchids.errors import DatabaseNotFoundError, RateLimitedError, ServerError
 
 #: The longest piece of a server's answer quoted in a message.
 QUOTE_LEN: Final = 120
+#: The longest reason of an error answer quoted in a message.
+REASON_LEN: Final = 400
+# What ends an excerpt cut short: the last word that fits is dropped up to one of these, none
+# of which a URL's user info holds unencoded.
+_PART_WORD: Final = re.compile(r"[^\s\"'<>{}\[\]]+\Z")
+
+
+def excerpt(text: str, limit: int = QUOTE_LEN) -> str:
+    """``text``, or its first ``limit`` characters and ``...``, cut at the end of a word:
+    masking, which comes after, would not know a credential cut in two (a URL's user info
+    without its ``@``, part of a password) for one.
+
+    >>> excerpt("could not open http://bob:s3cret@db.example/shop", 36)
+    'could not open...'
+    """
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    if not text[limit].isspace():
+        head = _PART_WORD.sub("", head)
+    return head.rstrip() + "..."
+
 
 #: The request a thread or task is waiting on, for messages about answers checked after it.
 current_request: ContextVar[str] = ContextVar("couchids_request", default="")
@@ -30,8 +53,7 @@ def describe(body: Any) -> str:
         start = body.lstrip()[:1]
         label = "HTML" if start == b"<" else "JSON cut short" if start in (b"{", b"[") else "text"
         return f"{label} ({len(body)} bytes)"
-    text = repr(body)
-    return f"{type(body).__name__} {text[:QUOTE_LEN]}{'...' if len(text) > QUOTE_LEN else ''}"
+    return f"{type(body).__name__} {excerpt(repr(body))}"
 
 
 def answer_error(
@@ -221,7 +243,7 @@ def status_error(response: Response, policy: RetryPolicy, db: str, sent: str) ->
     head, status = _head(policy, db, sent), response.status
     found = couchdb_error(response)
     if found is not None:
-        text = (found[0] + (f": {found[1]}" if found[1] else ""))[:400]
+        text = excerpt(found[0] + (f": {found[1]}" if found[1] else ""), REASON_LEN)
     else:
         text = f"not a CouchDB answer: {describe(response)}"
     error: ServerError

@@ -46,7 +46,7 @@ from urllib3.exceptions import (
 )
 
 from couchids.core import answers, facts
-from couchids.core.answers import QUOTE_LEN, current_request
+from couchids.core.answers import current_request, excerpt
 from couchids.core.asking import TRANSIENT_STATUSES
 from couchids.core.effects import (
     Emit,
@@ -223,7 +223,7 @@ def _classified(exc: BaseException, effect: Send) -> tuple[str, ServerError]:
         )
     if status:
         return kind, ServerError(
-            f"{head}: the server answered HTTP {status}: {str(exc)[:QUOTE_LEN]}", status
+            f"{head}: the server answered HTTP {status}: {excerpt(str(exc))}", status
         )
     if not isinstance(exc, ApiException | requests.RequestException):
         return kind, ServerError(
@@ -272,8 +272,7 @@ def _network_reason(exc: BaseException) -> str:
     found = _ERRNO.search(str(exc))
     if found:
         return found.group(1).strip()
-    text = str(exc)
-    return f"{type(exc).__name__}: {text[:QUOTE_LEN]}{'...' if len(text) > QUOTE_LEN else ''}"
+    return f"{type(exc).__name__}: {excerpt(str(exc))}"
 
 
 def _plain_http(exc: BaseException) -> str | None:

@@ -20,7 +20,7 @@ from ibm_cloud_sdk_core.token_managers.jwt_token_manager import JWTTokenManager
 from ibmcloudant.cloudant_v1 import CloudantV1
 from ibmcloudant.couchdb_session_token_manager import CouchDbSessionTokenManager
 
-from couchids.core.answers import QUOTE_LEN, couchdb_error
+from couchids.core.answers import couchdb_error, excerpt
 from couchids.core.effects import Response
 from couchids.core.urls import parse_url
 from couchids.drivers.access import credentials_of
@@ -151,7 +151,7 @@ def check_logins(client: CloudantV1) -> None:
         else:
             login = "the token request of its authentication"
         who = signs_in_as(found) if found is not None else "its credentials"
-        quoted = f": {said[:QUOTE_LEN]}" if said else ""
+        quoted = f": {excerpt(said)}" if said else ""
         return LoginRefused(f"{login} was refused (HTTP {status}{quoted}): {who}", status)
 
     def checked() -> Any:
