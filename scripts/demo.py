@@ -109,5 +109,5 @@ def run(client: CloudantV1) -> None:
 if __name__ == "__main__":
     try:
         main()
-    except couchids.CouchidsError as exc:  # what to set, or what the server answered
+    except (couchids.CouchidsError, ApiException, OSError) as exc:  # what to set, or the server
         sys.exit(f"demo: {exc}")
