@@ -697,7 +697,8 @@ class AsyncDatabase:
                 ``_changes`` sequence; a checkpoint's ``since_seq`` takes precedence.
             checkpoint: continue from it; its ``since_seq`` is updated after every batch.
             wait: keep waiting for new documents; ``False`` stops once caught up.
-            poll: seconds one long-poll request waits for a change.
+            poll: seconds one long-poll request waits for a change (PouchDB Server, which holds a
+                long poll until a change comes, is asked every ``poll`` seconds instead).
 
         .. not run: waits for new documents until stopped
 

@@ -17,8 +17,9 @@ from typing import Any, Final
 from couchids.core import arguments
 from couchids.core.answers import answer_error, check_listing, describe, expect_object
 from couchids.core.asking import ask
+from couchids.core.counting import server_kind
 from couchids.core.defaults import DEFAULT_FOLLOW_BATCH
-from couchids.core.effects import END, Emit, Program, Puller, Request, path
+from couchids.core.effects import END, Emit, Program, Puller, Request, Sleep, path
 from couchids.core.facts import FactsCache, database_facts
 from couchids.core.features import changes_time, has_time_seq
 from couchids.core.keys import check_time_form, in_window, window_keys
@@ -171,13 +172,17 @@ def _follow(
                     yield Emit(doc)
                     mark.done += 1
         mark.since_seq, catch_up.start = catch_up.seq, None
-    if wait and policy.timeout is not None:
+    # PouchDB Server holds a long poll until a change comes, whatever its ``timeout``: there
+    # a quiet database would outlast the request's deadline. It is asked every ``poll``
+    # seconds instead.
+    longpoll = wait and (yield from server_kind(known, policy.renewed(), db)) != "pouchdb"
+    if longpoll and policy.timeout is not None:
         # A long-poll request is answered after up to ``poll`` seconds by design.
         policy = replace(policy, timeout=policy.timeout + poll_ms / 1000)
     while True:
         since = catch_up.time if catch_up.time is not None else str(mark.since_seq)
         params = {"since": since, "limit": str(batch_size), "include_docs": "true"}
-        if wait:
+        if longpoll:
             params.update(feed="longpoll", timeout=str(poll_ms))
         changes = Request("POST", path(db, "_changes"), params, b"{}")
         each = policy.renewed()
@@ -209,6 +214,8 @@ def _follow(
         mark.since_seq, catch_up.time = str(answer["last_seq"]), None
         if len(results) < batch_size and not wait:
             return
+        if not results and not longpoll and wait:
+            yield Sleep(poll_ms / 1000)
 
 
 def _check_changes(

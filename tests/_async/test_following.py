@@ -3,10 +3,12 @@ resumed follow misses nothing. (The tests of one API alone are in tests/test_fol
 
 from __future__ import annotations
 
+import threading
+
 from ibmcloudant.cloudant_v1 import CloudantV1
 
 import couchids
-from couchids import Checkpoint
+from couchids import KUUID, Checkpoint
 from couchids.drivers.aio import AsyncClient
 
 from .helpers import database, listed
@@ -34,3 +36,21 @@ async def test_a_resumed_follow_misses_nothing(
     assert set(first) | set(rest) == set(made)
     assert len(rest) < len(made)
     assert first[:8] == sorted(first[:8])
+
+
+async def test_a_follow_that_waits_outlasts_a_quiet_spell_longer_than_its_timeout(
+    async_client: AsyncClient, client: CloudantV1, db: str
+) -> None:
+    # No change for longer than a request may take (timeout, and poll on top for a long
+    # poll): the follow asks again, on every server. PouchDB Server holds a long poll until
+    # a change comes, whatever its timeout.
+    new = KUUID.new(type="ord")
+    later = threading.Timer(3.0, lambda: client.put_document(db=db, doc_id=new, document={}))
+    later.start()
+    try:
+        handle = database(async_client, db, timeout=1)
+        found = await listed(handle.follow(type="ord", poll=0.2), 1)
+    finally:
+        later.cancel()
+        later.join()
+    assert [doc["_id"] for doc in found] == [new]
