@@ -155,3 +155,21 @@ def test_an_offline_command_parses_as_with_the_whole_parser(argv: list[str]) -> 
 )
 def test_every_other_command_line_gets_the_whole_parser(argv: list[str]) -> None:
     assert cli._offline_command(argv) is None
+
+
+@pytest.mark.parametrize(
+    ("argv", "where"),
+    [
+        (["histogram", "db", "--since", "1d", "--all-types"], "couchids histogram"),
+        (["series", "list", "ev", "--period", "day", "--bogus"], "couchids series list"),
+        (["new", "--bogus"], "couchids new"),
+        (["--bogus", "new"], "couchids"),
+    ],
+)
+def test_an_unknown_argument_points_to_the_help_that_lists_the_flags(
+    argv: list[str], where: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert err.startswith("couchids: error: unrecognized arguments: "), err
+    assert err.endswith(f"(see '{where} --help')\n"), err

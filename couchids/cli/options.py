@@ -49,6 +49,18 @@ class Parser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
         super().__init__(*args, **kwargs)
+        self.help_of = self.prog  # whose --help an error points to
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Any = None, namespace: Any = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            # Arguments no parser knows: the innermost subcommand's --help lists its flags.
+            if not hasattr(parsed, "help_of"):
+                parsed.help_of = self.prog
+            self.help_of = parsed.help_of
+        return parsed, extras
 
     def error(self, message: str) -> NoReturn:
         # One line, not argparse's usage block: the --help of the command has the rest.
@@ -56,7 +68,7 @@ class Parser(argparse.ArgumentParser):
             r" (-v+|--verbose)\b", message
         ):
             message += "; -v goes before the command: couchids -v COMMAND ..."
-        raise UsageError(f"{message} (see '{self.prog} --help')")
+        raise UsageError(f"{message} (see '{self.help_of} --help')")
 
 
 def fail(message: str, status: int) -> int:
