@@ -178,3 +178,21 @@ def test_a_password_that_is_the_user_name_leaves_the_name_in_messages(
         with pytest.raises(couchids.UnauthorizedError) as caught:
             couchids.Database(client, "hostile").latest(1)
     assert "user 'admin' with its password" in str(caught.value), caught.value
+
+
+#: A message of couchids, with its own words in brackets and a URL's scheme.
+UNREACHED = (
+    "latest on 'shop' (GET /shop): could not reach the server: Connection refused; check "
+    "CLOUDANT_URL (http://127.0.0.1:9) and that the server is up; target='https://db/edge'"
+)
+
+
+@pytest.mark.parametrize("password", ["http", "https", "GET"])
+def test_words_in_brackets_and_a_url_s_scheme_are_no_value(password: str) -> None:
+    """``(***://127.0.0.1:9)`` or ``(*** /shop)`` would tell the password."""
+    assert redact(UNREACHED, [password]) == UNREACHED
+
+
+@pytest.mark.parametrize("text", [f"({WORD})", f"[{WORD}]", f"{{{WORD}}}", f"<{WORD}>"])
+def test_an_ordinary_word_in_brackets_is_masked(text: str) -> None:
+    assert redact(text, [WORD]) == text[0] + MASK + text[-1]

@@ -62,10 +62,12 @@ _START: Final = (
 )
 _END: Final = r"(?!\w)"
 # Beside a secret that is an ordinary word, what makes it a value rather than a word of a
-# sentence: before it a quote, = or :, a URL's / ? & # or a percent-escape, an opening
-# bracket; after it a quote or a URL's @ / ? & # %. (Not "pass:" or "pass=": a key, or prose.)
-_VALUE_BEFORE: Final = r"""(?:(?<=['"`=:/?&#(\[{<])|(?<=%[0-9A-Fa-f]{2}))"""
+# sentence: before it a quote, = or :, a URL's / ? & # or a percent-escape; after it a quote
+# or a URL's @ / ? & # %; brackets around it. (Not "pass:" or "pass=": a key, or prose; not
+# "(GET /db)" or "(http://...": couchids' words in brackets; not a URL's scheme before "://".)
+_VALUE_BEFORE: Final = r"""(?:(?<=['"`=:/?&#])|(?<=%[0-9A-Fa-f]{2}))"""
 _VALUE_AFTER: Final = r"""(?=['"`@/?&#%])"""
+_NOT_SCHEME: Final = r"(?!://)"
 
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
@@ -144,10 +146,13 @@ def _whole(secret: str) -> str:
     end = _END if re.search(r"\w$", secret) else ""
     escaped = re.escape(secret)
     if secret.isalpha() or secret.isdigit():
-        # As a value on at least one side, and whole on both; or the whole text.
+        # As a value on at least one side, and whole on both; in brackets; or the whole text.
+        enclosed = "|".join(
+            rf"(?<={re.escape(a)}){escaped}(?={re.escape(b)})" for a, b in ("()", "[]", "{}", "<>")
+        )
         return (
-            f"(?:{_VALUE_BEFORE}{escaped}{end}|{start}{escaped}{_VALUE_AFTER}"
-            rf"|\A{escaped}\Z)"
+            f"(?:(?:{_VALUE_BEFORE}{escaped}{end}|{start}{escaped}{_VALUE_AFTER}){_NOT_SCHEME}"
+            rf"|{enclosed}|\A{escaped}\Z)"
         )
     return f"{start}{escaped}{end}"
 
