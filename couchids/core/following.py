@@ -175,7 +175,7 @@ def _follow(
     # PouchDB Server holds a long poll until a change comes, whatever its ``timeout``: there
     # a quiet database would outlast the request's deadline. It is asked every ``poll``
     # seconds instead.
-    longpoll = wait and (yield from server_kind(known, policy.renewed(), db)) != "pouchdb"
+    longpoll = wait and (yield from _long_polls(known, policy.renewed(), db))
     if longpoll and policy.timeout is not None:
         # A long-poll request is answered after up to ``poll`` seconds by design.
         policy = replace(policy, timeout=policy.timeout + poll_ms / 1000)
@@ -216,6 +216,17 @@ def _follow(
             return
         if not results and not longpoll and wait:
             yield Sleep(poll_ms / 1000)
+
+
+def _long_polls(known: FactsCache, policy: RetryPolicy, db: str) -> Program[bool]:
+    """Whether the server answers a long poll once its ``timeout`` is over: all but PouchDB
+    Server. A server whose welcome (``GET /``) is refused or missing is taken at its word."""
+    try:
+        return (yield from server_kind(known, policy, db)) != "pouchdb"
+    except ServerError as exc:
+        if exc.status in (401, 403, 404):
+            return True
+        raise
 
 
 def _check_changes(

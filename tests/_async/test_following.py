@@ -4,14 +4,16 @@ resumed follow misses nothing. (The tests of one API alone are in tests/test_fol
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
+from faultproxy import FaultProxy, client_for
 from ibmcloudant.cloudant_v1 import CloudantV1
 
 import couchids
 from couchids import KUUID, Checkpoint
 from couchids.drivers.aio import AsyncClient
 
-from .helpers import database, listed
+from .helpers import close, database, listed
 
 
 async def test_a_resumed_follow_misses_nothing(
@@ -54,3 +56,20 @@ async def test_a_follow_that_waits_outlasts_a_quiet_spell_longer_than_its_timeou
         later.cancel()
         later.join()
     assert [doc["_id"] for doc in found] == [new]
+
+
+async def test_a_follow_that_waits_needs_no_welcome_from_the_server(
+    async_client_for: Callable[[CloudantV1], AsyncClient],
+    couch_url: str,
+    client: CloudantV1,
+    db: str,
+) -> None:
+    # A proxy in front of the server that serves its databases only: GET / is not found.
+    made = couchids.Database(client, db).create({"k": 0}, type="ord").id
+    with FaultProxy(couch_url) as proxy:
+        proxy.fail("404-before", method="GET", path="^/$", times=10)
+        through = async_client_for(client_for(proxy.url))
+        handle = database(through, db, timeout=5)
+        found = await listed(handle.follow(type="ord", since_seq=0, poll=0.2), 1)
+        await close(through)
+    assert [doc["_id"] for doc in found] == [made]

@@ -6,13 +6,15 @@ resumed follow misses nothing. (The tests of one API alone are in tests/test_fol
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
+from faultproxy import FaultProxy, client_for
 from ibmcloudant.cloudant_v1 import CloudantV1
 
 import couchids
 from couchids import KUUID, Checkpoint
 
-from .helpers import database, listed
+from .helpers import close, database, listed
 
 
 def test_a_resumed_follow_misses_nothing(
@@ -55,3 +57,20 @@ def test_a_follow_that_waits_outlasts_a_quiet_spell_longer_than_its_timeout(
         later.cancel()
         later.join()
     assert [doc["_id"] for doc in found] == [new]
+
+
+def test_a_follow_that_waits_needs_no_welcome_from_the_server(
+    blocking_client_for: Callable[[CloudantV1], CloudantV1],
+    couch_url: str,
+    client: CloudantV1,
+    db: str,
+) -> None:
+    # A proxy in front of the server that serves its databases only: GET / is not found.
+    made = couchids.Database(client, db).create({"k": 0}, type="ord").id
+    with FaultProxy(couch_url) as proxy:
+        proxy.fail("404-before", method="GET", path="^/$", times=10)
+        through = blocking_client_for(client_for(proxy.url))
+        handle = database(through, db, timeout=5)
+        found = listed(handle.follow(type="ord", since_seq=0, poll=0.2), 1)
+        close(through)
+    assert [doc["_id"] for doc in found] == [made]
