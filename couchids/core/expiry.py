@@ -290,9 +290,10 @@ def delete_revisions(
     scope: tuple[IdForm, str | None],
     every_leaf: bool = True,
     others: Mapping[str, Sequence[str]] | None = None,
-) -> Program[dict[str, str]]:
+) -> Program[dict[str, list[str]]]:
     """Delete the documents of ``_all_docs`` rows (``{"id", "value": {"rev"}}``) by the
-    revision read, into ``report``; return ``{id: deleted revision}`` of those deleted now.
+    revision read, into ``report``; return ``{id: [tombstone revisions]}`` of those deleted
+    now (every leaf's, for a conflicted one) and of those found deleted already.
 
     A document with conflicts is still live once its winning revision is deleted. ``others``
     names, by id, the other leaf revisions read with a row (those archive copied): they are
@@ -308,7 +309,7 @@ def delete_revisions(
         docs.append({"_id": row["id"], "_rev": rev, "_deleted": True})
     each = policy.renewed()
     answer = (yield from ask(post_json(path(db, "_bulk_docs"), {"docs": docs}), each, db)).body
-    tombstones: dict[str, str] = {}
+    tombstones: dict[str, list[str]] = {}
     conflicted: list[str] = []
     sent = {doc["_id"] for doc in docs}
     for row in keyed_rows(answer, "id", sent, "_bulk_docs", each, db).values():
@@ -317,7 +318,7 @@ def delete_revisions(
         elif row.get("error"):
             report.failed.append((row["id"], f"{row['error']}: {row.get('reason', '')}"))
         elif isinstance(row.get("rev"), str):
-            tombstones[row["id"]] = row["rev"]
+            tombstones[row["id"]] = [row["rev"]]
         else:
             raise answer_error(each, db, f"_bulk_docs answered a row without rev: {describe(row)}")
     # A 409 is a document changed since it was read, or one deleted already (by another
@@ -327,20 +328,22 @@ def delete_revisions(
         live, rev = states.get(doc_id, (False, None))
         if not live and rev is not None:
             report.gone += 1
-            tombstones[doc_id] = rev
+            tombstones[doc_id] = [rev]
         else:
             report.conflicts.append(doc_id)
     # A document deleted now that is still live had conflicts: another leaf took its place.
     deleted_now = [doc_id for doc_id in tombstones if doc_id not in conflicted]
     for doc_id in deleted_now:
         for rev in (others or {}).get(doc_id, ()):
-            yield from delete_revision(db, doc_id, rev, policy.renewed())
+            tombstones[doc_id].append(
+                (yield from delete_revision(db, doc_id, rev, policy.renewed()))
+            )
     still = yield from _still_live(known, db, deleted_now, scope, policy)
     for doc_id in deleted_now:
         if doc_id not in still:
             report.deleted += 1
         elif every_leaf:
-            yield from _delete_leaves(known, db, doc_id, report, policy)
+            tombstones[doc_id] += yield from _delete_leaves(known, db, doc_id, report, policy)
         else:
             report.conflicts.append(doc_id)
     return tombstones
@@ -385,34 +388,40 @@ def _states(db: str, ids: list[str], policy: RetryPolicy) -> Program[dict[str, S
 
 def _delete_leaves(
     known: FactsCache, db: str, doc_id: str, report: ExpireReport, policy: RetryPolicy
-) -> Program[None]:
+) -> Program[list[str]]:
     """Delete every live leaf revision of ``doc_id``, whose winning revision was just deleted;
-    one still live after :data:`LEAF_ROUNDS` rounds is reported in ``report.failed``."""
+    one still live after :data:`LEAF_ROUNDS` rounds is reported in ``report.failed``. Return
+    the revisions of the tombstones written."""
+    tombstones: list[str] = []
     for _ in range(LEAF_ROUNDS):
         each = policy.renewed()
         leaves = yield from live_leaves(known, db, doc_id, each)
         if not leaves:
             report.deleted += 1
-            return
+            return tombstones
         for leaf in leaves:
-            yield from delete_revision(db, doc_id, leaf["_rev"], policy.renewed())
+            tombstones.append(
+                (yield from delete_revision(db, doc_id, leaf["_rev"], policy.renewed()))
+            )
     report.failed.append(
         (doc_id, f"still live after deleting its conflicting revisions {LEAF_ROUNDS} times")
     )
+    return tombstones
 
 
 def _purge(
-    known: FactsCache, db: str, tombstones: dict[str, str], policy: RetryPolicy
+    known: FactsCache, db: str, tombstones: dict[str, list[str]], policy: RetryPolicy
 ) -> Program[int]:
-    """Purge the revisions ``tombstones`` (``{id: deleted revision}``); return how many
-    documents had theirs purged. A request over the server's limits (a ``400`` "Exceeded
+    """Purge the revisions ``tombstones`` (``{id: [deleted revisions]}``: a conflicted
+    document's every leaf, so none is left to replicate); return how many documents had
+    theirs purged. A request over the server's limits (a ``400`` "Exceeded
     maximum number", which purges nothing) is sent again smaller, and the size is kept."""
     items = list(tombstones.items())
     purged = start = 0
     while start < len(items):
         limit = known.purge_batch or purge_batch_for(known.server_version)
         size = len(items) - start if limit is None else min(limit, len(items) - start)
-        body = {doc_id: [rev] for doc_id, rev in items[start : start + size]}
+        body = dict(items[start : start + size])
         each = policy.renewed()
         try:
             answer = (yield from ask(post_json(path(db, "_purge"), body), each, db)).body

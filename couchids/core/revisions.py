@@ -42,9 +42,9 @@ def live_leaves(
     return live
 
 
-def delete_revision(db: str, doc_id: str, rev: str, policy: RetryPolicy) -> Program[None]:
+def delete_revision(db: str, doc_id: str, rev: str, policy: RetryPolicy) -> Program[str]:
     """Delete revision ``rev`` of ``doc_id`` (one couchids wrote itself) on every copy, the
-    ones that do not hold it yet included.
+    ones that do not hold it yet included; return the tombstone's revision.
 
     It is a tombstone child of ``rev`` written as replication writes it (``new_edits=false``),
     the same on every attempt. A plain ``DELETE ?rev=`` would be refused by the copies that
@@ -55,9 +55,10 @@ def delete_revision(db: str, doc_id: str, rev: str, policy: RetryPolicy) -> Prog
         raise answer_error(policy, db, f"{describe(rev)} is not a revision", None)
     tomb = hashlib.md5(f"couchids-delete:{rev}".encode(), usedforsecurity=False).hexdigest()
     child = int(start) + 1
+    revision = f"{child}-{tomb}"
     tombstone = {
         "_id": doc_id,
-        "_rev": f"{child}-{tomb}",
+        "_rev": revision,
         "_deleted": True,
         "_revisions": {"start": child, "ids": [tomb, digest]},
     }
@@ -69,6 +70,7 @@ def delete_revision(db: str, doc_id: str, rev: str, policy: RetryPolicy) -> Prog
         raise answer_error(
             policy, db, f"the deletion of {doc_id!r} {rev} was refused: {describe(refused[0])}"
         )
+    return revision
 
 
 def winner(leaves: list[dict[str, Any]]) -> dict[str, Any]:

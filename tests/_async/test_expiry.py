@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -128,3 +129,30 @@ async def test_the_cloudant_rules_server_has_no_purge(
             BEFORE, type="ord", dry_run=False, purge=True
         )
     assert all_docs(client, db) == before
+
+
+@pytest.mark.needs("couchdb")
+async def test_purge_leaves_no_tombstone_of_a_conflicted_document(
+    client: CloudantV1, db: str, async_client: AsyncClient
+) -> None:
+    """Every leaf of a conflicted document is deleted, and every tombstone written purged:
+    nothing of it is left to replicate."""
+    doomed = sorted(populate(client, db, KUUID, 2))
+    twice = doomed[0]
+    for n in (1, 2):
+        client.post_bulk_docs(
+            db=db, bulk_docs={"docs": [{"_id": twice, "_rev": f"1-{n:032x}"}], "new_edits": False}
+        )
+    assert client.get_document(db=db, doc_id=twice, conflicts=True).get_result()["_conflicts"]
+
+    report = await database(async_client, db).expire(BEFORE, type="ord", dry_run=False, purge=True)
+
+    assert report.deleted == report.purged == len(doomed) and not report.failed, report
+    # A purged document is not found at all, a deleted one answers its tombstone (asked again
+    # on a cluster until every copy the read reaches has the purge).
+    for _ in range(50):
+        rows = client.post_all_docs(db=db, keys=doomed).get_result()["rows"]
+        if all(row.get("error") == "not_found" for row in rows):
+            break
+        time.sleep(0.2)
+    assert all(row.get("error") == "not_found" for row in rows), rows
