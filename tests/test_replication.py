@@ -1433,3 +1433,52 @@ def test_a_plan_refuses_a_target_that_is_its_source_whoever_made_the_endpoints(
             continuous=False,
             create_target=False,
         )
+
+
+def test_the_command_says_how_to_cancel_a_replication_that_keeps_crashing(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """couchids replicate names the command that cancels a replication the server keeps
+    retrying, not the library's cancel()."""
+    from couchids.cli import main as cli
+
+    server = "https://couch.example"
+    reason = "unauthorized: the target refused carol"
+
+    def answer(request: requests.PreparedRequest) -> tuple[int, dict[str, str], str]:
+        where, method = str(request.url).removeprefix(server).split("?")[0], request.method
+        body: dict[str, Any] = {"error": "unexpected", "reason": f"{method} {where}"}
+        status = 200
+        if where in ("", "/"):
+            body = {"couchdb": "Welcome", "version": "3.4.3", "vendor": {"name": "Apache"}}
+        elif where == "/shop":
+            body = {"db_name": "shop", "props": {}}
+        elif method == "PUT" and where.startswith("/_replicator/"):
+            status, body = 201, {"ok": True, "id": where.split("/")[-1], "rev": "1-a"}
+        elif where.startswith("/_scheduler/docs/_replicator/"):
+            body = {"doc_id": where.split("/")[-1], "state": "crashing", "info": {"error": reason}}
+        else:
+            status = 500
+        return status, {}, json.dumps(body)
+
+    for name in ("CLOUDANT_APIKEY", "VCAP_SERVICES", "IBM_CREDENTIALS_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("CLOUDANT_URL", server)
+    monkeypatch.setenv("CLOUDANT_AUTH_TYPE", "basic")
+    monkeypatch.setenv("CLOUDANT_USERNAME", "bob")
+    monkeypatch.setenv("CLOUDANT_PASSWORD", "pw")
+    argv = ["replicate", "shop", "http://carol:pw@127.0.0.1:9/edge", "--since", "1d"]
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as mock:
+        for method in (responses.GET, responses.PUT, responses.POST, responses.HEAD):
+            mock.add_callback(
+                method,
+                re.compile(re.escape(server) + ".*"),
+                callback=answer,
+                content_type="application/json",
+            )
+        assert cli.main([*argv, "--type", "order"]) == cli.EXIT_SERVER
+    err = capsys.readouterr().err
+    doc_id = re.search(r"replication (couchids-\S+) is crashing", err)
+    assert doc_id is not None, err
+    assert f"cancel it with couchids replication {doc_id[1]} --cancel" in err, err
+    assert "cancel()" not in err, err

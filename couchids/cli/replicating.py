@@ -17,6 +17,7 @@ from couchids.cli.options import (
 )
 from couchids.cli.options import scope as type_scope
 from couchids.cli.sources import Source, connect, database
+from couchids.errors import ReplicationFailed
 
 if TYPE_CHECKING:
     from couchids.core.replication import ReplicationStatus
@@ -135,6 +136,9 @@ def _replicate(args: argparse.Namespace) -> int:
                 f"couchids replication {doc_id} --cancel"
             )
             raise
+        except ReplicationFailed as exc:  # what to do next, in the command's words
+            cancel = f"cancel it with couchids replication {doc_id} --cancel"
+            raise ReplicationFailed(str(exc).replace("cancel() it", cancel), exc.status) from exc
     else:
         now_status = job.status(timeout=args.timeout)
     print(_line(doc_id, now_status))
