@@ -44,6 +44,7 @@ from urllib3.exceptions import (
     ProtocolError,
     ResponseError,
 )
+from urllib3.util.retry import Retry
 
 from couchids.core import answers, facts
 from couchids.core.answers import current_request, excerpt
@@ -342,6 +343,23 @@ class _DeadlineAdapter(BaseAdapter):
     def __init__(self, inner: BaseAdapter) -> None:
         super().__init__()
         self.inner = inner
+        self.answering: tuple[Retry, BaseAdapter] | None = None
+
+    def _sender(self) -> BaseAdapter:
+        """What sends a couchids request: the wrapped adapter, or, when its retries
+        (``enable_retries()``) end on an error status by raising urllib3's "Max retries
+        exceeded", a copy sharing its pools whose retries hand back the last answer instead,
+        so that couchids reads the server's words in it (as the asyncio driver does)."""
+        retries = getattr(self.inner, "max_retries", None)
+        if not isinstance(retries, Retry) or not retries.raise_on_status:
+            return self.inner
+        made = self.answering
+        if made is None or made[0] is not retries:
+            # Its state as it is (copy.copy would make requests' adapter new pools).
+            sender = object.__new__(type(self.inner))
+            vars(sender).update(vars(self.inner), max_retries=retries.new(raise_on_status=False))
+            made = self.answering = (retries, sender)
+        return made[1]
 
     def send(  # type: ignore[override]
         self, request: requests.PreparedRequest, **kwargs: Any
@@ -361,7 +379,8 @@ class _DeadlineAdapter(BaseAdapter):
             if left <= 0:
                 raise requests.exceptions.ReadTimeout("no time left", request=request)
             kwargs["timeout"] = _capped(kwargs.get("timeout"), left)
-        response: requests.Response = self.inner.send(request, **kwargs)
+        sender = self._sender() if _scope.get() is not None else self.inner
+        response: requests.Response = sender.send(request, **kwargs)
         return response
 
     def close(self) -> None:

@@ -197,3 +197,22 @@ def test_a_connection_refused_or_closed_is_told_in_the_same_words_by_both_apis(
     assert str(broke.value).endswith("the answer broke off: the connection closed mid-body")
     for error in (refused.value, closed.value, broke.value):
         assert error.status == 0 and type(error) is couchids.ServerError
+
+
+def test_a_5xx_after_the_clients_own_retries_is_told_in_the_servers_words(
+    blocking_client_for: ClientOver, couch_url: str, db: str
+) -> None:
+    # With enable_retries(), urllib3 ends the blocking client's retries with "Max retries
+    # exceeded", which holds no word of the server's; both APIs say what the server said.
+    with FaultProxy(couch_url) as proxy:
+        proxy.fail("503-before", method="POST", path="_all_docs", times=10)
+        cloudant = client_for(proxy.url)
+        cloudant.enable_retries(max_retries=1, retry_interval=0.01)
+        with pytest.raises(couchids.ServerError) as failed:
+            database(blocking_client_for(cloudant), db, retries=0).latest(3)
+        assert len(proxy.requests("POST", "_all_docs")) == 2  # the client's retry was made
+    message = str(failed.value)
+    assert failed.value.status == 503 and type(failed.value) is couchids.ServerError
+    assert message.endswith(
+        "the server answered HTTP 503: service_unavailable: answer lost by the test proxy"
+    ), message
