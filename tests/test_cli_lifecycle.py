@@ -17,7 +17,7 @@ from test_expiry import populate
 import couchids
 from couchids import KUUID
 from couchids.cli import lifecycle
-from couchids.cli.main import main
+from couchids.cli.main import EXIT_BAD_INPUT, main
 from couchids.core.pages import DEFAULT_PARALLEL
 from couchids.idforms.times import to_ms
 
@@ -390,3 +390,40 @@ def test_ctrl_c_in_an_export_prints_where_to_resume(
     monkeypatch.setattr(lifecycle._Bar, "__call__", moved)
     status, out, _ = run(capsys, *argv, "--after", made[1])
     assert status == 0 and [json.loads(line)["_id"] for line in out.splitlines()] == made[2:]
+
+
+def test_rekey_names_its_flags_in_what_it_could_not_copy(
+    server: None,
+    client: CloudantV1,
+    db: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COUCHIDS_REKEY_KEY", "a secret")
+    client.put_document(db=db, doc_id="a1", document={"created": "2024-05-01T08:00:00Z"})
+    target = db + "_new"
+    try:
+        status, _, err = run(capsys, "rekey", db, target, "--create-target")
+    finally:
+        client.delete_database(db=target)
+    assert status == 0 and "not copied: a1: " in err, err
+    assert "give --time-field" in err and "time_field" not in err, err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["export", "--since", "1d", "--after", "notanid"],
+        ["expire", "--before", "1d", "--type", "ev", "--after", "order:001xX0kr4L1mds3"],
+    ],
+    ids=["export", "expire"],
+)
+def test_a_refused_after_is_named_as_the_flag(
+    server: None, db: str, argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, _, err = run(capsys, argv[0], db, *argv[1:])
+    assert status == EXIT_BAD_INPUT, err
+    assert f"--after '{argv[-1]}' is not" in err and "leave out --after" in err, err
+    assert "checkpoint" not in err, err

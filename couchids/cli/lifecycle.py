@@ -21,6 +21,7 @@ from couchids.cli.options import (
     add_form,
     close,
     count_of,
+    in_flags,
     json_line,
     parse_time,
     say,
@@ -313,7 +314,7 @@ def _rekey(args: argparse.Namespace) -> int:
     if os.path.isfile(args.mapping) and os.path.getsize(args.mapping):
         say(f"old and new ids appended to {args.mapping}")
     for doc_id, reason in report.skipped + report.failed:
-        say(f"not copied: {doc_id}: {reason}")
+        say(f"not copied: {doc_id}: {in_flags(reason, vars(args))}")
     return 1 if report.failed else EXIT_OK
 
 

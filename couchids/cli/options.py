@@ -303,6 +303,22 @@ _FLAG_OF = {
 }
 #: The arguments given by position, as the usage lines write them.
 _POSITIONAL = {"db": "DB", "source": "SOURCE", "target": "TARGET", "prefix": "PREFIX"}
+#: The library's words for what a flag of the command gives, and the command's, where it has
+#: the flag: a checkpoint given back is --after ID.
+_PHRASES = (
+    ("after", "checkpoint last_id=", "after="),
+    (
+        "after",
+        "a checkpoint resumes the operation that wrote it",
+        "--after resumes the run that printed it",
+    ),
+    (
+        "after",
+        "pass checkpoint=None to start from the beginning",
+        "leave out --after to start from the beginning",
+    ),
+    ("time_field", "give time_field", "give --time-field"),
+)
 #: ``name=`` and the character after it that a flag needs a space before (a value, not ``,;) ``).
 _PARAMETER = re.compile(r"\b([a-z][a-z_]*)=(?=([^ ,;)]?))")
 
@@ -323,6 +339,9 @@ def in_flags(message: str, options: dict[str, object]) -> str:
     >>> in_flags("timeout=0: must be > 0", {"db": "shop"})  # no such flag: left as it is
     'timeout=0: must be > 0'
     """
+    for dest, words, flag_words in _PHRASES:
+        if dest in options:
+            message = message.replace(words, flag_words)
     text = _PARAMETER.sub(lambda match: _flag(match[1], options, match[2]) or match[0], message)
     start, end = _flag("start", options), _flag("end", options)
     return text.replace("start <= end", f"{start} <= {end}") if start and end else text
