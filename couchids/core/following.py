@@ -132,7 +132,8 @@ def _start(
     if mark.since_seq == "now":
         changes = Request("POST", path(db, "_changes"), {"since": "now", "limit": "1"}, b"{}")
         current = (yield from ask(changes, each, db)).body
-        mark.since_seq = str(expect_object(current, each, db, "last_seq")["last_seq"])
+        found = expect_object(current, each, db, "last_seq", sent=changes.sent)
+        mark.since_seq = str(found["last_seq"])
     if catch_up.start is not None:
         # Stopped while it reads the window, a follow reads it again from the start.
         catch_up.seq, mark.since_seq = str(mark.since_seq), None
@@ -187,7 +188,7 @@ def _follow(
         changes = Request("POST", path(db, "_changes"), params, b"{}")
         each = policy.renewed()
         body = (yield from ask(changes, each, db)).body
-        answer = expect_object(body, each, db, "results", "last_seq")
+        answer = expect_object(body, each, db, "results", "last_seq", sent=changes.sent)
         results = answer["results"]
         if not isinstance(results, list) or not all(
             isinstance(row, dict)
@@ -195,7 +196,9 @@ def _follow(
             and isinstance(row.get("doc"), dict | None)
             for row in results
         ):
-            raise answer_error(each, db, f"_changes answered results {describe(results)}")
+            raise answer_error(
+                each, db, f"_changes answered results {describe(results)}", changes.sent
+            )
         _check_changes(results, answer["last_seq"], since, batch_size, each, db, changes.sent)
         docs = [
             row["doc"]
@@ -204,7 +207,10 @@ def _follow(
         ]
         if not all(isinstance(doc.get("_id"), str) for doc in docs):
             raise answer_error(
-                each, db, f"_changes answered a document without _id: {describe(docs)}"
+                each,
+                db,
+                f"_changes answered a document without _id: {describe(docs)}",
+                changes.sent,
             )
         # Reverse ids sort newest first: oldest first is then the highest key first.
         docs.sort(key=lambda doc: doc["_id"], reverse=form.reverse)

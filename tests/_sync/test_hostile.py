@@ -216,3 +216,17 @@ def test_a_5xx_after_the_clients_own_retries_is_told_in_the_servers_words(
     assert message.endswith(
         "the server answered HTTP 503: service_unavailable: answer lost by the test proxy"
     ), message
+
+
+def test_a_follow_answered_in_another_shape_names_the_request(
+    blocking_client_for: ClientOver,
+) -> None:
+    with HostileServer("wrong-types") as server:
+        client = blocking_client_for(client_for(server.url))
+        for since in (0, "now"):  # from a sequence, and from now
+            with pytest.raises(couchids.ServerError) as failed:
+                follow = database(client, DB, timeout=PATIENT).follow(since_seq=since, wait=False)
+                listed(follow)
+            message = str(failed.value)
+            head = f"follow on {DB!r} (POST /{DB}/_changes): not a CouchDB answer: "
+            assert message.startswith(head), (since, message)
