@@ -11,11 +11,15 @@ import argparse
 import ast
 import dataclasses
 import inspect
+import json
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
+import responses
 
 from couchids.aio.database import AsyncDatabase
 from couchids.aio.replication import AsyncReplication
@@ -294,3 +298,42 @@ def test_verbose_after_the_command_says_where_it_goes(
     assert cli.main(["latest", "shop", flag]) == cli.EXIT_BAD_INPUT
     err = capsys.readouterr().err
     assert f"unrecognized arguments: {flag}; -v goes before the command" in err, err
+
+
+def test_a_servers_failure_names_the_flag_that_avoids_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A server whose _all_docs gives no row offset cannot be counted that way: the command
+    says to count with --exact, not the library's exact=True."""
+    server = "https://couch.example"
+
+    def answer(request: requests.PreparedRequest) -> tuple[int, dict[str, str], str]:
+        where = str(request.url).removeprefix(server).split("?")[0]
+        body: dict[str, Any] = {"error": "unexpected", "reason": where}
+        status = 200
+        if where in ("", "/"):
+            body = {"couchdb": "Welcome", "version": "3.4.3", "vendor": {"name": "Apache"}}
+        elif where == "/shop":
+            body = {"db_name": "shop", "props": {}}
+        elif where == "/shop/_all_docs":
+            body = {"total_rows": 0, "rows": []}  # no offset
+        else:
+            status = 500
+        return status, {}, json.dumps(body)
+
+    for name in ("CLOUDANT_APIKEY", "VCAP_SERVICES", "IBM_CREDENTIALS_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("CLOUDANT_URL", server)
+    monkeypatch.setenv("CLOUDANT_AUTH_TYPE", "noauth")
+    argv = ["count", "shop", "--since", "2024-01-01", "--until", "2024-02-01", "--type", "order"]
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as mock:
+        for method in (responses.GET, responses.POST):
+            mock.add_callback(
+                method,
+                re.compile(re.escape(server) + ".*"),
+                callback=answer,
+                content_type="application/json",
+            )
+        assert cli.main(argv) == cli.EXIT_SERVER
+    err = capsys.readouterr().err
+    assert "no row offset" in err and err.rstrip().endswith("count with --exact"), err

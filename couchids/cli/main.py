@@ -24,6 +24,7 @@ from couchids.cli.options import (
     fail,
     in_flags,
     parse_time,
+    phrased,
 )
 from couchids.errors import InvalidInputError, ReplicationFailed, ServerError
 
@@ -82,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             and not _ANSWERED.search(str(exc))
         ):
             hint = f"; check CLOUDANT_URL ({safe_url()}) and that the server is up"
-        return fail(f"{exc}{hint}", EXIT_SERVER)
+        return fail(f"{phrased(str(exc), options)}{hint}", EXIT_SERVER)
     except BrokenPipeError:
         # The reader stopped early (`couchids window ... | head`): that is its choice, not an
         # error. Point stdout at /dev/null so the flush at exit does not fail a second time.

@@ -318,6 +318,7 @@ _PHRASES = (
         "leave out --after to start from the beginning",
     ),
     ("time_field", "give time_field", "give --time-field"),
+    ("exact", "count with exact=True", "count with --exact"),
 )
 #: ``name=`` and the character after it that a flag needs a space before (a value, not ``,;) ``).
 _PARAMETER = re.compile(r"\b([a-z][a-z_]*)=(?=([^ ,;)]?))")
@@ -339,12 +340,20 @@ def in_flags(message: str, options: dict[str, object]) -> str:
     >>> in_flags("timeout=0: must be > 0", {"db": "shop"})  # no such flag: left as it is
     'timeout=0: must be > 0'
     """
+    text = _PARAMETER.sub(
+        lambda match: _flag(match[1], options, match[2]) or match[0], phrased(message, options)
+    )
+    start, end = _flag("start", options), _flag("end", options)
+    return text.replace("start <= end", f"{start} <= {end}") if start and end else text
+
+
+def phrased(message: str, options: dict[str, object]) -> str:
+    """``message`` with the library's words for what a flag of the command gives in the
+    command's (a server's failure too: ``count with exact=True`` is ``count with --exact``)."""
     for dest, words, flag_words in _PHRASES:
         if dest in options:
             message = message.replace(words, flag_words)
-    text = _PARAMETER.sub(lambda match: _flag(match[1], options, match[2]) or match[0], message)
-    start, end = _flag("start", options), _flag("end", options)
-    return text.replace("start <= end", f"{start} <= {end}") if start and end else text
+    return message
 
 
 def _flag(name: str, options: dict[str, object], follows: str = "") -> str | None:
