@@ -20,7 +20,7 @@ import responses
 from faultproxy import FaultProxy, all_docs, client_for
 from ibm_cloud_sdk_core.authenticators import NoAuthAuthenticator
 from ibmcloudant.cloudant_v1 import CloudantV1
-from intercept import body_of, intercepted, path_of
+from intercept import answer, body_of, intercepted, path_of
 from test_query import insert
 from windowtable import TIME_FORMS, WEEK, make_id
 
@@ -212,6 +212,31 @@ def test_a_document_changed_meanwhile_is_reported_not_deleted(client: CloudantV1
     assert report.conflicts == [victim]
     assert report.deleted == len(doomed) - 1
     assert all_docs(client, db)[victim]["edited"] is True
+
+
+def test_a_deletion_the_answer_says_nothing_of_is_reported_not_passed_over(
+    client: CloudantV1, db: str
+) -> None:
+    """A ``_bulk_docs`` answer without the row of a document (the server did not delete it)
+    leaves it reported, as a document changed meanwhile is: never silently not deleted."""
+    doomed = populate(client, db, KUUID, 4)
+    victim = min(doomed)
+
+    def lose_its_row(request: dict[str, Any], send: Any) -> Any:
+        if path_of(request).endswith("/_bulk_docs"):
+            docs = body_of(request)["docs"]
+            if any(doc["_id"] == victim for doc in docs):
+                rest = [doc for doc in docs if doc["_id"] != victim]
+                return answer(
+                    201, client.post_bulk_docs(db=db, bulk_docs={"docs": rest}).get_result()
+                )
+        return send()
+
+    with intercepted(client, lose_its_row):
+        report = couchids.Database(client, db).expire(BEFORE, type="ord", dry_run=False)
+    assert report.conflicts == [victim], report
+    assert report.deleted == len(doomed) - 1 and report.matched == len(doomed)
+    assert victim in all_docs(client, db)
 
 
 @pytest.mark.needs("couchdb")

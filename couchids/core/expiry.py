@@ -310,9 +310,11 @@ def delete_revisions(
     each = policy.renewed()
     answer = (yield from ask(post_json(path(db, "_bulk_docs"), {"docs": docs}), each, db)).body
     tombstones: dict[str, list[str]] = {}
-    conflicted: list[str] = []
     sent = {doc["_id"] for doc in docs}
-    for row in keyed_rows(answer, "id", sent, "_bulk_docs", each, db).values():
+    answered = keyed_rows(answer, "id", sent, "_bulk_docs", each, db)
+    # A document the answer has no row of is read as a 409's is: never passed over unseen.
+    conflicted = [doc["_id"] for doc in docs if doc["_id"] not in answered]
+    for row in answered.values():
         if row.get("error") == "conflict":
             conflicted.append(row["id"])
         elif row.get("error"):
@@ -323,6 +325,7 @@ def delete_revisions(
             raise answer_error(each, db, f"_bulk_docs answered a row without rev: {describe(row)}")
     # A 409 is a document changed since it was read, or one deleted already (by another
     # client, or by a first attempt of this batch whose answer was lost): tell them apart.
+    # So is a document without a row: deleted (gone), or live and left alone (a conflict).
     states = yield from _states(db, conflicted, policy)
     for doc_id in conflicted:
         live, rev = states.get(doc_id, (False, None))
