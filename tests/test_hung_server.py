@@ -128,3 +128,15 @@ def test_the_replication_command_ends_by_its_timeout_when_an_endpoint_hangs(
             assert code == EXIT_SERVER, (extra, err)
             assert took < TIMEOUT + MARGIN, (extra, took, err)
             assert f"within {TIMEOUT:g} s" in err, (extra, err)
+
+
+def test_a_command_that_ran_out_of_its_timeout_says_it_can_be_given_more(
+    couch_url: str, db: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with FaultProxy(couch_url) as proxy:
+        hang("GET", f"^/{db}")(proxy)
+        monkeypatch.setenv("CLOUDANT_URL", proxy.url)
+        monkeypatch.setenv("CLOUDANT_AUTH_TYPE", "noauth")
+        assert main(["latest", db, "--timeout", "0.5"]) == EXIT_SERVER
+    err = capsys.readouterr().err
+    assert "within 0.5 s" in err and err.rstrip().endswith("more time than --timeout 0.5"), err

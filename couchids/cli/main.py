@@ -26,7 +26,12 @@ from couchids.cli.options import (
     parse_time,
     phrased,
 )
-from couchids.errors import InvalidInputError, ReplicationFailed, ServerError
+from couchids.errors import (
+    InvalidInputError,
+    ReplicationFailed,
+    ServerError,
+    ServerTimeoutError,
+)
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_SERVER", "main", "parse_time"]
 
@@ -83,6 +88,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             and not _ANSWERED.search(str(exc))
         ):
             hint = f"; check CLOUDANT_URL ({safe_url()}) and that the server is up"
+            if isinstance(exc, ServerTimeoutError) and isinstance(options.get("timeout"), float):
+                hint += f", or give it more time than --timeout {options['timeout']:g}"
         return fail(f"{phrased(str(exc), options)}{hint}", EXIT_SERVER)
     except BrokenPipeError:
         # The reader stopped early (`couchids window ... | head`): that is its choice, not an
