@@ -86,6 +86,9 @@ _HOP_BY_HOP = frozenset(
 _NOT_FOUND = b'{"error":"not_found","reason":"missing (the test proxy)"}'
 _PROXY_404 = b"<html><head><title>404 Not Found</title></head><body>nginx</body></html>"
 _UNAVAILABLE = b'{"error":"service_unavailable","reason":"answer lost by the test proxy"}'
+#: How long :meth:`FaultProxy.hold_for_company` holds a request for its crowd: a margin a loaded
+#: machine cannot miss, paid in full only by a client that never sends that many at once.
+CROWD_WAIT = 10.0
 
 
 @dataclass
@@ -148,6 +151,7 @@ class FaultProxy:
         self._in_flight = 0
         self._company: re.Pattern[str] | None = None
         self._company_wait = 0.0
+        self._crowd = 2
         self._rules: list[_Rule] = []
         #: Set when the proxy stops: the requests it holds are let go of.
         self._stopping = threading.Event()
@@ -205,13 +209,17 @@ class FaultProxy:
         with self._lock:
             self._rules.append(_Rule(mode, method.upper(), pattern, times, after, wanted, seconds))
 
-    def hold_for_company(self, path: str, *, seconds: float) -> None:
+    def hold_for_company(self, path: str, *, seconds: float, crowd: int = 2) -> None:
         """From now on, hold each request whose path matches the regex ``path`` until another
         such request is in hand too, or ``seconds`` have passed; then go on with it. Shows
         whether a client sends such requests concurrently (see :attr:`most_in_flight`, which
-        from now on counts only these)."""
+        from now on counts only these).
+
+        With a ``crowd`` over 2, the requests are first held until that many were in hand at
+        once (up to :data:`CROWD_WAIT` seconds each): a client that sends that many together
+        shows it however slowly a loaded machine lets it send them."""
         with self._lock:
-            self._company, self._company_wait = re.compile(path), seconds
+            self._company, self._company_wait, self._crowd = re.compile(path), seconds, crowd
 
     def pending(self) -> int:
         """How many planned failures have not happened yet."""
@@ -250,6 +258,8 @@ class FaultProxy:
             self.most_in_flight = max(self.most_in_flight, self._in_flight)
             self._arrived.notify_all()
             if self._company is not None:
+                if self._crowd > 2:
+                    self._arrived.wait_for(lambda: self.most_in_flight >= self._crowd, CROWD_WAIT)
                 self._arrived.wait_for(lambda: self._in_flight > 1, self._company_wait)
             return True
 

@@ -482,7 +482,9 @@ def test_window_reads_as_many_slices_at_a_time_as_parallel_says(
     docs = [{"_id": KUUID_MS.new(start + k * 1000, type="ord")} for k in range(600)]
     insert(client, db, docs)
     with FaultProxy(server) as proxy:
-        proxy.hold_for_company("_all_docs", seconds=0.5)
+        # Six slices are first held until more than the default's are in hand at once.
+        crowd = 2 if parallel == "1" else DEFAULT_PARALLEL + 2
+        proxy.hold_for_company("_all_docs", seconds=0.5, crowd=crowd)
         monkeypatch.setenv("CLOUDANT_URL", proxy.url)
         result = run(
             "window",

@@ -92,7 +92,9 @@ async def test_export_reads_time_slices_in_parallel(
     insert(client, db, [KUUID.new(START + k * 60_000, type="ord") for k in range(200)])
     slices = {} if parallel is None else {"parallel": parallel}
     with FaultProxy(couch_url) as proxy:
-        proxy.hold_for_company("_all_docs", seconds=0.5)
+        # More slices than the default are first held until that many more are in hand.
+        crowd = DEFAULT_PARALLEL + 2 if parallel is not None and parallel > DEFAULT_PARALLEL else 2
+        proxy.hold_for_company("_all_docs", seconds=0.5, crowd=crowd)
         out = io.StringIO()
         fresh = async_client_for(client_for(proxy.url))
         await database(fresh, db, batch_size=page_size, **slices).export(
