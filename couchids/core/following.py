@@ -22,7 +22,7 @@ from couchids.core.defaults import DEFAULT_FOLLOW_BATCH
 from couchids.core.effects import END, Emit, Program, Puller, Request, Sleep, path
 from couchids.core.facts import FactsCache, database_facts
 from couchids.core.features import changes_time, has_time_seq
-from couchids.core.keys import check_time_form, in_window, window_keys
+from couchids.core.keys import check_time_form, window_keys
 from couchids.core.options import Options
 from couchids.core.policy import RetryPolicy
 from couchids.core.scan import Checkpoint, check_checkpoint, check_one_form
@@ -108,15 +108,12 @@ def _wanted(form: IdForm, doc_type: str | None, start: int | None) -> Callable[[
     ``start`` on, when given). ``_changes`` brings ids from outside any key range, where ids
     of another form may match (a second-mode kuuid id reads as a millisecond one of 1970-1978,
     a v7s id as a utc_random one of 1983-2000): for a form that sorts by time, an id must lie
-    in the key range of every time the form holds."""
-    if form.sortable:
-        matches = matcher(form, window_keys(form, doc_type, 0, _last(form)))
-    else:
-        matches = form.matcher(form.type_prefix(doc_type))
-    if start is None:
-        return matches
-    inside = in_window(form, doc_type, start, _last(form))
-    return lambda doc_id: matches(doc_id) and inside(doc_id)
+    in the key range of the window ``[start, the form's last time]``, checked as the scan
+    checks its rows (the ids :func:`~couchids.core.keys.in_window` takes, without decoding)."""
+    if not form.sortable:
+        return form.matcher(form.type_prefix(doc_type))
+    keys = window_keys(form, doc_type, start or 0, _last(form))
+    return matcher(form, keys) if keys is not None else lambda doc_id: False
 
 
 def _start(
