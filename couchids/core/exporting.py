@@ -288,7 +288,13 @@ def _unheld(
     """``(id, reason)`` of the documents of ``page`` (but ``refused``) that ``target_db`` does
     not show live at one of the revisions copied (``copies[i]``), read back after the copy
     (``_bulk_get``, a lookup by id): a copy of a revision the target knew already (one deleted
-    there since, or edited there) changes nothing, though it is answered as stored."""
+    there since, or edited there) changes nothing, though it is answered as stored.
+
+    ``_all_docs`` by ``keys`` would give the same verdict (each winner's ``rev`` and
+    ``deleted``) without the bodies, but CouchDB 3.4 answers it four to five times slower
+    (5,000 ids in pages of 500: 2.3 s against 0.5 s on a node, 6.7 s against 1.3 s on a
+    cluster; alike on PouchDB Server), and it would be a second ``_all_docs`` in flight beside
+    the window's next page, read ahead (``parallel=1`` reads one at a time)."""
     copied = {
         doc["_id"]: {leaf["_rev"] for leaf in leaves}
         for doc, leaves in zip(page, copies, strict=True)
