@@ -1,5 +1,6 @@
 """couchids.aio's client: credentials in the server URL never reach httpx's URL (which httpx
-logs), and a closed client says so in couchids' words."""
+logs), a closed client says so in couchids' words, and requests go through the proxies its
+``CloudantV1`` client sends through."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import base64
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Iterator
-from http.server import ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import quote
 
 import pytest
@@ -29,14 +30,15 @@ class Recorder:
 
     def __init__(self) -> None:
         self.authorizations: list[str | None] = []
-        self.httpd = ThreadingHTTPServer(
-            ("127.0.0.1", 0),
-            empty_database_handler(
-                lambda handler: self.authorizations.append(handler.headers.get("Authorization"))
-            ),
-        )
+        #: Each request's target: a path, or a URL when the recorder is the proxy.
+        self.paths: list[str] = []
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), empty_database_handler(self._seen))
         self.httpd.daemon_threads = True
         self.host = f"127.0.0.1:{self.httpd.server_address[1]}"
+
+    def _seen(self, handler: BaseHTTPRequestHandler) -> None:
+        self.authorizations.append(handler.headers.get("Authorization"))
+        self.paths.append(handler.path)
 
 
 @pytest.fixture
@@ -114,3 +116,39 @@ def test_a_closed_client_says_so() -> None:
             assert "is closed" in message and "aio.connect()" in message, (name, message)
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize("where", ["http_config", "session"])
+def test_an_async_client_sends_through_its_cloudant_clients_proxy(
+    recorder: Recorder, where: str
+) -> None:
+    # Nothing listens on port 9: only through the proxy (the recorder) is there an answer.
+    client = client_for("http://127.0.0.1:9")
+    proxies = {"http": f"http://{recorder.host}"}
+    if where == "http_config":
+        client.set_http_config({"proxies": proxies})
+    else:
+        client.set_http_config({})  # client_for's proxies of None would take its place
+        client.get_http_client().proxies = proxies
+
+    async def main() -> list[object]:
+        async with aio.AsyncClient(client) as async_client:
+            return await aio.AsyncDatabase(async_client, "shop").latest(3)
+
+    assert asyncio.run(main()) == []
+    assert recorder.paths and all(p.startswith("http://127.0.0.1:9/shop") for p in recorder.paths)
+
+
+def test_a_scheme_the_cloudant_client_sends_directly_goes_around_the_environments_proxy(
+    recorder: Recorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")  # nothing listens there
+    client = client_for(f"http://{recorder.host}")
+    client.set_http_config({"proxies": {"http": None}})
+
+    async def main() -> list[object]:
+        async with aio.AsyncClient(client) as async_client:
+            return await aio.AsyncDatabase(async_client, "shop").latest(3)
+
+    assert asyncio.run(main()) == []
+    assert recorder.paths and all(p.startswith("/shop") for p in recorder.paths)

@@ -92,3 +92,30 @@ def test_https_to_a_tls_server_works_in_both_apis(tls_server: TlsServer) -> None
             return await shop.latest(2)
 
     assert asyncio.run(latest()) == []
+
+
+@pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning")
+@pytest.mark.parametrize(
+    "config",
+    [{"verify": str(CERTIFICATE)}, "disable"],
+    ids=["ca-bundle", "disable_ssl_verification"],
+)
+def test_an_async_client_checks_tls_as_its_cloudant_client_does(
+    tls_server: TlsServer, config: object
+) -> None:
+    # The blocking client trusts the certificate (or checks none): so does aio.AsyncClient of it.
+    client = connect(tls_server.url, auth_type="noauth")
+    client.set_http_config({"proxies": {"http": None, "https": None}})
+    if config == "disable":
+        client.set_disable_ssl_verification(True)
+    else:
+        assert isinstance(config, dict)
+        client.set_http_config({**client.http_config, **config})
+    assert Database(client, "shop").with_options(timeout=DEADLINE).latest(2) == []
+
+    async def latest() -> list[object]:
+        async with aio.AsyncClient(client) as async_client:
+            shop = aio.AsyncDatabase(async_client, "shop").with_options(timeout=DEADLINE)
+            return await shop.latest(2)
+
+    assert asyncio.run(latest()) == []

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import ssl
 import threading
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
@@ -17,6 +18,7 @@ from typing import Any, Final, TypeVar
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from ibmcloudant.cloudant_v1 import CloudantV1
+from requests.utils import prepend_scheme_if_needed
 
 from couchids.errors import MissingExtraError
 
@@ -96,7 +98,10 @@ class AsyncClient:
     Args:
         cloudant: the blocking client whose configuration and authenticator are used.
         http: the ``httpx.AsyncClient`` to send with (default: a new one keeping
-            ``connections`` connections, closed with this).
+            ``connections`` connections, closed with this, sending through the proxies
+            ``cloudant`` sends through and checking TLS as it does: its ``http_config``'s
+            ``proxies``, ``verify`` and ``cert``, its session's ``proxies``,
+            ``set_disable_ssl_verification``; the ``*_PROXY`` variables otherwise).
         connections: the most requests in flight at once; the others wait their turn in
             couchids, not in httpx's pool.
         rate: the requests a second of each class to keep to (``"lite"``, ``"standard"``
@@ -119,7 +124,7 @@ class AsyncClient:
         check_count("connections", connections, 1)
         self.cloudant = cloudant
         self._owned = http is None
-        self.http = http if http is not None else _http_client(connections)
+        self.http = http if http is not None else _http_client(connections, cloudant)
         self._in_flight = asyncio.Semaphore(connections)
         #: What couchids has learnt about databases through this client.
         self.facts = FactsCache()
@@ -309,7 +314,8 @@ def connect(
     """An :class:`AsyncClient` for the configured server, or the one given: the client of
     :func:`couchids.connect`, with the same arguments, checks and messages. ``connections``
     and ``rate`` are :class:`AsyncClient`'s; ``httpx_options`` go to ``httpx.AsyncClient``
-    (proxies, ``verify``, ...).
+    (``proxy``, ``verify``, ``trust_env``, ...), taking the place of what the blocking client
+    would send with (``CLOUDANT_DISABLE_SSL``; the ``*_PROXY`` variables).
 
     Raises:
         InvalidArgumentError: as :func:`couchids.connect` does; or ``connections`` is not a
@@ -356,19 +362,67 @@ def _owning(
 ) -> AsyncClient:
     """An :class:`AsyncClient` of ``cloudant`` over an ``httpx`` client closed with it."""
     client = AsyncClient(
-        cloudant, _http_client(connections, **options), connections=connections, rate=rate
+        cloudant, _http_client(connections, cloudant, **options), connections=connections, rate=rate
     )
     client._owned = True
     return client
 
 
-def _http_client(connections: int, **options: Any) -> httpx.AsyncClient:
+def _http_client(connections: int, cloudant: CloudantV1, **options: Any) -> httpx.AsyncClient:
     """An ``httpx.AsyncClient`` keeping ``connections`` connections, with no timeout (couchids'
     deadline covers each call) but :data:`~couchids.drivers.tls.HANDSHAKE_TIMEOUT` to open a
-    connection, so that ``https://`` on a plain-HTTP port is found out then."""
+    connection, so that ``https://`` on a plain-HTTP port is found out then; its proxies and
+    TLS checks those ``cloudant`` sends with (:func:`_as_cloudant_sends`) where ``options``
+    name none."""
     limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
     timeout = httpx.Timeout(None, connect=HANDSHAKE_TIMEOUT)
-    return httpx.AsyncClient(**{"timeout": timeout, "limits": limits, **options})
+    options = {"timeout": timeout, "limits": limits, **options}
+    return httpx.AsyncClient(**{**_as_cloudant_sends(cloudant, options), **options})
+
+
+def _as_cloudant_sends(cloudant: CloudantV1, options: dict[str, Any]) -> dict[str, Any]:
+    """The ``httpx`` options that send as ``cloudant`` does (``BaseService.send``): its
+    ``http_config``'s and its session's ``proxies`` (a scheme or URL each, ``None`` for none;
+    the ``*_PROXY`` variables for the others, as ``requests`` reads them with ``trust_env``),
+    ``set_disable_ssl_verification`` (``CLOUDANT_DISABLE_SSL``) and ``http_config``'s
+    ``verify`` and ``cert``. An option given in ``options`` is left to it."""
+    config, session = cloudant.http_config or {}, cloudant.get_http_client()
+    verify: Any = config.get("verify", session.verify)
+    if cloudant.disable_ssl_verification:
+        verify = False
+    cert = config.get("cert", session.cert)
+    if "verify" in options:
+        verify = options["verify"]
+    elif isinstance(verify, str) or cert:  # a CA bundle or directory; a client certificate
+        bundle = verify if isinstance(verify, str) else None
+        folder = bundle is not None and os.path.isdir(bundle)
+        context = ssl.create_default_context(
+            cafile=None if folder else bundle, capath=bundle if folder else None
+        )
+        if verify is False:
+            context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+        if cert:
+            context.load_cert_chain(*((cert,) if isinstance(cert, str) else cert))
+        verify = context
+    derived: dict[str, Any] = {} if "verify" in options else {"verify": verify}
+    proxies = {**(session.proxies or {}), **(config.get("proxies") or {})}
+    if proxies and not {"proxy", "mounts", "transport"} & options.keys():
+        trust_env = options.get("trust_env", True)
+        derived["mounts"] = {
+            key if "://" in key else f"{key}://": (
+                None
+                if url is None
+                else httpx.AsyncHTTPTransport(
+                    proxy=prepend_scheme_if_needed(url, "http"),
+                    verify=verify,
+                    limits=options["limits"],
+                    trust_env=trust_env,
+                )
+            )
+            for key, url in proxies.items()
+            if key != "no_proxy"
+        }
+    return derived
 
 
 # -- the driver ---------------------------------------------------------------------------------
