@@ -1186,6 +1186,22 @@ def test_a_password_that_is_a_word_of_the_servers_reason_is_not_masked_out_of_it
     assert str(caught.value).endswith(f"the server gave up on it: {reason}"), caught.value
 
 
+def test_status_info_masks_the_credentials_in_the_servers_info() -> None:
+    """``info`` is the server's own object, its reason and any other text in it masked as
+    ``error`` is: a crashing replication's ``info.error`` can quote a URL with its password."""
+    reason = "db_not_found: could not open http://a:s3cret@x/"
+    info = {"error": reason, "docs_read": 2, "note": ["said s3cret", {"url": "http://a:s3cret@x"}]}
+    answer = scripted({"state": "crashing", "info": info})
+    program = core.status(
+        FactsCache(), ["couchids-1"], RetryPolicy.checked(0, 0, 5.0, "status"),
+        partial(redact, secrets=["s3cret"]),
+    )  # fmt: skip
+    now = drive(program, answer)
+    shown = repr(now.info)
+    assert "s3cret" not in shown and now.info["couchids-1"]["docs_read"] == 2, shown
+    assert now.info["couchids-1"]["error"] == now.error == reason.replace("a:s3cret", "***"), shown
+
+
 def test_wait_waits_out_a_crash_that_may_mend_then_says_it_still_crashes() -> None:
     answer = scripted({"state": "crashing", "info": {"error": "econnrefused"}})
     with pytest.raises(ReplicationFailed, match=r"still crashing after 0\.3s: econnrefused"):

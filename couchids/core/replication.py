@@ -612,7 +612,8 @@ class ReplicationStatus:
         docs_read, docs_written, doc_write_failures: the replicator's counts so far.
         changes_pending: changes of the source not yet processed (``None`` when not said).
         error: the replicator's last error, if any (credentials masked).
-        info: the server's ``info`` object of each document, by document id.
+        info: the server's ``info`` object of each document, by document id (credentials
+            masked in every text of it).
     """
 
     state: str
@@ -776,7 +777,7 @@ def status(
         elif doc["state"] != CANCELLED and doc_id in ended:
             doc = ended[doc_id]
         found = doc.get("info")
-        infos.append(info := found if isinstance(found, dict) else {})
+        infos.append(info := _masked_json(found, mask) if isinstance(found, dict) else {})
         if doc["state"] == "completed" and not doc.get("removed"):
             doc["removed"] = yield from remove_completed(known, doc_id, info, policy)
         states.append(str(doc["state"]))
@@ -798,6 +799,17 @@ def status(
         error="; ".join(errors) or None,
         info=dict(zip(doc_ids, infos, strict=True)),
     )
+
+
+def _masked_json(value: Any, mask: Callable[[str], str]) -> Any:
+    """``value`` (the server's JSON) with every string in it masked by ``mask``."""
+    if isinstance(value, str):
+        return mask(value)
+    if isinstance(value, dict):
+        return {key: _masked_json(item, mask) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_masked_json(item, mask) for item in value]
+    return value
 
 
 def wait(
