@@ -394,7 +394,8 @@ class AsyncDatabase:
         in input order; arguments as for :meth:`bulk_create`.
 
         ``docs`` is read one batch at a time, so memory stays bounded by ``batch_size``. The next
-        batch is sent while the one before is written (unless they share an id). Each batch is
+        batch is sent while the one before is written (unless they share an id), from the third:
+        the second waits for the first, so a refused login is refused once. Each batch is
         settled as :meth:`create` settles one document; a row that fails carries its ``error`` in
         its result and stops nothing. Closing the iterator early may leave the batch already sent
         stored, unseen: with keys or own ids, a re-run reports those as duplicates. Nothing is sent

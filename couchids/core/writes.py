@@ -246,19 +246,24 @@ def _stream(
     """Writes the batches in order, emitting each one's results; at most two are in flight.
 
     Each batch is made while the one before it is written, and sent at once unless it shares an
-    id with that one (then only once that one is settled, as in a sequential job). A document
-    that cannot be made fails the job once the batch before it is settled and emitted.
+    id with that one (then only once that one is settled, as in a sequential job). The second
+    is sent once the first is settled: a login the server refuses (or a database it lacks) is
+    refused once, not once a batch in flight, each failed login bringing a lockout nearer. A
+    document that cannot be made fails the job once the batch before it is settled and emitted.
     """
     flight: tuple[set[str], object] | None = None  # the batch sent last, not yet emitted
+    answered = False  # the first batch settled: the server took the credentials
     while True:
         failure: Exception | None = None
         try:
             upcoming = next(batches, None)
         except Exception as exc:  # a bad document, or the caller's iterator failing
             failure, upcoming = exc, None
-        if flight is not None and (upcoming is None or not flight[0].isdisjoint(upcoming[0])):
+        if flight is not None and (
+            upcoming is None or not answered or not flight[0].isdisjoint(upcoming[0])
+        ):
             yield Emit((yield Wait(flight[1])))
-            flight = None
+            flight, answered = None, True
         if failure is not None:
             raise failure
         if upcoming is None:

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import responses
 from ibmcloudant.cloudant_v1 import CloudantV1
+from faultproxy import FaultProxy
 from localserver import Server
 
 from couchids import DatabaseNotFoundError, ServerError, UnauthorizedError, connect
@@ -181,3 +182,18 @@ async def test_a_token_service_that_fails_is_not_a_refusal(
         await database(async_client_for(client), MISSING).latest(1)
     assert not isinstance(caught.value, UnauthorizedError)
     assert "HTTP 503" in str(caught.value)
+
+
+@pytest.mark.parametrize("kind", ["basic", "couchdb_session"])
+async def test_a_refused_login_sends_no_second_batch(
+    kind: str, server_root: str, async_client_for: Callable[[CloudantV1], AsyncClient]
+) -> None:
+    # Each failed login brings a lockout nearer: the batch after a refused one is never sent.
+    with FaultProxy(server_root) as proxy:
+        client = connect(proxy.url, auth_type=kind, username=a_user(), password=WRONG)
+        handle = database(async_client_for(client), MISSING, batch_size=1)
+        with pytest.raises(UnauthorizedError) as caught:
+            await handle.bulk_create([{"n": n} for n in range(3)])
+        logins = proxy.requests("POST", "/_session$" if kind == "couchdb_session" else "_bulk")
+    assert len(logins) == 1, proxy.log
+    assert WRONG not in str(caught.value)

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 import responses
+from faultproxy import FaultProxy
 from ibmcloudant.cloudant_v1 import CloudantV1
 from localserver import Server
 
@@ -182,3 +183,18 @@ def test_a_token_service_that_fails_is_not_a_refusal(
         database(blocking_client_for(client), MISSING).latest(1)
     assert not isinstance(caught.value, UnauthorizedError)
     assert "HTTP 503" in str(caught.value)
+
+
+@pytest.mark.parametrize("kind", ["basic", "couchdb_session"])
+def test_a_refused_login_sends_no_second_batch(
+    kind: str, server_root: str, blocking_client_for: Callable[[CloudantV1], CloudantV1]
+) -> None:
+    # Each failed login brings a lockout nearer: the batch after a refused one is never sent.
+    with FaultProxy(server_root) as proxy:
+        client = connect(proxy.url, auth_type=kind, username=a_user(), password=WRONG)
+        handle = database(blocking_client_for(client), MISSING, batch_size=1)
+        with pytest.raises(UnauthorizedError) as caught:
+            handle.bulk_create([{"n": n} for n in range(3)])
+        logins = proxy.requests("POST", "/_session$" if kind == "couchdb_session" else "_bulk")
+    assert len(logins) == 1, proxy.log
+    assert WRONG not in str(caught.value)
