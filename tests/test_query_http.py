@@ -10,6 +10,7 @@ cap, untyped ones read the global index) in tests/test_partitioned.py on CouchDB
 from __future__ import annotations
 
 import gzip
+import io
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -362,3 +363,26 @@ def test_bad_arguments_send_nothing(client: CloudantV1) -> None:
             couchids.Database(client, "db").latest(True)
         assert couchids.Database(client, "db").latest(0) == []
         assert len(http.calls) == 0
+
+
+def test_a_document_that_is_not_its_rows_is_refused(
+    http: responses.RequestsMock, client: CloudantV1
+) -> None:
+    # A row inside the window holding another document, made eleven days later: what a window
+    # hands out, an export writes and an archive copies then deletes is the document, while
+    # the window's check is of the row's id.
+    inside, later = (couchids.id(NEW_YEAR + ms, type="user") for ms in (5, 10**9))
+    doc = {"_id": later, "_rev": "1-a"}
+    database(http)
+    http.post(ALL_DOCS, json={"rows": [{"id": inside, "key": inside, "value": {}, "doc": doc}]})
+    change = {"seq": 1, "id": inside, "changes": [{"rev": "1-a"}], "doc": doc}
+    http.post(f"{URL}/db/_changes", json={"results": [change], "last_seq": 1})
+    handle = couchids.Database(client, "db").with_options(parallel=1)
+    holds = f"not a CouchDB answer: row '{inside}' holds dict {{'_id': '{later}'"
+    with pytest.raises(ServerError, match=holds):
+        list(handle.window(NEW_YEAR, NEW_YEAR + 1000, type="user"))
+    with pytest.raises(ServerError, match=holds):
+        handle.export(NEW_YEAR, NEW_YEAR + 1000, io.StringIO(), type="user")
+    listed = f"not a CouchDB answer: _changes listed '{inside}' with dict {{'_id': '{later}'"
+    with pytest.raises(ServerError, match=listed):
+        list(handle.follow(type="user", since_seq=0, wait=False))

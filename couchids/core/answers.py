@@ -101,8 +101,9 @@ def expect_rows(
     span: KeySpan | None = None,
 ) -> list[dict[str, Any]]:
     """The rows of an ``_all_docs`` answer, each an object with a string ``id`` (and with
-    ``include_docs`` a document, unless it was deleted as it was read), in order inside
-    ``span`` when given (:func:`check_span`); else :func:`answer_error`."""
+    ``include_docs`` a document, unless it was deleted as it was read, whose ``_id`` is the
+    row's: the row's id is what is checked against the window), in order inside ``span`` when
+    given (:func:`check_span`); else :func:`answer_error`."""
     rows = expect_object(body, policy, db, "rows", sent=sent)["rows"]
     if not isinstance(rows, list):
         raise answer_error(policy, db, f"'rows' is {describe(rows)}, not a list", sent)
@@ -113,6 +114,8 @@ def expect_rows(
         deleted = doc is None and isinstance(value, dict) and value.get("deleted") is True
         if include_docs and not isinstance(doc, dict) and not deleted:
             raise answer_error(policy, db, f"row {row['id']!r} has doc {describe(doc)}", sent)
+        if isinstance(doc, dict) and doc.get("_id") != row["id"]:
+            raise answer_error(policy, db, f"row {row['id']!r} holds {describe(doc)}", sent)
     if span is not None:
         check_span([row["id"] for row in rows], span, policy, db, sent)
     return rows

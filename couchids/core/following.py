@@ -197,18 +197,16 @@ def _follow(
                 each, db, f"_changes answered results {describe(results)}", changes.sent
             )
         _check_changes(results, answer["last_seq"], since, batch_size, each, db, changes.sent)
+        # A document is the row's: the row's id is what ``wanted`` checks.
+        for row in results:
+            if row.get("doc") is not None and row["doc"].get("_id") != row["id"]:
+                problem = f"_changes listed {row['id']!r} with {describe(row['doc'])}"
+                raise answer_error(each, db, problem, changes.sent)
         docs = [
             row["doc"]
             for row in results
             if wanted(row["id"]) and not row.get("deleted") and row.get("doc")
         ]
-        if not all(isinstance(doc.get("_id"), str) for doc in docs):
-            raise answer_error(
-                each,
-                db,
-                f"_changes answered a document without _id: {describe(docs)}",
-                changes.sent,
-            )
         # Reverse ids sort newest first: oldest first is then the highest key first.
         docs.sort(key=lambda doc: doc["_id"], reverse=form.reverse)
         for doc in docs:
