@@ -5,13 +5,14 @@ anyone who knows the message), and a secret inside a longer word is not that sec
 from __future__ import annotations
 
 import http.client
+import json
 import logging
 from urllib.parse import quote
 
 import pytest
 from faultproxy import client_for
 from hostileserver import HostileServer
-from ibm_cloud_sdk_core.logger import get_logger
+from ibm_cloud_sdk_core.logger import LoggingFilter, get_logger
 
 import couchids
 from couchids.drivers.config import mask_sdk_logs
@@ -153,6 +154,48 @@ def test_the_debug_log_of_a_session_login_masks_a_password_with_a_quote(
             couchids.Database(client, "hostile").latest(1)
     assert '"password"' in caplog.text  # the body was logged
     leaked = [piece for piece in ("Zq9", "mArk", "S3c", "rEt") if piece in caplog.text]
+    assert not leaked, caplog.text
+
+
+#: A password holding a quote then a comma (and a space, an apostrophe, a backslash), which in
+#: the repr of a JSON body reads as a closing quote and the next field.
+CLOSING = 'Zq9",mArk S3c\',\\rEt\\",x\u00fcn'
+
+
+@pytest.mark.parametrize("sdk", [False, True], ids=["as-sent", "sdk-filtered"])
+@pytest.mark.parametrize("password", [CLOSING, 'Zq9",mArk', 'Zq9", "mArk": "S3c', 'Zq9"}mArk'])
+def test_the_repr_of_a_json_body_is_masked_to_the_end_of_its_password(
+    password: str, sdk: bool
+) -> None:
+    """http.client's DEBUG ``send: b'...'`` line, as sent or as ibmcloudant's core logs it (its
+    filter masks a field to the first quote, the rest of the value left after it): a quote the
+    password holds reads ``\\"`` there, and one followed by a comma or a brace is no end."""
+
+    def sent(password: str) -> str:
+        body = json.dumps({"user": "bob", "password": password, "n": 1}).encode()
+        line = f"send: {body!r}"
+        return LoggingFilter.filter_message(line) if sdk else line
+
+    masked = redact(sent(password))
+    assert masked == sent(MASK).replace("[redacted]", MASK), masked
+
+
+def test_the_debug_log_of_a_session_login_masks_a_password_with_a_quote_and_a_comma(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(http.client.HTTPConnection, "debuglevel", 0)  # the SDK sets it
+    caplog.set_level(logging.DEBUG)
+    with HostileServer("echo") as server:
+        client = couchids.connect(
+            server.url, auth_type="couchdb_session", username="bob", password=CLOSING
+        )
+        client.set_http_config({"proxies": {"http": None, "https": None}})
+        with pytest.raises(couchids.ServerError):
+            couchids.Database(client, "hostile").latest(1)
+    assert '"password"' in caplog.text  # the body was logged
+    leaked = [
+        piece for piece in ("Zq9", "mArk", "S3c", "rEt", "xc3", "\u00fcn") if piece in caplog.text
+    ]
     assert not leaked, caplog.text
 
 

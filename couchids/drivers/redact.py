@@ -8,7 +8,9 @@ configuration.
 
 from __future__ import annotations
 
+import ast
 import functools
+import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import Final
@@ -53,6 +55,14 @@ _FIELD = re.compile(
     r"|[^\s'\",&;}]+)"
 )
 
+# A bytes literal as repr() writes it: http.client's DEBUG "send: b'...'" lines of a request's
+# body, whose data is masked as text (in the repr, a JSON value's escaped quote reads \\", which
+# can be taken for its end).
+_BYTES_REPR = re.compile(r"""\bb(['"])(?:\\.|(?!\1)[^\\\n])*\1""")
+# ibm_cloud_sdk_core's own masking of a JSON field, which runs to the first quote, escaped or
+# not: a value holding a quote keeps its rest after the placeholder, up to its closing quote.
+_SDK_REDACTED = re.compile(r'("[^"\n]*":)"\[redacted\](?:"(?:\\.|[^"\\\n])*)?"')
+
 # Where a given secret starts and ends, on a side where it has a word character: next to no
 # other word character, unless that one ends an escape ("%3A", "\\n") that stands for a
 # character that is not one.
@@ -92,6 +102,8 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
     >>> redact("'ftp://x' is not a database URL: give http(s)://[user:password@]host/db")
     "'ftp://x' is not a database URL: give http(s)://[user:password@]host/db"
     """
+    if "b" in text:
+        text = _BYTES_REPR.sub(lambda found: _masked_bytes(found[0], secrets), text)
     variants = _variants(secrets)
     if variants:
         text = _secrets_pattern(tuple(variants)).sub(MASK, text)
@@ -127,6 +139,27 @@ def secrets_of(config: Mapping[str, str]) -> list[str]:
         found += [info, password]
         users |= {user, unquote(user)}
     return sorted({secret for secret in found if secret and secret not in users})
+
+
+def _masked_bytes(literal: str, secrets: Iterable[str]) -> str:
+    """The repr of a bytes literal's data with every credential masked; the literal as it was
+    when none is found (or it is not one)."""
+    try:
+        data = ast.literal_eval(literal)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return literal
+    if not isinstance(data, bytes):
+        return literal
+    text = data.decode("utf-8", "surrogateescape")
+    if "[redacted]" in text:
+        try:
+            json.loads(text)
+        except ValueError:  # not JSON with the placeholder whole: what follows it is the rest
+            text = _SDK_REDACTED.sub(lambda found: f'{found[1]}"{MASK}"', text)
+    masked = redact(text, secrets)
+    if masked == data.decode("utf-8", "surrogateescape"):
+        return literal
+    return repr(masked.encode("utf-8", "surrogateescape"))
 
 
 def _masked_field(found: re.Match[str]) -> str:
