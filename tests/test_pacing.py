@@ -370,3 +370,29 @@ def test_asyncio_requests_waiting_for_a_connection_keep_to_the_rate(
     assert sorted(stored_ids(client, db)) == sorted(r.id for r in results)
     assert proxy.counted["write"] == 40
     assert proxy.refused["write"] <= 3, proxy.refused
+
+
+@pytest.mark.needs("pouchdb")
+def test_asyncio_requests_waiting_for_a_connection_of_a_given_httpx_client_keep_to_the_rate(
+    couch_url: str, client: CloudantV1, db: str
+) -> None:
+    """As above, with the default ten connections but an ``httpx`` client of the caller's that
+    keeps four: its pool, not couchids, would queue six requests the pacer let go."""
+
+    async def created(url: str) -> list[couchids.WriteResult]:
+        four = httpx.AsyncClient(limits=httpx.Limits(max_connections=4), trust_env=False)
+        async with four, aio.AsyncClient(client_for(url), four, rate="lite") as cloudant:
+            shop = aio.AsyncDatabase(cloudant, db)
+            return await asyncio.gather(
+                *(
+                    shop.create({"n": n}, type="click", timestamp=made_at({"n": n}))
+                    for n in range(40)
+                )
+            )
+
+    with FaultProxy(couch_url) as slow, CloudantProxy(slow.url, plan="lite") as proxy:
+        slow.fail("slow", method="PUT", times=4, seconds=0.5)
+        results = asyncio.run(created(proxy.url))
+    assert sorted(stored_ids(client, db)) == sorted(r.id for r in results)
+    assert proxy.counted["write"] == 40
+    assert proxy.refused["write"] <= 3, proxy.refused

@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import os
 import ssl
+import sys
 import threading
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
@@ -103,7 +104,9 @@ class AsyncClient:
             ``proxies``, ``verify`` and ``cert``, its session's ``proxies``,
             ``set_disable_ssl_verification``; the ``*_PROXY`` variables otherwise).
         connections: the most requests in flight at once; the others wait their turn in
-            couchids, not in httpx's pool.
+            couchids, not in httpx's pool (with ``http`` given, at most as many as its pool
+            keeps for the server: requests let go to wait in its queue would reach the
+            server later than the pacer counted them, and meet 429 answers).
         rate: the requests a second of each class to keep to (``"lite"``, ``"standard"``
             for one block, or ``{"reads": 100, "writes": 50, "queries": 5}``); ``None``:
             learnt from the server's 429s (see :mod:`couchids.core.pacing`).
@@ -125,6 +128,8 @@ class AsyncClient:
         self.cloudant = cloudant
         self._owned = http is None
         self.http = http if http is not None else _http_client(connections, cloudant)
+        if http is not None:  # its pool's queue would be out of the pacer's sight
+            connections = min(connections, _pool_size(http, cloudant.service_url or ""))
         self._in_flight = asyncio.Semaphore(connections)
         #: What couchids has learnt about databases through this client.
         self.facts = FactsCache()
@@ -366,6 +371,17 @@ def _owning(
     )
     client._owned = True
     return client
+
+
+def _pool_size(http: httpx.AsyncClient, url: str) -> int:
+    """The most connections ``http`` opens to ``url`` at once, as far as can be read (its
+    transport's ``httpcore`` pool); a very large number when it cannot be."""
+    try:
+        transport = http._transport_for_url(httpx.URL(url))
+    except (httpx.InvalidURL, AttributeError):  # a URL httpx refuses; httpx's insides changed
+        transport = None
+    size = getattr(getattr(transport, "_pool", None), "_max_connections", None)
+    return size if isinstance(size, int) and size > 0 else sys.maxsize
 
 
 def _http_client(connections: int, cloudant: CloudantV1, **options: Any) -> httpx.AsyncClient:
