@@ -97,17 +97,19 @@ def test_https_to_a_tls_server_works_in_both_apis(tls_server: TlsServer) -> None
 @pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning")
 @pytest.mark.parametrize(
     "config",
-    [{"verify": str(CERTIFICATE)}, "disable"],
-    ids=["ca-bundle", "disable_ssl_verification"],
+    [{"verify": str(CERTIFICATE)}, "disable", "REQUESTS_CA_BUNDLE"],
+    ids=["ca-bundle", "disable_ssl_verification", "environment"],
 )
 def test_an_async_client_checks_tls_as_its_cloudant_client_does(
-    tls_server: TlsServer, config: object
+    tls_server: TlsServer, config: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The blocking client trusts the certificate (or checks none): so does aio.AsyncClient of it.
     client = connect(tls_server.url, auth_type="noauth")
     client.set_http_config({"proxies": {"http": None, "https": None}})
     if config == "disable":
         client.set_disable_ssl_verification(True)
+    elif config == "REQUESTS_CA_BUNDLE":
+        monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(CERTIFICATE))
     else:
         assert isinstance(config, dict)
         client.set_http_config({**client.http_config, **config})

@@ -400,10 +400,13 @@ def _as_cloudant_sends(cloudant: CloudantV1, options: dict[str, Any]) -> dict[st
     """The ``httpx`` options that send as ``cloudant`` does (``BaseService.send``): its
     ``http_config``'s and its session's ``proxies`` (a scheme or URL each, ``None`` for none;
     the ``*_PROXY`` variables for the others, as ``requests`` reads them with ``trust_env``),
-    ``set_disable_ssl_verification`` (``CLOUDANT_DISABLE_SSL``) and ``http_config``'s
-    ``verify`` and ``cert``. An option given in ``options`` is left to it."""
+    ``set_disable_ssl_verification`` (``CLOUDANT_DISABLE_SSL``), ``http_config``'s ``verify``
+    and ``cert``, and else ``REQUESTS_CA_BUNDLE`` or ``CURL_CA_BUNDLE``. An option given in
+    ``options`` is left to it."""
     config, session = cloudant.http_config or {}, cloudant.get_http_client()
     verify: Any = config.get("verify", session.verify)
+    if verify is True and session.trust_env:  # as requests reads the environment
+        verify = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
     if cloudant.disable_ssl_verification:
         verify = False
     cert = config.get("cert", session.cert)
