@@ -4,17 +4,26 @@ anyone who knows the message), and a secret inside a longer word is not that sec
 
 from __future__ import annotations
 
+import asyncio
 import http.client
+import io
 import json
 import logging
+import re
+import traceback
 from urllib.parse import quote
 
 import pytest
+import responses
 from faultproxy import client_for
 from hostileserver import HostileServer
+from ibm_cloud_sdk_core.authenticators import NoAuthAuthenticator
 from ibm_cloud_sdk_core.logger import LoggingFilter, get_logger
+from ibmcloudant.cloudant_v1 import CloudantV1
 
 import couchids
+from couchids import aio
+from couchids.cli.main import main
 from couchids.drivers.config import mask_sdk_logs
 from couchids.drivers.redact import MASK, redact
 
@@ -239,3 +248,72 @@ def test_words_in_brackets_and_a_url_s_scheme_are_no_value(password: str) -> Non
 @pytest.mark.parametrize("text", [f"({WORD})", f"[{WORD}]", f"{{{WORD}}}", f"<{WORD}>"])
 def test_an_ordinary_word_in_brackets_is_masked(text: str) -> None:
     assert redact(text, [WORD]) == text[0] + MASK + text[-1]
+
+
+@pytest.mark.parametrize("password", ["shop", "orders-2024"])
+def test_a_password_that_is_the_database_name_leaves_the_name_in_messages(
+    password: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``latest on '***' (GET /***)`` would tell the password: couchids' naming of the database
+    and of its request, and a path the server or the network library repeats, keep the name."""
+    monkeypatch.setenv("CLOUDANT_URL", f"http://bob:{password}@127.0.0.1:9")
+    monkeypatch.setenv("CLOUDANT_AUTH_TYPE", "noauth")
+    seen: dict[str, list[str]] = {}
+    with pytest.raises(couchids.ServerError) as caught:
+        couchids.Database(couchids.connect(), password).with_options(timeout=5).latest(1)
+    seen["blocking"] = outputs_of(caught.value)
+
+    async def in_aio() -> None:
+        async with aio.connect() as client:
+            await aio.AsyncDatabase(client, password).with_options(timeout=5).latest(1)
+
+    with pytest.raises(couchids.ServerError) as caught:
+        asyncio.run(in_aio())
+    seen["aio"] = outputs_of(caught.value)
+    capsys.readouterr()
+    code = main(["latest", password, "--timeout", "5"])
+    seen["command"] = list(capsys.readouterr())
+    assert code != 0
+    head = f"latest on {password!r} (GET /{password}): could not reach the server"
+    for where, texts in seen.items():
+        assert head in "".join(texts), (where, texts)
+        said = "".join(texts)
+        # A URL's user info is masked: http://***@127.0.0.1:9.
+        assert not re.search(r"'\*\*\*'|/\*\*\*(?!@)", said), (where, texts)
+
+
+def test_a_password_that_is_the_database_name_is_masked_where_it_stands_as_a_credential(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Only the database's name is left: the same word as a value in the server's words is
+    masked."""
+    password, server = "orders-2024", "http://couch.example"
+    monkeypatch.setenv("CLOUDANT_PASSWORD", password)
+    reason = f"POST /{password}/_all_docs refused bob:{password} ({password})"
+    client = CloudantV1(authenticator=NoAuthAuthenticator())
+    client.set_service_url(server)
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as mock:
+        for method in (responses.GET, responses.POST):
+            mock.add(
+                method,
+                re.compile(re.escape(server) + ".*"),
+                json={"error": "forbidden", "reason": reason},
+                status=403,
+            )
+        with pytest.raises(couchids.UnauthorizedError) as caught:
+            couchids.Database(client, password).latest(1)
+    message = str(caught.value)
+    assert message.startswith(f"latest on {password!r} (GET /{password}): "), message
+    assert f"forbidden: POST /{password}/_all_docs refused bob:*** (***)" in message, message
+
+
+def outputs_of(exc: BaseException) -> list[str]:
+    """An error's ``str``, ``repr``, traceback (causes included) and ``logging.exception``."""
+    stream = io.StringIO()
+    logger = logging.Logger("couchids-redact-test")
+    logger.addHandler(logging.StreamHandler(stream))
+    try:
+        raise exc
+    except BaseException:
+        logger.exception("failed")
+    return [str(exc), repr(exc), "".join(traceback.format_exception(exc)), stream.getvalue()]

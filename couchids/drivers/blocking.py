@@ -249,17 +249,19 @@ def _classified(exc: BaseException, effect: Send) -> tuple[str, ServerError]:
     return kind, ServerError(f"{head}: could not reach the server: {_network_reason(exc)}")
 
 
-def sanitized(exc: BaseException) -> BaseException | None:
-    """A copy of an ``ibmcloudant``/``requests`` exception to chain as a cause, its text masked
-    (the original's text can hold the server URL with its credentials, or an answer echoing
-    them); it keeps the type, the status and the HTTP response. ``None`` for other errors."""
+def sanitized(exc: BaseException, db: str) -> BaseException | None:
+    """A copy of an ``ibmcloudant``/``requests`` exception of a request to ``db`` to chain as a
+    cause, its text masked (the original's text can hold the server URL with its credentials,
+    or an answer echoing them); it keeps the type, the status and the HTTP response. ``None``
+    for other errors."""
     if isinstance(exc, ApiException):
+        message = scrub(str(exc.message), names=[db])
         masked: BaseException = ApiException(
-            exc.status_code, message=scrub(str(exc.message)), http_response=exc.http_response
+            exc.status_code, message=message, http_response=exc.http_response
         )
         return masked
     if isinstance(exc, requests.RequestException):
-        text = scrub(str(exc))
+        text = scrub(str(exc), names=[db])
         try:
             copy: BaseException = type(exc)(text)
             return copy
@@ -286,7 +288,7 @@ def lost(exc: BaseException, effect: Send, login: bool | None = None) -> tuple[L
     """What a request that failed with ``exc`` lost, and what became of it in a few words.
     ``login=True``: authentication failed before the request was sent."""
     kind, error = _classified(exc, effect)
-    error.__cause__ = sanitized(exc)
+    error.__cause__ = sanitized(exc, effect.db)
     error.__suppress_context__ = True
     if login is None:
         status = status_of(exc)
@@ -878,7 +880,9 @@ def _exchange(client: CloudantV1, effect: Send) -> tuple[Response | Lost, str | 
         except ApiException as exc:
             if exc.http_response is not None and not _login(exc):
                 hint = answer_hint(client, exc.http_response.status_code)
-                return response_of(exc.http_response, hint=hint, cause=sanitized(exc)), None
+                return response_of(
+                    exc.http_response, hint=hint, cause=sanitized(exc, effect.db)
+                ), None
             return lost(exc, effect)
         except FAILURES as exc:
             return lost(exc, effect)

@@ -6,6 +6,8 @@ the secrets to mask in messages.
 from __future__ import annotations
 
 import logging
+import re
+from collections.abc import Iterable
 
 from ibm_cloud_sdk_core import read_external_sources
 from ibm_cloud_sdk_core.logger import get_logger
@@ -15,6 +17,9 @@ from couchids.drivers.redact import redact, secrets_of
 from couchids.errors import mask_with
 
 __all__ = ["cloudant_config", "configured_secrets", "mask_sdk_logs", "safe_url", "scrub"]
+
+# How couchids' messages about a database start: "<operation> on '<database>'".
+_HEAD = re.compile(r"[\w.]+ on '([^'\s]+)'")
 
 
 def cloudant_config() -> dict[str, str]:
@@ -40,10 +45,14 @@ def safe_url() -> str:
     return scrub(url)
 
 
-def scrub(text: str) -> str:
+def scrub(text: str, *, names: Iterable[str] | None = None) -> str:
     """``text`` with every credential masked: :func:`couchids.drivers.redact.redact` with the
-    configured secrets."""
-    return redact(text, configured_secrets())
+    configured secrets, and ``names``, the databases it is about: by default the one a message
+    of couchids names first (``latest on 'shop'``)."""
+    if names is None:
+        head = _HEAD.match(text)
+        names = [head[1]] if head else []
+    return redact(text, configured_secrets(), names=names)
 
 
 def _masked(record: logging.LogRecord) -> bool:

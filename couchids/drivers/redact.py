@@ -80,7 +80,7 @@ _VALUE_AFTER: Final = r"""(?=['"`@/?&#%])"""
 _NOT_SCHEME: Final = r"(?!://)"
 
 
-def redact(text: str, secrets: Iterable[str] = ()) -> str:
+def redact(text: str, secrets: Iterable[str] = (), *, names: Iterable[str] = ()) -> str:
     """``text`` with every credential in it replaced by ``***``.
 
     Masks the user info of URLs, with or without a scheme; ``Authorization`` and cookie
@@ -89,7 +89,9 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
     (a secret ``pass`` is left in ``passed``). A secret that is an ordinary word (letters
     only, or digits only) is masked where it stands as a value (quoted, after ``=`` or ``:``,
     in a URL, in brackets, the whole text), not where it reads as a word of a sentence:
-    ``*** start <= end`` would tell the secret to anyone who knows the message.
+    ``*** start <= end`` would tell the secret to anyone who knows the message. Nor is a
+    secret that is one of ``names`` (the databases the text is about) masked where it stands
+    as that name, quoted or as a path's segment: ``latest on '***' (GET /***)`` would tell it.
 
     >>> redact("could not reach http://bob:pw@db.local/x")
     'could not reach http://***@db.local/x'
@@ -101,12 +103,17 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
     "pass: the server said '***'; pass start <= end"
     >>> redact("'ftp://x' is not a database URL: give http(s)://[user:password@]host/db")
     "'ftp://x' is not a database URL: give http(s)://[user:password@]host/db"
+    >>> redact("latest on 'shop' (GET /shop): refused bob:shop", ["shop"], names=["shop"])
+    "latest on 'shop' (GET /shop): refused bob:***"
     """
     if "b" in text:
         text = _BYTES_REPR.sub(lambda found: _masked_bytes(found[0], secrets), text)
     variants = _variants(secrets)
     if variants:
-        text = _secrets_pattern(tuple(variants)).sub(MASK, text)
+        named = {unquote(name) for name in names if name}
+        text = _secrets_pattern(tuple(variants)).sub(
+            lambda found: found[0] if _a_name(found, named) else MASK, text
+        )
     text = _URL_USERINFO.sub(MASK + "@", text)
     text = _BARE_USERINFO.sub(MASK + "@", text)
     text = _AUTHORIZATION.sub(lambda m: m[1] + (f"{m[2]} " if m[2] else "") + MASK, text)
@@ -139,6 +146,17 @@ def secrets_of(config: Mapping[str, str]) -> list[str]:
         found += [info, password]
         users |= {user, unquote(user)}
     return sorted({secret for secret in found if secret and secret not in users})
+
+
+def _a_name(found: re.Match[str], names: set[str]) -> bool:
+    """Whether a secret ``found`` stands as one of ``names``: quoted, or as a path's segment."""
+    if unquote(found[0]) not in names:
+        return False
+    text, start, end = found.string, found.start(), found.end()
+    before, after = text[start - 1 : start], text[end : end + 1]
+    return (before == after and before in "'\"" and before != "") or (
+        before == "/" and (after == "" or after in "/?#)'\"" or after.isspace())
+    )
 
 
 def _masked_bytes(literal: str, secrets: Iterable[str]) -> str:
