@@ -83,10 +83,10 @@ def has_auto_purge(known: FactsCache, db: str, policy: RetryPolicy) -> Program[b
 
 def _endpoint(known: FactsCache, db: str, name: str, policy: RetryPolicy) -> Program[object]:
     """The answer of ``GET /{db}/{name}`` once ``db`` is found, or ``None`` when the server
-    has no such endpoint."""
+    has no such endpoint: both by ``policy``'s deadline (the caller's, one for its call)."""
     yield from database_facts(known, db, policy)
     try:
-        reply = yield from ask(Request("GET", path(db, name)), policy.renewed(), db)
+        reply = yield from ask(Request("GET", path(db, name)), policy, db)
     except ServerError as exc:
         if exc.status not in NO_FEATURE_STATUSES:
             raise
@@ -131,7 +131,7 @@ def set_deleted_retention(
     known: FactsCache, db: str, retention: timedelta | float | None, policy: RetryPolicy
 ) -> Program[None]:
     """The program of :meth:`couchids.Database.set_deleted_retention`, its argument checked
-    now."""
+    now: the database lookup, the check of the endpoint and the write keep one deadline."""
     ttl = retention_text(retention)
     return _set_retention(known, db, ttl, policy)
 
@@ -145,10 +145,9 @@ def _set_retention(known: FactsCache, db: str, ttl: str, policy: RetryPolicy) ->
             "was changed; Database.expire(before, purge=True) purges on CouchDB 2.3 and later",
             501,
         )
-    each = policy.renewed()
     body = dumps({"deleted_document_ttl": ttl})
-    reply = yield from ask(Request("PUT", path(db, AUTO_PURGE), body=body), each, db)
+    reply = yield from ask(Request("PUT", path(db, AUTO_PURGE), body=body), policy, db)
     if not isinstance(reply.body, dict) or reply.body.get("ok") is not True:
         raise answer_error(
-            each, db, f"PUT {AUTO_PURGE} answered {describe(reply.body)}", reply.sent
+            policy, db, f"PUT {AUTO_PURGE} answered {describe(reply.body)}", reply.sent
         )

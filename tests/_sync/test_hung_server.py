@@ -206,6 +206,10 @@ def test_a_call_of_several_steps_keeps_one_deadline_when_each_step_is_slow(
         slow("PUT", f"^/{series_prefix}-[^/]+(\\?|$)", times=ALWAYS)(proxy)
         slow("GET", "^/_all_dbs", times=ALWAYS)(proxy)
 
+    def lookup_then_endpoint(proxy: FaultProxy) -> None:
+        slow("GET", f"^/{db}(\\?|$)")(proxy)
+        slow("GET", f"^/{db}/_auto_purge")(proxy)
+
     cases: dict[str, tuple[Setup, Call]] = {
         "latest, a page then the next": (
             slow("POST", f"^/{db}/_all_docs", times=ALWAYS),
@@ -218,6 +222,10 @@ def test_a_call_of_several_steps_keeps_one_deadline_when_each_step_is_slow(
         "explain_empty, two of its samples": (
             slow("POST", f"^/{db}/_all_docs", times=2),
             lambda c: database(c, db, timeout=t).explain_empty(type="other"),
+        ),
+        "set_deleted_retention, the lookup then the check of the endpoint": (
+            lookup_then_endpoint,
+            lambda c: database(c, db, timeout=t).set_deleted_retention(60),
         ),
         "Series.prepare, then its count of databases": (
             make_then_count,
