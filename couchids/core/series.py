@@ -56,7 +56,7 @@ from couchids.errors import (
 )
 from couchids.idforms.doctypes import AllTypes, scope_prefix
 from couchids.idforms.idform import IdForm
-from couchids.idforms.times import TimeLike, to_datetime, to_ms
+from couchids.idforms.times import MAX_MS, TimeLike, to_datetime, to_ms
 
 __all__ = [
     "CAPACITY_PATH",
@@ -287,18 +287,19 @@ def make_missing(
 ) -> Program[None]:
     """Make sure each database of ``names`` exists (``GET /{db}`` for each this client does
     not know yet, ``PUT`` for each missing one), so that the server's cap refuses a whole
-    :meth:`couchids.Series.bulk_create` before a document is sent."""
+    :meth:`couchids.Series.bulk_create` before a document is sent: every lookup and creation
+    by ``policy``'s one deadline."""
     for name in names:
         if name in known:
             continue
         try:
-            yield from database_facts(known, name, policy.renewed())
+            yield from database_facts(known, name, policy)
         except DatabaseNotFoundError:
             yield from create_database(
                 known,
                 name,
                 partitioned=layout.partitioned,
-                policy=policy.renewed(),
+                policy=policy,
                 max_databases=max_databases,
             )
 
@@ -745,7 +746,8 @@ class SeriesExpireReport:
         dry_run: nothing was changed.
         before: the time before which documents go.
         dropped: the databases of the whole periods that ended by ``before``, oldest first:
-            deleted with everything in them (in a dry run: that would be).
+            deleted with everything in them (in a dry run: that would be). One holding an id
+            of a time at or after ``before`` is not dropped but expired as ``boundary`` is.
         boundary: the database of the period holding ``before``, whose every id was read,
             or ``None`` (no such database, or ``before`` starts a period).
         deleted: documents deleted from the databases that stay: ``boundary`` and the later
@@ -753,9 +755,10 @@ class SeriesExpireReport:
         expired: the :class:`~couchids.core.expiry.ExpireReport` of each database that stays
             and held documents older than ``before`` (``boundary``'s always), by name, with
             its conflicts and failures.
-        unread: ids in ``boundary`` that hold no time the series can read (neither an id of
-            its form, typed or not, nor a short id): kept, since nothing says whether they
-            are older than ``before``; deal with them by hand. Design documents stay and are
+        unread: ids in ``boundary`` (and in an ended period not dropped) that hold no time
+            the series can read (neither an id of its form, typed or not, nor a short id):
+            kept, since nothing says whether they are older than ``before``; deal with them
+            by hand. Design documents stay and are
             not listed.
 
     Example::
@@ -841,15 +844,27 @@ def expire(
             if period.start_ms < before_ms < period.end_ms:
                 report.boundary = name
                 add(name, (yield from database((period, name), True)), True)
+        # A period that ended is dropped whole only when it holds no id of a time at or
+        # after ``before`` (stored there by other means): one that does is expired as the
+        # boundary is, id by id, and stays with what is not older.
+        ended: list[tuple[Period, str]] = []
+        for period, name in listed:
+            if period.end_ms <= before_ms:
+                holds = holds_later(
+                    known, layout, name, period.start_ms, before_ms, policy.renewed()
+                )
+                if (yield from _unless_missing(holds, False)):
+                    add(name, (yield from database((period, name), True)), True)
+                else:
+                    ended.append((period, name))
         later = [(period, name) for period, name in listed if period.start_ms >= before_ms]
         found = yield from each_type(lambda at: database(at, False), later, PERIOD_WORKERS)
         for (_, name), each in zip(later, found, strict=True):
             add(name, each, False)
-        for period, name in listed:
-            if period.end_ms <= before_ms:
-                report.dropped.append(name)
-                if not dry_run:
-                    yield from drop_database(known, layout, name, before_ms, policy.renewed())
+        for _, name in ended:
+            report.dropped.append(name)
+            if not dry_run:
+                yield from drop_database(known, layout, name, before_ms, policy.renewed())
         return report
 
     return run()
@@ -908,6 +923,48 @@ def _expire_database(
         return (yield from expiry.expire_rows(known, name, rows, goes, each, policy, purge=purge))
     except DatabaseNotFoundError:
         return None
+
+
+def holds_later(
+    known: FactsCache,
+    layout: SeriesLayout,
+    db: str,
+    near_ms: int,
+    before_ms: int,
+    policy: RetryPolicy,
+) -> Program[bool]:
+    """Whether ``db`` holds an id the series reads (:func:`id_time`, a short id's year read
+    near ``near_ms``) of a time at or after ``before_ms``: the walk of
+    :func:`~couchids.core.alltypes.walk_types`, plus the key range of each type from
+    ``before_ms`` on, read until such an id is found (one request where it holds none)."""
+    form, time_of, found = layout.form, id_time(layout, near_ms), False
+
+    def visit(landed: Landed) -> Program[None]:
+        nonlocal found
+        for row, step in landed:
+            if found or row["id"].startswith("_design/"):
+                continue
+            if step.doc_type is None:
+                found = later(row["id"])
+                continue
+            try:
+                keys = window_keys(form, step.doc_type, before_ms, MAX_MS + 1)
+            except InvalidTypeError:
+                continue  # no id of the form is of a type that breaks the type rule
+            if keys is not None:
+                pages = Puller(range_pages(known, db, keys, form, policy, doc_type=step.doc_type))
+                try:
+                    while not found and (page := (yield from pages.next())) is not END:
+                        found = any(later(each["id"]) for each in page)
+                finally:
+                    pages.close()
+
+    def later(doc_id: str) -> bool:
+        ms = time_of(doc_id)
+        return ms is not None and ms >= before_ms
+
+    yield from walk_types(db, form.separator, policy, visit, renew=True, untyped_page=MAX_STEP_PAGE)
+    return found
 
 
 def older_rows(

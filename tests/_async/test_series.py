@@ -263,22 +263,37 @@ async def test_expire_drops_whole_periods_and_expires_the_boundary(
     # The noise of day 2 holds no time the series reads: kept, and named.
     unread = sorted(i for i in old[boundary] if i not in data.times and i != "_design/x")
     assert len(unread) == 4 and "zzz" in unread
+    # Day 1's database, whose period ended, holds a stray of day 5: it is not dropped, but
+    # expired id by id, and keeps the stray.
+    ended = day_name(prefix, 1)
+    kept = [i for i in old[ended] if i not in data.times]
+    assert len(kept) == 1 and KUUID.parse(kept[0][2:]) >= before
+    gone = len(old[ended]) - 1
     dry = await series.expire(before)
-    assert dry.dry_run and dry.dropped == [day_name(prefix, 0), day_name(prefix, 1)]
-    assert dry.boundary == boundary and dry.deleted == len(goes) + 1 == 5
+    assert dry.dry_run and dry.dropped == [day_name(prefix, 0)]
+    assert dry.boundary == boundary and dry.deleted == len(goes) + 1 + gone
     assert sorted(dry.unread) == unread
-    assert {db: each.matched for db, each in dry.expired.items()} == {boundary: 4, later: 1}
+    assert {db: each.matched for db, each in dry.expired.items()} == {
+        boundary: 4,
+        later: 1,
+        ended: gone,
+    }
     assert snapshot(client, prefix) == old
     done = await series.expire(before, dry_run=False)
-    assert (done.dropped, done.boundary, done.deleted) == (dry.dropped, boundary, 5)
-    assert {db: each.deleted for db, each in done.expired.items()} == {boundary: 4, later: 1}
+    assert (done.dropped, done.boundary, done.deleted) == (dry.dropped, boundary, dry.deleted)
+    assert {db: each.deleted for db, each in done.expired.items()} == {
+        boundary: 4,
+        later: 1,
+        ended: gone,
+    }
     assert done.unread == dry.unread and not done.conflicts and not done.failed
     after = snapshot(client, prefix)
     assert sorted(set(old) - set(after)) == dry.dropped
+    assert after[ended] == {kept[0]: old[ended][kept[0]]}
     assert after[boundary] == {i: r for i, r in old[boundary].items() if i not in goes}
     assert "_design/x" in after[boundary] and "zzz" in after[boundary]
     assert after[later] == {i: r for i, r in old[later].items() if i not in stray}
-    for name in set(after) - {boundary, later}:
+    for name in set(after) - {boundary, later, ended}:
         assert after[name] == old[name], name  # other series, later days
     rest = [i for i in data.window(0, DAYS[6] + DAY, ALL_TYPES, False) if data.times[i] >= before]
     assert [
@@ -364,6 +379,42 @@ async def test_expire_leaves_no_older_document_whatever_wrote_it(
     again = await series.expire(CUTOFF, dry_run=False)
     assert (again.dropped, again.deleted, sorted(again.unread)) == ([], 0, unreadable)
     assert snapshot(client, prefix) == after
+
+
+async def test_expire_drops_no_period_that_holds_an_id_of_a_time_not_older(
+    client: CloudantV1, prefix: str, async_client: AsyncClient
+) -> None:
+    # A period that ended before the cutoff is dropped whole only when nothing in it is of a
+    # time at or after the cutoff; one holding such an id (stored there by other means, of
+    # any type, or untyped, or short) is expired id by id, as the boundary is, and stays.
+    series = series_of(async_client, prefix, every="day")
+    plain, untyped, typed = f"{prefix}-2026-02-28", day_name(prefix, 0), day_name(prefix, 1)
+    for n, at in enumerate((DAYS[0] - DAY, DAYS[0], DAYS[1])):
+        for doc_type in ("t", "u", None):
+            await series.create({"n": n}, type=doc_type, timestamp=at + HOUR)
+        await series.create_short({"n": n}, timestamp=at + HOUR)
+    couchids.Database(client, untyped).create({}, timestamp=CUTOFF)
+    couchids.Database(client, untyped).create_short({}, timestamp=DAYS[5])
+    couchids.Database(client, typed).create({}, type="u", timestamp=DAYS[4])
+    client.put_document(db=typed, doc_id="zzz", document={})
+    client.put_design_document(db=typed, ddoc="v", design_document={"views": {}})
+    old = snapshot(client, prefix)
+    assert sorted(old) == [plain, untyped, typed]
+    kept = {
+        name: {i: r for i, r in old[name].items() if (t := time_in(i)) is None or t >= CUTOFF}
+        for name in (untyped, typed)
+    }
+    assert [len(ids) for ids in kept.values()] == [2, 3]
+
+    dry = await series.expire(CUTOFF)
+    assert snapshot(client, prefix) == old
+    done = await series.expire(CUTOFF, dry_run=False)
+    for report in (dry, done):
+        assert report.dropped == [plain] and report.boundary is None and report.unread == ["zzz"]
+        assert report.deleted == 8
+    assert {name: each.matched for name, each in dry.expired.items()} == {untyped: 4, typed: 4}
+    assert {name: each.deleted for name, each in done.expired.items()} == {untyped: 4, typed: 4}
+    assert snapshot(client, prefix) == kept
 
 
 async def test_a_proxys_404_page_for_a_period_is_a_failure_not_an_empty_period(
