@@ -209,6 +209,9 @@ async def test_a_call_of_several_steps_keeps_one_deadline_when_each_step_is_slow
         slow("GET", f"^/{db}(\\?|$)")(proxy)
         slow("GET", f"^/{db}/_auto_purge")(proxy)
 
+    bulk = f"{series_prefix}_bulk"
+    two_months = [{"at": "2025-01-15T00:00:00Z"}, {"at": "2025-02-15T00:00:00Z"}]
+
     cases: dict[str, tuple[Setup, Call]] = {
         "latest, a page then the next": (
             slow("POST", f"^/{db}/_all_docs", times=ALWAYS),
@@ -225,6 +228,12 @@ async def test_a_call_of_several_steps_keeps_one_deadline_when_each_step_is_slow
         "set_deleted_retention, the lookup then the check of the endpoint": (
             lookup_then_endpoint,
             lambda c: database(c, db, timeout=t).set_deleted_retention(60),
+        ),
+        "Series.bulk_create, its two periods' databases made": (
+            slow("PUT", f"^/{bulk}-[^/]+(\\?|$)", times=ALWAYS),
+            lambda c: series_of(c, bulk, timeout=t, every="month").bulk_create(
+                two_months, time_of=lambda d: d["at"]
+            ),
         ),
         "Series.prepare, then its count of databases": (
             make_then_count,
