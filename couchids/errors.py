@@ -24,8 +24,10 @@ class CouchidsError(Exception):
     Attributes:
         doc_id: the id being written, or ``None`` (before an id was chosen; bulk writes).
         stored: ``False``: the document is not stored. ``True``: it is. ``None``: it may have
-            been (an answer was lost); writing it again under the same id (or key) finds out
-            and never stores it twice.
+            been (an answer was lost); writing it again with ``_id`` ``doc_id`` (bulk writes:
+            each under its id in ``results``), or under the same key, finds out and never
+            stores it twice; the same call again would give a document couchids named a new
+            id. A short id's document is read to find out.
         results: bulk writes: a :class:`~couchids.WriteResult` for every document handled
             before the error.
 

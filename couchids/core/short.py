@@ -151,7 +151,12 @@ def _allocate(
             except ServerError as exc:
                 # The revision a lost answer may have left carries this try's token.
                 maybe = claim.attempts.maybe_carried_out or claim.answered
-                written(exc, doc_id, None if maybe else False)
+                written(
+                    exc,
+                    doc_id,
+                    None if maybe else False,
+                    again="read it to find out (create_short again would pick another id)",
+                )
                 raise
             if result is not None:
                 return result

@@ -81,16 +81,28 @@ _RATE_LIMITED: Final = "too_many_requests"
 Doc = Mapping[str, Any]
 
 
-def written(exc: CouchidsError, doc_id: str | None, stored: bool | None) -> CouchidsError:
+def written(
+    exc: CouchidsError, doc_id: str | None, stored: bool | None, *, again: str = ""
+) -> CouchidsError:
     """``exc`` with what became of the document it was writing (``doc_id``; ``None`` for many
-    documents, whose ids are in ``results``), in its attributes and message."""
+    documents, whose ids are in ``results``), in its attributes and message. ``again``: how to
+    find out whether a document that may have been stored was, where writing it again under its
+    id (or the same key) does not tell."""
     exc.doc_id, exc.stored = doc_id, stored
     what = f"document {doc_id!r}" if doc_id is not None else "these documents"
     if stored is None:
-        fate = (
-            f"{what} may have been stored (an answer was lost): write it again under the same "
-            "id or key to find out, which never stores it twice"
-        )
+        # The same call again would give a document without an _id or key a new id.
+        if not again and doc_id is None:
+            again = (
+                "write them again under their ids in .results (or the same keys) to find out, "
+                "which never stores one twice"
+            )
+        elif not again:
+            again = (
+                f"write it again with _id {doc_id!r} (or the same key) to find out, which never "
+                "stores it twice"
+            )
+        fate = f"{what} may have been stored (an answer was lost): {again}"
     elif stored:
         fate = f"{what} is stored"
     else:

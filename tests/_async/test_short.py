@@ -19,7 +19,7 @@ from faultproxy import FaultProxy, all_docs, client_for
 from ibmcloudant.cloudant_v1 import CloudantV1
 from test_short import DAY, NOW, db_state, fill_two_letter_ids, scripted
 
-from couchids import AllocationFailed
+from couchids import AllocationFailed, ServerError
 from couchids.core.short import ALLOC_FIELD
 from couchids.drivers.aio import AsyncClient
 from couchids.drivers.blocking import database_facts
@@ -90,6 +90,26 @@ async def test_a_lost_answer_is_retried_with_the_same_id_and_stored_once(
         # Which copies took the first attempt is unknown: that id is given up (deleted).
         assert len(puts) == 3 and result.id != puts[0].path.split("/")[-1].split("?")[0]
         assert result.duplicate is False
+
+
+async def test_a_short_id_that_may_have_been_stored_says_to_read_it_not_to_write_it_again(
+    async_client_for: Callable[[CloudantV1], AsyncClient],
+    client: CloudantV1,
+    proxy: FaultProxy,
+    db: str,
+) -> None:
+    # create_short again would pick another id, and a create under this one would meet the
+    # allocation token's revision: reading the document is what finds out.
+    proxy.fail("503-after", method="PUT", path=f"^/{db}/")
+    shop = database(async_client_for(client_for(proxy.url)), db, retries=0)
+    with pytest.raises(ServerError) as caught:
+        await shop.create_short({"n": 1}, timestamp=NOW)
+    error = caught.value
+    assert error.stored is None and error.doc_id is not None
+    assert f"document {error.doc_id!r} may have been stored" in str(error)
+    assert "read it to find out (create_short again would pick another id)" in str(error)
+    assert "write it again" not in str(error)
+    assert all_docs(client, db)[error.doc_id]["n"] == 1
 
 
 async def test_when_every_two_letter_id_is_taken_a_three_letter_id_is_made(

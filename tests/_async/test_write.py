@@ -136,6 +136,52 @@ async def test_a_lost_answer_on_an_existing_different_document_is_still_a_confli
     assert update_count(client, db) == seq
 
 
+async def test_a_create_that_may_have_been_stored_says_how_to_find_out_and_it_does(
+    async_client_for: Callable[[CloudantV1], AsyncClient],
+    client: CloudantV1,
+    via_proxy: CloudantV1,
+    proxy: FaultProxy,
+    db: str,
+) -> None:
+    # Every answer is lost after the server stored the document, whose id couchids chose: the
+    # same call again would store it under a new id, so the error names the id to give.
+    proxy.fail("503-after", method="PUT", path=f"^/{db}/", times=2)
+    shop = database(async_client_for(via_proxy), db, retries=1, backoff=0)
+    with pytest.raises(ServerError) as caught:
+        await shop.create({"n": 1}, type="user")
+    error = caught.value
+    assert error.stored is None and error.doc_id is not None
+    assert f"write it again with _id {error.doc_id!r} (or the same key)" in str(error)
+    again = await shop.create({"_id": error.doc_id, "n": 1}, type="user")
+    assert again.duplicate is True
+    assert list(all_docs(client, db)) == [error.doc_id], "stored once"
+
+
+async def test_a_bulk_create_that_may_have_been_stored_says_how_to_find_out_and_it_does(
+    async_client_for: Callable[[CloudantV1], AsyncClient],
+    client: CloudantV1,
+    via_proxy: CloudantV1,
+    proxy: FaultProxy,
+    db: str,
+) -> None:
+    docs = [{"n": i} for i in range(5)]
+    proxy.fail("503-after", method="POST", path="_bulk_docs", times=2)
+    shop = database(async_client_for(via_proxy), db, retries=1, backoff=0)
+    with pytest.raises(ServerError) as caught:
+        await shop.bulk_create(docs, type="user")
+    error = caught.value
+    assert error.stored is None and error.doc_id is None
+    # Many documents ("them", not "it"), under the ids couchids chose, which .results holds.
+    assert "these documents may have been stored" in str(error)
+    assert "write them again under their ids in .results (or the same keys)" in str(error)
+    ids = [result.id for result in error.results]
+    again = await shop.bulk_create(
+        [{**doc, "_id": doc_id} for doc, doc_id in zip(docs, ids, strict=True)], type="user"
+    )
+    assert [result.duplicate for result in again] == [True] * 5
+    assert sorted(all_docs(client, db)) == sorted(ids), "each stored once"
+
+
 async def test_bulk_create_stores_every_document_in_batches_in_input_order(
     async_client_for: Callable[[CloudantV1], AsyncClient],
     client: CloudantV1,
