@@ -432,3 +432,49 @@ def test_a_long_reason_is_never_cut_inside_a_url_s_user_info(padding: int) -> No
     assert all("forbidden: xxx" in texts[0] for texts in seen.values()), seen
     found = leaks(seen, [MARK[:k] for k in range(4, len(MARK) + 1)])
     assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize("made", ["new_instance", "arguments"])
+def test_a_client_s_own_password_is_masked_as_a_configured_one(
+    made: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server repeating the password in its words: masked for a client of another service's
+    settings (``new_instance("other")``, ``CloudantV1.new_instance("other")``) or of arguments,
+    as for one of the ``CLOUDANT_*`` settings, in both APIs."""
+    server = "http://couch.example"
+    for name, value in {"URL": server, "AUTH_TYPE": "basic", "USERNAME": "bob"}.items():
+        monkeypatch.setenv(f"OTHER_{name}", value)
+    monkeypatch.setenv("OTHER_PASSWORD", MARK)
+    answer = {"error": "forbidden", "reason": f"bob may not read this with {MARK}"}
+
+    def client() -> CloudantV1:
+        if made == "new_instance":
+            return CloudantV1.new_instance(service_name="other")
+        return couchids.connect(server, auth_type="basic", username="bob", password=MARK)
+
+    seen: dict[str, list[str]] = {}
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as mock:
+        for method in (responses.GET, responses.POST):
+            mock.add(method, re.compile(re.escape(server) + ".*"), json=answer, status=403)
+        with pytest.raises(couchids.UnauthorizedError) as caught:
+            couchids.Database(client(), "shop").latest(1)
+        seen["blocking"] = outputs_of(caught.value)
+
+    async def in_aio() -> None:
+        mock = httpx.MockTransport(lambda request: httpx.Response(403, json=answer))
+        if made == "new_instance":
+            async with aio.new_instance("other", transport=mock) as ac:
+                await aio.AsyncDatabase(ac, "shop").latest(1)
+        else:
+            async with (
+                httpx.AsyncClient(transport=mock) as http,
+                aio.AsyncClient(client(), http) as ac,
+            ):
+                await aio.AsyncDatabase(ac, "shop").latest(1)
+
+    with pytest.raises(couchids.UnauthorizedError) as caught:
+        asyncio.run(in_aio())
+    seen["aio"] = outputs_of(caught.value)
+    assert all("bob may not read this with ***" in texts[0] for texts in seen.values()), seen
+    found = leaks(seen, [MARK])
+    assert not found, "\n".join(found)

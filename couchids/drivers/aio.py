@@ -57,7 +57,7 @@ from couchids.drivers.blocking import (
     prepare,
     timed_out,
 )
-from couchids.drivers.config import scrub
+from couchids.drivers.config import remember_secrets, scrub
 from couchids.drivers.connecting import cloudant_client
 from couchids.drivers.credentials import answer_hint, check_logins
 from couchids.drivers.tls import HANDSHAKE_TIMEOUT, plain_http_reason, speaks_plain_http
@@ -136,6 +136,7 @@ class AsyncClient:
         #: What every request of this client waits on: room in its class's window.
         self.pacer = Pacer(Rate.of(rate))
         check_logins(cloudant)
+        remember_secrets(cloudant)
         self._inline = cloudant.authenticator.authentication_type().lower() in _INLINE_AUTH
 
     def __repr__(self) -> str:

@@ -66,7 +66,7 @@ from couchids.core.pacing import Pacer, Rate
 from couchids.core.pages import handed_on
 from couchids.core.policy import RetryPolicy
 from couchids.drivers import log
-from couchids.drivers.config import mask_sdk_logs, scrub
+from couchids.drivers.config import mask_sdk_logs, remember_secrets, scrub
 from couchids.drivers.credentials import LoginRefused, answer_hint, check_logins
 from couchids.drivers.tls import (
     HANDSHAKE_TIMEOUT,
@@ -143,6 +143,7 @@ def check_client(client: object) -> CloudantV1:
     ):
         manager.get_token = BoundedTokens(manager)
     check_logins(client)
+    remember_secrets(client)
     return client
 
 

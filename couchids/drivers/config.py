@@ -7,16 +7,26 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
+import weakref
 from collections.abc import Iterable
 
 from ibm_cloud_sdk_core import read_external_sources
 from ibm_cloud_sdk_core.logger import get_logger
 from ibmcloudant.cloudant_v1 import CloudantV1
 
+from couchids.drivers.access import credentials_of
 from couchids.drivers.redact import redact, secrets_of
 from couchids.errors import mask_with
 
-__all__ = ["cloudant_config", "configured_secrets", "mask_sdk_logs", "safe_url", "scrub"]
+__all__ = [
+    "cloudant_config",
+    "configured_secrets",
+    "mask_sdk_logs",
+    "remember_secrets",
+    "safe_url",
+    "scrub",
+]
 
 # How couchids' messages about a database start: "<operation> on '<database>'".
 _HEAD = re.compile(r"[\w.]+ on '([^'\s]+)'")
@@ -36,6 +46,29 @@ def configured_secrets() -> list[str]:
         return []
 
 
+#: The secrets of each client couchids sends requests with (its password or API key, the user
+#: info of its URL), masked as the configuration's are: a client of another service's settings
+#: (``new_instance("other")``) or of arguments has them in no ``CLOUDANT_*`` setting.
+_clients: weakref.WeakKeyDictionary[CloudantV1, list[str]] = weakref.WeakKeyDictionary()
+_clients_lock = threading.Lock()
+
+
+def remember_secrets(client: CloudantV1) -> None:
+    """Mask the credentials ``client`` signs in with in every message from now on."""
+    settings = {"URL": client.service_url or ""}
+    found = credentials_of(client.authenticator)
+    if found is not None:
+        settings |= {"PASSWORD": found.secret, "USERNAME": found.username}
+    secrets = secrets_of(settings)
+    with _clients_lock:
+        _clients[client] = secrets
+
+
+def _client_secrets() -> list[str]:
+    with _clients_lock:
+        return [secret for secrets in _clients.values() for secret in secrets]
+
+
 def safe_url() -> str:
     """The configured ``CLOUDANT_URL``, credentials masked."""
     try:
@@ -47,12 +80,13 @@ def safe_url() -> str:
 
 def scrub(text: str, *, names: Iterable[str] | None = None) -> str:
     """``text`` with every credential masked: :func:`couchids.drivers.redact.redact` with the
-    configured secrets, and ``names``, the databases it is about: by default the one a message
-    of couchids names first (``latest on 'shop'``)."""
+    configured secrets and the clients' (:func:`remember_secrets`), and ``names``, the
+    databases it is about: by default the one a message of couchids names first (``latest on
+    'shop'``)."""
     if names is None:
         head = _HEAD.match(text)
         names = [head[1]] if head else []
-    return redact(text, configured_secrets(), names=names)
+    return redact(text, [*configured_secrets(), *_client_secrets()], names=names)
 
 
 def _masked(record: logging.LogRecord) -> bool:
