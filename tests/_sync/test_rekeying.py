@@ -14,7 +14,7 @@ from ibm_cloud_sdk_core import ApiException
 from ibmcloudant.cloudant_v1 import CloudantV1
 from test_rekeying import KEY
 
-from couchids import KUUID, DatabaseNotFoundError
+from couchids import KUUID, Checkpoint, DatabaseNotFoundError, InvalidArgumentError
 from couchids.core.rekeying import derived_id
 from couchids.idforms.times import to_ms
 
@@ -43,6 +43,35 @@ def test_a_missing_target_is_created_only_when_asked(
         # Once there, it is taken as it is.
         again = database(blocking_client, db).rekey(target, create_target=True, **options)
         assert (again.copied, again.duplicates) == (0, 1)
+    finally:
+        with contextlib.suppress(ApiException):
+            client.delete_database(db=target)
+
+
+def test_a_checkpoint_of_another_database_is_refused(
+    blocking_client: CloudantV1, client: CloudantV1, db: str
+) -> None:
+    # Any id of the source resumes its walk, but an id it does not hold (a checkpoint saved by
+    # another database's run) would skip every source id before it: refused, nothing copied.
+    for n in range(4):
+        client.put_document(db=db, doc_id=f"a{n}", document={"created": "2024-05-01T08:00:00Z"})
+    gone = client.put_document(db=db, doc_id="a2x", document={}).get_result()["rev"]
+    client.delete_document(db=db, doc_id="a2x", rev=gone)
+    target = db + "_new"
+    options = {"secret": KEY, "time_field": "created", "type": "order"}
+    try:
+        other = Checkpoint(last_id="a9")
+        with pytest.raises(InvalidArgumentError, match=f"'a9' is no document of {db!r}"):
+            database(blocking_client, db).rekey(
+                target, create_target=True, checkpoint=other, **options
+            )
+        assert target not in client.get_all_dbs().get_result()
+        # A source document deleted since its run stopped there still resumes it.
+        mark = Checkpoint(last_id="a2x", done=3)
+        report = database(blocking_client, db).rekey(
+            target, create_target=True, checkpoint=mark, **options
+        )
+        assert (report.copied, mark.last_id, mark.done) == (1, "a3", 4)
     finally:
         with contextlib.suppress(ApiException):
             client.delete_database(db=target)
