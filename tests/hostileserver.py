@@ -6,6 +6,7 @@ every request, and then answers the requests that matter in its own wrong way:
 
 - ``html``: an HTML page with 200, as a proxy's login page or ``python3 -m http.server``;
 - ``html-404``: an HTML 404 page for everything, ``GET /{db}`` too;
+- ``text``: a line of plain text (``text/plain``) with 200, as a proxy or a load balancer's;
 - ``truncated``: JSON cut off in the middle (the length is honest);
 - ``wrong-types``: JSON objects whose fields have the wrong types (``rows`` an object, ``rev``
   a number, a list where an object belongs);
@@ -51,6 +52,7 @@ import requests.certs
 MODES: Final = (
     "html",
     "html-404",
+    "text",
     "truncated",
     "wrong-types",
     "null-docs",
@@ -171,6 +173,8 @@ class HostileServer:
             return _send_json(handler, 200, {"db_name": path[1:], "props": {}})
         if mode == "html":
             return _send(handler, 200, PAGE, "text/html")
+        if mode == "text":
+            return _send(handler, 200, TEXT, "text/plain; charset=utf-8")
         if mode == "truncated":
             return _send(handler, 200, b'{"rows":[{"id":"a","key":"a","value":{"re', JSON_TYPE)
         if mode == "close-mid-body":
@@ -206,6 +210,8 @@ class HostileServer:
 
 
 JSON_TYPE: Final = "application/json"
+#: The answer of mode ``text``.
+TEXT: Final = b"upstream busy\n"
 #: ``GET /`` of Apache CouchDB (``couchdb=True``).
 COUCHDB_WELCOME: Final = {
     "couchdb": "Welcome",

@@ -75,6 +75,7 @@ def ask(
         if isinstance(outcome, Response):
             status = outcome.status
             if 200 <= status < 300:
+                _of_json(outcome, policy, db, request)
                 body = outcome.body if raw else _json(outcome, policy, db, request)
                 return Reply(status, body, request.sent)
             if attempts is not None and status >= 500:
@@ -99,11 +100,18 @@ def ask(
         attempt += 1
 
 
+def _of_json(response: Response, policy: RetryPolicy, db: str, request: Request) -> None:
+    """Refuse a body of another type than JSON (one of no type is read as JSON), as what it
+    is (``text/plain (5 bytes)``), whether it is decoded here or read as bytes."""
+    if response.status == 204 or not response.body:
+        return
+    if "json" not in response.content_type and response.content_type:
+        raise answer_error(policy, db, describe(response), request.sent)
+
+
 def _json(response: Response, policy: RetryPolicy, db: str, request: Request) -> Any:
     if response.status == 204 or not response.body:
         return None
-    if "json" not in response.content_type and response.content_type:
-        raise answer_error(policy, db, describe(response), request.sent)
     try:
         return loads(response.body)
     except ValueError:

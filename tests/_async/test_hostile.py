@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from concurrently import each_at_once_on_loops
 from faultproxy import FaultProxy, client_for
-from hostileserver import MODES, HostileServer, TokenService, trust_one_certificate
+from hostileserver import MODES, TEXT, HostileServer, TokenService, trust_one_certificate
 from ibmcloudant.cloudant_v1 import CloudantV1
 from localserver import free_port
 from test_hostile import (
@@ -123,6 +123,28 @@ async def operation_against(mode: str, operation: str, client_over: ClientOver) 
             assert (mode, operation) in SUCCEEDS, f"{operation} passed against {mode}"
         finally:
             await close(client)
+
+
+async def test_a_text_answer_is_described_by_its_type_on_reads_and_writes_alike(
+    async_client_for: ClientOver,
+) -> None:
+    # A read's _all_docs answer is taken as bytes, a write's decoded: each told it as text.
+    each_at_once_on_loops(
+        {operation: partial(text_against, operation, async_client_for) for operation in OPERATIONS}
+    )
+
+
+async def text_against(operation: str, client_over: ClientOver) -> None:
+    with HostileServer("text") as server:
+        client = client_over(client_for(server.url))
+        try:
+            with pytest.raises(couchids.ServerError) as failed:
+                await OPERATIONS[operation](client, DB, PATIENT)
+        finally:
+            await close(client)
+        message = str(failed.value)
+        said = f"not a CouchDB answer: text/plain ({len(TEXT)} bytes)"
+        assert said in message, (operation, message)
 
 
 async def test_session_login_refused_is_unauthorized(async_client_for: ClientOver) -> None:
