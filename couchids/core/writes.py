@@ -104,9 +104,9 @@ def written(
             )
         fate = f"{what} may have been stored (an answer was lost): {again}"
     elif stored:
-        fate = f"{what} is stored"
+        fate = f"{what} {'is' if doc_id is not None else 'are'} stored"
     else:
-        fate = f"{what} was not stored"
+        fate = f"{what} {'was' if doc_id is not None else 'were'} not stored"
     if exc.args and isinstance(exc.args[0], str):
         exc.args = (f"{exc.args[0]}; {fate}", *exc.args[1:])
     return exc

@@ -176,6 +176,11 @@ def test_a_bulk_create_that_may_have_been_stored_says_how_to_find_out_and_it_doe
     assert "these documents may have been stored" in str(error)
     assert "write them again under their ids in .results (or the same keys)" in str(error)
     ids = [result.id for result in error.results]
+    proxy.fail("html-404-before", method="POST", path="_bulk_docs")  # certainly not stored
+    with pytest.raises(ServerError) as refused:
+        database(blocking_client_for(via_proxy), db, retries=0).bulk_create(docs)
+    assert refused.value.stored is False
+    assert str(refused.value).endswith("; these documents were not stored"), str(refused.value)
     again = shop.bulk_create(
         [{**doc, "_id": doc_id} for doc, doc_id in zip(docs, ids, strict=True)], type="user"
     )
