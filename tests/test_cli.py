@@ -179,6 +179,8 @@ def test_parse_time_counts_back_from_now(text: str, ago_ms: int) -> None:
         ("2024-05-01", "2024-05-01T00:00:00+00:00"),
         ("2024-05-01T12:30:00Z", "2024-05-01T12:30:00+00:00"),
         ("2024-05-01T14:30:00.5+02:00", "2024-05-01T12:30:00.500000+00:00"),
+        ("2024-05-01t12:30:00z", "2024-05-01T12:30:00+00:00"),
+        ("2016-12-31T23:59:60Z", "2016-12-31T23:59:59.999000+00:00"),
     ],
 )
 def test_parse_time_reads_iso(text: str, expected: str) -> None:
@@ -190,6 +192,11 @@ def test_parse_time_refuses_and_lists_what_it_takes(text: str) -> None:
     with pytest.raises(InvalidTimeError) as caught:
         parse_time(text, NOW)
     assert "ISO-8601" in str(caught.value) and "24h" in str(caught.value)
+
+
+def test_parse_time_refuses_a_second_60_that_is_no_leap_second() -> None:
+    with pytest.raises(InvalidTimeError, match="leap second, which comes only at 23:59:60 UTC"):
+        parse_time("2024-05-01T12:30:60Z", NOW)
 
 
 def test_parse_time_refuses_before_1970() -> None:

@@ -48,6 +48,16 @@ ACCEPTED = [
         utc_ms(2018, 7, 20, 10, 10, 34),
     ),
     (datetime(9999, 12, 31, 23, 59, 59, 999999), MAX_MS),
+    # RFC 3339's lower-case t and z (its section 5.6).
+    ("2024-05-01t10:00:00z", utc_ms(2024, 5, 1, 10)),
+    ("2024-05-01T10:00:00.5z", utc_ms(2024, 5, 1, 10, ms=500)),
+    # A leap second is the last millisecond of its minute, in any offset and form.
+    ("2016-12-31T23:59:60Z", utc_ms(2016, 12, 31, 23, 59, 59, ms=999)),
+    ("2016-12-31t23:59:60.5z", utc_ms(2016, 12, 31, 23, 59, 59, ms=999)),
+    ("2017-01-01T05:29:60+05:30", utc_ms(2016, 12, 31, 23, 59, 59, ms=999)),
+    ("2016-12-31 23:59:60", utc_ms(2016, 12, 31, 23, 59, 59, ms=999)),  # no offset: UTC
+    ("20161231T235960Z", utc_ms(2016, 12, 31, 23, 59, 59, ms=999)),
+    ("9999-12-31T23:59:60Z", MAX_MS),
 ]
 
 
@@ -98,6 +108,22 @@ def test_unparseable_strings_are_refused_with_an_example(text: str) -> None:
     message = str(info.value)
     assert repr(text) in message
     assert "ISO-8601" in message and "2024-05-01" in message
+
+
+@pytest.mark.parametrize(
+    "text", ["2016-12-31T23:58:60Z", "2016-12-31T10:59:60Z", "2016-12-31T23:59:60+01:00"]
+)
+def test_a_second_60_elsewhere_than_23_59_utc_is_refused_as_no_leap_second(text: str) -> None:
+    with pytest.raises(InvalidTimeError) as info:
+        to_ms(text)
+    message = str(info.value)
+    assert repr(text) in message and "leap second" in message and "23:59:60 UTC" in message
+
+
+@pytest.mark.parametrize("text", ["2016-12-31T23:59:61Z", "2016-02-30T23:59:60Z", "23:59:60"])
+def test_what_is_no_leap_second_is_not_iso(text: str) -> None:
+    with pytest.raises(InvalidTimeError, match="is not an ISO-8601 date or time"):
+        to_ms(text)
 
 
 @pytest.mark.parametrize("value", [1.0, 1514764800.0, 1514764800000.5, float("nan")], ids=repr)

@@ -19,7 +19,7 @@ from couchids.errors import InvalidArgumentError, InvalidTimeError
 from couchids.idforms.constants import DEFAULT_BLOCKS, SEPARATORS, SHORT_BLOCKS
 from couchids.idforms.doctypes import ALL_TYPES, AllTypes
 from couchids.idforms.forms import NAMED_FORMS, V7, V7S, IdForm, KuuidForm, form_named
-from couchids.idforms.times import now_ms, to_datetime, to_ms
+from couchids.idforms.times import now_ms, parse_iso, to_datetime, to_ms
 
 EXIT_OK = 0
 #: The server failed (unreachable, credentials, no such database, rate limited), or the
@@ -127,12 +127,8 @@ def parse_time(text: str, now: int) -> int:
         return now
     ago = _AGO.fullmatch(spoken)
     if ago is None:
-        try:
-            datetime.fromisoformat(text.strip())
-        except ValueError:
-            raise InvalidTimeError(
-                f"{text!r} is not a time: give {' '.join(TIME_HELP.split())}"
-            ) from None
+        if parse_iso(text) is None:
+            raise InvalidTimeError(f"{text!r} is not a time: give {' '.join(TIME_HELP.split())}")
         return to_ms(text)  # which refuses times before 1970 or after 9999
     try:
         ms = now - int(ago[1]) * _UNIT_MS[ago[2]]

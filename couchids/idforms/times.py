@@ -5,6 +5,7 @@ Every time is held as an ``int`` of Unix epoch milliseconds between the function
 
 from __future__ import annotations
 
+import re
 import time
 from datetime import UTC, date, datetime, timedelta
 from typing import TypeAlias
@@ -27,6 +28,13 @@ ACCEPTED = (
 )
 
 
+#: RFC 3339's lower-case ``t`` and ``z`` (its section 5.6), which ``datetime.fromisoformat``
+#: refuses (``z``): read as ``T`` and ``Z``.
+_UPPER_TZ = str.maketrans("tz", "TZ")
+#: A time of second 60, a leap second: what comes before the 60, its fraction, and its offset.
+_LEAP = re.compile(r"(\d{4}-?\d\d-?\d\d.\d\d:?\d\d:?)60([.,]\d+)?([Z+-].*)?")
+
+
 def now_ms() -> int:
     """The current time in epoch milliseconds."""
     return time.time_ns() // 1_000_000
@@ -34,6 +42,10 @@ def now_ms() -> int:
 
 def to_ms(value: TimeLike) -> int:
     """Turn any accepted time into epoch milliseconds (sub-millisecond parts are dropped).
+
+    An ISO-8601 string may use RFC 3339's lower-case ``t`` and ``z``; a leap second,
+    ``23:59:60`` UTC, is the last millisecond of its minute (``23:59:59.999``), as a second 60
+    at any other time is refused.
 
     Raises:
         InvalidTimeError: the value is of another kind, unreadable, before 1970, after
@@ -61,7 +73,13 @@ def to_ms(value: TimeLike) -> int:
     elif isinstance(value, date):
         ms = _datetime_ms(datetime(value.year, value.month, value.day))
     elif isinstance(value, str):
-        ms = _datetime_ms(_parse_iso(value))
+        when = parse_iso(value)
+        if when is None:
+            raise InvalidTimeError(
+                f"{value!r} is not an ISO-8601 date or time, such as 2024-05-01 or "
+                "2024-05-01T12:30:00Z"
+            )
+        ms = _datetime_ms(when)
     else:
         raise InvalidTimeError(
             f"{type(value).__name__} {value!r} is not a time; accepted: {ACCEPTED}"
@@ -101,10 +119,38 @@ def _shown(value: datetime) -> str:
         return f"{naive} with a tzinfo of type {type(value.tzinfo).__name__}"
 
 
-def _parse_iso(text: str) -> datetime:
+def parse_iso(text: str) -> datetime | None:
+    """``text``, an ISO-8601 date or time (RFC 3339's lower-case ``t`` and ``z`` too), as a
+    ``datetime`` (naive: no offset given), or ``None`` when it is none. A leap second,
+    ``23:59:60`` UTC, which a ``datetime`` cannot hold, is the last millisecond of its minute
+    (``23:59:59.999``), as it is to libraries built on ``datetime``.
+
+    Raises:
+        InvalidTimeError: a second 60 at another time than 23:59 UTC.
+
+    >>> parse_iso("2016-12-31t23:59:60z")
+    datetime.datetime(2016, 12, 31, 23, 59, 59, 999000, tzinfo=datetime.timezone.utc)
+    """
+    plain = text.strip().translate(_UPPER_TZ)
     try:
-        return datetime.fromisoformat(text.strip())
+        return datetime.fromisoformat(plain)
     except ValueError:
+        pass
+    leap = _LEAP.fullmatch(plain)
+    if leap is None:
+        return None
+    try:
+        when = datetime.fromisoformat(f"{leap[1]}59{leap[3] or ''}")
+    except ValueError:
+        return None
+    when = when.replace(microsecond=999_000)
+    try:
+        utc = when if when.tzinfo is None else when.astimezone(UTC)
+    except OverflowError:
+        return when  # before year 1 or after 9999 in UTC: out of range, as to_ms says
+    if (utc.hour, utc.minute) != (23, 59):
         raise InvalidTimeError(
-            f"{text!r} is not an ISO-8601 date or time, such as 2024-05-01 or 2024-05-01T12:30:00Z"
-        ) from None
+            f"{text!r} has a second 60, a leap second, which comes only at 23:59:60 UTC "
+            "(couchids reads it as 23:59:59.999); give seconds from 00 to 59"
+        )
+    return when
