@@ -138,6 +138,27 @@ def development_layout() -> list[str]:
     return text.split("```text\n", 1)[1].split("```", 1)[0].splitlines()
 
 
+def test_contributing_names_only_files_that_exist() -> None:
+    """Each file or folder CONTRIBUTING.md names (``couchids/core/options.py``, ``tests/_sync/``,
+    ``core/`` and ``ulid.py`` of the package) exists; ``<concern>`` and ``*`` stand for any
+    name."""
+    text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    named = {
+        name
+        for name in re.findall(r"`([^`\s]+)`", text)
+        if re.search(r"/|\.(py|md|rst)$", name) and not name.startswith(".venv/")
+    }
+    assert len(named) >= 30, sorted(named)
+    missing = []
+    for name in sorted(named):
+        pattern = re.sub(r"<[^>]+>", "*", name)
+        package = ROOT / "couchids"
+        found = [*ROOT.glob(pattern), *(package.glob if "/" in pattern else package.rglob)(pattern)]
+        if not found:
+            missing.append(name)
+    assert not missing, f"CONTRIBUTING.md names what is not in the checkout: {missing}"
+
+
 def test_the_development_page_maps_every_module_and_notebook() -> None:
     """Each module of couchids/ is named in the map: a subpackage's under its heading (or as
     ``aio/database.py``), a top-level one among couchids/'s; each notebook on its line, and on

@@ -374,8 +374,10 @@ FENCED = re.compile(r"^\s*(```|~~~).*?^\s*\1", re.DOTALL | re.MULTILINE)
 
 
 def prose() -> Iterator[tuple[str, str]]:
-    """(where, text) of the running text of the README, the docs pages and the docstrings."""
-    for path in [README, *sorted(DOCS.rglob("*.md")), *sorted(DOCS.rglob("*.rst"))]:
+    """(where, text) of the running text of the README, CONTRIBUTING.md, the docs pages and
+    the docstrings."""
+    contributing = ROOT / "CONTRIBUTING.md"
+    for path in [README, contributing, *sorted(DOCS.rglob("*.md")), *sorted(DOCS.rglob("*.rst"))]:
         yield relative(path), FENCED.sub("", path.read_text(encoding="utf-8"))
     for path in sorted(PACKAGE.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
