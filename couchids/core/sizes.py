@@ -61,9 +61,9 @@ class Filling:
 
 
 def measured(part: bytes, document_bytes: int) -> int:
-    """The size of the document ``part`` (its JSON as a write sends it, non-ASCII characters
+    r"""The size of the document ``part`` (its JSON as a write sends it, non-ASCII characters
     escaped) as the server measures it against its limit: its strings in UTF-8, so an "é"
-    sent as ``\\u00e9`` (6 bytes) counts 2 (CouchDB's ``couch_ejson_size``; Cloudant's 1 MB).
+    sent as ``\u00e9`` (6 bytes) counts 2 (CouchDB's ``couch_ejson_size``; Cloudant's 1 MB).
     Never more than ``len(part)``; worked out only for a part over ``document_bytes``.
 
     >>> measured(b'{"a":"\\u00e9"}', 10), measured(b'{"a":"\\u00e9"}', 100)
