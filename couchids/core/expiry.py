@@ -22,6 +22,7 @@ from couchids.core.asking import MISSING, ask
 from couchids.core.counting import server_kind
 from couchids.core.defaults import DEFAULT_EXPIRE_BATCH
 from couchids.core.effects import END, Program, Puller, Request, Start, Wait, path, post_json
+from couchids.core.exactjson import dumps
 from couchids.core.facts import FactsCache, database_facts
 from couchids.core.keys import KeyRange, in_window, window_keys
 from couchids.core.options import Options
@@ -33,6 +34,7 @@ from couchids.core.scan import (
     check_one_form,
     range_pages,
 )
+from couchids.core.sizes import DEFAULT_BATCH_BYTES, DEFAULT_DOCUMENT_BYTES, write_in_halves
 from couchids.core.writes import keyed_rows, rows_by_key
 from couchids.errors import InvalidArgumentError, ServerError
 from couchids.idforms.forms import KUUID, IdForm
@@ -144,6 +146,7 @@ def expire(
                 purge=purge,
                 scope=(form, type),
                 on_progress=on_progress,
+                batch_bytes=options.batch_bytes,
             )
         )
 
@@ -250,10 +253,12 @@ def expire_rows(
     purge: bool,
     scope: tuple[IdForm, str | None] = PLAIN_SCOPE,
     on_progress: Callable[[ExpireReport], None] | None = None,
+    batch_bytes: int = DEFAULT_BATCH_BYTES,
 ) -> Program[ExpireReport]:
     """Delete the documents of the ``_all_docs`` rows ``pages`` emits (in key order) whose id
     ``goes`` picks (asked once a row), into ``report`` (a dry run only counts them), and purge
-    them with ``purge``. ``scope`` is the form and type of the rows (:func:`delete_revisions`).
+    them with ``purge``. ``scope`` is the form and type of the rows, ``batch_bytes`` the most
+    bytes of a request of deletions (:func:`delete_revisions`).
     The caller checked the database and the purge (:func:`check_purge`) before.
     """
     dry_run, mark = report.dry_run, report.checkpoint
@@ -268,7 +273,9 @@ def expire_rows(
         rows = [row for row in page if goes(row["id"])]
         report.matched += len(rows)
         if rows and not dry_run:
-            tombstones = yield from delete_revisions(known, db, rows, report, policy, scope=scope)
+            tombstones = yield from delete_revisions(
+                known, db, rows, report, policy, scope=scope, batch_bytes=batch_bytes
+            )
             if purge and tombstones:
                 report.purged += yield from _purge(known, db, tombstones, policy)
         if rows:
@@ -290,6 +297,7 @@ def delete_revisions(
     scope: tuple[IdForm, str | None],
     every_leaf: bool = True,
     others: Mapping[str, Sequence[str]] | None = None,
+    batch_bytes: int = DEFAULT_BATCH_BYTES,
 ) -> Program[dict[str, list[str]]]:
     """Delete the documents of ``_all_docs`` rows (``{"id", "value": {"rev"}}``) by the
     revision read, into ``report``; return ``{id: [tombstone revisions]}`` of those deleted
@@ -299,7 +307,8 @@ def delete_revisions(
     names, by id, the other leaf revisions read with a row (those archive copied): they are
     deleted by those revisions, so a leaf written since is never deleted unseen. Leaves nobody
     read are deleted too with ``every_leaf``; without, the document is left live and reported
-    in ``report.conflicts``. ``report.deleted`` counts only documents that are gone."""
+    in ``report.conflicts``. ``report.deleted`` counts only documents that are gone. The
+    deletions are sent in requests of at most ``batch_bytes`` (:func:`write_in_halves`)."""
     docs = []
     for row in rows:
         value = row.get("value")
@@ -307,13 +316,37 @@ def delete_revisions(
         if not isinstance(rev, str):
             raise answer_error(policy, db, f"row {row['id']!r} has no revision: {describe(row)}")
         docs.append({"_id": row["id"], "_rev": rev, "_deleted": True})
-    each = policy.renewed()
-    answer = (yield from ask(post_json(path(db, "_bulk_docs"), {"docs": docs}), each, db)).body
+    answered: dict[str, dict[str, Any]] = {}
+    refused: dict[str, str] = {}
+
+    def write(group: list[int]) -> Program[None]:
+        each = policy.renewed()
+        sent = [docs[index] for index in group]
+        asked = post_json(path(db, "_bulk_docs"), {"docs": sent})
+        answer = (yield from ask(asked, each, db)).body
+        ids = {doc["_id"] for doc in sent}
+        answered.update(keyed_rows(answer, "id", ids, "_bulk_docs", each, db))
+
+    def refuse(index: int, why: str) -> None:
+        refused[docs[index]["_id"]] = why
+
+    # Within batch_bytes, and halved when the server refuses a request as too large, as
+    # writes are; a deletion refused alone is a failure.
+    yield from write_in_halves(
+        [dumps(doc) for doc in docs],
+        write,
+        refuse,
+        lambda index: docs[index]["_id"] in answered,
+        document_bytes=DEFAULT_DOCUMENT_BYTES,
+        batch_bytes=batch_bytes,
+        envelope=len(b'{"docs":[]}'),
+    )
+    report.failed.extend(refused.items())
     tombstones: dict[str, list[str]] = {}
-    sent = {doc["_id"] for doc in docs}
-    answered = keyed_rows(answer, "id", sent, "_bulk_docs", each, db)
     # A document the answer has no row of is read as a 409's is: never passed over unseen.
-    conflicted = [doc["_id"] for doc in docs if doc["_id"] not in answered]
+    conflicted = [
+        doc["_id"] for doc in docs if doc["_id"] not in answered and doc["_id"] not in refused
+    ]
     for row in answered.values():
         if row.get("error") == "conflict":
             conflicted.append(row["id"])
@@ -322,7 +355,9 @@ def delete_revisions(
         elif isinstance(row.get("rev"), str):
             tombstones[row["id"]] = [row["rev"]]
         else:
-            raise answer_error(each, db, f"_bulk_docs answered a row without rev: {describe(row)}")
+            raise answer_error(
+                policy, db, f"_bulk_docs answered a row without rev: {describe(row)}"
+            )
     # A 409 is a document changed since it was read, or one deleted already (by another
     # client, or by a first attempt of this batch whose answer was lost): tell them apart.
     # So is a document without a row: deleted (gone), or live and left alone (a conflict).

@@ -211,6 +211,7 @@ def archive(
             scope=(form, type),
             every_leaf=False,
             others=others,
+            batch_bytes=options.batch_bytes,
         )
 
     return run()

@@ -59,8 +59,9 @@ class Options:
         batch_size: rows or documents per request, read or written; ``None`` (the default)
             is each operation's own (2000 rows a page for ``window`` and ``export``, 500
             documents a ``_bulk_docs`` request for the writes).
-        batch_bytes: the most bytes of one bulk write's request body (default 60 MB, under
-            IBM Cloudant's 64 MB a request).
+        batch_bytes: the most bytes of one bulk write's request body, and of one request of
+            the deletions of ``expire`` and ``archive`` (default 60 MB, under IBM Cloudant's
+            64 MB a request).
         document_bytes: the most bytes of one document a bulk write sends, as JSON with its
             ``_id`` and its text in UTF-8, as the server measures it (default 1 MB, IBM
             Cloudant's limit); a larger document is a failed row.

@@ -819,7 +819,15 @@ def expire(
 
     def database(at: tuple[Period, str], whole: bool) -> Program[ExpireReport | None]:
         return _expire_database(
-            known, layout, at, report, policy, batch_size, purge=purge, whole=whole
+            known,
+            layout,
+            at,
+            report,
+            policy,
+            batch_size,
+            purge=purge,
+            whole=whole,
+            batch_bytes=options.batch_bytes,
         )
 
     def add(name: str, each: ExpireReport | None, whole: bool) -> None:
@@ -880,6 +888,7 @@ def _expire_database(
     *,
     purge: bool,
     whole: bool,
+    batch_bytes: int,
 ) -> Program[ExpireReport | None]:
     """Delete the documents of the database ``at`` whose id holds a time before the report's
     (:func:`id_time`; design documents stay); ``None`` when it does not exist. ``whole``
@@ -920,7 +929,11 @@ def _expire_database(
         else:
             rows = older_rows(known, name, form, before_ms, policy, batch_size, check)
         each = ExpireReport(dry_run=report.dry_run)
-        return (yield from expiry.expire_rows(known, name, rows, goes, each, policy, purge=purge))
+        return (
+            yield from expiry.expire_rows(
+                known, name, rows, goes, each, policy, purge=purge, batch_bytes=batch_bytes
+            )
+        )
     except DatabaseNotFoundError:
         return None
 
