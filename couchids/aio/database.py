@@ -770,9 +770,10 @@ class AsyncDatabase:
             mapping: a text stream getting a JSON line ``{"old": ..., "new": ...}`` per document.
             create_target: create a missing ``target_db`` (not partitioned); by default it is an
                 error, so that a misspelt name creates nothing.
-            checkpoint: a :class:`~couchids.Checkpoint` a stopped rekey of this database filled: resumes
-                after its ``last_id``, which must be a document of this database (a deleted one
-                too), else :class:`~couchids.InvalidArgumentError` before anything is copied.
+            checkpoint: a :class:`~couchids.Checkpoint` a stopped rekey of this database
+                filled: resumes after its ``last_id``, which must be a document of this database
+                (a deleted one too), else :class:`~couchids.InvalidArgumentError` before anything
+                is copied.
 
         Example::
 
