@@ -218,8 +218,9 @@ def test_a_batch_is_sent_while_the_one_before_it_is_written(
     db: str,
 ) -> None:
     # Each _bulk_docs request waits at the proxy for a second one: sent one at a time, each
-    # would wait out the 10 s, and none would ever have company.
-    proxy.hold_for_company("_bulk_docs", seconds=10)
+    # would wait out the 3 s, and none would ever have company. The first batch is sent alone
+    # (a refused login costs one request): a request without company waits them out.
+    proxy.hold_for_company("_bulk_docs", seconds=3)
     docs = [{"n": i} for i in range(40)]
     results = database(blocking_client_for(via_proxy), db, batch_size=10).bulk_create(docs)
     assert proxy.most_in_flight == 2, "two batches in flight, never more"
