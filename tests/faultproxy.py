@@ -13,8 +13,9 @@ server's 201 into ``202 Accepted`` (a write fewer copies than a quorum took), ``
 forwards and answers ``409 Conflict`` (the majority refused the write, but a copy that lagged
 behind took it), and ``"404-before"`` answers 404 without forwarding (a read that reached a
 copy the write has not reached yet). ``"html-404-before"`` answers a proxy's own HTML 404 page
-without forwarding (a route the proxy lacks: no word from CouchDB). Every request and what the
-proxy did with it is kept in :attr:`FaultProxy.log`.
+without forwarding (a route the proxy lacks: no word from CouchDB), and ``"shape-after"``
+forwards and answers with the server's status and JSON of no shape a request is answered in (a
+string). Every request and what the proxy did with it is kept in :attr:`FaultProxy.log`.
 
 Two play a server that stops answering: ``"hang"`` holds the request without forwarding it and
 never answers (the connection closes when the proxy stops), and ``"slow"`` holds it for the
@@ -50,6 +51,7 @@ Mode = Literal[
     "409-after",
     "404-before",
     "html-404-before",
+    "shape-after",
     "hang",
     "slow",
 ]
@@ -62,6 +64,7 @@ MODES: tuple[Mode, ...] = (
     "409-after",
     "404-before",
     "html-404-before",
+    "shape-after",
     "hang",
     "slow",
 )
@@ -83,6 +86,8 @@ _HOP_BY_HOP = frozenset(
         "host",
     }
 )
+#: The answer of ``"shape-after"``: JSON, but of no shape any request is answered in.
+_SHAPE = b'"bent by the test proxy"'
 _NOT_FOUND = b'{"error":"not_found","reason":"missing (the test proxy)"}'
 _PROXY_404 = b"<html><head><title>404 Not Found</title></head><body>nginx</body></html>"
 _UNAVAILABLE = b'{"error":"service_unavailable","reason":"answer lost by the test proxy"}'
@@ -331,6 +336,9 @@ def _handler_for(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
             proxy._record(self.command, self.path, mode)
             if mode == "202-after":
                 self._answer(202 if status == 201 else status, headers, answer)
+                return
+            if mode == "shape-after":
+                self._answer(status, [("Content-Type", "application/json")], _SHAPE)
                 return
             if mode == "409-after":
                 self._answer(409, [("Content-Type", "application/json")], _CONFLICT)

@@ -64,8 +64,9 @@ class Claim:
         self.answered = True
         if answer is not CONFLICT:
             if answer.status != 202:
-                return WriteResult(self.doc_id, revision(answer.body, self.policy, self.db))
-            ours = [revision(answer.body, self.policy, self.db)]
+                rev = revision(answer.body, self.policy, self.db, answer.sent)
+                return WriteResult(self.doc_id, rev)
+            ours = [revision(answer.body, self.policy, self.db, answer.sent)]
         else:
             leaves = yield from live_leaves(self.known, self.db, self.doc_id, self.policy)
             ours = [str(leaf["_rev"]) for leaf in leaves if leaf.get(ALLOC_FIELD) == self.token]

@@ -325,7 +325,7 @@ def delete_revisions(
         asked = post_json(path(db, "_bulk_docs"), {"docs": sent})
         answer = (yield from ask(asked, each, db)).body
         ids = {doc["_id"] for doc in sent}
-        answered.update(keyed_rows(answer, "id", ids, "_bulk_docs", each, db))
+        answered.update(keyed_rows(answer, "id", ids, "_bulk_docs", each, db, sent=asked.sent))
 
     def refuse(index: int, why: str) -> None:
         refused[docs[index]["_id"]] = why
@@ -356,7 +356,10 @@ def delete_revisions(
             tombstones[row["id"]] = [row["rev"]]
         else:
             raise answer_error(
-                policy, db, f"_bulk_docs answered a row without rev: {describe(row)}"
+                policy,
+                db,
+                f"_bulk_docs answered a row without rev: {describe(row)}",
+                f"POST {path(db, '_bulk_docs')}",
             )
     # A 409 is a document changed since it was read, or one deleted already (by another
     # client, or by a first attempt of this batch whose answer was lost): tell them apart.
@@ -462,14 +465,15 @@ def _purge(
         body = dict(items[start : start + size])
         each = policy.renewed()
         try:
-            answer = (yield from ask(post_json(path(db, "_purge"), body), each, db)).body
+            reply = yield from ask(post_json(path(db, "_purge"), body), each, db)
         except ServerError as exc:
             if exc.status != 400 or size == 1 or not _OVER_LIMIT.search(str(exc)):
                 raise
             known.purge_batch = PURGE_BATCH if size > PURGE_BATCH else size // 2
             continue
+        answer = reply.body
         if not isinstance(answer, dict) or not isinstance(answer.get("purged"), dict):
-            raise answer_error(each, db, f"_purge answered {describe(answer)}")
+            raise answer_error(each, db, f"_purge answered {describe(answer)}", reply.sent)
         purged += sum(1 for revs in answer["purged"].values() if revs)
         start += size
     return purged

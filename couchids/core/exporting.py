@@ -256,7 +256,9 @@ def _copy(
         copy = Request("POST", path(target_db, "_bulk_docs"), body=body)
         answer = (yield from ask(copy, each, target_db)).body
         if not isinstance(answer, list) or not all(isinstance(row, dict) for row in answer):
-            raise answer_error(each, target_db, f"_bulk_docs answered {describe(answer)}")
+            raise answer_error(
+                each, target_db, f"_bulk_docs answered {describe(answer)}", copy.sent
+            )
         refused = {str(row.get("id")): row for row in answer if "error" in row}
         for index in group:
             row = refused.get(page[index]["_id"])
@@ -306,18 +308,24 @@ def _unheld(
     each = policy.renewed()
     asked = post_json(path(target_db, "_bulk_get"), {"docs": [{"id": i} for i in copied]})
     answer = (yield from ask(asked, each, target_db)).body
-    results = expect_object(answer, each, target_db, "results")["results"]
-    rows = keyed_rows(results, "id", set(copied), "_bulk_get", each, target_db, every=True)
+    results = expect_object(answer, each, target_db, "results", sent=asked.sent)["results"]
+    rows = keyed_rows(
+        results, "id", set(copied), "_bulk_get", each, target_db, every=True, sent=asked.sent
+    )
     unheld: list[tuple[str, str]] = []
     for doc_id, revs in copied.items():
         docs = rows[doc_id].get("docs")
         if not isinstance(docs, list) or not docs or not all(isinstance(d, dict) for d in docs):
-            raise answer_error(each, target_db, f"_bulk_get answered {describe(rows[doc_id])}")
+            raise answer_error(
+                each, target_db, f"_bulk_get answered {describe(rows[doc_id])}", asked.sent
+            )
         # CouchDB answers each leaf of a conflicted document, a deleted one with _deleted;
         # PouchDB Server the winner, a deleted one as {}.
         found = [d["ok"] for d in docs if isinstance(d.get("ok"), dict)]
         if not all(isinstance(leaf.get("_rev"), str) for leaf in found):
-            raise answer_error(each, target_db, f"_bulk_get answered {describe(rows[doc_id])}")
+            raise answer_error(
+                each, target_db, f"_bulk_get answered {describe(rows[doc_id])}", asked.sent
+            )
         live = [leaf for leaf in found if leaf.get("_deleted") is not True]
         if live and (rev := winner(live)["_rev"]) not in revs:
             why = f"the target shows it at revision {rev}, none of the ones copied (edited there)"

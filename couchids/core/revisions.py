@@ -68,7 +68,10 @@ def delete_revision(db: str, doc_id: str, rev: str, policy: RetryPolicy) -> Prog
     refused = [row for row in rows if not isinstance(row, dict) or "error" in row]
     if refused:
         raise answer_error(
-            policy, db, f"the deletion of {doc_id!r} {rev} was refused: {describe(refused[0])}"
+            policy,
+            db,
+            f"the deletion of {doc_id!r} {rev} was refused: {describe(refused[0])}",
+            reply.sent,
         )
     return revision
 

@@ -348,8 +348,8 @@ def write_new(
             written(exc, doc_id, None if attempts.maybe_carried_out else False)
             raise
         if answer is not CONFLICT and answer.status != 202:
-            return WriteResult(doc_id, revision(answer.body, policy, db))
-        our_rev = None if answer is CONFLICT else revision(answer.body, policy, db)
+            return WriteResult(doc_id, revision(answer.body, policy, db, answer.sent))
+        our_rev = None if answer is CONFLICT else revision(answer.body, policy, db, answer.sent)
         try:
             result = yield from _from_leaves(known, db, doc_id, ours, our_rev, policy)
         except ServerError as exc:
@@ -419,16 +419,18 @@ def keyed_rows(
     db: str,
     *,
     every: bool = False,
+    sent: str | None = None,
 ) -> dict[str, dict[str, Any]]:
     """The rows of a ``_bulk_docs`` answer (``field`` ``id``) or of ``_all_docs`` by keys
     (``key``) by that field, checked: objects, each naming one of ``asked``, none twice
-    (:func:`~couchids.core.answers.check_listing`), and with ``every`` one for each."""
+    (:func:`~couchids.core.answers.check_listing`), and with ``every`` one for each; ``sent``
+    is the request they answer, which a refusal names."""
     if not isinstance(rows, list) or not all(
         isinstance(row, dict) and isinstance(row.get(field), str) for row in rows
     ):
-        raise answer_error(policy, db, f"{what} answered {describe(rows)}")
+        raise answer_error(policy, db, f"{what} answered {describe(rows)}", sent)
     names = [row[field] for row in rows]
-    check_listing(what, names, policy, db, noun="the row of ", among=asked)
+    check_listing(what, names, policy, db, sent=sent, noun="the row of ", among=asked)
     missing = len(asked) - len(names)
     if every and missing:
         first = min(asked - set(names))
@@ -437,6 +439,7 @@ def keyed_rows(
             db,
             f"{what} answered no row for {missing} of {len(asked)} documents "
             f"(first {first!r}): {describe(rows)}",
+            sent,
         )
     return dict(zip(names, rows, strict=True))
 
@@ -447,8 +450,8 @@ def rows_by_key(
     """The rows of ``_all_docs`` by ``keys`` (with ``params``) by key, as :func:`keyed_rows`
     checks them."""
     reply = yield from ask(post_json(path(db, "_all_docs"), {"keys": keys, **params}), policy, db)
-    rows = expect_object(reply.body, policy, db, "rows")["rows"]
-    return keyed_rows(rows, "key", set(keys), "_all_docs", policy, db, every=every)
+    rows = expect_object(reply.body, policy, db, "rows", sent=reply.sent)["rows"]
+    return keyed_rows(rows, "key", set(keys), "_all_docs", policy, db, every=every, sent=reply.sent)
 
 
 class _Batch:
@@ -537,7 +540,9 @@ class _Batch:
         reply = yield from ask(bulk_docs, self.policy, self.db, attempts=self.attempts)
         # Rows are matched by id, not position: PouchDB Server lists failed rows first.
         sent = {self.ids[i] for i in pending}
-        by_id = keyed_rows(reply.body, "id", sent, "_bulk_docs", self.policy, self.db, every=True)
+        by_id = keyed_rows(
+            reply.body, "id", sent, "_bulk_docs", self.policy, self.db, every=True, sent=reply.sent
+        )
         conflicted, limited = [], []
         for index in pending:
             doc_id = self.ids[index]
@@ -545,10 +550,11 @@ class _Batch:
             error = row.get("error")
             if error is None and reply.status == 202:
                 # Fewer copies than a quorum took the batch: check each document as create does.
-                rev = revision(row, self.policy, self.db)
+                rev = revision(row, self.policy, self.db, reply.sent)
                 self.results[index] = yield from self._checked(index, rev)
             elif error is None:
-                self.results[index] = WriteResult(doc_id, revision(row, self.policy, self.db))
+                rev = revision(row, self.policy, self.db, reply.sent)
+                self.results[index] = WriteResult(doc_id, rev)
             elif error == "conflict":
                 conflicted.append(index)
             elif error == _RATE_LIMITED:

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import io
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any
 
 import pytest
 from concurrently import each_at_once_on_loops
+from conftest import drop_database, fresh_database
 from faultproxy import FaultProxy, client_for
 from hostileserver import MODES, TEXT, HostileServer, TokenService, trust_one_certificate
 from ibmcloudant.cloudant_v1 import CloudantV1
@@ -253,3 +254,82 @@ async def test_a_follow_answered_in_another_shape_names_the_request(
             message = str(failed.value)
             head = f"follow on {DB!r} (POST /{DB}/_changes): not a CouchDB answer: "
             assert message.startswith(head), (since, message)
+
+
+@pytest.fixture
+def target(client: CloudantV1) -> Iterator[str]:
+    name = fresh_database(client)
+    yield name
+    drop_database(client, name)
+
+
+#: Operations that meet a request answered in another shape once a real server answered the
+#: ones before it well: (the operation, with the target database; the request answered so).
+SHAPED: dict[str, tuple[Callable[[Any, str], Any], str, str]] = {
+    "expire": (lambda d, t: d.expire("2030-01-01", type=None, dry_run=False), "POST", "_bulk_docs"),
+    "expire, purging": (
+        lambda d, t: d.expire("2030-01-01", type=None, dry_run=False, purge=True),
+        "POST",
+        "_purge",
+    ),
+    "archive, copying": (
+        lambda d, t: d.archive(t, "2020-01-01", "2030-01-01"),
+        "POST",
+        "_bulk_docs",
+    ),
+    "archive, reading back": (
+        lambda d, t: d.archive(t, "2020-01-01", "2030-01-01"),
+        "POST",
+        "_bulk_get",
+    ),
+    "create_short": (lambda d, t: d.create_short({"n": 1}), "PUT", ""),
+    "create": (lambda d, t: d.create({"n": 1}), "PUT", ""),
+    "bulk_create": (lambda d, t: d.bulk_create([{"n": 1}]), "POST", "_bulk_docs"),
+}
+
+
+@pytest.mark.parametrize("case", [case for case in SHAPED if "purging" not in case])
+async def test_a_write_answered_in_another_shape_names_the_request(
+    case: str,
+    async_client_for: ClientOver,
+    async_client: AsyncClient,
+    couch_url: str,
+    db: str,
+    target: str,
+) -> None:
+    await shaped(case, async_client_for, async_client, couch_url, db, target)
+
+
+@pytest.mark.needs("couchdb")
+async def test_a_purge_answered_in_another_shape_names_the_request(
+    async_client_for: ClientOver,
+    async_client: AsyncClient,
+    couch_url: str,
+    db: str,
+    target: str,
+) -> None:
+    await shaped("expire, purging", async_client_for, async_client, couch_url, db, target)
+
+
+async def shaped(
+    case: str,
+    async_client_for: ClientOver,
+    async_client: AsyncClient,
+    couch_url: str,
+    db: str,
+    target: str,
+) -> None:
+    act, method, endpoint = SHAPED[case]
+    await database(async_client, db).bulk_create([{"n": n} for n in range(3)])
+    with FaultProxy(couch_url) as proxy:
+        # The purge of expire's own deletions, after the empty one that checks for _purge.
+        after = 1 if endpoint == "_purge" else 0
+        proxy.fail("shape-after", method=method, path=f"^/[^/]+/{endpoint}", after=after)
+        client = async_client_for(client_for(proxy.url))
+        with pytest.raises(couchids.ServerError) as failed:
+            await act(database(client, db, retries=0), target)
+        (bent,) = [entry for entry in proxy.log if entry.outcome == "shape-after"]
+        await close(client)
+    message = str(failed.value)
+    asked = f"{method} {bent.path.split('?')[0]}"
+    assert f" ({asked}): not a CouchDB answer: " in message, message
