@@ -176,7 +176,7 @@ class HostileServer:
         if mode == "text":
             return _send(handler, 200, TEXT, "text/plain; charset=utf-8")
         if mode == "truncated":
-            return _send(handler, 200, b'{"rows":[{"id":"a","key":"a","value":{"re', JSON_TYPE)
+            return _send(handler, 200, TRUNCATED, JSON_TYPE)
         if mode == "close-mid-body":
             handler.send_response(200)
             handler.send_header("Content-Type", JSON_TYPE)
@@ -210,6 +210,8 @@ class HostileServer:
 
 
 JSON_TYPE: Final = "application/json"
+#: The answer of mode ``truncated``.
+TRUNCATED: Final = b'{"rows":[{"id":"a","key":"a","value":{"re'
 #: The answer of mode ``text``.
 TEXT: Final = b"upstream busy\n"
 #: ``GET /`` of Apache CouchDB (``couchdb=True``).

@@ -115,6 +115,5 @@ def _json(response: Response, policy: RetryPolicy, db: str, request: Request) ->
     try:
         return loads(response.body)
     except ValueError:
-        raise answer_error(
-            policy, db, f"unreadable JSON (HTTP {response.status})", request.sent
-        ) from None
+        # In the words of a read of _all_docs, which takes it as bytes (pages.rows_of).
+        raise answer_error(policy, db, describe(response.body), request.sent) from None

@@ -21,7 +21,7 @@ import pytest
 from concurrently import each_at_once_on_loops
 from conftest import drop_database, fresh_database
 from faultproxy import FaultProxy, client_for
-from hostileserver import MODES, TEXT, HostileServer, TokenService, trust_one_certificate
+from hostileserver import MODES, TEXT, TRUNCATED, HostileServer, TokenService, trust_one_certificate
 from ibmcloudant.cloudant_v1 import CloudantV1
 from localserver import free_port
 from test_hostile import (
@@ -135,8 +135,19 @@ async def test_a_text_answer_is_described_by_its_type_on_reads_and_writes_alike(
     )
 
 
-async def text_against(operation: str, client_over: ClientOver) -> None:
-    with HostileServer("text") as server:
+async def test_json_cut_short_is_described_alike_on_reads_and_writes(
+    async_client_for: ClientOver,
+) -> None:
+    each_at_once_on_loops(
+        {
+            operation: partial(text_against, operation, async_client_for, "truncated")
+            for operation in OPERATIONS
+        }
+    )
+
+
+async def text_against(operation: str, client_over: ClientOver, mode: str = "text") -> None:
+    with HostileServer(mode) as server:
         client = client_over(client_for(server.url))
         try:
             with pytest.raises(couchids.ServerError) as failed:
@@ -145,6 +156,8 @@ async def text_against(operation: str, client_over: ClientOver) -> None:
             await close(client)
         message = str(failed.value)
         said = f"not a CouchDB answer: text/plain ({len(TEXT)} bytes)"
+        if mode == "truncated":
+            said = f"not a CouchDB answer: JSON cut short ({len(TRUNCATED)} bytes)"
         assert said in message, (operation, message)
 
 
