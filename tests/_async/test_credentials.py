@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 import responses
-from ibmcloudant.cloudant_v1 import CloudantV1
 from faultproxy import FaultProxy
+from ibmcloudant.cloudant_v1 import CloudantV1
 from localserver import Server
 
 from couchids import DatabaseNotFoundError, ServerError, UnauthorizedError, connect
