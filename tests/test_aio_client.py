@@ -8,6 +8,7 @@ import asyncio
 import base64
 import logging
 import threading
+import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import quote
@@ -15,8 +16,10 @@ from urllib.parse import quote
 import pytest
 from emptycouch import empty_database_handler
 from faultproxy import client_for
+from localserver import Server
 
-from couchids import InvalidArgumentError, aio
+from couchids import InvalidArgumentError, UnauthorizedError, aio
+from couchids.core.urls import parse_url
 
 USER = "admin"
 PASSWORD = "Zq9-aio-S3cret"
@@ -152,3 +155,39 @@ def test_a_scheme_the_cloudant_client_sends_directly_goes_around_the_environment
 
     assert asyncio.run(main()) == []
     assert recorder.paths and all(p.startswith("/shop") for p in recorder.paths)
+
+
+def refused_as_other(server: Server, monkeypatch: pytest.MonkeyPatch, **settings: str) -> str:
+    """The message of ``new_instance("other")`` of ``settings`` (``OTHER_*``) refused a read."""
+    root = parse_url(server.url, "url", role="server").root
+    for name, value in {"URL": root, **settings}.items():
+        monkeypatch.setenv(f"OTHER_{name}", value)
+
+    async def main() -> None:
+        async with aio.new_instance("other", trust_env=False) as client:
+            await aio.AsyncDatabase(client, "_users").latest(1)
+
+    with pytest.raises(UnauthorizedError) as caught:
+        asyncio.run(main())
+    message = str(caught.value)
+    assert "CLOUDANT_" not in message, message
+    return message
+
+
+def test_a_refused_client_of_another_service_names_its_credentials_by_its_settings(
+    couch_server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    user = f"nobody-{uuid.uuid4().hex[:10]}"  # CouchDB locks out a user after failed logins
+    message = refused_as_other(
+        couch_server, monkeypatch, AUTH_TYPE="basic", USERNAME=user, PASSWORD="Zq9-wr0ng"
+    )
+    assert f"user {user!r} with its password (OTHER_USERNAME and OTHER_PASSWORD)" in message
+
+
+@pytest.mark.needs("couchdb")  # CouchDB 3 keeps _users to its admins: an anonymous read is refused
+def test_a_client_of_another_service_sending_no_credentials_is_told_that_service_s_settings(
+    couch_server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    message = refused_as_other(couch_server, monkeypatch, AUTH_TYPE="noauth")
+    advice = "set OTHER_AUTH_TYPE to basic or couchdb_session with OTHER_USERNAME and"
+    assert f"(OTHER_AUTH_TYPE=noauth): {advice} OTHER_PASSWORD" in message, message

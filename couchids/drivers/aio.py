@@ -48,6 +48,7 @@ from couchids.core.pacing import Pacer, Rate
 from couchids.core.pages import handed_on
 from couchids.core.policy import retry_after_seconds
 from couchids.drivers import log
+from couchids.drivers.access import credentials_of
 from couchids.drivers.blocking import (
     FAILURES,
     OneReading,
@@ -59,7 +60,7 @@ from couchids.drivers.blocking import (
 )
 from couchids.drivers.config import remember_secrets, scrub
 from couchids.drivers.connecting import cloudant_client
-from couchids.drivers.credentials import answer_hint, check_logins
+from couchids.drivers.credentials import Source, answer_hint, check_logins, remember
 from couchids.drivers.tls import HANDSHAKE_TIMEOUT, plain_http_reason, speaks_plain_http
 from couchids.errors import CouchidsError, InvalidArgumentError, ServerError
 
@@ -360,6 +361,13 @@ def new_instance(
             f"ibmcloudant could not configure the {service_name!r} service: "
             f"{scrub(str(exc))}; couchids.aio.connect() says what to set"
         ) from None
+    # The service's own variables (OTHER_USERNAME, ...), as ibmcloudant names them, for messages.
+    prefix = service_name.replace(" ", "_").replace("-", "_").upper() + "_"
+    found = credentials_of(cloudant.authenticator)
+    secrets = f"{prefix}USERNAME and {prefix}PASSWORD"
+    if found is not None and found.kind == "iam":
+        secrets = f"{prefix}APIKEY"
+    remember(cloudant, Source(f"{prefix}AUTH_TYPE", secrets, f"{prefix}URL"))
     return _owning(cloudant, connections, httpx_options)
 
 

@@ -95,6 +95,8 @@ def refused_hint(client: CloudantV1) -> str:
     if not who:
         source = _sources.get(client) or Source()
         named = source.auth_type or "CLOUDANT_AUTH_TYPE"
+        # The variables of the service whose settings the client was made of (OTHER_...).
+        prefix = named.removesuffix("AUTH_TYPE") if named.endswith("_AUTH_TYPE") else "CLOUDANT_"
         if source.auth_type == "auth_type":  # advice names the arguments
             return (
                 f"the client sends no credentials ({named}='noauth'): pass auth_type='basic' or "
@@ -102,9 +104,9 @@ def refused_hint(client: CloudantV1) -> str:
                 "with the apikey argument on Cloudant)"
             )
         return (
-            f"the client sends no credentials ({named}=noauth): set CLOUDANT_AUTH_TYPE to basic "
-            "or couchdb_session with CLOUDANT_USERNAME and CLOUDANT_PASSWORD (iam with "
-            "CLOUDANT_APIKEY on Cloudant)"
+            f"the client sends no credentials ({named}=noauth): set {named} to basic or "
+            f"couchdb_session with {prefix}USERNAME and {prefix}PASSWORD (iam with "
+            f"{prefix}APIKEY on Cloudant)"
         )
     return f"sent as {who}: check them, and that they may do this"
 
