@@ -318,3 +318,48 @@ def outputs_of(exc: BaseException) -> list[str]:
     except BaseException:
         logger.exception("failed")
     return [str(exc), repr(exc), "".join(traceback.format_exception(exc)), stream.getvalue()]
+
+
+@pytest.mark.parametrize(
+    ("text", "masked"),
+    [
+        ("cookie=AuthSession=Zq9c00k; sent as user 'bob'", "cookie=***; sent as user 'bob'"),
+        ("Cookie: AuthSession=Zq9c00k; other=1, then more", "Cookie: ***, then more"),
+        ("Set-Cookie: sid=Zq9c00k; Path=/; HttpOnly", "Set-Cookie: ***; HttpOnly"),
+        ('cookie: sid="Zq9c00k" was sent', "cookie: *** was sent"),
+        ("{'Cookie': 'sid=Zq9c00k'}", "{'Cookie': '***'}"),
+    ],
+)
+def test_a_cookie_value_ends_where_a_cookie_value_ends(text: str, masked: str) -> None:
+    """RFC 6265: no space, ``;``, ``,`` or quote in a cookie's value (but a value in double
+    quotes); the words after it are the message's, not the cookie's."""
+    assert redact(text) == masked
+
+
+def test_a_session_cookie_a_server_repeats_leaves_the_words_after_it() -> None:
+    """The echoing server ends its words with the request's cookie; couchids' advice after it
+    (``; sent as user 'bob' ...``) is read whole, in both APIs."""
+    seen: dict[str, str] = {}
+    with HostileServer("echo", cookie="Zq9c00kie") as server:
+
+        def client() -> CloudantV1:
+            made = couchids.connect(
+                server.url, auth_type="couchdb_session", username="bob", password="Zq9-pw-S3c"
+            )
+            made.set_http_config({"proxies": {"http": None, "https": None}})
+            return made
+
+        with pytest.raises(couchids.UnauthorizedError) as caught:
+            couchids.Database(client(), "hostile").latest(1)
+        seen["blocking"] = str(caught.value)
+
+        async def in_aio() -> None:
+            async with aio.AsyncClient(client()) as ac:
+                await aio.AsyncDatabase(ac, "hostile").latest(1)
+
+        with pytest.raises(couchids.UnauthorizedError) as caught:
+            asyncio.run(in_aio())
+        seen["aio"] = str(caught.value)
+    said = "cookie=***; sent as user 'bob' with its password (the username and password arguments)"
+    for where, message in seen.items():
+        assert said in message and "Zq9" not in message, (where, message)

@@ -38,8 +38,13 @@ _AUTHORIZATION = re.compile(
     r"(?i)((?:proxy-)?authorization['\"]?\s*[:=]\s*['\"]?)"
     r"(?:(basic|bearer|token|digest)\s+)?[^\s'\",;}]+"
 )
-# A cookie header ("Cookie: name=value; ...") to its end; AuthSession anywhere.
-_COOKIE = re.compile(r"(?i)\b((?:set-)?cookie['\"]?\s*[:=]\s*['\"]?)[^\s=;'\"]+=[^'\"\r\n]+")
+# A cookie header ("Cookie: name=value; name=value"): each pair's value, bare or in double
+# quotes, to where a cookie value ends (RFC 6265: a space, ";", ",", a quote or a backslash), not
+# the words after it; AuthSession anywhere.
+_COOKIE_PAIR: Final = r"""[^\s=;,'"\\]+=(?:"[^\s;,"\\]*"|[^\s;,'"\\]*)"""
+_COOKIE = re.compile(
+    rf"""(?i)\b((?:set-)?cookie['"]?\s*[:=]\s*['"]?){_COOKIE_PAIR}(?:;\s?{_COOKIE_PAIR})*"""
+)
 _AUTH_SESSION = re.compile(r"(?i)(AuthSession=)[^;\s'\",]+")
 # "password": "x", password=x, apikey=x, access_token=x ... in JSON, forms and query strings.
 # A quoted value is masked to its closing quote, whatever it holds (a space, a comma, an
