@@ -427,3 +427,16 @@ def test_a_refused_after_is_named_as_the_flag(
     assert status == EXIT_BAD_INPUT, err
     assert f"--after '{argv[-1]}' is not" in err and "leave out --after" in err, err
     assert "checkpoint" not in err, err
+
+
+def test_tail_names_itself_in_a_servers_failure(
+    couch_url: str, db: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``tail`` is the library's follow: its failure names the command typed, not follow."""
+    monkeypatch.setenv("CLOUDANT_AUTH_TYPE", "noauth")
+    with FaultProxy(couch_url) as proxy:
+        proxy.fail("503-before", method="POST", path="/_changes", times=10)
+        monkeypatch.setenv("CLOUDANT_URL", proxy.url)
+        status, _, err = run(capsys, "tail", db, "--since-seq", "0")
+    assert status == 1 and err.startswith(f"couchids: error: tail on {db!r}"), err
+    assert "follow" not in err, err

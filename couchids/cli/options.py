@@ -315,6 +315,8 @@ _PHRASES = (
     ),
     ("time_field", "give time_field", "give --time-field"),
     ("exact", "count with exact=True", "count with --exact"),
+    # tail is the library's follow: a failure names the command the user typed.
+    ("since_seq", "follow on '", "tail on '"),
 )
 #: ``name=`` and the character after it that a flag needs a space before (a value, not ``,;) ``).
 _PARAMETER = re.compile(r"\b([a-z][a-z_]*)=(?=([^ ,;)]?))")
