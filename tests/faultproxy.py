@@ -15,7 +15,9 @@ behind took it), and ``"404-before"`` answers 404 without forwarding (a read tha
 copy the write has not reached yet). ``"html-404-before"`` answers a proxy's own HTML 404 page
 without forwarding (a route the proxy lacks: no word from CouchDB), and ``"shape-after"``
 forwards and answers with the server's status and JSON of no shape a request is answered in (a
-string). Every request and what the proxy did with it is kept in :attr:`FaultProxy.log`.
+string). ``"unrevised-after"`` forwards and answers the server's listing with no revision in
+its rows (each row's ``value`` without ``rev``, its ``doc`` without ``_rev``). Every request
+and what the proxy did with it is kept in :attr:`FaultProxy.log`.
 
 Two play a server that stops answering: ``"hang"`` holds the request without forwarding it and
 never answers (the connection closes when the proxy stops), and ``"slow"`` holds it for the
@@ -31,6 +33,7 @@ from __future__ import annotations
 import base64
 import gzip
 import http.client
+import json
 import re
 import threading
 from dataclasses import dataclass
@@ -52,6 +55,7 @@ Mode = Literal[
     "404-before",
     "html-404-before",
     "shape-after",
+    "unrevised-after",
     "hang",
     "slow",
 ]
@@ -65,6 +69,7 @@ MODES: tuple[Mode, ...] = (
     "404-before",
     "html-404-before",
     "shape-after",
+    "unrevised-after",
     "hang",
     "slow",
 )
@@ -88,6 +93,21 @@ _HOP_BY_HOP = frozenset(
 )
 #: The answer of ``"shape-after"``: JSON, but of no shape any request is answered in.
 _SHAPE = b'"bent by the test proxy"'
+
+
+def _unrevised(answer: bytes) -> bytes:
+    """A listing's JSON ``answer`` (gzipped or not) with no revision in its rows."""
+    if answer[:2] == b"\x1f\x8b":
+        answer = gzip.decompress(answer)
+    listing = json.loads(answer)
+    for row in listing.get("rows", []):
+        if isinstance(row.get("value"), dict):
+            row["value"].pop("rev", None)
+        if isinstance(row.get("doc"), dict):
+            row["doc"].pop("_rev", None)
+    return json.dumps(listing).encode()
+
+
 _NOT_FOUND = b'{"error":"not_found","reason":"missing (the test proxy)"}'
 _PROXY_404 = b"<html><head><title>404 Not Found</title></head><body>nginx</body></html>"
 _UNAVAILABLE = b'{"error":"service_unavailable","reason":"answer lost by the test proxy"}'
@@ -339,6 +359,9 @@ def _handler_for(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
                 return
             if mode == "shape-after":
                 self._answer(status, [("Content-Type", "application/json")], _SHAPE)
+                return
+            if mode == "unrevised-after":
+                self._answer(status, [("Content-Type", "application/json")], _unrevised(answer))
                 return
             if mode == "409-after":
                 self._answer(409, [("Content-Type", "application/json")], _CONFLICT)

@@ -571,12 +571,14 @@ class _Batch:
         by_key = yield from rows_by_key(
             self.db, keys, self.policy, every=True, include_docs=True, conflicts=True
         )
+        sent = f"POST {path(self.db, '_all_docs')}"  # as rows_by_key asked
         again = []
         for index in conflicted:
             doc_id = self.ids[index]
             stored = by_key[doc_id].get("doc")
             if stored is not None and not isinstance(stored, dict):
-                raise answer_error(self.policy, self.db, f"doc of {doc_id!r} is {describe(stored)}")
+                problem = f"doc of {doc_id!r} is {describe(stored)}"
+                raise answer_error(self.policy, self.db, problem, sent)
             if stored is None:
                 # Not found or deleted since the 409: the id is free again.
                 again.append(index)
@@ -588,7 +590,8 @@ class _Batch:
             else:
                 rev = stored.get("_rev")
                 if not isinstance(rev, str):
-                    raise answer_error(self.policy, self.db, f"{doc_id!r} has _rev {describe(rev)}")
+                    problem = f"{doc_id!r} has _rev {describe(rev)}"
+                    raise answer_error(self.policy, self.db, problem, sent)
                 self.results[index] = WriteResult(doc_id, rev, duplicate=True)
         return again
 

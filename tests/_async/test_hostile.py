@@ -346,3 +346,21 @@ async def shaped(
     message = str(failed.value)
     asked = f"{method} {bent.path.split('?')[0]}"
     assert f" ({asked}): not a CouchDB answer: " in message, message
+
+
+async def test_a_lookup_after_a_conflict_answered_without_revisions_names_the_request(
+    async_client_for: ClientOver, async_client: AsyncClient, couch_url: str, db: str
+) -> None:
+    """A bulk write of a document stored already reads it back by key after the 409; an
+    answer whose document has no _rev names that lookup."""
+    doc = {"_id": "stored-once", "n": 1}
+    await database(async_client, db).bulk_create([doc])
+    with FaultProxy(couch_url) as proxy:
+        proxy.fail("unrevised-after", method="POST", path=r"^/[^/]+/_all_docs")
+        client = async_client_for(client_for(proxy.url))
+        with pytest.raises(couchids.ServerError) as failed:
+            await database(client, db, retries=0).bulk_create([doc])
+        assert not proxy.pending()
+        await close(client)
+    message = str(failed.value)
+    assert f" (POST /{db}/_all_docs): not a CouchDB answer: " in message, message

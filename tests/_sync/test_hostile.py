@@ -348,3 +348,21 @@ def shaped(
     message = str(failed.value)
     asked = f"{method} {bent.path.split('?')[0]}"
     assert f" ({asked}): not a CouchDB answer: " in message, message
+
+
+def test_a_lookup_after_a_conflict_answered_without_revisions_names_the_request(
+    blocking_client_for: ClientOver, blocking_client: CloudantV1, couch_url: str, db: str
+) -> None:
+    """A bulk write of a document stored already reads it back by key after the 409; an
+    answer whose document has no _rev names that lookup."""
+    doc = {"_id": "stored-once", "n": 1}
+    database(blocking_client, db).bulk_create([doc])
+    with FaultProxy(couch_url) as proxy:
+        proxy.fail("unrevised-after", method="POST", path=r"^/[^/]+/_all_docs")
+        client = blocking_client_for(client_for(proxy.url))
+        with pytest.raises(couchids.ServerError) as failed:
+            database(client, db, retries=0).bulk_create([doc])
+        assert not proxy.pending()
+        close(client)
+    message = str(failed.value)
+    assert f" (POST /{db}/_all_docs): not a CouchDB answer: " in message, message
