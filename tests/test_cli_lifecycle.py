@@ -440,3 +440,25 @@ def test_tail_names_itself_in_a_servers_failure(
         status, _, err = run(capsys, "tail", db, "--since-seq", "0")
     assert status == 1 and err.startswith(f"couchids: error: tail on {db!r}"), err
     assert "follow" not in err, err
+
+
+def test_ctrl_c_while_expire_counts_says_nothing_was_deleted(
+    server: None,
+    client: CloudantV1,
+    db: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from couchids.core import counting
+
+    handle = couchids.Database(client, db)
+    made = sorted(handle.create({"n": n}, type="ord").id for n in range(3))
+
+    def interrupted(*_: object, **__: object) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(counting, "count", interrupted)
+    status, out, err = run(capsys, "expire", db, "--before", "1s", "--type", "ord", "--yes")
+    assert status == 130 and out == "", (out, err)
+    assert err == "couchids: stopped while counting, before anything was deleted\n", err
+    assert sorted(doc["_id"] for doc in handle.window(0, "2100-01-01", type="ord")) == made

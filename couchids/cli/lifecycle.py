@@ -205,17 +205,21 @@ def _expire(args: argparse.Namespace) -> int:
     db = database(args, args.db)
     mark = Checkpoint(last_id=args.after)
     # Counted for the progress bar's total; a failure names the command run.
-    total = count(
-        known_facts(db.client),
-        db.name,
-        0,
-        before,
-        type=args.type,
-        form=db.form,
-        exact=False,
-        options=db.options,
-        operation="expire",
-    )
+    try:
+        total = count(
+            known_facts(db.client),
+            db.name,
+            0,
+            before,
+            type=args.type,
+            form=db.form,
+            exact=False,
+            options=db.options,
+            operation="expire",
+        )
+    except KeyboardInterrupt:
+        say("stopped while counting, before anything was deleted")
+        raise
     with _Bar("deleting" if args.yes else "checking", mark, run(db.client, total)) as bar:
         report = db.expire(
             before,
