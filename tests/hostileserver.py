@@ -212,6 +212,8 @@ class HostileServer:
 JSON_TYPE: Final = "application/json"
 #: The answer of mode ``truncated``.
 TRUNCATED: Final = b'{"rows":[{"id":"a","key":"a","value":{"re'
+#: The answer of a :class:`TokenService` that cuts its token short.
+CUT_SHORT_TOKEN: Final = b'{"access_token":"ey'
 #: The answer of mode ``text``.
 TEXT: Final = b"upstream busy\n"
 #: ``GET /`` of Apache CouchDB (``couchdb=True``).
@@ -237,15 +239,19 @@ def _send_json(handler: BaseHTTPRequestHandler, status: int, body: object) -> No
 class TokenService:
     """A loopback IAM token service: ``POST /identity/token`` answers a token good for
     ``lifetime`` seconds (an unsigned JWT, which ibmcloudant reads without checking), unless
-    :attr:`silent`; then the request is accepted and never answered. :attr:`requests` counts
+    :attr:`silent`; then the request is accepted and never answered; with :attr:`cut_short`, it
+    is answered with a token's JSON cut short. :attr:`requests` counts
     the token requests that arrived, :attr:`tokens` holds the tokens given.
 
         with TokenService() as iam:
             client = CloudantV1(authenticator=IAMAuthenticator(apikey, url=iam.url))
     """
 
-    def __init__(self, *, silent: bool = False, lifetime: int = 3600) -> None:
+    def __init__(
+        self, *, silent: bool = False, lifetime: int = 3600, cut_short: bool = False
+    ) -> None:
         self.silent, self.lifetime, self.requests = silent, lifetime, 0
+        self.cut_short = cut_short
         self.tokens: list[str] = []
         self.stopping = threading.Event()
         service = self
@@ -265,6 +271,8 @@ class TokenService:
                     return
                 if self.path.split("?")[0] != "/identity/token":
                     return _send_json(self, 404, {"errorMessage": "not a token request"})
+                if service.cut_short:
+                    return _send(self, 200, CUT_SHORT_TOKEN, JSON_TYPE)
                 now = int(time.time())
                 token = _jwt({"iat": now, "exp": now + service.lifetime, "n": service.requests})
                 service.tokens.append(token)

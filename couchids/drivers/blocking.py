@@ -179,6 +179,10 @@ def broke_off(head: str, reason: str = "", *, mid_body: bool = False) -> ServerE
     return ServerError(f"{head}: the answer broke off: the connection closed {where}{said}")
 
 
+#: A login's success answer that ibmcloudant could not read, told as any answer cut short is.
+_UNREAD_LOGIN = "the login's answer could not be read: "
+
+
 def _classified(exc: BaseException, effect: Send) -> tuple[str, ServerError]:
     """What became of a request that failed with ``exc``, in a few words for a log record
     (never the exception's text, which can quote a URL), and the couchids exception for it,
@@ -208,8 +212,13 @@ def _classified(exc: BaseException, effect: Send) -> tuple[str, ServerError]:
     kind = f"HTTP {status}{spent}" if status else type(exc).__name__
     if isinstance(exc, ApiException) and 200 <= status < 300:
         # ibmcloudant could not read a success answer that claimed to be JSON (a token's).
-        return kind, ServerError(
-            f"{head}: not a CouchDB answer: unreadable JSON (HTTP {status})", status
+        body = exc.http_response.content if exc.http_response is not None else b""
+        return kind, ServerError(f"{head}: {_UNREAD_LOGIN}{answers.describe(body)}", status)
+    if isinstance(exc, requests.exceptions.JSONDecodeError):
+        # The same of an IAM token's, read by the SDK with requests: the server was reached.
+        said = exc.doc.encode() if isinstance(exc.doc, str) else bytes(exc.doc)
+        return "unreadable login answer", ServerError(
+            f"{head}: {_UNREAD_LOGIN}{answers.describe(said)}"
         )
     if isinstance(exc, ApiException) and exc.http_response is not None:
         # A login's own answer (a refused one is a LoginRefused): its status, its words.

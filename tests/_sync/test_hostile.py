@@ -23,7 +23,15 @@ import pytest
 from concurrently import each_at_once
 from conftest import drop_database, fresh_database
 from faultproxy import FaultProxy, client_for
-from hostileserver import MODES, TEXT, TRUNCATED, HostileServer, TokenService, trust_one_certificate
+from hostileserver import (
+    CUT_SHORT_TOKEN,
+    MODES,
+    TEXT,
+    TRUNCATED,
+    HostileServer,
+    TokenService,
+    trust_one_certificate,
+)
 from ibmcloudant.cloudant_v1 import CloudantV1
 from localserver import free_port
 from test_hostile import (
@@ -210,6 +218,22 @@ def token_never_comes(operation: str, client_over: ClientOver) -> None:
     assert took < TIMEOUT + SLACK, took
     if operation in ("create", "bulk_create", "bulk_create_iter"):
         assert caught.value.stored is False, "the write was never sent"
+
+
+def test_a_token_cut_short_is_told_as_any_answer_cut_short(
+    blocking_client_for: ClientOver,
+) -> None:
+    """An IAM token's answer cut short reached a server, and is told as every operation tells
+    JSON cut short, never as a server not reached."""
+    with TokenService(cut_short=True) as iam:
+        client = blocking_client_for(iam_client(iam.url, iam.url))
+        try:
+            with pytest.raises(couchids.ServerError) as failed:
+                database(client, DB, retries=0).latest(3)
+        finally:
+            close(client)
+    cut = f"the login's answer could not be read: JSON cut short ({len(CUT_SHORT_TOKEN)} bytes)"
+    assert str(failed.value).endswith(cut), str(failed.value)
 
 
 def test_a_connection_refused_or_closed_is_told_in_the_same_words_by_both_apis(
