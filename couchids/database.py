@@ -696,7 +696,8 @@ class Database:
                 (pass it again when resuming; not with ``since_seq``); needs a form whose ids sort
                 by time.
             since_seq: where to begin without a checkpoint: ``"now"``, ``0`` (everything) or a
-                ``_changes`` sequence; a checkpoint's ``since_seq`` takes precedence.
+                ``_changes`` sequence (a number, or CouchDB's ``"12-g1AAAA..."``; anything else
+                is refused before a request); a checkpoint's ``since_seq`` takes precedence.
             checkpoint: continue from it; its ``since_seq`` is updated after every batch.
             wait: keep waiting for new documents; ``False`` stops once caught up.
             poll: seconds one long-poll request waits for a change (PouchDB Server, which holds a

@@ -462,3 +462,13 @@ def test_ctrl_c_while_expire_counts_says_nothing_was_deleted(
     assert status == 130 and out == "", (out, err)
     assert err == "couchids: stopped while counting, before anything was deleted\n", err
     assert sorted(doc["_id"] for doc in handle.window(0, "2100-01-01", type="ord")) == made
+
+
+@pytest.mark.parametrize("seq", ["abc", "", "-5", "1.5"])
+def test_tail_refuses_what_is_no_sequence(
+    server: None, db: str, seq: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """PouchDB Server began somewhere of its own for such a --since-seq; CouchDB answers 400."""
+    status, out, err = run(capsys, "tail", db, "--since-seq", seq)
+    assert status == EXIT_BAD_INPUT and out == "", err
+    assert f"--since-seq {seq!r} is no _changes sequence" in err, err

@@ -259,10 +259,12 @@ def _tail(args: argparse.Namespace) -> int:
     since = None if args.since is None else parse_time(args.since, now_ms())
     if since is not None and args.since_seq != "now":
         raise InvalidArgumentError("give --since TIME or --since-seq SEQ, not both")
-    mark = Checkpoint(since_seq=args.since_seq if since is None else None)
+    mark = Checkpoint()  # from --since-seq (or --since) at the first call, then onwards
     deadline = None if args.duration is None else time.monotonic() + args.duration
     left: int | None = args.limit
-    changes = functools.partial(db.follow, type=args.type, checkpoint=mark, since=since)
+    changes = functools.partial(
+        db.follow, type=args.type, checkpoint=mark, since=since, since_seq=args.since_seq
+    )
     try:
         if deadline is None:
             _write_docs(changes(wait=args.follow), left, None)

@@ -59,7 +59,7 @@ async def test_the_operations_check_a_checkpoint_changed_after_it_was_made(
         await _checkpointed(async_client_for(C), mark)[operation]()
 
 
-@pytest.mark.parametrize("seq", [None, 1.5, True, b"0"], ids=repr)
+@pytest.mark.parametrize("seq", [None, 1.5, True, b"0", "abc", "", " 0", "1-", -5], ids=repr)
 async def test_follow_refuses_a_since_seq_that_is_no_sequence(
     async_client_for: Callable[[CloudantV1], AsyncClient], seq: object
 ) -> None:

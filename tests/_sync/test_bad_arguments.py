@@ -60,7 +60,7 @@ def test_the_operations_check_a_checkpoint_changed_after_it_was_made(
         _checkpointed(blocking_client_for(C), mark)[operation]()
 
 
-@pytest.mark.parametrize("seq", [None, 1.5, True, b"0"], ids=repr)
+@pytest.mark.parametrize("seq", [None, 1.5, True, b"0", "abc", "", " 0", "1-", -5], ids=repr)
 def test_follow_refuses_a_since_seq_that_is_no_sequence(
     blocking_client_for: Callable[[CloudantV1], CloudantV1], seq: object
 ) -> None:
