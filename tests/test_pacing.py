@@ -262,9 +262,14 @@ def test_the_blocking_driver_obeys_retry_after(caplog: pytest.LogCaptureFixture)
 
     def answer(request: Any) -> tuple[int, dict[str, str], str]:
         sent.append(time.monotonic())
+        json_type = {"Content-Type": "application/json"}  # as CouchDB answers
         if len(sent) == 1:
-            return 429, {"Retry-After": "1"}, json.dumps({"error": "too_many_requests"})
-        return 200, {}, json.dumps({"rows": []})
+            return (
+                429,
+                {**json_type, "Retry-After": "1"},
+                json.dumps({"error": "too_many_requests"}),
+            )
+        return 200, json_type, json.dumps({"rows": []})
 
     responses.get(f"{URL}/db", json={"db_name": "db", "props": {}})
     responses.add_callback(responses.POST, f"{URL}/db/_all_docs", callback=answer)

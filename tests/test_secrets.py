@@ -34,7 +34,7 @@ from concurrently import each_at_once
 from hostileserver import MODES, HostileServer, TokenService, trust_one_certificate
 from ibm_cloud_sdk_core.authenticators import NoAuthAuthenticator
 from ibmcloudant.cloudant_v1 import CloudantV1
-from test_hostile import COMMAND_SUCCEEDS, COMMANDS, DB, PATIENT, RUNS, TARGET, Commands, Ran
+from test_hostile import COMMAND_SUCCEEDS, COMMANDS, DB, PATIENT, TARGET, Commands, Ran
 
 import couchids
 from couchids import ServerTimeoutError, aio
@@ -181,9 +181,8 @@ def says_the_command_failed(command: str, ran: Ran, setting: str = "") -> bool:
     a URL without a scheme, which the command refuses before it asks anything, the setting)."""
     if setting == "url-no-scheme":
         return ran.err.startswith("couchids: error: CLOUDANT_URL=") and "no http://" in ran.err
-    name = RUNS.get(command, command)
     return ran.err.startswith(
-        (f"couchids: error: {name} on {DB!r}", f"couchids: error: {name} on {TARGET!r}")
+        (f"couchids: error: {command} on {DB!r}", f"couchids: error: {command} on {TARGET!r}")
     )
 
 
