@@ -218,7 +218,7 @@ def _operations(
 
     def export(client: CloudantV1, db: str) -> int:
         out = io.StringIO()
-        couchids.Database(client, db).export(T0, end, out, type=TYPE)
+        couchids.Database(client, db).export(T0, end, out=out, type=TYPE)
         return out.getvalue().count("\n")
 
     def fresh(n: int) -> Callable[[], str]:

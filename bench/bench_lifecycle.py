@@ -22,7 +22,7 @@ export's lines, an expire's deleted count), so a broken tree cannot look fast:
   server on loopback for uncompressed answers: see bench/bench_query.py's ``raw
   uncompressed``).
 
-The calls are ``list(events.window(start, end, type=T))``, ``events.export(start, end, out,
+The calls are ``list(events.window(start, end, type=T))``, ``events.export(start, end, out=out,
 type=T)`` into a file, and ``events.expire(before, type=T, dry_run=False)`` on ``events =
 couchids.Database(client, db)``, all with their defaults. ``--docs`` events 10 ms apart (and
 other types and times around them) are the window; each expire call gets a fresh database of

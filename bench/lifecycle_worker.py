@@ -65,7 +65,7 @@ def couchids_way(url: str) -> tuple[str, Callable[[dict[str, Any]], Answer]]:
         if op == "export":
             with open(command["out"], "w", encoding="utf-8") as out:
                 mark = couchids.Database(client, db).export(
-                    command["start"], command["end"], out, type=doc_type
+                    command["start"], command["end"], out=out, type=doc_type
                 )
             return mark.done, "", mark.last_id or ""
         if op == "expire":

@@ -199,7 +199,7 @@ class Database:
     def window(
         self,
         start: TimeLike,
-        end: TimeLike,
+        end: TimeLike = None,
         *,
         type: str | AllTypes | None = None,
         form: IdForm | None = None,
@@ -208,10 +208,14 @@ class Database:
     ) -> Rows[Row]:
         """The documents whose id holds a time ``t`` with ``start <= t < end``, as they come.
 
-        The same documents come back in either direction. The answer streams documents, or pages
-        (lists that are the caller's to keep) from its ``pages()``; memory stays at about
-        ``parallel + 2`` pages. In the blocking API the call reads the first page (so a missing
-        database is raised by the call); in the asyncio API the first step does.
+        ``start`` and ``end`` are any time couchids reads (a naive datetime, a date and a string
+        without an offset are local time; ``"24h"`` or a timedelta is that long ago); ``end``
+        is now by default. The same documents come back in either direction.
+
+        The answer streams documents, or pages (lists that are the caller's to keep) from its
+        ``pages()``; memory stays at about ``parallel + 2`` pages. In the blocking API the call
+        reads the first page (so a missing database is raised by the call); in the asyncio API
+        the first step does.
 
         Args:
             newest_first: the order of the answer.
@@ -224,6 +228,8 @@ class Database:
                 print(doc["_id"])
             for page in events.window("2024-05-01", "2024-05-02").pages():
                 print(len(page))
+            for doc in events.window("24h", type="click"):  # the last 24 hours
+                print(doc["_id"])
         """
         program = self._program(
             windows.window,
@@ -487,13 +493,14 @@ class Database:
     def count(
         self,
         start: TimeLike,
-        end: TimeLike,
+        end: TimeLike = None,
         *,
         type: str | AllTypes | None = None,
         form: IdForm | None = None,
         exact: bool = False,
     ) -> int:
-        """The number of documents whose id holds a time ``t`` with ``start <= t < end``.
+        """The number of documents whose id holds a time ``t`` with ``start <= t < end`` (now
+        by default).
 
         Two ``limit=0`` requests on CouchDB and Cloudant, whatever the window holds; a scan of the
         window's ids on PouchDB Server. Foreign ids inside the key range are counted unless
@@ -516,7 +523,7 @@ class Database:
     def histogram(
         self,
         start: TimeLike,
-        end: TimeLike,
+        end: TimeLike = None,
         *,
         every: str | timedelta = "1h",
         type: str | None = None,
@@ -524,7 +531,8 @@ class Database:
         exact: bool = False,
     ) -> list[Bucket]:
         """Counts per bucket of ``every`` (``"1h"``, ``"1d"``, ``"15m"``, ``"1w"`` or a timedelta),
-        aligned to UTC, covering ``[start, end)``; the rest as for :meth:`count`.
+        aligned to UTC, covering ``[start, end)`` (``end`` now by default); the rest as for
+        :meth:`count`.
 
         Inner edges fall on multiples of ``every`` from Monday 1970-01-05 (so ``"1w"`` buckets are
         ISO weeks); the first bucket starts at ``start`` and the last ends at ``end``. One
@@ -590,19 +598,19 @@ class Database:
     def export(
         self,
         start: TimeLike,
-        end: TimeLike,
-        out: TextIO,
+        end: TimeLike = None,
         *,
+        out: TextIO,
         type: str | None = None,
         form: IdForm | None = None,
         csv: collections.abc.Sequence[str] | None = None,
         checkpoint: Checkpoint | None = None,
         on_progress: Callable[[Checkpoint], None] | None = None,
     ) -> Checkpoint:
-        """Write the documents made in ``[start, end)`` to ``out``, oldest first: one line of
-        JSON each (NDJSON), or with ``csv`` a header of those fields (unless resuming) and a row
-        per document (non-scalar values as JSON, a missing field empty). In the asyncio API
-        ``out`` is written on the event loop's thread.
+        """Write the documents made in ``[start, end)`` (``end`` now by default) to ``out``,
+        given by name, oldest first: one line of JSON each (NDJSON), or with ``csv`` a header
+        of those fields (unless resuming) and a row per document (non-scalar values as JSON, a
+        missing field empty). In the asyncio API ``out`` is written on the event loop's thread.
 
         Args:
             out: a text stream (opened with ``newline=""`` for CSV).
@@ -614,9 +622,9 @@ class Database:
         Example::
 
             with open("may.ndjson", "w") as out:
-                mark = orders.export("2024-05-01", "2024-06-01", out, type="order")
+                mark = orders.export("2024-05-01", "2024-06-01", out=out, type="order")
             with open("may.csv", "w", newline="") as out:
-                orders.export("2024-05-01", "2024-06-01", out, csv=["_id", "total"])
+                orders.export("2024-05-01", "2024-06-01", out=out, csv=["_id", "total"])
         """
         return self._run(
             exporting.export,

@@ -56,7 +56,7 @@ from couchids.errors import (
 )
 from couchids.idforms.doctypes import AllTypes
 from couchids.idforms.forms import KUUID, IdForm
-from couchids.idforms.times import TimeLike, to_ms
+from couchids.idforms.times import TimeLike, now_ms, to_datetime, to_ms
 from couchids.replication import Replication
 
 __all__ = ["Series"]
@@ -360,7 +360,7 @@ class Series:
     def window(
         self,
         start: TimeLike,
-        end: TimeLike,
+        end: TimeLike = None,
         *,
         type: str | AllTypes | None = None,
         newest_first: bool = True,
@@ -394,7 +394,7 @@ class Series:
     def count(
         self,
         start: TimeLike,
-        end: TimeLike,
+        end: TimeLike = None,
         *,
         type: str | AllTypes | None = None,
         exact: bool = False,
@@ -413,7 +413,7 @@ class Series:
     def histogram(
         self,
         start: TimeLike,
-        end: TimeLike,
+        end: TimeLike = None,
         *,
         every: str | timedelta = "1h",
         type: str | None = None,
@@ -482,9 +482,9 @@ class Series:
     def export(
         self,
         start: TimeLike,
-        end: TimeLike,
-        out: TextIO,
+        end: TimeLike = None,
         *,
+        out: TextIO,
         type: str | None = None,
         csv: collections.abc.Sequence[str] | None = None,
         checkpoint: Checkpoint | None = None,
@@ -496,7 +496,7 @@ class Series:
         Example::
 
             with open("2026.ndjson", "w") as out:
-                events.export("2026-01-01", "2027-01-01", out, type="reading")
+                events.export("2026-01-01", "2027-01-01", out=out, type="reading")
         """
         program = series.export(
             self._facts,
@@ -541,8 +541,9 @@ class Series:
                                          type="reading")
             job.wait(600)
         """
-        start_ms = to_ms(start)
-        end_ms = None if end is None else to_ms(end)
+        now = now_ms()  # a time ago counts back from one reading of the clock
+        start_ms = to_ms(start, now=now)
+        end_ms = None if end is None else to_ms(end, now=now)
         service_url, credentials = server_access(self.client)
 
         def plan_of(name: str, a: int, b: int | None) -> replication.ReplicationPlan:
@@ -551,8 +552,8 @@ class Series:
                 name,
                 source,
                 goal,
-                a,
-                b,
+                to_datetime(a),
+                None if b is None else to_datetime(b),
                 type=type,
                 form=self.form,
                 continuous=continuous,

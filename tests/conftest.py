@@ -32,6 +32,7 @@ import functools
 import inspect
 import os
 import re
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -47,6 +48,12 @@ from kuuid_node import KuuidNode
 from localserver import KINDS, LAUNCHER_VARIABLE, CouchDBCluster, Server, start
 
 from couchids.aio import AsyncClient
+
+# A naive datetime, a date and an ISO string without an offset are local time: the suite's
+# expectations are written for UTC, and every process it starts (the command) inherits it. A
+# test of another zone sets TZ itself and restores it.
+os.environ["TZ"] = "UTC"
+time.tzset()
 
 # Property tests check answers, never speed: a loaded machine must not fail an example for
 # taking longer than Hypothesis' default 200 ms.
@@ -275,6 +282,24 @@ def drop_database(client: CloudantV1, name: str) -> None:
     except ApiException as error:
         if error.status_code != 404:  # the test may have deleted it itself
             raise
+
+
+#: Zones a user's machine may be in, one behind UTC and one ahead of it by a half hour.
+LOCAL_ZONES = ["America/New_York", "Asia/Kolkata"]
+
+
+@pytest.fixture(params=LOCAL_ZONES)
+def local_zone(request: pytest.FixtureRequest) -> Iterator[str]:
+    """This process in another time zone than the suite's UTC for the test (its name, for
+    ``zoneinfo`` and a subprocess's ``TZ``), back in UTC after it."""
+    os.environ["TZ"] = request.param
+    time.tzset()
+    try:
+        assert time.timezone != 0, f"no time zone data for {request.param}"
+        yield request.param
+    finally:
+        os.environ["TZ"] = "UTC"
+        time.tzset()
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from couchids.core.keys import type_step
 from couchids.core.policy import RetryPolicy
 from couchids.drivers.blocking import run
 from couchids.errors import DatabaseNotFoundError
-from couchids.idforms.times import to_ms
+from couchids.idforms.times import to_datetime, to_ms
 
 T0 = to_ms("2024-03-01T12:00:00Z")
 SECOND = 1000
@@ -110,7 +110,7 @@ def make(client: CloudantV1, db: str, form: IdForm) -> dict[str, int]:
             continue  # under '-', 'user-x-<id>' reads as type 'user' (see couchids.alltypes)
         for _ in range(rng.randrange(1, 6)):
             ms = T0 + rng.randrange(-300 * SECOND, 300 * SECOND)
-            truth[form.new(ms, type=doc_type)] = ms - ms % form.unit_ms
+            truth[form.new(to_datetime(ms), type=doc_type)] = ms - ms % form.unit_ms
     sep = form.separator
     other = ULID if form != ULID else TID62
     noise = [

@@ -187,15 +187,21 @@ ROWS: list[tuple[str, Callable[[], Any], type[InvalidInputError]]] = [
         lambda: couchids.Database(C, "db").with_options(timeout=0).expire(1, type="t"),
         A,
     ),
-    ("export client None", lambda: couchids.Database(None, "db").export(0, 1, io.StringIO()), A),  # type: ignore[arg-type]
+    (
+        "export client None",
+        lambda: couchids.Database(None, "db").export(0, 1, out=io.StringIO()),
+        A,
+    ),  # type: ignore[arg-type]
     (
         "export csv no fields",
-        lambda: couchids.Database(C, "db").export(0, 1, io.StringIO(), csv=[]),
+        lambda: couchids.Database(C, "db").export(0, 1, out=io.StringIO(), csv=[]),
         A,
     ),
     (
         "export timeout str",
-        lambda: couchids.Database(C, "db").with_options(timeout="5").export(0, 1, io.StringIO()),
+        lambda: (
+            couchids.Database(C, "db").with_options(timeout="5").export(0, 1, out=io.StringIO())
+        ),
         A,
     ),  # type: ignore[arg-type]
     ("archive target bad", lambda: couchids.Database(C, "db").archive("Target", 0, 1), A),

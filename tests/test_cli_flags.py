@@ -230,7 +230,7 @@ def test_an_offline_subcommand_loads_no_other_subcommand_module() -> None:
 @pytest.mark.parametrize(
     ("argv", "said", "unsaid"),
     [
-        (["histogram", "db", "--since", "2026-01-01", "--every", "0s"], "--every '0s'", "every="),
+        (["histogram", "db", "--since", "2026-01-01", "--every", "1ms"], "--every '1ms'", "every="),
         (
             ["window", "db", "--since", "2026-02-01", "--until", "2026-01-01"],
             "pass --since <= --until",

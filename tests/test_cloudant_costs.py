@@ -58,7 +58,7 @@ OPERATIONS: dict[str, tuple[Callable[[couchids.Database], object], Cost]] = {
     "window": (lambda shop: list(shop.window(T0, END, type="click")), (1, 0, 0)),
     "count": (lambda shop: shop.count(T0, END, type="click"), (1, 0, 0)),
     "histogram": (lambda shop: shop.histogram(T0, END, every="10m", type="click"), (1, 0, 0)),
-    "export": (lambda shop: shop.export(T0, END, io.StringIO(), type="click"), (1, 0, 0)),
+    "export": (lambda shop: shop.export(T0, END, out=io.StringIO(), type="click"), (1, 0, 0)),
     "bulk_create, batch_size=25": (
         lambda shop: shop.with_options(batch_size=25).bulk_create(
             ({"n": i} for i in range(N)), type="click", time_of=made_at

@@ -123,7 +123,7 @@ def build(client: CloudantV1, db: str, form: IdForm) -> list[Made]:
     ranges = [r for t in SCOPES for r in counted_ranges(form, t)]
     noise = [make_id(form, ms, t) for t in ("ordx", "or", "ord-1") for ms in times(rng, form)[::3]]
     others = [
-        g.new(ms, type=t)
+        g.new(to_datetime(ms), type=t)
         for g in NOISE_FORMS
         if g != form
         for t in SCOPES

@@ -62,7 +62,7 @@ def test_decode_of_make_gives_the_time_at_the_ids_precision(
     case: tuple[IdForm, int, str | None],
 ) -> None:
     form, ms, doc_type = case
-    doc_id = form.new(ms, type=doc_type)
+    doc_id = form.new(to_datetime(ms), type=doc_type)
     expected = at_precision(ms, form)
 
     if form.kind == "kuuid" or Y2000 <= ms < Y2100:
@@ -291,7 +291,7 @@ def test_flags_that_fit_no_reading() -> None:
 def test_kuuid_modes_never_overlap_inside_2000_2100(ms: int, form: IdForm) -> None:
     # The four readings of one prefix fall in disjoint year ranges, so a flagless decode of an
     # id made in 2000-2100 always finds exactly its own mode.
-    doc_id = form.new(ms)
+    doc_id = form.new(to_datetime(ms))
     assert decode(doc_id).form == form
 
 
@@ -482,11 +482,11 @@ def test_each_kuuid_mode_is_read_up_to_the_edges_of_2000_2100(form: IdForm) -> N
     # times just outside are not taken as it.
     unit = 1 if form.millisecond else 1000
     for ms in (Y2000, Y2100 - unit):
-        decoded = decode(form.new(ms))
+        decoded = decode(form.new(to_datetime(ms)))
         assert (decoded.form, decoded.timestamp) == (form, to_datetime(ms))
     for ms in (Y2000 - unit, Y2100):
         try:
-            decoded = decode(form.new(ms))
+            decoded = decode(form.new(to_datetime(ms)))
         except InvalidIdError:
             continue
         assert decoded.form != form

@@ -41,7 +41,7 @@ from couchids import (
     InvalidArgumentError,
 )
 from couchids.core.expiry import ExpireReport
-from couchids.idforms.times import to_ms
+from couchids.idforms.times import to_datetime, to_ms
 
 FORMS = (KUUID, KUUID_REVERSE, KUUID_MS_REVERSE, SHORT, V7, V7S)
 BEFORE = to_ms("2024-05-01T12:00:00Z")
@@ -80,7 +80,9 @@ def populated(
             ids += [f"{key}~stub{n}", f"{key}!{n}"]
         ids += [make_id(form, ms, t) for t in ("ordx", "or", "ord-1")]
         if n % 4 == 0:
-            ids += [g.new(ms, type=t) for g in OTHER_FORMS if g != form for t in SCOPES]
+            ids += [
+                g.new(to_datetime(ms), type=t) for g in OTHER_FORMS if g != form for t in SCOPES
+            ]
     ids += ["_design/ord", "ord:", "ord;", "ord"]
     insert(client, db, ids)
     return doomed

@@ -53,16 +53,16 @@ def test_a_resumed_export_equals_an_uninterrupted_one(
     populate(client, db, form, 30 + seed)
     columns = ["_id", "n"] if seed % 2 else None
     whole = io.StringIO()
-    couchids.Database(client, db, form=form).export(START, END, whole, type="ord", csv=columns)
+    couchids.Database(client, db, form=form).export(START, END, out=whole, type="ord", csv=columns)
     rows = len(whole.getvalue().splitlines())
     out = FailingOut(random.Random(seed).randrange(2, rows))
     mark = Checkpoint()
     options = {"type": "ord", "csv": columns}
     handle = couchids.Database(client, db, form=form).with_options(batch_size=4)
     with pytest.raises(Broken):
-        handle.export(START, END, out, checkpoint=mark, **options)  # type: ignore[arg-type]
+        handle.export(START, END, out=out, checkpoint=mark, **options)  # type: ignore[arg-type]
     stopped = Checkpoint.from_json(mark.to_json())
-    handle.export(START, END, out, checkpoint=stopped, **options)  # type: ignore[arg-type]
+    handle.export(START, END, out=out, checkpoint=stopped, **options)  # type: ignore[arg-type]
     assert out.getvalue() == whole.getvalue()
     if columns:
         table = list(csv.reader(io.StringIO(whole.getvalue())))
@@ -77,7 +77,7 @@ def test_export_rides_out_lost_answers(couch_url: str, db: str) -> None:
         proxy.fail("503-before", method="POST", path="_all_docs", times=2, after=1)
         out = io.StringIO()
         couchids.Database(client, db).with_options(batch_size=10).export(
-            START, END, out, type="ord"
+            START, END, out=out, type="ord"
         )
         assert proxy.pending() == 0
     ids = [json.loads(line)["_id"] for line in out.getvalue().splitlines()]
@@ -86,13 +86,15 @@ def test_export_rides_out_lost_answers(couch_url: str, db: str) -> None:
 
 def test_csv_needs_fields(client: CloudantV1, db: str) -> None:
     with pytest.raises(InvalidArgumentError, match=r"csv=\[\]: a CSV export needs fields"):
-        couchids.Database(client, db).export(START, END, io.StringIO(), csv=[])
+        couchids.Database(client, db).export(START, END, out=io.StringIO(), csv=[])
 
 
 def test_export_reads_the_form_it_is_given(client: CloudantV1, db: str) -> None:
     populate(client, db, V7S, 3)  # among ids of other forms made at the same times
     out = io.StringIO()
-    mark = couchids.Database(client, db, form=KUUID).export(START, END, out, type="ord", form=V7S)
+    mark = couchids.Database(client, db, form=KUUID).export(
+        START, END, out=out, type="ord", form=V7S
+    )
     ids = [json.loads(line)["_id"] for line in out.getvalue().splitlines()]
     assert ids == reference(client, db, V7S) and mark.done == len(ids) > 0
     assert ids != reference(client, db, KUUID)

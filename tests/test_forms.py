@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import couchids
 from couchids import IdForm, InvalidArgumentError, InvalidIdError, kuuid
 from couchids.idforms.forms import KUUID_FORMS
-from couchids.idforms.times import MAX_MS
+from couchids.idforms.times import MAX_MS, to_datetime
 
 LAST_MS_PREFIX = 62**8 - 1
 
@@ -96,7 +96,7 @@ def form_and_time(draw: st.DrawFn) -> tuple[IdForm, int]:
 @given(form_and_time())
 def test_parse_gives_the_time_back_and_key_starts_the_id(case: tuple[IdForm, int]) -> None:
     form, ms = case
-    doc_id = form.new(ms)
+    doc_id = form.new(to_datetime(ms))
     unit = ms // form.unit_ms
     assert form.parse(doc_id) == unit * form.unit_ms
     assert form.key_fits(unit)

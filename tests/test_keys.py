@@ -27,7 +27,7 @@ from couchids.idforms.forms import (
     V7S,
     IdForm,
 )
-from couchids.idforms.times import MAX_MS, to_ms
+from couchids.idforms.times import MAX_MS, to_datetime, to_ms
 
 PRESETS = (KUUID, KUUID_REVERSE, KUUID_MS, KUUID_MS_REVERSE, SHORT, SHORT_REVERSE, V7, V7S)
 SECOND_FORMS = tuple(f for f in KUUID_FORMS if not f.millisecond)
@@ -123,7 +123,7 @@ def test_an_id_is_in_the_range_exactly_when_its_time_is_in_the_window(
     form, doc_type, start, end, t = case
     keys = window_keys(form, doc_type, start, end)
     inside = start <= id_time(form, t) < end and reached(form, t)
-    made = [form.new(t, type=doc_type), *extreme_ids(form, t, doc_type)]
+    made = [form.new(to_datetime(t), type=doc_type), *extreme_ids(form, t, doc_type)]
     if keys is None:
         assert not inside, "a window holding an id time must have a key range"
         return
@@ -190,7 +190,7 @@ def test_a_type_range_holds_no_id_of_a_type_it_is_a_prefix_of(
     t = min(t, last_ms(form))
     keys = window_keys(form, "user", min(start, t), last_ms(form) + 1)
     assert keys is not None
-    for doc_id in [form.new(t, type=other), *extreme_ids(form, t, other)]:
+    for doc_id in [form.new(to_datetime(t), type=other), *extreme_ids(form, t, other)]:
         assert not contains(keys, doc_id), doc_id
     for stub in ["user", "user:", "users:", "use:", "user;", "user:admin", "user:notakuuid"]:
         if contains(keys, stub):
@@ -258,10 +258,10 @@ def test_types_that_look_like_times_do_fall_in_untyped_ranges() -> None:
     t = 1_700_000_000_000
     second = window_keys(KUUID, None, t, t + 1000)
     assert second is not None
-    assert contains(second, KUUID.key(t // 1000) + ":" + KUUID.new(t))
+    assert contains(second, KUUID.key(t // 1000) + ":" + KUUID.new(to_datetime(t)))
     newest = window_keys(KUUID_REVERSE, None, 0, t)
     assert newest is not None
-    assert contains(newest, "zzzz:" + KUUID_REVERSE.new(t))
+    assert contains(newest, "zzzz:" + KUUID_REVERSE.new(to_datetime(t)))
 
 
 @pytest.mark.parametrize("form", PRESETS, ids=str)
@@ -359,7 +359,7 @@ def test_no_range_of_the_millisecond_mode_holds_a_second_mode_id(
     """An id of a second mode reads in the millisecond mode of its block count (the same
     length and alphabet) as a time before 1978-01-12: no range of that mode reaches it."""
     ms_form = replace(form, millisecond=True)
-    doc_id = form.new(t, type=doc_type)
+    doc_id = form.new(to_datetime(t), type=doc_type)
     assert ms_form.parse(doc_id[len(ms_form.type_prefix(doc_type)) :]) < to_ms("1978-01-12")
     keys = window_keys(ms_form, doc_type, min(start, end), max(start, end) + 1)
     assert keys is None or not contains(keys, doc_id)
@@ -381,7 +381,7 @@ def test_no_window_of_the_millisecond_mode_takes_a_second_mode_id(
     which reads as a millisecond time before 1978, is no id of a millisecond window from 1970
     (say, a server answering rows from the start of the index)."""
     ms_form = replace(form, millisecond=True)
-    doc_id = form.new(t, type=doc_type)
+    doc_id = form.new(to_datetime(t), type=doc_type)
     assert not in_window(ms_form, doc_type, min(start, end), max(start, end) + 1)(doc_id)
 
 

@@ -16,7 +16,7 @@ from kuuid_node import KuuidNode
 import couchids
 from couchids import InvalidArgumentError, InvalidTimeError, kuuid
 from couchids.idforms.base62 import decode as base62_decode
-from couchids.idforms.times import MAX_MS
+from couchids.idforms.times import MAX_MS, to_datetime
 
 MAX_BLOCK = "4gfFC3"
 LAST_MS_PREFIX = 62**8 - 1  # the largest time an 8-character prefix holds
@@ -236,7 +236,9 @@ def test_ids_sort_by_time(reverse: bool, millisecond: bool, data: st.DataObject)
     unit = 1 if millisecond else 1000
     blocks = data.draw(st.integers(min_value=1, max_value=4))
     id1, id2 = (
-        kuuid.id(t, type="log", random=blocks, reverse=reverse, millisecond=millisecond)
+        kuuid.id(
+            to_datetime(t), type="log", random=blocks, reverse=reverse, millisecond=millisecond
+        )
         for t in (t1, t2)
     )
     p1, p2 = id1[4:12], id2[4:12]

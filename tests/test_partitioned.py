@@ -365,7 +365,7 @@ def test_count_export_expire_of_a_type_equal_the_truth(
     mark = (
         couchids.Database(client, capped_db, form=form)
         .with_options(batch_size=5000)
-        .export(start, end, whole, type="ord")
+        .export(start, end, out=whole, type="ord")
     )
     exported = [json.loads(line)["_id"] for line in whole.getvalue().splitlines()]
     assert exported == in_order(in_window, form, newest_first=False)
@@ -379,14 +379,14 @@ def test_count_export_expire_of_a_type_equal_the_truth(
         couchids.Database(client, capped_db, form=form).with_options(batch_size=700).export(
             start,
             end,
-            part,
+            out=part,
             type="ord",
             checkpoint=resumed,
             on_progress=stop_after_a_page,
         )
     resumed = Checkpoint.from_json(resumed.to_json())
     couchids.Database(client, capped_db, form=form).export(
-        start, end, part, type="ord", checkpoint=resumed
+        start, end, out=part, type="ord", checkpoint=resumed
     )
     assert part.getvalue() == whole.getvalue()
 

@@ -382,7 +382,7 @@ def test_a_document_that_is_not_its_rows_is_refused(
     with pytest.raises(ServerError, match=holds):
         list(handle.window(NEW_YEAR, NEW_YEAR + 1000, type="user"))
     with pytest.raises(ServerError, match=holds):
-        handle.export(NEW_YEAR, NEW_YEAR + 1000, io.StringIO(), type="user")
+        handle.export(NEW_YEAR, NEW_YEAR + 1000, out=io.StringIO(), type="user")
     listed = f"not a CouchDB answer: _changes listed '{inside}' with dict {{'_id': '{later}'"
     with pytest.raises(ServerError, match=listed):
         list(handle.follow(type="user", since_seq=0, wait=False))

@@ -468,7 +468,7 @@ def test_bad_input_is_a_clear_error_and_creates_nothing(client: CloudantV1, pref
     with pytest.raises(couchids.InvalidTimeError, match="before it starts"):
         series.histogram("2026-03-02", "2026-03-01")
     with pytest.raises(couchids.InvalidTimeError, match="before it starts"):
-        series.export("2026-03-02", "2026-03-01", io.StringIO())
+        series.export("2026-03-02", "2026-03-01", out=io.StringIO())
     with pytest.raises(couchids.InvalidArgumentError, match="ahead"):
         series.prepare(-1)
     with pytest.raises(couchids.InvalidArgumentError, match="ahead"):

@@ -9,13 +9,15 @@ import re
 import time
 from datetime import UTC, date, datetime, timedelta, timezone
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from couchids import InvalidInputError, InvalidTimeError
-from couchids.idforms.times import MAX_MS, to_datetime, to_ms
+import couchids
+from couchids import InvalidArgumentError, InvalidInputError, InvalidTimeError
+from couchids.idforms.times import AMBIGUOUS_INTS, MAX_MS, duration_ms, to_datetime, to_ms
 
 
 def utc_ms(
@@ -36,7 +38,8 @@ ACCEPTED = [
     (" 2018-01-01 ", utc_ms(2018, 1, 1)),
     ("2018-01-01T00:00:00.000Z", utc_ms(2018, 1, 1)),
     ("2018-07-20T10:10:34.234Z", utc_ms(2018, 7, 20, 10, 10, 34, ms=234)),
-    ("2018-07-20T10:10:34.234", utc_ms(2018, 7, 20, 10, 10, 34, ms=234)),  # no offset: UTC
+    # No offset: local time, which is UTC in the suite (tests/conftest.py).
+    ("2018-07-20T10:10:34.234", utc_ms(2018, 7, 20, 10, 10, 34, ms=234)),
     ("2018-07-20T12:10:34.234+02:00", utc_ms(2018, 7, 20, 10, 10, 34, ms=234)),
     ("2018-07-20 10:10:34.234999Z", utc_ms(2018, 7, 20, 10, 10, 34, ms=234)),  # µs dropped
     ("9999-12-31T23:59:59.999Z", MAX_MS),
@@ -55,7 +58,7 @@ ACCEPTED = [
     ("2016-12-31T23:59:60Z", utc_ms(2016, 12, 31, 23, 59, 59, ms=999)),
     ("2016-12-31t23:59:60.5z", utc_ms(2016, 12, 31, 23, 59, 59, ms=999)),
     ("2017-01-01T05:29:60+05:30", utc_ms(2016, 12, 31, 23, 59, 59, ms=999)),
-    ("2016-12-31 23:59:60", utc_ms(2016, 12, 31, 23, 59, 59, ms=999)),  # no offset: UTC
+    ("2016-12-31 23:59:60", utc_ms(2016, 12, 31, 23, 59, 59, ms=999)),  # local: UTC here
     ("20161231T235960Z", utc_ms(2016, 12, 31, 23, 59, 59, ms=999)),
     ("9999-12-31T23:59:60Z", MAX_MS),
 ]
@@ -169,7 +172,7 @@ def test_to_datetime_round_trips(ms: int) -> None:
 
 
 @given(st.datetimes(min_value=datetime(1970, 1, 1), max_value=datetime(9999, 12, 31)))
-def test_naive_datetimes_are_utc(dt: datetime) -> None:
+def test_naive_datetimes_are_utc_where_the_local_zone_is(dt: datetime) -> None:
     expected = calendar.timegm(dt.timetuple()) * 1000 + dt.microsecond // 1000
     assert to_ms(dt) == expected
     assert to_ms(dt.replace(tzinfo=UTC)) == expected
@@ -180,3 +183,153 @@ def test_error_messages_name_the_accepted_kinds() -> None:
         to_ms([1])  # type: ignore[arg-type]
     for kind in ("datetime", "date", "ISO-8601", "epoch milliseconds", "None for now"):
         assert re.search(re.escape(kind), str(info.value))
+
+
+# -- an int that could be seconds -----------------------------------------------------------
+
+
+def test_an_int_of_epoch_seconds_is_refused_with_both_readings_and_both_fixes() -> None:
+    seconds = int(time.time())
+    with pytest.raises(InvalidTimeError) as info:
+        couchids.id(seconds, type="x")
+    message = str(info.value)
+    as_ms = to_datetime(seconds).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    as_seconds = to_datetime(seconds * 1000).isoformat().replace("+00:00", "Z")
+    assert as_ms in message and as_seconds in message
+    assert f"{seconds} * 1000" in message and "datetime" in message
+    assert couchids.decode(couchids.id(seconds * 1000, type="x")).timestamp == to_datetime(
+        seconds * 1000
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "refused"),
+    [
+        (315_532_799, False),  # 1970-01-04 in ms, 1979-12-31 in seconds: only ms makes sense
+        (315_532_800, True),  # 1980-01-01T00:00:00Z in seconds
+        (1_700_000_000, True),
+        (253_402_300_800, True),  # after 9999 in seconds, still 1978 in ms
+        (315_532_799_999, True),
+        (315_532_800_000, False),  # 1980-01-01T00:00:00Z in ms
+        (0, False),
+    ],
+)
+def test_the_ambiguous_ints_are_those_of_1980_on_in_seconds(value: int, refused: bool) -> None:
+    assert (value in AMBIGUOUS_INTS) == refused
+    if refused:
+        with pytest.raises(InvalidTimeError, match="ambiguous"):
+            to_ms(value)
+    else:
+        assert to_ms(value) == value
+
+
+def test_a_time_before_1980_is_given_as_a_datetime() -> None:
+    before_1980 = datetime(1975, 6, 1, tzinfo=UTC)
+    doc_id = couchids.id(before_1980, type="x", millisecond=True)
+    assert couchids.decode(doc_id, reverse=False, millisecond=True).timestamp == before_1980
+
+
+# -- local time -----------------------------------------------------------------------------
+
+
+def test_naive_datetimes_dates_and_offsetless_strings_are_local_time(local_zone: str) -> None:
+    zone = ZoneInfo(local_zone)
+    for naive in (datetime(2024, 5, 1), datetime(2024, 1, 15, 12, 30, 1, 250000)):
+        expected = to_ms(naive.replace(tzinfo=zone))
+        assert to_ms(naive) == expected == int(naive.timestamp() * 1000)
+        assert to_ms(naive.isoformat()) == expected
+        assert to_ms(naive.isoformat(sep=" ")) == expected
+    assert (
+        to_ms(date(2024, 5, 1)) == to_ms("2024-05-01") == to_ms(datetime(2024, 5, 1, tzinfo=zone))
+    )
+    assert to_ms(datetime(2024, 5, 1)) != to_ms("2024-05-01T00:00:00Z")  # not UTC
+    # An offset or an aware datetime is that instant, in any zone.
+    assert (
+        to_ms("2024-05-01T00:00:00Z")
+        == to_ms(datetime(2024, 5, 1, tzinfo=UTC))
+        == utc_ms(2024, 5, 1)
+    )
+    assert to_ms("2024-05-01T05:30:00+05:30") == utc_ms(2024, 5, 1)
+
+
+def test_an_hour_before_a_naive_now_is_an_hour_ago(local_zone: str) -> None:
+    before = time.time_ns() // 1_000_000
+    an_hour_ago = to_ms(datetime.now() - timedelta(hours=1))
+    after = time.time_ns() // 1_000_000
+    assert before - 3_600_000 - 1 <= an_hour_ago <= after - 3_600_000
+
+
+def test_a_naive_time_local_time_cannot_reach_is_refused(local_zone: str) -> None:
+    with pytest.raises(InvalidTimeError, match=r"ids hold times from 1970 to 9999|before 1970"):
+        to_ms(datetime(1970, 1, 1) if local_zone == "Asia/Kolkata" else datetime(1, 1, 1))
+
+
+# -- a time ago, and durations --------------------------------------------------------------
+
+NOW = utc_ms(2024, 5, 2)
+
+
+@pytest.mark.parametrize(
+    ("value", "ago_ms"),
+    [
+        ("now", 0),
+        (" NOW ", 0),
+        ("24h", 86_400_000),
+        ("1d", 86_400_000),
+        ("90m", 5_400_000),
+        ("2w", 1_209_600_000),
+        ("30s", 30_000),
+        ("250ms", 250),
+        ("0s", 0),
+        (timedelta(hours=24), 86_400_000),
+        (timedelta(0), 0),
+        (timedelta(microseconds=1500), 1),
+    ],
+    ids=repr,
+)
+def test_a_time_ago_counts_back_from_now(value: Any, ago_ms: int) -> None:
+    assert to_ms(value, now=NOW) == NOW - ago_ms
+
+
+def test_a_time_ago_reads_the_clock_without_now() -> None:
+    before = time.time_ns() // 1_000_000
+    day_ago = to_ms("24h")
+    after = time.time_ns() // 1_000_000
+    assert before - 86_400_000 <= day_ago <= after - 86_400_000
+
+
+@pytest.mark.parametrize("value", [timedelta(hours=-1), timedelta(microseconds=-1)], ids=repr)
+def test_a_negative_timedelta_is_refused(value: timedelta) -> None:
+    with pytest.raises(InvalidTimeError, match=r"negative.*time ago"):
+        to_ms(value, now=NOW)
+
+
+@pytest.mark.parametrize("value", ["99999d", timedelta(days=30000), "9" * 5000 + "s"], ids=repr)
+def test_a_time_ago_before_1970_is_refused(value: Any) -> None:
+    with pytest.raises(InvalidTimeError, match="before 1970"):
+        to_ms(value, now=NOW)
+
+
+@pytest.mark.parametrize(
+    ("value", "ms"),
+    [
+        ("15m", 900_000),
+        ("1H", 3_600_000),
+        (" 7d ", 604_800_000),
+        ("0s", 0),
+        ("5ms", 5),
+        (timedelta(days=1), 86_400_000),
+        (timedelta(microseconds=999), 0),
+    ],
+    ids=repr,
+)
+def test_durations_are_units_or_timedeltas(value: Any, ms: int) -> None:
+    assert duration_ms(value, "every") == ms
+
+
+@pytest.mark.parametrize(
+    "value", ["1 hour", "1.5h", "-1h", "h", "", 3600, 1.5, None, timedelta(seconds=-1)], ids=repr
+)
+def test_other_durations_are_refused_naming_the_parameter(value: Any) -> None:
+    with pytest.raises(InvalidArgumentError, match=r"^every=.*: give a timedelta, or a whole"):
+        duration_ms(value, "every")

@@ -54,7 +54,7 @@ from couchids.errors import (
 )
 from couchids.idforms.doctypes import AllTypes
 from couchids.idforms.forms import KUUID, IdForm
-from couchids.idforms.times import TimeLike, to_ms
+from couchids.idforms.times import TimeLike, now_ms, to_datetime, to_ms
 
 __all__ = ["AsyncSeries"]
 
@@ -357,7 +357,7 @@ class AsyncSeries:
     def window(
         self,
         start: TimeLike,
-        end: TimeLike,
+        end: TimeLike = None,
         *,
         type: str | AllTypes | None = None,
         newest_first: bool = True,
@@ -391,7 +391,7 @@ class AsyncSeries:
     async def count(
         self,
         start: TimeLike,
-        end: TimeLike,
+        end: TimeLike = None,
         *,
         type: str | AllTypes | None = None,
         exact: bool = False,
@@ -410,7 +410,7 @@ class AsyncSeries:
     async def histogram(
         self,
         start: TimeLike,
-        end: TimeLike,
+        end: TimeLike = None,
         *,
         every: str | timedelta = "1h",
         type: str | None = None,
@@ -479,9 +479,9 @@ class AsyncSeries:
     async def export(
         self,
         start: TimeLike,
-        end: TimeLike,
-        out: TextIO,
+        end: TimeLike = None,
         *,
+        out: TextIO,
         type: str | None = None,
         csv: collections.abc.Sequence[str] | None = None,
         checkpoint: Checkpoint | None = None,
@@ -493,7 +493,7 @@ class AsyncSeries:
         Example::
 
             with open("2026.ndjson", "w") as out:
-                await events.export("2026-01-01", "2027-01-01", out, type="reading")
+                await events.export("2026-01-01", "2027-01-01", out=out, type="reading")
         """
         program = series.export(
             self._facts,
@@ -538,8 +538,9 @@ class AsyncSeries:
                                          type="reading")
             await job.wait(600)
         """
-        start_ms = to_ms(start)
-        end_ms = None if end is None else to_ms(end)
+        now = now_ms()  # a time ago counts back from one reading of the clock
+        start_ms = to_ms(start, now=now)
+        end_ms = None if end is None else to_ms(end, now=now)
         service_url, credentials = server_access(self.client)
 
         def plan_of(name: str, a: int, b: int | None) -> replication.ReplicationPlan:
@@ -548,8 +549,8 @@ class AsyncSeries:
                 name,
                 source,
                 goal,
-                a,
-                b,
+                to_datetime(a),
+                None if b is None else to_datetime(b),
                 type=type,
                 form=self.form,
                 continuous=continuous,

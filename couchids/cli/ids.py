@@ -19,8 +19,9 @@ from couchids.cli.options import (
     fail,
     in_flags,
     json_line,
+    moment,
     named_form,
-    parse_time,
+    time_flag,
 )
 from couchids.cli.options import form as id_form
 from couchids.errors import InvalidInputError
@@ -35,7 +36,7 @@ NEW_EPILOG = f"""\
 examples:
   couchids new                                 one kuuid id made now
   couchids new --type user -n 3                three ids user:<id>
-  couchids new --at 2018-01-01 -n 3            three ids of 2018-01-01T00:00:00Z (001eVnWK...)
+  couchids new --at 2018-01-01T00:00Z -n 3     three ids of 2018-01-01T00:00:00Z (001eVnWK...)
   couchids new --reverse --ms --at 90m         a reverse millisecond id of 90 minutes ago
   couchids new --v7s --type order              order:<UUIDv7 as 32 hex characters>
 
@@ -72,7 +73,9 @@ def add_commands(commands: Any, only: str | None = None) -> None:
         )
         add(p, type="document type: ids T:<id>")
         p.add_argument("-n", type=count_of(0), default=1, metavar="N", help="how many (default 1)")
-        p.add_argument("--at", metavar="TIME", help="the time in the ids (default now)")
+        p.add_argument(
+            "--at", type=time_flag, metavar="TIME", help="the time in the ids (default now)"
+        )
         add_form(p, "of the ids made")
         p.set_defaults(run=_new)
     if only in (None, "decode"):
@@ -107,7 +110,7 @@ def add_commands(commands: Any, only: str | None = None) -> None:
 
 def _new(args: argparse.Namespace) -> int:
     form = id_form(args)
-    at = None if args.at is None else parse_time(args.at, now_ms())
+    at = None if args.at is None else moment(args.at, now_ms())
     for _ in range(args.n):
         sys.stdout.write(form.new(at, type=args.type) + "\n")
     return EXIT_OK

@@ -23,9 +23,10 @@ from couchids.cli.options import (
     count_of,
     in_flags,
     json_line,
-    parse_time,
+    moment,
     say,
     seconds,
+    time_flag,
 )
 from couchids.cli.options import window as time_window
 from couchids.cli.sources import SERIES_READS, database, open_source, say_kept, source_args
@@ -144,12 +145,14 @@ def add_commands(commands: Any) -> None:
         "--for",
         dest="duration",
         type=functools.partial(seconds, most=math.inf),
-        metavar="SECONDS",
-        help="keep waiting for this many seconds, then stop: 30, 600 (implies -f)",
+        metavar="DURATION",
+        help="keep waiting this long, then stop: seconds or units, such as 30, 2s, 10m, 1h "
+        "(implies -f)",
     )
     p.add_argument("--limit", type=count_of(1), metavar="N", help="stop after N documents")
     p.add_argument(
         "--since",
+        type=time_flag,
         metavar="TIME",
         help="only documents whose id holds this time or a later one (instead of --since-seq)",
     )
@@ -201,7 +204,7 @@ def _expire(args: argparse.Namespace) -> int:
     from couchids.core.scan import Checkpoint
     from couchids.drivers.blocking import known_facts, run
 
-    before = parse_time(args.before, now_ms())
+    before = moment(args.before, now_ms())
     db = database(args, args.db)
     mark = Checkpoint(last_id=args.after)
     # Counted for the progress bar's total; a failure names the command run.
@@ -245,7 +248,7 @@ def _export(args: argparse.Namespace) -> int:
     mark = Checkpoint(last_id=args.after)
     with _Bar("exporting", mark) as bar:
         source.handle.export(
-            start, end, sys.stdout, type=args.type, csv=fields, checkpoint=mark, on_progress=bar
+            start, end, out=sys.stdout, type=args.type, csv=fields, checkpoint=mark, on_progress=bar
         )
     if not mark.done and args.after is None:
         source.note_empty((start, end))
@@ -256,7 +259,7 @@ def _tail(args: argparse.Namespace) -> int:
     from couchids.core.scan import Checkpoint
 
     db = database(args, args.db)
-    since = None if args.since is None else parse_time(args.since, now_ms())
+    since = None if args.since is None else moment(args.since, now_ms())
     if since is not None and args.since_seq != "now":
         raise InvalidArgumentError("give --since TIME or --since-seq SEQ, not both")
     mark = Checkpoint()  # from --since-seq (or --since) at the first call, then onwards

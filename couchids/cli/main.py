@@ -47,7 +47,7 @@ _ANSWERED = re.compile("not a CouchDB answer|speaks plain HTTP")
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``couchids`` command with ``argv`` (default ``sys.argv[1:]``); return its status.
 
-    >>> main(["new", "--at", "2018-01-01", "--type", "user"])  # doctest: +ELLIPSIS
+    >>> main(["new", "--at", "2018-01-01T00:00Z", "--type", "user"])  # doctest: +ELLIPSIS
     user:001eVnWK...
     0
     """

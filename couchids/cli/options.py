@@ -19,7 +19,7 @@ from couchids.errors import InvalidArgumentError, InvalidTimeError
 from couchids.idforms.constants import DEFAULT_BLOCKS, SEPARATORS, SHORT_BLOCKS
 from couchids.idforms.doctypes import ALL_TYPES, AllTypes
 from couchids.idforms.forms import NAMED_FORMS, V7, V7S, IdForm, KuuidForm, form_named
-from couchids.idforms.times import now_ms, parse_iso, to_datetime, to_ms
+from couchids.idforms.times import iso_ms, now_ms, span_ms, to_datetime, to_ms
 
 EXIT_OK = 0
 #: The server failed (unreachable, credentials, no such database, rate limited), or the
@@ -31,11 +31,10 @@ EXIT_BAD_INPUT = 2
 #: 128 + SIGINT, the conventional status of a program stopped by Ctrl-C.
 EXIT_INTERRUPTED = 130
 
-_AGO = re.compile(r"(\d+)([smhdw])")
-_UNIT_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
 TIME_HELP = (
-    "an ISO-8601 date or time (2024-05-01, 2024-05-01T12:30:00Z; no offset means UTC),\n"
-    "'now', or a time ago: a whole number of s, m (minutes), h, d or w, such as 90m, 24h, 7d, 2w"
+    "an ISO-8601 date or time (2024-05-01, 2024-05-01T12:30:00Z; no offset means local time),\n"
+    "'now', or a time ago: a whole number of ms, s, m (minutes), h, d or w, such as 90m, 24h,\n"
+    "7d (no plain numbers: an epoch number's unit would be a guess)"
 )
 
 
@@ -99,9 +98,7 @@ def iso(moment: datetime | int) -> str:
     >>> iso(1714566600250), iso(1714566600000)
     ('2024-05-01T12:30:00.250Z', '2024-05-01T12:30:00Z')
     """
-    when = to_datetime(moment) if isinstance(moment, int) else moment
-    spec = "milliseconds" if when.microsecond else "seconds"
-    return when.isoformat(timespec=spec).replace("+00:00", "Z")
+    return iso_ms(moment if isinstance(moment, int) else to_ms(moment))
 
 
 def close(stream: object) -> None:
@@ -110,33 +107,46 @@ def close(stream: object) -> None:
 
 
 def parse_time(text: str, now: int) -> int:
-    """Read a command-line TIME as epoch milliseconds: what :func:`~couchids.idforms.times.to_ms`
-    reads from a string (ISO 8601), ``now``, or a time ago counted back from ``now``: a whole
-    number and a unit, ``s``, ``m`` (minutes), ``h``, ``d`` or ``w``.
+    """Read a command-line TIME as epoch milliseconds, as the library reads a string
+    (:func:`~couchids.idforms.times.to_ms`): ISO 8601 (no offset: local time), ``now``, or a
+    time ago counted back from ``now``, such as ``24h``.
 
     Raises:
-        InvalidTimeError: anything else, or a time before 1970.
+        InvalidTimeError: anything else, or a time before 1970 or after 9999.
 
-    >>> parse_time("24h", now=to_ms("2024-05-02"))
+    >>> parse_time("24h", now=to_ms("2024-05-02T00:00Z"))
     1714521600000
-    >>> parse_time("2024-05-01", now=0)
+    >>> parse_time("2024-05-01T00:00Z", now=0)
     1714521600000
     """
-    spoken = text.strip().lower()
-    if spoken == "now":
-        return now
-    ago = _AGO.fullmatch(spoken)
-    if ago is None:
-        if parse_iso(text) is None:
-            raise InvalidTimeError(f"{text!r} is not a time: give {' '.join(TIME_HELP.split())}")
-        return to_ms(text)  # which refuses times before 1970 or after 9999
+    return to_ms(text, now=now)
+
+
+def time_flag(text: str) -> str:
+    """The type of a TIME flag: ``text`` if :func:`parse_time` reads it (read again, all the
+    command's TIMEs from one reading of the clock, when the command runs), so that a bad one
+    is one line naming its flag."""
+    if text.strip().isdigit():
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is a plain number, whose unit (seconds? milliseconds?) would be a guess: "
+            "give an ISO-8601 time, such as 2024-05-01T12:30:00Z, or a time ago, such as 24h"
+        )
     try:
-        ms = now - int(ago[1]) * _UNIT_MS[ago[2]]
-    except ValueError:  # more digits than int() reads: long before 1970
-        ms = -1
-    if ms < 0:
-        raise InvalidTimeError(f"{text!r} before now is before 1970; ids start at 1970")
-    return ms
+        parse_time(text, now_ms())
+    except InvalidTimeError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def duration(text: str) -> str:
+    """The type of a duration flag of units (``--every``): ``text`` if it is a whole number
+    above 0 and a unit, such as ``15m`` or ``1d``."""
+    if not span_ms(text):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a duration above 0: give a whole number and a unit, ms, s, "
+            "m (minutes), h, d or w, such as 15m, 1h, 1d, 1w"
+        )
+    return text
 
 
 def count_of(least: int, most: int | None = None) -> Callable[[str], int]:
@@ -157,14 +167,18 @@ def count_of(least: int, most: int | None = None) -> Callable[[str], int]:
 
 def seconds(text: str, most: float = MAX_TIMEOUT) -> float:
     """The type of a flag that takes seconds, above 0 and at most ``most`` (``math.inf``: any
-    finite number)."""
+    finite number): a number of seconds, or a duration of units such as ``2s`` or ``10m``."""
     try:
         value = float(text)
     except ValueError:
-        value = -1.0
+        span = span_ms(text)
+        value = -1.0 if span is None else span / 1000
     if not 0 < value <= most or value == math.inf:
-        at_most = "" if most == math.inf else f" and at most {most:g}"
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0{at_most}")
+        at_most = "" if most == math.inf else f" and at most {most:g} seconds"
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a duration above 0{at_most}: give seconds, such as 30 or 0.5, or "
+            "a whole number and a unit, ms, s, m (minutes), h, d or w, such as 2s, 10m, 1h"
+        )
     return value
 
 
@@ -174,9 +188,9 @@ FLAGS: dict[str, dict[str, Any]] = {
     "db": {"flags": ["db"], "metavar": "DB", "help": "database name"},
     "type": {"metavar": "T", "help": "only ids T:<id> (default: untyped ids)"},
     "all_types": {"action": "store_true"},
-    "since": {"required": True, "metavar": "TIME", "help": "start (inclusive)"},
-    "until": {"metavar": "TIME", "help": "end (exclusive; {})"},
-    "before": {"required": True, "metavar": "TIME"},
+    "since": {"required": True, "type": time_flag, "metavar": "TIME", "help": "start (inclusive)"},
+    "until": {"type": time_flag, "metavar": "TIME", "help": "end (exclusive; {})"},
+    "before": {"required": True, "type": time_flag, "metavar": "TIME"},
     "after": {"metavar": "ID", "help": "resume after this id"},
     "yes": {"action": "store_true"},
     "purge": {"action": "store_true", "help": "then purge (CouchDB only)"},
@@ -233,11 +247,16 @@ def add_form(parser: argparse.ArgumentParser, verb: str) -> None:
     add(group, "form", "sep")
 
 
-def window(args: argparse.Namespace) -> tuple[int, int]:
-    """``(start, end)`` of ``--since``/``--until`` in epoch milliseconds, ending now by
-    default."""
+def window(args: argparse.Namespace) -> tuple[datetime, datetime]:
+    """``(start, end)`` of ``--since``/``--until``, ending now by default."""
     now = now_ms()
-    return parse_time(args.since, now), now if args.until is None else parse_time(args.until, now)
+    return moment(args.since, now), moment("now" if args.until is None else args.until, now)
+
+
+def moment(text: str, now: int) -> datetime:
+    """A TIME (:func:`parse_time`) as the aware UTC datetime the library is given: an
+    instant, whatever its year (an int of a time before 1980 could read as seconds)."""
+    return to_datetime(parse_time(text, now))
 
 
 def scope(args: argparse.Namespace) -> str | AllTypes | None:

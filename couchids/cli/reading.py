@@ -16,6 +16,7 @@ from couchids.cli.options import (
     add_form,
     close,
     count_of,
+    duration,
     iso,
     json_line,
 )
@@ -156,6 +157,7 @@ def add_commands(commands: Any) -> None:
     add_form(p, "of the ids in DB or the series")
     p.add_argument(
         "--every",
+        type=duration,
         default="1h",
         help="bucket width, a whole number of s, m, h, d or w: 15m, 1h, 1d, 1w (default 1h)",
     )

@@ -18,7 +18,7 @@ from couchids.cli.options import (
     form,
     in_flags,
     iso,
-    parse_time,
+    moment,
     say,
 )
 from couchids.cli.sources import PERIOD_HELP, existing, make_series, period_of, say_kept
@@ -204,7 +204,7 @@ def _prepare(args: argparse.Namespace) -> int:
 
 
 def _expire(args: argparse.Namespace) -> int:
-    before = parse_time(args.before, now_ms())
+    before = moment(args.before, now_ms())
     layout = SeriesLayout(args.prefix, args.period, form(args))
     series = make_series(args, layout)
     existing(series)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from couchids.cli.options import form as id_form
@@ -17,6 +18,7 @@ from couchids.core.periods import EVERY, Every, Period, SeriesLayout
 from couchids.errors import DatabaseNotFoundError, InvalidArgumentError, ServerError
 from couchids.idforms.doctypes import ALL_TYPES, AllTypes
 from couchids.idforms.forms import IdForm
+from couchids.idforms.times import to_datetime, to_ms
 
 # What talks to a server is loaded when a command runs (see couchids.cli.main).
 if TYPE_CHECKING:
@@ -71,7 +73,7 @@ class Source:
     scope: str | AllTypes | None
     form: IdForm
 
-    def note_empty(self, window: tuple[int, int] | None = None) -> None:
+    def note_empty(self, window: tuple[datetime, datetime] | None = None) -> None:
         """After an answer with nothing in it, a note on stderr of why, when the database or
         the series shows it; ``window`` is the ``(start, end)`` read (``None``: ``latest``)."""
         from couchids.series import Series
@@ -81,7 +83,7 @@ class Source:
             why, db = None, self.handle
             if isinstance(db, Series):
                 names, layout = db.databases(), db.layout
-                start, end = window or (0, 0)
+                start, end = (to_ms(window[0]), to_ms(window[1])) if window else (0, 0)
                 held = [n for n in names if not window or period_of(layout, n).overlaps(start, end)]
                 if not names:
                     why = f"the series {layout.prefix!r} {_kind(layout)} has no databases"
@@ -92,7 +94,7 @@ class Source:
                         f"time from {iso(start)} to {iso(end)}: it has {listed}"
                     )
                 else:  # the newest database read is the likeliest to show the ids written now
-                    db = db.database(period_of(layout, held[-1]).start_ms)
+                    db = db.database(to_datetime(period_of(layout, held[-1]).start_ms))
             if why is None and self.scope is not ALL_TYPES and not isinstance(db, Series):
                 why = db.explain_empty(type=self.scope, form=self.form, style="command")
             if why is not None:

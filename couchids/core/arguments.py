@@ -22,7 +22,7 @@ from typing import Any
 from couchids.core.defaults import MAX_TIMEOUT
 from couchids.errors import InvalidArgumentError, InvalidTimeError
 from couchids.idforms.forms import IdForm
-from couchids.idforms.times import MAX_MS, TimeLike, to_datetime, to_ms
+from couchids.idforms.times import MAX_MS, TimeLike, iso_ms, now_ms, to_ms
 
 
 def flag(name: str, value: object) -> bool:
@@ -166,24 +166,22 @@ def text_stream(name: str, value: object) -> None:
 
 def window(start: TimeLike, end: TimeLike | None, *, open_end: bool = False) -> tuple[int, int]:
     """The window ``[start, end)`` in ms since the epoch (an ``end`` before ``start`` is an
-    :class:`~couchids.errors.InvalidTimeError`); with ``open_end``, ``end=None`` is no end.
+    :class:`~couchids.errors.InvalidTimeError`); ``end=None`` is now, or with ``open_end`` no
+    end. Times ago (``"24h"``) and now are read from one reading of the clock.
 
-    >>> window("2024-01-01", "2024-01-02")
+    >>> window("2024-01-01T00:00Z", "2024-01-02T00:00Z")
     (1704067200000, 1704153600000)
-    >>> window("2024-01-02", "2024-01-01")  # doctest: +IGNORE_EXCEPTION_DETAIL
+    >>> window("2024-01-02T00:00Z", "2024-01-01T00:00Z")  # doctest: +IGNORE_EXCEPTION_DETAIL
     Traceback (most recent call last):
     couchids.errors.InvalidTimeError: the window ends (...) before it starts (...); ...
     """
-    start_ms = to_ms(start)
-    end_ms = MAX_MS + 1 if open_end and end is None else to_ms(end)
+    now = now_ms()
+    start_ms = to_ms(start, now=now)
+    end_ms = MAX_MS + 1 if open_end and end is None else to_ms(end, now=now)
     if end_ms < start_ms:
         hint = ", or end=None for no end" if open_end else ""
         raise InvalidTimeError(
-            f"the window ends ({_iso(end_ms)}) before it starts ({_iso(start_ms)}); "
+            f"the window ends ({iso_ms(end_ms)}) before it starts ({iso_ms(start_ms)}); "
             f"pass start <= end{hint}"
         )
     return start_ms, end_ms
-
-
-def _iso(ms: int) -> str:
-    return to_datetime(ms).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import bisect
 import itertools
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -35,7 +34,7 @@ from couchids.core.windows import scan_pages
 from couchids.errors import InvalidArgumentError
 from couchids.idforms.doctypes import ALL_TYPES, AllTypes
 from couchids.idforms.forms import IdForm
-from couchids.idforms.times import TimeLike, to_datetime
+from couchids.idforms.times import DurationLike, TimeLike, duration_ms, to_datetime
 
 __all__ = [
     "BUCKET_ORIGIN_MS",
@@ -60,9 +59,6 @@ MAX_BUCKETS: Final = 100_000
 #: are such multiples too.
 BUCKET_ORIGIN_MS: Final = 4 * 86_400_000
 
-_EVERY = re.compile(r"(\d+)\s*(ms|s|m|h|d|w)")
-_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
-
 
 @dataclass(frozen=True)
 class Bucket:
@@ -73,8 +69,9 @@ class Bucket:
     count: int
 
 
-def parse_every(every: str | timedelta) -> int:
-    """The bucket width in milliseconds: ``"1h"``, ``"15m"``, ``"1d"``, ``"1w"`` or a timedelta.
+def parse_every(every: DurationLike) -> int:
+    """The bucket width in milliseconds: a duration (:func:`~couchids.idforms.times.duration_ms`),
+    such as ``"1h"``, ``"15m"``, ``"1d"``, ``"1w"`` or a timedelta.
 
     Raises:
         InvalidArgumentError: anything else, or a width under one millisecond.
@@ -82,15 +79,7 @@ def parse_every(every: str | timedelta) -> int:
     >>> parse_every("1h"), parse_every(timedelta(days=1))
     (3600000, 86400000)
     """
-    if isinstance(every, timedelta):
-        ms = every // timedelta(milliseconds=1)
-    elif isinstance(every, str) and (found := _EVERY.fullmatch(every.strip().lower())):
-        ms = int(found[1]) * _UNIT_MS[found[2]]
-    else:
-        raise InvalidArgumentError(
-            f"every={every!r}: give a timedelta or a whole number with a unit, such as "
-            "'30s', '15m', '1h', '1d' or '1w'"
-        )
+    ms = duration_ms(every, "every")
     if ms < 1:
         raise InvalidArgumentError(f"every={every!r}: a bucket is at least one millisecond")
     return ms

@@ -56,7 +56,7 @@ from couchids.errors import (
 )
 from couchids.idforms.doctypes import AllTypes, scope_prefix
 from couchids.idforms.idform import IdForm
-from couchids.idforms.times import MAX_MS, TimeLike, to_datetime, to_ms
+from couchids.idforms.times import MAX_MS, TimeLike, now_ms, to_datetime, to_ms
 
 __all__ = [
     "CAPACITY_PATH",
@@ -507,8 +507,8 @@ def window(
         return windows.window(
             known,
             name,
-            a,
-            b,
+            to_datetime(a),
+            to_datetime(b),
             type=type,
             form=layout.form,
             newest_first=newest_first,
@@ -591,7 +591,14 @@ def count(
 
     def part(name: str, a: int, b: int) -> Program[int]:
         return counting.count(
-            known, name, a, b, type=type, form=layout.form, exact=exact, options=options
+            known,
+            name,
+            to_datetime(a),
+            to_datetime(b),
+            type=type,
+            form=layout.form,
+            exact=exact,
+            options=options,
         )
 
     def run(spans: list[Span]) -> Program[int]:
@@ -617,13 +624,15 @@ def histogram(
     inner edges, and edges at its period's start and end, so each of its buckets lies inside
     one bucket of the whole window."""
     policy = options.policy("histogram")
+    # Read once: a time ago and now are the same instants for the edges and the periods.
+    start, end = _instants(start, end)
 
     def part(name: str, a: int, b: int) -> Program[list[Bucket]]:
         return counting.histogram(
             known,
             name,
-            a,
-            b,
+            to_datetime(a),
+            to_datetime(b),
             every=every,
             type=type,
             form=layout.form,
@@ -671,8 +680,8 @@ def export(
         return exporting.window_documents(
             known,
             name,
-            a,
-            b,
+            to_datetime(a),
+            to_datetime(b),
             type,
             layout.form,
             mark,
@@ -705,13 +714,20 @@ def _per_period(
 ) -> Program[T]:
     """``run`` of the :func:`period_spans` of ``[start, end)``. Making ``part``, the program
     of one database, for the whole window checks the arguments now."""
-    start_ms, end_ms = to_ms(start), to_ms(end)
+    start_ms, end_ms = (to_ms(when) for when in _instants(start, end))
     part(layout.prefix, start_ms, end_ms)
 
     def read() -> Program[T]:
         return (yield from run((yield from period_spans(known, layout, policy, start_ms, end_ms))))
 
     return read()
+
+
+def _instants(start: TimeLike, end: TimeLike) -> tuple[datetime, datetime]:
+    """``start`` and ``end`` (``None``: now) as instants, a time ago and now read from one
+    reading of the clock, which the periods' programs read alike."""
+    now = now_ms()
+    return to_datetime(to_ms(start, now=now)), to_datetime(to_ms(end, now=now))
 
 
 def period_spans(
@@ -806,7 +822,7 @@ def expire(
     expiry.expire(
         known,
         layout.prefix,
-        before_ms,
+        to_datetime(before_ms),
         type=None,
         form=layout.form,
         dry_run=dry_run,

@@ -89,7 +89,7 @@ def expire(doc_type: str | None) -> Run:
 async def export(client: AsyncClient, call: Call) -> Any:
     handle = database(client, call.db, batch_size=PAGE, parallel=3, timeout=call.timeout)
     try:
-        await handle.export(*WINDOW, call.out, type="a")
+        await handle.export(*WINDOW, out=call.out, type="a")
     finally:
         call.handed_out += [json.loads(line)["_id"] for line in call.out.getvalue().splitlines()]
     return list(call.handed_out)

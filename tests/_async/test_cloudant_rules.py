@@ -137,7 +137,7 @@ async def expire_purge(client: AsyncClient, s: Setting) -> None:
 
 async def export(client: AsyncClient, s: Setting) -> None:
     out = io.StringIO()
-    await database(client, s.db).export(T0, END, out, type="click")
+    await database(client, s.db).export(T0, END, out=out, type="click")
     assert [json.loads(line)["_id"] for line in out.getvalue().splitlines()] == s.ids
 
 
@@ -205,7 +205,7 @@ async def series_writes_and_reads(client: AsyncClient, s: Setting) -> None:
     buckets = await series.histogram(since, until, every="1d", type="r")
     assert sum(b.count for b in buckets) == 5
     out = io.StringIO()
-    await series.export(since, until, out, type="r")
+    await series.export(since, until, out=out, type="r")
     assert len(out.getvalue().splitlines()) == 5
     assert sorted(s.stored(names[0])) + sorted(s.stored(names[1])) != []
 

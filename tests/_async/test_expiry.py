@@ -39,7 +39,7 @@ async def test_a_base36_number_that_is_no_uuidv7_is_left_alone(
     )
     assert counted == len(made)
     out = io.StringIO()
-    await database(async_client, db, form=BASE36_V7).export(start, end, out, type="ord")
+    await database(async_client, db, form=BASE36_V7).export(start, end, out=out, type="ord")
     exported = [json.loads(line)["_id"] for line in out.getvalue().splitlines()]
     assert exported == sorted(made.values())
     doomed = {made[-HOUR], made[-1]}
@@ -76,7 +76,7 @@ async def test_utc_random_ids_beside_couchdb_random_ids_are_refused(
             BEFORE, type=None, form=UTC_RANDOM, dry_run=False
         ),
         lambda: database(async_client, db, form=UTC_RANDOM).export(
-            start, end, io.StringIO(), type=None
+            start, end, out=io.StringIO(), type=None
         ),
     )
     for call in calls:

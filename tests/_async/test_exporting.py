@@ -30,7 +30,7 @@ async def test_export_is_the_window_oldest_first(
     populate(client, db, form, 21)
     out = io.StringIO()
     mark = await database(async_client, db, form=form, batch_size=7).export(
-        START, END, out, type="ord"
+        START, END, out=out, type="ord"
     )
     lines = [json.loads(line) for line in out.getvalue().splitlines()]
     assert [doc["_id"] for doc in lines] == reference(client, db, form)
@@ -48,7 +48,7 @@ async def test_a_checkpoint_outside_the_window_resumes_at_its_edge(
         out = io.StringIO()
         mark = Checkpoint(last_id)
         await database(async_client, db, form=form, batch_size=4).export(
-            START, END, out, type="ord", checkpoint=mark
+            START, END, out=out, type="ord", checkpoint=mark
         )
         assert [json.loads(line)["_id"] for line in out.getvalue().splitlines()] == expected
 
@@ -67,7 +67,7 @@ async def test_a_checkpoint_of_another_kuuid_mode_is_refused(
             mark = Checkpoint("ord:" + other.new(START + HOUR))
             handle = database(async_client, db, form=form, batch_size=4)
             with pytest.raises(InvalidArgumentError, match="checkpoint last_id="):
-                await handle.export(START, END, io.StringIO(), type="ord", checkpoint=mark)
+                await handle.export(START, END, out=io.StringIO(), type="ord", checkpoint=mark)
             with pytest.raises(InvalidArgumentError, match="checkpoint last_id="):
                 await handle.archive(target, START, END, type="ord", checkpoint=mark)
             with pytest.raises(InvalidArgumentError, match="checkpoint last_id="):
@@ -98,7 +98,7 @@ async def test_export_reads_time_slices_in_parallel(
         out = io.StringIO()
         fresh = async_client_for(client_for(proxy.url))
         await database(fresh, db, batch_size=page_size, **slices).export(
-            START, END, out, type="ord"
+            START, END, out=out, type="ord"
         )
     assert [json.loads(line)["_id"] for line in out.getvalue().splitlines()] == reference(
         client, db, KUUID
@@ -114,6 +114,6 @@ async def test_export_reads_time_slices_in_parallel(
 async def test_a_bad_parallel_is_refused_before_any_request(async_client: AsyncClient) -> None:
     for bad in (0, -1, 1.5, True):
         with pytest.raises(InvalidArgumentError, match="parallel"):
-            await database(async_client, "db", parallel=bad).export(START, END, io.StringIO())
+            await database(async_client, "db", parallel=bad).export(START, END, out=io.StringIO())
         with pytest.raises(InvalidArgumentError, match="parallel"):
             await database(async_client, "db", parallel=bad).archive("target", START, END)

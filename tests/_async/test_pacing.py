@@ -53,7 +53,7 @@ async def op_window(shop: AsyncDatabase, client: CloudantV1, db: str, ids: list[
 
 async def op_export(shop: AsyncDatabase, client: CloudantV1, db: str, ids: list[str]) -> None:
     out = io.StringIO()
-    await shop.export(T0, END, out, type="click")
+    await shop.export(T0, END, out=out, type="click")
     got = [json.loads(line)["_id"] for line in out.getvalue().splitlines()]
     assert sorted(got) == sorted(ids) and len(set(got)) == N
 

@@ -54,7 +54,7 @@ def archive(form: IdForm, window: tuple[str, str]) -> Run:
 def export(form: IdForm, window: tuple[str, str]) -> Run:
     async def run(client: AsyncClient, call: Call, checkpoint: Checkpoint) -> Any:
         handle = database(client, call.db, form=form, batch_size=PAGE, parallel=2, timeout=TIMEOUT)
-        await handle.export(*window, call.out, type="order", checkpoint=checkpoint)
+        await handle.export(*window, out=call.out, type="order", checkpoint=checkpoint)
         return exported(call.out)
 
     return run

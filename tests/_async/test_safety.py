@@ -219,7 +219,7 @@ async def test_composite_partition_scopes_are_read_from_their_partition(
     out = io.StringIO()
 
     assert await database(async_client, db).count("2024-01-01", "2024-02-01", type=scope) == 4
-    await database(async_client, db).export("2024-01-01", "2024-04-01", out, type=scope)
+    await database(async_client, db).export("2024-01-01", "2024-04-01", out=out, type=scope)
     report = await database(async_client, db).expire("2024-02-01", type=scope, dry_run=False)
 
     assert {json.loads(line)["_id"] for line in out.getvalue().splitlines()} == set(old + new)

@@ -32,7 +32,9 @@ from .helpers import database, listed
 def _checkpointed(client: CloudantV1, checkpoint: object) -> Any:
     return {
         "expire": lambda: database(client, "db").expire(1, type="t", checkpoint=checkpoint),
-        "export": lambda: database(client, "db").export(0, 1, io.StringIO(), checkpoint=checkpoint),
+        "export": lambda: database(client, "db").export(
+            0, 1, out=io.StringIO(), checkpoint=checkpoint
+        ),
         "archive": lambda: database(client, "db").archive("target", 0, 1, checkpoint=checkpoint),
         "rekey": lambda: database(client, "a").rekey("b", secret=b"k", checkpoint=checkpoint),
         "follow": lambda: listed(database(client, "db").follow(checkpoint=checkpoint, wait=False)),
@@ -88,7 +90,7 @@ def test_export_refuses_an_out_it_cannot_write_text_to(
             (closed, "closed"),
         ]:
             with pytest.raises(InvalidArgumentError, match=says):
-                database(blocking_client_for(C), "db").export(0, 1, out)
+                database(blocking_client_for(C), "db").export(0, 1, out=out)
 
 
 @pytest.mark.parametrize(
@@ -108,7 +110,7 @@ def test_export_refuses_csv_fields_that_are_no_list_of_names(
     blocking_client_for: Callable[[CloudantV1], CloudantV1], csv: object, says: str
 ) -> None:
     with pytest.raises(InvalidArgumentError, match=says):
-        database(blocking_client_for(C), "db").export(0, 1, io.StringIO(), csv=csv)
+        database(blocking_client_for(C), "db").export(0, 1, out=io.StringIO(), csv=csv)
 
 
 @pytest.mark.parametrize("doc_id", [LONE, "order:" + LONE, "a" + LONE + "b"], ids=repr)
@@ -159,15 +161,15 @@ def test_export_writes_text_and_lone_surrogates_exactly(
     for encoding in ("utf-8", "ascii", "latin-1"):
         path = tmp_path / f"out-{encoding}.ndjson"
         with open(path, "w", encoding=encoding) as out:
-            database(blocking_client, db).export(SINCE, UNTIL, out, type="ord")
+            database(blocking_client, db).export(SINCE, UNTIL, out=out, type="ord")
         lines = path.read_text(encoding=encoding).splitlines()
         read = [{k: v for k, v in json.loads(line).items() if k in docs[0]} for line in lines]
         assert read == docs, encoding
     csv = {"type": "ord", "csv": ["name"]}
     lone = pytest.raises(InvalidArgumentError, match=r"lone surrogate.*export it as NDJSON")
     with open(tmp_path / "out.csv", "w", encoding="utf-8", newline="") as out, lone:
-        database(blocking_client, db).export(SINCE, UNTIL, out, **csv)
+        database(blocking_client, db).export(SINCE, UNTIL, out=out, **csv)
     lacks = pytest.raises(InvalidArgumentError, match=r"encoding \(ascii\) has no 'é'")
     with open(tmp_path / "ascii.csv", "w", encoding="ascii", newline="") as out, lacks:
-        database(blocking_client, db).export(SINCE, UNTIL, out, **csv)
+        database(blocking_client, db).export(SINCE, UNTIL, out=out, **csv)
     assert (tmp_path / "ascii.csv").read_bytes() == b"name\r\n"  # the header, no row

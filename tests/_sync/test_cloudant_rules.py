@@ -138,7 +138,7 @@ def expire_purge(client: CloudantV1, s: Setting) -> None:
 
 def export(client: CloudantV1, s: Setting) -> None:
     out = io.StringIO()
-    database(client, s.db).export(T0, END, out, type="click")
+    database(client, s.db).export(T0, END, out=out, type="click")
     assert [json.loads(line)["_id"] for line in out.getvalue().splitlines()] == s.ids
 
 
@@ -204,7 +204,7 @@ def series_writes_and_reads(client: CloudantV1, s: Setting) -> None:
     buckets = series.histogram(since, until, every="1d", type="r")
     assert sum(b.count for b in buckets) == 5
     out = io.StringIO()
-    series.export(since, until, out, type="r")
+    series.export(since, until, out=out, type="r")
     assert len(out.getvalue().splitlines()) == 5
     assert sorted(s.stored(names[0])) + sorted(s.stored(names[1])) != []
 

@@ -31,7 +31,7 @@ def test_export_is_the_window_oldest_first(
     populate(client, db, form, 21)
     out = io.StringIO()
     mark = database(blocking_client, db, form=form, batch_size=7).export(
-        START, END, out, type="ord"
+        START, END, out=out, type="ord"
     )
     lines = [json.loads(line) for line in out.getvalue().splitlines()]
     assert [doc["_id"] for doc in lines] == reference(client, db, form)
@@ -49,7 +49,7 @@ def test_a_checkpoint_outside_the_window_resumes_at_its_edge(
         out = io.StringIO()
         mark = Checkpoint(last_id)
         database(blocking_client, db, form=form, batch_size=4).export(
-            START, END, out, type="ord", checkpoint=mark
+            START, END, out=out, type="ord", checkpoint=mark
         )
         assert [json.loads(line)["_id"] for line in out.getvalue().splitlines()] == expected
 
@@ -68,7 +68,7 @@ def test_a_checkpoint_of_another_kuuid_mode_is_refused(
             mark = Checkpoint("ord:" + other.new(START + HOUR))
             handle = database(blocking_client, db, form=form, batch_size=4)
             with pytest.raises(InvalidArgumentError, match="checkpoint last_id="):
-                handle.export(START, END, io.StringIO(), type="ord", checkpoint=mark)
+                handle.export(START, END, out=io.StringIO(), type="ord", checkpoint=mark)
             with pytest.raises(InvalidArgumentError, match="checkpoint last_id="):
                 handle.archive(target, START, END, type="ord", checkpoint=mark)
             with pytest.raises(InvalidArgumentError, match="checkpoint last_id="):
@@ -98,7 +98,7 @@ def test_export_reads_time_slices_in_parallel(
         proxy.hold_for_company("_all_docs", seconds=0.5, crowd=crowd)
         out = io.StringIO()
         fresh = blocking_client_for(client_for(proxy.url))
-        database(fresh, db, batch_size=page_size, **slices).export(START, END, out, type="ord")
+        database(fresh, db, batch_size=page_size, **slices).export(START, END, out=out, type="ord")
     assert [json.loads(line)["_id"] for line in out.getvalue().splitlines()] == reference(
         client, db, KUUID
     )
@@ -113,6 +113,6 @@ def test_export_reads_time_slices_in_parallel(
 def test_a_bad_parallel_is_refused_before_any_request(blocking_client: CloudantV1) -> None:
     for bad in (0, -1, 1.5, True):
         with pytest.raises(InvalidArgumentError, match="parallel"):
-            database(blocking_client, "db", parallel=bad).export(START, END, io.StringIO())
+            database(blocking_client, "db", parallel=bad).export(START, END, out=io.StringIO())
         with pytest.raises(InvalidArgumentError, match="parallel"):
             database(blocking_client, "db", parallel=bad).archive("target", START, END)

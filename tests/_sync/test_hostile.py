@@ -71,7 +71,7 @@ OPERATIONS: dict[str, Operation] = {
         "2030-01-01", type=None, dry_run=False
     ),
     "export": lambda c, db, t: database(c, db, timeout=t).export(
-        "2020-01-01", "2030-01-01", io.StringIO()
+        "2020-01-01", "2030-01-01", out=io.StringIO()
     ),
     "archive": lambda c, db, t: database(c, db, timeout=t, backoff=0).archive(
         TARGET, "2020-01-01", "2030-01-01", expire=True

@@ -54,7 +54,7 @@ def op_window(shop: Database, client: CloudantV1, db: str, ids: list[str]) -> No
 
 def op_export(shop: Database, client: CloudantV1, db: str, ids: list[str]) -> None:
     out = io.StringIO()
-    shop.export(T0, END, out, type="click")
+    shop.export(T0, END, out=out, type="click")
     got = [json.loads(line)["_id"] for line in out.getvalue().splitlines()]
     assert sorted(got) == sorted(ids) and len(set(got)) == N
 

@@ -56,7 +56,7 @@ def archive(form: IdForm, window: tuple[str, str]) -> Run:
 def export(form: IdForm, window: tuple[str, str]) -> Run:
     def run(client: CloudantV1, call: Call, checkpoint: Checkpoint) -> Any:
         handle = database(client, call.db, form=form, batch_size=PAGE, parallel=2, timeout=TIMEOUT)
-        handle.export(*window, call.out, type="order", checkpoint=checkpoint)
+        handle.export(*window, out=call.out, type="order", checkpoint=checkpoint)
         return exported(call.out)
 
     return run

@@ -216,7 +216,7 @@ def test_composite_partition_scopes_are_read_from_their_partition(
     out = io.StringIO()
 
     assert database(blocking_client, db).count("2024-01-01", "2024-02-01", type=scope) == 4
-    database(blocking_client, db).export("2024-01-01", "2024-04-01", out, type=scope)
+    database(blocking_client, db).export("2024-01-01", "2024-04-01", out=out, type=scope)
     report = database(blocking_client, db).expire("2024-02-01", type=scope, dry_run=False)
 
     assert {json.loads(line)["_id"] for line in out.getvalue().splitlines()} == set(old + new)

@@ -215,8 +215,8 @@ def test_export_is_that_of_one_database_holding_every_period(
     start, end = WINDOWS[1]
     for columns in (None, ["_id", "label", "at"]):
         out, one = io.StringIO(), io.StringIO()
-        mark = series.export(start, end, out, type="a", csv=columns)
-        whole.export(start, end, one, type="a", csv=columns)
+        mark = series.export(start, end, out=out, type="a", csv=columns)
+        whole.export(start, end, out=one, type="a", csv=columns)
         assert mark.done == len(data.window(start, end, "a", False)) > 5
         if columns is None:
             assert [_no_rev(line) for line in out.getvalue().splitlines()] == [
@@ -228,7 +228,7 @@ def test_export_is_that_of_one_database_holding_every_period(
     # Stopped after a page, then resumed with its checkpoint: the same lines, once each.
     full = io.StringIO()
     series_of(blocking_client, prefix, every="day", batch_size=2, parallel=1).export(
-        start, end, full, type="a"
+        start, end, out=full, type="a"
     )
     part, mark = io.StringIO(), couchids.Checkpoint()
 
@@ -238,11 +238,11 @@ def test_export_is_that_of_one_database_holding_every_period(
 
     with pytest.raises(KeyboardInterrupt):
         series_of(blocking_client, prefix, every="day", batch_size=2).export(
-            start, end, part, type="a", checkpoint=mark, on_progress=stop
+            start, end, out=part, type="a", checkpoint=mark, on_progress=stop
         )
     assert 3 <= mark.done < len(data.window(start, end, "a", False))
     series_of(blocking_client, prefix, every="day", batch_size=2).export(
-        start, end, part, type="a", checkpoint=mark
+        start, end, out=part, type="a", checkpoint=mark
     )
     assert part.getvalue() == full.getvalue()
 
