@@ -101,7 +101,7 @@ class Period:
             ``2026-11``.
 
     >>> from couchids.idforms.times import to_ms
-    >>> period_of("week", to_ms("2027-01-01")).suffix
+    >>> period_of("week", to_ms("2027-01-01T00:00Z")).suffix
     '2026-w53'
     """
 
@@ -224,7 +224,7 @@ def period_of(every: Every, ms: int) -> Period:
         InvalidTimeError: ``ms`` is before 1970 or after 9999.
 
     >>> from couchids.idforms.times import to_ms
-    >>> p = period_of("year", to_ms("2024-02-29"))
+    >>> p = period_of("year", to_ms("2024-02-29T00:00Z"))
     >>> p.suffix, p.end.isoformat()
     ('2024', '2025-01-01T00:00:00+00:00')
     """
@@ -263,7 +263,8 @@ def periods_between(every: Every, start_ms: int, end_ms: int) -> list[Period]:
     (none when ``end_ms <= start_ms``).
 
     >>> from couchids.idforms.times import to_ms
-    >>> [p.suffix for p in periods_between("month", to_ms("2026-11-30"), to_ms("2027-01-01"))]
+    >>> start, end = to_ms("2026-11-30T00:00Z"), to_ms("2027-01-01T00:00Z")
+    >>> [p.suffix for p in periods_between("month", start, end)]
     ['2026-11', '2026-12']
     """
     found: list[Period] = []
@@ -310,7 +311,7 @@ class SeriesLayout:
     >>> from couchids.idforms.forms import KUUID
     >>> from couchids.idforms.times import to_ms
     >>> layout = SeriesLayout("events", "month", KUUID)
-    >>> layout.name(layout.period_at(to_ms("2026-11-25")))
+    >>> layout.name(layout.period_at(to_ms("2026-11-25T00:00Z")))
     'events-2026-11'
     """
 

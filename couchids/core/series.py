@@ -1057,11 +1057,11 @@ def id_time(
 
     >>> from couchids.idforms.forms import KUUID
     >>> from couchids.idforms.times import to_ms
-    >>> time_of = id_time(SeriesLayout("events", "month", KUUID), to_ms("2026-03-01"))
+    >>> time_of = id_time(SeriesLayout("events", "month", KUUID), to_ms("2026-03-01T00:00Z"))
     >>> at = to_ms("2026-03-02T10:00:00Z")
     >>> [time_of(i) == at for i in (KUUID.new(at), KUUID.new(at, type="t"))]
     [True, True]
-    >>> time_of("260302-bc") == to_ms("2026-03-02"), time_of("zzz"), time_of("t:260302-bc")
+    >>> time_of("260302-bc") == to_ms("2026-03-02T00:00Z"), time_of("zzz"), time_of("t:260302-bc")
     (True, None, None)
     """
     form = layout.form

@@ -183,9 +183,9 @@ def short_day(doc_id: str, near_ms: int) -> int | None:
     ``None`` when it is no short id (or its digits name no date).
 
     >>> from couchids.idforms.times import to_datetime, to_ms
-    >>> to_datetime(short_day("260107-bc", to_ms("2026-01-01"))).isoformat()
+    >>> to_datetime(short_day("260107-bc", to_ms("2026-01-01T00:00Z"))).isoformat()
     '2026-01-07T00:00:00+00:00'
-    >>> to_datetime(short_day("990101-bc", to_ms("2026-01-01"))).year
+    >>> to_datetime(short_day("990101-bc", to_ms("2026-01-01T00:00Z"))).year
     1999
     >>> short_day("261307-bc", 0), short_day("260107-b", 0), short_day("user:260107-bc", 0)
     (None, None, None)
