@@ -74,9 +74,10 @@ examples:
 TAIL_EPILOG = f"""\
 Prints the documents of --type stored after the _changes sequence --since-seq (default: from
 now on) as JSON lines, oldest first in each batch, and stops once caught up. -f keeps waiting
-for more; --for SECONDS waits that long (asking every {TAIL_POLL_SECONDS:g} s); --limit N stops
-after N documents. Ctrl-C prints the --since-seq to continue with: it is the end of the last
-batch printed whole, so what was printed of the batch under way comes again (at least once).
+for more; --for DURATION (600 seconds, 10m) waits that long (asking every
+{TAIL_POLL_SECONDS:g} s); --limit N stops after N documents. Ctrl-C prints the --since-seq to
+continue with: it is the end of the last batch printed whole, so what was printed of the batch
+under way comes again (at least once).
 
 --since TIME prints the documents whose id holds that time or a later one, from the first
 stored since then: CouchDB 3.6 starts _changes at the time; elsewhere those already stored are
@@ -86,7 +87,7 @@ examples:
   couchids tail shop --type order -f
   couchids tail shop --type order --since-seq 0 --limit 10
   couchids tail shop --type order --since 1h
-  couchids tail shop --type order --for 600 > orders.jsonl
+  couchids tail shop --type order --for 10m > orders.jsonl
 """
 
 REKEY_EPILOG = """\

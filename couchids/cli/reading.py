@@ -88,8 +88,9 @@ Buckets are aligned to UTC: each inner edge is a whole number of --every from Mo
 1970-01-05T00:00Z (whole hours, UTC midnights, and Mondays for --every 1w, as ISO weeks and a
 series' weeks start). The first bucket starts at SINCE and the last ends at UNTIL, so nothing
 made outside the window is counted: --since 7d --every 1d gives a partial first day, labelled
-by its start, and --since 2024-05-01 --every 1d whole ones. Formats: bars (a line per
-bucket), spark (one line), csv, json (a line per bucket, with its start and end).
+by its start, and --since 2024-05-01T00:00Z --every 1d whole ones (a TIME without an offset
+is local time). Formats: bars (a line per bucket), spark (one line), csv, json (a line per
+bucket, with its start and end).
 
 {SERIES_READS}
 
