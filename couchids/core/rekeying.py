@@ -38,7 +38,7 @@ from couchids.idforms.couchid import UTC_RANDOM
 from couchids.idforms.doctypes import type_prefix
 from couchids.idforms.forms import KUUID, IdForm
 from couchids.idforms.keyed import keyed_id
-from couchids.idforms.times import to_ms
+from couchids.idforms.times import span_ms, to_ms
 
 __all__ = ["DEFAULT_REKEY_BATCH", "RekeyReport", "derived_id", "rekey"]
 
@@ -177,6 +177,11 @@ def _time_of(doc: dict[str, Any], time_field: str | None) -> int:
     if value is None:
         # to_ms reads None as now: a document would get a new id on every run.
         raise InvalidArgumentError(f"the field {time_field!r} is null")
+    if isinstance(value, str) and (value.strip().lower() == "now" or span_ms(value) is not None):
+        raise InvalidArgumentError(
+            f"the field {time_field!r} holds {value!r:.40}, a time relative to now: a document "
+            "would get a new id on every run"
+        )
     if isinstance(value, float):
         value = int(value)
     return to_ms(value)

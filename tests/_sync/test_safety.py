@@ -162,12 +162,20 @@ def test_rekey_refuses_a_null_time_and_never_reads_it_as_now(
     client.put_database(db=target)
     try:
         docs = [{"_id": "a", "at": None}, {"_id": "b", "at": "2024-01-10"}, {"_id": "c"}]
+        # A time ago or now would be another time on every run; an int of seconds, 1970.
+        docs += [
+            {"_id": "d", "at": "24h"},
+            {"_id": "e", "at": "now"},
+            {"_id": "f", "at": 1704844800},
+        ]
         client.post_bulk_docs(db=db, bulk_docs={"docs": docs}).get_result()
         for _ in range(2):
             report = database(blocking_client, db).rekey(target, secret=b"k", time_field="at")
             reasons = dict(report.skipped)
-            assert set(reasons) == {"a", "c"}, report
+            assert set(reasons) == {"a", "c", "d", "e", "f"}, report
             assert "null" in reasons["a"] and "no field" in reasons["c"]
+            assert "relative to now" in reasons["d"] and "relative to now" in reasons["e"]
+            assert "1704844800 * 1000" in reasons["f"]
         assert len(live_ids(client, target)) == 1  # the second run stored nothing more
     finally:
         client.delete_database(db=target)
