@@ -200,8 +200,8 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
     if only is not None:
         return parser
 
-    from couchids.cli import lifecycle, reading, replicating, series
+    from couchids.cli import importing, lifecycle, reading, replicating, series
 
-    for group in (reading, lifecycle, replicating, series):
+    for group in (reading, lifecycle, importing, replicating, series):
         group.add_commands(commands)
     return parser
