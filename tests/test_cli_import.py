@@ -86,9 +86,12 @@ def test_600_rows_are_stored_at_the_times_they_hold(
         {"at": START + n * MINUTE if n % 2 else iso(START + n * MINUTE), "n": n} for n in range(600)
     ]
     Path("orders.ndjson").write_text(ndjson(rows), encoding="utf-8")
-    result = run("import", db, "orders.ndjson", "--time-field", "at", "--type", "order")
+    argv = ("orders.ndjson", "--time-field", "at", "--type", "order", "--batch-size", "250")
+    result = run("-v", "import", db, *argv)
     assert (result.code, result.lines) == (EXIT_OK, ["stored 600, already there 0, failed 0"])
-    assert result.err == ""  # no progress bar when stderr is no terminal
+    # In batches of 250 rows, and no progress bar when stderr is no terminal.
+    said = result.err.splitlines()
+    assert len(said) == 3 and all(f"POST /{db}/_bulk_docs 201" in line for line in said)
     since, until = iso(START), iso(START + 600 * MINUTE)
     counted = run("count", db, "--since", since, "--until", until, "--type", "order")
     assert counted.lines == ["600"]

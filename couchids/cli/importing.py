@@ -48,9 +48,9 @@ Reads FILE (or stdin, without FILE or with -) and stores each row as a new docum
 batches of --batch-size rows, under an id of --type made at the time in the row's --time-field
 (without it, now). A row is a line of NDJSON (a JSON object), or with --csv (or a FILE whose
 name ends in .csv) a record of CSV after its header line, whose values stay strings: give
-NDJSON where a field must be a number. The time is read as the library reads one: an ISO-8601
-string (no offset means UTC) or an int of epoch milliseconds. A row keeps all its fields; an
-_id or another top-level _ field is refused (import makes the ids).
+NDJSON where a field must be a number. The time is read as the library reads a time: an
+ISO-8601 string or an int of epoch milliseconds. A row keeps all its fields; an _id or another
+top-level _ field is refused (import makes the ids).
 
 With --key-field K (and --time-field) each id is named by the row's K (a string or a whole
 number) and its time, so a second run of the same import makes the same ids and stores

@@ -157,6 +157,7 @@ examples:
   couchids window orders --since 24h --type order > last-day.jsonl
   couchids histogram orders --since 7d --every 1d --type order
   couchids tail orders --type order -f
+  couchids import orders orders.ndjson --time-field created --key-field number --type order
   couchids series prepare events --period month
   couchids window --series events --period month --since 90d --type reading
   couchids -v latest orders -n 5
