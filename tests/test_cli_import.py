@@ -257,3 +257,39 @@ def test_usage_is_checked_before_a_row_is_read(run: Any, server: None, db: str) 
     assert result.code == EXIT_BAD_INPUT and "'nowhere.ndjson': cannot read it" in result.err
     result = run("import", db, "--type", "bad type", stdin="{}\n")
     assert result.code == EXIT_BAD_INPUT and result.out == ""
+
+
+class Interrupted(io.StringIO):
+    """stdin whose reader presses Ctrl-C where a line ``STOP`` would come."""
+
+    def __next__(self) -> str:
+        line = super().__next__()
+        if line == "STOP\n":
+            raise KeyboardInterrupt
+        return line
+
+
+def test_ctrl_c_says_where_to_resume_and_a_keyed_rerun_finishes(
+    run: Any,
+    server: None,
+    client: CloudantV1,
+    db: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rows = ndjson([{"at": START + n * MINUTE, "n": n} for n in range(7)])
+    head, tail = rows.splitlines(keepends=True)[:5], rows.splitlines(keepends=True)[5:]
+    monkeypatch.setattr(sys, "stdin", Interrupted("".join([*head, "STOP\n", *tail])))
+    argv = ("import", db, "--time-field", "at", "--key-field", "n", "--batch-size", "2")
+    stopped = run(*argv)
+    # Lines 1 to 4 in two batches; line 5 read for the third, not sent.
+    assert (stopped.code, stopped.lines) == (130, ["stored 4, already there 0, failed 0"])
+    assert stopped.err == (
+        "couchids: stopped in the batch of lines 5 to 5, of which 0 rows were stored; "
+        "resume with --after-line 4\n"
+    )
+    assert sorted(doc["n"] for doc in docs_of(client, db)) == [0, 1, 2, 3]
+    resumed = run(*argv, "--after-line", "4", stdin=rows)
+    assert resumed.lines == ["stored 3, already there 0, failed 0"]
+    again = run(*argv, stdin=rows)  # from the start: keyed, so nothing twice
+    assert again.lines == ["stored 0, already there 7, failed 0"]
+    assert sorted(doc["n"] for doc in docs_of(client, db)) == list(range(7))
