@@ -17,6 +17,7 @@ import pytest
 from ibm_cloud_sdk_core import ApiException
 from ibmcloudant.cloudant_v1 import CloudantV1
 
+import couchids
 from couchids.cli.main import EXIT_BAD_INPUT, EXIT_OK, EXIT_SERVER, main
 from couchids.cli.options import iso
 from couchids.idforms.decode import decode
@@ -246,8 +247,8 @@ def test_a_batch_that_fails_stops_the_import_and_says_where_to_resume(
     result = run("import", missing, "--time-field", "at", stdin=ndjson(rows))
     assert result.code == EXIT_SERVER
     assert result.lines == ["stored 0, already there 0, failed 0"]
-    assert "stopped in the batch of lines 1 to 3" in result.err
-    assert "resume with --after-line 0" in result.err and "does not exist" in result.err
+    assert "stopped in the batch of lines 1 to 3, none of its rows were stored" in result.err
+    assert "resume with the same command" in result.err and "does not exist" in result.err
 
 
 def test_usage_is_checked_before_a_row_is_read(run: Any, server: None, db: str) -> None:
@@ -284,7 +285,7 @@ def test_ctrl_c_says_where_to_resume_and_a_keyed_rerun_finishes(
     # Lines 1 to 4 in two batches; line 5 read for the third, not sent.
     assert (stopped.code, stopped.lines) == (130, ["stored 4, already there 0, failed 0"])
     assert stopped.err == (
-        "couchids: stopped in the batch of lines 5 to 5, of which 0 rows were stored; "
+        "couchids: stopped in the batch of lines 5 to 5, none of its rows were stored; "
         "resume with --after-line 4\n"
     )
     assert sorted(doc["n"] for doc in docs_of(client, db)) == [0, 1, 2, 3]
@@ -293,3 +294,37 @@ def test_ctrl_c_says_where_to_resume_and_a_keyed_rerun_finishes(
     again = run(*argv, stdin=rows)  # from the start: keyed, so nothing twice
     assert again.lines == ["stored 0, already there 7, failed 0"]
     assert sorted(doc["n"] for doc in docs_of(client, db)) == list(range(7))
+
+
+def test_ctrl_c_while_a_batch_is_written_says_it_may_be_stored(
+    run: Any,
+    server: None,
+    client: CloudantV1,
+    db: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ctrl-C as the second batch's answer comes: its rows are stored, unseen; resumed after the
+    first batch, the keyed rerun counts them already there."""
+    rows = ndjson([{"at": START + n * MINUTE, "n": n} for n in range(5)])
+    writes = couchids.Database.bulk_create
+    calls = []
+
+    def interrupted(*args: Any, **kwargs: Any) -> Any:
+        results = writes(*args, **kwargs)
+        calls.append(len(results))
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return results
+
+    monkeypatch.setattr(couchids.Database, "bulk_create", interrupted)
+    argv = ("import", db, "--time-field", "at", "--key-field", "n", "--batch-size", "2")
+    stopped = run(*argv, stdin=rows)
+    assert (stopped.code, stopped.lines) == (130, ["stored 2, already there 0, failed 0"])
+    assert stopped.err == (
+        "couchids: stopped in the batch of lines 3 to 4, some of its rows may be stored (a "
+        "rerun counts them already there); resume with --after-line 2\n"
+    )
+    monkeypatch.setattr(couchids.Database, "bulk_create", writes)
+    resumed = run(*argv, "--after-line", "2", stdin=rows)
+    assert resumed.lines == ["stored 1, already there 2, failed 0"]
+    assert sorted(doc["n"] for doc in docs_of(client, db)) == list(range(5))

@@ -117,7 +117,9 @@ class _Tally:
     stored: int = 0
     duplicates: int = 0
     failed: int = 0
+    start: int = 0  # the rows of lines 1 to start are not read (--after-line)
     settled: int = 0  # every row up to this line is stored, already there or failed
+    sending: bool = False  # the batch under way is being written
     batch: list[int] = field(default_factory=list)  # the lines of the batch under way
 
     def bad(self, line: int, why: str) -> None:
@@ -149,7 +151,7 @@ def _import(args: argparse.Namespace) -> int:
     target = open_target(args)
     if args.type is not None:
         target.form.type_prefix(args.type)  # a bad type, before a row is read
-    tally = _Tally(vars(args), settled=args.after_line)
+    tally = _Tally(vars(args), start=args.after_line, settled=args.after_line)
     with _opened(args.file) as stream, progress("importing", unit="row") as bar:
         rows = _rows(stream, args)
         try:
@@ -157,7 +159,10 @@ def _import(args: argparse.Namespace) -> int:
                 docs = _batch(rows, args, tally)
                 if not docs:
                     break
-                tally.written(_write(target, docs, args))
+                tally.sending = True
+                results = _write(target, docs, args)
+                tally.sending = False
+                tally.written(results)
                 bar.update(len(docs))
         except (CouchidsError, KeyboardInterrupt) as exc:
             _stopped(tally, exc, args.key_field is not None)
@@ -181,18 +186,24 @@ def _write(
 def _stopped(tally: _Tally, exc: BaseException, keyed: bool) -> None:
     """Say what is stored of the batch under way, and where to resume."""
     print(tally.summary())
+    where = "the same command"
+    if tally.settled > tally.start:
+        where = f"--after-line {tally.settled}"
     if not tally.batch:
-        say(f"stopped; resume with --after-line {tally.settled}")
+        say(f"stopped; resume with {where}")
         return
     done = sum(result.ok for result in getattr(exc, "results", []))
-    again = ""
-    if done:
-        again = " (a rerun counts them already there)"
-        if not keyed:
-            again = " (without --key-field, a rerun would store them again)"
+    fate = "none of its rows were stored"
+    if done or (tally.sending and isinstance(exc, KeyboardInterrupt)):
+        fate = f"{done} of its rows were stored" if done else "some of its rows may be stored"
+        fate += (
+            " (a rerun counts them already there)"
+            if keyed
+            else " (without --key-field, a rerun would store them again)"
+        )
     say(
-        f"stopped in the batch of lines {tally.batch[0]} to {tally.batch[-1]}, of which "
-        f"{done} rows were stored{again}; resume with --after-line {tally.settled}"
+        f"stopped in the batch of lines {tally.batch[0]} to {tally.batch[-1]}, {fate}; resume "
+        f"with {where}"
     )
 
 
