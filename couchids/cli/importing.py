@@ -47,10 +47,10 @@ IMPORT_EPILOG = """\
 Reads FILE (or stdin, without FILE or with -) and stores each row as a new document, in
 batches of --batch-size rows, under an id of --type made at the time in the row's --time-field
 (without it, now). A row is a line of NDJSON (a JSON object), or with --csv (or a FILE whose
-name ends in .csv) a record of CSV after its header line, whose values stay strings: give
-NDJSON where a field must be a number. The time is read as the library reads a time: an
-ISO-8601 string or an int of epoch milliseconds. A row keeps all its fields; an _id or another
-top-level _ field is refused (import makes the ids).
+name ends in .csv) a record of CSV after its header line, whose values stay strings (so its
+times are ISO 8601): give NDJSON where a field must be a number. The time is read as the
+library reads a time: an ISO-8601 string or an int of epoch milliseconds. A row keeps all its
+fields; an _id or another top-level _ field is refused (import makes the ids).
 
 With --key-field K (and --time-field) each id is named by the row's K (a string or a whole
 number) and its time, so a second run of the same import makes the same ids and stores
@@ -65,8 +65,8 @@ bar shows on a terminal's stderr; at the end one line on stdout counts the rows:
 already there M, failed K. The exit status is 1 when any row failed, and the error's when a
 whole batch failed (the server unreachable, no such database): the rows before it stay stored.
 
-A series (--series PREFIX --period PERIOD instead of DB) stores each row in the database of
-its time's period, which is made when missing.
+A series (couchids import --series PREFIX --period PERIOD [FILE], without DB) stores each row
+in the database of its time's period, which is made when missing.
 
 examples:
   couchids import shop orders.ndjson --time-field created --type order
@@ -85,12 +85,16 @@ def add_commands(commands: Any) -> None:
         epilog=IMPORT_EPILOG,
     )
     p.intermixed = True  # DB and FILE wherever they stand among the flags
-    source_args(p, "each row stored in its time's")
+    source_args(p, "each row stored in the one of its time")
     p.add_argument("file", nargs="?", metavar="FILE", help="the rows (default, or -: stdin)")
     p.add_argument(
         "--csv", action="store_true", help="the rows are CSV with a header (default: NDJSON)"
     )
-    p.add_argument("--time-field", metavar="F", help="field with each row's time (default: now)")
+    p.add_argument(
+        "--time-field",
+        metavar="F",
+        help="field with each row's time: ISO 8601, or epoch milliseconds (default: now)",
+    )
     p.add_argument(
         "--key-field",
         metavar="K",
