@@ -177,19 +177,22 @@ def test_bad_rows_are_named_by_line_and_the_others_stored(
         "[1, 2]",  # 7
         '{"at": "2024-05-01T12:08:00Z", "n": 8}',  # 8
         '{"at": "2024-05-01T12:09:00Z", "n": NaN}',  # 9
+        '{"at": "2024-05-01T12:10:00Z", "n": "\udcff"}',  # 10: a byte that is no UTF-8
+        '{"at": "2024-05-01T12:11:00Z", "n": "\u00e9"}',  # 11
     ]
-    Path("rows.ndjson").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    text = "\n".join(lines) + "\n"
+    Path("rows.ndjson").write_bytes(text.encode("utf-8", "surrogateescape"))
     result = run("import", db, "rows.ndjson", "--time-field", "at", "--batch-size", "2")
     assert result.code == 1
-    assert result.lines == ["stored 2, already there 0, failed 6"]
+    assert result.lines == ["stored 3, already there 0, failed 7"]
     named = [line.split(":")[1].strip() for line in result.err.splitlines()]
-    assert named == ["line 3", "line 4", "line 5", "line 6", "line 7", "line 9"]
-    assert "no field 'at' (--time-field)" in result.err
+    assert named == ["line 3", "line 4", "line 5", "line 6", "line 7", "line 9", "line 10"]
+    assert "no field 'at' (--time-field)" in result.err and "not UTF-8" in result.err
     assert "'yesterday'" in result.err and "_rev" in result.err
-    assert sorted(doc["n"] for doc in docs_of(client, db)) == [1, 8]
+    assert sorted(map(str, (doc["n"] for doc in docs_of(client, db)))) == ["1", "8", "\u00e9"]
     # Resumed after line 7: only line 8 is read again (and stored again: no --key-field).
     resumed = run("import", db, "rows.ndjson", "--time-field", "at", "--after-line", "7")
-    assert resumed.lines == ["stored 1, already there 0, failed 1"]
+    assert resumed.lines == ["stored 2, already there 0, failed 2"]
     assert "line 9" in resumed.err and "line 3" not in resumed.err
 
 

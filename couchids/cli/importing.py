@@ -8,13 +8,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
-import io
 import json
 import operator
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import IO, TYPE_CHECKING, Any
 
 from couchids.cli.options import (
     EXIT_OK,
@@ -262,73 +261,89 @@ class _Unread:
     why: str
 
 
-def _rows(stream: TextIO, args: argparse.Namespace) -> Iterator[tuple[int, Any]]:
+def _rows(stream: IO[Any], args: argparse.Namespace) -> Iterator[tuple[int, Any]]:
     """Each row after ``--after-line`` with the line it starts on: a JSON value or a CSV
     record as a dict, or :class:`_Unread`. Blank lines are no rows."""
     as_csv = args.csv or (args.file or "").lower().endswith(".csv")
-    name = "stdin" if args.file in (None, "-") else repr(args.file)
-    read = _csv_rows(stream, name) if as_csv else _ndjson_rows(stream, name)
+    lines = _decoded(stream)
+    if as_csv:
+        name = "stdin" if args.file in (None, "-") else repr(args.file)
+        read = _csv_rows(_csv_text(lines, name))
+    else:
+        read = _ndjson_rows(lines)
     return ((line, value) for line, value in read if line > args.after_line)
 
 
-def _ndjson_rows(stream: TextIO, name: str) -> Iterator[tuple[int, Any]]:
-    line = 0
-    try:
-        for line, text in enumerate(stream, 1):
-            if not text.strip():
-                continue
+def _decoded(stream: IO[Any]) -> Iterator[str | UnicodeDecodeError]:
+    """Each line of ``stream`` as text (bytes read as UTF-8, a BOM first dropped), or the
+    error of a line that is no UTF-8."""
+    for line, data in enumerate(stream, 1):
+        if isinstance(data, str):
+            yield data
+            continue
+        try:
+            yield data.decode("utf-8-sig" if line == 1 else "utf-8")
+        except UnicodeDecodeError as exc:
+            yield exc
+
+
+def _ndjson_rows(lines: Iterator[str | UnicodeDecodeError]) -> Iterator[tuple[int, Any]]:
+    for line, text in enumerate(lines, 1):
+        if isinstance(text, UnicodeDecodeError):
+            yield line, _Unread(f"not UTF-8 text ({text.reason} at byte {text.start + 1})")
+        elif text.strip():
             try:
                 yield line, json.loads(text, parse_constant=_no_constant)
             except ValueError as exc:
                 yield line, _Unread(f"not JSON: {exc}")
-    except UnicodeDecodeError as exc:
-        raise _undecodable(name, exc, line + 1) from None
 
 
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is no JSON number")
 
 
-def _csv_rows(stream: TextIO, name: str) -> Iterator[tuple[int, Any]]:
-    reader = csv.reader(stream)
-    try:
-        header = next(reader, None)
-        if header is None:
-            return
-        if not all(header) or len(set(header)) < len(header):
+def _csv_text(lines: Iterator[str | UnicodeDecodeError], name: str) -> Iterator[str]:
+    """The lines of a CSV, up to one that is no UTF-8: a record may span lines, so there the
+    import stops."""
+    for line, text in enumerate(lines, 1):
+        if isinstance(text, UnicodeDecodeError):
             raise InvalidArgumentError(
-                f"the CSV header {','.join(header)!r:.120} must name each column once (no "
-                "empty or repeated names)"
+                f"{name} is not UTF-8 text at line {line} ({text.reason}): give the CSV in UTF-8"
             )
-        while True:
-            line = reader.line_num + 1
-            try:
-                record = next(reader)
-            except StopIteration:
-                return
-            except csv.Error as exc:
-                yield line, _Unread(f"not CSV: {exc}")
-                continue
-            if len(record) != len(header):
-                if record:  # a blank line is no row
-                    yield line, _Unread(f"{len(record)} fields where the header has {len(header)}")
-            else:
-                yield line, dict(zip(header, record, strict=True))
-    except UnicodeDecodeError as exc:
-        raise _undecodable(name, exc, reader.line_num + 1) from None
+        yield text
 
 
-def _undecodable(name: str, exc: UnicodeDecodeError, line: int) -> InvalidArgumentError:
-    return InvalidArgumentError(
-        f"{name} is not UTF-8 text at line {line} ({exc.reason}); the rows before it were read"
-    )
+def _csv_rows(lines: Iterator[str]) -> Iterator[tuple[int, Any]]:
+    reader = csv.reader(lines)
+    header = next(reader, None)
+    if header is None:
+        return
+    if not all(header) or len(set(header)) < len(header):
+        raise InvalidArgumentError(
+            f"the CSV header {','.join(header)!r:.120} must name each column once (no empty "
+            "or repeated names)"
+        )
+    while True:
+        line = reader.line_num + 1
+        try:
+            record = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            yield line, _Unread(f"not CSV: {exc}")
+            continue
+        if len(record) != len(header):
+            if record:  # a blank line is no row
+                yield line, _Unread(f"{len(record)} fields where the header has {len(header)}")
+        else:
+            yield line, dict(zip(header, record, strict=True))
 
 
-def _opened(path: str | None) -> contextlib.AbstractContextManager[TextIO]:
-    """FILE opened to be read, or stdin (left open) for ``None`` and ``-``."""
+def _opened(path: str | None) -> contextlib.AbstractContextManager[IO[Any]]:
+    """FILE opened to be read as bytes, or stdin (left open) for ``None`` and ``-``."""
     if path not in (None, "-"):
         try:
-            return open(path, encoding="utf-8-sig", newline="")
+            return open(path, "rb")
         except OSError as exc:
             raise InvalidArgumentError(
                 f"FILE {path!r}: cannot read it ({exc.strerror}); give a file of NDJSON or "
@@ -337,6 +352,5 @@ def _opened(path: str | None) -> contextlib.AbstractContextManager[TextIO]:
     if sys.stdin.isatty():
         # Waiting for rows to be typed looks like a hang: say what the command wants instead.
         raise UsageError("give FILE, or the rows on stdin (see 'couchids import --help')")
-    if isinstance(sys.stdin, io.TextIOWrapper):
-        sys.stdin.reconfigure(encoding="utf-8-sig", newline="")  # as a FILE is read
-    return contextlib.nullcontext(sys.stdin)
+    # Its bytes, read as a FILE's are (whatever the locale's encoding).
+    return contextlib.nullcontext(getattr(sys.stdin, "buffer", sys.stdin))
