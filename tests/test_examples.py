@@ -20,6 +20,7 @@ import argparse
 import ast
 import asyncio
 import contextlib
+import csv
 import doctest
 import functools
 import importlib
@@ -324,9 +325,13 @@ def made_first(line: Command, args: argparse.Namespace, client: CloudantV1) -> N
     ``SOURCE`` and ``TARGET``, and the current period's database of a series (``--series``
     or ``series list|expire PREFIX``): an example stands for the reader's own data."""
     present = databases(client)
-    for name in (getattr(args, key, None) for key in ("db", "source", "target")):
+    # import --series PREFIX --period PERIOD FILE: the one word by position is FILE.
+    keys = ("source", "target") if getattr(args, "series", None) else ("db", "source", "target")
+    for name in (getattr(args, key, None) for key in keys):
         if isinstance(name, str) and "://" not in name and name not in present:
             client.put_database(db=name)
+    if subcommand(line.argv) == ["import"]:
+        rows_first(args)
     prefix = getattr(args, "series", None)
     if subcommand(line.argv) in (["series", "list"], ["series", "expire"]):
         prefix = args.prefix
@@ -334,6 +339,25 @@ def made_first(line: Command, args: argparse.Namespace, client: CloudantV1) -> N
         series = couchids.Series(client, prefix, every=args.period)
         if not series.databases():
             series.prepare()
+
+
+def rows_first(args: argparse.Namespace) -> None:
+    """The FILE of an ``import`` line, when missing: a few rows with the fields its flags
+    name (CSV for a name ending in .csv), which stand for the reader's own."""
+    path = args.file or (args.db if args.series else None)
+    if path in (None, "-") or Path(path).exists():
+        return
+    rows = [
+        {args.time_field or "at": f"2024-05-01T12:0{n}:00Z", args.key_field or "n": n, "total": 9}
+        for n in range(3)
+    ]
+    with open(path, "w", encoding="utf-8", newline="") as file:
+        if path.endswith(".csv"):
+            writer = csv.DictWriter(file, list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+        else:
+            file.writelines(json.dumps(row) + "\n" for row in rows)
 
 
 def run_command(line: Command, block: Block, client: CloudantV1, couchdb: bool) -> None:

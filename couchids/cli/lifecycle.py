@@ -24,6 +24,7 @@ from couchids.cli.options import (
     in_flags,
     json_line,
     moment,
+    progress,
     say,
     seconds,
     time_flag,
@@ -372,12 +373,8 @@ class _Bar:
     ``on_progress``, it moves to them. Ctrl-C in its ``with`` block says where to resume."""
 
     def __init__(self, what: str, mark: Checkpoint, total: int | None = None) -> None:
-        from tqdm import tqdm  # here: every command starts up without it
-
         self.mark = mark
-        self.tqdm = tqdm(
-            total=total, desc=what, unit="doc", file=sys.stderr, disable=not sys.stderr.isatty()
-        )
+        self.tqdm = progress(what, total)
 
     def __call__(self, _: object) -> None:
         self.tqdm.update(self.mark.done - self.tqdm.n)

@@ -157,6 +157,7 @@ examples:
   couchids window orders --since 24h --type order > last-day.jsonl
   couchids histogram orders --since 7d --every 1d --type order
   couchids tail orders --type order -f
+  couchids import orders orders.ndjson --time-field created --key-field number --type order
   couchids series prepare events --period month
   couchids window --series events --period month --since 90d --type reading
   couchids -v latest orders -n 5
@@ -200,8 +201,8 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
     if only is not None:
         return parser
 
-    from couchids.cli import lifecycle, reading, replicating, series
+    from couchids.cli import importing, lifecycle, reading, replicating, series
 
-    for group in (reading, lifecycle, replicating, series):
+    for group in (reading, lifecycle, importing, replicating, series):
         group.add_commands(commands)
     return parser

@@ -49,10 +49,20 @@ class Parser(argparse.ArgumentParser):
         kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
         super().__init__(*args, **kwargs)
         self.help_of = self.prog  # whose --help an error points to
+        # Two optional arguments by position (import's DB and FILE) are read wherever they
+        # stand: argparse alone takes them only from the words before the first flag.
+        self.intermixed = False
 
     def parse_known_args(  # type: ignore[override]
         self, args: Any = None, namespace: Any = None
     ) -> tuple[argparse.Namespace, list[str]]:
+        if self.intermixed:
+            # parse_known_intermixed_args comes back here for each of its two passes.
+            self.intermixed = False
+            try:
+                return self.parse_known_intermixed_args(args, namespace)
+            finally:
+                self.intermixed = True
         parsed, extras = super().parse_known_args(args, namespace)
         if extras:
             # Arguments no parser knows: the innermost subcommand's --help lists its flags.
@@ -99,6 +109,13 @@ def iso(moment: datetime | int) -> str:
     ('2024-05-01T12:30:00.250Z', '2024-05-01T12:30:00Z')
     """
     return iso_ms(moment if isinstance(moment, int) else to_ms(moment))
+
+
+def progress(what: str, total: int | None = None, unit: str = "doc") -> Any:
+    """A progress bar (tqdm) of ``what`` on stderr when it is a terminal, nothing elsewhere."""
+    from tqdm import tqdm  # here: every command starts up without it
+
+    return tqdm(total=total, desc=what, unit=unit, file=sys.stderr, disable=not sys.stderr.isatty())
 
 
 def close(stream: object) -> None:
@@ -315,6 +332,8 @@ _FLAG_OF = {
     "name": ("source", "db"),  # a database handle's name
     "target_db": ("target",),
     "prefix": ("prefix", "series"),
+    "time_of": ("time_field",),
+    "key_of": ("key_field",),
 }
 #: The arguments given by position, as the usage lines write them.
 _POSITIONAL = {"db": "DB", "source": "SOURCE", "target": "TARGET", "prefix": "PREFIX"}

@@ -43,13 +43,14 @@ def connect() -> CloudantV1:
     return cloudant_client(arguments=False)
 
 
-def source_args(parser: argparse.ArgumentParser) -> None:
+def source_args(parser: argparse.ArgumentParser, how: str = "read as one") -> None:
+    """``DB``, or ``--series PREFIX --period PERIOD``, whose databases are ``how``."""
     parser.add_argument(
         "db", nargs="?", metavar="DB", help="database name (or --series and --period)"
     )
     group = parser.add_argument_group(
         "a series instead of DB",
-        "the databases PREFIX-<period> of a series, read as one (see couchids series --help)",
+        f"the databases PREFIX-<period> of a series, {how} (see couchids series --help)",
     )
     group.add_argument("--series", metavar="PREFIX", help="what the databases' names start with")
     group.add_argument(
@@ -117,6 +118,13 @@ def open_source(args: argparse.Namespace) -> Source:
     series = make_series(args, layout)
     existing(series)
     return Source(series, scope, form)
+
+
+def open_target(args: argparse.Namespace) -> Database | Series:
+    """What the command writes: DB, or the series of ``--series``/``--period``, whose writes
+    make a missing period's database; its flags checked as :func:`open_source` checks them."""
+    layout = _layout(args, id_form(args))
+    return database(args, args.db) if layout is None else make_series(args, layout)
 
 
 def _layout(args: argparse.Namespace, form: IdForm) -> SeriesLayout | None:
