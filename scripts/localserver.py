@@ -37,7 +37,9 @@ from __future__ import annotations
 import argparse
 import atexit
 import base64
+import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import shlex
@@ -50,6 +52,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Literal, Self
@@ -62,6 +65,9 @@ NODE_MODULES = NODE_DIR / "node_modules"
 #: --omit=optional leaves out pouchdb-server's on-disk adapters, which build native code; the
 #: servers here run in memory.
 NPM_FLAGS = ("--omit=optional", "--no-audit", "--no-fund", "--loglevel=error")
+#: Where scripts/bootstrap keeps what it installed, beside node/: ``lock``, held while it (or
+#: :func:`install_pouchdb`) installs, and ``node``, the stamp of the install of node/.
+STAMPS = ".stamps"
 #: The Node.js version couchids states (node/package.json "engines").
 NODE_MAJOR = 20
 SERVER_SCRIPT = Path("pouchdb-server") / "bin" / "pouchdb-server"
@@ -232,11 +238,14 @@ class LocalServer(_Process):
     ) -> None:
         super().__init__(timeout=timeout)
         self._fixed_port = port
+        self._node_dir = node_modules.parent
         self._script = node_modules / SERVER_SCRIPT
 
     def start(self) -> str:
         if self._url is not None:
             return self._url
+        if not installed(self._node_dir):
+            wait_for_install(self._node_dir)
         node = shutil.which("node")
         if not self._script.is_file() or node is None:
             missing = "node" if node is None else str(self._script)
@@ -290,6 +299,60 @@ class LocalServer(_Process):
         raise self._error(f"pouchdb-server did not answer GET / within {self.timeout:g}s")
 
 
+def node_stamp(node_dir: Path = NODE_DIR) -> str:
+    """The stamp of an install of ``node_dir`` from its lockfile as it is now, with
+    :data:`NPM_FLAGS`: what scripts/bootstrap computes and keeps in ``.stamps/node`` (so that
+    each reuses the other's install)."""
+    lockfile = hashlib.sha256((node_dir / "package-lock.json").read_bytes()).hexdigest()
+    return hashlib.sha256(f"{lockfile}\n{' '.join(NPM_FLAGS)}".encode()).hexdigest()
+
+
+def installed(node_dir: Path = NODE_DIR) -> bool:
+    """Whether PouchDB Server is in ``node_dir/node_modules``, installed (by scripts/bootstrap
+    or :func:`install_pouchdb`) from the lockfile as it is now."""
+    try:
+        stamped = (node_dir.parent / STAMPS / "node").read_text().strip()
+        return (
+            stamped == node_stamp(node_dir)
+            and (node_dir / "node_modules" / SERVER_SCRIPT).is_file()
+        )
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def _install_lock(node_dir: Path, *, shared: bool) -> Iterator[None]:
+    """Hold the lock of installs into ``node_dir`` (``.stamps/lock``, scripts/bootstrap's):
+    exclusive to install, shared to wait for an install to end. When another holds it, say so
+    on stderr, then wait. A lock that does not exist is held by no one."""
+    path = node_dir.parent / STAMPS / "lock"
+    if shared and not path.exists():
+        yield
+        return
+    path.parent.mkdir(exist_ok=True)
+    with open(path, "a") as lock:
+        mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
+        try:
+            fcntl.flock(lock, mode | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(
+                f"localserver: waiting for the install in progress in {node_dir} to end "
+                f"(scripts/bootstrap, or another localserver.py --install, holds {path}; "
+                "npm ci empties node_modules before it installs)",
+                file=sys.stderr,
+                flush=True,
+            )
+            fcntl.flock(lock, mode)
+        yield
+
+
+def wait_for_install(node_dir: Path = NODE_DIR) -> None:
+    """Return once no install into ``node_dir`` is in progress: at once when none is, else
+    after saying on stderr what it waits for."""
+    with _install_lock(node_dir, shared=True):
+        pass
+
+
 def install_pouchdb(node_dir: Path = NODE_DIR) -> bool:
     """Install PouchDB Server into ``node_dir/node_modules`` with ``npm ci`` of its lockfile,
     unless it is there already: an existing install is never touched (``npm ci`` would empty
@@ -297,7 +360,8 @@ def install_pouchdb(node_dir: Path = NODE_DIR) -> bool:
 
     It needs Node.js 20 or later and npm, and takes about 10 s and 30 MB: the quickstart's
     server, without the test toolchain of ``scripts/bootstrap``. It waits for a bootstrap that
-    is running (their shared lock, ``.stamps/lock`` beside ``node_dir``).
+    is running (their shared lock, ``.stamps/lock`` beside ``node_dir``), and stamps its install
+    as bootstrap does (:func:`node_stamp`), which then does not install it again.
 
     Raises:
         LocalServerError: node or npm is missing or too old, or ``npm ci`` failed.
@@ -319,10 +383,7 @@ def install_pouchdb(node_dir: Path = NODE_DIR) -> bool:
         raise LocalServerError(
             f"PouchDB Server needs Node.js {NODE_MAJOR} or later; this is {version or 'unknown'}"
         )
-    stamps = node_dir.parent / ".stamps"
-    stamps.mkdir(exist_ok=True)
-    with open(stamps / "lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with _install_lock(node_dir, shared=False):
         if script.is_file():  # a bootstrap installed it meanwhile
             return False
         print(
@@ -332,8 +393,9 @@ def install_pouchdb(node_dir: Path = NODE_DIR) -> bool:
             flush=True,
         )
         done = subprocess.run([npm, "ci", *NPM_FLAGS], cwd=node_dir, stdout=sys.stderr)
-    if done.returncode != 0 or not script.is_file():
-        raise LocalServerError(f"npm ci in {node_dir} failed (exit status {done.returncode})")
+        if done.returncode != 0 or not script.is_file():
+            raise LocalServerError(f"npm ci in {node_dir} failed (exit status {done.returncode})")
+        (node_dir.parent / STAMPS / "node").write_text(node_stamp(node_dir) + "\n")
     return True
 
 

@@ -1,6 +1,7 @@
 """scripts/bootstrap keeps .venv importing this checkout: its check, and the repair, run on a
 copy of the script in a scratch checkout whose ``.venv/bin/python``, ``node`` and ``npm`` are
-stubs that record what they are asked (nothing is installed, nothing leaves the machine)."""
+stubs that record what they are asked (nothing is installed, nothing leaves the machine). It
+and the quickstart's ``scripts/localserver.py --install`` each reuse the other's node/."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from localserver import NPM_FLAGS, install_pouchdb, installed
 
 REPO = Path(__file__).resolve().parents[1]
 BOOTSTRAP = REPO / "scripts" / "bootstrap"
@@ -28,6 +30,16 @@ esac
 """
 
 
+#: Node.js 20, as far as the version checks ask.
+NODE = '#!/bin/sh\n[ "$1" = --version ] && echo v20.0.0\nexit 0\n'
+#: ``npm ci`` logs its folder and flags and makes the script of pouchdb-server.
+NPM = """#!/bin/sh
+echo "$(basename "$PWD") $*" >> LOG
+[ "$1" = ci ] && mkdir -p node_modules/pouchdb-server/bin \\
+  && touch node_modules/pouchdb-server/bin/pouchdb-server
+"""
+
+
 def executable(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
@@ -35,8 +47,9 @@ def executable(path: Path, text: str) -> None:
 
 
 @pytest.fixture
-def checkout(tmp_path: Path) -> Path:
-    """A scratch checkout holding what bootstrap reads, with stub tools first on PATH."""
+def checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A scratch checkout holding what bootstrap reads, with stub tools first on PATH (this
+    process's too, for localserver's install)."""
     root = tmp_path / "checkout"
     (root / "couchids").mkdir(parents=True)
     (root / "couchids" / "__init__.py").write_text("")
@@ -47,17 +60,14 @@ def checkout(tmp_path: Path) -> Path:
     executable(root / ".venv" / "bin" / "python", PYTHON)
     (root / ".venv" / "state").mkdir()
     (root / ".venv" / "state" / "where").write_text(ELSEWHERE + "\n")
-    executable(tmp_path / "bin" / "node", "#!/bin/sh\nexit 0\n")
-    executable(tmp_path / "bin" / "npm", "#!/bin/sh\nexit 0\n")
+    executable(tmp_path / "bin" / "node", NODE)
+    executable(tmp_path / "bin" / "npm", NPM.replace("LOG", str(tmp_path / "npm.log")))
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
     return root
 
 
 def bootstrap(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "CHECKOUT": str(root),
-        "PATH": f"{root.parent / 'bin'}{os.pathsep}{os.environ['PATH']}",
-    }
+    env = {**os.environ, "CHECKOUT": str(root)}
     return subprocess.run(
         ["bash", str(root / "scripts" / "bootstrap"), *args],
         env=env,
@@ -146,3 +156,39 @@ def test_this_checkout_passes_the_check() -> None:
 def test_an_unknown_argument_is_refused(checkout: Path) -> None:
     done = bootstrap(checkout, "--frobnicate")
     assert (done.returncode, done.stdout) == (2, "bootstrap: usage: scripts/bootstrap [--check]\n")
+
+
+def npm_calls(root: Path) -> list[str]:
+    log = root.parent / "npm.log"
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def test_bootstrap_reuses_the_quickstarts_install_of_node(checkout: Path) -> None:
+    """``localserver.py --install`` (the quickstart) installed node/: bootstrap after it does not
+    run npm ci again, since the install is stamped as its own are."""
+    assert install_pouchdb(checkout / "node") is True
+    assert npm_calls(checkout) == [f"node ci {' '.join(NPM_FLAGS)}"]
+    done = bootstrap(checkout)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "bootstrap: node packages up to date" in done.stdout
+    assert len(npm_calls(checkout)) == 1
+    assert installed(checkout / "node")
+
+
+def test_the_quickstart_reuses_bootstraps_install_of_node(checkout: Path) -> None:
+    first = bootstrap(checkout)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert npm_calls(checkout) == [f"node ci {' '.join(NPM_FLAGS)}"]
+    assert installed(checkout / "node")  # no install in progress to wait for
+    assert install_pouchdb(checkout / "node") is False
+    assert len(npm_calls(checkout)) == 1
+
+
+def test_a_changed_lockfile_is_installed_again(checkout: Path) -> None:
+    assert install_pouchdb(checkout / "node") is True
+    lockfile = checkout / "node" / "package-lock.json"
+    lockfile.write_text(lockfile.read_text() + "\n")
+    assert not installed(checkout / "node")
+    done = bootstrap(checkout)
+    assert "npm ci in node/ (package-lock.json changed)" in done.stdout
+    assert len(npm_calls(checkout)) == 2 and installed(checkout / "node")

@@ -471,4 +471,4 @@ def test_tail_refuses_what_is_no_sequence(
     """PouchDB Server began somewhere of its own for such a --since-seq; CouchDB answers 400."""
     status, out, err = run(capsys, "tail", db, "--since-seq", seq)
     assert status == EXIT_BAD_INPUT and out == "", err
-    assert f"--since-seq {seq!r} is no _changes sequence" in err, err
+    assert f"argument --since-seq: {seq!r} is no _changes sequence" in err, err

@@ -6,7 +6,9 @@ behaviours couchids relies on, so a change of server version that alters them is
 
 from __future__ import annotations
 
+import fcntl
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -17,6 +19,8 @@ import pytest
 from ibm_cloud_sdk_core import ApiException
 from ibmcloudant.cloudant_v1 import CloudantV1
 from localserver import NPM_FLAGS, CouchDBCluster, LocalServer, LocalServerError, install_pouchdb
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def ids(result: dict[str, object]) -> list[str]:
@@ -174,6 +178,48 @@ def test_missing_install_is_a_clear_error(tmp_path: Path) -> None:
         pass
 
 
+@pytest.mark.parametrize("installs", [True, False], ids=["installed", "failed"])
+def test_a_server_started_during_an_install_waits_for_it(tmp_path: Path, installs: bool) -> None:
+    """``localserver.py`` started while scripts/bootstrap installs node/ (npm ci has emptied
+    node_modules) says it waits for that install, and starts the server once it is done, or
+    says what is missing when the install left nothing. The install is this test, which holds
+    bootstrap's lock and puts this checkout's node_modules in place before letting it go."""
+    root = tmp_path / "checkout"
+    (root / "scripts").mkdir(parents=True)
+    (root / "node").mkdir()
+    (root / ".stamps").mkdir()
+    shutil.copy(REPO / "scripts" / "localserver.py", root / "scripts")
+    shutil.copy(REPO / "node" / "package-lock.json", root / "node")
+    script, show_url = (
+        root / "scripts" / "localserver.py",
+        "import os; print(os.environ['CLOUDANT_URL'])",
+    )
+    with open(root / ".stamps" / "lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        run = subprocess.Popen(
+            [sys.executable, str(script), "--", sys.executable, "-c", show_url],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "NO_PROXY": "127.0.0.1,localhost"},
+        )
+        assert run.stderr is not None
+        assert run.stderr.readline() == (
+            f"localserver: waiting for the install in progress in {root / 'node'} to end "
+            f"(scripts/bootstrap, or another localserver.py --install, holds "
+            f"{root / '.stamps' / 'lock'}; npm ci empties node_modules before it installs)\n"
+        )
+        if installs:
+            (root / "node" / "node_modules").symlink_to(REPO / "node" / "node_modules")
+    out, err = run.communicate(timeout=300)
+    if installs:
+        assert (run.returncode, err) == (0, ""), err
+        assert out.startswith("http://127.0.0.1:"), out
+    else:
+        assert run.returncode == 1 and out == ""
+        assert err.startswith("localserver: PouchDB Server is not installed"), err
+
+
 def npm_stub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An npm first on PATH that logs its folder and arguments, and for ``ci`` makes the
     pouchdb-server script; the log's path."""
@@ -196,6 +242,7 @@ def test_install_runs_npm_ci_with_bootstrap_flags_only_when_missing(
     log = npm_stub(tmp_path, monkeypatch)
     node_dir = tmp_path / "checkout" / "node"
     node_dir.mkdir(parents=True)
+    shutil.copy(REPO / "node" / "package-lock.json", node_dir)
     assert install_pouchdb(node_dir) is True
     assert log.read_text().splitlines() == [f"{node_dir} ci {' '.join(NPM_FLAGS)}"]
     # An install that is there is never touched: npm ci would empty node_modules first.

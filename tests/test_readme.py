@@ -6,8 +6,11 @@ that lead somewhere."""
 from __future__ import annotations
 
 import os
+import pty
 import re
+import select
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -172,3 +175,81 @@ def test_the_quickstart_works_in_a_fresh_clone(tmp_path: Path) -> None:
     ids, _, imported = again.stdout.splitlines()
     assert ids == printed[0]  # the key= write: the same id
     assert imported == str(clone / "couchids" / "__init__.py")  # the clone's couchids
+
+
+# -- the quickstart, pasted at Python's prompt ------------------------------------------------
+
+#: What a terminal shows that is no text: escape sequences (readline's bracketed paste mode).
+ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[=>]")
+
+
+def in_a_terminal(command: str, cwd: Path, env: dict[str, str], typed: str) -> str:
+    """Run ``command`` with bash in a pseudo-terminal, type ``typed`` (all at once, as a paste
+    arrives) once it shows Python's first prompt, then Ctrl-D; everything the terminal showed,
+    escape sequences left out, until the command ends."""
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        ["bash", "-c", command],
+        cwd=cwd,
+        env=env,
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        start_new_session=True,
+    )
+    os.close(follower)
+    shown, pasted = b"", False
+    try:
+        while True:
+            # Nothing shown for minutes: the command hangs (a guard, no measure of speed).
+            assert select.select([leader], [], [], 300)[0], shown.decode(errors="replace")
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # EIO: the terminal has no process left
+                break
+            if not chunk:
+                break
+            shown += chunk
+            if not pasted and b">>> " in shown:
+                os.write(leader, typed.encode() + b"\x04")
+                pasted = True
+        assert process.wait(timeout=300) == 0, shown.decode(errors="replace")
+    finally:
+        os.close(leader)
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    return ESCAPES.sub("", shown.decode(errors="replace")).replace("\r\n", "\n")
+
+
+def test_the_quickstart_pasted_at_the_interactive_prompt(tmp_path: Path) -> None:
+    """The README's server-start line, run in a terminal as written (from this checkout, its
+    .venv activated), and the Python block pasted at the prompt it opens: Python reads a
+    compound statement at its prompt until a blank line, so the block must not follow one
+    with another statement directly (a ``SyntaxError``, then a ``NameError`` per line after).
+    The block prints the order's id and the order, and nothing goes wrong."""
+    console, python = quickstart()
+    start = console.strip().splitlines()[-1]
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith(("CLOUDANT_", "PYTHON"))
+    }
+    venv = ROOT / ".venv"
+    env.update(
+        PATH=f"{venv / 'bin'}{os.pathsep}{env['PATH']}",
+        VIRTUAL_ENV=str(venv),
+        HOME=str(tmp_path),  # no .pythonrc or .inputrc of this machine
+        INPUTRC=os.devnull,
+        TERM="xterm",
+        NO_PROXY="127.0.0.1,localhost",
+    )
+    shown = in_a_terminal(start, ROOT, env, python)
+    for trouble in ("Traceback", "Error:", "object at 0x"):
+        assert trouble not in shown, shown
+    # Lines Python printed (not the pasted lines it shows after its prompts).
+    printed = [line for line in shown.splitlines() if not line.startswith((">>> ", "... "))]
+    ids = [line for line in printed if line.startswith("order:")]
+    assert len(ids) == 1, shown
+    assert f"[{{'n': 1, '_id': '{ids[0]}'" in shown, shown
+    assert "{'ok': True}" in printed, shown

@@ -9,6 +9,7 @@ import argparse
 import functools
 import math
 import os
+import re
 import sys
 import time
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ from couchids.cli.options import (
     TIME_HELP,
     add,
     add_form,
+    checked,
     close,
     count_of,
     in_flags,
@@ -27,11 +29,13 @@ from couchids.cli.options import (
     progress,
     say,
     seconds,
+    some,
     time_flag,
 )
 from couchids.cli.options import window as time_window
 from couchids.cli.sources import SERIES_READS, database, open_source, say_kept, source_args
 from couchids.core.expiry import DEFAULT_EXPIRE_BATCH
+from couchids.core.following import check_since_seq
 from couchids.core.rekeying import DEFAULT_REKEY_BATCH
 from couchids.core.windows import DEFAULT_PAGE_SIZE
 from couchids.errors import InvalidArgumentError
@@ -130,7 +134,10 @@ def add_commands(commands: Any) -> None:
     add(p, "since", "type", until="default now")
     add_form(p, "of the ids in DB or the series")
     p.add_argument(
-        "--csv", metavar="FIELDS", help="CSV of these comma-separated fields, such as _id,total"
+        "--csv",
+        type=checked(_fields),
+        metavar="FIELDS",
+        help="CSV of these comma-separated fields, such as _id,total",
     )
     add(p, "after", "parallel", batch_size="rows", timeout="a request (one page)")
     p.set_defaults(run=_export, batch_size=DEFAULT_PAGE_SIZE)
@@ -160,6 +167,7 @@ def add_commands(commands: Any) -> None:
     )
     p.add_argument(
         "--since-seq",
+        type=checked(check_since_seq),
         default="now",
         metavar="SEQ",
         help="the _changes sequence to start after: a sequence, 0, or now (default)",
@@ -180,16 +188,23 @@ def _add_rekey(commands: Any) -> None:
     p.add_argument("source", metavar="SOURCE", help="database to read")
     p.add_argument("target", metavar="TARGET", help="database to write (see --create-target)")
     add(p, create_target="create TARGET if it does not exist (default: it must exist)")
-    p.add_argument("--time-field", metavar="F", help="field with the time (default: utc_random id)")
+    p.add_argument(
+        "--time-field",
+        type=checked(some("field name")),
+        metavar="F",
+        help="field with the time (default: utc_random id)",
+    )
     add(p, type="type of the new ids")
     p.add_argument(
         "--key-env",
+        type=checked(_variable),
         default="COUCHIDS_REKEY_KEY",
         metavar="VAR",
         help="environment variable holding the secret (default COUCHIDS_REKEY_KEY)",
     )
     p.add_argument(
         "--mapping",
+        type=_file_name,
         default="rekey-mapping.ndjson",
         metavar="FILE",
         help="old-to-new ids are appended here (default: rekey-mapping.ndjson in the current "
@@ -352,10 +367,29 @@ def _fields(text: str) -> list[str]:
     fields = [name.strip() for name in text.split(",")]
     if not all(fields):
         raise InvalidArgumentError(
-            f"--csv {text!r}: give the fields of the CSV separated by commas, such as "
+            f"{text!r:.80}: give the fields of the CSV separated by commas, such as "
             "--csv _id,total (no empty names)"
         )
     return fields
+
+
+#: An environment variable's name, as a shell writes one.
+_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _variable(text: str) -> None:
+    if not _VARIABLE.fullmatch(text):
+        raise InvalidArgumentError(
+            f"{text!r:.80} is no environment variable's name: letters, digits and _, not "
+            "starting with a digit"
+        )
+
+
+def _file_name(text: str) -> str:
+    """The type of ``--mapping``: any file name (one in another encoding too) but ``''``."""
+    if not text:
+        raise argparse.ArgumentTypeError("'' is no file name")
+    return text
 
 
 def _open_mapping(path: str) -> TextIO:

@@ -7,6 +7,7 @@ build their parsers with it alone.
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import re
 import sys
@@ -15,9 +16,9 @@ from datetime import datetime
 from typing import Any, NoReturn, cast
 
 from couchids.core.defaults import DEFAULT_PARALLEL, DEFAULT_TIMEOUT, MAX_TIMEOUT, REMOTE_PARALLEL
-from couchids.errors import InvalidArgumentError, InvalidTimeError
-from couchids.idforms.constants import DEFAULT_BLOCKS, SEPARATORS, SHORT_BLOCKS
-from couchids.idforms.doctypes import ALL_TYPES, AllTypes
+from couchids.errors import InvalidArgumentError, InvalidInputError, InvalidTimeError
+from couchids.idforms.constants import DEFAULT_BLOCKS, SEPARATORS, SHORT_BLOCKS, TYPE_SEPARATOR
+from couchids.idforms.doctypes import ALL_TYPES, AllTypes, scope_prefix
 from couchids.idforms.forms import NAMED_FORMS, V7, V7S, IdForm, KuuidForm, form_named
 from couchids.idforms.times import iso_ms, now_ms, span_ms, to_datetime, to_ms
 
@@ -166,20 +167,66 @@ def duration(text: str) -> str:
     return text
 
 
+#: The largest whole number a flag takes (unless it says less): JSON's largest exact integer,
+#: past which a count or a size means nothing to a server (nor fits a float).
+MOST_COUNT = 2**53 - 1
+
+
 def count_of(least: int, most: int | None = None) -> Callable[[str], int]:
-    """The type of a flag that takes a whole number from ``least`` (to ``most``)."""
+    """The type of a flag that takes a whole number from ``least`` (to ``most``, else to
+    :data:`MOST_COUNT`)."""
 
     def read(text: str) -> int:
         try:
             value = int(text)
-        except ValueError:
+        except ValueError:  # also more digits than int() reads
             value = least - 1
-        if value < least or (most is not None and value > most):
-            bound = f">= {least}" if most is None else f"from {least} to {most}"
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number {bound}")
+        top = MOST_COUNT if most is None else most
+        if not least <= value <= top:
+            bound = f">= {least}" if most is None and value < least else f"from {least} to {top}"
+            raise argparse.ArgumentTypeError(f"{text!r:.80} is not a whole number {bound}")
         return value
 
     return read
+
+
+#: A library message's opening ``name=``, which the flag's name replaces.
+_NAMED = re.compile(r"^[a-z_]+=")
+
+
+def checked(check: Callable[[str], object]) -> Callable[[str], str]:
+    """The type of a flag whose text the library reads with ``check`` (which raises
+    :class:`~couchids.errors.InvalidInputError`): the text, refused by the parser, before a
+    server is asked, where ``check`` refuses it or where it is no UTF-8 text (an argument
+    in another encoding)."""
+    return functools.partial(_checked, check)
+
+
+def _checked(check: Callable[[str], object], text: str) -> str:
+    try:
+        text.encode()
+        check(text)
+    except UnicodeEncodeError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r:.80} is not UTF-8 text (an argument in another encoding?)"
+        ) from None
+    except InvalidInputError as exc:
+        raise argparse.ArgumentTypeError(_NAMED.sub("", str(exc), count=1)) from None
+    return text
+
+
+def _scope(text: str) -> None:
+    scope_prefix(text, TYPE_SEPARATOR)
+
+
+def some(what: str) -> Callable[[str], None]:
+    """A check that refuses an empty text, which ``what`` names."""
+    return functools.partial(_some, what)
+
+
+def _some(what: str, text: str) -> None:
+    if not text:
+        raise InvalidArgumentError(f"'' is no {what}")
 
 
 def seconds(text: str, most: float = MAX_TIMEOUT) -> float:
@@ -203,12 +250,20 @@ def seconds(text: str, most: float = MAX_TIMEOUT) -> float:
 #: which :func:`add` adds; a subcommand sets its own default with ``set_defaults``.
 FLAGS: dict[str, dict[str, Any]] = {
     "db": {"flags": ["db"], "metavar": "DB", "help": "database name"},
-    "type": {"metavar": "T", "help": "only ids T:<id> (default: untyped ids)"},
+    "type": {
+        "type": checked(_scope),
+        "metavar": "T",
+        "help": "only ids T:<id> (default: untyped ids)",
+    },
     "all_types": {"action": "store_true"},
     "since": {"required": True, "type": time_flag, "metavar": "TIME", "help": "start (inclusive)"},
     "until": {"type": time_flag, "metavar": "TIME", "help": "end (exclusive; {})"},
     "before": {"required": True, "type": time_flag, "metavar": "TIME"},
-    "after": {"metavar": "ID", "help": "resume after this id"},
+    "after": {
+        "type": checked(some("id: give the last id a run printed")),
+        "metavar": "ID",
+        "help": "resume after this id",
+    },
     "yes": {"action": "store_true"},
     "purge": {"action": "store_true", "help": "then purge (CouchDB only)"},
     "exact": {"action": "store_true", "help": "scan every bucket: foreign ids anywhere left out"},
@@ -232,6 +287,7 @@ FLAGS: dict[str, dict[str, Any]] = {
         "help": f"give up when {{}} takes longer (default {DEFAULT_TIMEOUT:g})",
     },
     "form": {
+        "type": checked(form_named),
         "metavar": "NAME",
         "help": f"any form by name: {', '.join(NAMED_FORMS)}, utc_id:<suffix>",
     },

@@ -12,11 +12,13 @@ from couchids.cli.options import (
     TIME_HELP,
     add,
     add_form,
+    checked,
     say,
     window,
 )
 from couchids.cli.options import scope as type_scope
 from couchids.cli.sources import Source, connect, database
+from couchids.core.urls import parse_url
 from couchids.errors import ReplicationFailed
 
 if TYPE_CHECKING:
@@ -79,12 +81,17 @@ examples:
     )
     p.add_argument(
         "--server-url",
+        type=checked(_server_url),
         metavar="URL",
         help="the URL the server reaches itself at, if not CLOUDANT_URL (a proxy, a port mapping)",
     )
     add(p, timeout="starting the replication")
     add_form(p, "of the ids in SOURCE")
     p.set_defaults(run=_replicate, create_target=True)
+
+
+def _server_url(text: str) -> None:
+    parse_url(text, "server_url", role="server")
 
 
 def _add_replication(commands: Any) -> None:

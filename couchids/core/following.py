@@ -42,6 +42,18 @@ DEFAULT_POLL: Final = 10.0
 _SEQUENCE = re.compile(r"now|\d+|\d+-\S+", re.ASCII)
 
 
+def check_since_seq(since_seq: object) -> str | int:
+    """``since_seq`` if it is a ``_changes`` sequence: ``"now"``, a number (PouchDB Server's, as
+    an int or a str) or CouchDB's ``"12-g1AAAA..."``; else :class:`InvalidArgumentError`."""
+    value = arguments.sequence("since_seq", since_seq)
+    if value is None or not _SEQUENCE.fullmatch(str(value)):
+        raise InvalidArgumentError(
+            f"since_seq={since_seq!r:.80} is no _changes sequence: pass 'now', 0, a number "
+            "(PouchDB Server's) or CouchDB's '12-g1AAAA...'"
+        )
+    return value
+
+
 def follow(
     known: FactsCache,
     db: str,
@@ -68,12 +80,7 @@ def follow(
     poll_ms = max(1, round(arguments.seconds("poll", poll, zero=False) * 1000))  # CouchDB's unit
     arguments.flag("wait", wait)
     checkpoint = check_checkpoint(checkpoint)
-    arguments.sequence("since_seq", since_seq)
-    if not _SEQUENCE.fullmatch(str(since_seq)):
-        raise InvalidArgumentError(
-            f"since_seq={since_seq!r:.80} is no _changes sequence: pass 'now', 0, a number "
-            "(PouchDB Server's) or CouchDB's '12-g1AAAA...'"
-        )
+    check_since_seq(since_seq)
     arguments.form("form", form)
     start = None
     if since is not None:
