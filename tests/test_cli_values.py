@@ -42,13 +42,11 @@ TAKEN = {
     "after": {"-1", "abc", HUGE},  # an id of some form: the run checks it against its window
     "csv": {"-1", "abc", HUGE},  # field names
     "time_field": {"-1", "abc", HUGE},  # a field name
+    "key_field": {"-1", "abc", HUGE},  # a field name
     "key_env": {"abc"},  # an environment variable's name
     "mapping": {"-1", "abc", HUGE, NOT_UTF8},  # a file name, in any encoding
     "since_seq": {HUGE},  # a sequence number of PouchDB Server's
 }
-
-#: The flags of a time or a duration, read by couchids.cli.options.parse_time and the like.
-TIME_FLAGS = {"at", "since", "until", "before", "every"}
 
 
 def cases() -> Iterator[object]:
@@ -65,17 +63,11 @@ def cases() -> Iterator[object]:
                         [value] if not other.option_strings else [other.option_strings[0], value]
                     )
             for value in BAD:
-                marks = []
-                if action.dest in TIME_FLAGS and value not in TAKEN.get(action.dest, ()):
-                    marks.append(
-                        pytest.mark.xfail(strict=True, reason="time flags: fixed separately")
-                    )
                 flag = action.option_strings[-1]
                 yield pytest.param(
                     [*argv, flag, value],
                     action,
                     value,
-                    marks=marks,
                     id=f"{' '.join(names)} {flag} {value[:6]!r}",
                 )
 

@@ -20,10 +20,12 @@ from couchids.cli.options import (
     UsageError,
     add,
     add_form,
+    checked,
     count_of,
     in_flags,
     progress,
     say,
+    some,
 )
 from couchids.cli.sources import open_target, source_args
 from couchids.core.defaults import DEFAULT_BATCH_SIZE
@@ -91,11 +93,13 @@ def add_commands(commands: Any) -> None:
     )
     p.add_argument(
         "--time-field",
+        type=checked(some("field name")),
         metavar="F",
         help="field with each row's time: ISO 8601, or epoch milliseconds (default: now)",
     )
     p.add_argument(
         "--key-field",
+        type=checked(some("field name")),
         metavar="K",
         help="field naming each row (needs --time-field): a rerun stores nothing twice",
     )
