@@ -488,7 +488,8 @@ class AsyncSeries:
         on_progress: Callable[[Checkpoint], None] | None = None,
     ) -> Checkpoint:
         """:meth:`AsyncDatabase.export` across the periods, as one database holding them all (one
-        CSV header); the checkpoint resumes in whichever period it stopped.
+        CSV header); the checkpoint resumes in whichever period it stopped, and its ``last_id``
+        must be a document of that period's database (a deleted one too).
 
         Example::
 

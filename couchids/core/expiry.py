@@ -32,6 +32,7 @@ from couchids.core.scan import (
     Checkpoint,
     check_checkpoint,
     check_one_form,
+    check_resumes,
     range_pages,
 )
 from couchids.core.sizes import DEFAULT_BATCH_BYTES, DEFAULT_DOCUMENT_BYTES, write_in_halves
@@ -129,6 +130,9 @@ def expire(
         yield from check_one_form(known, db, form, type, policy)
         if purge and not dry_run:
             yield from check_purge(known, db, policy)
+        else:
+            # A purge leaves no trace of the checkpoint's own id to look up.
+            yield from check_resumes(db, report.checkpoint, policy)
         if keys is None:
             return report
         after = report.checkpoint.last_id

@@ -32,6 +32,7 @@ from couchids.core.scan import (
     Checkpoint,
     check_checkpoint,
     check_one_form,
+    check_resumes,
 )
 from couchids.core.sizes import write_in_halves
 from couchids.core.windows import scan_pages
@@ -74,7 +75,12 @@ def export(
     pages = window_documents(
         known, db, start, end, type, form, mark, size, policy, parallel=parallel
     )
-    return write_documents(pages, out, columns, mark, on_progress)
+
+    def run() -> Program[Checkpoint]:
+        yield from check_resumes(db, mark, policy)
+        return (yield from write_documents(pages, out, columns, mark, on_progress))
+
+    return run()
 
 
 def check_output(
@@ -162,6 +168,7 @@ def archive(
     )
 
     def run() -> Program[ArchiveReport]:
+        yield from check_resumes(db, mark, policy)
         yield from database_facts(known, target_db, policy)
         documents = Puller(pages)
         while (page := (yield from documents.next())) is not END:

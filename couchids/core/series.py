@@ -40,7 +40,7 @@ from couchids.core.keys import window_keys
 from couchids.core.options import Options
 from couchids.core.periods import MAX_AHEAD, Period, SeriesLayout, period_of
 from couchids.core.policy import RetryPolicy
-from couchids.core.scan import Checkpoint, check_one_form, range_pages
+from couchids.core.scan import Checkpoint, check_one_form, check_resumes, range_pages
 from couchids.core.short import short_day
 from couchids.core.writes import all_stored, check_functions_of_documents
 from couchids.errors import (
@@ -682,11 +682,15 @@ def export(
         )
 
     def run(spans: list[Span]) -> Program[None]:
+        done = None
         if mark.last_id is not None:
             # An id of no export of the series is refused by the first period read.
             with contextlib.suppress(InvalidInputError):
                 done = period_of(layout.every, layout.time_of_id(mark.last_id))
-                spans = [span for span in spans if span[2] > done.start_ms]
+        if done is not None:
+            # One of the series' time, but a document of its period's database only.
+            yield from check_resumes(layout.name(done), mark, policy.renewed())
+            spans = [span for span in spans if span[2] > done.start_ms]
         for span in spans:
             yield from _period(part(*span))
 

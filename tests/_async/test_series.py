@@ -247,6 +247,22 @@ async def test_export_is_that_of_one_database_holding_every_period(
     assert part.getvalue() == full.getvalue()
 
 
+async def test_export_refuses_a_checkpoint_of_another_series(
+    client: CloudantV1, prefix: str, data: Truth, async_client: AsyncClient
+) -> None:
+    """An id of the series' form and a time of the window, but of no document of the period
+    it falls in (another series' export left it), skipped that period's documents before it."""
+    start, end = WINDOWS[1]
+    ids = data.window(start, end, "a", False)
+    foreign = "a:" + KUUID.new(data.times[ids[len(ids) // 2]])
+    assert foreign not in ids
+    out = io.StringIO()
+    series = series_of(async_client, prefix, every="day", batch_size=2)
+    with pytest.raises(couchids.InvalidArgumentError, match=f"{foreign!r} is no document of"):
+        await series.export(start, end, out, type="a", checkpoint=couchids.Checkpoint(foreign))
+    assert out.getvalue() == ""
+
+
 async def test_expire_drops_whole_periods_and_expires_the_boundary(
     client: CloudantV1, prefix: str, data: Truth, async_client: AsyncClient
 ) -> None:
