@@ -10,7 +10,6 @@ are read too, one small row each, and filtered by the form's ids as queries are.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Final
@@ -36,10 +35,6 @@ __all__ = ["DEFAULT_FOLLOW_BATCH", "DEFAULT_POLL", "follow"]
 
 #: Seconds one long-poll request waits for a change before asking again.
 DEFAULT_POLL: Final = 10.0
-#: What a ``_changes`` sequence to begin after can be: ``now``, a count (PouchDB Server,
-#: CouchDB 1) or CouchDB 2+'s and Cloudant's ``N-<opaque>``. CouchDB answers another with
-#: 400; PouchDB Server begins somewhere of its own choosing.
-_SEQUENCE = re.compile(r"now|\d+|\d+-\S+", re.ASCII)
 
 
 def follow(
@@ -69,11 +64,6 @@ def follow(
     arguments.flag("wait", wait)
     checkpoint = check_checkpoint(checkpoint)
     arguments.sequence("since_seq", since_seq)
-    if not _SEQUENCE.fullmatch(str(since_seq)):
-        raise InvalidArgumentError(
-            f"since_seq={since_seq!r:.80} is no _changes sequence: pass 'now', 0, a number "
-            "(PouchDB Server's) or CouchDB's '12-g1AAAA...'"
-        )
     arguments.form("form", form)
     start = None
     if since is not None:

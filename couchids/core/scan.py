@@ -50,9 +50,9 @@ class Checkpoint:
             non-empty str of valid Unicode (no lone surrogates), or ``None`` to start at the
             beginning.
         since_seq: the ``_changes`` sequence :meth:`couchids.Database.follow` continues from: a
-            str (such as CouchDB's ``"12-g1AAAA..."``, ``"0"`` or ``"now"``) or an int
-            (PouchDB's and CouchDB 1's sequences), or ``None`` to begin where follow's own
-            ``since_seq`` (or ``since``, a time) says.
+            str (CouchDB's ``"12-g1AAAA..."``, a number such as ``"0"``, or ``"now"``) or an
+            int >= 0 (PouchDB's and CouchDB 1's sequences), as follow's ``since_seq`` is, or
+            ``None`` to begin where follow's own ``since_seq`` (or ``since``, a time) says.
         done: how many documents it handled so far, an int >= 0.
 
     Raises:
