@@ -456,6 +456,37 @@ def test_an_after_of_another_database_is_refused(
         drop_database(client, other)
 
 
+def test_an_expire_a_failure_ends_says_what_it_deleted(
+    couch_url: str,
+    client: CloudantV1,
+    db: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The second page's deletions fail for good: the first page's were gone unsaid."""
+    handle = couchids.Database(client, db)
+    made = sorted(handle.create({"n": n}, type="ord").id for n in range(30))
+    monkeypatch.setenv("CLOUDANT_AUTH_TYPE", "noauth")
+    with FaultProxy(couch_url) as proxy:
+        proxy.fail("503-before", method="POST", path="/_bulk_docs", after=1, times=50)
+        monkeypatch.setenv("CLOUDANT_URL", proxy.url)
+        argv = [
+            "expire",
+            db,
+            "--before",
+            "2100-01-01",
+            "--type",
+            "ord",
+            "--batch-size",
+            "10",
+            "--yes",
+        ]
+        status, _, err = run(capsys, *argv)
+    assert status == 1 and set(all_docs(client, db)) == set(made[10:]), err
+    assert "10 documents were deleted before it" in err, err
+    assert f"expire again with --after {made[9]!r} deletes the rest" in err, err
+
+
 def test_tail_names_itself_in_a_servers_failure(
     couch_url: str, db: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
