@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import drop_database, fresh_database
 from faultproxy import FaultProxy, all_docs
 from ibmcloudant.cloudant_v1 import CloudantV1
 from test_expiry import populate
@@ -425,8 +426,65 @@ def test_a_refused_after_is_named_as_the_flag(
 ) -> None:
     status, _, err = run(capsys, argv[0], db, *argv[1:])
     assert status == EXIT_BAD_INPUT, err
-    assert f"--after '{argv[-1]}' is not" in err and "leave out --after" in err, err
+    assert f"--after '{argv[-1]}' is no" in err and "leave out --after" in err, err
     assert "checkpoint" not in err, err
+
+
+def test_an_after_of_another_database_is_refused(
+    server: None, client: CloudantV1, db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The --after another database's export printed skipped this one's documents before it."""
+    populate(client, db, KUUID, 61)
+    other = fresh_database(client)
+    try:
+        populate(client, other, KUUID, 62)
+        window = ["--since", SINCE, "--until", UNTIL, "--type", "ord"]
+        _, theirs, _ = run(capsys, "export", other, *window)
+        lines = theirs.splitlines()
+        foreign = json.loads(lines[len(lines) // 2])["_id"]
+        for argv in (
+            ["export", db, *window, "--after", foreign],
+            ["expire", db, "--before", UNTIL, "--type", "ord", "--yes", "--after", foreign],
+        ):
+            before = set(all_docs(client, db))
+            status, out, err = run(capsys, *argv)
+            assert status == EXIT_BAD_INPUT and out == "", (out, err)
+            assert f"--after {foreign!r} is no document of {db!r}" in err, err
+            assert "leave out --after" in err and "checkpoint" not in err, err
+            assert set(all_docs(client, db)) == before
+    finally:
+        drop_database(client, other)
+
+
+def test_an_expire_a_failure_ends_says_what_it_deleted(
+    couch_url: str,
+    client: CloudantV1,
+    db: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The second page's deletions fail for good: the first page's were gone unsaid."""
+    handle = couchids.Database(client, db)
+    made = sorted(handle.create({"n": n}, type="ord").id for n in range(30))
+    monkeypatch.setenv("CLOUDANT_AUTH_TYPE", "noauth")
+    with FaultProxy(couch_url) as proxy:
+        proxy.fail("503-before", method="POST", path="/_bulk_docs", after=1, times=50)
+        monkeypatch.setenv("CLOUDANT_URL", proxy.url)
+        argv = [
+            "expire",
+            db,
+            "--before",
+            "2100-01-01",
+            "--type",
+            "ord",
+            "--batch-size",
+            "10",
+            "--yes",
+        ]
+        status, _, err = run(capsys, *argv)
+    assert status == 1 and set(all_docs(client, db)) == set(made[10:]), err
+    assert "10 documents were deleted before it" in err, err
+    assert f"expire again with --after {made[9]!r} deletes the rest" in err, err
 
 
 def test_tail_names_itself_in_a_servers_failure(

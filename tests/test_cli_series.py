@@ -308,6 +308,21 @@ def test_expire_names_the_ids_whose_time_it_cannot_read_and_keeps_them(
     assert "import-7" in ids(client, boundary)
 
 
+def test_expire_drops_no_ended_period_holding_an_id_whose_time_it_cannot_read(
+    run: Any, server: str, prefix: str, seeded: dict[str, Any], client: CloudantV1
+) -> None:
+    """Such a period was dropped with the id, the dry run silent: it is expired id by id."""
+    ended, cutoff = name(prefix, "02"), "2026-03-04T12:00:00Z"
+    client.put_document(db=ended, doc_id="user:profile-42", document={})
+    for flags in ((), ("--yes",)):
+        done = run("series", "expire", prefix, *SERIES, "--before", cutoff, *flags)
+        assert done.code == 1, done.err
+        assert done.err == "couchids: no time the series can read, kept: user:profile-42\n"
+        assert not any(line.endswith(ended) for line in done.lines), done.lines
+        assert any(f"documents of {ended} made before" in line for line in done.lines)
+    assert ids(client, ended) == {"user:profile-42"}
+
+
 # -- the reading subcommands on a series --------------------------------------------------------
 
 SINCE, UNTIL = "2026-03-01T12:00:00Z", "2026-03-05T06:00:01Z"

@@ -576,6 +576,10 @@ class AsyncDatabase:
         Args:
             purge: also purge the deleted revisions (CouchDB 2.3+; refused elsewhere before anything
                 is deleted).
+            checkpoint: a :class:`~couchids.Checkpoint` a stopped expire of this database filled:
+                resumes after its ``last_id``, which must be a document of this database (a
+                deleted one too; not looked up with ``purge``, which purged it), else
+                :class:`~couchids.InvalidArgumentError` before anything is deleted.
 
         Example::
 
@@ -614,6 +618,10 @@ class AsyncDatabase:
         Args:
             out: a text stream (opened with ``newline=""`` for CSV).
             csv: the CSV's columns, such as ``["_id", "total"]``; without them, NDJSON.
+            checkpoint: a :class:`~couchids.Checkpoint` a stopped export of this database
+                filled: resumes after its ``last_id``, which must be a document of this database
+                (a deleted one too), else :class:`~couchids.InvalidArgumentError` before anything
+                is written.
 
         Returns:
             :class:`~couchids.Checkpoint`: ``last_id`` the last document written, ``done`` how many.
@@ -659,7 +667,8 @@ class AsyncDatabase:
         copied: one changed meanwhile is kept and reported in ``expired.conflicts``. A document over
         ``document_bytes``, or refused as too large, is listed in ``failed`` and kept, as is one the
         target does not show live at a revision copied when read back (deleted or edited there).
-        A target that is this database is refused before anything is sent.
+        A target that is this database is refused before anything is sent, as is a checkpoint
+        whose ``last_id`` is no document of this database (a deleted one is).
 
         Example::
 

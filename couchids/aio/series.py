@@ -447,16 +447,17 @@ class AsyncSeries:
         that ended by then, and delete the older documents of those that stay.
 
         Dropping (``DELETE /{db}``) is instant and takes everything in the database; it is asked
-        first whether it holds an id of a time at or after ``before`` (stored there by other means;
-        about two requests per type): one that does is not dropped but expired as the boundary is,
-        and stays with what is not older. The database of the period holding ``before`` is read
-        whole and every document whose id holds an older time
-        is deleted, whatever wrote it (ids of every type, untyped, keyed and short ids); an id whose
-        time cannot be read is kept and listed in ``unread``. Later periods' databases are searched
-        for older ids stored there otherwise, about one request per type. Documents are deleted as
-        :meth:`AsyncDatabase.expire` deletes them. A dry run (the default) reports the same without
-        changing anything. Only databases whose names are exactly this series' are dropped, each
-        checked again just before its ``DELETE``.
+        first whether it holds an id of a time at or after ``before``, or one whose time the series
+        cannot read (stored there by other means, such as ``import-7``; about two requests per
+        type): one that does is not dropped but expired as the boundary is, and stays with what is
+        not older, its unreadable ids kept and listed in ``unread`` (a dry run says the same). The
+        database of the period holding ``before`` is read whole and every document whose id holds
+        an older time is deleted, whatever wrote it (ids of every type, untyped, keyed and short
+        ids); an id whose time cannot be read is kept and listed in ``unread``. Later periods'
+        databases are searched for older ids stored there otherwise, about one request per type.
+        Documents are deleted as :meth:`AsyncDatabase.expire` deletes them. A dry run (the
+        default) reports the same without changing anything. Only databases whose names are
+        exactly this series' are dropped, each checked again just before its ``DELETE``.
 
         Args:
             purge: as for :meth:`AsyncDatabase.expire`, in the databases that stay.
@@ -488,7 +489,8 @@ class AsyncSeries:
         on_progress: Callable[[Checkpoint], None] | None = None,
     ) -> Checkpoint:
         """:meth:`AsyncDatabase.export` across the periods, as one database holding them all (one
-        CSV header); the checkpoint resumes in whichever period it stopped.
+        CSV header); the checkpoint resumes in whichever period it stopped, and its ``last_id``
+        must be a document of that period's database (a deleted one too).
 
         Example::
 

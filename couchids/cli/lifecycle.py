@@ -34,8 +34,8 @@ from couchids.cli.options import (
 )
 from couchids.cli.options import window as time_window
 from couchids.cli.sources import SERIES_READS, database, open_source, say_kept, source_args
+from couchids.core.arguments import sequence
 from couchids.core.expiry import DEFAULT_EXPIRE_BATCH
-from couchids.core.following import check_since_seq
 from couchids.core.rekeying import DEFAULT_REKEY_BATCH
 from couchids.core.windows import DEFAULT_PAGE_SIZE
 from couchids.errors import InvalidArgumentError
@@ -167,7 +167,7 @@ def add_commands(commands: Any) -> None:
     )
     p.add_argument(
         "--since-seq",
-        type=checked(check_since_seq),
+        type=checked(functools.partial(sequence, "since_seq")),
         default="now",
         metavar="SEQ",
         help="the _changes sequence to start after: a sequence, 0, or now (default)",

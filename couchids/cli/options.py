@@ -396,6 +396,8 @@ _POSITIONAL = {"db": "DB", "source": "SOURCE", "target": "TARGET", "prefix": "PR
 #: The library's words for what a flag of the command gives, and the command's, where it has
 #: the flag: a checkpoint given back is --after ID.
 _PHRASES = (
+    # In a server's failure, which is not read for parameters.
+    ("after", "again from checkpoint last_id=", "again with --after "),
     ("after", "checkpoint last_id=", "after="),
     (
         "after",

@@ -85,8 +85,8 @@ the period holding --before is read whole (ids of the form of every type and unt
 ids), later ones where older ids would sort. Design documents stay. Without --yes it only says
 what would go. Prints a line per database dropped (would drop), one per database that stays
 and held older documents, and a summary. Safe to run again, also after Ctrl-C. A document
-changed meanwhile is kept, and an id whose time cannot be read (another form's) is kept: each
-is named on stderr, and the exit status is then 1.
+changed meanwhile is kept, and an id whose time cannot be read (another form's) is kept, with
+its database when its period ended: each is named on stderr, and the exit status is then 1.
 
 TIME is {TIME_HELP}.
 

@@ -16,13 +16,19 @@ from __future__ import annotations
 
 import io
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Final
 
 from couchids.core.defaults import MAX_TIMEOUT
 from couchids.errors import InvalidArgumentError, InvalidTimeError
 from couchids.idforms.forms import IdForm
 from couchids.idforms.times import MAX_MS, TimeLike, iso_ms, now_ms, to_ms
+
+#: What a ``_changes`` sequence to begin after can be: ``now``, a count (PouchDB Server,
+#: CouchDB 1) or CouchDB 2+'s and Cloudant's ``N-<opaque>``. CouchDB answers another with
+#: 400; PouchDB Server begins somewhere of its own choosing.
+SEQUENCE: Final = re.compile(r"now|\d+|\d+-\S+", re.ASCII)
 
 
 def flag(name: str, value: object) -> bool:
@@ -102,16 +108,21 @@ def documents(name: str, value: Any) -> Iterable[Any]:
 
 
 def sequence(name: str, value: object, *, optional: bool = False) -> str | int | None:
-    """``value`` if it is a ``_changes`` sequence, a str or an int (or ``None`` when
-    ``optional``)."""
-    if (value is None and optional) or (
-        isinstance(value, str | int) and not isinstance(value, bool)
-    ):
+    """``value`` if it is a ``_changes`` sequence (``SEQUENCE``), a str or an int (or
+    ``None`` when ``optional``)."""
+    if value is None and optional:
         return value
-    raise InvalidArgumentError(
-        f"{name}={value!r:.80}: a _changes sequence is a str (such as '0', 'now' or CouchDB's "
-        f"'12-g1AAAA...') or an int{', or None' if optional else ''}"
-    )
+    if not isinstance(value, str | int) or isinstance(value, bool):
+        raise InvalidArgumentError(
+            f"{name}={value!r:.80}: a _changes sequence is a str (such as '0', 'now' or "
+            f"CouchDB's '12-g1AAAA...') or an int{', or None' if optional else ''}"
+        )
+    if not SEQUENCE.fullmatch(str(value)):
+        raise InvalidArgumentError(
+            f"{name}={value!r:.80} is no _changes sequence: pass 'now', 0, a number "
+            "(PouchDB Server's) or CouchDB's '12-g1AAAA...'"
+        )
+    return value
 
 
 def function(name: str, value: Any, *, optional: bool = True, giving: str = "") -> Any:

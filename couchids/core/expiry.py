@@ -32,6 +32,7 @@ from couchids.core.scan import (
     Checkpoint,
     check_checkpoint,
     check_one_form,
+    check_resumes,
     range_pages,
 )
 from couchids.core.sizes import DEFAULT_BATCH_BYTES, DEFAULT_DOCUMENT_BYTES, write_in_halves
@@ -129,6 +130,9 @@ def expire(
         yield from check_one_form(known, db, form, type, policy)
         if purge and not dry_run:
             yield from check_purge(known, db, policy)
+        else:
+            # A purge leaves no trace of the checkpoint's own id to look up.
+            yield from check_resumes(db, report.checkpoint, policy)
         if keys is None:
             return report
         after = report.checkpoint.last_id
@@ -147,6 +151,7 @@ def expire(
                 scope=(form, type),
                 on_progress=on_progress,
                 batch_bytes=options.batch_bytes,
+                resumable=True,
             )
         )
 
@@ -254,37 +259,70 @@ def expire_rows(
     scope: tuple[IdForm, str | None] = PLAIN_SCOPE,
     on_progress: Callable[[ExpireReport], None] | None = None,
     batch_bytes: int = DEFAULT_BATCH_BYTES,
+    resumable: bool = False,
 ) -> Program[ExpireReport]:
     """Delete the documents of the ``_all_docs`` rows ``pages`` emits (in key order) whose id
     ``goes`` picks (asked once a row), into ``report`` (a dry run only counts them), and purge
     them with ``purge``. ``scope`` is the form and type of the rows, ``batch_bytes`` the most
-    bytes of a request of deletions (:func:`delete_revisions`).
+    bytes of a request of deletions (:func:`delete_revisions`). A failure after documents were
+    deleted says how many (and, ``resumable``, the checkpoint to resume from).
     The caller checked the database and the purge (:func:`check_purge`) before.
     """
     dry_run, mark = report.dry_run, report.checkpoint
     rows_of = Puller(pages)
-    page = yield from rows_of.next()
-    while page is not END:
-        # The next page is read while this one's documents are deleted: it starts past this
-        # page's last id, so nothing deleted now is in it.
-        ahead = None if dry_run else (yield Start(rows_of.next()))
-        # The id itself decides, whatever the server answered: nothing of another type, form
-        # or time is ever deleted.
-        rows = [row for row in page if goes(row["id"])]
-        report.matched += len(rows)
-        if rows and not dry_run:
-            tombstones = yield from delete_revisions(
-                known, db, rows, report, policy, scope=scope, batch_bytes=batch_bytes
-            )
-            if purge and tombstones:
-                report.purged += yield from _purge(known, db, tombstones, policy)
-        if rows:
-            mark.last_id = rows[-1]["id"]
-        mark.done += len(rows)
+    try:
+        page = yield from rows_of.next()
+        while page is not END:
+            # The next page is read while this one's documents are deleted: it starts past
+            # this page's last id, so nothing deleted now is in it.
+            ahead = None if dry_run else (yield Start(rows_of.next()))
+            # The id itself decides, whatever the server answered: nothing of another type,
+            # form or time is ever deleted.
+            rows = [row for row in page if goes(row["id"])]
+            report.matched += len(rows)
+            if rows and not dry_run:
+                tombstones = yield from delete_revisions(
+                    known, db, rows, report, policy, scope=scope, batch_bytes=batch_bytes
+                )
+                if purge and tombstones:
+                    report.purged += yield from _purge(known, db, tombstones, policy)
+            if rows:
+                mark.last_id = rows[-1]["id"]
+            mark.done += len(rows)
+            if on_progress is not None:
+                on_progress(report)
+            page = (yield from rows_of.next()) if ahead is None else (yield Wait(ahead))
+    except ServerError as exc:
+        _ended(exc, report, on_progress, resumable=resumable)
+        raise
+    return report
+
+
+def _ended(
+    exc: ServerError,
+    report: ExpireReport,
+    on_progress: Callable[[ExpireReport], None] | None,
+    *,
+    resumable: bool,
+) -> None:
+    """Make ``exc``, which ended an expiry after it deleted documents, say so, as a bulk
+    write's error says what it stored: how many, and where to resume (``on_progress`` is told
+    first)."""
+    if report.deleted or report.gone or report.purged:
         if on_progress is not None:
             on_progress(report)
-        page = (yield from rows_of.next()) if ahead is None else (yield Wait(ahead))
-    return report
+        mark = report.checkpoint
+        after = (
+            f" from checkpoint last_id={mark.last_id!r:.80}"
+            if resumable and mark.last_id is not None
+            else ""
+        )
+        exc.args = (
+            f"{exc.args[0]}; {report.deleted} documents were deleted before it "
+            f"({report.gone} already gone, {report.purged} purged); expire again{after} "
+            "deletes the rest",
+            *exc.args[1:],
+        )
 
 
 def delete_revisions(
@@ -316,31 +354,7 @@ def delete_revisions(
         if not isinstance(rev, str):
             raise answer_error(policy, db, f"row {row['id']!r} has no revision: {describe(row)}")
         docs.append({"_id": row["id"], "_rev": rev, "_deleted": True})
-    answered: dict[str, dict[str, Any]] = {}
-    refused: dict[str, str] = {}
-
-    def write(group: list[int]) -> Program[None]:
-        each = policy.renewed()
-        sent = [docs[index] for index in group]
-        asked = post_json(path(db, "_bulk_docs"), {"docs": sent})
-        answer = (yield from ask(asked, each, db)).body
-        ids = {doc["_id"] for doc in sent}
-        answered.update(keyed_rows(answer, "id", ids, "_bulk_docs", each, db, sent=asked.sent))
-
-    def refuse(index: int, why: str) -> None:
-        refused[docs[index]["_id"]] = why
-
-    # Within batch_bytes, and halved when the server refuses a request as too large, as
-    # writes are; a deletion refused alone is a failure.
-    yield from write_in_halves(
-        [dumps(doc) for doc in docs],
-        write,
-        refuse,
-        lambda index: docs[index]["_id"] in answered,
-        document_bytes=DEFAULT_DOCUMENT_BYTES,
-        batch_bytes=batch_bytes,
-        envelope=len(b'{"docs":[]}'),
-    )
+    answered, refused = yield from _send_deletions(db, docs, report, policy, batch_bytes)
     report.failed.extend(refused.items())
     tombstones: dict[str, list[str]] = {}
     # A document the answer has no row of is read as a 409's is: never passed over unseen.
@@ -388,6 +402,49 @@ def delete_revisions(
         else:
             report.conflicts.append(doc_id)
     return tombstones
+
+
+def _send_deletions(
+    db: str,
+    docs: list[dict[str, Any]],
+    report: ExpireReport,
+    policy: RetryPolicy,
+    batch_bytes: int,
+) -> Program[tuple[dict[str, dict[str, Any]], dict[str, str]]]:
+    """Send the deletions ``docs`` (``_bulk_docs``) within ``batch_bytes``, a request the
+    server refuses as too large again in halves, as writes are; return the answer's rows by id,
+    and why each deletion refused alone was. A failure counts the tombstones answered before
+    it in ``report.deleted``, so that its error can tell them."""
+    answered: dict[str, dict[str, Any]] = {}
+    refused: dict[str, str] = {}
+
+    def write(group: list[int]) -> Program[None]:
+        each = policy.renewed()
+        sent = [docs[index] for index in group]
+        asked = post_json(path(db, "_bulk_docs"), {"docs": sent})
+        answer = (yield from ask(asked, each, db)).body
+        ids = {doc["_id"] for doc in sent}
+        answered.update(keyed_rows(answer, "id", ids, "_bulk_docs", each, db, sent=asked.sent))
+
+    def refuse(index: int, why: str) -> None:
+        refused[docs[index]["_id"]] = why
+
+    try:
+        yield from write_in_halves(
+            [dumps(doc) for doc in docs],
+            write,
+            refuse,
+            lambda index: docs[index]["_id"] in answered,
+            document_bytes=DEFAULT_DOCUMENT_BYTES,
+            batch_bytes=batch_bytes,
+            envelope=len(b'{"docs":[]}'),
+        )
+    except ServerError:
+        report.deleted += sum(
+            isinstance(row.get("rev"), str) and not row.get("error") for row in answered.values()
+        )
+        raise
+    return answered, refused
 
 
 def _still_live(

@@ -32,8 +32,9 @@ from couchids.core.scan import (
     Checkpoint,
     check_checkpoint,
     check_one_form,
+    check_resumes,
 )
-from couchids.core.sizes import write_in_halves
+from couchids.core.sizes import measured, write_in_halves
 from couchids.core.windows import scan_pages
 from couchids.core.writes import keyed_rows
 from couchids.errors import InvalidArgumentError
@@ -74,7 +75,12 @@ def export(
     pages = window_documents(
         known, db, start, end, type, form, mark, size, policy, parallel=parallel
     )
-    return write_documents(pages, out, columns, mark, on_progress)
+
+    def run() -> Program[Checkpoint]:
+        yield from check_resumes(db, mark, policy)
+        return (yield from write_documents(pages, out, columns, mark, on_progress))
+
+    return run()
 
 
 def check_output(
@@ -162,6 +168,7 @@ def archive(
     )
 
     def run() -> Program[ArchiveReport]:
+        yield from check_resumes(db, mark, policy)
         yield from database_facts(known, target_db, policy)
         documents = Puller(pages)
         while (page := (yield from documents.next())) is not END:
@@ -234,20 +241,13 @@ def _copy(
     ``target_db`` (``_bulk_docs`` with ``new_edits=false``); return ``(id, reason)`` of those
     the target did not store. Requests are cut by bytes as bulk writes are
     (:mod:`couchids.core.sizes`), a document with all its revisions in one request; a
-    revision's size is its JSON without attachments, which have a limit of their own."""
+    revision's size is as :func:`~couchids.core.sizes.measured` reads it (attachments aside)."""
     parts: list[bytes] = []
     sizes: list[int] = []
     for leaves in copies:
         encoded = [dumps(leaf) for leaf in leaves]
         parts.append(b",".join(encoded))
-        sizes.append(
-            max(
-                len(dumps({k: v for k, v in leaf.items() if k != "_attachments"}))
-                if "_attachments" in leaf
-                else len(part)
-                for leaf, part in zip(leaves, encoded, strict=True)
-            )
-        )
+        sizes.append(max(measured(part, document_bytes) for part in encoded))
     failed: dict[int, str] = {}
 
     def write(group: list[int]) -> Program[None]:

@@ -10,7 +10,6 @@ are read too, one small row each, and filtered by the form's ids as queries are.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Final
@@ -36,22 +35,6 @@ __all__ = ["DEFAULT_FOLLOW_BATCH", "DEFAULT_POLL", "follow"]
 
 #: Seconds one long-poll request waits for a change before asking again.
 DEFAULT_POLL: Final = 10.0
-#: What a ``_changes`` sequence to begin after can be: ``now``, a count (PouchDB Server,
-#: CouchDB 1) or CouchDB 2+'s and Cloudant's ``N-<opaque>``. CouchDB answers another with
-#: 400; PouchDB Server begins somewhere of its own choosing.
-_SEQUENCE = re.compile(r"now|\d+|\d+-\S+", re.ASCII)
-
-
-def check_since_seq(since_seq: object) -> str | int:
-    """``since_seq`` if it is a ``_changes`` sequence: ``"now"``, a number (PouchDB Server's, as
-    an int or a str) or CouchDB's ``"12-g1AAAA..."``; else :class:`InvalidArgumentError`."""
-    value = arguments.sequence("since_seq", since_seq)
-    if value is None or not _SEQUENCE.fullmatch(str(value)):
-        raise InvalidArgumentError(
-            f"since_seq={since_seq!r:.80} is no _changes sequence: pass 'now', 0, a number "
-            "(PouchDB Server's) or CouchDB's '12-g1AAAA...'"
-        )
-    return value
 
 
 def follow(
@@ -80,7 +63,7 @@ def follow(
     poll_ms = max(1, round(arguments.seconds("poll", poll, zero=False) * 1000))  # CouchDB's unit
     arguments.flag("wait", wait)
     checkpoint = check_checkpoint(checkpoint)
-    check_since_seq(since_seq)
+    arguments.sequence("since_seq", since_seq)
     arguments.form("form", form)
     start = None
     if since is not None:

@@ -63,8 +63,9 @@ class Options:
             the deletions of ``expire`` and ``archive`` (default 60 MB, under IBM Cloudant's
             64 MB a request).
         document_bytes: the most bytes of one document a bulk write sends, as JSON with its
-            ``_id`` and its text in UTF-8, as the server measures it (default 1 MB, IBM
-            Cloudant's limit); a larger document is a failed row.
+            ``_id`` and its text in UTF-8, without the data of its inline ``_attachments``, as
+            the server measures it (default 1 MB, IBM Cloudant's limit); a larger document is
+            a failed row.
 
     Raises:
         InvalidArgumentError: a value out of its range, naming the field.

@@ -24,9 +24,9 @@ from couchids.core.expiry import index_rows
 from couchids.core.facts import FactsCache, database_facts
 from couchids.core.options import Options
 from couchids.core.policy import RetryPolicy
-from couchids.core.scan import Checkpoint, check_checkpoint
+from couchids.core.scan import Checkpoint, check_checkpoint, check_resumes
 from couchids.core.series import create_database
-from couchids.core.writes import bulk, rows_by_key
+from couchids.core.writes import bulk
 from couchids.errors import (
     CouchidsError,
     DatabaseNotFoundError,
@@ -114,16 +114,7 @@ def rekey(
     def run() -> Program[RekeyReport]:
         # The source first: a misspelt source creates no target.
         yield from database_facts(known, source_db, policy)
-        if mark.last_id is not None:
-            # Every id of the source is a resume point of the walk, but only one of the source:
-            # a checkpoint of another database would skip the ids before its own.
-            row = yield from rows_by_key(source_db, [mark.last_id], policy, every=True)
-            if row[mark.last_id].get("error") == "not_found":
-                raise InvalidArgumentError(
-                    f"checkpoint last_id={mark.last_id!r:.80} is no document of {source_db!r}: "
-                    "a checkpoint resumes the operation that wrote it (the same database); "
-                    "pass checkpoint=None to start from the beginning"
-                )
+        yield from check_resumes(source_db, mark, policy)
         yield from _target(known, target_db, create_target, policy)
         pages = index_rows(
             known, source_db, policy, batch_size=batch_size, after=mark.last_id, include_docs=True

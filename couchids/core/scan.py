@@ -19,6 +19,7 @@ from couchids.core.keys import KeyRange, beyond_keys, in_window, resume_point
 from couchids.core.pages import all_docs
 from couchids.core.policy import RetryPolicy
 from couchids.core.windows import DEFAULT_PAGE_SIZE, PARTITION_QUERY_LIMIT, partition_of
+from couchids.core.writes import rows_by_key
 from couchids.errors import InvalidArgumentError
 from couchids.idforms.forms import IdForm
 from couchids.idforms.times import MAX_MS
@@ -28,6 +29,7 @@ __all__ = [
     "Checkpoint",
     "check_checkpoint",
     "check_one_form",
+    "check_resumes",
     "range_pages",
 ]
 
@@ -48,9 +50,9 @@ class Checkpoint:
             non-empty str of valid Unicode (no lone surrogates), or ``None`` to start at the
             beginning.
         since_seq: the ``_changes`` sequence :meth:`couchids.Database.follow` continues from: a
-            str (such as CouchDB's ``"12-g1AAAA..."``, ``"0"`` or ``"now"``) or an int
-            (PouchDB's and CouchDB 1's sequences), or ``None`` to begin where follow's own
-            ``since_seq`` (or ``since``, a time) says.
+            str (CouchDB's ``"12-g1AAAA..."``, a number such as ``"0"``, or ``"now"``) or an
+            int >= 0 (PouchDB's and CouchDB 1's sequences), as follow's ``since_seq`` is, or
+            ``None`` to begin where follow's own ``since_seq`` (or ``since``, a time) says.
         done: how many documents it handled so far, an int >= 0.
 
     Raises:
@@ -128,6 +130,26 @@ def check_checkpoint(value: object) -> Checkpoint:
         )
     value.__post_init__()
     return value
+
+
+def check_resumes(db: str, mark: Checkpoint, policy: RetryPolicy) -> Program[None]:
+    """Refuse ``mark`` when its ``last_id`` is no document of ``db`` (a deleted one is), with
+    one ``_all_docs`` by key, before anything is read or written: every id of ``db`` is a
+    resume point of its walks, but an id of another database's run would skip the ids of
+    ``db`` before it.
+
+    Raises:
+        InvalidArgumentError: ``db`` has no document ``mark.last_id``.
+    """
+    if mark.last_id is None:
+        return
+    row = yield from rows_by_key(db, [mark.last_id], policy, every=True)
+    if row[mark.last_id].get("error") == "not_found":
+        raise InvalidArgumentError(
+            f"checkpoint last_id={mark.last_id!r:.80} is no document of {db!r}: "
+            "a checkpoint resumes the operation that wrote it (the same database); "
+            "pass checkpoint=None to start from the beginning"
+        )
 
 
 def range_pages(

@@ -36,11 +36,11 @@ from couchids.core.document import check_new
 from couchids.core.effects import END, Emit, Program, Puller, Request, Start, Wait, path
 from couchids.core.expiry import ExpireReport
 from couchids.core.facts import FactsCache, database_facts
-from couchids.core.keys import window_keys
+from couchids.core.keys import KeyRange, next_text, window_keys
 from couchids.core.options import Options
 from couchids.core.periods import MAX_AHEAD, Period, SeriesLayout, period_of
 from couchids.core.policy import RetryPolicy
-from couchids.core.scan import Checkpoint, check_one_form, range_pages
+from couchids.core.scan import Checkpoint, check_one_form, check_resumes, range_pages
 from couchids.core.short import short_day
 from couchids.core.writes import all_stored, check_functions_of_documents
 from couchids.errors import (
@@ -56,7 +56,7 @@ from couchids.errors import (
 )
 from couchids.idforms.doctypes import AllTypes, scope_prefix
 from couchids.idforms.idform import IdForm
-from couchids.idforms.times import MAX_MS, TimeLike, now_ms, to_datetime, to_ms
+from couchids.idforms.times import TimeLike, now_ms, to_datetime, to_ms
 
 __all__ = [
     "CAPACITY_PATH",
@@ -691,11 +691,15 @@ def export(
         )
 
     def run(spans: list[Span]) -> Program[None]:
+        done = None
         if mark.last_id is not None:
             # An id of no export of the series is refused by the first period read.
             with contextlib.suppress(InvalidInputError):
                 done = period_of(layout.every, layout.time_of_id(mark.last_id))
-                spans = [span for span in spans if span[2] > done.start_ms]
+        if done is not None:
+            # One of the series' time, but a document of its period's database only.
+            yield from check_resumes(layout.name(done), mark, policy.renewed())
+            spans = [span for span in spans if span[2] > done.start_ms]
         for span in spans:
             yield from _period(part(*span))
 
@@ -763,7 +767,8 @@ class SeriesExpireReport:
         before: the time before which documents go.
         dropped: the databases of the whole periods that ended by ``before``, oldest first:
             deleted with everything in them (in a dry run: that would be). One holding an id
-            of a time at or after ``before`` is not dropped but expired as ``boundary`` is.
+            of a time at or after ``before``, or one whose time the series cannot read, is not
+            dropped but expired as ``boundary`` is.
         boundary: the database of the period holding ``before``, whose every id was read,
             or ``None`` (no such database, or ``before`` starts a period).
         deleted: documents deleted from the databases that stay: ``boundary`` and the later
@@ -962,10 +967,12 @@ def holds_later(
     before_ms: int,
     policy: RetryPolicy,
 ) -> Program[bool]:
-    """Whether ``db`` holds an id the series reads (:func:`id_time`, a short id's year read
-    near ``near_ms``) of a time at or after ``before_ms``: the walk of
-    :func:`~couchids.core.alltypes.walk_types`, plus the key range of each type from
-    ``before_ms`` on, read until such an id is found (one request where it holds none)."""
+    """Whether ``db`` holds an id that expire keeps: one the series reads (:func:`id_time`, a
+    short id's year read near ``near_ms``) of a time at or after ``before_ms``, or one whose
+    time it cannot read (but a design document). The walk of
+    :func:`~couchids.core.alltypes.walk_types`, plus each type's key ranges outside the
+    form's ids older than ``before_ms``, read until such an id is found (two requests a type
+    where it holds none)."""
     form, time_of, found = layout.form, id_time(layout, near_ms), False
 
     def visit(landed: Landed) -> Program[None]:
@@ -974,26 +981,44 @@ def holds_later(
             if found or row["id"].startswith("_design/"):
                 continue
             if step.doc_type is None:
-                found = later(row["id"])
+                found = kept(row["id"])
                 continue
             try:
-                keys = window_keys(form, step.doc_type, before_ms, MAX_MS + 1)
+                outside = _outside_older(form, step.doc_type, before_ms)
             except InvalidTypeError:
-                continue  # no id of the form is of a type that breaks the type rule
-            if keys is not None:
-                pages = Puller(range_pages(known, db, keys, form, policy, doc_type=step.doc_type))
+                found = True  # no id of the series is of a type that breaks the type rule
+                continue
+            for keys in outside:
+                pages = Puller(
+                    range_pages(known, db, keys, form, policy, doc_type=step.doc_type, wanted=_any)
+                )
                 try:
                     while not found and (page := (yield from pages.next())) is not END:
-                        found = any(later(each["id"]) for each in page)
+                        found = any(kept(each["id"]) for each in page)
                 finally:
                     pages.close()
 
-    def later(doc_id: str) -> bool:
+    def kept(doc_id: str) -> bool:
         ms = time_of(doc_id)
-        return ms is not None and ms >= before_ms
+        return ms is None or ms >= before_ms
 
     yield from walk_types(db, form.separator, policy, visit, renew=True, untyped_page=MAX_STEP_PAGE)
     return found
+
+
+def _any(_: str) -> bool:
+    return True
+
+
+def _outside_older(form: IdForm, doc_type: str, before_ms: int) -> list[KeyRange]:
+    """The key ranges of the ids of ``doc_type`` but those of ``form``'s ids older than
+    ``before_ms``: later times, and ids written like no id of the form."""
+    prefix = form.type_prefix(doc_type)
+    top = next_text(prefix)
+    older = window_keys(form, doc_type, 0, before_ms)
+    if older is None:
+        return [KeyRange(prefix, top, prefix)]
+    return [KeyRange(prefix, older.low, prefix), KeyRange(older.high, top, prefix)]
 
 
 def older_rows(

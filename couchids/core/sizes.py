@@ -63,15 +63,22 @@ class Filling:
 def measured(part: bytes, document_bytes: int) -> int:
     r"""The size of the document ``part`` (its JSON as a write sends it, non-ASCII characters
     escaped) as the server measures it against its limit: its strings in UTF-8, so an "é"
-    sent as ``\u00e9`` (6 bytes) counts 2 (CouchDB's ``couch_ejson_size``; Cloudant's 1 MB).
+    sent as ``\u00e9`` (6 bytes) counts 2 (CouchDB's ``couch_ejson_size``; Cloudant's 1 MB),
+    and without its inline attachments (``_attachments``, whose data CouchDB holds apart and
+    measures against a limit of its own, ``max_attachment_size``: 10 MB on Cloudant).
     Never more than ``len(part)``; worked out only for a part over ``document_bytes``.
 
     >>> measured(b'{"a":"\\u00e9"}', 10), measured(b'{"a":"\\u00e9"}', 100)
     (10, 14)
+    >>> measured(b'{"a":1,"_attachments":{"f":{"data":"QUFB"}}}', 10)
+    7
     """
-    if len(part) <= document_bytes or b"\\u" not in part:
+    if len(part) <= document_bytes or (b"\\u" not in part and b'"_attachments"' not in part):
         return len(part)
-    return min(len(part), len(dumps(json.loads(part))))
+    doc = json.loads(part)
+    if isinstance(doc, dict):
+        doc.pop("_attachments", None)
+    return min(len(part), len(dumps(doc)))
 
 
 def write_in_halves(
@@ -102,7 +109,8 @@ def write_in_halves(
         if size > document_bytes:
             fail(
                 index,
-                f"{size:,} bytes as JSON, over document_bytes={document_bytes:,} "
+                f"{size:,} bytes as JSON (inline attachments aside), over "
+                f"document_bytes={document_bytes:,} "
                 "(IBM Cloudant stores documents of at most 1 MB); it was not sent",
             )
             continue

@@ -13,10 +13,12 @@ from typing import Any
 import pytest
 from cloudantproxy import CloudantProxy
 from conftest import drop_database, fresh_database
-from faultproxy import all_docs, client_for
+from faultproxy import FaultProxy, all_docs, client_for
 from ibmcloudant.cloudant_v1 import CloudantV1
 
 import couchids
+from couchids import ServerError
+from couchids.core.expiry import ExpireReport
 from couchids.drivers.aio import AsyncClient
 from couchids.idforms.times import to_ms
 
@@ -90,3 +92,33 @@ async def test_archive_deletes_in_requests_the_server_takes(
         assert not proxy.refused and len(deletions(proxy, db)) >= 3
     else:
         assert proxy.refused["request-body"] > 0
+
+
+async def test_an_expire_a_failure_ends_says_what_it_deleted(
+    async_client_for: ClientFor,
+    async_client: AsyncClient,
+    couch_url: str,
+    client: CloudantV1,
+    db: str,
+) -> None:
+    """A page's deletions in two requests, the second failing (503): the documents of the
+    first were gone while the error and on_progress (last at 0) said nothing of them. Now
+    both tell them, and expire again deletes the rest."""
+    populate(client, db, 84)
+    told: list[int] = []
+
+    def progress(report: ExpireReport) -> None:
+        told.append(report.deleted)
+
+    with FaultProxy(couch_url) as proxy:
+        proxy.fail("503-before", method="POST", path="/_bulk_docs", after=1, times=10)
+        fresh = async_client_for(client_for(proxy.url))
+        handle = database(fresh, db, batch_bytes=LIMIT // 4, retries=0)
+        with pytest.raises(ServerError) as caught:
+            await handle.expire(END, type=TYPE, dry_run=False, on_progress=progress)
+    gone = 84 - len(all_docs(client, db))
+    assert 0 < gone < 84 and told[-1] == gone
+    assert f"{gone} documents were deleted before it" in str(caught.value), caught.value
+    assert "expire again deletes the rest" in str(caught.value)
+    report = await database(async_client, db).expire(END, type=TYPE, dry_run=False)
+    assert report.deleted == 84 - gone and all_docs(client, db) == {}

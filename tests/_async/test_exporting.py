@@ -43,7 +43,9 @@ async def test_a_checkpoint_outside_the_window_resumes_at_its_edge(
 ) -> None:
     populate(client, db, form, 25)
     ids = reference(client, db, form)
+    # Documents of the database outside the window, as a wider window's export leaves them.
     earliest, latest = "ord:" + form.new(START - HOUR), "ord:" + form.new(END + HOUR)
+    insert(client, db, [earliest, latest])
     for last_id, expected in [(earliest, ids), (latest, []), (ids[9], ids[10:])]:
         out = io.StringIO()
         mark = Checkpoint(last_id)
@@ -75,6 +77,42 @@ async def test_a_checkpoint_of_another_kuuid_mode_is_refused(
         assert reference(client, db, KUUID) == ids
         assert not client.post_all_docs(db=target).get_result()["rows"]
     finally:
+        drop_database(client, target)
+
+
+async def test_a_checkpoint_of_another_database_is_refused(
+    async_client: AsyncClient, client: CloudantV1, db: str
+) -> None:
+    """An id of another database of the same type and form sorts among this one's: taken as a
+    resume point, export skipped the documents before it (55 of 204) without a word, archive
+    and expire too. Refused before anything is written, copied or deleted; a document of the
+    database deleted since still resumes."""
+    populate(client, db, KUUID, 25)
+    ids = reference(client, db, KUUID)
+    other, target = fresh_database(client), fresh_database(client)
+    try:
+        populate(client, other, KUUID, 26)
+        foreign = reference(client, other, KUUID)[len(ids) // 2]
+        assert ids[0] < foreign < ids[-1]
+        handle = database(async_client, db, batch_size=4)
+        refused = f"checkpoint last_id={foreign!r} is no document of {db!r}"
+        out = io.StringIO()
+        with pytest.raises(InvalidArgumentError, match=refused):
+            await handle.export(START, END, out, type="ord", checkpoint=Checkpoint(foreign))
+        with pytest.raises(InvalidArgumentError, match=refused):
+            await handle.archive(
+                target, START, END, type="ord", expire=True, checkpoint=Checkpoint(foreign)
+            )
+        with pytest.raises(InvalidArgumentError, match=refused):
+            await handle.expire(END, type="ord", dry_run=False, checkpoint=Checkpoint(foreign))
+        assert out.getvalue() == "" and reference(client, db, KUUID) == ids
+        assert not client.post_all_docs(db=target).get_result()["rows"]
+        rev = client.get_document(db=db, doc_id=ids[9]).get_result()["_rev"]
+        client.delete_document(db=db, doc_id=ids[9], rev=rev)
+        await handle.export(START, END, out, type="ord", checkpoint=Checkpoint(ids[9]))
+        assert [json.loads(line)["_id"] for line in out.getvalue().splitlines()] == ids[10:]
+    finally:
+        drop_database(client, other)
         drop_database(client, target)
 
 

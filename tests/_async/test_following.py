@@ -3,14 +3,16 @@ resumed follow misses nothing. (The tests of one API alone are in tests/test_fol
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
 
+import pytest
 from faultproxy import FaultProxy, client_for
 from ibmcloudant.cloudant_v1 import CloudantV1
 
 import couchids
-from couchids import KUUID, Checkpoint
+from couchids import KUUID, Checkpoint, InvalidArgumentError
 from couchids.drivers.aio import AsyncClient
 
 from .helpers import close, database, listed
@@ -38,6 +40,28 @@ async def test_a_resumed_follow_misses_nothing(
     assert set(first) | set(rest) == set(made)
     assert len(rest) < len(made)
     assert first[:8] == sorted(first[:8])
+
+
+async def test_a_checkpoint_of_no_sequence_is_refused_before_a_request(
+    async_client: AsyncClient, client: CloudantV1, db: str
+) -> None:
+    """A checkpoint's since_seq 'abc' handed out none of the documents on PouchDB Server (and
+    '-5' all of them), CouchDB answered 400: refused as follow's since_seq is, when the
+    checkpoint is made, read, or given back changed."""
+    made = [couchids.Database(client, db).create({"k": k}, type="ord").id for k in range(12)]
+    for seq in ("abc", "-5", -5, "1-"):
+        refused = f"Checkpoint since_seq={seq!r} is no _changes sequence"
+        with pytest.raises(InvalidArgumentError, match=refused):
+            Checkpoint(since_seq=seq)
+        with pytest.raises(InvalidArgumentError, match=refused):
+            Checkpoint.from_json(json.dumps({"since_seq": seq}))
+        mark = Checkpoint()
+        mark.since_seq = seq
+        with pytest.raises(InvalidArgumentError, match=refused):
+            await listed(database(async_client, db).follow(type="ord", checkpoint=mark, wait=False))
+    mark = Checkpoint(since_seq="0")
+    found = await listed(database(async_client, db).follow(type="ord", checkpoint=mark, wait=False))
+    assert sorted(doc["_id"] for doc in found) == sorted(made)
 
 
 async def test_a_follow_that_waits_outlasts_a_quiet_spell_longer_than_its_timeout(

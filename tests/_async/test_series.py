@@ -247,6 +247,22 @@ async def test_export_is_that_of_one_database_holding_every_period(
     assert part.getvalue() == full.getvalue()
 
 
+async def test_export_refuses_a_checkpoint_of_another_series(
+    client: CloudantV1, prefix: str, data: Truth, async_client: AsyncClient
+) -> None:
+    """An id of the series' form and a time of the window, but of no document of the period
+    it falls in (another series' export left it), skipped that period's documents before it."""
+    start, end = WINDOWS[1]
+    ids = data.window(start, end, "a", False)
+    foreign = "a:" + KUUID.new(data.times[ids[len(ids) // 2]])
+    assert foreign not in ids
+    out = io.StringIO()
+    series = series_of(async_client, prefix, every="day", batch_size=2)
+    with pytest.raises(couchids.InvalidArgumentError, match=f"{foreign!r} is no document of"):
+        await series.export(start, end, out, type="a", checkpoint=couchids.Checkpoint(foreign))
+    assert out.getvalue() == ""
+
+
 async def test_expire_drops_whole_periods_and_expires_the_boundary(
     client: CloudantV1, prefix: str, data: Truth, async_client: AsyncClient
 ) -> None:
@@ -302,11 +318,14 @@ async def test_expire_drops_whole_periods_and_expires_the_boundary(
     again = await series.expire(before, dry_run=False)
     assert (again.dropped, again.deleted) == ([], 0) and snapshot(client, prefix) == after
     assert again.unread == done.unread
-    # Everything: only the series' own databases go, never another series' that look alike.
-    await series.expire("2027-01-01", dry_run=False)
+    # Everything: only the series' own databases go, never another series' that look alike;
+    # the boundary's stays with the ids whose time the series cannot read, and says so.
+    last = await series.expire("2027-01-01", dry_run=False)
+    assert boundary not in last.dropped and sorted(last.unread) == unread
     assert ours(client, prefix) == sorted(
-        [f"{prefix}-2026-03", f"{prefix}-2026-03-02-copy", f"{prefix}-x-2026-03-02"]
+        [boundary, f"{prefix}-2026-03", f"{prefix}-2026-03-02-copy", f"{prefix}-x-2026-03-02"]
     )
+    assert sorted(snapshot(client, prefix)[boundary]) == sorted([*unread, "_design/x"])
 
 
 async def test_expire_leaves_no_older_document_whatever_wrote_it(
@@ -415,6 +434,33 @@ async def test_expire_drops_no_period_that_holds_an_id_of_a_time_not_older(
     assert {name: each.matched for name, each in dry.expired.items()} == {untyped: 4, typed: 4}
     assert {name: each.deleted for name, each in done.expired.items()} == {untyped: 4, typed: 4}
     assert snapshot(client, prefix) == kept
+
+
+async def test_expire_drops_no_period_that_holds_an_id_without_a_time(
+    client: CloudantV1, prefix: str, async_client: AsyncClient
+) -> None:
+    """An ended period holding ids whose time the series cannot read (stored there by other
+    means) was dropped with them, silent in the dry run too: expired id by id instead, as the
+    boundary is, keeping them and naming them in unread."""
+    series = series_of(async_client, prefix, every="day")
+    plain, odd = day_name(prefix, 0), day_name(prefix, 1)
+    for at in (DAYS[0], DAYS[1]):
+        for doc_type in ("t", None):
+            await series.create({}, type=doc_type, timestamp=at + HOUR)
+    strays = ["import-7", "user:profile-42", "t:~x", "Bad Type:1"]
+    for doc_id in strays:
+        client.put_document(db=odd, doc_id=doc_id, document={})
+    client.put_design_document(db=odd, ddoc="v", design_document={"views": {}})
+    old = snapshot(client, prefix)
+    dry = await series.expire(CUTOFF)
+    assert snapshot(client, prefix) == old
+    done = await series.expire(CUTOFF, dry_run=False)
+    for report in (dry, done):
+        assert report.dropped == [plain] and report.boundary is None
+        assert sorted(report.unread) == sorted(strays) and report.deleted == 2
+    assert snapshot(client, prefix) == {
+        odd: {i: r for i, r in old[odd].items() if i in [*strays, "_design/v"]}
+    }
 
 
 async def test_a_proxys_404_page_for_a_period_is_a_failure_not_an_empty_period(

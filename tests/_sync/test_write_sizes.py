@@ -8,6 +8,7 @@ exactly once. (The tests of one API alone are in tests/test_write_sizes.py.)"""
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable
 
 import pytest
@@ -76,6 +77,40 @@ def test_a_document_over_document_bytes_is_a_failed_row(
     assert error.stored is False and "too large" in str(error)
     assert not proxy.refused  # never sent
     stored_once(client, db, docs)
+
+
+def test_inline_attachments_count_against_the_request_not_the_document(
+    blocking_client_for: Callable[[CloudantV1], CloudantV1],
+    cloudant_proxy: Start,
+    client: CloudantV1,
+    db: str,
+) -> None:
+    """The server measures a document without its inline attachments' data (which has a
+    limit of its own), and stores what create stores; bulk_create counted the base64 against
+    document_bytes and refused it. The request still carries it all: batch_bytes counts it."""
+    proxy = cloudant_proxy(plan=None, max_document_bytes=100_000, max_request_bytes=600_000)
+    raw = bytes(range(256)) * 600  # 153,600 bytes, 204,800 as base64
+    photo = {"content_type": "application/octet-stream", "data": base64.b64encode(raw).decode()}
+    docs = [{"_id": f"p{n}", "n": n, "_attachments": {"a.bin": photo}} for n in range(4)]
+    body = {"_id": "body", "pad": "x" * 150_000, "_attachments": {"a.bin": photo}}
+    handle = database(
+        blocking_client_for(client_for(proxy.url)),
+        db,
+        document_bytes=100_000,
+        batch_bytes=600_000,
+    )
+    alone = handle.create({"_attachments": {"a.bin": photo}})
+    with pytest.raises(BulkWriteError) as caught:
+        handle.bulk_create([*docs, body])
+    results = caught.value.results
+    assert [r.id for r in results if r.ok] == [d["_id"] for d in docs]
+    [too_large] = [r for r in results if not r.ok]
+    assert too_large.id == "body" and "document_bytes" in str(too_large.error)
+    assert not proxy.refused  # a document within its limit, each request within batch_bytes
+    assert len(proxy.requests("POST", "_bulk_docs")) >= 2  # 4 x 205 kB over 600 kB
+    for doc_id in [alone.id, *(d["_id"] for d in docs)]:
+        stored = client.get_document(db=db, doc_id=doc_id).get_result()["_attachments"]
+        assert stored["a.bin"]["length"] == len(raw)
 
 
 def test_a_document_the_server_refuses_alone_is_a_failed_row(
