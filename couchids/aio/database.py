@@ -242,7 +242,7 @@ class AsyncDatabase:
 
             await shop.types_present()  # ['invoice', 'order', 'user']
         """
-        policy = self.options.unretried("types_present")
+        policy = self.options.policy("types_present")
         separator = arguments.form("form", self._form(form)).separator
         return await run(self.client, alltypes.types_present(self.name, separator, policy))
 

@@ -529,7 +529,7 @@ def window(
                 continue
             yield from _period(read.pages(opened))
 
-    return _per_period(known, layout, options.unretried("window"), start, end, part, run)
+    return _per_period(known, layout, options.policy("window"), start, end, part, run)
 
 
 def latest(
@@ -549,7 +549,7 @@ def latest(
     windows.latest(
         known, layout.prefix, n, type=type, form=form, include_docs=include_docs, options=options
     )
-    policy = options.unretried("latest")
+    policy = options.policy("latest")
 
     def run() -> Program[list[Row]]:
         found: list[Row] = []
