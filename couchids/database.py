@@ -362,6 +362,8 @@ class Database:
             InvalidArgumentError: a document that cannot be stored, or a ``key_of``/``time_of`` that
                 failed for one; raised before its batch is sent, ``results`` holding the earlier
                 batches'.
+            InvalidTimeError: a time ``time_of`` gave that cannot make an id, naming
+                ``time_of=``, the document and the time (``document 3: time_of= gave 'soon'``).
             ServerError: a whole request failed; ``results`` holds every document handled (those of
                 the failed batch with the error and ``stored``).
 
