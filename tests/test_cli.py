@@ -841,7 +841,8 @@ def test_wrong_credentials(run: Any, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @responses.activate
-def test_rate_limited(run: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("command", ["window", "latest"])
+def test_rate_limited(run: Any, monkeypatch: pytest.MonkeyPatch, command: str) -> None:
     monkeypatch.setenv("CLOUDANT_URL", LOOPBACK)
     monkeypatch.setenv("CLOUDANT_AUTH_TYPE", "noauth")
     responses.get(f"{LOOPBACK}/orders", json={"db_name": "orders", "props": {}})
@@ -850,9 +851,14 @@ def test_rate_limited(run: Any, monkeypatch: pytest.MonkeyPatch) -> None:
         status=429,
         json={"error": "too_many_requests", "reason": "You've exceeded your rate limit allowance."},
     )
-    result = run("window", "orders", "--since", "1d", "--timeout", "1")
+    since = ["--since", "1d"] if command == "window" else []
+    result = run(command, "orders", *since, "--timeout", "1")
     assert result.code == EXIT_SERVER and result.out == ""
-    assert "rate limited" in result.error_line()
+    line = result.error_line()
+    assert "rate limited" in line and f"{command} on 'orders'" in line
+    # The advice is the command's: its flag, never the library's couchids.connect(rate=...).
+    assert "give it a longer --timeout, run fewer commands" in line
+    assert "couchids.connect" not in line and "rate=" not in line
 
 
 # Every credential a configuration can hold, placed where an error message could pick it up.
