@@ -103,7 +103,7 @@ class RetryPolicy:
 
     def delay(self, retry_after: str | None, attempt: int) -> float:
         """Seconds to wait before retry number ``attempt + 1``: a 429's ``Retry-After`` (in
-        seconds or an HTTP date: :func:`retry_after_seconds`), up to ``MAX_RETRY_AFTER``, else
+        seconds or an HTTP date: ``retry_after_seconds``), up to ``MAX_RETRY_AFTER``, else
         the backoff doubled per attempt, jittered (writers that lost their answers at one
         moment spread out)."""
         after = retry_after_seconds(retry_after)
