@@ -44,11 +44,13 @@ from couchids.core.facts import FactsCache
 from couchids.core.following import DEFAULT_POLL
 from couchids.core.names import check_db
 from couchids.core.options import Options, check_options
+from couchids.core.policy import RetryPolicy, one_deadline
 from couchids.core.rekeying import RekeyReport
 from couchids.core.scan import Checkpoint
 from couchids.core.sequence import DEFAULT_BLOCK, check_sequence, claim_block, seq_prefix
 from couchids.core.short import NonceSource
 from couchids.core.writes import Collected, Doc, KeyOf, TimeOf
+from couchids.drivers import log
 from couchids.drivers.access import server_access
 from couchids.drivers.blocking import (
     Rows,
@@ -61,7 +63,7 @@ from couchids.drivers.blocking import (
     stream,
 )
 from couchids.errors import CouchidsError, WriteResult
-from couchids.idforms.doctypes import AllTypes
+from couchids.idforms.doctypes import ALL_TYPES, AllTypes
 from couchids.idforms.forms import KUUID, IdForm
 from couchids.idforms.seq import SEQ10, SeqForm
 from couchids.idforms.times import TimeLike
@@ -180,14 +182,16 @@ class Database:
 
         One request once the client has seen the database; foreign ids among the newest are skipped
         and do not shorten the answer. With :data:`couchids.ALL_TYPES`: the newest ``n`` across the
-        types.
+        types. An empty answer for a type the database does not hold (a typo, ids of another
+        form) is explained in one WARNING on the ``couchids`` logger (see :meth:`explain_empty`).
 
         Example::
 
             newest = shop.latest(5, type="click")
             shop.latest(5, type=couchids.ALL_TYPES)  # any type
         """
-        return self._run(
+        call = self.options.policy("latest")  # the hint keeps to the call's deadline
+        found = self._run(
             windows.latest,
             n,
             type=type,
@@ -195,6 +199,8 @@ class Database:
             include_docs=include_docs,
             options=self.options,
         )
+        self._hint(not found and n > 0, "latest", type, form, call)
+        return found
 
     def window(
         self,
@@ -241,7 +247,40 @@ class Database:
             include_docs=include_docs,
             options=self.options,
         )
-        return Rows(pages(self.client, program.pages()))
+        return Rows(self._noting(pages(self.client, program.pages()), type, form))
+
+    def _noting(
+        self, read: Iterator[list[Row]], type: str | AllTypes | None, form: IdForm | None
+    ) -> Iterator[list[Row]]:
+        """The pages of a window's ``read``, and once it ended empty, :meth:`_hint`."""
+        empty = True
+        with closing(read) as each:  # type: ignore[type-var]
+            for page in each:
+                empty = empty and not page
+                yield page
+        self._hint(empty, "window", type, form)
+
+    def _hint(
+        self,
+        empty: bool,
+        operation: str,
+        type: str | AllTypes | None,
+        form: IdForm | None,
+        call: RetryPolicy | None = None,
+    ) -> None:
+        """After ``operation`` found nothing (``empty``) of ``type``, log why at WARNING when
+        the database shows it (:meth:`explain_empty`), within ``call``'s deadline (default: one
+        ``timeout`` from now). A failure to find out is logged at DEBUG: the answer stands."""
+        if not empty or type is ALL_TYPES or not log.hints_wanted():
+            return
+        try:
+            with one_deadline(call or self.options.policy(operation)):
+                why = self.explain_empty(type=type, form=form)
+        except CouchidsError as exc:
+            log.hint_failed(operation, self.name, exc)
+            return
+        if why is not None:
+            log.hint(operation, self.name, why)
 
     def types_present(self, *, form: IdForm | None = None) -> list[str]:
         """The types of the ids ``<type><separator>…`` (the separator of ``form``), in ``_all_docs``
@@ -251,7 +290,7 @@ class Database:
 
             shop.types_present()  # ['invoice', 'order', 'user']
         """
-        policy = self.options.unretried("types_present")
+        policy = self.options.policy("types_present")
         separator = arguments.form("form", self._form(form)).separator
         return run(self.client, alltypes.types_present(self.name, separator, policy))
 
@@ -368,6 +407,8 @@ class Database:
             InvalidArgumentError: a document that cannot be stored, or a ``key_of``/``time_of`` that
                 failed for one; raised before its batch is sent, ``results`` holding the earlier
                 batches'.
+            InvalidTimeError: a time ``time_of`` gave that cannot make an id, naming
+                ``time_of=``, the document and the time (``document 3: time_of= gave 'soon'``).
             ServerError: a whole request failed; ``results`` holds every document handled (those of
                 the failed batch with the error and ``stored``).
 
@@ -510,7 +551,7 @@ class Database:
 
             orders.count("2024-05-01", "2024-06-01", type="order")
         """
-        return self._run(
+        counted = self._run(
             counting.count,
             start,
             end,
@@ -519,6 +560,8 @@ class Database:
             exact=exact,
             options=self.options,
         )
+        self._hint(counted == 0, "count", type, form)
+        return counted
 
     def histogram(
         self,
@@ -544,7 +587,7 @@ class Database:
                                                  type="order"):
                 print(bucket.start.date(), bucket.count)
         """
-        return self._run(
+        buckets = self._run(
             counting.histogram,
             start,
             end,
@@ -554,6 +597,8 @@ class Database:
             exact=exact,
             options=self.options,
         )
+        self._hint(not any(bucket.count for bucket in buckets), "histogram", type, form)
+        return buckets
 
     def expire(
         self,

@@ -230,6 +230,12 @@ class RateLimitedError(ServerError):
             ...  # over the plan's throughput: a longer timeout, or more capacity
     """
 
+    #: What to do about it, in the library's words (the command gives its own).
+    ADVICE = (
+        "give the call a longer timeout, keep the client to a lower rate "
+        "(couchids.connect(rate=...)), or raise the instance's capacity"
+    )
+
 
 class ReplicationFailed(ServerError):
     """A replication cannot run or will not finish: the replicator gave up on it, it keeps

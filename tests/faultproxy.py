@@ -22,6 +22,8 @@ and what the proxy did with it is kept in :attr:`FaultProxy.log`.
 Two play a server that stops answering: ``"hang"`` holds the request without forwarding it and
 never answers (the connection closes when the proxy stops), and ``"slow"`` holds it for the
 ``seconds`` given, then forwards it and answers (a server taking that long to answer).
+``"429-before"`` answers ``429 too_many_requests`` without forwarding, with the
+``Retry-After`` given to :meth:`FaultProxy.fail`, if any (a rate limit saying when to come back).
 
     with FaultProxy(couch_url) as proxy:
         proxy.fail("503-after", method="PUT", times=1)
@@ -58,6 +60,7 @@ Mode = Literal[
     "unrevised-after",
     "hang",
     "slow",
+    "429-before",
 ]
 MODES: tuple[Mode, ...] = (
     "503-after",
@@ -72,6 +75,7 @@ MODES: tuple[Mode, ...] = (
     "unrevised-after",
     "hang",
     "slow",
+    "429-before",
 )
 _CONFLICT = b'{"error":"conflict","reason":"Document update conflict. (the test proxy)"}'
 
@@ -111,6 +115,7 @@ def _unrevised(answer: bytes) -> bytes:
 _NOT_FOUND = b'{"error":"not_found","reason":"missing (the test proxy)"}'
 _PROXY_404 = b"<html><head><title>404 Not Found</title></head><body>nginx</body></html>"
 _UNAVAILABLE = b'{"error":"service_unavailable","reason":"answer lost by the test proxy"}'
+_TOO_MANY = b'{"error":"too_many_requests","reason":"rate limited by the test proxy"}'
 #: How long :meth:`FaultProxy.hold_for_company` holds a request for its crowd: a margin a loaded
 #: machine cannot miss, paid in full only by a client that never sends that many at once.
 CROWD_WAIT = 10.0
@@ -128,6 +133,8 @@ class _Rule:
     containing: bytes | None = None
     #: How long a ``"slow"`` request is held before it is forwarded.
     seconds: float = 0.0
+    #: The ``Retry-After`` of a ``"429-before"`` answer.
+    retry_after: str | None = None
 
     def matches(self, method: str, path: str, body: bytes) -> bool:
         return (
@@ -221,18 +228,21 @@ class FaultProxy:
         after: int = 0,
         containing: str | None = None,
         seconds: float = 0.0,
+        retry_after: str | None = None,
     ) -> None:
         """Make ``times`` requests with ``method`` (and a path matching the regex ``path``, and
         a body holding the text ``containing``, if given) fail in ``mode``, after letting the
         next ``after`` such requests through. ``containing`` picks one of requests sent
         concurrently, such as one batch of a bulk write, whatever their order of arrival.
-        ``seconds`` is how long a ``"slow"`` request is held."""
+        ``seconds`` is how long a ``"slow"`` request is held, ``retry_after`` the header of a
+        ``"429-before"`` answer."""
         if mode not in MODES:
             raise ValueError(f"mode={mode!r}: one of {MODES}")
         pattern = re.compile(path) if path is not None else None
         wanted = containing.encode() if containing is not None else None
         with self._lock:
-            self._rules.append(_Rule(mode, method.upper(), pattern, times, after, wanted, seconds))
+            rule = _Rule(mode, method.upper(), pattern, times, after, wanted, seconds, retry_after)
+            self._rules.append(rule)
 
     def hold_for_company(self, path: str, *, seconds: float, crowd: int = 2) -> None:
         """From now on, hold each request whose path matches the regex ``path`` until another
@@ -260,9 +270,8 @@ class FaultProxy:
                 if entry.method == method and (path is None or re.search(path, entry.path))
             ]
 
-    def _decide(self, method: str, path: str, body: bytes) -> tuple[Mode, float] | None:
-        """The mode to fail a request in, and how long to hold it (``"slow"``); ``None``:
-        forward it."""
+    def _decide(self, method: str, path: str, body: bytes) -> _Rule | None:
+        """The rule to fail a request by; ``None``: forward it."""
         with self._lock:
             for rule in self._rules:
                 if rule.matches(method, path, body):
@@ -270,7 +279,7 @@ class FaultProxy:
                         rule.skip -= 1
                         return None
                     rule.remaining -= 1
-                    return rule.mode, rule.seconds
+                    return rule
             return None
 
     def _enter(self, path: str) -> bool:
@@ -333,8 +342,8 @@ def _handler_for(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
             plain = body
             if self.headers.get("Content-Encoding", "").lower() == "gzip":
                 plain = gzip.decompress(body)
-            decided = proxy._decide(self.command, self.path, plain)
-            mode, seconds = decided if decided is not None else (None, 0.0)
+            rule = proxy._decide(self.command, self.path, plain)
+            mode, seconds = (None, 0.0) if rule is None else (rule.mode, rule.seconds)
             if mode == "hang":
                 proxy._record(self.command, self.path, mode)
                 proxy._stopping.wait()
@@ -371,6 +380,14 @@ def _handler_for(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
                 return
             if mode == "html-404-before":
                 self._answer(404, [("Content-Type", "text/html")], _PROXY_404)
+                return
+            if mode == "429-before":
+                after = [] if rule is None or rule.retry_after is None else [rule.retry_after]
+                headers = [
+                    ("Content-Type", "application/json"),
+                    *(("Retry-After", a) for a in after),
+                ]
+                self._answer(429, headers, _TOO_MANY)
                 return
             if mode.startswith("drop"):
                 # No status line at all: the client sees the connection close under it.

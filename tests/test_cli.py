@@ -518,6 +518,30 @@ def test_window_reads_as_many_slices_at_a_time_as_parallel_says(
         assert DEFAULT_PARALLEL + 1 < proxy.most_in_flight <= int(parallel) + 1
 
 
+@pytest.mark.parametrize("command", ["latest", "window"])
+def test_latest_and_window_ride_out_a_lost_answer(
+    run: Any,
+    server: str,
+    client: CloudantV1,
+    db: str,
+    monkeypatch: pytest.MonkeyPatch,
+    command: str,
+) -> None:
+    start = to_ms("2024-03-01")
+    docs = [{"_id": KUUID_MS.new(start + k * 1000, type="ord")} for k in range(3)]
+    insert(client, db, docs)
+    with FaultProxy(server) as proxy:
+        for method in ("GET", "POST"):
+            proxy.fail("503-before", method=method, path=f"^/{db}/_all_docs")
+        monkeypatch.setenv("CLOUDANT_URL", proxy.url)
+        only = ["--since", iso(start), "--until", iso(start + 60_000), "--ids-only"]
+        result = run(command, db, *(only if command == "window" else []), "--type", "ord", "--ms")
+        assert "503-before" in [entry.outcome for entry in proxy.log]
+    assert (result.code, result.err) == (EXIT_OK, "")
+    ids = result.lines if command == "window" else [doc["_id"] for doc in result.json]
+    assert sorted(ids) == [doc["_id"] for doc in docs]
+
+
 def test_window_reads_the_library_pages_unless_told(
     run: Any, server: str, client: CloudantV1, db: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -817,7 +841,8 @@ def test_wrong_credentials(run: Any, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @responses.activate
-def test_rate_limited(run: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("command", ["window", "latest"])
+def test_rate_limited(run: Any, monkeypatch: pytest.MonkeyPatch, command: str) -> None:
     monkeypatch.setenv("CLOUDANT_URL", LOOPBACK)
     monkeypatch.setenv("CLOUDANT_AUTH_TYPE", "noauth")
     responses.get(f"{LOOPBACK}/orders", json={"db_name": "orders", "props": {}})
@@ -826,9 +851,14 @@ def test_rate_limited(run: Any, monkeypatch: pytest.MonkeyPatch) -> None:
         status=429,
         json={"error": "too_many_requests", "reason": "You've exceeded your rate limit allowance."},
     )
-    result = run("window", "orders", "--since", "1d", "--timeout", "1")
+    since = ["--since", "1d"] if command == "window" else []
+    result = run(command, "orders", *since, "--timeout", "1")
     assert result.code == EXIT_SERVER and result.out == ""
-    assert "rate limited" in result.error_line()
+    line = result.error_line()
+    assert "rate limited" in line and f"{command} on 'orders'" in line
+    # The advice is the command's: its flag, never the library's couchids.connect(rate=...).
+    assert "give it a longer --timeout, run fewer commands" in line
+    assert "couchids.connect" not in line and "rate=" not in line
 
 
 # Every credential a configuration can hold, placed where an error message could pick it up.

@@ -21,6 +21,7 @@ from test_readme import python_blocks
 import couchids
 from couchids import InvalidArgumentError, aio, connect
 from couchids.cli.main import EXIT_BAD_INPUT, main
+from couchids.drivers.connecting import cloudant_client
 
 PASSWORD = "pa55-Wr0ng-s3cret"
 APIKEY = "k3y-0f-n0-acc0unt-XYZ"
@@ -258,12 +259,47 @@ def test_aio_connect_makes_a_client_of_the_configuration(monkeypatch: pytest.Mon
     asyncio.run(client.aclose())
 
 
-def test_aio_new_instance_says_where_to_turn(monkeypatch: pytest.MonkeyPatch) -> None:
-    # No authentication type: ibmcloudant tries IBM Cloud container authentication.
-    monkeypatch.setenv("CLOUDANT_URL", LOOPBACK)
+@pytest.mark.parametrize(
+    "variables",
+    [
+        *(variables for variables, arguments in REFUSALS if not arguments),
+        {"CLOUDANT_AUTH_TYPE": "noauth"},  # no URL: ibmcloudant's would be a placeholder's
+        {"CLOUDANT_URL": "127.0.0.1:5984", "CLOUDANT_AUTH_TYPE": "noauth"},
+        {"CLOUDANT_URL": "ftp://127.0.0.1:5984", "CLOUDANT_AUTH_TYPE": "noauth"},
+    ],
+)
+def test_aio_new_instance_refuses_as_connect_does(
+    variables: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The two ways to make an asyncio client from the configuration say the same, before
+    # anything is sent; another service's refusal names its own variables.
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    # connect()'s message, without its advice of arguments new_instance() does not take.
+    with pytest.raises(InvalidArgumentError) as checked:
+        cloudant_client(arguments=False)
+    message = str(checked.value)
     with pytest.raises(InvalidArgumentError) as caught:
         aio.new_instance()
-    assert "couchids.aio.connect() says what to set" in str(caught.value)
+    assert str(caught.value) == message
+    for name in list(variables):
+        monkeypatch.delenv(name)
+        monkeypatch.setenv(name.replace("CLOUDANT_", "OTHER_DB_"), variables[name])
+    with pytest.raises(InvalidArgumentError) as caught:
+        aio.new_instance("other-db")
+    assert str(caught.value) == message.replace("CLOUDANT_", "OTHER_DB_")
+    assert "CLOUDANT_" not in str(caught.value)
+
+
+def test_aio_new_instance_of_another_service_reads_its_variables(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OTHER_URL", f"http://bob:{PASSWORD}@127.0.0.1:59841")
+    monkeypatch.setenv("OTHER_AUTH_TYPE", "basic")
+    client = aio.new_instance("other", trust_env=False)
+    assert isinstance(client.cloudant.authenticator, BasicAuthenticator)
+    assert client.cloudant.service_url == LOOPBACK
+    asyncio.run(client.aclose())
 
 
 @pytest.mark.parametrize(("variables", "arguments"), [r for r in REFUSALS if not r[1]])

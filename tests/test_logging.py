@@ -118,9 +118,10 @@ def assert_no_credential(records: list[logging.LogRecord], *loggers: str) -> Non
         assert any(name.startswith(prefix) for name in names), f"no record of {prefix}: {names}"
 
 
-def test_the_package_logger_has_a_null_handler_once_anything_can_log() -> None:
-    # In a fresh interpreter: the drivers (which log) bring the NullHandler; the id forms
-    # alone (`couchids new`) load no logging at all.
+def test_the_package_logger_has_no_handler_so_that_its_warnings_show() -> None:
+    # In a fresh interpreter: no handler of couchids' own (no NullHandler), so that a WARNING
+    # reaches logging's last resort where nothing is configured; the id forms alone
+    # (`couchids new`) load no logging at all.
     probe = (
         "import sys, couchids; assert 'logging' not in sys.modules, 'logging loaded'; "
         "import couchids.drivers.aio, logging; "
@@ -128,7 +129,67 @@ def test_the_package_logger_has_a_null_handler_once_anything_can_log() -> None:
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "['NullHandler']"
+    assert done.stdout.strip() == "[]"
+
+
+#: A read of a type the database does not hold, by both APIs, with no logging configured.
+_UNCONFIGURED = """
+import asyncio, sys
+import couchids
+from couchids import aio
+
+name = sys.argv[1]
+print(couchids.Database(couchids.connect(), name).latest(3, type="oder"))
+
+async def main():
+    async with aio.connect() as client:
+        return await aio.AsyncDatabase(client, name).count("2024-05-01", "2024-05-03", type="oder")
+
+print(asyncio.run(main()))
+"""
+
+
+def test_without_logging_configured_the_hint_shows_on_stderr_and_the_command_notes_once(
+    couch_url: str, db: str
+) -> None:
+    client = couchids.connect(couch_url, auth_type="noauth")
+    for doc_type in ("order", "user"):
+        couchids.Database(client, db).create({}, type=doc_type, timestamp="2024-05-01T12:00:00Z")
+    env = {**os.environ, "CLOUDANT_URL": couch_url, "CLOUDANT_AUTH_TYPE": "noauth"}
+    done = subprocess.run(
+        [sys.executable, "-c", _UNCONFIGURED, db], capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["[]", "0"]
+    why = f"no ids of type 'oder' in {db!r}; it holds ids of types order, user"
+    assert done.stderr.splitlines() == [
+        f"latest on {db!r} found nothing: {why}: pass type= one of them",
+        f"count on {db!r} found nothing: {why}: pass type= one of them",
+    ]
+    # The command's note, in its flags' words, and once: the library's is off in the command.
+    command = [sys.executable, "-m", "couchids", "latest", db, "-n", "3", "--type", "oder"]
+    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    assert (done.returncode, done.stdout) == (0, "")
+    assert done.stderr == f"couchids: note: {why}: pass --type with one of them\n"
+
+
+def test_the_command_asks_the_server_why_once(
+    couch_url: str, db: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The library's hint is off while the command runs: no WARNING, and the explanation's
+    # requests are sent once, for the command's note.
+    couchids.Database(couchids.connect(couch_url, auth_type="noauth"), db).create({}, type="a")
+    monkeypatch.setenv("CLOUDANT_URL", couch_url)
+    monkeypatch.setenv("CLOUDANT_AUTH_TYPE", "noauth")
+    caplog.set_level(logging.DEBUG, "couchids")
+    assert main(["latest", db, "--type", "oder"]) == EXIT_OK
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
+    reads = [r for r in caplog.records if getattr(r, "couchids_operation", "") == "explain_empty"]
+    with_hint = len(reads)
+    caplog.clear()
+    assert couchids.Database(couchids.connect(), db).explain_empty(type="oder") is not None
+    alone = [r for r in caplog.records if getattr(r, "couchids_operation", "") == "explain_empty"]
+    assert with_hint == len(alone) > 0
 
 
 def closed_port() -> int:

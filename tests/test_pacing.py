@@ -35,6 +35,7 @@ from couchids.core.pacing import (
     Rate,
     request_class,
 )
+from couchids.core.policy import MAX_RETRY_AFTER, retry_after_seconds
 from couchids.drivers.blocking import pacer
 from couchids.errors import InvalidArgumentError
 
@@ -168,6 +169,45 @@ def test_retry_after_closes_the_class_until_then() -> None:
     assert pacer.delay(WRITE, 2.0) == pytest.approx(1.1)
     assert pacer.take(WRITE, 3.2) is not None
     assert pacer.take(QUERY, 0.2) is not None  # another class is not closed
+
+
+#: RFC 9110's example of an HTTP date (section 5.6.7), and the epoch seconds of it.
+HTTP_DATE, HTTP_DATE_SECONDS = "Sun, 06 Nov 1994 08:49:37 GMT", 784111777.0
+
+
+@pytest.mark.parametrize(
+    ("header", "now", "seconds"),
+    [
+        ("3", None, 3.0),
+        ("0", None, 0.0),
+        ("-5", None, 0.0),
+        (HTTP_DATE, HTTP_DATE_SECONDS - 12.5, 12.5),
+        (HTTP_DATE, HTTP_DATE_SECONDS, 0.0),
+        (HTTP_DATE, HTTP_DATE_SECONDS + 3600, 0.0),  # a date past is now
+        ("Sunday, 06-Nov-94 08:49:37 GMT", HTTP_DATE_SECONDS - 2, 2.0),  # RFC 850's form
+        ("Sun Nov  6 08:49:37 1994", HTTP_DATE_SECONDS - 2, 2.0),  # asctime's form
+        ("Fri, 31 Dec 1999 23:59:59 GMT", None, 0.0),
+        ("soon", None, None),
+        ("", None, None),
+        (None, None, None),
+    ],
+)
+def test_retry_after_is_read_in_seconds_or_as_an_http_date(
+    header: str | None, now: float | None, seconds: float | None
+) -> None:
+    assert retry_after_seconds(header, now=now) == seconds
+
+
+def test_a_retry_after_date_closes_the_class_as_its_seconds_do() -> None:
+    pacer = Pacer()
+    ticket = pacer.take(WRITE, 0.0)
+    assert ticket is not None
+    pacer.answered(ticket, 0.1, 429, "Fri, 31 Dec 9999 23:59:59 GMT")  # capped
+    assert pacer.delay(WRITE, 0.1) == MAX_RETRY_AFTER
+    again = pacer.take(QUERY, 0.2)
+    assert again is not None
+    pacer.answered(again, 0.2, 429, "Fri, 31 Dec 1999 23:59:59 GMT")  # past: room now
+    assert pacer.delay(QUERY, 0.2) == 0.0
 
 
 def test_a_429_with_none_of_the_clients_requests_in_its_window_waits_longer_each_time() -> None:

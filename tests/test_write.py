@@ -197,8 +197,11 @@ def test_retry_after_is_obeyed_up_to_a_cap() -> None:
     policy = RetryPolicy.checked(3, 0.05)
     assert policy.delay("3", 0) == 3.0
     assert policy.delay("100000", 0) == MAX_RETRY_AFTER
-    # An HTTP date instead of seconds: the backoff, with jitter.
-    assert 0.025 <= policy.delay("Wed, 21 Oct 2015 07:28:00 GMT", 0) <= 0.05
+    # An HTTP date instead of seconds: the time until then, now for a date past, capped alike.
+    assert policy.delay("Wed, 21 Oct 2015 07:28:00 GMT", 0) == 0.0
+    assert policy.delay("Fri, 31 Dec 9999 23:59:59 GMT", 0) == MAX_RETRY_AFTER
+    # Nonsense: the backoff, with jitter.
+    assert 0.025 <= policy.delay("soon", 0) <= 0.05
     assert 0.1 <= policy.delay(None, 2) <= 0.2
 
 

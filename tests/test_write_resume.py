@@ -122,7 +122,7 @@ def test_attachments_are_a_field_a_new_document_may_have(client: CloudantV1, db:
         ),
         ({"key_of": lambda d: 5, "time_of": lambda d: AT}, "document 0: key_of= gave 5"),
         ({"key_of": lambda d: "k", "time_of": lambda d: None}, "document 0: time_of= gave None"),
-        ({"time_of": lambda d: 1.5}, "document 0: 1.5 is a float"),
+        ({"time_of": lambda d: 1.5}, "document 0: time_of= gave 1.5: 1.5 is a float"),
     ],
 )
 def test_bulk_create_refuses_bad_keys_and_times(

@@ -41,11 +41,13 @@ from couchids.core.facts import FactsCache
 from couchids.core.following import DEFAULT_POLL
 from couchids.core.names import check_db
 from couchids.core.options import Options, check_options
+from couchids.core.policy import RetryPolicy, one_deadline
 from couchids.core.rekeying import RekeyReport
 from couchids.core.scan import Checkpoint
 from couchids.core.sequence import DEFAULT_BLOCK, check_sequence, claim_block, seq_prefix
 from couchids.core.short import NonceSource
 from couchids.core.writes import Collected, Doc, KeyOf, TimeOf
+from couchids.drivers import log
 from couchids.drivers.access import server_access
 from couchids.drivers.aio import (
     AsyncClient,
@@ -59,7 +61,7 @@ from couchids.drivers.aio import (
     stream,
 )
 from couchids.errors import CouchidsError, WriteResult
-from couchids.idforms.doctypes import AllTypes
+from couchids.idforms.doctypes import ALL_TYPES, AllTypes
 from couchids.idforms.forms import KUUID, IdForm
 from couchids.idforms.seq import SEQ10, SeqForm
 from couchids.idforms.times import TimeLike
@@ -177,14 +179,16 @@ class AsyncDatabase:
 
         One request once the client has seen the database; foreign ids among the newest are skipped
         and do not shorten the answer. With :data:`couchids.ALL_TYPES`: the newest ``n`` across the
-        types.
+        types. An empty answer for a type the database does not hold (a typo, ids of another
+        form) is explained in one WARNING on the ``couchids`` logger (see :meth:`explain_empty`).
 
         Example::
 
             newest = await shop.latest(5, type="click")
             await shop.latest(5, type=couchids.ALL_TYPES)  # any type
         """
-        return await self._run(
+        call = self.options.policy("latest")  # the hint keeps to the call's deadline
+        found = await self._run(
             windows.latest,
             n,
             type=type,
@@ -192,6 +196,8 @@ class AsyncDatabase:
             include_docs=include_docs,
             options=self.options,
         )
+        await self._hint(not found and n > 0, "latest", type, form, call)
+        return found
 
     def window(
         self,
@@ -238,7 +244,40 @@ class AsyncDatabase:
             include_docs=include_docs,
             options=self.options,
         )
-        return AsyncRows(pages(self.client, program.pages()))
+        return AsyncRows(self._noting(pages(self.client, program.pages()), type, form))
+
+    async def _noting(
+        self, read: AsyncIterator[list[Row]], type: str | AllTypes | None, form: IdForm | None
+    ) -> AsyncIterator[list[Row]]:
+        """The pages of a window's ``read``, and once it ended empty, :meth:`_hint`."""
+        empty = True
+        async with aclosing(read) as each:  # type: ignore[type-var]
+            async for page in each:
+                empty = empty and not page
+                yield page
+        await self._hint(empty, "window", type, form)
+
+    async def _hint(
+        self,
+        empty: bool,
+        operation: str,
+        type: str | AllTypes | None,
+        form: IdForm | None,
+        call: RetryPolicy | None = None,
+    ) -> None:
+        """After ``operation`` found nothing (``empty``) of ``type``, log why at WARNING when
+        the database shows it (:meth:`explain_empty`), within ``call``'s deadline (default: one
+        ``timeout`` from now). A failure to find out is logged at DEBUG: the answer stands."""
+        if not empty or type is ALL_TYPES or not log.hints_wanted():
+            return
+        try:
+            with one_deadline(call or self.options.policy(operation)):
+                why = await self.explain_empty(type=type, form=form)
+        except CouchidsError as exc:
+            log.hint_failed(operation, self.name, exc)
+            return
+        if why is not None:
+            log.hint(operation, self.name, why)
 
     async def types_present(self, *, form: IdForm | None = None) -> list[str]:
         """The types of the ids ``<type><separator>…`` (the separator of ``form``), in ``_all_docs``
@@ -248,7 +287,7 @@ class AsyncDatabase:
 
             await shop.types_present()  # ['invoice', 'order', 'user']
         """
-        policy = self.options.unretried("types_present")
+        policy = self.options.policy("types_present")
         separator = arguments.form("form", self._form(form)).separator
         return await run(self.client, alltypes.types_present(self.name, separator, policy))
 
@@ -365,6 +404,8 @@ class AsyncDatabase:
             InvalidArgumentError: a document that cannot be stored, or a ``key_of``/``time_of`` that
                 failed for one; raised before its batch is sent, ``results`` holding the earlier
                 batches'.
+            InvalidTimeError: a time ``time_of`` gave that cannot make an id, naming
+                ``time_of=``, the document and the time (``document 3: time_of= gave 'soon'``).
             ServerError: a whole request failed; ``results`` holds every document handled (those of
                 the failed batch with the error and ``stored``).
 
@@ -509,7 +550,7 @@ class AsyncDatabase:
 
             await orders.count("2024-05-01", "2024-06-01", type="order")
         """
-        return await self._run(
+        counted = await self._run(
             counting.count,
             start,
             end,
@@ -518,6 +559,8 @@ class AsyncDatabase:
             exact=exact,
             options=self.options,
         )
+        await self._hint(counted == 0, "count", type, form)
+        return counted
 
     async def histogram(
         self,
@@ -543,7 +586,7 @@ class AsyncDatabase:
                                                  type="order"):
                 print(bucket.start.date(), bucket.count)
         """
-        return await self._run(
+        buckets = await self._run(
             counting.histogram,
             start,
             end,
@@ -553,6 +596,8 @@ class AsyncDatabase:
             exact=exact,
             options=self.options,
         )
+        await self._hint(not any(bucket.count for bucket in buckets), "histogram", type, form)
+        return buckets
 
     async def expire(
         self,

@@ -53,20 +53,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     options: dict[str, object] = {}  # for in_flags, once read
     try:
+        offline = _offline_command(sys.argv[1:] if argv is None else argv)
         try:
-            args = _parser(_offline_command(sys.argv[1:] if argv is None else argv)).parse_args(
-                argv
-            )
+            args = _parser(offline).parse_args(argv)
         except SystemExit as exc:  # --help and --version
             return exc.code if isinstance(exc.code, int) else EXIT_OK
         options = vars(args)
         command: Callable[[argparse.Namespace], int] = args.run
-        if args.verbose:
-            from couchids.drivers.log import shown
+        with contextlib.ExitStack() as around:
+            # The offline commands start without the drivers' machinery.
+            if args.verbose or offline is None:
+                from couchids.drivers.log import no_hints, shown
 
-            with shown(args.verbose, sys.stderr):
-                status = command(args)
-        else:  # the offline commands start without the drivers' machinery
+                around.enter_context(shown(args.verbose, sys.stderr))
+                # The command notes why a read found nothing itself, in its flags' words.
+                around.enter_context(no_hints())
             status = command(args)
         # Written out now, so that a failure to write is reported as the command's own.
         sys.stdout.flush()

@@ -16,7 +16,12 @@ from datetime import datetime
 from typing import Any, NoReturn, cast
 
 from couchids.core.defaults import DEFAULT_PARALLEL, DEFAULT_TIMEOUT, MAX_TIMEOUT, REMOTE_PARALLEL
-from couchids.errors import InvalidArgumentError, InvalidInputError, InvalidTimeError
+from couchids.errors import (
+    InvalidArgumentError,
+    InvalidInputError,
+    InvalidTimeError,
+    RateLimitedError,
+)
 from couchids.idforms.constants import DEFAULT_BLOCKS, SEPARATORS, SHORT_BLOCKS, TYPE_SEPARATOR
 from couchids.idforms.doctypes import ALL_TYPES, AllTypes, scope_prefix
 from couchids.idforms.forms import NAMED_FORMS, V7, V7S, IdForm, KuuidForm, form_named
@@ -413,6 +418,13 @@ _PHRASES = (
     ("exact", "count with exact=True", "count with --exact"),
     # tail is the library's follow: a failure names the command the user typed.
     ("since_seq", "follow on '", "tail on '"),
+    # The command has no rate of its own to set: it learns the server's from its 429s.
+    (
+        "timeout",
+        RateLimitedError.ADVICE,
+        "give it a longer --timeout, run fewer commands against the server at once, or "
+        "raise the instance's capacity",
+    ),
 )
 #: ``name=`` and the character after it that a flag needs a space before (a value, not ``,;) ``).
 _PARAMETER = re.compile(r"\b([a-z][a-z_]*)=(?=([^ ,;)]?))")

@@ -265,8 +265,7 @@ def status_error(response: Response, policy: RetryPolicy, db: str, sent: str) ->
     elif status == 429:
         error = RateLimitedError(
             f"{head}: rate limited (HTTP 429): the server had no room for the request before "
-            "the call's deadline; give the call a longer timeout, keep the client to a lower "
-            "rate (couchids.connect(rate=...)), or raise the instance's capacity",
+            f"the call's deadline; {RateLimitedError.ADVICE}",
             status,
         )
     else:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 from couchids.core.defaults import MAX_TIMEOUT
-from couchids.errors import InvalidArgumentError, InvalidTimeError
+from couchids.errors import InvalidArgumentError, InvalidInputError, InvalidTimeError
 from couchids.idforms.forms import IdForm
 from couchids.idforms.times import MAX_MS, TimeLike, iso_ms, now_ms, to_ms
 
@@ -144,6 +144,16 @@ def called(name: str, value: Callable[[Any], Any], argument: Any, label: str) ->
         raise InvalidArgumentError(
             f"{name}= failed for {label}: {type(exc).__name__}: {exc}"
         ) from exc
+
+
+def gave(name: str, value: object, label: str, exc: InvalidInputError) -> InvalidInputError:
+    """``exc``, raised for what the function passed as ``name`` gave for ``label`` (``value``),
+    as an error of its class naming both.
+
+    >>> str(gave("time_of", "soon", "document 3", InvalidTimeError("'soon' is no time")))
+    "document 3: time_of= gave 'soon': 'soon' is no time"
+    """
+    return exc.__class__(f"{label}: {name}= gave {value!r:.80}: {exc}")
 
 
 def text_stream(name: str, value: object) -> None:

@@ -119,15 +119,6 @@ class Options:
         """
         return RetryPolicy.checked(self.retries, self.backoff, self.timeout, operation)
 
-    def unretried(self, operation: str) -> RetryPolicy:
-        """The policy of one call of ``operation`` whose requests are each sent once (reads
-        the caller repeats by calling again), within ``timeout``; its clock starts now.
-
-        >>> Options(retries=2).unretried("window").retries
-        0
-        """
-        return RetryPolicy.checked(0, 0, self.timeout, operation)
-
     def batch(self, operation: str) -> int:
         """``batch_size``, or the ``operation``'s own (``OWN_DEFAULTS``) when it is ``None``.
 

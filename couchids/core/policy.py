@@ -5,11 +5,13 @@ lost is sent again (:class:`RetryPolicy`), and one deadline for a public call th
 from __future__ import annotations
 
 import contextlib
+import email.utils
 import random
 import time
 from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
+from datetime import UTC
 from typing import Final
 
 from couchids.core import arguments
@@ -100,23 +102,40 @@ class RetryPolicy:
         return left is not None and left <= 0
 
     def delay(self, retry_after: str | None, attempt: int) -> float:
-        """Seconds to wait before retry number ``attempt + 1``: a 429's ``Retry-After`` in
-        seconds, up to ``MAX_RETRY_AFTER``, else the backoff doubled per attempt, jittered
-        (writers that lost their answers at one moment spread out)."""
+        """Seconds to wait before retry number ``attempt + 1``: a 429's ``Retry-After`` (in
+        seconds or an HTTP date: ``retry_after_seconds``), up to ``MAX_RETRY_AFTER``, else
+        the backoff doubled per attempt, jittered (writers that lost their answers at one
+        moment spread out)."""
         after = retry_after_seconds(retry_after)
         if after is not None:
             return min(after, MAX_RETRY_AFTER)
         return min(MAX_BACKOFF, self.backoff * 2.0**attempt) * random.uniform(0.5, 1.0)
 
 
-def retry_after_seconds(retry_after: str | None) -> float | None:
-    """A ``Retry-After`` header in seconds; ``None`` for an HTTP date or nonsense."""
+def retry_after_seconds(retry_after: str | None, now: float | None = None) -> float | None:
+    """A ``Retry-After`` header in seconds, either of its forms (RFC 9110 section 10.2.3): a
+    number of seconds, or an HTTP date, the seconds from ``now`` (epoch seconds, default the
+    clock's) until then, 0 for a date past; ``None`` for nonsense. The callers cap it.
+
+    >>> retry_after_seconds("120"), retry_after_seconds("soon")
+    (120.0, None)
+    >>> retry_after_seconds("Sat, 01 Jan 2000 00:00:30 GMT", now=946684800.0)
+    30.0
+    >>> retry_after_seconds("Fri, 31 Dec 1999 23:59:59 GMT")
+    0.0
+    """
     if retry_after is None:
         return None
     try:
         seconds = float(retry_after)
     except ValueError:
-        return None
+        try:
+            when = email.utils.parsedate_to_datetime(retry_after)
+        except (TypeError, ValueError):
+            return None
+        if when.tzinfo is None:  # "-0000": a time in UTC (RFC 5322 section 3.3)
+            when = when.replace(tzinfo=UTC)
+        seconds = when.timestamp() - (time.time() if now is None else now)
     return max(0.0, seconds) if seconds == seconds else None
 
 

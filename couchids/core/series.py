@@ -26,7 +26,7 @@ from typing import Any, Final, TextIO, TypeVar
 from couchids.core import counting, expiry, exporting, windows
 from couchids.core.alltypes import MAX_STEP_PAGE, Landed, each_type, types_present, walk_types
 from couchids.core.answers import answer_error, check_listing, describe
-from couchids.core.arguments import called
+from couchids.core.arguments import called, gave
 from couchids.core.arguments import count as check_count
 from couchids.core.arguments import documents as check_documents
 from couchids.core.arguments import function as check_function
@@ -452,6 +452,8 @@ def route_documents(
         try:
             period = layout.period_at(to_ms(when))
         except InvalidTimeError as exc:
+            if time_of is not None:
+                raise gave("time_of", when, label, exc) from None
             raise InvalidTimeError(f"{label}: {exc}") from None
         part = parts.setdefault(period, PeriodDocs(period, layout.name(period)))
         part.positions.append(position)
@@ -529,7 +531,7 @@ def window(
                 continue
             yield from _period(read.pages(opened))
 
-    return _per_period(known, layout, options.unretried("window"), start, end, part, run)
+    return _per_period(known, layout, options.policy("window"), start, end, part, run)
 
 
 def latest(
@@ -549,7 +551,7 @@ def latest(
     windows.latest(
         known, layout.prefix, n, type=type, form=form, include_docs=include_docs, options=options
     )
-    policy = options.unretried("latest")
+    policy = options.policy("latest")
 
     def run() -> Program[list[Row]]:
         found: list[Row] = []

@@ -94,7 +94,7 @@ def window(
     options: Options,
 ) -> WindowRead:
     """The window of :meth:`couchids.Database.window` (see there); arguments checked now."""
-    policy = options.unretried("window")
+    policy = options.policy("window")
     start_ms, end_ms = check_window(start, end)
     size, slices = options.batch("window"), options.slices("window")
     check_flag("newest_first", newest_first)
@@ -154,7 +154,7 @@ def latest(
     options: Options,
 ) -> Program[list[Row]]:
     """The program of :meth:`couchids.Database.latest` (see there); arguments checked now."""
-    policy = options.unretried("latest")
+    policy = options.policy("latest")
     check_count("n", n, 0)
     _check_scan(form, include_docs)
     return newest(known, db, n, type=type, form=form, include_docs=include_docs, policy=policy)

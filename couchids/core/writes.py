@@ -40,6 +40,7 @@ from couchids.errors import (
     CouchidsError,
     InvalidArgumentError,
     InvalidInputError,
+    InvalidTimeError,
     RateLimitedError,
     ServerError,
     UnauthorizedError,
@@ -239,6 +240,9 @@ def bulk(
             )
         try:
             return _assign_id(doc, doc_type, when, doc_key, form, label, "time_of")
+        except InvalidTimeError as exc:
+            # The time time_of gave cannot make an id (unreadable, past the form's last time).
+            raise arguments.gave("time_of", when, label, exc) from None
         except InvalidInputError as exc:
             if str(exc).startswith(label):
                 raise

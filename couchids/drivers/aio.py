@@ -48,7 +48,6 @@ from couchids.core.pacing import Pacer, Rate
 from couchids.core.pages import handed_on
 from couchids.core.policy import retry_after_seconds
 from couchids.drivers import log
-from couchids.drivers.access import credentials_of
 from couchids.drivers.blocking import (
     FAILURES,
     OneReading,
@@ -58,9 +57,9 @@ from couchids.drivers.blocking import (
     prepare,
     timed_out,
 )
-from couchids.drivers.config import remember_secrets, scrub
+from couchids.drivers.config import remember_secrets
 from couchids.drivers.connecting import cloudant_client
-from couchids.drivers.credentials import Source, answer_hint, check_logins, remember
+from couchids.drivers.credentials import answer_hint, check_logins
 from couchids.drivers.tls import HANDSHAKE_TIMEOUT, plain_http_reason, speaks_plain_http
 from couchids.errors import CouchidsError, InvalidArgumentError, ServerError
 
@@ -344,30 +343,20 @@ def new_instance(
     service_name: str = "cloudant", *, connections: int = CONNECTIONS, **httpx_options: Any
 ) -> AsyncClient:
     """An :class:`AsyncClient` configured like ``CloudantV1.new_instance(service_name)``: from
-    the ``CLOUDANT_*`` variables (or a credentials file), with the same authenticator.
+    the service's variables (``CLOUDANT_*``, or ``OTHER_*`` of ``"other"``; or a credentials
+    file), with the same authenticator, checked first as :func:`connect` checks them.
 
-    ``connections`` and ``httpx_options`` are as for :func:`connect`, which checks the
-    configuration first and says what to set when something is missing.
+    ``connections`` and ``httpx_options`` are as for :func:`connect`, of which this is the
+    client without arguments (``new_instance()`` is ``connect()``), for any service's
+    variables.
 
     Raises:
-        InvalidArgumentError: ibmcloudant cannot build a client of this configuration (its
-            message, credentials masked, and where to turn).
+        InvalidArgumentError: as :func:`couchids.connect` does, naming the service's variables
+            (no ``OTHER_URL``, one without a scheme, no authentication type, ...), before
+            anything is sent.
     """
     check_count("connections", connections, 1)
-    try:
-        cloudant = CloudantV1.new_instance(service_name=service_name)
-    except ValueError as exc:
-        raise InvalidArgumentError(
-            f"ibmcloudant could not configure the {service_name!r} service: "
-            f"{scrub(str(exc))}; couchids.aio.connect() says what to set"
-        ) from None
-    # The service's own variables (OTHER_USERNAME, ...), as ibmcloudant names them, for messages.
-    prefix = service_name.replace(" ", "_").replace("-", "_").upper() + "_"
-    found = credentials_of(cloudant.authenticator)
-    secrets = f"{prefix}USERNAME and {prefix}PASSWORD"
-    if found is not None and found.kind == "iam":
-        secrets = f"{prefix}APIKEY"
-    remember(cloudant, Source(f"{prefix}AUTH_TYPE", secrets, f"{prefix}URL"))
+    cloudant = cloudant_client(arguments=False, service_name=service_name)
     return _owning(cloudant, connections, httpx_options)
 
 

@@ -227,9 +227,7 @@ def _classified(exc: BaseException, effect: Send) -> tuple[str, ServerError]:
     if status == 429:
         return kind, RateLimitedError(
             f"{head}: rate limited (HTTP 429) after the client's retries, and no room for "
-            "the request before the call's deadline; give the call a longer timeout, keep "
-            "the client to a lower rate (couchids.connect(rate=...)), or raise the "
-            "instance's capacity",
+            f"the request before the call's deadline; {RateLimitedError.ADVICE}",
             status,
         )
     if status:

@@ -26,16 +26,27 @@ __all__ = [
     "remember_secrets",
     "safe_url",
     "scrub",
+    "variables_of",
 ]
 
 # How couchids' messages about a database start: "<operation> on '<database>'".
 _HEAD = re.compile(r"[\w.]+ on '([^'\s]+)'")
 
 
-def cloudant_config() -> dict[str, str]:
-    """ibmcloudant's configuration of the ``CLOUDANT`` service, keys without the prefix."""
-    config: dict[str, str] = read_external_sources(CloudantV1.DEFAULT_SERVICE_NAME)
+def cloudant_config(service_name: str = CloudantV1.DEFAULT_SERVICE_NAME) -> dict[str, str]:
+    """ibmcloudant's configuration of the service (``CLOUDANT`` unless named), keys without
+    the prefix of its variables (:func:`variables_of`)."""
+    config: dict[str, str] = read_external_sources(service_name)
     return config
+
+
+def variables_of(service_name: str) -> str:
+    """What the names of a service's variables start with, as ibmcloudant reads them.
+
+    >>> variables_of("cloudant"), variables_of("other-db")
+    ('CLOUDANT_', 'OTHER_DB_')
+    """
+    return service_name.replace(" ", "_").replace("-", "_").upper() + "_"
 
 
 def configured_secrets() -> list[str]:

@@ -16,7 +16,7 @@ from ibmcloudant.couchdb_session_get_authenticator_patch import new_construct_au
 from couchids.core.pacing import Rate
 from couchids.core.urls import parse_url
 from couchids.drivers.blocking import set_rate
-from couchids.drivers.config import cloudant_config
+from couchids.drivers.config import cloudant_config, variables_of
 from couchids.drivers.credentials import Source, remember
 from couchids.drivers.redact import redact, secrets_of
 from couchids.errors import InvalidArgumentError
@@ -112,10 +112,12 @@ def cloudant_client(
     password: str | None = None,
     apikey: str | None = None,
     arguments: bool = True,
+    service_name: str = CloudantV1.DEFAULT_SERVICE_NAME,
 ) -> CloudantV1:
     """:func:`connect`'s client, checked and recorded with where its credentials came from;
-    ``arguments=False`` (the command, which has no flags for them) leaves the arguments out of
-    the messages' advice."""
+    ``arguments=False`` (the command, ``aio.new_instance``, which take none) leaves the
+    arguments out of the messages' advice. ``service_name``: the service whose variables are
+    read (``new_instance("other")``: ``OTHER_URL``, ...), and named in the messages."""
     given = {
         "URL": url,
         "AUTH_TYPE": auth_type,
@@ -123,11 +125,12 @@ def cloudant_client(
         "PASSWORD": password,
         "APIKEY": apikey,
     }
-    config, source = _configuration(given)
-    secrets = secrets_of(config)
+    config, source = _configuration(given, service_name)
+    secrets, prefix = secrets_of(config), variables_of(service_name)
 
     def refuse(message: str) -> InvalidArgumentError:
-        return InvalidArgumentError(redact(message, secrets))
+        # The advice names the CLOUDANT_* variables: another service's are its own.
+        return InvalidArgumentError(redact(message.replace("CLOUDANT_", prefix), secrets))
 
     def also(argument: str) -> str:
         return f" (or {argument})" if arguments else ""
@@ -181,7 +184,7 @@ def cloudant_client(
         credentials = _named(source["APIKEY"])
     config["AUTH_TYPE"], config["URL"] = kind, service_url
     try:
-        client = _built(config)
+        client = _built(config, service_name)
     except ValueError as exc:
         raise refuse(
             f"ibmcloudant could not set up {kind} authentication ({exc}); set {SERVER_SETUP}"
@@ -190,7 +193,9 @@ def cloudant_client(
     return client
 
 
-def _configuration(given: dict[str, str | None]) -> tuple[dict[str, str], dict[str, str]]:
+def _configuration(
+    given: dict[str, str | None], service_name: str
+) -> tuple[dict[str, str], dict[str, str]]:
     """The configuration ibmcloudant reads, with the arguments ``given`` (by variable name
     without ``CLOUDANT_``) in place of their variables; and where each setting came from, for
     messages: its variable, or its argument. Refuses an argument that is not a str."""
@@ -199,10 +204,10 @@ def _configuration(given: dict[str, str | None]) -> tuple[dict[str, str], dict[s
             raise InvalidArgumentError(
                 f"{key.lower()}=: give a str (or None), not a {type(value).__name__}"
             )
-    config = dict(cloudant_config())
-    source = {key: f"CLOUDANT_{key}" for key in given}
+    config, prefix = dict(cloudant_config(service_name)), variables_of(service_name)
+    source = {key: f"{prefix}{key}" for key in given}
     if config.get("AUTHTYPE") and not config.get("AUTH_TYPE"):
-        config["AUTH_TYPE"], source["AUTH_TYPE"] = config["AUTHTYPE"], "CLOUDANT_AUTHTYPE"
+        config["AUTH_TYPE"], source["AUTH_TYPE"] = config["AUTHTYPE"], f"{prefix}AUTHTYPE"
     for key, value in given.items():
         if value is not None:
             config[key], source[key] = value, key.lower()
@@ -210,7 +215,7 @@ def _configuration(given: dict[str, str | None]) -> tuple[dict[str, str], dict[s
     return config, source
 
 
-def _built(config: dict[str, str]) -> CloudantV1:
+def _built(config: dict[str, str], service_name: str) -> CloudantV1:
     """The client of a checked configuration (its ``AUTH_TYPE`` and bare ``URL`` set), its
     authenticator built as ``CloudantV1.new_instance()`` builds it; ``ValueError`` when
     ibmcloudant cannot."""
@@ -220,7 +225,7 @@ def _built(config: dict[str, str]) -> CloudantV1:
             f"ibmcloudant built no {config['AUTH_TYPE']} authenticator from this configuration"
         )
     client = CloudantV1(authenticator)
-    client.configure_service(CloudantV1.DEFAULT_SERVICE_NAME)
+    client.configure_service(service_name)
     client.set_service_url(config["URL"])
     return client
 
@@ -229,9 +234,8 @@ def _named(*settings: str) -> str:
     """Settings as messages name them: ``CLOUDANT_USERNAME and CLOUDANT_PASSWORD``, ``the
     username and password arguments``, ``the apikey argument``. (Not ``password=``, which
     masking reads as a password given.)"""
-    if all(not setting.startswith("CLOUDANT_") for setting in settings):
+    if not any(setting.isupper() for setting in settings):  # arguments: no variable
         return f"the {' and '.join(settings)} argument{'s' if len(settings) > 1 else ''}"
     return " and ".join(
-        setting if setting.startswith("CLOUDANT_") else f"the {setting} argument"
-        for setting in settings
+        setting if setting.isupper() else f"the {setting} argument" for setting in settings
     )

@@ -1,7 +1,8 @@
 """What couchids logs, through :mod:`logging`: one DEBUG record on ``couchids.request`` per
 request either driver sends, one INFO record per retry (the Errors guide's "Logging" lists
-their fields). A record names the path from the server's root, never the query string, the
-server URL's user info or a request's body, so it holds no credential.
+their fields), and one WARNING on ``couchids`` when a read found nothing of a type and the
+database shows why (:func:`hint`). A record names the path from the server's root, never the
+query string, the server URL's user info or a request's body, so it holds no credential.
 """
 
 from __future__ import annotations
@@ -9,16 +10,29 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Iterator
+from contextvars import ContextVar
 from typing import Any, Final, TextIO
 
 from couchids.core.effects import Send
 
-__all__ = ["LOGGER", "REQUESTS", "CompactFormatter", "retrying", "sent", "shown"]
+__all__ = [
+    "LOGGER",
+    "REQUESTS",
+    "CompactFormatter",
+    "hint",
+    "hint_failed",
+    "hints_wanted",
+    "no_hints",
+    "retrying",
+    "sent",
+    "shown",
+]
 
-#: The package's logger: every record of couchids is on it or on a child. Its ``NullHandler``
-#: is added here, with the drivers that log (``import couchids`` alone loads no logging).
+#: The package's logger: every record of couchids is on it or on a child. It has no handler of
+#: its own (no ``NullHandler``): an application that configures no logging sees its WARNINGs
+#: on stderr, through logging's last resort, as it sees Python's own; DEBUG and INFO records
+#: show only where logging is configured to show them.
 LOGGER: Final = logging.getLogger("couchids")
-LOGGER.addHandler(logging.NullHandler())
 #: Where the drivers log each request sent (DEBUG) and each retry (INFO).
 REQUESTS: Final = logging.getLogger("couchids.request")
 #: The loggers of the HTTP library the blocking driver sends through (``-vv`` of the command).
@@ -78,6 +92,42 @@ def retrying(
     REQUESTS.info(
         "retrying %s %s after %s, in %.2f s (%s)", *where, reason, seconds, which, extra=extra
     )
+
+
+#: Whether an empty answer is explained in a WARNING here (off where the command runs: it
+#: prints a note of its own, in its flags' words).
+_hints: ContextVar[bool] = ContextVar("couchids_hints", default=True)
+
+
+def hints_wanted() -> bool:
+    """Whether a read that found nothing should find out why (:func:`hint`): not inside
+    :func:`no_hints`, nor when ``couchids``' WARNINGs are not shown anyway."""
+    return _hints.get() and LOGGER.isEnabledFor(logging.WARNING)
+
+
+@contextlib.contextmanager
+def no_hints() -> Iterator[None]:
+    """Inside, in this thread or task, no read looks for why it found nothing."""
+    token = _hints.set(False)
+    try:
+        yield
+    finally:
+        _hints.reset(token)
+
+
+def hint(operation: str, db: str, why: str) -> None:
+    """Log at WARNING why ``operation`` on ``db`` found nothing, in the words of
+    :meth:`couchids.Database.explain_empty`: ``latest on 'shop' found nothing: no ids of type
+    'oder' in 'shop'; it holds ids of types order, user: pass type= one of them``."""
+    extra = {"couchids_operation": operation, "couchids_db": db, "couchids_hint": why}
+    LOGGER.warning("%s on %r found nothing: %s", operation, db, why, extra=extra)
+
+
+def hint_failed(operation: str, db: str, error: Exception) -> None:
+    """Log at DEBUG that why ``operation`` on ``db`` found nothing could not be found out
+    (the answer stands)."""
+    extra = {"couchids_operation": operation, "couchids_db": db}
+    LOGGER.debug("%s on %r found nothing; why was not found: %s", operation, db, error, extra=extra)
 
 
 class CompactFormatter(logging.Formatter):

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import uuid
 from collections.abc import Awaitable, Callable
 
 import pytest
 from cloudantproxy import CloudantProxy
-from faultproxy import client_for
+from faultproxy import FaultProxy, client_for
 from ibmcloudant.cloudant_v1 import CloudantV1
 from test_pacing import CUT, END, OPTIONS, SMALL, T0, N, docs, made_at, seeded, stored_ids
 
@@ -213,3 +214,44 @@ async def test_retry_after_is_obeyed_through_the_cloudant_rules_server(
     proxy = cloudant_proxy(plan=SMALL, retry_after=True)
     await op_window(handle(async_client_for, proxy.url, db, False), client, db, ids)
     assert 0 < proxy.refused["query"] <= 6
+
+
+@pytest.mark.parametrize(
+    ("retry_after", "wait"),
+    [
+        ("Fri, 31 Dec 1999 23:59:59 GMT", 0.0),  # a date past: now
+        ("Fri, 31 Dec 9999 23:59:59 GMT", None),  # capped at 30 s: past the call's 5 s
+    ],
+)
+async def test_a_429_whose_retry_after_is_an_http_date_is_obeyed(
+    async_client_for: Callable[[CloudantV1], AsyncClient],
+    client: CloudantV1,
+    couch_url: str,
+    db: str,
+    caplog: pytest.LogCaptureFixture,
+    retry_after: str,
+    wait: float | None,
+) -> None:
+    """The wait asked for is the date's, where a 429 without a Retry-After waits 0.25 s (a
+    quarter of Cloudant's window) and is then sent again."""
+    caplog.set_level(logging.INFO, "couchids.request")
+    click = {"_id": couchids.KUUID.new(T0, type="click")}
+    client.post_bulk_docs(db=db, bulk_docs={"docs": [click]})
+    with FaultProxy(couch_url) as proxy:
+        for method in ("GET", "POST"):
+            proxy.fail(
+                "429-before", method=method, path=f"^/{db}/_all_docs", retry_after=retry_after
+            )
+        shop = database(async_client_for(client_for(proxy.url)), db, timeout=5)
+        if wait is None:
+            with pytest.raises(couchids.RateLimitedError, match="no room for the request"):
+                await shop.latest(1, type="click")
+        else:
+            assert [doc["_id"] for doc in await shop.latest(1, type="click")] == [click["_id"]]
+        reads = [entry.outcome for entry in proxy.log if "_all_docs" in entry.path]
+    paced = [r for r in caplog.records if r.name == "couchids.request"]
+    if wait is None:
+        assert reads == ["429-before"] and paced == []
+    else:
+        assert reads == ["429-before", "forwarded"]
+        assert [(r.couchids_reason, r.couchids_wait) for r in paced] == [("HTTP 429", wait)]

@@ -493,3 +493,33 @@ async def test_a_proxys_404_page_for_a_period_is_a_failure_not_an_empty_period(
             assert not isinstance(failed.value, couchids.DatabaseNotFoundError), (name, message)
             assert failed.value.status == 404 and "HTTP 404" in message, (name, message)
             assert "does not exist" not in message and "HTML" in message, (name, message)
+
+
+async def test_latest_and_window_ride_out_a_lost_answer_as_the_handle_retries(
+    client: CloudantV1,
+    couch_url: str,
+    prefix: str,
+    async_client: AsyncClient,
+    async_client_for: Callable[[CloudantV1], AsyncClient],
+) -> None:
+    # One 503 before a period's read: retries=0 raises it, the default asks again.
+    series = series_of(async_client, prefix, every="month")
+    for at in ("2024-01-10", "2024-02-10"):
+        await series.create({"at": at}, type="r", timestamp=at)
+    reads = {
+        "window": lambda s: listed(s.window("2024-01-01", "2024-03-01", type="r")),
+        "latest": lambda s: s.latest(5, type="r"),
+    }
+    for name, read in reads.items():
+        for retries in (0, 4):
+            with FaultProxy(couch_url) as proxy:
+                for method in ("GET", "POST"):
+                    proxy.fail("503-before", method=method, path=f"^/{prefix}-2024-01/")
+                behind = series_of(
+                    async_client_for(client_for(proxy.url)), prefix, every="month", retries=retries
+                )
+                if retries == 0:
+                    with pytest.raises(couchids.ServerError, match="503"):
+                        await read(behind)
+                else:
+                    assert len(await read(behind)) == 2, name

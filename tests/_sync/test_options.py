@@ -1,8 +1,9 @@
 # Generated from tests/_async/test_options.py by scripts/unasync.py: do not edit by hand;
 # edit the asyncio source and run `python scripts/unasync.py`.
 """The handle's ``Options`` reach every operation: ``retries`` decides whether a lost answer is
-asked again, for the reads of count, histogram, export, follow, explain_empty and rekey as for
-the writes. Through couchids.aio.AsyncDatabase and, in the generated twin, couchids.Database.
+asked again, for the reads of latest, window, types_present, count, histogram, export, follow,
+explain_empty and rekey as for the writes. Through couchids.aio.AsyncDatabase and, in the
+generated twin, couchids.Database.
 
 Each case meets one ``503`` before its first read of ``_all_docs`` or ``_changes`` (whichever
 method it uses): with ``retries=0`` the call raises the server's error; with the default it
@@ -27,6 +28,9 @@ from .helpers import database, listed
 START, END = "2024-05-01", "2024-05-02"
 
 CASES: dict[str, tuple[str, Callable[[Database], Awaitable[Any]]]] = {
+    "latest": ("_all_docs", lambda db: db.latest(3, type="ord")),
+    "window": ("_all_docs", lambda db: listed(db.window(START, END, type="ord"))),
+    "types_present": ("_all_docs", lambda db: db.types_present()),
     "count": ("_all_docs", lambda db: db.count(START, END, type="ord", exact=True)),
     "histogram": ("_all_docs", lambda db: db.histogram(START, END, type="ord", exact=True)),
     "export": ("_all_docs", lambda db: db.export(START, END, out=io.StringIO(), type="ord")),

@@ -22,13 +22,14 @@ from couchids import (
     V7S,
     BulkWriteError,
     ConflictError,
+    InvalidTimeError,
     ServerError,
     UnauthorizedError,
     WriteResult,
     decode,
 )
 
-from .helpers import database
+from .helpers import database, listed, series_of
 
 
 @pytest.fixture
@@ -406,3 +407,34 @@ def test_a_202_followed_by_a_404_read_back_is_still_stored(
     assert result == WriteResult(result.id, result.rev, duplicate=False)
     assert list(all_docs(client, db)) == [result.id]
     assert [e.outcome for e in proxy.requests("PUT")] == ["202-after"], "not written twice"
+
+
+@pytest.mark.parametrize("gives", ["yesterday", 1.5, "2024-13-01", 2**60])
+@pytest.mark.parametrize("keyed", [False, True])
+def test_a_time_of_giving_no_time_is_refused_naming_time_of_and_the_document(
+    blocking_client: CloudantV1, client: CloudantV1, db: str, gives: object, keyed: bool
+) -> None:
+    # The second document's time cannot make an id: the error names the function that gave
+    # it, the document and the value, and nothing is stored.
+    docs = [{"n": 0}, {"n": 1}]
+    own = {"key_of": lambda d: f"row-{d['n']}"} if keyed else {}
+    shop = database(blocking_client, db)
+
+    def time_of(doc: dict[str, int]) -> object:
+        return WHEN if doc["n"] == 0 else gives
+
+    writes = {
+        "bulk_create": lambda: shop.bulk_create(docs, type="t", time_of=time_of, **own),
+        "bulk_create_iter": lambda: listed(
+            shop.bulk_create_iter(docs, type="t", time_of=time_of, **own)
+        ),
+        "Series.bulk_create": lambda: series_of(blocking_client, db, every="year").bulk_create(
+            docs, type="t", time_of=time_of, **own
+        ),
+    }
+    for name, write in writes.items():
+        with pytest.raises(InvalidTimeError) as refused:
+            write()
+        said = str(refused.value)
+        assert said.startswith(f"document 1: time_of= gave {gives!r}: "), (name, said)
+    assert all_docs(client, db) == {}
