@@ -582,7 +582,7 @@ def count(
     end: TimeLike,
     *,
     type: str | AllTypes | None,
-    exact: bool,
+    index_only: bool,
     options: Options,
 ) -> Program[int]:
     """The program of :meth:`couchids.Series.count`: the sum of each period's count
@@ -591,7 +591,7 @@ def count(
 
     def part(name: str, a: int, b: int) -> Program[int]:
         return counting.count(
-            known, name, a, b, type=type, form=layout.form, exact=exact, options=options
+            known, name, a, b, type=type, form=layout.form, index_only=index_only, options=options
         )
 
     def run(spans: list[Span]) -> Program[int]:
@@ -608,7 +608,7 @@ def histogram(
     *,
     every: str | timedelta,
     type: str | None,
-    exact: bool,
+    index_only: bool,
     options: Options,
 ) -> Program[list[Bucket]]:
     """The program of :meth:`couchids.Series.histogram`: the buckets of one database's
@@ -627,7 +627,7 @@ def histogram(
             every=every,
             type=type,
             form=layout.form,
-            exact=exact,
+            index_only=index_only,
             options=options,
         )
 
