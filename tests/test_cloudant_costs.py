@@ -147,7 +147,7 @@ def test_the_proxy_counts_the_units_it_admits(cloudant_proxy: Start, db: str) ->
 def test_on_couchdb_a_count_is_two_queries_and_a_partition_is_read(
     cloudant_proxy: Start, client: CloudantV1
 ) -> None:
-    """What the page says of CouchDB and Cloudant: an index-only count is two ``limit=0``
+    """What the page says of CouchDB and Cloudant: an index-only count is two ``limit=1``
     global queries on a database no one writes to, and a typed query of a partitioned
     database reads its partition (reads, no global query)."""
     names = [f"costs{uuid.uuid4().hex[:12]}", f"costs{uuid.uuid4().hex[:12]}"]

@@ -496,7 +496,7 @@ class AsyncDatabase:
         :meth:`window` returns, counted from the window's ids as it reads them (no documents).
 
         ``index_only=True`` counts instead every id in the window's key range from the index, in
-        two ``limit=0`` requests on CouchDB and Cloudant whatever the window holds: child ids
+        two ``limit=1`` requests on CouchDB and Cloudant whatever the window holds: child ids
         (``order:<id>:line1``), ids of other forms and design documents in the range too. Its
         requests must name one ``update_seq`` (no write landed between them), else it counts the
         window's ids; on PouchDB Server (whose ``offset`` is no row count) it always does. A
@@ -531,7 +531,7 @@ class AsyncDatabase:
 
         Inner edges fall on multiples of ``every`` from Monday 1970-01-05 (so ``"1w"`` buckets are
         ISO weeks); the first bucket starts at ``start`` and the last ends at ``end``. One scan
-        of the window's ids, bucketed; with ``index_only=True``, one ``limit=0`` request per edge
+        of the window's ids, bucketed; with ``index_only=True``, one ``limit=1`` request per edge
         on CouchDB and Cloudant, ``parallel`` at a time.
 
         Example::

@@ -4,7 +4,7 @@ What is counted are the ids :meth:`couchids.Database.window` returns, read as it
 (:func:`~couchids.core.windows.scan_pages`: the ids of the window's key range, no documents, in
 time slices read in parallel); a histogram buckets them in that one scan. With
 ``index_only=True`` a key range is counted from the server's ``offset`` instead (CouchDB,
-Cloudant): every id in it, in one ``limit=0`` request per key, trusted only when every answer
+Cloudant): every id in it, in one ``limit=1`` request per key, trusted only when every answer
 names the same ``update_seq``, else (and on PouchDB Server) scanned. The rules a user relies on
 are in docs/guide/lifecycle.md.
 """
@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 from typing import Final, Literal
 
 from couchids.core.alltypes import each_type, types_present
-from couchids.core.answers import answer_error, describe, expect_object
+from couchids.core.answers import KeySpan, answer_error, describe, expect_object, expect_rows
 from couchids.core.arguments import flag as check_flag
 from couchids.core.arguments import window as check_window
 from couchids.core.asking import ask
@@ -308,7 +308,8 @@ def _mark(db: str, key: str, policy: RetryPolicy) -> Program[tuple[int, str | No
     # stable: the same copy of each shard answers every request (measured on a 3-node CouchDB
     # 3.4.3: without it one of three copies answers each, and two requests in a row named one
     # update_seq about a third of the time).
-    query = {"start_key": key, "limit": 0, "update_seq": True, "stable": True}
+    # One row, which must lie at or past the key: a server that ignored start_key is refused.
+    query = {"start_key": key, "limit": 1, "update_seq": True, "stable": True}
     asked = post_json(path(db, "_all_docs"), query)
     reply = yield from ask(asked, each, db)
     body = expect_object(reply.body, each, db, sent=reply.sent)
@@ -320,6 +321,7 @@ def _mark(db: str, key: str, policy: RetryPolicy) -> Program[tuple[int, str | No
             f"_all_docs answered no row offset ({describe(value)}); count without index_only=True",
             reply.sent,
         )
+    expect_rows(reply.body, each, db, sent=reply.sent, span=KeySpan(key, None))
     return value, seq if isinstance(seq, str) and seq else None
 
 
