@@ -93,6 +93,12 @@ class FormDb:
         return in_key_range(self.client, self.db, self.form, doc_type, start, end)
 
 
+def by_offset(client: CloudantV1) -> bool:
+    """Whether the server counts rows by ``offset`` (where index_only reads offsets)."""
+    policy = RetryPolicy.within(None, "count")
+    return run(client, counts_by_offset(known_facts(client), policy, "the server"))
+
+
 def in_key_range(
     client: CloudantV1, db: str, form: IdForm, doc_type: str | None, start: int, end: int
 ) -> int:

@@ -307,8 +307,8 @@ def _mark(db: str, key: str, policy: RetryPolicy) -> Program[tuple[int, str | No
     each = policy.renewed()
     # stable: the same copy of each shard answers every request (measured on a 3-node CouchDB
     # 3.4.3: without it one of three copies answers each, and two requests in a row named one
-    # update_seq about a third of the time).
-    # One row, which must lie at or past the key: a server that ignored start_key is refused.
+    # update_seq about a third of the time). One row, which must lie at or past the key: a
+    # server that ignored start_key is refused.
     query = {"start_key": key, "limit": 1, "update_seq": True, "stable": True}
     asked = post_json(path(db, "_all_docs"), query)
     reply = yield from ask(asked, each, db)
@@ -322,13 +322,15 @@ def _mark(db: str, key: str, policy: RetryPolicy) -> Program[tuple[int, str | No
             reply.sent,
         )
     expect_rows(reply.body, each, db, sent=reply.sent, span=KeySpan(key, None))
+    if isinstance(seq, int) and not isinstance(seq, bool):
+        return value, str(seq)  # CouchDB 1's: one number
     return value, seq if isinstance(seq, str) and seq else None
 
 
-def _seq_number(seq: str | None) -> int:
+def _seq_number(seq: str) -> int:
     """The number a CouchDB ``update_seq`` starts with (its shards' sequences summed), which
     orders the states of one database; 0 when it has none."""
-    number = (seq or "").partition("-")[0]
+    number = seq.partition("-")[0]
     return int(number) if number.isdigit() else 0
 
 

@@ -24,6 +24,7 @@ from test_counting import (
     START,
     FormDb,
     build,
+    by_offset,
     in_key_range,
 )
 from test_query import insert
@@ -31,12 +32,9 @@ from windowtable import SECOND, T0, TIME_FORMS, make_id
 
 import couchids
 from couchids import KUUID, KUUID_MS, DatabaseNotFoundError, IdForm
-from couchids.core.counting import counts_by_offset
 from couchids.core.keys import window_keys
 from couchids.core.pages import DEFAULT_PARALLEL
-from couchids.core.policy import RetryPolicy
 from couchids.drivers.aio import AsyncClient
-from couchids.drivers.blocking import known_facts, run
 from couchids.idforms.times import MAX_MS, to_ms
 
 from .helpers import database, listed
@@ -61,12 +59,6 @@ def data(databases: dict[IdForm, FormDb], couch_url: str, form: IdForm) -> FormD
         client.put_database(db=db)
         databases[form] = FormDb(client, db, form, build(client, db, form))
     return databases[form]
-
-
-def by_offset(client: CloudantV1) -> bool:
-    """Whether the server counts rows by ``offset`` (where index_only reads offsets)."""
-    policy = RetryPolicy.within(None, "count")
-    return run(client, counts_by_offset(known_facts(client), policy, "the server"))
 
 
 @pytest.mark.parametrize("form", TIME_FORMS, ids=str)
