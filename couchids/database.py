@@ -538,14 +538,18 @@ class Database:
         *,
         type: str | AllTypes | None = None,
         form: IdForm | None = None,
-        exact: bool = False,
+        index_only: bool = False,
     ) -> int:
         """The number of documents whose id holds a time ``t`` with ``start <= t < end`` (now
-        by default).
+        by default): what :meth:`window` returns, counted from the window's ids as it reads them
+        (no documents).
 
-        Two ``limit=0`` requests on CouchDB and Cloudant, whatever the window holds; a scan of the
-        window's ids on PouchDB Server. Foreign ids inside the key range are counted unless
-        ``exact``, which scans and counts only ids of ``form``. A missing database raises, never 0.
+        ``index_only=True`` counts instead every id in the window's key range from the index, in
+        two ``limit=1`` requests on CouchDB and Cloudant whatever the window holds: child ids
+        (``order:<id>:line1``), ids of other forms and design documents in the range too. Its
+        requests must name one ``update_seq`` (no write landed between them), else it counts the
+        window's ids; on PouchDB Server (whose ``offset`` is no row count) it always does. A
+        missing database raises, never 0.
 
         Example::
 
@@ -557,7 +561,7 @@ class Database:
             end,
             type=type,
             form=self._form(form),
-            exact=exact,
+            index_only=index_only,
             options=self.options,
         )
         self._hint(counted == 0, "count", type, form)
@@ -571,15 +575,16 @@ class Database:
         every: str | timedelta = "1h",
         type: str | None = None,
         form: IdForm | None = None,
-        exact: bool = False,
+        index_only: bool = False,
     ) -> list[Bucket]:
         """Counts per bucket of ``every`` (``"1h"``, ``"1d"``, ``"15m"``, ``"1w"`` or a timedelta),
         aligned to UTC, covering ``[start, end)`` (``end`` now by default); the rest as for
         :meth:`count`.
 
         Inner edges fall on multiples of ``every`` from Monday 1970-01-05 (so ``"1w"`` buckets are
-        ISO weeks); the first bucket starts at ``start`` and the last ends at ``end``. One
-        ``limit=0`` request per edge on CouchDB and Cloudant, ``parallel`` at a time.
+        ISO weeks); the first bucket starts at ``start`` and the last ends at ``end``. One scan
+        of the window's ids, bucketed; with ``index_only=True``, one ``limit=1`` request per edge
+        on CouchDB and Cloudant, ``parallel`` at a time.
 
         Example::
 
@@ -594,7 +599,7 @@ class Database:
             every=every,
             type=type,
             form=self._form(form),
-            exact=exact,
+            index_only=index_only,
             options=self.options,
         )
         self._hint(not any(bucket.count for bucket in buckets), "histogram", type, form)

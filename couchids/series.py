@@ -397,7 +397,7 @@ class Series:
         end: TimeLike = None,
         *,
         type: str | AllTypes | None = None,
-        exact: bool = False,
+        index_only: bool = False,
     ) -> int:
         """:meth:`Database.count` across the periods: the sum of each period's part.
 
@@ -406,7 +406,13 @@ class Series:
             events.count("2026-01-01", "2027-01-01", type="reading")
         """
         program = series.count(
-            self._facts, self.layout, start, end, type=type, exact=exact, options=self.options
+            self._facts,
+            self.layout,
+            start,
+            end,
+            type=type,
+            index_only=index_only,
+            options=self.options,
         )
         return run(self.client, program)
 
@@ -417,7 +423,7 @@ class Series:
         *,
         every: str | timedelta = "1h",
         type: str | None = None,
-        exact: bool = False,
+        index_only: bool = False,
     ) -> list[Bucket]:
         """:meth:`Database.histogram` across the periods, each bucket counting every period in
         it.
@@ -434,7 +440,7 @@ class Series:
             end,
             every=every,
             type=type,
-            exact=exact,
+            index_only=index_only,
             options=self.options,
         )
         return run(self.client, program)

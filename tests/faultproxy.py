@@ -25,6 +25,10 @@ never answers (the connection closes when the proxy stops), and ``"slow"`` holds
 ``"429-before"`` answers ``429 too_many_requests`` without forwarding, with the
 ``Retry-After`` given to :meth:`FaultProxy.fail`, if any (a rate limit saying when to come back).
 
+Told to (:meth:`FaultProxy.meanwhile`), it also calls a function before forwarding matching
+requests: another client's write landing between two requests of the one under test, every
+time, with no reliance on timing.
+
     with FaultProxy(couch_url) as proxy:
         proxy.fail("503-after", method="PUT", times=1)
         client.set_service_url(proxy.url)
@@ -38,6 +42,7 @@ import http.client
 import json
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -185,9 +190,11 @@ class FaultProxy:
         self._company_wait = 0.0
         self._crowd = 2
         self._rules: list[_Rule] = []
+        self._meanwhile: list[tuple[_Rule, Callable[[], None]]] = []
         #: Set when the proxy stops: the requests it holds are let go of.
         self._stopping = threading.Event()
         self._lock = threading.Lock()
+        self._acting = threading.Lock()
         self._arrived = threading.Condition(self._lock)
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
@@ -244,6 +251,26 @@ class FaultProxy:
             rule = _Rule(mode, method.upper(), pattern, times, after, wanted, seconds, retry_after)
             self._rules.append(rule)
 
+    def meanwhile(
+        self,
+        action: Callable[[], None],
+        *,
+        method: str,
+        path: str | None = None,
+        times: int = 1_000_000,
+        after: int = 0,
+        containing: str | None = None,
+    ) -> None:
+        """Call ``action()`` before forwarding each of ``times`` requests with ``method`` (and
+        a path matching the regex ``path``, and a body holding the text ``containing``, if
+        given), after letting the next ``after`` such requests through; one at a time: what
+        another client does between them."""
+        pattern = re.compile(path) if path is not None else None
+        wanted = containing.encode() if containing is not None else None
+        rule = _Rule("slow", method.upper(), pattern, times, after, wanted)  # its mode unused
+        with self._lock:
+            self._meanwhile.append((rule, action))
+
     def hold_for_company(self, path: str, *, seconds: float, crowd: int = 2) -> None:
         """From now on, hold each request whose path matches the regex ``path`` until another
         such request is in hand too, or ``seconds`` have passed; then go on with it. Shows
@@ -281,6 +308,18 @@ class FaultProxy:
                     rule.remaining -= 1
                     return rule
             return None
+
+    def _act(self, method: str, path: str, body: bytes) -> None:
+        """Calls the :meth:`meanwhile` actions the request matches, one request at a time."""
+        with self._acting:
+            for rule, action in self._meanwhile:
+                if not rule.matches(method, path, body):
+                    continue
+                if rule.skip > 0:
+                    rule.skip -= 1
+                else:
+                    rule.remaining -= 1
+                    action()
 
     def _enter(self, path: str) -> bool:
         """Counts a request in hand (one of those :meth:`hold_for_company` is about, once it
@@ -342,6 +381,7 @@ def _handler_for(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
             plain = body
             if self.headers.get("Content-Encoding", "").lower() == "gzip":
                 plain = gzip.decompress(body)
+            proxy._act(self.command, self.path, plain)
             rule = proxy._decide(self.command, self.path, plain)
             mode, seconds = (None, 0.0) if rule is None else (rule.mode, rule.seconds)
             if mode == "hang":

@@ -150,7 +150,7 @@ ROWS: list[tuple[str, Callable[[], Any], type[InvalidInputError]]] = [
     ("count client None", lambda: couchids.Database(None, "db").count(0, 1), A),  # type: ignore[arg-type]
     ("count db upper", lambda: couchids.Database(C, "DB").count(0, 1), A),
     ("count end before start", lambda: couchids.Database(C, "db").count(10, 1), InvalidTimeError),
-    ("count exact str", lambda: couchids.Database(C, "db").count(0, 1, exact="yes"), A),  # type: ignore[arg-type]
+    ("count index_only str", lambda: couchids.Database(C, "db").count(0, 1, index_only="yes"), A),  # type: ignore[arg-type]
     (
         "count timeout -1",
         lambda: couchids.Database(C, "db").with_options(timeout=-1).count(0, 1),

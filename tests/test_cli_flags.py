@@ -309,7 +309,7 @@ def test_a_servers_failure_names_the_flag_that_avoids_it(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A server whose _all_docs gives no row offset cannot be counted that way: the command
-    says to count with --exact, not the library's exact=True."""
+    says to count without --index-only, not without the library's index_only=True."""
     server = "https://couch.example"
 
     def answer(request: requests.PreparedRequest) -> tuple[int, dict[str, str], str]:
@@ -331,6 +331,7 @@ def test_a_servers_failure_names_the_flag_that_avoids_it(
     monkeypatch.setenv("CLOUDANT_URL", server)
     monkeypatch.setenv("CLOUDANT_AUTH_TYPE", "noauth")
     argv = ["count", "shop", "--since", "2024-01-01", "--until", "2024-02-01", "--type", "order"]
+    argv.append("--index-only")
     with responses.RequestsMock(assert_all_requests_are_fired=False) as mock:
         for method in (responses.GET, responses.POST):
             mock.add_callback(
@@ -341,4 +342,4 @@ def test_a_servers_failure_names_the_flag_that_avoids_it(
             )
         assert cli.main(argv) == cli.EXIT_SERVER
     err = capsys.readouterr().err
-    assert "no row offset" in err and err.rstrip().endswith("count with --exact"), err
+    assert "no row offset" in err and err.rstrip().endswith("count without --index-only"), err

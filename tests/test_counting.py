@@ -7,15 +7,12 @@ millisecond after every bucket edge of the histogram's window (the window's own 
 ids at second edges and spread over weeks (for the windows of tests/windowtable.py), and noise
 near them that the count must not take: types whose names start alike, other forms at the same
 times (those that sort outside every range counted there), typed ids for the untyped count and
-untyped ones for the typed count, design documents. Fast (offsets on CouchDB) and exact counts
-must equal the truth.
+untyped ones for the typed count, design documents. The count and the index-only count
+(offsets on CouchDB) must equal the truth.
 
 The type ``mix`` of each database holds foreign ids inside its key ranges: one at the start of
 every bucket, and ids of other forms made at the same times, some of which sort among its ids.
-It holds no more ids in all than a count by offset reads with each offset
-(:data:`couchids.core.scan.PROBE_ROWS`), which is the case the fast count promises to get right: it
-sees the foreign ids and scans. Foreign ids further into a larger range are counted by offset,
-as documented: test_foreign_ids_past_the_first_rows_are_counted_by_offset pins that.
+The count leaves them out; the index-only count counts every id of the range, them too.
 
 The tests that count through the handles of both APIs are written once, in
 tests/_async/test_counting.py; this module holds the ground truth and the tests of one API alone.
@@ -52,11 +49,10 @@ from couchids import (
     InvalidTimeError,
     ServerError,
 )
-from couchids.core.counting import bucket_edges, counts_by_offset, parse_every
+from couchids.core.counting import SAME_SEQ_ROUNDS, bucket_edges, counts_by_offset, parse_every
 from couchids.core.keys import KeyRange, window_keys
 from couchids.core.periods import period_of
 from couchids.core.policy import RetryPolicy
-from couchids.core.scan import PROBE_ROWS
 from couchids.core.windows import DEFAULT_PAGE_SIZE
 from couchids.drivers.blocking import known_facts, run
 from couchids.idforms.times import to_datetime, to_ms
@@ -92,6 +88,27 @@ class FormDb:
 
     def truth(self, doc_type: str | None, start: int, end: int) -> int:
         return sum(1 for m in self.made if m.type == doc_type and start <= m.time < end)
+
+    def in_range(self, doc_type: str | None, start: int, end: int) -> int:
+        return in_key_range(self.client, self.db, self.form, doc_type, start, end)
+
+
+def by_offset(client: CloudantV1) -> bool:
+    """Whether the server counts rows by ``offset`` (where index_only reads offsets)."""
+    policy = RetryPolicy.within(None, "count")
+    return run(client, counts_by_offset(known_facts(client), policy, "the server"))
+
+
+def in_key_range(
+    client: CloudantV1, db: str, form: IdForm, doc_type: str | None, start: int, end: int
+) -> int:
+    """How many ids of any kind ``db`` holds in the key range of the window ``[start, end)``
+    of ``form`` and ``doc_type``: what an index-only count counts."""
+    keys = window_keys(form, doc_type, start, end)
+    if keys is None:
+        return 0
+    rows = client.post_all_docs(db=db, start_key=keys.low).get_result()["rows"]
+    return sum(1 for row in rows if keys.low <= row["id"] < keys.high)
 
 
 def edge_times(form: IdForm) -> list[int]:
@@ -137,7 +154,6 @@ def build(client: CloudantV1, db: str, form: IdForm) -> list[Made]:
         r.low + "!" for a, b in itertools.pairwise(EDGES) if (r := window_keys(form, "mix", a, b))
     ]
     mix_noise = [g.new(T0, type="mix") for g in NOISE_FORMS if g != form]
-    assert len([m for m in made if m.type == "mix"]) + len(stubs) + len(mix_noise) <= PROBE_ROWS
     ids = [m.id for m in made] + noise + stubs + mix_noise
     assert len(set(ids)) == len(ids)
     insert(client, db, ids)
@@ -192,9 +208,10 @@ def test_bucket_edges_align_to_utc() -> None:
 
 
 @pytest.mark.needs("couchdb")
-def test_a_count_of_20000_documents_takes_at_most_4_requests(couch_url: str) -> None:
-    # A scan would read them in 10 pages of DEFAULT_PAGE_SIZE (bench/bench_count.py counts
-    # 100,000).
+def test_an_index_only_count_of_20000_documents_reads_no_rows(couch_url: str) -> None:
+    # A scan reads them in 10 pages of DEFAULT_PAGE_SIZE (bench/bench_count.py counts
+    # 100,000); offsets are a request a key (two; another for a key read again when the
+    # shards' update_seq came back in another order).
     assert 20_000 // DEFAULT_PAGE_SIZE >= 10
     setup = client_for(couch_url)
     db = f"test_count_big_{uuid.uuid4().hex}"
@@ -207,13 +224,17 @@ def test_a_count_of_20000_documents_takes_at_most_4_requests(couch_url: str) -> 
             body = {"docs": [{"_id": i} for i in ids[chunk : chunk + 10_000]]}
             setup.post_bulk_docs(db=db, bulk_docs=body).get_result()
         with FaultProxy(couch_url) as proxy:
-            fresh = client_for(proxy.url)
-            got = couchids.Database(fresh, db).count(base, base + 20_000_000, type="e")
-            assert got == 20_000
-            assert len(proxy.log) <= 4, [(e.method, e.path) for e in proxy.log]
-            half = couchids.Database(fresh, db).count(base, base + 10_000_000, type="e")
-            assert half == 10_000
-            assert len(proxy.log) <= 6
+            pages: list[None] = []
+            proxy.meanwhile(lambda: pages.append(None), method="POST", containing="include_docs")
+            fresh = couchids.Database(client_for(proxy.url), db)
+            assert fresh.count(base, base + 20_000_000, type="e", index_only=True) == 20_000
+            assert fresh.count(base, base + 10_000_000, type="e", index_only=True) == 10_000
+            assert pages == []
+            marks = proxy.requests("POST", "_all_docs")
+            assert 4 <= len(marks) <= 4 * SAME_SEQ_ROUNDS
+            # The count reads the ids: every row of the window.
+            assert fresh.count(base, base + 10_000_000, type="e") == 10_000
+            assert len(pages) >= 10_000 // DEFAULT_PAGE_SIZE
     finally:
         setup.delete_database(db=db)
 
@@ -257,8 +278,8 @@ def test_all_types_counts_every_type_of_a_series(client: CloudantV1, db: str) ->
 def test_offsets_that_do_not_count_rows_are_an_error_not_a_count(
     client: CloudantV1, db: str
 ) -> None:
-    # Documents added between the two requests can only raise the second offset: a lower one
-    # is a server whose offset is no row count, and its difference is no count.
+    # Offsets read at one update_seq were read in one state of the database: a lower second
+    # one is a server whose offset is no row count, and its difference is no count.
     keys = window_keys(KUUID, "t0", START, END)
     assert keys is not None
     offsets = {keys.low: 10, keys.high: 5}
@@ -266,9 +287,31 @@ def test_offsets_that_do_not_count_rows_are_an_error_not_a_count(
     def backwards(request: dict[str, Any], send: Callable[[], Any]) -> Any:
         body = body_of(request) if path_of(request).endswith("/_all_docs") else None
         if isinstance(body, dict) and body.get("start_key") in offsets:
-            rows = {"total_rows": 20, "offset": offsets[body["start_key"]], "rows": []}
-            return answer(200, rows)
+            offset = offsets[body["start_key"]]
+            return answer(
+                200, {"total_rows": 20, "offset": offset, "update_seq": "7-g1", "rows": []}
+            )
         return send()
 
     with intercepted(client, backwards), pytest.raises(ServerError, match="do not count rows"):
-        couchids.Database(client, db).count(START, END, type="t0")
+        couchids.Database(client, db).count(START, END, type="t0", index_only=True)
+
+
+@pytest.mark.needs("couchdb")
+def test_an_index_only_count_without_update_seq_reads_the_ids(client: CloudantV1, db: str) -> None:
+    # A server that does not say which state of the database an offset was read in proves
+    # nothing about two of them: the ids are read instead.
+    made = [KUUID.new(START + k * SECOND, type="t0") for k in range(30)]
+    insert(client, db, [*made, *(i + ":line1" for i in made)])
+
+    def unsequenced(request: dict[str, Any], send: Callable[[], Any]) -> Any:
+        body = body_of(request) if path_of(request).endswith("/_all_docs") else None
+        if isinstance(body, dict) and body.get("update_seq"):
+            found = send().get_result().json()
+            found.pop("update_seq")
+            return answer(200, found)
+        return send()
+
+    assert couchids.Database(client, db).count(START, END, type="t0", index_only=True) == 60
+    with intercepted(client, unsequenced):
+        assert couchids.Database(client, db).count(START, END, type="t0", index_only=True) == 30

@@ -79,7 +79,7 @@ BAD: dict[str, list[Any]] = {
     "form": ["kuuid", None.__class__],
     "newest_first": ["yes", 1],
     "include_docs": ["yes"],
-    "exact": ["yes"],
+    "index_only": ["yes"],
     "dry_run": ["no"],
     "purge": [1],
     "expire": ["yes"],

@@ -394,7 +394,7 @@ class AsyncSeries:
         end: TimeLike = None,
         *,
         type: str | AllTypes | None = None,
-        exact: bool = False,
+        index_only: bool = False,
     ) -> int:
         """:meth:`AsyncDatabase.count` across the periods: the sum of each period's part.
 
@@ -403,7 +403,13 @@ class AsyncSeries:
             await events.count("2026-01-01", "2027-01-01", type="reading")
         """
         program = series.count(
-            self._facts, self.layout, start, end, type=type, exact=exact, options=self.options
+            self._facts,
+            self.layout,
+            start,
+            end,
+            type=type,
+            index_only=index_only,
+            options=self.options,
         )
         return await run(self.client, program)
 
@@ -414,7 +420,7 @@ class AsyncSeries:
         *,
         every: str | timedelta = "1h",
         type: str | None = None,
-        exact: bool = False,
+        index_only: bool = False,
     ) -> list[Bucket]:
         """:meth:`AsyncDatabase.histogram` across the periods, each bucket counting every period in
         it.
@@ -431,7 +437,7 @@ class AsyncSeries:
             end,
             every=every,
             type=type,
-            exact=exact,
+            index_only=index_only,
             options=self.options,
         )
         return await run(self.client, program)

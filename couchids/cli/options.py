@@ -271,7 +271,11 @@ FLAGS: dict[str, dict[str, Any]] = {
     },
     "yes": {"action": "store_true"},
     "purge": {"action": "store_true", "help": "then purge (CouchDB only)"},
-    "exact": {"action": "store_true", "help": "scan every bucket: foreign ids anywhere left out"},
+    "index_only": {
+        "action": "store_true",
+        "help": "count every id in the key range from the index (CouchDB, Cloudant): fewer "
+        "requests, but child ids and other forms' ids in it count too",
+    },
     "create_target": {"action": argparse.BooleanOptionalAction},
     "batch_size": {
         "type": count_of(1),
@@ -415,7 +419,7 @@ _PHRASES = (
         "leave out --after to start from the beginning",
     ),
     ("time_field", "give time_field", "give --time-field"),
-    ("exact", "count with exact=True", "count with --exact"),
+    ("index_only", "count without index_only=True", "count without --index-only"),
     # tail is the library's follow: a failure names the command the user typed.
     ("since_seq", "follow on '", "tail on '"),
     # The command has no rate of its own to set: it learns the server's from its 429s.
@@ -455,7 +459,8 @@ def in_flags(message: str, options: dict[str, object]) -> str:
 
 def phrased(message: str, options: dict[str, object]) -> str:
     """``message`` with the library's words for what a flag of the command gives in the
-    command's (a server's failure too: ``count with exact=True`` is ``count with --exact``)."""
+    command's (a server's failure too: ``count without index_only=True`` is ``count without
+    --index-only``)."""
     for dest, words, flag_words in _PHRASES:
         if dest in options:
             message = message.replace(words, flag_words)

@@ -22,7 +22,7 @@ from couchids.cli.options import (
 )
 from couchids.cli.options import window as time_window
 from couchids.cli.sources import SERIES_READS, open_source, source_args
-from couchids.core.counting import DEFAULT_WORKERS
+from couchids.core.defaults import DEFAULT_PARALLEL, DEFAULT_WORKERS
 from couchids.core.windows import DEFAULT_PAGE_SIZE
 
 #: ``window`` updates its progress line on a terminal every this many documents.
@@ -66,10 +66,11 @@ examples:
 COUNT_EPILOG = f"""\
 Prints how many documents of --type (untyped ids by default; --all-types: of every type
 present, as latest and window take it) and of the form were made at a time t with
-SINCE <= t < UNTIL. On CouchDB and Cloudant that takes two requests however many there are
-(per type, with --all-types, after one request per type to find them), and ids of other forms
-inside the key range count too; --exact reads the ids and counts only those of the form (on
-PouchDB Server the ids are always read).
+SINCE <= t < UNTIL: what window prints, counted from the ids (no documents), with
+--all-types after one request per type to find them. --index-only counts from the index
+instead: on CouchDB and Cloudant two requests however many there are, but every id inside the
+key range counts (child ids such as order:<id>:line1, ids of other forms, design documents);
+when a write lands between its requests, or on PouchDB Server, the ids are read.
 
 {SERIES_READS}
 
@@ -77,7 +78,7 @@ TIME is {TIME_HELP}.
 
 examples:
   couchids count shop --since 30d --type order
-  couchids count shop --since 2024-05-01 --until 2024-06-01 --type order --exact
+  couchids count shop --since 2024-05-01 --until 2024-06-01 --type order --index-only
   couchids count shop --since 24h --all-types
   couchids count --series events --period month --since 2026-01-01 --type reading
 """
@@ -89,8 +90,9 @@ Buckets are aligned to UTC: each inner edge is a whole number of --every from Mo
 series' weeks start). The first bucket starts at SINCE and the last ends at UNTIL, so nothing
 made outside the window is counted: --since 7d --every 1d gives a partial first day, labelled
 by its start, and --since 2024-05-01T00:00Z --every 1d whole ones (a TIME without an offset
-is local time). Formats: bars (a line per bucket), spark (one line), csv, json (a line per
-bucket, with its start and end).
+is local time). The ids are read once and bucketed; --index-only counts each bucket from the
+index as count does. Formats: bars (a line per bucket), spark (one line), csv, json (a line
+per bucket, with its start and end).
 
 {SERIES_READS}
 
@@ -144,7 +146,7 @@ def add_commands(commands: Any) -> None:
     add(p, "since", until="default now")
     add(p.add_mutually_exclusive_group(), "type", all_types="every type present (not untyped ids)")
     add_form(p, "of the ids in DB or the series")
-    add(p, "exact", timeout="a request")
+    add(p, "index_only", timeout="a request")
     p.set_defaults(run=_count)
 
     p = commands.add_parser(
@@ -168,8 +170,13 @@ def add_commands(commands: Any) -> None:
         default="bars",
         help="bars (a line per bucket, the default), spark (one line), csv, or json lines",
     )
-    add(p, "exact", "parallel", timeout="a request")
-    p.set_defaults(run=_histogram, parallel=DEFAULT_WORKERS)
+    parallel = {
+        "default": None,
+        "help": f"requests at a time (default: {DEFAULT_PARALLEL} time slices of the ids, "
+        f"{DEFAULT_WORKERS} bucket edges with --index-only)",
+    }
+    add(p, "index_only", parallel=parallel, timeout="a request")
+    p.set_defaults(run=_histogram)
 
 
 def _latest(args: argparse.Namespace) -> int:
@@ -216,7 +223,7 @@ def _window(args: argparse.Namespace) -> int:
 def _count(args: argparse.Namespace) -> int:
     start, end = time_window(args)
     source = open_source(args)
-    n = source.handle.count(start, end, type=source.scope, exact=args.exact)
+    n = source.handle.count(start, end, type=source.scope, index_only=args.index_only)
     print(n)
     if not n:
         source.note_empty((start, end))
@@ -227,7 +234,7 @@ def _histogram(args: argparse.Namespace) -> int:
     start, end = time_window(args)
     source = open_source(args)
     buckets = source.handle.histogram(
-        start, end, every=args.every, type=args.type, exact=args.exact
+        start, end, every=args.every, type=args.type, index_only=args.index_only
     )
     rows = [(iso(b.start), iso(b.end), b.count) for b in buckets]
     out = sys.stdout

@@ -1,35 +1,37 @@
 """Counting the ids of a time window, and a histogram of counts per time bucket.
 
-What is counted are the ids :meth:`couchids.Database.window` returns. Where the server's
-``offset`` counts rows (CouchDB, Cloudant), a key range is two small requests, each also reading
-the first :data:`~couchids.core.scan.PROBE_ROWS` ids at its key: a range where one of those is
-no id of the form (or that may hold other ids: :func:`~couchids.core.keys.reaches_other_ids`)
-is scanned instead, as every range is with ``exact=True`` or on PouchDB Server. The rules a
-user relies on are in docs/guide/lifecycle.md.
+What is counted are the ids :meth:`couchids.Database.window` returns, read as it reads them
+(:func:`~couchids.core.windows.scan_pages`: the ids of the window's key range, no documents, in
+time slices read in parallel); a histogram buckets them in that one scan. With
+``index_only=True`` a key range is counted from the server's ``offset`` instead (CouchDB,
+Cloudant): every id in it, in one ``limit=1`` request per key, trusted only when every answer
+names the same ``update_seq``, else (and on PouchDB Server) scanned. The rules a user relies on
+are in docs/guide/lifecycle.md.
 """
 
 from __future__ import annotations
 
 import bisect
 import itertools
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final, Literal
 
 from couchids.core.alltypes import each_type, types_present
 from couchids.core.answers import KeySpan, answer_error, describe, expect_object, expect_rows
-from couchids.core.arguments import count as check_count
 from couchids.core.arguments import flag as check_flag
 from couchids.core.arguments import window as check_window
 from couchids.core.asking import ask
 from couchids.core.defaults import DEFAULT_WORKERS
 from couchids.core.effects import END, Program, Puller, Request, path, post_json
 from couchids.core.facts import FactsCache, database_facts
-from couchids.core.keys import KeyRange, check_time_form, reaches_other_ids, window_keys
+from couchids.core.keys import KeyRange, check_time_form, window_keys
 from couchids.core.options import Options
 from couchids.core.policy import RetryPolicy
-from couchids.core.scan import PROBE_ROWS, check_one_form
+from couchids.core.scan import check_one_form
+from couchids.core.updateseq import shard_sequences
 from couchids.core.windows import scan_pages
 from couchids.errors import InvalidArgumentError
 from couchids.idforms.doctypes import ALL_TYPES, AllTypes
@@ -40,6 +42,7 @@ __all__ = [
     "BUCKET_ORIGIN_MS",
     "DEFAULT_WORKERS",
     "MAX_BUCKETS",
+    "SAME_SEQ_ROUNDS",
     "Bucket",
     "bucket_edges",
     "count",
@@ -58,6 +61,10 @@ MAX_BUCKETS: Final = 100_000
 #: periods of a series do (1970-01-01 was a Thursday), and whole hours and UTC midnights
 #: are such multiples too.
 BUCKET_ORIGIN_MS: Final = 4 * 86_400_000
+
+#: How many times an index-only count reads again the offsets answered at another
+#: ``update_seq`` than the others before it scans instead (writes kept landing between them).
+SAME_SEQ_ROUNDS: Final = 5
 
 
 @dataclass(frozen=True)
@@ -139,7 +146,7 @@ def count(
     *,
     type: str | AllTypes | None,
     form: IdForm,
-    exact: bool,
+    index_only: bool,
     options: Options,
     operation: str = "count",
 ) -> Program[int]:
@@ -149,7 +156,7 @@ def count(
     policy = options.policy(operation)
     span = check_window(start, end)
     check_time_form(form)
-    check_flag("exact", exact)
+    check_flag("index_only", index_only)
     if type is not ALL_TYPES:
         form.type_prefix(type)  # InvalidTypeError, before anything is sent
 
@@ -162,7 +169,8 @@ def count(
             types = [type]
         found = 0
         for each in types:
-            found += sum((yield from _counts(known, policy, db, [span], form, each, exact, 1)))
+            counted = _counts(known, db, [span], form, each, index_only, options, policy)
+            found += sum((yield from counted))
         return found
 
     return total()
@@ -177,18 +185,16 @@ def histogram(
     every: str | timedelta,
     type: str | None,
     form: IdForm,
-    exact: bool,
+    index_only: bool,
     options: Options,
 ) -> Program[list[Bucket]]:
     """The program of :meth:`couchids.Database.histogram`: the counts per bucket of ``every``
-    in ``[start, end)`` within ``options``, ``parallel`` requests at a time; arguments checked
-    now."""
-    policy, parallel = options.policy("histogram"), options.slices("histogram")
+    in ``[start, end)`` within ``options``; arguments checked now."""
+    policy = options.policy("histogram")
     start_ms, end_ms = check_window(start, end)
     check_time_form(form)
-    check_flag("exact", exact)
+    check_flag("index_only", index_only)
     every_ms = parse_every(every)
-    parallel = check_count("parallel", parallel)
     buckets = -(-(end_ms - start_ms) // every_ms) + 1
     if buckets > MAX_BUCKETS:
         raise InvalidArgumentError(
@@ -199,7 +205,7 @@ def histogram(
     spans = list(itertools.pairwise(bucket_edges(start_ms, end_ms, every_ms)))
 
     def buckets_of() -> Program[list[Bucket]]:
-        counts = yield from _counts(known, policy, db, spans, form, type, exact, parallel)
+        counts = yield from _counts(known, db, spans, form, type, index_only, options, policy)
         return [
             Bucket(to_datetime(a), to_datetime(b), n)
             for (a, b), n in zip(spans, counts, strict=True)
@@ -210,79 +216,111 @@ def histogram(
 
 def _counts(
     known: FactsCache,
-    policy: RetryPolicy,
     db: str,
     spans: list[tuple[int, int]],
     form: IdForm,
     doc_type: str | None,
-    exact: bool,
-    parallel: int,
+    index_only: bool,
+    options: Options,
+    policy: RetryPolicy,
 ) -> Program[list[int]]:
     """The number of ids of ``form`` and ``doc_type`` in each of the adjacent time ``spans``:
-    by offsets, ``parallel`` requests at a time, where they can be trusted; else by a scan."""
+    from one scan of their ids, read as a window reads them; with ``index_only``, from offsets
+    where the server has them and they were read at one ``update_seq``."""
     ranges = [window_keys(form, doc_type, a, b) for a, b in spans]
     # A missing database raises, even for an empty window.
     yield from database_facts(known, db, policy)
     yield from check_one_form(known, db, form, doc_type, policy)
-    present = [keys for keys in ranges if keys is not None]
+    present = [(span, keys) for span, keys in zip(spans, ranges, strict=True) if keys is not None]
     if not present:
         return [0] * len(spans)
-    counts: dict[KeyRange, int] = {}
-    trusted = [] if exact else [keys for keys in present if not reaches_other_ids(keys)]
-    if trusted and (yield from counts_by_offset(known, policy, db)):
-        edges = sorted({key for keys in trusted for key in (keys.low, keys.high)})
-        offsets, seen = yield from _marks(db, edges, parallel, policy)
-        # A range in which an id seen at a key is not an id of the form is scanned instead.
-        locate, wanted = _locate(trusted), form.matcher(trusted[0].prefix)
-        foreign = {trusted[slot] for i in seen if (slot := locate(i)) is not None and not wanted(i)}
-        for keys in (keys for keys in trusted if keys not in foreign):
-            low, high = offsets[keys.low], offsets[keys.high]
-            if high < low:
-                # Documents added between the two requests cannot make this negative; a server
-                # whose offset is not a row count can.
-                raise answer_error(
-                    policy,
-                    db,
-                    f"_all_docs answered offsets that do not count rows ({low} then {high}); "
-                    "count with exact=True",
-                )
-            counts[keys] = high - low
-        # The other ranges are scanned one by one: far apart, one scan would read between them.
-        for span, each in zip(spans, ranges, strict=True):
-            if each is not None and each not in counts:
-                scanned = yield from _scan_counts(known, db, [span], [each], form, doc_type, policy)
-                counts[each] = scanned[0]
-    else:
-        present_spans = [span for span, each in zip(spans, ranges, strict=True) if each]
-        scanned = yield from _scan_counts(known, db, present_spans, present, form, doc_type, policy)
-        counts = dict(zip(present, scanned, strict=True))
-    return [0 if each is None else counts[each] for each in ranges]
+    counts: list[int] | None = None
+    if index_only and (yield from counts_by_offset(known, policy, db)):
+        parallel = options.slices("histogram")
+        counts = yield from _offset_counts(db, [keys for _, keys in present], parallel, policy)
+    if counts is None:
+        counts = yield from _scan_counts(known, db, present, form, doc_type, options, policy)
+    found = {keys: n for (_, keys), n in zip(present, counts, strict=True)}
+    return [0 if each is None else found[each] for each in ranges]
 
 
-def _marks(
-    db: str, keys: list[str], parallel: int, policy: RetryPolicy
-) -> Program[tuple[dict[str, int], set[str]]]:
-    """The offset of each key (the number of ids below it), and the ids among the first
-    :data:`PROBE_ROWS` at each key; one request a key, ``parallel`` requests at a time."""
+def _offset_counts(
+    db: str, ranges: list[KeyRange], parallel: int, policy: RetryPolicy
+) -> Program[list[int] | None]:
+    """The number of rows in each of ``ranges`` from the offsets at their keys, ``parallel``
+    requests at a time, or ``None`` when they could not all be read in one state.
 
-    def mark(key: str) -> Program[tuple[int, list[str]]]:
-        each = policy.renewed()
-        asked = post_json(path(db, "_all_docs"), {"start_key": key, "limit": PROBE_ROWS})
-        reply = yield from ask(asked, each, db)
-        value = expect_object(reply.body, each, db, sent=reply.sent).get("offset")
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise answer_error(
-                each,
-                db,
-                f"_all_docs answered no row offset ({describe(value)}); count with exact=True",
-                reply.sent,
-            )
-        rows = expect_rows(reply.body, each, db, sent=reply.sent, span=KeySpan(key, None))
-        return value, [row["id"] for row in rows]
+    An offset is summed over the shards, each read by one of its copies, and ``update_seq``
+    names those copies and their sequences (:func:`~couchids.core.updateseq.shard_sequences`):
+    offsets answered with the same were read from the same copies in the same state, so their
+    differences count rows. The keys missing in the state most keys were read in (on a tie the
+    newest, then the one answered most often) are read again, up to :data:`SAME_SEQ_ROUNDS`
+    times in all."""
+    keys = sorted({key for each in ranges for key in (each.low, each.high)})
+    seen: dict[Hashable, dict[str, int]] = {}  # a state -> key -> offset
+    newness: dict[Hashable, int] = {}
+    answered: Counter[Hashable] = Counter()
+    unread = keys
+    for _ in range(SAME_SEQ_ROUNDS):
+        marks = yield from each_type(lambda key: _mark(db, key, policy), unread, parallel)
+        for key, (offset, seq) in zip(unread, marks, strict=True):
+            if seq is None:
+                return None  # a server that does not tell its update_seq proves nothing
+            state = shard_sequences(seq)
+            seen.setdefault(state, {})[key] = offset
+            newness[state], answered[state] = _seq_number(seq), answered[state] + 1
+        best = seen[max(seen, key=lambda s: (len(seen[s]), newness[s], answered[s]))]
+        unread = [key for key in keys if key not in best]
+        if not unread:
+            return [_difference(best[r.low], best[r.high], policy, db) for r in ranges]
+    return None
 
-    marks = yield from each_type(mark, keys, parallel)
-    seen = {doc_id for _, ids in marks for doc_id in ids}
-    return {key: offset for key, (offset, _) in zip(keys, marks, strict=True)}, seen
+
+def _difference(low: int, high: int, policy: RetryPolicy, db: str) -> int:
+    """The rows between two offsets read at one ``update_seq``."""
+    if high < low:
+        # Read in one state of the database, a lower second offset is a server whose offset
+        # is no row count.
+        raise answer_error(
+            policy,
+            db,
+            f"_all_docs answered offsets that do not count rows ({low} then {high}, at one "
+            "update_seq); count without index_only=True",
+        )
+    return high - low
+
+
+def _mark(db: str, key: str, policy: RetryPolicy) -> Program[tuple[int, str | None]]:
+    """The offset of ``key`` (the number of rows below it), and the ``update_seq`` of the
+    database it was read in (``None`` if the server did not say)."""
+    each = policy.renewed()
+    # stable: the same copy of each shard answers every request (measured on a 3-node CouchDB
+    # 3.4.3: without it one of three copies answers each, and two requests in a row named one
+    # update_seq about a third of the time). One row, which must lie at or past the key: a
+    # server that ignored start_key is refused.
+    query = {"start_key": key, "limit": 1, "update_seq": True, "stable": True}
+    asked = post_json(path(db, "_all_docs"), query)
+    reply = yield from ask(asked, each, db)
+    body = expect_object(reply.body, each, db, sent=reply.sent)
+    value, seq = body.get("offset"), body.get("update_seq")
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise answer_error(
+            each,
+            db,
+            f"_all_docs answered no row offset ({describe(value)}); count without index_only=True",
+            reply.sent,
+        )
+    expect_rows(reply.body, each, db, sent=reply.sent, span=KeySpan(key, None))
+    if isinstance(seq, int) and not isinstance(seq, bool):
+        return value, str(seq)  # CouchDB 1's: one number
+    return value, seq if isinstance(seq, str) and seq else None
+
+
+def _seq_number(seq: str) -> int:
+    """The number a CouchDB ``update_seq`` starts with (its shards' sequences summed), which
+    orders the states of one database; 0 when it has none."""
+    number = seq.partition("-")[0]
+    return int(number) if number.isdigit() else 0
 
 
 def _locate(ranges: list[KeyRange]) -> Callable[[str], int | None]:
@@ -300,19 +338,31 @@ def _locate(ranges: list[KeyRange]) -> Callable[[str], int | None]:
 def _scan_counts(
     known: FactsCache,
     db: str,
-    spans: list[tuple[int, int]],
-    ranges: list[KeyRange],
+    present: list[tuple[tuple[int, int], KeyRange]],
     form: IdForm,
     doc_type: str | None,
+    options: Options,
     policy: RetryPolicy,
 ) -> Program[list[int]]:
-    """Counts of the ids of ``form`` in each of ``ranges`` (the key ranges of the adjacent
-    time ``spans``), from one scan of the ids in time slices read in parallel."""
-    locate = _locate(ranges)
-    start_ms, end_ms = min(a for a, _ in spans), max(b for _, b in spans)
-    counts = [0] * len(ranges)
+    """Counts of the ids of ``form`` in each key range of ``present`` (with its time span,
+    adjacent), from one scan of the ids as :meth:`couchids.Database.window` reads them (its
+    ``batch_size`` and ``parallel`` time slices)."""
+    locate = _locate([keys for _, keys in present])
+    start_ms, end_ms = present[0][0][0], present[-1][0][1]
+    counts = [0] * len(present)
     pages = Puller(
-        scan_pages(known, db, form, doc_type, start_ms, end_ms, policy, include_docs=False)
+        scan_pages(
+            known,
+            db,
+            form,
+            doc_type,
+            start_ms,
+            end_ms,
+            policy,
+            include_docs=False,
+            batch_size=options.batch("window"),
+            parallel=options.slices("window"),
+        )
     )
     while (page := (yield from pages.next())) is not END:
         for row in page:

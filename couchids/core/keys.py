@@ -20,8 +20,6 @@ from couchids.idforms.idform import IdForm
 
 #: Above every character of every sortable form's alphabet: the end of an untyped range.
 _AFTER_ALPHABET = "{"
-#: Design documents' ids are ``_design/...``: at or above the first, below the second.
-_DESIGN, _DESIGN_END = "_design/", "_design0"
 
 
 @dataclass(frozen=True)
@@ -172,21 +170,6 @@ def resume_point(
     if descending:
         return None if after >= keys.high else keys.low if after < keys.low else after
     return None if after < keys.low else keys.high if after >= keys.high else after
-
-
-def reaches_other_ids(keys: KeyRange) -> bool:
-    """Whether ``keys`` may hold ids of no type and form a query wants, which only reading them
-    tells apart: an untyped range running to the end of the index or across ``_design/``.
-
-    >>> from couchids.idforms.forms import KUUID
-    >>> reaches_other_ids(window_keys(KUUID, None, 0, 1514764800000))
-    False
-    >>> reaches_other_ids(KeyRange("001", _AFTER_ALPHABET, ""))
-    True
-    """
-    if keys.prefix:
-        return False
-    return keys.high == _AFTER_ALPHABET or (keys.low < _DESIGN_END and keys.high > _DESIGN)
 
 
 def check_time_form(form: IdForm) -> IdForm:

@@ -584,7 +584,7 @@ def count(
     end: TimeLike,
     *,
     type: str | AllTypes | None,
-    exact: bool,
+    index_only: bool,
     options: Options,
 ) -> Program[int]:
     """The program of :meth:`couchids.Series.count`: the sum of each period's count
@@ -599,7 +599,7 @@ def count(
             to_datetime(b),
             type=type,
             form=layout.form,
-            exact=exact,
+            index_only=index_only,
             options=options,
         )
 
@@ -617,7 +617,7 @@ def histogram(
     *,
     every: str | timedelta,
     type: str | None,
-    exact: bool,
+    index_only: bool,
     options: Options,
 ) -> Program[list[Bucket]]:
     """The program of :meth:`couchids.Series.histogram`: the buckets of one database's
@@ -638,7 +638,7 @@ def histogram(
             every=every,
             type=type,
             form=layout.form,
-            exact=exact,
+            index_only=index_only,
             options=options,
         )
 

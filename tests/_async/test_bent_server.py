@@ -63,10 +63,10 @@ async def present(client: AsyncClient, call: Call) -> Any:
     return await database(client, call.db, timeout=call.timeout).types_present()
 
 
-def count(exact: bool = False) -> Run:
+def count(index_only: bool = False) -> Run:
     async def run(client: AsyncClient, call: Call) -> Any:
         handle = database(client, call.db, timeout=call.timeout)
-        return await handle.count(*WINDOW, type="a", exact=exact)
+        return await handle.count(*WINDOW, type="a", index_only=index_only)
 
     return run
 
@@ -121,7 +121,7 @@ RUNS: Final[dict[str, Run]] = {
     "window-all-types": window(ALL_TYPES),
     "types_present": present,
     "count": count(),
-    "count-exact": count(exact=True),
+    "count-index-only": count(index_only=True),
     "histogram": histogram,
     "expire": expire("a"),
     "expire-untyped": expire(None),

@@ -65,10 +65,10 @@ def present(client: CloudantV1, call: Call) -> Any:
     return database(client, call.db, timeout=call.timeout).types_present()
 
 
-def count(exact: bool = False) -> Run:
+def count(index_only: bool = False) -> Run:
     def run(client: CloudantV1, call: Call) -> Any:
         handle = database(client, call.db, timeout=call.timeout)
-        return handle.count(*WINDOW, type="a", exact=exact)
+        return handle.count(*WINDOW, type="a", index_only=index_only)
 
     return run
 
@@ -123,7 +123,7 @@ RUNS: Final[dict[str, Run]] = {
     "window-all-types": window(ALL_TYPES),
     "types_present": present,
     "count": count(),
-    "count-exact": count(exact=True),
+    "count-index-only": count(index_only=True),
     "histogram": histogram,
     "expire": expire("a"),
     "expire-untyped": expire(None),

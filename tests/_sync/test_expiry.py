@@ -35,9 +35,7 @@ def test_a_base36_number_that_is_no_uuidv7_is_left_alone(
     impostors = [f"ord:{BASE36_V7.key(BEFORE + d)}" for d in (-2 * HOUR, -2, 2 * HOUR)]
     insert(client, db, [*made.values(), *impostors])
     start, end = BEFORE - 3 * HOUR, BEFORE + 3 * HOUR
-    counted = database(blocking_client, db).count(
-        start, end, type="ord", form=BASE36_V7, exact=True
-    )
+    counted = database(blocking_client, db).count(start, end, type="ord", form=BASE36_V7)
     assert counted == len(made)
     out = io.StringIO()
     database(blocking_client, db, form=BASE36_V7).export(start, end, out=out, type="ord")

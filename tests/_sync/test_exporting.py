@@ -99,7 +99,7 @@ def test_a_checkpoint_of_another_database_is_refused(
         refused = f"checkpoint last_id={foreign!r} is no document of {db!r}"
         out = io.StringIO()
         with pytest.raises(InvalidArgumentError, match=refused):
-            handle.export(START, END, out, type="ord", checkpoint=Checkpoint(foreign))
+            handle.export(START, END, out=out, type="ord", checkpoint=Checkpoint(foreign))
         with pytest.raises(InvalidArgumentError, match=refused):
             handle.archive(
                 target, START, END, type="ord", expire=True, checkpoint=Checkpoint(foreign)
@@ -110,7 +110,7 @@ def test_a_checkpoint_of_another_database_is_refused(
         assert not client.post_all_docs(db=target).get_result()["rows"]
         rev = client.get_document(db=db, doc_id=ids[9]).get_result()["_rev"]
         client.delete_document(db=db, doc_id=ids[9], rev=rev)
-        handle.export(START, END, out, type="ord", checkpoint=Checkpoint(ids[9]))
+        handle.export(START, END, out=out, type="ord", checkpoint=Checkpoint(ids[9]))
         assert [json.loads(line)["_id"] for line in out.getvalue().splitlines()] == ids[10:]
     finally:
         drop_database(client, other)
