@@ -11,7 +11,7 @@ server afterwards); and each call either does what a resume point clamped to the
 (the range's ids after it, in ``_all_docs`` order: all of them from a point before the range,
 none from a point after it), or refuses a checkpoint of another type or form with
 :class:`couchids.InvalidArgumentError` before it changes anything. A checkpoint of the range's
-own type and form is always clamped, never refused.
+own type and form that is a document of the database is always clamped, never refused.
 
 The cases run together as those of tests/test_bent_server.py do, each through a proxy that
 forwards every answer as it is but stops a run that reads far more pages than the database
@@ -197,11 +197,18 @@ def checkpoints(name: str, layout: str = "plain") -> dict[str, tuple[str, bool]]
     points: dict[str, tuple[str, bool]] = {"inside": (inside, True)}
     if form is not None:
         # Before the first id and after the last of the range, of its type and form: from
-        # another run over other times.
+        # another run over other times, of this database (clamped) or of another (refused
+        # or clamped, as the database holds no such document).
         start = to_ms(operation.start) if operation.start else to_ms("2026-01-01") - 200 * DAY
         end = to_ms(operation.end) if operation.end else to_ms("2026-01-01")
-        points["earlier"] = (form.new(start - 30 * DAY, type="order"), True)
-        points["later"] = (form.new(end + 30 * DAY, type="order"), True)
+        points["earlier-elsewhere"] = (form.new(start - 30 * DAY, type="order"), False)
+        points["later-elsewhere"] = (form.new(end + 30 * DAY, type="order"), False)
+        held = [s.id for s in present(layout) if s.form == form and s.type == "order"]
+        before, after = [i for i in held if i < ids[0]], [i for i in held if i > ids[-1]]
+        if before:
+            points["earlier"] = (before[-1], True)
+        if after:
+            points["later"] = (after[0], True)
     other = KUUID_MS if form == KUUID else KUUID
     points |= {
         f"form-{other}": (first(other, "order"), False),

@@ -20,7 +20,7 @@ from couchids.core.pages import all_docs
 from couchids.core.policy import RetryPolicy
 from couchids.core.windows import DEFAULT_PAGE_SIZE, PARTITION_QUERY_LIMIT, partition_of
 from couchids.core.writes import rows_by_key
-from couchids.errors import InvalidArgumentError
+from couchids.errors import InvalidArgumentError, ServerError
 from couchids.idforms.forms import IdForm
 from couchids.idforms.times import MAX_MS
 
@@ -139,12 +139,20 @@ def check_resumes(db: str, mark: Checkpoint, policy: RetryPolicy) -> Program[Non
     ``db`` before it.
 
     Raises:
-        InvalidArgumentError: ``db`` has no document ``mark.last_id``.
+        InvalidArgumentError: ``db`` has no document ``mark.last_id`` (or, partitioned,
+            cannot: the lookup of an id of no partition answers 400).
     """
     if mark.last_id is None:
         return
-    row = yield from rows_by_key(db, [mark.last_id], policy, every=True)
-    if row[mark.last_id].get("error") == "not_found":
+    try:
+        row = yield from rows_by_key(db, [mark.last_id], policy, every=True)
+        held = row[mark.last_id].get("error") != "not_found"
+    except ServerError as exc:
+        # A partitioned database refuses to look up an id of no partition: it holds none.
+        if exc.status != 400:
+            raise
+        held = False
+    if not held:
         raise InvalidArgumentError(
             f"checkpoint last_id={mark.last_id!r:.80} is no document of {db!r}: "
             "a checkpoint resumes the operation that wrote it (the same database); "

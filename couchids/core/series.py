@@ -699,8 +699,10 @@ def export(
             with contextlib.suppress(InvalidInputError):
                 done = period_of(layout.every, layout.time_of_id(mark.last_id))
         if done is not None:
-            # One of the series' time, but a document of its period's database only.
-            yield from check_resumes(layout.name(done), mark, policy.renewed())
+            # One of the series' time, but a document of its period's database only (unless
+            # that database was dropped since, as expire drops an ended period's).
+            checked = check_resumes(layout.name(done), mark, policy.renewed())
+            yield from _unless_missing(checked, None)
             spans = [span for span in spans if span[2] > done.start_ms]
         for span in spans:
             yield from _period(part(*span))
