@@ -41,7 +41,7 @@ from couchids.core.windows import matcher as _matcher
 from couchids.errors import InvalidIdError
 from couchids.idforms.constants import ALPHABET
 from couchids.idforms.forms import KUUID_FORMS, IdForm
-from couchids.idforms.times import MAX_MS, TimeLike
+from couchids.idforms.times import MAX_MS, TimeLike, to_datetime
 
 FORMS = (KUUID, KUUID_REVERSE, KUUID_MS, KUUID_MS_REVERSE, SHORT, SHORT_REVERSE, V7, V7S)
 TYPES = ("user", "users", "use", None)
@@ -316,7 +316,9 @@ def test_the_row_filter_agrees_with_parse(form: IdForm, doc_type: str | None) ->
     rng = random.Random(str(form))
     checked = rejected = 0
     for _ in range(400):
-        made = form.new(rng.randrange(min(MAX_MS, form.max_unit * form.unit_ms)), type=doc_type)
+        made = form.new(
+            to_datetime(rng.randrange(min(MAX_MS, form.max_unit * form.unit_ms))), type=doc_type
+        )
         for candidate in mutations(made, rng):
             if not keys.low <= candidate <= keys.high:  # the server returns no other rows
                 continue

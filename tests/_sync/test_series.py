@@ -263,7 +263,7 @@ def test_export_refuses_a_checkpoint_of_another_series(
     # One of the series' own, whose period's database was dropped since, still resumes.
     day = next(d for d in range(7) if DAYS[d] <= data.times[ids[0]] < DAYS[d] + DAY)
     client.delete_database(db=day_name(prefix, day))
-    series.export(start, end, out, type="a", checkpoint=couchids.Checkpoint(ids[0]))
+    series.export(start, end, out=out, type="a", checkpoint=couchids.Checkpoint(ids[0]))
     rest = [i for i in ids if data.times[i] >= DAYS[day] + DAY]
     assert rest and [json.loads(line)["_id"] for line in out.getvalue().splitlines()] == rest
 
