@@ -66,7 +66,7 @@ from couchids.errors import CouchidsError, WriteResult
 from couchids.idforms.doctypes import ALL_TYPES, AllTypes
 from couchids.idforms.forms import KUUID, IdForm
 from couchids.idforms.seq import SEQ10, SeqForm
-from couchids.idforms.times import TimeLike
+from couchids.idforms.times import SecondsLike, TimeLike
 from couchids.replication import Replication
 
 __all__ = ["Database", "Sequence"]
@@ -748,7 +748,7 @@ class Database:
         since_seq: str | int = "now",
         checkpoint: Checkpoint | None = None,
         wait: bool = True,
-        poll: float = DEFAULT_POLL,
+        poll: SecondsLike = DEFAULT_POLL,
     ) -> Iterator[dict[str, Any]]:
         """Yield the documents of ``type`` and ``form`` as they are stored, each batch of changes in
         id-time order.

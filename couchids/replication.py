@@ -27,6 +27,7 @@ from couchids.drivers.blocking import (
 )
 from couchids.drivers.redact import redact
 from couchids.errors import InvalidArgumentError
+from couchids.idforms.times import SecondsLike
 
 __all__ = ["Replication"]
 
@@ -81,7 +82,7 @@ class Replication:
         sources = ", ".join(map(repr, self.sources))
         return f"Replication({ids}: {sources} -> {self.target!r}, {kind})"
 
-    def status(self, *, timeout: float | None = DEFAULT_TIMEOUT) -> ReplicationStatus:
+    def status(self, *, timeout: SecondsLike | None = DEFAULT_TIMEOUT) -> ReplicationStatus:
         """Where the replication stands now, from the server's ``_scheduler/docs``, within
         ``timeout`` seconds.
 
@@ -100,7 +101,7 @@ class Replication:
         program = replication.status(self._facts, self.doc_ids, policy, self._mask, self._ended)
         return run(self.client, program)
 
-    def wait(self, timeout: float | None = None) -> ReplicationStatus:
+    def wait(self, timeout: SecondsLike | None = None) -> ReplicationStatus:
         """Wait until a one-shot replication has completed and return its final status; a continuous
         one until it is ``running``.
 
@@ -131,7 +132,7 @@ class Replication:
         )
         return run(self.client, program)
 
-    def cancel(self, *, timeout: float | None = DEFAULT_TIMEOUT) -> bool:
+    def cancel(self, *, timeout: SecondsLike | None = DEFAULT_TIMEOUT) -> bool:
         """Stop the replication: delete its ``_replicator`` documents, within ``timeout`` seconds.
         Safe to call again; what it copied stays in the target.
 

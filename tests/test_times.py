@@ -333,3 +333,25 @@ def test_durations_are_units_or_timedeltas(value: Any, ms: int) -> None:
 def test_other_durations_are_refused_naming_the_parameter(value: Any) -> None:
     with pytest.raises(InvalidArgumentError, match=r"^every=.*: give a timedelta, or a whole"):
         duration_ms(value, "every")
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [(90, 90.0), (0.5, 0.5), ("2m", 120.0), ("500ms", 0.5), (timedelta(minutes=2), 120.0)],
+)
+def test_seconds_read_as_the_command_reads_them(value: Any, seconds: float) -> None:
+    """``timeout=``, ``backoff=`` and ``poll=`` take what ``--timeout`` takes: seconds, or a
+    duration of units or a timedelta."""
+    assert couchids.Options(timeout=value).timeout == seconds
+    assert couchids.Options(timeout=value).policy("window").timeout == seconds
+
+
+def test_backoff_reads_a_duration() -> None:
+    assert couchids.Options(backoff="500ms").backoff == 0.5
+    assert couchids.Options(backoff=timedelta(milliseconds=250)).backoff == 0.25
+
+
+@pytest.mark.parametrize("value", ["5", "soon", timedelta(seconds=-1), "0s", "2d"])
+def test_other_seconds_are_refused_naming_the_parameter(value: Any) -> None:
+    with pytest.raises(InvalidArgumentError, match=r"^timeout="):
+        couchids.Options(timeout=value)

@@ -64,7 +64,7 @@ from couchids.errors import CouchidsError, WriteResult
 from couchids.idforms.doctypes import ALL_TYPES, AllTypes
 from couchids.idforms.forms import KUUID, IdForm
 from couchids.idforms.seq import SEQ10, SeqForm
-from couchids.idforms.times import TimeLike
+from couchids.idforms.times import SecondsLike, TimeLike
 
 __all__ = ["AsyncDatabase", "AsyncSequence"]
 
@@ -747,7 +747,7 @@ class AsyncDatabase:
         since_seq: str | int = "now",
         checkpoint: Checkpoint | None = None,
         wait: bool = True,
-        poll: float = DEFAULT_POLL,
+        poll: SecondsLike = DEFAULT_POLL,
     ) -> AsyncIterator[dict[str, Any]]:
         """Yield the documents of ``type`` and ``form`` as they are stored, each batch of changes in
         id-time order.

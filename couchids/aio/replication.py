@@ -24,6 +24,7 @@ from couchids.drivers.aio import (
 )
 from couchids.drivers.redact import redact
 from couchids.errors import InvalidArgumentError
+from couchids.idforms.times import SecondsLike
 
 __all__ = ["AsyncReplication"]
 
@@ -78,7 +79,7 @@ class AsyncReplication:
         sources = ", ".join(map(repr, self.sources))
         return f"AsyncReplication({ids}: {sources} -> {self.target!r}, {kind})"
 
-    async def status(self, *, timeout: float | None = DEFAULT_TIMEOUT) -> ReplicationStatus:
+    async def status(self, *, timeout: SecondsLike | None = DEFAULT_TIMEOUT) -> ReplicationStatus:
         """Where the replication stands now, from the server's ``_scheduler/docs``, within
         ``timeout`` seconds.
 
@@ -97,7 +98,7 @@ class AsyncReplication:
         program = replication.status(self._facts, self.doc_ids, policy, self._mask, self._ended)
         return await run(self.client, program)
 
-    async def wait(self, timeout: float | None = None) -> ReplicationStatus:
+    async def wait(self, timeout: SecondsLike | None = None) -> ReplicationStatus:
         """Wait until a one-shot replication has completed and return its final status; a continuous
         one until it is ``running``.
 
@@ -128,7 +129,7 @@ class AsyncReplication:
         )
         return await run(self.client, program)
 
-    async def cancel(self, *, timeout: float | None = DEFAULT_TIMEOUT) -> bool:
+    async def cancel(self, *, timeout: SecondsLike | None = DEFAULT_TIMEOUT) -> bool:
         """Stop the replication: delete its ``_replicator`` documents, within ``timeout`` seconds.
         Safe to call again; what it copied stays in the target.
 

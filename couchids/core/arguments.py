@@ -18,12 +18,13 @@ import io
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
+from datetime import timedelta
 from typing import Any, Final
 
 from couchids.core.defaults import MAX_TIMEOUT
 from couchids.errors import InvalidArgumentError, InvalidInputError, InvalidTimeError
 from couchids.idforms.forms import IdForm
-from couchids.idforms.times import MAX_MS, TimeLike, iso_ms, now_ms, to_ms
+from couchids.idforms.times import MAX_MS, TimeLike, duration_ms, iso_ms, now_ms, to_ms
 
 #: What a ``_changes`` sequence to begin after can be: ``now``, a count (PouchDB Server,
 #: CouchDB 1) or CouchDB 2+'s and Cloudant's ``N-<opaque>``. CouchDB answers another with
@@ -57,10 +58,18 @@ def seconds(
     *,
     most: float = MAX_TIMEOUT,
     zero: bool = True,
-    what: str = "a number of seconds",
+    what: str = "a duration (seconds, a timedelta or such as '30s')",
 ) -> float:
-    """``value`` as a float if it is a number of seconds (not a bool) from 0 (above 0 unless
-    ``zero``) to ``most``: every duration couchids takes is in seconds."""
+    """``value`` as a float of seconds if it is a number of seconds (not a bool), a
+    ``timedelta`` or a whole number and a unit (``"2s"``, ``"10m"``, as the command's flags take
+    them), from 0 (above 0 unless ``zero``) to ``most``.
+
+    >>> seconds("poll", "2m"), seconds("poll", timedelta(milliseconds=500))
+    (120.0, 0.5)
+    """
+    given = value
+    if isinstance(value, timedelta | str):
+        value = duration_ms(value, name) / 1000
     if (
         isinstance(value, bool)
         or not isinstance(value, int | float)
@@ -68,14 +77,14 @@ def seconds(
         or not (value >= 0 if zero else value > 0)
         or value > most
     ):
-        bound = f"from 0 to {most:g}" if zero else f"above 0 and at most {most:g}"
-        raise InvalidArgumentError(f"{name}={value!r}: must be {what} {bound}")
+        bound = f"from 0 to {most:g} seconds" if zero else f"above 0 and at most {most:g} seconds"
+        raise InvalidArgumentError(f"{name}={given!r}: must be {what} {bound}")
     return float(value)
 
 
 def timeout(name: str, value: object) -> float | None:
     """A ``timeout``: ``None`` (no limit of couchids' own) or seconds above 0, at most a day."""
-    what = "None or a number of seconds"
+    what = "None or a duration (seconds, a timedelta or such as '30s')"
     return None if value is None else seconds(name, value, zero=False, what=what)
 
 

@@ -29,7 +29,7 @@ from couchids.core.scan import Checkpoint, check_checkpoint, check_one_form
 from couchids.core.windows import matcher, scan_pages
 from couchids.errors import InvalidArgumentError, ServerError
 from couchids.idforms.forms import IdForm
-from couchids.idforms.times import TimeLike, to_ms
+from couchids.idforms.times import SecondsLike, TimeLike, to_ms
 
 __all__ = ["DEFAULT_FOLLOW_BATCH", "DEFAULT_POLL", "follow"]
 
@@ -46,7 +46,7 @@ def follow(
     since_seq: str | int,
     checkpoint: Checkpoint | None,
     wait: bool,
-    poll: float,
+    poll: SecondsLike,
     options: Options,
     since: TimeLike = None,
 ) -> tuple[Program[None], Program[None]]:

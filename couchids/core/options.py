@@ -22,6 +22,7 @@ from couchids.core.defaults import (
 from couchids.core.policy import DEFAULT_BACKOFF, DEFAULT_RETRIES, MAX_BACKOFF, RetryPolicy
 from couchids.core.sizes import DEFAULT_BATCH_BYTES, DEFAULT_DOCUMENT_BYTES
 from couchids.errors import InvalidArgumentError
+from couchids.idforms.times import SecondsLike
 
 __all__ = ["DEFAULT_OPTIONS", "OWN_DEFAULTS", "Options", "check_options"]
 
@@ -77,9 +78,9 @@ class Options:
         shop.with_options(parallel=8).window("2024-05-01", "2024-06-01")
     """
 
-    timeout: float | None = DEFAULT_TIMEOUT
+    timeout: SecondsLike | None = DEFAULT_TIMEOUT
     retries: int = DEFAULT_RETRIES
-    backoff: float = DEFAULT_BACKOFF
+    backoff: SecondsLike = DEFAULT_BACKOFF
     parallel: int | None = None
     batch_size: int | None = None
     batch_bytes: int = DEFAULT_BATCH_BYTES

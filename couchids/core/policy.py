@@ -15,6 +15,7 @@ from datetime import UTC
 from typing import Final
 
 from couchids.core import arguments
+from couchids.idforms.times import SecondsLike
 
 #: Seconds before the first retry; each later retry waits twice as long (with jitter).
 DEFAULT_BACKOFF: Final = 0.05
@@ -50,8 +51,8 @@ class RetryPolicy:
     def checked(
         cls,
         retries: int,
-        backoff: float,
-        timeout: float | None = None,
+        backoff: SecondsLike,
+        timeout: SecondsLike | None = None,
         operation: str = "request",
     ) -> RetryPolicy:
         """The policy for the public arguments ``retries``, ``backoff`` and ``timeout``, checked;
@@ -64,7 +65,7 @@ class RetryPolicy:
         return replace(policy, deadline=_sooner(policy.deadline, _enclosing.get()))
 
     @classmethod
-    def within(cls, timeout: float | None, operation: str) -> RetryPolicy:
+    def within(cls, timeout: SecondsLike | None, operation: str) -> RetryPolicy:
         """The policy of a call whose only limit is the caller's ``timeout``, with the default
         retries and backoff.
 

@@ -61,7 +61,7 @@ from couchids.errors import (
 from couchids.idforms.doctypes import ALL_TYPES, AllTypes
 from couchids.idforms.forms import IdForm
 from couchids.idforms.kuuid import id as kuuid_id
-from couchids.idforms.times import TimeLike
+from couchids.idforms.times import SecondsLike, TimeLike
 
 __all__ = [
     "CANCEL_ROUNDS",
@@ -817,7 +817,7 @@ def wait(
     doc_ids: Sequence[str],
     *,
     continuous: bool,
-    timeout: float | None,
+    timeout: SecondsLike | None,
     mask: Callable[[str], str] = str,
     ended: dict[str, dict[str, Any]] | None = None,
 ) -> Program[ReplicationStatus]:

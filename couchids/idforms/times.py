@@ -25,6 +25,9 @@ from couchids.errors import InvalidArgumentError, InvalidTimeError
 TimeLike: TypeAlias = "datetime | date | timedelta | str | int | None"
 #: What every duration argument takes (``every``).
 DurationLike: TypeAlias = "timedelta | str"
+#: What every argument of seconds takes (``timeout``, ``poll``, ``backoff``): a number of
+#: seconds, or a duration as :data:`DurationLike`.
+SecondsLike: TypeAlias = "float | timedelta | str"
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 #: The last millisecond a ``datetime`` can hold: no id may encode a later time.
