@@ -27,7 +27,7 @@ TimeLike: TypeAlias = "datetime | date | timedelta | str | int | None"
 DurationLike: TypeAlias = "timedelta | str"
 #: What every argument of seconds takes (``timeout``, ``poll``, ``backoff``): a number of
 #: seconds, or a duration as :data:`DurationLike`.
-SecondsLike: TypeAlias = "float | timedelta | str"
+SecondsLike: TypeAlias = float | timedelta | str
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 #: The last millisecond a ``datetime`` can hold: no id may encode a later time.
