@@ -19,6 +19,7 @@ from __future__ import annotations
 import io
 import itertools
 import json
+import logging
 import random
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -97,8 +98,11 @@ def record(client: CloudantV1) -> list[Sent]:
                 if "/_partition/" in where
                 else "_all_docs"
             )
-            body = json.loads(response.get_result().content)
-            sent.append(Sent(index, body_of(request)["limit"], len(body["rows"])))
+            body, asked = json.loads(response.get_result().content), body_of(request)
+            if "keys" in asked:  # a lookup by key (a checkpoint's id): as many rows as keys
+                sent.append(Sent(f"{index} by key", len(asked["keys"]), len(body["rows"])))
+            else:
+                sent.append(Sent(index, asked["limit"], len(body["rows"])))
         return response
 
     hook(client, recording)
@@ -130,6 +134,13 @@ def refuses_over_cap(client: CloudantV1, db: str) -> bool:
             raise
         return True
     return False
+
+
+@pytest.fixture(autouse=True)
+def no_hints(caplog: pytest.LogCaptureFixture) -> None:
+    """The requests pinned here are the operations' own: an empty answer's explanation (a
+    WARNING of couchids, which reads the global index) is off, as any program turns it off."""
+    caplog.set_level(logging.ERROR, "couchids")
 
 
 @pytest.fixture
@@ -412,7 +423,9 @@ def test_count_export_expire_of_a_type_equal_the_truth(
     assert again.deleted == len(doomed) - first[-1].deleted and not again.conflicts
     assert set(all_docs(checker, capped_db)) == before - doomed
     # Every read of the type came from its partition, no request asked for more than the cap
-    # (the server refuses those), and only the fast count's offsets read the global index.
-    assert {s.index for s in sent} == {"_partition/ord/_all_docs", "_all_docs"}
+    # (the server refuses those), and only the fast count's offsets and the resumed export's
+    # lookup of its checkpoint's id read the global index.
+    assert {s.index for s in sent} == {"_partition/ord/_all_docs", "_all_docs", "_all_docs by key"}
+    assert [s.limit for s in sent if s.index == "_all_docs by key"] == [1]
     assert all(s.limit == 1 for s in sent if s.index == "_all_docs")
     assert max(s.limit for s in sent) <= PARTITION_QUERY_LIMIT
